@@ -1,0 +1,10 @@
+//! Support code for the runnable xlink programs and the workspace's seeded simulations.
+//!
+//! This crate is not a library crate of the project: it runs on `std`, may allocate, and stops
+//! loudly (panics) when a simulated invariant breaks, because that is what a test harness is for.
+//!
+//! * [`link_sim`]: one full-duplex link, both ends running UE LLR + CBFC from `linklayer`, over a
+//!   wire that corrupts frames and loses or corrupts control ordered sets.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+pub mod link_sim;

@@ -1,0 +1,140 @@
+//! The one bit-field helper for bit-packed formats.
+//!
+//! Formats whose fields do not sit on byte boundaries (flits, CtlOS payloads, packed counters)
+//! describe each field once as a [`BitField`] constant in a per-format `field` table, and read and
+//! write it through [`BitField::get`] and [`BitField::set`], never through shifts scattered over the
+//! code.
+//!
+//! Numbering is network order: bit 0 is the most significant bit of byte 0, and a field's bits
+//! are read from its first (most significant) bit to its last. Formats whose specification numbers
+//! bits the other way convert at their `field` table, in one place.
+
+use crate::Error;
+
+/// A field of `width` bits that starts `bit` bits from the most significant bit of byte 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct BitField {
+    /// Offset of the field's most significant bit from the start of the buffer.
+    pub bit: usize,
+    /// Width in bits, 1..=64.
+    pub width: u32,
+}
+
+impl BitField {
+    /// A field of `width` bits at `bit`.
+    pub const fn new(bit: usize, width: u32) -> Self {
+        BitField { bit, width }
+    }
+
+    /// The bit just past the field.
+    pub const fn end(self) -> usize {
+        self.bit + self.width as usize
+    }
+
+    /// Bytes a buffer needs to hold the field.
+    pub const fn bytes_needed(self) -> usize {
+        self.end().div_ceil(8)
+    }
+
+    /// The largest value the field holds.
+    pub const fn max_value(self) -> u64 {
+        if self.width >= 64 { u64::MAX } else { (1u64 << self.width) - 1 }
+    }
+
+    fn span(self, len: usize) -> Result<(usize, usize, u32), Error> {
+        if self.width == 0 || self.width > 64 {
+            return Err(Error::BadValue { field: "bit-field width", value: self.width });
+        }
+        let needed = self.bytes_needed();
+        if len < needed {
+            return Err(Error::Truncated { needed, got: len });
+        }
+        let first = self.bit / 8;
+        // Bits between the field's end and the end of its last byte.
+        let shift = (needed * 8 - self.end()) as u32;
+        Ok((first, needed, shift))
+    }
+
+    /// Reads the field from `bytes`.
+    pub fn get(self, bytes: &[u8]) -> Result<u64, Error> {
+        let (first, end, shift) = self.span(bytes.len())?;
+        let span = bytes.get(first..end).ok_or(Error::Truncated { needed: end, got: bytes.len() })?;
+        let acc = span.iter().fold(0u128, |acc, &b| (acc << 8) | u128::from(b));
+        Ok(((acc >> shift) as u64) & self.max_value())
+    }
+
+    /// Writes `value` into the field, leaving every other bit of `bytes` unchanged.
+    pub fn set(self, bytes: &mut [u8], value: u64) -> Result<(), Error> {
+        if value > self.max_value() {
+            return Err(Error::BadValue { field: "bit-field value", value: value as u32 });
+        }
+        let len = bytes.len();
+        let (first, end, shift) = self.span(len)?;
+        let span = bytes.get_mut(first..end).ok_or(Error::Truncated { needed: end, got: len })?;
+        let acc = span.iter().fold(0u128, |acc, &b| (acc << 8) | u128::from(b));
+        let mask = u128::from(self.max_value()) << shift;
+        let acc = (acc & !mask) | (u128::from(value) << shift);
+        let n = span.len();
+        for (i, b) in span.iter_mut().enumerate() {
+            *b = (acc >> (8 * (n - 1 - i))) as u8;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn reads_msb_first() {
+        let b = [0b1010_1100, 0b0101_0011, 0xFF];
+        assert_eq!(BitField::new(0, 1).get(&b).unwrap(), 1);
+        assert_eq!(BitField::new(1, 3).get(&b).unwrap(), 0b010);
+        assert_eq!(BitField::new(4, 8).get(&b).unwrap(), 0b1100_0101);
+        assert_eq!(BitField::new(0, 24).get(&b).unwrap(), 0xAC53FF);
+        assert_eq!(BitField::new(20, 4).get(&b).unwrap(), 0xF);
+    }
+
+    #[test]
+    fn rejects_short_buffers_and_bad_widths() {
+        let b = [0u8; 2];
+        assert_eq!(BitField::new(9, 8).get(&b), Err(Error::Truncated { needed: 3, got: 2 }));
+        assert!(BitField::new(0, 0).get(&b).is_err());
+        assert!(BitField::new(0, 65).get(&[0; 16]).is_err());
+        let mut b = [0u8; 4];
+        assert!(BitField::new(0, 4).set(&mut b, 16).is_err());
+        assert_eq!(b, [0; 4]);
+    }
+
+    #[test]
+    fn full_width_fields() {
+        let mut b = [0u8; 9];
+        let f = BitField::new(3, 64);
+        f.set(&mut b, u64::MAX).unwrap();
+        assert_eq!(f.get(&b).unwrap(), u64::MAX);
+        assert_eq!(b[0], 0b0001_1111);
+        assert_eq!(b[8], 0b1110_0000);
+    }
+
+    proptest! {
+        #[test]
+        fn set_then_get_round_trips(bit in 0usize..64, width in 1u32..=64, value in any::<u64>(), fill in any::<u8>()) {
+            let f = BitField::new(bit, width);
+            let value = value & f.max_value();
+            let mut bytes = [fill; 17];
+            let before = bytes;
+            f.set(&mut bytes, value).unwrap();
+            prop_assert_eq!(f.get(&bytes).unwrap(), value);
+            // No bit outside the field changed.
+            for i in 0..bytes.len() * 8 {
+                if i < f.bit || i >= f.end() {
+                    let bit_of = |b: &[u8; 17]| (b[i / 8] >> (7 - i % 8)) & 1;
+                    prop_assert_eq!(bit_of(&bytes), bit_of(&before));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,712 @@
+//! The LLR transmitter (UE 1.0 §5.1): OFF, INIT, ADVANCE, REPLAY, FLUSH.
+
+use super::FrameAction;
+use super::replay::{Outgoing, ReplayBuffer};
+use crate::Error;
+use crate::seq::{Seq, SeqSpace};
+use crate::time::{Duration, Instant};
+use crate::wire::CtlOs;
+use heapless::Deque;
+
+/// Transmitter states (SAI `sai_port_llr_tx_status_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TxState {
+    /// LLR transmission disabled: frames go out as ordinary frames.
+    Off,
+    /// Sending LLR_INIT, waiting for LLR_INIT_ECHO.
+    Init,
+    /// Normal operation: new frames are numbered, stored and sent.
+    Advance,
+    /// Retransmitting from the replay buffer.
+    Replay,
+    /// Failed: the replay buffer was flushed; waiting for re-initialisation.
+    Flush,
+}
+
+impl TxState {
+    /// The state's name in the specification.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TxState::Off => "OFF",
+            TxState::Init => "INIT",
+            TxState::Advance => "ADVANCE",
+            TxState::Replay => "REPLAY",
+            TxState::Flush => "FLUSH",
+        }
+    }
+}
+
+/// Why the transmitter entered FLUSH.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum FlushReason {
+    /// Replays exceeded `REPLAY_COUNT_MAX` without an acknowledgement.
+    ReplayCountExceeded,
+    /// The PCS was down longer than `PCS_LOST_TIMEOUT`.
+    PcsLost,
+    /// A frame stayed in the replay buffer longer than `DATA_AGE_TIMEOUT`.
+    DataAge,
+}
+
+/// What started a replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ReplayCause {
+    /// An LLR_NACK.
+    Nack,
+    /// The replay timer.
+    Timer,
+}
+
+/// Something the embedder may want to know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum LlrTxEvent {
+    /// LLR_INIT_ECHO arrived: the link is in ADVANCE.
+    Initialized,
+    /// A go-back-N replay started at sequence number `from`.
+    ReplayStarted {
+        /// First frame replayed.
+        from: u32,
+        /// What started it.
+        cause: ReplayCause,
+    },
+    /// The transmitter entered FLUSH and dropped `frames_dropped` unacknowledged frames; they
+    /// were not delivered by LLR and must be recovered above it.
+    Flushed {
+        /// Why.
+        reason: FlushReason,
+        /// Frames dropped from the replay buffer.
+        frames_dropped: u32,
+    },
+}
+
+/// Transmitter configuration (SAI port LLR profile).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct LlrTxConfig {
+    /// `OUTSTANDING_FRAMES_MAX`: frames stored and not acknowledged.
+    pub outstanding_frames_max: u32,
+    /// `OUTSTANDING_BYTES_MAX`: bytes stored and not acknowledged.
+    pub outstanding_bytes_max: u32,
+    /// `REPLAY_TIMER_MAX`: time without progress before the buffer is replayed. Must exceed the
+    /// link round trip plus the ACK spacing.
+    pub replay_timeout: Duration,
+    /// `REPLAY_COUNT_MAX`: timer replays without an ACK before FLUSH (default 1).
+    pub replay_count_max: u8,
+    /// `PCS_LOST_TIMEOUT`, or `None` to never flush for PCS loss.
+    pub pcs_lost_timeout: Option<Duration>,
+    /// `DATA_AGE_TIMEOUT`, or `None` to never flush for age.
+    pub data_age_timeout: Option<Duration>,
+    /// `INIT_LLR_FRAME_ACTION` (default best-effort).
+    pub init_action: FrameAction,
+    /// `FLUSH_LLR_FRAME_ACTION` (default best-effort).
+    pub flush_action: FrameAction,
+    /// `RE_INIT_ON_FLUSH` (default false).
+    pub reinit_on_flush: bool,
+    /// How often LLR_INIT is repeated until echoed (project-defined).
+    pub init_interval: Duration,
+}
+
+impl Default for LlrTxConfig {
+    fn default() -> Self {
+        LlrTxConfig {
+            outstanding_frames_max: 128,
+            outstanding_bytes_max: 256 * 1024,
+            replay_timeout: Duration::from_micros(10),
+            replay_count_max: 1,
+            pcs_lost_timeout: None,
+            data_age_timeout: None,
+            init_action: FrameAction::BestEffort,
+            flush_action: FrameAction::BestEffort,
+            reinit_on_flush: false,
+            init_interval: Duration::from_micros(10),
+        }
+    }
+}
+
+/// Transmitter counters (SAI `LLR_TX_*` / `LLR_RX_*` statistics of the transmit side).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TxStats {
+    /// LLR_INIT sent.
+    pub init_tx: u64,
+    /// LLR_INIT_ECHO received.
+    pub init_echo_rx: u64,
+    /// LLR_ACK received.
+    pub ack_rx: u64,
+    /// LLR_NACK received.
+    pub nack_rx: u64,
+    /// ACK/NACK with an unexpected sequence number (`LLR_RX_ACK_NACK_SEQ_ERROR`).
+    pub ack_nack_seq_errors: u64,
+    /// Frames transmitted for the first time (`LLR_TX_OK`).
+    pub frames_tx: u64,
+    /// Frames retransmitted.
+    pub frames_replayed: u64,
+    /// Replays started (`LLR_TX_REPLAY`).
+    pub replays: u64,
+    /// Frames discarded by the INIT/FLUSH frame action (`LLR_TX_DISCARD`).
+    pub discards: u64,
+    /// Frames dropped by FLUSH.
+    pub flushed_frames: u64,
+    /// Times FLUSH was entered.
+    pub flushes: u64,
+    /// Events dropped because the event queue was full.
+    pub events_dropped: u64,
+}
+
+/// How an offered frame was admitted by [`LlrTx::send`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Admit<S: SeqSpace> {
+    /// Stored with this sequence number; it goes out through [`LlrTx::poll_transmit`].
+    Queued(Seq<S>),
+    /// Not LLR-protected: the caller sends it now as an ordinary frame.
+    SendPlain,
+    /// Dropped by the INIT/FLUSH frame action.
+    Discarded,
+}
+
+/// Inputs that change the transmitter's state; see [`transition`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TxInput {
+    Enable,
+    Disable,
+    InitEchoed,
+    Nack,
+    ReplayTimer,
+    ReplayCaughtUp,
+    Fault,
+    Reinit,
+}
+
+/// Every state change of the transmitter, in one place. `None`: not allowed.
+fn transition(state: TxState, input: TxInput) -> Option<TxState> {
+    use TxInput as I;
+    use TxState as S;
+    Some(match (state, input) {
+        (_, I::Disable) => S::Off,
+        (S::Off, I::Enable) => S::Init,
+        (S::Init, I::InitEchoed) => S::Advance,
+        (S::Advance | S::Replay, I::Nack | I::ReplayTimer) => S::Replay,
+        (S::Replay, I::ReplayCaughtUp) => S::Advance,
+        (S::Advance | S::Replay, I::Fault) => S::Flush,
+        (S::Flush, I::Reinit) => S::Init,
+        _ => return None,
+    })
+}
+
+const EVENT_QUEUE: usize = 8;
+
+/// The LLR transmitter over sequence space `S`, replay storage `B` and `N` frame slots.
+///
+/// Drive it as a sans-I/O machine: offer frames with [`LlrTx::send`]; put
+/// [`LlrTx::poll_transmit`]'s frames and [`LlrTx::poll_control`]'s CtlOS on the wire; feed received
+/// LLR_ACK / LLR_NACK / LLR_INIT_ECHO to the `handle_*` methods; call [`LlrTx::handle_timeout`] at
+/// [`LlrTx::poll_timeout`]; read [`LlrTx::poll_event`].
+#[derive(Clone, Debug)]
+pub struct LlrTx<S: SeqSpace, B, const N: usize> {
+    config: LlrTxConfig,
+    state: TxState,
+    buf: ReplayBuffer<S, B, N>,
+    replay_deadline: Option<Instant>,
+    replay_count: u8,
+    /// When the next LLR_INIT is due (INIT state).
+    init_due: Option<Instant>,
+    pcs_down_since: Option<Instant>,
+    events: Deque<LlrTxEvent, EVENT_QUEUE>,
+    stats: TxStats,
+}
+
+impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
+    /// A transmitter in OFF whose first frame will be numbered `first`, storing frames in
+    /// `storage`.
+    pub fn new(config: LlrTxConfig, storage: B, first: Seq<S>) -> Result<Self, Error> {
+        if config.outstanding_frames_max == 0 {
+            return Err(Error::BadConfig { field: "outstanding_frames_max" });
+        }
+        if config.outstanding_bytes_max == 0 {
+            return Err(Error::BadConfig { field: "outstanding_bytes_max" });
+        }
+        if config.replay_timeout == Duration::ZERO {
+            return Err(Error::BadConfig { field: "replay_timeout" });
+        }
+        if config.init_interval == Duration::ZERO {
+            return Err(Error::BadConfig { field: "init_interval" });
+        }
+        Ok(LlrTx {
+            config,
+            state: TxState::Off,
+            buf: ReplayBuffer::new(storage, first),
+            replay_deadline: None,
+            replay_count: 0,
+            init_due: None,
+            pcs_down_since: None,
+            events: Deque::new(),
+            stats: TxStats::default(),
+        })
+    }
+
+    /// The current state.
+    pub fn state(&self) -> TxState {
+        self.state
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &TxStats {
+        &self.stats
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LlrTxConfig {
+        &self.config
+    }
+
+    /// The replay buffer (read-only).
+    pub fn buffer(&self) -> &ReplayBuffer<S, B, N> {
+        &self.buf
+    }
+
+    fn apply(&mut self, input: TxInput, name: &'static str) -> Result<TxState, Error> {
+        let to = transition(self.state, input).ok_or(Error::InvalidState { state: self.state.name(), input: name })?;
+        self.state = to;
+        Ok(to)
+    }
+
+    fn emit(&mut self, e: LlrTxEvent) {
+        if self.events.is_full() {
+            self.events.pop_front();
+            self.stats.events_dropped += 1;
+        }
+        let _ = self.events.push_back(e);
+    }
+
+    /// Enables LLR transmission (`LLR_MODE_REMOTE`): OFF → INIT, sending LLR_INIT.
+    pub fn enable(&mut self, now: Instant) -> Result<(), Error> {
+        self.apply(TxInput::Enable, "enable")?;
+        self.init_due = Some(now);
+        Ok(())
+    }
+
+    /// Disables LLR transmission: any state → OFF. Stored frames are dropped and reported as a
+    /// count.
+    pub fn disable(&mut self) -> u32 {
+        let _ = self.apply(TxInput::Disable, "disable");
+        self.init_due = None;
+        self.replay_deadline = None;
+        self.buf.clear() as u32
+    }
+
+    /// Management re-initialisation out of FLUSH: FLUSH → INIT.
+    pub fn reinit(&mut self, now: Instant) -> Result<(), Error> {
+        self.apply(TxInput::Reinit, "reinit")?;
+        self.init_due = Some(now);
+        Ok(())
+    }
+
+    /// Offers an LLR-eligible frame. In ADVANCE and REPLAY it is stored and numbered
+    /// ([`Admit::Queued`]), or refused with [`Error::WindowFull`] when the outstanding limits or
+    /// the buffer are exhausted (the caller keeps it and retries after an ACK). In OFF it goes
+    /// out plain; in INIT and FLUSH the configured [`FrameAction`] decides, and
+    /// [`FrameAction::Block`] refuses with [`Error::InvalidState`].
+    pub fn send(&mut self, now: Instant, frame: &[u8]) -> Result<Admit<S>, Error> {
+        self.send_with(now, frame.len(), |_, buf| buf.copy_from_slice(frame))
+    }
+
+    /// [`LlrTx::send`] for a frame built in place by `fill` (called only if the frame is stored).
+    pub fn send_with(
+        &mut self,
+        now: Instant,
+        len: usize,
+        fill: impl FnOnce(Seq<S>, &mut [u8]),
+    ) -> Result<Admit<S>, Error> {
+        let action = match self.state {
+            TxState::Off => return Ok(Admit::SendPlain),
+            TxState::Init => self.config.init_action,
+            TxState::Flush => self.config.flush_action,
+            TxState::Advance | TxState::Replay => {
+                if self.buf.len() >= self.config.outstanding_frames_max as usize
+                    || self.buf.bytes().saturating_add(len) > self.config.outstanding_bytes_max as usize
+                {
+                    return Err(Error::WindowFull);
+                }
+                return self.buf.push_with(now, len, fill).map(Admit::Queued);
+            }
+        };
+        match action {
+            FrameAction::BestEffort => Ok(Admit::SendPlain),
+            FrameAction::Discard => {
+                self.stats.discards += 1;
+                Ok(Admit::Discarded)
+            }
+            FrameAction::Block => Err(Error::InvalidState { state: self.state.name(), input: "send (blocked)" }),
+        }
+    }
+
+    /// The next frame to put on the wire, replays first. Nothing in OFF, INIT or FLUSH.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing<'_, S>> {
+        if !matches!(self.state, TxState::Advance | TxState::Replay) {
+            return None;
+        }
+        if self.state == TxState::Replay && !self.buf.is_replaying() {
+            let _ = self.apply(TxInput::ReplayCaughtUp, "replay caught up");
+        }
+        if self.buf.pending() == 0 {
+            return None;
+        }
+        if self.replay_deadline.is_none() {
+            self.replay_deadline = Some(now.saturating_add(self.config.replay_timeout));
+        }
+        let out = self.buf.poll_next()?;
+        if out.replay {
+            self.stats.frames_replayed += 1;
+        } else {
+            self.stats.frames_tx += 1;
+        }
+        Some(out)
+    }
+
+    /// The next control ordered set the transmitter needs sent (LLR_INIT in INIT).
+    pub fn poll_control(&mut self, now: Instant) -> Option<CtlOs> {
+        let due = self.init_due?;
+        if self.state != TxState::Init || now < due {
+            return None;
+        }
+        self.init_due = Some(now.saturating_add(self.config.init_interval));
+        self.stats.init_tx += 1;
+        Some(CtlOs::LlrInit { seq: self.buf.next_seq().value() })
+    }
+
+    fn seq(raw: u32, field: &'static str) -> Result<Seq<S>, Error> {
+        Seq::new(raw).ok_or(Error::OutOfWindow { field, seq: raw })
+    }
+
+    /// Handles LLR_INIT_ECHO: INIT → ADVANCE when it echoes the number announced.
+    pub fn handle_init_echo(&mut self, _now: Instant, seq: u32) -> Result<(), Error> {
+        self.stats.init_echo_rx += 1;
+        if self.state != TxState::Init {
+            return Err(Error::InvalidState { state: self.state.name(), input: "LLR_INIT_ECHO" });
+        }
+        if seq != self.buf.next_seq().value() {
+            return Err(Error::OutOfWindow { field: "LLR_INIT_ECHO", seq });
+        }
+        // Frames stored before INIT (none in practice) restart from the announced number.
+        self.apply(TxInput::InitEchoed, "LLR_INIT_ECHO")?;
+        self.init_due = None;
+        self.replay_count = 0;
+        self.emit(LlrTxEvent::Initialized);
+        Ok(())
+    }
+
+    fn check_ack_state(&self, input: &'static str) -> Result<(), Error> {
+        match self.state {
+            TxState::Advance | TxState::Replay => Ok(()),
+            s => Err(Error::InvalidState { state: s.name(), input }),
+        }
+    }
+
+    fn after_progress(&mut self, now: Instant, released: usize) {
+        if released > 0 {
+            self.replay_count = 0;
+            self.replay_deadline = (self.buf.in_flight() > 0).then(|| now.saturating_add(self.config.replay_timeout));
+        }
+    }
+
+    /// Handles LLR_ACK: releases every frame up to `seq`. An out-of-window number is counted and
+    /// refused with [`Error::OutOfWindow`], changing nothing.
+    pub fn handle_ack(&mut self, now: Instant, seq: u32) -> Result<usize, Error> {
+        self.stats.ack_rx += 1;
+        self.check_ack_state("LLR_ACK")?;
+        let released = Self::seq(seq, "LLR_ACK").and_then(|s| self.buf.ack(s)).inspect_err(|_| {
+            self.stats.ack_nack_seq_errors += 1;
+        })?;
+        self.after_progress(now, released);
+        Ok(released)
+    }
+
+    /// Handles LLR_NACK: releases every frame up to `seq` (the receiver has them) and replays
+    /// from the next (go-back-N).
+    pub fn handle_nack(&mut self, now: Instant, seq: u32) -> Result<(), Error> {
+        self.stats.nack_rx += 1;
+        self.check_ack_state("LLR_NACK")?;
+        let released = Self::seq(seq, "LLR_NACK").and_then(|s| self.buf.ack(s)).inspect_err(|_| {
+            self.stats.ack_nack_seq_errors += 1;
+        })?;
+        self.after_progress(now, released);
+        if self.buf.in_flight() > 0 {
+            self.start_replay(now, ReplayCause::Nack);
+        }
+        Ok(())
+    }
+
+    fn start_replay(&mut self, now: Instant, cause: ReplayCause) {
+        let input = match cause {
+            ReplayCause::Nack => TxInput::Nack,
+            ReplayCause::Timer => TxInput::ReplayTimer,
+        };
+        if self.apply(input, "replay").is_err() {
+            return;
+        }
+        self.buf.rewind_all();
+        self.replay_deadline = Some(now.saturating_add(self.config.replay_timeout));
+        self.stats.replays += 1;
+        self.emit(LlrTxEvent::ReplayStarted { from: self.buf.base().value(), cause });
+    }
+
+    /// Reports the PCS link status (`PCS status`); a PCS down longer than `PCS_LOST_TIMEOUT`
+    /// flushes.
+    pub fn set_pcs_status(&mut self, now: Instant, up: bool) {
+        self.pcs_down_since = match (up, self.pcs_down_since) {
+            (true, _) => None,
+            (false, Some(since)) => Some(since),
+            (false, None) => Some(now),
+        };
+    }
+
+    fn flush(&mut self, now: Instant, reason: FlushReason) {
+        if self.apply(TxInput::Fault, "fault").is_err() {
+            return;
+        }
+        let dropped = self.buf.clear() as u32;
+        self.replay_deadline = None;
+        self.replay_count = 0;
+        self.stats.flushes += 1;
+        self.stats.flushed_frames += u64::from(dropped);
+        self.emit(LlrTxEvent::Flushed { reason, frames_dropped: dropped });
+        if self.config.reinit_on_flush {
+            let _ = self.reinit(now);
+        }
+    }
+
+    fn data_age_deadline(&self) -> Option<Instant> {
+        let age = self.config.data_age_timeout?;
+        Some(self.buf.oldest_stored_at()?.saturating_add(age))
+    }
+
+    fn pcs_deadline(&self) -> Option<Instant> {
+        Some(self.pcs_down_since?.saturating_add(self.config.pcs_lost_timeout?))
+    }
+
+    /// The next instant [`LlrTx::handle_timeout`] or [`LlrTx::poll_control`] has work.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let active = matches!(self.state, TxState::Advance | TxState::Replay);
+        [
+            if self.state == TxState::Init { self.init_due } else { None },
+            if active { self.replay_deadline } else { None },
+            if active { self.data_age_deadline() } else { None },
+            if active { self.pcs_deadline() } else { None },
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Runs the timers due at `now`; safe to call at any time.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if !matches!(self.state, TxState::Advance | TxState::Replay) {
+            return;
+        }
+        if self.pcs_deadline().is_some_and(|d| now >= d) {
+            return self.flush(now, FlushReason::PcsLost);
+        }
+        if self.data_age_deadline().is_some_and(|d| now >= d) {
+            return self.flush(now, FlushReason::DataAge);
+        }
+        if self.replay_deadline.is_some_and(|d| now >= d) {
+            if self.buf.in_flight() == 0 {
+                self.replay_deadline = None;
+            } else if self.replay_count >= self.config.replay_count_max {
+                self.flush(now, FlushReason::ReplayCountExceeded);
+            } else {
+                self.replay_count += 1;
+                self.start_replay(now, ReplayCause::Timer);
+            }
+        }
+    }
+
+    /// The next event, oldest first.
+    pub fn poll_event(&mut self) -> Option<LlrTxEvent> {
+        self.events.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seq::Bits;
+
+    type Tx = LlrTx<Bits<16>, [u8; 256], 8>;
+
+    fn t(ns: u64) -> Instant {
+        Instant::from_nanos(ns)
+    }
+
+    fn advancing(config: LlrTxConfig) -> Tx {
+        let mut tx = Tx::new(config, [0; 256], Seq::new(10).unwrap()).unwrap();
+        tx.enable(t(0)).unwrap();
+        assert_eq!(tx.poll_control(t(0)), Some(CtlOs::LlrInit { seq: 10 }));
+        tx.handle_init_echo(t(1), 10).unwrap();
+        assert_eq!(tx.poll_event(), Some(LlrTxEvent::Initialized));
+        tx
+    }
+
+    fn drain(tx: &mut Tx, now: Instant) -> heapless::Vec<(u32, bool), 16> {
+        core::iter::from_fn(|| tx.poll_transmit(now).map(|o| (o.seq.value(), o.replay))).collect()
+    }
+
+    #[test]
+    fn init_handshake() {
+        let mut tx = Tx::new(LlrTxConfig::default(), [0; 256], Seq::new(10).unwrap()).unwrap();
+        assert_eq!(tx.send(t(0), &[1; 8]).unwrap(), Admit::SendPlain);
+        assert!(tx.handle_init_echo(t(0), 10).is_err());
+        tx.enable(t(0)).unwrap();
+        assert!(tx.enable(t(0)).is_err());
+        assert_eq!(tx.state(), TxState::Init);
+        assert_eq!(tx.poll_control(t(0)), Some(CtlOs::LlrInit { seq: 10 }));
+        assert_eq!(tx.poll_control(t(5)), None);
+        // Repeated every init_interval until echoed.
+        assert_eq!(tx.poll_timeout(), Some(t(10_000)));
+        assert_eq!(tx.poll_control(t(10_000)), Some(CtlOs::LlrInit { seq: 10 }));
+        assert_eq!(tx.send(t(0), &[1; 8]).unwrap(), Admit::SendPlain);
+        assert!(matches!(tx.handle_init_echo(t(1), 11), Err(Error::OutOfWindow { .. })));
+        tx.handle_init_echo(t(1), 10).unwrap();
+        assert_eq!(tx.state(), TxState::Advance);
+        assert_eq!(tx.poll_control(t(20_000)), None);
+    }
+
+    #[test]
+    fn ack_releases_and_nack_goes_back() {
+        let mut tx = advancing(LlrTxConfig::default());
+        for i in 0..4u8 {
+            assert_eq!(tx.send(t(2), &[i; 16]).unwrap(), Admit::Queued(Seq::new(10 + u32::from(i)).unwrap()));
+        }
+        assert_eq!(&drain(&mut tx, t(3))[..], &[(10, false), (11, false), (12, false), (13, false)]);
+        assert_eq!(tx.handle_ack(t(4), 10).unwrap(), 1);
+        // 12 was corrupted: NACK carries the newest good frame, 11.
+        tx.handle_nack(t(5), 11).unwrap();
+        assert_eq!(tx.state(), TxState::Replay);
+        assert_eq!(tx.poll_event(), Some(LlrTxEvent::ReplayStarted { from: 12, cause: ReplayCause::Nack }));
+        tx.send(t(5), &[9; 16]).unwrap();
+        assert_eq!(&drain(&mut tx, t(6))[..], &[(12, true), (13, true), (14, false)]);
+        assert_eq!(tx.poll_transmit(t(6)).map(|o| o.seq), None);
+        assert_eq!(tx.state(), TxState::Advance);
+        // An ACK beyond the newest frame sent is refused and counted.
+        assert!(matches!(tx.handle_ack(t(7), 15), Err(Error::OutOfWindow { .. })));
+        assert_eq!(tx.stats().ack_nack_seq_errors, 1);
+        assert_eq!(tx.handle_ack(t(7), 14).unwrap(), 3);
+        assert!(tx.buffer().is_empty());
+        assert_eq!(tx.poll_timeout(), None);
+    }
+
+    #[test]
+    fn replay_timer_then_flush() {
+        let cfg = LlrTxConfig { replay_count_max: 2, ..LlrTxConfig::default() };
+        let mut tx = advancing(cfg);
+        tx.send(t(0), &[1; 16]).unwrap();
+        tx.send(t(0), &[2; 16]).unwrap();
+        drain(&mut tx, t(100));
+        let deadline = tx.poll_timeout().unwrap();
+        assert_eq!(deadline, t(10_100));
+        tx.handle_timeout(t(10_099));
+        assert_eq!(tx.state(), TxState::Advance);
+        for round in 1..=2u64 {
+            let now = tx.poll_timeout().unwrap();
+            tx.handle_timeout(now);
+            assert_eq!(tx.state(), TxState::Replay);
+            assert_eq!(tx.poll_event(), Some(LlrTxEvent::ReplayStarted { from: 10, cause: ReplayCause::Timer }));
+            assert_eq!(&drain(&mut tx, now)[..], &[(10, true), (11, true)], "round {round}");
+        }
+        let now = tx.poll_timeout().unwrap();
+        tx.handle_timeout(now);
+        assert_eq!(tx.state(), TxState::Flush);
+        assert_eq!(
+            tx.poll_event(),
+            Some(LlrTxEvent::Flushed { reason: FlushReason::ReplayCountExceeded, frames_dropped: 2 })
+        );
+        assert_eq!(tx.send(now, &[3; 4]).unwrap(), Admit::SendPlain);
+        assert!(tx.handle_ack(now, 11).is_err());
+        tx.reinit(now).unwrap();
+        // Numbering continues after the flushed frames.
+        assert_eq!(tx.poll_control(now), Some(CtlOs::LlrInit { seq: 12 }));
+    }
+
+    #[test]
+    fn ack_progress_resets_the_replay_count() {
+        let mut tx = advancing(LlrTxConfig::default());
+        tx.send(t(0), &[1; 16]).unwrap();
+        tx.send(t(0), &[2; 16]).unwrap();
+        drain(&mut tx, t(0));
+        tx.handle_timeout(tx.poll_timeout().unwrap());
+        assert_eq!(tx.state(), TxState::Replay);
+        tx.handle_ack(t(10_001), 10).unwrap();
+        drain(&mut tx, t(10_001));
+        // One more timer replay is allowed again.
+        tx.handle_timeout(tx.poll_timeout().unwrap());
+        assert_eq!(tx.state(), TxState::Replay);
+    }
+
+    #[test]
+    fn outstanding_limits_and_frame_actions() {
+        let cfg = LlrTxConfig {
+            outstanding_frames_max: 2,
+            outstanding_bytes_max: 40,
+            init_action: FrameAction::Discard,
+            flush_action: FrameAction::Block,
+            data_age_timeout: Some(Duration::from_micros(1)),
+            ..LlrTxConfig::default()
+        };
+        let mut tx = Tx::new(cfg, [0; 256], Seq::FIRST).unwrap();
+        tx.enable(t(0)).unwrap();
+        assert_eq!(tx.send(t(0), &[0; 8]).unwrap(), Admit::Discarded);
+        assert_eq!(tx.stats().discards, 1);
+        tx.handle_init_echo(t(0), 0).unwrap();
+        tx.send(t(0), &[0; 30]).unwrap();
+        assert_eq!(tx.send(t(0), &[0; 11]), Err(Error::WindowFull));
+        tx.send(t(0), &[0; 10]).unwrap();
+        assert_eq!(tx.send(t(0), &[0; 1]), Err(Error::WindowFull));
+        // Data age flushes; FLUSH blocks.
+        assert_eq!(tx.poll_timeout(), Some(t(1_000)));
+        tx.handle_timeout(t(1_000));
+        assert_eq!(tx.state(), TxState::Flush);
+        assert!(matches!(tx.send(t(1_000), &[0; 1]), Err(Error::InvalidState { .. })));
+    }
+
+    #[test]
+    fn pcs_loss_flushes_and_reinit_on_flush() {
+        let cfg = LlrTxConfig {
+            pcs_lost_timeout: Some(Duration::from_nanos(500)),
+            reinit_on_flush: true,
+            ..LlrTxConfig::default()
+        };
+        let mut tx = advancing(cfg);
+        tx.send(t(0), &[0; 8]).unwrap();
+        tx.set_pcs_status(t(100), false);
+        tx.set_pcs_status(t(200), false);
+        tx.set_pcs_status(t(300), true);
+        tx.handle_timeout(t(700));
+        assert_eq!(tx.state(), TxState::Advance);
+        tx.set_pcs_status(t(1000), false);
+        assert_eq!(tx.poll_timeout(), Some(t(1500)));
+        tx.handle_timeout(t(1500));
+        assert_eq!(tx.state(), TxState::Init);
+        assert_eq!(tx.poll_event(), Some(LlrTxEvent::Flushed { reason: FlushReason::PcsLost, frames_dropped: 1 }));
+        assert_eq!(tx.disable(), 0);
+        assert_eq!(tx.state(), TxState::Off);
+    }
+
+    #[test]
+    fn transitions_table() {
+        use TxInput as I;
+        use TxState as S;
+        assert_eq!(transition(S::Off, I::InitEchoed), None);
+        assert_eq!(transition(S::Init, I::Nack), None);
+        assert_eq!(transition(S::Flush, I::Enable), None);
+        assert_eq!(transition(S::Replay, I::Disable), Some(S::Off));
+        assert_eq!(transition(S::Advance, I::ReplayCaughtUp), None);
+        assert!(
+            Tx::new(LlrTxConfig { replay_timeout: Duration::ZERO, ..Default::default() }, [0; 256], Seq::FIRST)
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,175 @@
+//! Time as an input: [`Instant`], [`Duration`] and [`LinkRate`].
+//!
+//! No crate in the workspace reads a clock. The embedder passes `now` into every handler and
+//! poll; an [`Instant`] is a count of nanoseconds since an epoch the embedder chooses (boot, the
+//! start of a simulation, ...). All arithmetic saturates, so no input can make it panic or wrap.
+//!
+//! Link-layer parameters in the UE specification are often given in *bytes on the wire*
+//! (`CTLOS_TARGET_SPACING`, `CF_min_spacing`, ...). A byte count becomes a time through the
+//! link's [`LinkRate`]: a link that is idle still clocks idle code groups, so bytes and time are
+//! the same clock seen two ways.
+
+use core::fmt;
+
+/// A point in time: nanoseconds since an arbitrary, embedder-chosen epoch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct Instant(u64);
+
+/// A span of time in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct Duration(u64);
+
+impl Instant {
+    /// The epoch.
+    pub const ZERO: Instant = Instant(0);
+    /// The latest representable instant; also "never" for a timer that is not armed.
+    pub const MAX: Instant = Instant(u64::MAX);
+
+    /// The instant `nanos` nanoseconds after the epoch.
+    pub const fn from_nanos(nanos: u64) -> Self {
+        Instant(nanos)
+    }
+
+    /// Nanoseconds since the epoch.
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+
+    /// `self + d`, saturating at [`Instant::MAX`].
+    #[must_use]
+    pub const fn saturating_add(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_add(d.0))
+    }
+
+    /// `self + d`, or `None` on overflow.
+    pub const fn checked_add(self, d: Duration) -> Option<Instant> {
+        match self.0.checked_add(d.0) {
+            Some(n) => Some(Instant(n)),
+            None => None,
+        }
+    }
+
+    /// Time elapsed from `earlier` to `self`, or zero if `earlier` is later.
+    pub const fn saturating_duration_since(self, earlier: Instant) -> Duration {
+        Duration(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl Duration {
+    /// No time.
+    pub const ZERO: Duration = Duration(0);
+    /// The longest representable span.
+    pub const MAX: Duration = Duration(u64::MAX);
+
+    /// `nanos` nanoseconds.
+    pub const fn from_nanos(nanos: u64) -> Self {
+        Duration(nanos)
+    }
+
+    /// `micros` microseconds, saturating.
+    pub const fn from_micros(micros: u64) -> Self {
+        Duration(micros.saturating_mul(1_000))
+    }
+
+    /// `millis` milliseconds, saturating.
+    pub const fn from_millis(millis: u64) -> Self {
+        Duration(millis.saturating_mul(1_000_000))
+    }
+
+    /// The span in nanoseconds.
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+
+    /// `self + other`, saturating.
+    #[must_use]
+    pub const fn saturating_add(self, other: Duration) -> Duration {
+        Duration(self.0.saturating_add(other.0))
+    }
+
+    /// `self * n`, saturating.
+    #[must_use]
+    pub const fn saturating_mul(self, n: u64) -> Duration {
+        Duration(self.0.saturating_mul(n))
+    }
+}
+
+impl fmt::Display for Instant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}ns", self.0)
+    }
+}
+
+impl fmt::Display for Duration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}ns", self.0)
+    }
+}
+
+/// The signalling rate of a link, used to turn byte spacings into time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct LinkRate {
+    bits_per_second: u64,
+}
+
+impl LinkRate {
+    /// 100 Gb/s (one 100GBASE lane set; 12.5 bytes per nanosecond).
+    pub const GBPS_100: LinkRate = LinkRate { bits_per_second: 100_000_000_000 };
+    /// 200 Gb/s (one 200G lane, UALink 200 and 802.3dj).
+    pub const GBPS_200: LinkRate = LinkRate { bits_per_second: 200_000_000_000 };
+    /// 400 Gb/s.
+    pub const GBPS_400: LinkRate = LinkRate { bits_per_second: 400_000_000_000 };
+    /// 800 Gb/s.
+    pub const GBPS_800: LinkRate = LinkRate { bits_per_second: 800_000_000_000 };
+
+    /// A link of `bits_per_second`; `None` for zero.
+    pub const fn new(bits_per_second: u64) -> Option<Self> {
+        if bits_per_second == 0 { None } else { Some(LinkRate { bits_per_second }) }
+    }
+
+    /// The rate in bits per second (never zero).
+    pub const fn bits_per_second(self) -> u64 {
+        // A derived `Arbitrary` value may be zero; treat it as 1 b/s rather than divide by zero.
+        if self.bits_per_second == 0 { 1 } else { self.bits_per_second }
+    }
+
+    /// Time to clock `bytes` onto the wire, rounded up to whole nanoseconds.
+    pub const fn time_for_bytes(self, bytes: u64) -> Duration {
+        let bits = (bytes as u128) * 8 * 1_000_000_000;
+        let rate = self.bits_per_second() as u128;
+        let ns = bits.div_ceil(rate);
+        Duration(if ns > u64::MAX as u128 { u64::MAX } else { ns as u64 })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instant_arithmetic_saturates() {
+        assert_eq!(Instant::MAX.saturating_add(Duration::from_nanos(1)), Instant::MAX);
+        assert_eq!(Instant::MAX.checked_add(Duration::from_nanos(1)), None);
+        let t = Instant::from_nanos(10);
+        assert_eq!(t.saturating_duration_since(Instant::from_nanos(25)), Duration::ZERO);
+        assert_eq!(Instant::from_nanos(25).saturating_duration_since(t), Duration::from_nanos(15));
+        assert_eq!(Duration::from_micros(u64::MAX), Duration::MAX);
+        assert_eq!(Duration::from_millis(2).as_nanos(), 2_000_000);
+    }
+
+    #[test]
+    fn link_rate_converts_bytes_to_time() {
+        // 2048 bytes at 100 Gb/s = 163.84 ns, rounded up.
+        assert_eq!(LinkRate::GBPS_100.time_for_bytes(2048), Duration::from_nanos(164));
+        // 6400 bytes at 800 Gb/s = 64 ns exactly.
+        assert_eq!(LinkRate::GBPS_800.time_for_bytes(6400), Duration::from_nanos(64));
+        assert_eq!(LinkRate::new(0), None);
+        assert_eq!(LinkRate::new(1).unwrap().time_for_bytes(u64::MAX), Duration::MAX);
+    }
+}

@@ -1,0 +1,29 @@
+//! # uet-wire
+//!
+//! Ultra Ethernet Transport (UE Specification 1.0, 11 Jun 2025, with errata 1.0.1–1.0.3 as public
+//! implementations reflect them): the scale-out transport for AI and HPC over plain Ethernet/IP.
+//!
+//! ## What this crate implements, by layer (module names follow the specification)
+//!
+//! | sub-layer | content | status |
+//! |---|---|---|
+//! | encapsulation / `entropy` | UDP destination port 4793 with the entropy value in the UDP source port; the 4-byte entropy header of native-IP mode. The crate starts at the UDP payload or the entropy header; outer Ethernet/IP/UDP are the embedder's. | planned (issue 3) |
+//! | `tss` | Transport Security Sublayer: 12/16-byte header (type, SP, AN, SDI, SSI, TSC = 16-bit epoch ‖ 48-bit counter), AES-256-GCM with 16-byte ICV, key derivation | planned (issues 3 and later) |
+//! | `pds` | Packet Delivery Sublayer: the 2-byte prologue, all 15 packet types, ACK/SACK, NACK codes, control packets; the PDC state machines for RUD, ROD, RUDI and UUD | planned (issues 3, 4) |
+//! | `ses` | Semantic Sublayer: standard/medium/small requests, responses, opcodes, return codes, atomic, CAS and rendezvous extension headers | planned (issue 3) |
+//! | `cms`, `lb` | NSCC and RCCC congestion control, REPS load balancing | planned |
+//!
+//! The UE link layer (LLR §5.1, CBFC §5.2) lives in [`linklayer`], shared with the other links.
+//!
+//! ## Verified versus project-defined
+//!
+//! The specification PDF text was not a direct source. Header layouts tagged [A] in
+//! `shared/spec/uet.md` (Wireshark `packet-uet.c`, UEC `uet-ref-prov` and XDP2 agreeing
+//! byte for byte) are implemented as the wire format. Facts from one source ([B]) are used with a
+//! citation; conflicts ([X]) and gaps follow the digest's recommended defaults and are marked
+//! *project-defined* in the module that implements them.
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub use linklayer;
