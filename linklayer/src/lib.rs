@@ -14,7 +14,7 @@
 //! * [`wire`]: the project-defined encodings of the CtlOS (8 bytes) and CC_Update (64 bytes on the
 //!   wire) control messages. The engines are independent of them.
 //!
-//! Sources: `shared/spec/uet.md` §6 (facts tagged [B], from the OCP SAI LLR and CBFC proposals
+//! Sources: `shared/spec/uet.md` §6 (facts tagged \[B\], from the OCP SAI LLR and CBFC proposals
 //! that cite UE 1.0 §5.1/§5.2), `shared/spec/ualink-ethx.md` §1.4 and `shared/spec/ucie-cxl.md`
 //! §1.7 for the replay-engine requirements of the other links. No bit layout of the UE link-layer
 //! messages is public: [`wire`] is project-defined, and every other project-defined choice is
@@ -43,3 +43,22 @@ pub mod wire;
 pub use error::Error;
 pub use seq::{Bits, NonZeroBits, Seq, SeqSpace};
 pub use time::{Duration, Instant, LinkRate};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size of every state object is a compile-time constant; these are the documented ones.
+    #[test]
+    fn state_sizes() {
+        use core::mem::size_of;
+        let sender = size_of::<cbfc::CbfcSender>();
+        let receiver = size_of::<cbfc::CbfcReceiver>();
+        let rx = size_of::<llr::LlrRx<llr::UeLlrSpace>>();
+        let tx = size_of::<llr::LlrTx<llr::UeLlrSpace, [u8; 0], 128>>();
+        let slot = (size_of::<llr::LlrTx<llr::UeLlrSpace, [u8; 0], 129>>() - tx) as usize;
+        std::println!("CbfcSender {sender} B, CbfcReceiver {receiver} B, LlrRx {rx} B");
+        std::println!("LlrTx<_, [u8; 0], 128> {tx} B + replay storage; {slot} B per extra frame slot");
+        assert!(sender <= 1024 && receiver <= 2048 && rx <= 256 && slot <= 32);
+    }
+}

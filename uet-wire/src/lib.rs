@@ -17,10 +17,10 @@
 //!
 //! ## Verified versus project-defined
 //!
-//! The specification PDF text was not a direct source. Header layouts tagged [A] in
+//! The specification PDF text was not a direct source. Header layouts tagged \[A\] in
 //! `shared/spec/uet.md` (Wireshark `packet-uet.c`, UEC `uet-ref-prov` and XDP2 agreeing
-//! byte for byte) are implemented as the wire format. Facts from one source ([B]) are used with a
-//! citation; conflicts ([X]) and gaps follow the digest's recommended defaults and are marked
+//! byte for byte) are implemented as the wire format. Facts from one source (\[B\]) are used with a
+//! citation; conflicts (\[X\]) and gaps follow the digest's recommended defaults and are marked
 //! *project-defined* in the module that implements them.
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]

@@ -1,6 +1,6 @@
 //! Credit-based flow control (CBFC), Ultra Ethernet 1.0 §5.2.
 //!
-//! Facts implemented (digest `shared/spec/uet.md` §6.2, tag [B], from the OCP SAI CBFC proposal
+//! Facts implemented (digest `shared/spec/uet.md` §6.2, tag \[B\], from the OCP SAI CBFC proposal
 //! citing UE 1.0 §5.2):
 //!
 //! * up to 32 virtual channels per port, each lossless (flow-controlled) or best-effort;

@@ -67,7 +67,7 @@ impl SenderVc {
 
 /// The sending end of one port's CBFC.
 ///
-/// Size: about 32 × 20 bytes of per-VC state plus a few words (`size_of` is printed by a test).
+/// Size: 624 bytes on a 64-bit target (32 VCs of per-VC state; printed by the `state_sizes` test).
 #[derive(Clone, Debug)]
 pub struct CbfcSender {
     config: CbfcSenderConfig,

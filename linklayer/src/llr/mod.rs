@@ -1,6 +1,6 @@
 //! Link-level retry (LLR), Ultra Ethernet 1.0 §5.1, on a reusable go-back-N replay engine.
 //!
-//! Facts implemented (digest `shared/spec/uet.md` §6.1, tag [B], from the OCP SAI LLR proposal
+//! Facts implemented (digest `shared/spec/uet.md` §6.1, tag \[B\], from the OCP SAI LLR proposal
 //! citing UE 1.0 §5.1):
 //!
 //! * each LLR-eligible frame gets a sequence number (carried in the Ethernet preamble) and is
@@ -26,7 +26,7 @@
 //! * transmitter states OFF, INIT, ADVANCE, REPLAY, FLUSH ([`TxState`]); receiver states OFF,
 //!   SEND_ACKS, SEND_NACK, NACK_SENT ([`RxState`]).
 //!
-//! Project-defined choices (marked [I] in the digest's sense: inferred, not stated by a source):
+//! Project-defined choices (marked \[I\] in the digest's sense: inferred, not stated by a source):
 //!
 //! * **Sequence width.** Not public. [`UeLlrSpace`] is 16 bits, wrapping through 0; the engines are
 //!   generic over the space, so a different width is a type parameter.

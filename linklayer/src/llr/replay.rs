@@ -109,6 +109,11 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
         self.cursor < self.sent
     }
 
+    /// Frames already sent that the cursor will send again before any new frame.
+    pub fn replays_pending(&self) -> usize {
+        self.sent - self.cursor
+    }
+
     /// Bytes of stored frames.
     pub fn bytes(&self) -> usize {
         self.bytes
@@ -396,6 +401,31 @@ mod tests {
         assert_eq!(b.clear(), 2);
         assert_eq!(b.next_seq(), s(1));
         assert_eq!(b.push(T, &[1]).unwrap(), s(1));
+    }
+
+    #[test]
+    fn ualink_style_rules_fit_on_top() {
+        // UALink 1.0 §6.6: sequence numbers 1..=511; an ack is accepted only if it is within 256 of
+        // Rx_last_ack and of Tx_last_seq; a replay request is not an implicit ack.
+        type Ual = Seq<NonZeroBits<9>>;
+        let mut b = ReplayBuffer::<NonZeroBits<9>, [u8; 4096], 300>::new([0; 4096], Ual::new(500).unwrap());
+        for _ in 0..20 {
+            b.push(T, &[0; 8]).unwrap();
+            b.poll_next().unwrap();
+        }
+        let last_ack = b.base().prev();
+        let accept = |ack: Ual, b: &ReplayBuffer<NonZeroBits<9>, [u8; 4096], 300>| {
+            last_ack.distance_to(ack) <= 256 && ack.distance_to(b.last_sent()) <= 256
+        };
+        // Frames 500..=511 then 1..=8 are out; Tx_last_seq is 8.
+        assert_eq!(b.last_sent().value(), 8);
+        let ack = Ual::new(3).unwrap();
+        assert!(accept(ack, &b));
+        assert_eq!(b.ack(ack).unwrap(), 15);
+        // A replay request from 5 rewinds without releasing anything.
+        b.rewind(Ual::new(5).unwrap()).unwrap();
+        assert_eq!(b.len(), 5);
+        assert_eq!(b.poll_next().unwrap().seq.value(), 5);
     }
 
     #[derive(Debug, Clone)]

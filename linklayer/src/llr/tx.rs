@@ -349,11 +349,12 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
         if !matches!(self.state, TxState::Advance | TxState::Replay) {
             return None;
         }
-        if self.state == TxState::Replay && !self.buf.is_replaying() {
-            let _ = self.apply(TxInput::ReplayCaughtUp, "replay caught up");
-        }
         if self.buf.pending() == 0 {
             return None;
+        }
+        // The replay completes with the last frame it resends.
+        if self.state == TxState::Replay && self.buf.replays_pending() <= 1 {
+            let _ = self.apply(TxInput::ReplayCaughtUp, "replay caught up");
         }
         if self.replay_deadline.is_none() {
             self.replay_deadline = Some(now.saturating_add(self.config.replay_timeout));
@@ -391,7 +392,6 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
         if seq != self.buf.next_seq().value() {
             return Err(Error::OutOfWindow { field: "LLR_INIT_ECHO", seq });
         }
-        // Frames stored before INIT (none in practice) restart from the announced number.
         self.apply(TxInput::InitEchoed, "LLR_INIT_ECHO")?;
         self.init_due = None;
         self.replay_count = 0;
@@ -407,6 +407,10 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
     }
 
     fn after_progress(&mut self, now: Instant, released: usize) {
+        // An ACK may release every frame a replay still had to resend.
+        if self.state == TxState::Replay && !self.buf.is_replaying() {
+            let _ = self.apply(TxInput::ReplayCaughtUp, "replay caught up");
+        }
         if released > 0 {
             self.replay_count = 0;
             self.replay_deadline = (self.buf.in_flight() > 0).then(|| now.saturating_add(self.config.replay_timeout));
@@ -588,9 +592,11 @@ mod tests {
         assert_eq!(tx.state(), TxState::Replay);
         assert_eq!(tx.poll_event(), Some(LlrTxEvent::ReplayStarted { from: 12, cause: ReplayCause::Nack }));
         tx.send(t(5), &[9; 16]).unwrap();
-        assert_eq!(&drain(&mut tx, t(6))[..], &[(12, true), (13, true), (14, false)]);
-        assert_eq!(tx.poll_transmit(t(6)).map(|o| o.seq), None);
-        assert_eq!(tx.state(), TxState::Advance);
+        assert_eq!(tx.poll_transmit(t(6)).map(|o| (o.seq.value(), o.replay)), Some((12, true)));
+        assert_eq!(tx.state(), TxState::Replay);
+        assert_eq!(tx.poll_transmit(t(6)).map(|o| (o.seq.value(), o.replay)), Some((13, true)));
+        assert_eq!(tx.state(), TxState::Advance, "the replay completes with its last frame");
+        assert_eq!(&drain(&mut tx, t(6))[..], &[(14, false)]);
         // An ACK beyond the newest frame sent is refused and counted.
         assert!(matches!(tx.handle_ack(t(7), 15), Err(Error::OutOfWindow { .. })));
         assert_eq!(tx.stats().ack_nack_seq_errors, 1);
@@ -639,7 +645,10 @@ mod tests {
         drain(&mut tx, t(0));
         tx.handle_timeout(tx.poll_timeout().unwrap());
         assert_eq!(tx.state(), TxState::Replay);
-        tx.handle_ack(t(10_001), 10).unwrap();
+        // The ACK releases both frames the replay still had to resend: the replay is over.
+        tx.handle_ack(t(10_001), 11).unwrap();
+        assert_eq!(tx.state(), TxState::Advance);
+        tx.send(t(10_001), &[3; 16]).unwrap();
         drain(&mut tx, t(10_001));
         // One more timer replay is allowed again.
         tx.handle_timeout(tx.poll_timeout().unwrap());

@@ -1,0 +1,411 @@
+//! The fuzz targets of xlink as plain functions.
+//!
+//! Each `fuzz_targets/<name>.rs` calls the function of the same name; the stable test
+//! `examples/tests/fuzz_corpus.rs` includes this file and replays every file of
+//! `fuzz/corpus/<name>/` through it, so the committed corpora run on every `cargo test`.
+//!
+//! A target panics only when an invariant of the code under test breaks; that is the finding.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+use arbitrary::{Arbitrary, Unstructured};
+use linklayer::cbfc::{CbfcReceiver, CbfcReceiverConfig, CbfcSender, CbfcSenderConfig, CreditRule, Vc, VcMode};
+use linklayer::llr::{
+    Admit, FrameAction, FrameCheck, LlrRx, LlrRxConfig, LlrTx, LlrTxConfig, ReplayBuffer, RxVerdict, TxState,
+};
+use linklayer::wire::{CC_UPDATE_LEN, CTLOS_LEN, CcUpdate, CtlOs};
+use linklayer::{Bits, Duration, Instant, LinkRate, Seq};
+use std::collections::VecDeque;
+
+/// A fuzz target: consumes one input, panics on a broken invariant.
+pub type Target = fn(&[u8]);
+
+/// Every target by name, for the corpus replay.
+pub const TARGETS: &[(&str, Target)] =
+    &[("ctlos", ctlos), ("cc_update", cc_update), ("replay_buffer", replay_buffer), ("llr", llr), ("cbfc", cbfc)];
+
+/// CtlOS parser: never panics; whatever parses re-emits byte for byte.
+pub fn ctlos(data: &[u8]) {
+    if let Ok((msg, rest)) = CtlOs::parse(data) {
+        let mut out = [0u8; CTLOS_LEN];
+        assert_eq!(msg.emit(&mut out), Ok(CTLOS_LEN));
+        assert_eq!(&out[..], &data[..CTLOS_LEN]);
+        assert_eq!(rest, &data[CTLOS_LEN..]);
+    }
+}
+
+/// CC_Update parser: never panics; whatever parses re-emits byte for byte.
+pub fn cc_update(data: &[u8]) {
+    if let Ok((msg, rest)) = CcUpdate::parse(data) {
+        let mut out = [0u8; CC_UPDATE_LEN];
+        assert_eq!(msg.emit(&mut out), Ok(CC_UPDATE_LEN));
+        assert_eq!(&out[..], &data[..CC_UPDATE_LEN]);
+        assert_eq!(rest.len(), data.len() - CC_UPDATE_LEN);
+        assert!(msg.entries().all(|(vc, _)| usize::from(vc.index()) / 16 == usize::from(msg.group())));
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+enum BufOp {
+    Push(u8),
+    Send,
+    Ack(u8),
+    Rewind(u8),
+    RewindAll,
+    Clear,
+}
+
+/// The replay buffer against a plain model, on a small 5-bit space with a 0 reserved.
+pub fn replay_buffer(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let mut buf: ReplayBuffer<linklayer::NonZeroBits<5>, [u8; 200], 12> =
+        ReplayBuffer::new([0; 200], Seq::new(29).unwrap());
+    let mut model: VecDeque<(u32, Vec<u8>)> = VecDeque::new();
+    let mut tag = 0u8;
+    // `arbitrary` yields defaults once the input is used up: stop there.
+    while !u.is_empty() {
+        let Ok(op) = BufOp::arbitrary(&mut u) else { break };
+        match op {
+            BufOp::Push(len) => {
+                tag = tag.wrapping_add(1);
+                let frame = vec![tag; usize::from(len)];
+                if let Ok(seq) = buf.push(Instant::ZERO, &frame) {
+                    model.push_back((seq.value(), frame));
+                }
+            }
+            BufOp::Send => {
+                if let Some(o) = buf.poll_next() {
+                    let (_, frame) = model.iter().find(|(s, _)| *s == o.seq.value()).expect("sent frame is stored");
+                    assert_eq!(&frame[..], o.frame);
+                }
+            }
+            BufOp::Ack(k) => {
+                if let Ok(n) = buf.ack(buf.base().wrapping_add(u64::from(k)).prev()) {
+                    model.drain(..n);
+                }
+            }
+            BufOp::Rewind(k) => {
+                let _ = buf.rewind(buf.base().wrapping_add(u64::from(k)));
+            }
+            BufOp::RewindAll => buf.rewind_all(),
+            BufOp::Clear => {
+                buf.clear();
+                model.clear();
+            }
+        }
+        assert_eq!(buf.len(), model.len());
+        assert!(buf.in_flight() <= buf.len() && buf.pending() <= buf.len());
+        assert!(buf.bytes() <= buf.capacity_bytes());
+        for (i, (seq, frame)) in model.iter().enumerate() {
+            assert_eq!(*seq, buf.base().wrapping_add(i as u64).value());
+            assert_eq!(buf.get(Seq::new(*seq).unwrap()), Some(&frame[..]));
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+enum LlrOp {
+    /// Offer a frame of `len + 1` bytes.
+    Send(u8),
+    /// Put the transmitter's next frame on the wire, corrupted or not, or lose it.
+    Transmit {
+        corrupt: bool,
+        lose: bool,
+    },
+    /// Deliver the oldest frame on the wire.
+    DeliverFrame,
+    /// Move control ordered sets from each side's poll to the other, losing some.
+    Control {
+        lose_rx: bool,
+        lose_tx: bool,
+    },
+    /// Let time pass and run the timers.
+    Advance(u16),
+    /// Report the PCS status.
+    Pcs(bool),
+    /// Management actions.
+    Enable,
+    Disable,
+    Reinit,
+    RxEnabled(bool),
+    /// A hostile or broken peer: raw control values.
+    RawAck(u32),
+    RawNack(u32),
+    RawInit(u32),
+    RawEcho(u32),
+    RawFrame(u16, FrameCheck),
+}
+
+/// An LLR transmitter and receiver over a lossy, corrupting wire, driven by arbitrary calls.
+/// Invariants: no panic; while the peer is honest (no raw injections) and no FLUSH dropped data,
+/// delivered frames are exactly the offered ones, in order.
+pub fn llr(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let Ok((config, first)) = <(LlrConfigInput, u16)>::arbitrary(&mut u) else { return };
+    let mut tx: LlrTx<Bits<6>, [u8; 512], 16> =
+        LlrTx::new(config.into_config(), [0; 512], Seq::from_index(u64::from(first))).unwrap();
+    let mut rx: LlrRx<Bits<6>> =
+        LlrRx::new(LlrRxConfig { enabled: true, ack_spacing: 800, link_rate: LinkRate::GBPS_100 });
+    let mut now = Instant::ZERO;
+    let mut wire: VecDeque<(Seq<Bits<6>>, Vec<u8>, FrameCheck)> = VecDeque::new();
+    let mut next_tag = 0u16;
+    let mut expected_tag = 0u16;
+    let mut honest = true;
+    // `arbitrary` yields defaults once the input is used up: stop there.
+    while !u.is_empty() {
+        let Ok(op) = LlrOp::arbitrary(&mut u) else { break };
+        match op {
+            LlrOp::Send(len) => {
+                let mut frame = vec![0u8; usize::from(len) + 2];
+                frame[..2].copy_from_slice(&next_tag.to_be_bytes());
+                if let Ok(Admit::Queued(_)) = tx.send(now, &frame) {
+                    next_tag = next_tag.wrapping_add(1);
+                }
+            }
+            LlrOp::Transmit { corrupt, lose } => {
+                if let Some(o) = tx.poll_transmit(now) {
+                    if !lose {
+                        let check = if corrupt { FrameCheck::Bad } else { FrameCheck::Good };
+                        wire.push_back((o.seq, o.frame.to_vec(), check));
+                    }
+                }
+            }
+            LlrOp::DeliverFrame => {
+                if let Some((seq, frame, check)) = wire.pop_front() {
+                    if rx.handle_frame(now, seq, check) == RxVerdict::Deliver && check == FrameCheck::Good {
+                        let tag = u16::from_be_bytes([frame[0], frame[1]]);
+                        if honest && tx.stats().flushes == 0 && tx.state() != TxState::Off {
+                            assert_eq!(tag, expected_tag, "LLR delivered out of order or twice");
+                        }
+                        expected_tag = tag.wrapping_add(1);
+                    }
+                }
+            }
+            LlrOp::Control { lose_rx, lose_tx } => {
+                if let Some(c) = rx.poll_control(now) {
+                    if !lose_rx {
+                        // Through the project encoding, as on a real link.
+                        let mut b = [0u8; CTLOS_LEN];
+                        c.emit(&mut b).unwrap();
+                        let _ = match CtlOs::parse(&b).unwrap().0 {
+                            CtlOs::LlrAck { seq } => tx.handle_ack(now, seq).map(|_| ()),
+                            CtlOs::LlrNack { seq } => tx.handle_nack(now, seq),
+                            CtlOs::LlrInitEcho { seq } => tx.handle_init_echo(now, seq),
+                            other => panic!("receiver produced {other:?}"),
+                        };
+                    }
+                }
+                if let Some(c) = tx.poll_control(now) {
+                    if !lose_tx {
+                        let CtlOs::LlrInit { seq } = c else { panic!("transmitter produced {c:?}") };
+                        // Frames from before a re-initialisation may still be on the wire.
+                        let _ = rx.handle_init(now, seq);
+                        expected_tag =
+                            tx.buffer().get(tx.buffer().base()).map_or(next_tag, |f| u16::from_be_bytes([f[0], f[1]]));
+                        honest &= wire.is_empty();
+                    }
+                }
+            }
+            LlrOp::Advance(ns) => {
+                now = now.saturating_add(Duration::from_nanos(u64::from(ns)));
+                tx.handle_timeout(now);
+            }
+            LlrOp::Pcs(up) => tx.set_pcs_status(now, up),
+            LlrOp::Enable => {
+                let _ = tx.enable(now);
+            }
+            LlrOp::Disable => {
+                tx.disable();
+                honest = false;
+            }
+            LlrOp::Reinit => {
+                let _ = tx.reinit(now);
+            }
+            LlrOp::RxEnabled(on) => {
+                rx.set_enabled(on);
+                honest &= on;
+            }
+            LlrOp::RawAck(s) => {
+                honest = false;
+                let _ = tx.handle_ack(now, s);
+            }
+            LlrOp::RawNack(s) => {
+                honest = false;
+                let _ = tx.handle_nack(now, s);
+            }
+            LlrOp::RawInit(s) => {
+                honest = false;
+                let _ = rx.handle_init(now, s);
+            }
+            LlrOp::RawEcho(s) => {
+                honest = false;
+                let _ = tx.handle_init_echo(now, s);
+            }
+            LlrOp::RawFrame(s, check) => {
+                honest = false;
+                let _ = rx.handle_frame(now, Seq::from_index(u64::from(s)), check);
+            }
+        }
+        let b = tx.buffer();
+        assert!(b.in_flight() <= b.len() && b.len() <= 16 && b.bytes() <= 512);
+        assert!(b.len() <= tx.config().outstanding_frames_max as usize);
+        while tx.poll_event().is_some() {}
+        if let Some(t) = tx.poll_timeout() {
+            // A deadline in the past is due now; one in the future is reachable.
+            assert!(t <= Instant::MAX);
+        }
+    }
+}
+
+/// Fuzzer-chosen LLR transmitter configuration, kept within the valid ranges.
+#[derive(Arbitrary, Debug)]
+struct LlrConfigInput {
+    frames_max: u8,
+    bytes_max: u16,
+    replay_timeout: u16,
+    replay_count_max: u8,
+    pcs_lost: Option<u16>,
+    data_age: Option<u16>,
+    init_action: FrameAction,
+    flush_action: FrameAction,
+    reinit_on_flush: bool,
+}
+
+impl LlrConfigInput {
+    fn into_config(self) -> LlrTxConfig {
+        LlrTxConfig {
+            outstanding_frames_max: u32::from(self.frames_max.max(1)),
+            outstanding_bytes_max: u32::from(self.bytes_max.max(1)),
+            replay_timeout: Duration::from_nanos(u64::from(self.replay_timeout.max(1))),
+            replay_count_max: self.replay_count_max % 8,
+            pcs_lost_timeout: self.pcs_lost.map(|n| Duration::from_nanos(u64::from(n))),
+            data_age_timeout: self.data_age.map(|n| Duration::from_nanos(u64::from(n))),
+            init_action: self.init_action,
+            flush_action: self.flush_action,
+            reinit_on_flush: self.reinit_on_flush,
+            init_interval: Duration::from_nanos(100),
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+enum CbfcOp {
+    Send { vc: u8, len: u16 },
+    Data { lose: bool },
+    Drain { vc: u8 },
+    Cf { lose: bool },
+    Advance(u32),
+    Mode { vc: u8, limit: Option<u16> },
+    RawCf { vc: u8, freed: u32 },
+    RawCc(Vec<u8>),
+    RawFree { vc: u8, credits: u16 },
+}
+
+enum CbfcItem {
+    Frame(Vc, usize),
+    Cc([u8; CC_UPDATE_LEN]),
+}
+
+/// A CBFC sender and receiver over a lossy link, driven by arbitrary calls. Invariants: no
+/// panic; while nothing hostile was injected, a frame the sender admitted always fits the
+/// receiver's buffer, and neither side ever holds more than its limit.
+pub fn cbfc(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let Ok(rule) = CreditRule::arbitrary(&mut u) else { return };
+    let mut tx = CbfcSender::new(CbfcSenderConfig { rule, ..Default::default() }).unwrap();
+    let mut rx = CbfcReceiver::new(CbfcReceiverConfig { rule, ..Default::default() }).unwrap();
+    let mut now = Instant::ZERO;
+    let mut link: VecDeque<CbfcItem> = VecDeque::new();
+    let mut buffers: Vec<VecDeque<usize>> = vec![VecDeque::new(); 32];
+    let mut honest = true;
+    // `arbitrary` yields defaults once the input is used up: stop there.
+    while !u.is_empty() {
+        let Ok(op) = CbfcOp::arbitrary(&mut u) else { break };
+        match op {
+            CbfcOp::Mode { vc, limit } => {
+                let Ok(vc) = Vc::new(vc % 32) else { continue };
+                let mode = VcMode::Lossless { credit_limit: Some(u32::from(limit.unwrap_or(u16::MAX))) };
+                // Both ends must agree; a change refused at either end is left at both.
+                if tx.in_use(vc) == 0 && rx.occupancy(vc) == 0 && link.is_empty() {
+                    tx.set_vc_mode(now, vc, mode).unwrap();
+                    rx.set_vc_mode(now, vc, mode).unwrap();
+                } else {
+                    // A change under load may take at one end and not the other: the ends disagree.
+                    let _ = (tx.set_vc_mode(now, vc, mode), rx.set_vc_mode(now, vc, mode));
+                    honest = false;
+                }
+            }
+            CbfcOp::Send { vc, len } => {
+                let Ok(vc) = Vc::new(vc % 32) else { continue };
+                let may = tx.may_send(vc, usize::from(len)).unwrap();
+                match tx.on_sent(vc, usize::from(len)) {
+                    Ok(_) => {
+                        assert!(may);
+                        link.push_back(CbfcItem::Frame(vc, usize::from(len)));
+                    }
+                    Err(_) => assert!(!may),
+                }
+            }
+            CbfcOp::Data { lose } => match link.pop_front() {
+                Some(CbfcItem::Frame(vc, len)) if !lose => match rx.on_received(vc, len) {
+                    // Best-effort frames (0 credits) are not flow-controlled: nothing to drain.
+                    Ok(0) => {}
+                    Ok(_) => buffers[usize::from(vc.index())].push_back(len),
+                    Err(e) => assert!(!honest, "admitted frame overran the receiver: {e}"),
+                },
+                Some(CbfcItem::Cc(b)) if !lose => {
+                    let r = rx.handle_cc_update(&CcUpdate::parse(&b).unwrap().0);
+                    assert!(r.is_ok() || !honest, "in-order CC_Update rejected: {r:?}");
+                }
+                _ => {}
+            },
+            CbfcOp::Drain { vc } => {
+                let Ok(vc) = Vc::new(vc % 32) else { continue };
+                if let Some(len) = buffers[usize::from(vc.index())].pop_front() {
+                    let r = rx.on_frame_freed(vc, len);
+                    assert!(r.is_ok() || !honest);
+                }
+            }
+            CbfcOp::Cf { lose } => {
+                if let Some(update) = rx.poll_cf_update(now) {
+                    if !lose {
+                        let r = tx.handle_cf_update(update.vc, update.freed);
+                        assert!(r.is_ok() || !honest, "honest CF_Update rejected: {r:?}");
+                    }
+                }
+            }
+            CbfcOp::Advance(ns) => {
+                now = now.saturating_add(Duration::from_nanos(u64::from(ns)));
+                while let Some(msg) = tx.poll_cc_update(now) {
+                    let mut b = [0u8; CC_UPDATE_LEN];
+                    msg.emit(&mut b).unwrap();
+                    link.push_back(CbfcItem::Cc(b));
+                }
+            }
+            CbfcOp::RawCf { vc, freed } => {
+                honest = false;
+                if let (Ok(vc), Some(f)) = (Vc::new(vc % 32), linklayer::cbfc::CreditCounter::new(freed)) {
+                    let _ = tx.handle_cf_update(vc, f);
+                }
+            }
+            CbfcOp::RawCc(bytes) => {
+                honest = false;
+                if let Ok((msg, _)) = CcUpdate::parse(&bytes) {
+                    let _ = rx.handle_cc_update(&msg);
+                }
+            }
+            CbfcOp::RawFree { vc, credits } => {
+                honest = false;
+                if let Ok(vc) = Vc::new(vc % 32) {
+                    let _ = rx.on_freed(vc, u32::from(credits));
+                }
+            }
+        }
+        for vc in Vc::all() {
+            if let VcMode::Lossless { credit_limit: Some(limit) } = tx.vc_mode(vc) {
+                assert!(tx.in_use(vc) <= limit);
+                assert!(rx.occupancy(vc) <= limit || !honest);
+            }
+        }
+        let _ = (tx.poll_timeout(), rx.poll_timeout());
+    }
+}
