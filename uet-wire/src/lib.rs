@@ -26,4 +26,13 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+#[cfg(feature = "arbitrary")]
+extern crate std;
+
+pub mod entropy;
+mod error;
+pub mod pds;
+pub mod tss;
+
+pub use error::Error;
 pub use linklayer;
