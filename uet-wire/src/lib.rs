@@ -32,6 +32,7 @@ extern crate std;
 pub mod entropy;
 mod error;
 pub mod pds;
+pub mod ses;
 pub mod tss;
 
 pub use error::Error;

@@ -405,7 +405,7 @@ pub(crate) fn u24_to(v: u32, field: &'static str) -> Result<[u8; 3], Error> {
 }
 
 /// Implements `defmt::Format` for a bitflags type as its raw bits.
-macro_rules! defmt_bits {
+macro_rules! defmt_bits_impl {
     ($t:ty) => {
         #[cfg(feature = "defmt")]
         impl defmt::Format for $t {
@@ -415,7 +415,7 @@ macro_rules! defmt_bits {
         }
     };
 }
-pub(crate) use defmt_bits;
+pub(crate) use defmt_bits_impl as defmt_bits;
 
 #[cfg(test)]
 mod tests {
@@ -442,6 +442,24 @@ mod tests {
         }
         for v in 0u8..16 {
             assert_eq!(NextHeader::try_from(v).is_ok(), v <= 6, "next header {v}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Any bytes that parse as a PDS header re-emit identically, and re-parse to the same Repr.
+        #[test]
+        fn parsed_bytes_re_emit_identically(t in 2u8..15, tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..48)) {
+            let mut bytes = tail;
+            if let Some(b) = bytes.first_mut() {
+                *b = (t << 3) | (*b & 0x07);
+            }
+            if let Ok((h, rest)) = PdsHeader::parse(&bytes) {
+                let mut out = [0u8; 48];
+                let n = h.emit(&mut out).unwrap();
+                proptest::prop_assert_eq!(n, h.buffer_len());
+                proptest::prop_assert_eq!(&out[..n], &bytes[..bytes.len() - rest.len()]);
+                proptest::prop_assert_eq!(PdsHeader::parse(&out[..n]).unwrap().0, h);
+            }
         }
     }
 

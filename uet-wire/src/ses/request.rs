@@ -1,0 +1,514 @@
+//! SES requests: the common first 12 bytes (digest §5.1), the standard request (§5.2, 44 bytes),
+//! and the medium (32 bytes) and small (20 bytes) requests (§5.3).
+//!
+//! Common: `rsvd 2 | opcode 6` ‖ `version 2 | DC | IE | REL | HD | EOM | SOM` ‖ message id
+//! (standard) or `rsvd 2 | request length 14` (small, medium) ‖ RI generation 8 ‖ JobID 24 ‖
+//! `rsvd 4 | PIDonFEP 12` ‖ `rsvd 4 | resource index 12`.
+//!
+//! Standard, from byte 12: buffer offset 64 ‖ initiator 32 ‖ match bits / memory key 64 ‖ (SOM = 1:
+//! header data 64 | SOM = 0: `rsvd 18 | payload length 14` ‖ message offset 32) ‖ request
+//! length 32 ‖ extension. For the deferrable opcodes the buffer offset (DEFERRABLE_SEND/TSEND) or
+//! the match bits (DEFERRABLE_RTR) carry the restart token: initiator token (high 32) ‖ target
+//! token (low 32); see [`StandardRequest::restart_token`].
+//!
+//! Medium, from byte 12: header data (HD = 1) or buffer offset (HD = 0) 64 ‖ initiator 32 ‖ match
+//! bits 64. Small, from byte 12: buffer offset 64; its HD bit is reserved.
+
+use super::{Extension, Opcode, check_bits, check_len14, len14};
+use crate::error::{Error, reserved_zero};
+use crate::pds::{defmt_bits, read, u24_from, u24_to, write};
+use bitflags::bitflags;
+use zerocopy::byteorder::network_endian::{U16, U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+bitflags! {
+    /// SES request flags (byte 1, below the version).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+    pub struct SesFlags: u8 {
+        /// Delivery complete: complete at the initiator only once delivered to the target buffer.
+        const DC = 0x20;
+        /// Initiator error.
+        const IE = 0x10;
+        /// Relative addressing (JobID-relative resource index); absolute when clear.
+        const REL = 0x08;
+        /// Header data present.
+        const HD = 0x04;
+        /// End of message.
+        const EOM = 0x02;
+        /// Start of message.
+        const SOM = 0x01;
+    }
+}
+defmt_bits!(SesFlags);
+
+/// The raw common 12 bytes.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct CommonRaw {
+    /// Reserved ‖ opcode.
+    pub opcode: u8,
+    /// Version ‖ flags.
+    pub flags: u8,
+    /// Message id, or reserved ‖ request length.
+    pub word2: U16,
+    /// RI generation.
+    pub ri_generation: u8,
+    /// JobID.
+    pub job_id: [u8; 3],
+    /// Reserved ‖ PIDonFEP.
+    pub pid_on_fep: U16,
+    /// Reserved ‖ resource index.
+    pub resource_index: U16,
+}
+
+/// The fields every SES request starts with (except bytes 2–3, which each format owns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct RequestCommon {
+    /// Operation.
+    pub opcode: Opcode,
+    /// DC, IE, REL, HD, EOM, SOM.
+    pub flags: SesFlags,
+    /// Resource-index generation.
+    pub ri_generation: u8,
+    /// JobID (24 bits): selects and authorises the job.
+    pub job_id: u32,
+    /// Process on the fabric endpoint (12 bits).
+    pub pid_on_fep: u16,
+    /// Resource index (12 bits): the receive context.
+    pub resource_index: u16,
+}
+
+impl RequestCommon {
+    /// Length of the common part.
+    pub const LEN: usize = 12;
+
+    fn parse<'a>(bytes: &'a [u8], field: &'static str) -> Result<(Self, u16, &'a [u8]), Error> {
+        let (raw, rest) = read::<CommonRaw>(bytes, field)?;
+        reserved_zero(u64::from(raw.opcode & 0xC0), "SES opcode reserved bits")?;
+        let version = raw.flags >> 6;
+        if version != 0 {
+            return Err(Error::BadValue { field: "SES version", value: u64::from(version) });
+        }
+        reserved_zero(u64::from(raw.pid_on_fep.get() & 0xF000), "SES PIDonFEP reserved bits")?;
+        reserved_zero(u64::from(raw.resource_index.get() & 0xF000), "SES resource index reserved bits")?;
+        let c = RequestCommon {
+            opcode: Opcode::try_from(raw.opcode & 0x3F)?,
+            flags: SesFlags::from_bits_truncate(raw.flags),
+            ri_generation: raw.ri_generation,
+            job_id: u24_from(raw.job_id),
+            pid_on_fep: raw.pid_on_fep.get(),
+            resource_index: raw.resource_index.get(),
+        };
+        Ok((c, raw.word2.get(), rest))
+    }
+
+    fn raw(&self, word2: u16) -> Result<CommonRaw, Error> {
+        Ok(CommonRaw {
+            opcode: self.opcode.to_u8()?,
+            flags: self.flags.bits(),
+            word2: U16::new(word2),
+            ri_generation: self.ri_generation,
+            job_id: u24_to(self.job_id, "SES JobID")?,
+            pid_on_fep: U16::new(check_bits(u32::from(self.pid_on_fep), 12, "SES PIDonFEP")? as u16),
+            resource_index: U16::new(check_bits(u32::from(self.resource_index), 12, "SES resource index")? as u16),
+        })
+    }
+
+    fn som(&self) -> bool {
+        self.flags.contains(SesFlags::SOM)
+    }
+}
+
+/// Emits `common` with `word2`, then `body`, then `ext`, after checking the extension.
+fn emit_request<B: IntoBytes + Immutable>(
+    common: &RequestCommon,
+    word2: u16,
+    body: &B,
+    ext: Option<&Extension>,
+    out: &mut [u8],
+) -> Result<usize, Error> {
+    Extension::check_for(ext, common.opcode, common.som())?;
+    let len = RequestCommon::LEN + core::mem::size_of_val(body) + ext.map_or(0, Extension::buffer_len);
+    if out.len() < len {
+        return Err(Error::BufferTooShort { needed: len, got: out.len() });
+    }
+    let mut n = write(&common.raw(word2)?, out)?;
+    n += write(body, out.get_mut(n..).unwrap_or_default())?;
+    if let Some(e) = ext {
+        n += e.emit(out.get_mut(n..).unwrap_or_default())?;
+    }
+    Ok(n)
+}
+
+/// The raw standard-request body (bytes 12–43).
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct StandardRaw {
+    /// Buffer offset or restart token.
+    pub buffer_offset: U64,
+    /// Initiator id.
+    pub initiator: U32,
+    /// Match bits or memory key.
+    pub match_bits: U64,
+    /// Header data (SOM), or payload length ‖ message offset.
+    pub tail: U64,
+    /// Request length.
+    pub request_length: U32,
+}
+
+/// Bytes 32–39 of a standard request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum StandardTail {
+    /// SOM = 1: completion header data (meaningful when HD is set).
+    Som {
+        /// Header data.
+        header_data: u64,
+    },
+    /// SOM = 0: where this packet's payload sits in the message.
+    Continuation {
+        /// Payload bytes in this packet (14 bits).
+        payload_length: u16,
+        /// Byte offset of this packet's payload in the message.
+        message_offset: u32,
+    },
+}
+
+/// A standard SES request (next header 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct StandardRequest {
+    /// The common fields; the SOM flag is set from [`StandardRequest::tail`] on emit.
+    pub common: RequestCommon,
+    /// Message id.
+    pub message_id: u16,
+    /// Offset in the target buffer, or the restart token of a deferrable send.
+    pub buffer_offset: u64,
+    /// Initiator id (matching).
+    pub initiator: u32,
+    /// Match bits or memory key (RMA), or the restart token of DEFERRABLE_RTR.
+    pub match_bits: u64,
+    /// Header data (first packet) or payload length and message offset.
+    pub tail: StandardTail,
+    /// Total message length.
+    pub request_length: u32,
+    /// Atomic, compare-and-swap or rendezvous extension.
+    pub ext: Option<Extension>,
+}
+
+impl StandardRequest {
+    /// Length without extension.
+    pub const LEN: usize = 44;
+
+    /// The restart token `(initiator token, target token)` of a deferrable request.
+    pub const fn restart_token(&self) -> Option<(u32, u32)> {
+        let t = match self.common.opcode {
+            Opcode::DeferrableSend | Opcode::DeferrableTsend => self.buffer_offset,
+            Opcode::DeferrableRtr => self.match_bits,
+            _ => return None,
+        };
+        Some(((t >> 32) as u32, t as u32))
+    }
+
+    /// Parses a standard request (and its extension) from the front of `bytes`.
+    pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
+        let (common, message_id, rest) = RequestCommon::parse(bytes, "SES standard request")?;
+        let (raw, rest) = read::<StandardRaw>(rest, "SES standard request")?;
+        let tail = raw.tail.get();
+        let tail = if common.som() {
+            StandardTail::Som { header_data: tail }
+        } else {
+            let hi = (tail >> 32) as u32;
+            reserved_zero(u64::from(hi & !0x3FFF), "SES payload length reserved bits")?;
+            StandardTail::Continuation { payload_length: hi as u16, message_offset: tail as u32 }
+        };
+        let (ext, rest) = Extension::parse_for(common.opcode, common.som(), rest)?;
+        let h = StandardRequest {
+            common,
+            message_id,
+            buffer_offset: raw.buffer_offset.get(),
+            initiator: raw.initiator.get(),
+            match_bits: raw.match_bits.get(),
+            tail,
+            request_length: raw.request_length.get(),
+            ext,
+        };
+        Ok((h, rest))
+    }
+
+    /// Bytes [`StandardRequest::emit`] writes.
+    pub const fn buffer_len(&self) -> usize {
+        Self::LEN
+            + match &self.ext {
+                Some(e) => e.buffer_len(),
+                None => 0,
+            }
+    }
+
+    /// Writes the request to the front of `out`.
+    pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
+        let mut common = self.common;
+        let tail = match self.tail {
+            StandardTail::Som { header_data } => {
+                common.flags.insert(SesFlags::SOM);
+                header_data
+            }
+            StandardTail::Continuation { payload_length, message_offset } => {
+                common.flags.remove(SesFlags::SOM);
+                (u64::from(check_len14(payload_length, "SES payload length")?) << 32) | u64::from(message_offset)
+            }
+        };
+        let body = StandardRaw {
+            buffer_offset: U64::new(self.buffer_offset),
+            initiator: U32::new(self.initiator),
+            match_bits: U64::new(self.match_bits),
+            tail: U64::new(tail),
+            request_length: U32::new(self.request_length),
+        };
+        emit_request(&common, self.message_id, &body, self.ext.as_ref(), out)
+    }
+}
+
+/// The raw medium-request body (bytes 12–31).
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct MediumRaw {
+    /// Header data or buffer offset.
+    pub data: U64,
+    /// Initiator id.
+    pub initiator: U32,
+    /// Match bits or memory key.
+    pub match_bits: U64,
+}
+
+/// A small-message SES request (next header 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct MediumRequest {
+    /// The common fields.
+    pub common: RequestCommon,
+    /// Message length (14 bits).
+    pub request_length: u16,
+    /// Header data when HD is set, else the buffer offset.
+    pub data: u64,
+    /// Initiator id.
+    pub initiator: u32,
+    /// Match bits or memory key.
+    pub match_bits: u64,
+    /// Atomic or compare-and-swap extension.
+    pub ext: Option<Extension>,
+}
+
+impl MediumRequest {
+    /// Length without extension.
+    pub const LEN: usize = 32;
+
+    /// The header data, when HD is set.
+    pub const fn header_data(&self) -> Option<u64> {
+        if self.common.flags.contains(SesFlags::HD) { Some(self.data) } else { None }
+    }
+
+    /// The buffer offset, when HD is clear.
+    pub const fn buffer_offset(&self) -> Option<u64> {
+        if self.common.flags.contains(SesFlags::HD) { None } else { Some(self.data) }
+    }
+
+    /// Parses a medium request from the front of `bytes`.
+    pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
+        let (common, word2, rest) = RequestCommon::parse(bytes, "SES medium request")?;
+        let request_length = len14(word2, "SES request length reserved bits")?;
+        let (raw, rest) = read::<MediumRaw>(rest, "SES medium request")?;
+        let (ext, rest) = Extension::parse_for(common.opcode, common.som(), rest)?;
+        let h = MediumRequest {
+            common,
+            request_length,
+            data: raw.data.get(),
+            initiator: raw.initiator.get(),
+            match_bits: raw.match_bits.get(),
+            ext,
+        };
+        Ok((h, rest))
+    }
+
+    /// Bytes [`MediumRequest::emit`] writes.
+    pub const fn buffer_len(&self) -> usize {
+        Self::LEN
+            + match &self.ext {
+                Some(e) => e.buffer_len(),
+                None => 0,
+            }
+    }
+
+    /// Writes the request to the front of `out`.
+    pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
+        let body = MediumRaw {
+            data: U64::new(self.data),
+            initiator: U32::new(self.initiator),
+            match_bits: U64::new(self.match_bits),
+        };
+        let word2 = check_len14(self.request_length, "SES request length")?;
+        emit_request(&self.common, word2, &body, self.ext.as_ref(), out)
+    }
+}
+
+/// An optimized non-matching SES request (next header 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct SmallRequest {
+    /// The common fields (HD is reserved).
+    pub common: RequestCommon,
+    /// Message length (14 bits).
+    pub request_length: u16,
+    /// Offset in the target buffer.
+    pub buffer_offset: u64,
+    /// Atomic or compare-and-swap extension.
+    pub ext: Option<Extension>,
+}
+
+impl SmallRequest {
+    /// Length without extension.
+    pub const LEN: usize = 20;
+
+    /// Parses a small request from the front of `bytes`.
+    pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
+        let (common, word2, rest) = RequestCommon::parse(bytes, "SES small request")?;
+        if common.flags.contains(SesFlags::HD) {
+            return Err(Error::Reserved { field: "SES small request HD flag" });
+        }
+        let request_length = len14(word2, "SES request length reserved bits")?;
+        let (raw, rest) = read::<U64>(rest, "SES small request")?;
+        let (ext, rest) = Extension::parse_for(common.opcode, common.som(), rest)?;
+        Ok((SmallRequest { common, request_length, buffer_offset: raw.get(), ext }, rest))
+    }
+
+    /// Bytes [`SmallRequest::emit`] writes.
+    pub const fn buffer_len(&self) -> usize {
+        Self::LEN
+            + match &self.ext {
+                Some(e) => e.buffer_len(),
+                None => 0,
+            }
+    }
+
+    /// Writes the request to the front of `out`.
+    pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
+        if self.common.flags.contains(SesFlags::HD) {
+            return Err(Error::Reserved { field: "SES small request HD flag" });
+        }
+        let word2 = check_len14(self.request_length, "SES request length")?;
+        emit_request(&self.common, word2, &U64::new(self.buffer_offset), self.ext.as_ref(), out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ses::{AtomicExt, AtomicOpcode, Datatype, SemanticControl};
+
+    fn common(opcode: Opcode, flags: SesFlags) -> RequestCommon {
+        RequestCommon { opcode, flags, ri_generation: 3, job_id: 0x00ABCD, pid_on_fep: 0x123, resource_index: 0x456 }
+    }
+
+    #[test]
+    fn standard_write_golden() {
+        // WRITE, first and last packet, REL, message id 0x0042; JobID 0xABCD, PID 0x123, RI 0x456.
+        let mut b = [0u8; 44];
+        b[..12].copy_from_slice(&[0x01, 0x0B, 0x00, 0x42, 0x03, 0x00, 0xAB, 0xCD, 0x01, 0x23, 0x04, 0x56]);
+        b[12..20].copy_from_slice(&0x1000u64.to_be_bytes());
+        b[20..24].copy_from_slice(&7u32.to_be_bytes());
+        b[24..32].copy_from_slice(&0xFEED_0000_0000_0001u64.to_be_bytes());
+        b[32..40].copy_from_slice(&0xDDu64.to_be_bytes());
+        b[40..44].copy_from_slice(&16384u32.to_be_bytes());
+        let (r, rest) = StandardRequest::parse(&b).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(r.common, common(Opcode::Write, SesFlags::REL | SesFlags::EOM | SesFlags::SOM));
+        assert_eq!((r.message_id, r.buffer_offset, r.initiator), (0x42, 0x1000, 7));
+        assert_eq!(r.tail, StandardTail::Som { header_data: 0xDD });
+        assert_eq!(r.request_length, 16384);
+        let mut out = [0u8; 44];
+        r.emit(&mut out).unwrap();
+        assert_eq!(out, b);
+
+        // A continuation packet: SOM clear, payload length 4096 at message offset 4096.
+        b[1] = 0x0A;
+        b[32..40].copy_from_slice(&((4096u64 << 32) | 4096).to_be_bytes());
+        let (r, _) = StandardRequest::parse(&b).unwrap();
+        assert_eq!(r.tail, StandardTail::Continuation { payload_length: 4096, message_offset: 4096 });
+        b[32] = 0x01;
+        assert!(matches!(StandardRequest::parse(&b), Err(Error::Reserved { .. })));
+    }
+
+    #[test]
+    fn common_validation() {
+        let mut b = [0u8; 20];
+        b[0] = 0x05;
+        b[1] = 0x03;
+        assert!(SmallRequest::parse(&b).is_ok());
+        let mut x = b;
+        x[0] = 0x45;
+        assert!(matches!(SmallRequest::parse(&x), Err(Error::Reserved { .. })));
+        let mut x = b;
+        x[1] = 0x43;
+        assert!(matches!(SmallRequest::parse(&x), Err(Error::BadValue { field: "SES version", .. })));
+        let mut x = b;
+        x[1] = 0x07;
+        assert!(matches!(SmallRequest::parse(&x), Err(Error::Reserved { field: "SES small request HD flag" })));
+        let mut x = b;
+        x[2] = 0x40;
+        assert!(matches!(SmallRequest::parse(&x), Err(Error::Reserved { .. })));
+        let mut x = b;
+        x[8] = 0x10;
+        assert!(matches!(SmallRequest::parse(&x), Err(Error::Reserved { .. })));
+        let mut x = b;
+        x[0] = 0x10;
+        assert!(matches!(SmallRequest::parse(&x), Err(Error::BadValue { field: "SES opcode", .. })));
+    }
+
+    #[test]
+    fn medium_atomic_with_extension() {
+        // FETCHING_ATOMIC in a medium request, HD set: the 64-bit field is header data.
+        let mut b = [0u8; 36];
+        b[..4].copy_from_slice(&[0x04, 0x07, 0x00, 0x08]);
+        b[12..20].copy_from_slice(&9u64.to_be_bytes());
+        b[32..36].copy_from_slice(&[0x02, 0x07, 0x01, 0x00]);
+        let (m, _) = MediumRequest::parse(&b).unwrap();
+        assert_eq!((m.request_length, m.header_data(), m.buffer_offset()), (8, Some(9), None));
+        assert_eq!(
+            m.ext,
+            Some(Extension::Atomic(AtomicExt {
+                opcode: AtomicOpcode::Sum,
+                datatype: Datatype::Uint64,
+                semantic_control: SemanticControl::CACHEABLE
+            }))
+        );
+        let mut out = [0u8; 36];
+        assert_eq!(m.emit(&mut out).unwrap(), 36);
+        assert_eq!(out, b);
+        assert!(matches!(MediumRequest::parse(&b[..35]), Err(Error::Truncated { .. })));
+        let no_ext = MediumRequest { ext: None, ..m };
+        assert!(matches!(no_ext.emit(&mut out), Err(Error::Mismatch { .. })));
+    }
+
+    #[test]
+    fn restart_token() {
+        let c = common(Opcode::DeferrableRtr, SesFlags::SOM);
+        let r = StandardRequest {
+            common: c,
+            message_id: 1,
+            buffer_offset: 0,
+            initiator: 0,
+            match_bits: 0x0000_0011_0000_0022,
+            tail: StandardTail::Som { header_data: 0 },
+            request_length: 0,
+            ext: None,
+        };
+        assert_eq!(r.restart_token(), Some((0x11, 0x22)));
+    }
+}
