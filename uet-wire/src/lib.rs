@@ -31,9 +31,11 @@ extern crate std;
 
 pub mod entropy;
 mod error;
+pub mod packet;
 pub mod pds;
 pub mod ses;
 pub mod tss;
 
 pub use error::Error;
 pub use linklayer;
+pub use packet::{Body, PacketRepr, UetPacket, WalkConfig};

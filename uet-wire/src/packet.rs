@@ -1,0 +1,331 @@
+//! Whole UET packets: the walker ([`UetPacket::parse`]) and the builder ([`PacketRepr::emit`]).
+//!
+//! Layout after the outer headers (which are the embedder's):
+//!
+//! ```text
+//! [entropy header, native-IP mode only]
+//! TSS header → ciphertext (PDS ‖ SES ‖ payload, encrypted) → 16-byte ICV      (secured)
+//! PDS header → SES header → payload → [CRC32C trailer, if configured]          (clear)
+//! ```
+//!
+//! TSS is self-describing (its 5-bit type is 1). The entropy header and the CRC32C trailer are not:
+//! [`WalkConfig`] says whether they are present (UE's `UET_DATA_PROTECT` parameter: none, CRC, or
+//! TSS; CRC and TSS are mutually exclusive, digest §1.2). The walker never decrypts: a secured
+//! packet is returned as its TSS header, ciphertext and ICV.
+//!
+//! **CRC32C trailer** (digest §1.2, open questions 4–6, *project-defined* where open): CRC-32C
+//! (Castagnoli) over the IP source and destination addresses, then everything from the entropy or
+//! UDP header to the end of the payload; 4 bytes, least significant byte first. The addresses (and,
+//! in UDP mode, the UDP header) are outside this crate's bytes, so the caller passes them as the
+//! `prefix` of [`crc32c`].
+//!
+//! **Length checks**: where the SES header announces this packet's payload length (responses with
+//! data, standard-request continuation packets) it must equal the payload's length.
+
+use crate::entropy::{Encapsulation, EntropyHeader};
+use crate::error::{Error, take};
+use crate::pds::{NextHeader, PdsHeader};
+use crate::ses::SesHeader;
+use crate::tss::{ICV_LEN, TssHeader};
+
+/// Length of the CRC32C trailer.
+pub const CRC_LEN: usize = 4;
+
+const CRC32C: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
+
+/// CRC-32C over `prefix` (IP source and destination, and the UDP header in UDP mode) followed by
+/// `covered` (the packet from the entropy/PDS header to the end of the payload).
+pub fn crc32c(prefix: &[u8], covered: &[u8]) -> u32 {
+    let mut d = CRC32C.digest();
+    d.update(prefix);
+    d.update(covered);
+    d.finalize()
+}
+
+/// What the walker expects around the PDS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct WalkConfig {
+    /// UDP or native IP (entropy header).
+    pub encapsulation: Encapsulation,
+    /// Whether clear packets end with a CRC32C trailer.
+    pub crc: bool,
+}
+
+impl Default for WalkConfig {
+    fn default() -> Self {
+        WalkConfig { encapsulation: Encapsulation::Udp, crc: false }
+    }
+}
+
+/// The part after the entropy header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Body<'a> {
+    /// A TSS-protected packet, not decrypted.
+    Secured {
+        /// The TSS header.
+        tss: TssHeader,
+        /// The encrypted PDS, SES and payload.
+        ciphertext: &'a [u8],
+        /// The GCM tag.
+        icv: &'a [u8; ICV_LEN],
+    },
+    /// A packet in the clear.
+    Clear {
+        /// The PDS header.
+        pds: PdsHeader,
+        /// The SES header, if the PDS header announces one.
+        ses: Option<SesHeader>,
+        /// The payload.
+        payload: &'a [u8],
+        /// The CRC32C trailer, if configured (not yet verified: see [`UetPacket::verify_crc`]).
+        crc: Option<u32>,
+    },
+}
+
+/// A parsed UET packet: borrowed views of each part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UetPacket<'a> {
+    /// The entropy header (native-IP mode).
+    pub entropy: Option<EntropyHeader>,
+    /// TSS-protected or clear contents.
+    pub body: Body<'a>,
+    /// The bytes the CRC32C trailer covers (after the prefix), when there is a trailer.
+    crc_covered: &'a [u8],
+}
+
+impl<'a> UetPacket<'a> {
+    /// Walks `bytes` (the UDP payload, or the IP payload in native-IP mode): entropy → TSS or PDS →
+    /// SES → payload → ICV or CRC.
+    pub fn parse(bytes: &'a [u8], config: WalkConfig) -> Result<Self, Error> {
+        let (entropy, after_entropy) = match config.encapsulation {
+            Encapsulation::NativeIp => {
+                let (e, rest) = EntropyHeader::parse(bytes)?;
+                (Some(e), rest)
+            }
+            Encapsulation::Udp => (None, bytes),
+        };
+        if TssHeader::starts(after_entropy) {
+            let (tss, rest) = TssHeader::parse(after_entropy)?;
+            let split = rest.len().checked_sub(ICV_LEN).ok_or(Error::Truncated {
+                field: "TSS ICV",
+                needed: ICV_LEN,
+                got: rest.len(),
+            })?;
+            let (ciphertext, icv) = rest.split_at(split);
+            let icv = <&[u8; ICV_LEN]>::try_from(icv).map_err(|_| Error::Mismatch { field: "TSS ICV" })?;
+            return Ok(UetPacket { entropy, body: Body::Secured { tss, ciphertext, icv }, crc_covered: &[] });
+        }
+        let (covered, crc) = if config.crc {
+            let split = bytes.len().checked_sub(CRC_LEN).ok_or(Error::Truncated {
+                field: "CRC32C trailer",
+                needed: CRC_LEN,
+                got: bytes.len(),
+            })?;
+            let (covered, trailer) = bytes.split_at(split);
+            let t = <[u8; CRC_LEN]>::try_from(trailer).map_err(|_| Error::Mismatch { field: "CRC32C trailer" })?;
+            (covered, Some(u32::from_le_bytes(t)))
+        } else {
+            (bytes, None)
+        };
+        // The PDS starts where the entropy header ended, inside the CRC-covered bytes.
+        let pds_start = bytes.len() - after_entropy.len();
+        let (_, inner) = take(covered, pds_start, "entropy header")?;
+        let (pds, rest) = PdsHeader::parse(inner)?;
+        let (ses, payload) = SesHeader::parse(pds.next_header(), rest)?;
+        if let Some(expected) = ses.as_ref().and_then(SesHeader::payload_length) {
+            if usize::from(expected) != payload.len() {
+                return Err(Error::Mismatch { field: "SES payload length and payload bytes" });
+            }
+        }
+        let crc_covered = if config.crc { covered } else { &[] };
+        Ok(UetPacket { entropy, body: Body::Clear { pds, ses, payload, crc }, crc_covered })
+    }
+
+    /// Checks the CRC32C trailer against `prefix` (IP source and destination addresses, plus the
+    /// UDP header in UDP mode). Packets without a trailer pass.
+    pub fn verify_crc(&self, prefix: &[u8]) -> Result<(), Error> {
+        let Body::Clear { crc: Some(got), .. } = self.body else { return Ok(()) };
+        let expected = crc32c(prefix, self.crc_covered);
+        if expected == got { Ok(()) } else { Err(Error::Crc { expected, got }) }
+    }
+}
+
+/// The headers of a clear UET packet, for building one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct PacketRepr {
+    /// The entropy header: `Some` for native-IP mode.
+    pub entropy: Option<EntropyHeader>,
+    /// The PDS header.
+    pub pds: PdsHeader,
+    /// The SES header; must be the one `pds` announces.
+    pub ses: Option<SesHeader>,
+}
+
+impl PacketRepr {
+    /// Bytes of headers [`PacketRepr::emit`] writes before the payload.
+    pub fn header_len(&self) -> usize {
+        self.entropy.map_or(0, |e| e.buffer_len()) + self.pds.buffer_len() + self.ses.map_or(0, |s| s.buffer_len())
+    }
+
+    /// Writes the headers, `payload` and, if `crc_prefix` is given, the CRC32C trailer computed with
+    /// that prefix, to the front of `out`. Returns the packet length.
+    pub fn emit(&self, payload: &[u8], crc_prefix: Option<&[u8]>, out: &mut [u8]) -> Result<usize, Error> {
+        let announced = self.pds.next_header();
+        let carried = self.ses.map_or(NextHeader::None, |s| s.next_header());
+        if announced != carried {
+            return Err(Error::Mismatch { field: "PDS next header and SES header" });
+        }
+        if let Some(expected) = self.ses.as_ref().and_then(SesHeader::payload_length) {
+            if usize::from(expected) != payload.len() {
+                return Err(Error::Mismatch { field: "SES payload length and payload bytes" });
+            }
+        }
+        let total = self.header_len() + payload.len() + if crc_prefix.is_some() { CRC_LEN } else { 0 };
+        if out.len() < total {
+            return Err(Error::BufferTooShort { needed: total, got: out.len() });
+        }
+        let mut n = 0;
+        if let Some(e) = self.entropy {
+            n += e.emit(out)?;
+        }
+        n += self.pds.emit(out.get_mut(n..).unwrap_or_default())?;
+        if let Some(s) = self.ses {
+            n += s.emit(out.get_mut(n..).unwrap_or_default())?;
+        }
+        let end = n + payload.len();
+        out.get_mut(n..end).ok_or(Error::BufferTooShort { needed: end, got: n })?.copy_from_slice(payload);
+        n = end;
+        if let Some(prefix) = crc_prefix {
+            let crc = crc32c(prefix, out.get(..n).unwrap_or_default());
+            out.get_mut(n..n + CRC_LEN)
+                .ok_or(Error::BufferTooShort { needed: n + CRC_LEN, got: n })?
+                .copy_from_slice(&crc.to_le_bytes());
+            n += CRC_LEN;
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pds::{Ack, AckExtension, AckFlags, AckRequest, DeliveryMode, PdcDest, Request, RequestFlags};
+    use crate::ses::{Opcode, RequestCommon, SesFlags, StandardRequest, StandardTail};
+
+    fn write_request(psn: u32) -> PacketRepr {
+        PacketRepr {
+            entropy: Some(EntropyHeader { entropy: 0x1234 }),
+            pds: PdsHeader::Request(Request {
+                mode: DeliveryMode::Rud,
+                next_header: NextHeader::ReqStd,
+                flags: RequestFlags::AR,
+                clear_psn_offset: 0,
+                psn,
+                spdcid: 7,
+                dest: PdcDest::Syn { use_rsv_pdc: false, psn_offset: (psn - 4) as u16 },
+                cc: None,
+            }),
+            ses: Some(SesHeader::Standard(StandardRequest {
+                common: RequestCommon {
+                    opcode: Opcode::Write,
+                    flags: SesFlags::SOM | SesFlags::EOM,
+                    ri_generation: 1,
+                    job_id: 42,
+                    pid_on_fep: 5,
+                    resource_index: 6,
+                },
+                message_id: 1,
+                buffer_offset: 0,
+                initiator: 9,
+                match_bits: 0xAB,
+                tail: StandardTail::Som { header_data: 0 },
+                request_length: 8,
+                ext: None,
+            })),
+        }
+    }
+
+    #[test]
+    fn walk_native_ip_with_crc() {
+        let prefix = [10, 0, 0, 1, 10, 0, 0, 2];
+        let repr = write_request(4);
+        let mut out = [0u8; 128];
+        let n = repr.emit(b"payload!", Some(&prefix), &mut out).unwrap();
+        assert_eq!(n, 4 + 12 + 44 + 8 + 4);
+        let cfg = WalkConfig { encapsulation: Encapsulation::NativeIp, crc: true };
+        let p = UetPacket::parse(&out[..n], cfg).unwrap();
+        assert_eq!(p.entropy, Some(EntropyHeader { entropy: 0x1234 }));
+        let Body::Clear { pds, ses, payload, crc } = p.body else { panic!("clear packet") };
+        assert_eq!(pds, repr.pds);
+        assert_eq!(ses, repr.ses);
+        assert_eq!(payload, b"payload!");
+        assert!(crc.is_some());
+        p.verify_crc(&prefix).unwrap();
+        assert!(matches!(p.verify_crc(&[10, 0, 0, 1, 10, 0, 0, 3]), Err(Error::Crc { .. })));
+        // A flipped payload bit is caught.
+        out[70] ^= 1;
+        assert!(UetPacket::parse(&out[..n], cfg).unwrap().verify_crc(&prefix).is_err());
+    }
+
+    #[test]
+    fn walk_udp_ack_and_secured() {
+        let ack = PacketRepr {
+            entropy: None,
+            pds: PdsHeader::Ack(Ack {
+                next_header: NextHeader::None,
+                flags: AckFlags::empty(),
+                request: AckRequest::None,
+                ack_psn_offset: 0,
+                cack_psn: 8,
+                spdcid: 19,
+                dpdcid: 7,
+                ext: AckExtension::None,
+            }),
+            ses: None,
+        };
+        let mut out = [0u8; 64];
+        let n = ack.emit(&[], None, &mut out).unwrap();
+        let p = UetPacket::parse(&out[..n], WalkConfig::default()).unwrap();
+        assert!(matches!(p.body, Body::Clear { ses: None, payload: [], crc: None, .. }));
+
+        // TSS: header, 10 bytes of ciphertext, 16-byte ICV.
+        let mut s = [0u8; 12 + 10 + 16];
+        s[0] = 0x08;
+        s[22] = 0xCC;
+        s[37] = 0x77;
+        let p = UetPacket::parse(&s, WalkConfig::default()).unwrap();
+        let Body::Secured { ciphertext, icv, .. } = p.body else { panic!("secured") };
+        assert_eq!(ciphertext.len(), 10);
+        assert_eq!(icv[0], 0xCC);
+        assert!(matches!(
+            UetPacket::parse(&s[..20], WalkConfig::default()),
+            Err(Error::Truncated { field: "TSS ICV", .. })
+        ));
+    }
+
+    #[test]
+    fn inconsistencies_are_refused() {
+        let mut repr = write_request(5);
+        repr.ses = None;
+        assert!(matches!(repr.emit(&[], None, &mut [0u8; 128]), Err(Error::Mismatch { .. })));
+        let repr = write_request(5);
+        assert!(matches!(repr.emit(&[0; 8], None, &mut [0u8; 40]), Err(Error::BufferTooShort { .. })));
+        // A continuation packet whose payload length disagrees with its bytes.
+        let mut repr = write_request(5);
+        if let Some(SesHeader::Standard(s)) = repr.ses.as_mut() {
+            s.common.flags = SesFlags::EOM;
+            s.tail = StandardTail::Continuation { payload_length: 3, message_offset: 0 };
+        }
+        assert!(repr.emit(&[1, 2], None, &mut [0u8; 128]).is_err());
+        let mut out = [0u8; 128];
+        let n = repr.emit(&[1, 2, 3], None, &mut out).unwrap();
+        out[n] = 9; // one byte too many on the wire
+        let cfg = WalkConfig { encapsulation: Encapsulation::NativeIp, crc: false };
+        assert!(matches!(UetPacket::parse(&out[..n + 1], cfg), Err(Error::Mismatch { .. })));
+        assert!(UetPacket::parse(&out[..n], cfg).is_ok());
+    }
+}
