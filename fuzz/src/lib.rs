@@ -20,8 +20,17 @@ use std::collections::VecDeque;
 pub type Target = fn(&[u8]);
 
 /// Every target by name, for the corpus replay.
-pub const TARGETS: &[(&str, Target)] =
-    &[("ctlos", ctlos), ("cc_update", cc_update), ("replay_buffer", replay_buffer), ("llr", llr), ("cbfc", cbfc)];
+pub const TARGETS: &[(&str, Target)] = &[
+    ("ctlos", ctlos),
+    ("cc_update", cc_update),
+    ("replay_buffer", replay_buffer),
+    ("llr", llr),
+    ("cbfc", cbfc),
+    ("uet_pds", uet_pds),
+    ("uet_ses", uet_ses),
+    ("uet_tss_entropy", uet_tss_entropy),
+    ("uet_packet", uet_packet),
+];
 
 /// CtlOS parser: never panics; whatever parses re-emits byte for byte.
 pub fn ctlos(data: &[u8]) {
@@ -407,5 +416,68 @@ pub fn cbfc(data: &[u8]) {
             }
         }
         let _ = (tx.poll_timeout(), rx.poll_timeout());
+    }
+}
+
+/// PDS headers: never panic; whatever parses re-emits byte for byte and re-parses equal.
+pub fn uet_pds(data: &[u8]) {
+    use uet_wire::pds::PdsHeader;
+    if let Ok((h, rest)) = PdsHeader::parse(data) {
+        let mut out = [0u8; 64];
+        let n = h.emit(&mut out).expect("a parsed header emits");
+        assert_eq!(n, h.buffer_len());
+        assert_eq!(&out[..n], &data[..data.len() - rest.len()]);
+        assert_eq!(PdsHeader::parse(&out[..n]).unwrap().0, h);
+    }
+}
+
+/// SES headers after any next-header value: never panic; parsed bytes re-emit identically.
+pub fn uet_ses(data: &[u8]) {
+    use uet_wire::pds::NextHeader;
+    use uet_wire::ses::SesHeader;
+    let Some((&nh, bytes)) = data.split_first() else { return };
+    let Ok(next) = NextHeader::try_from(nh & 0x0F) else { return };
+    if let Ok((Some(h), rest)) = SesHeader::parse(next, bytes) {
+        let mut out = [0u8; 128];
+        let n = h.emit(&mut out).expect("a parsed header emits");
+        assert_eq!(&out[..n], &bytes[..bytes.len() - rest.len()]);
+        assert_eq!(h.next_header(), next);
+    }
+}
+
+/// TSS and entropy headers: never panic; parsed bytes re-emit identically.
+pub fn uet_tss_entropy(data: &[u8]) {
+    use uet_wire::entropy::EntropyHeader;
+    use uet_wire::tss::TssHeader;
+    if let Ok((h, rest)) = TssHeader::parse(data) {
+        let mut out = [0u8; 16];
+        let n = h.emit(&mut out).expect("a parsed header emits");
+        assert_eq!(&out[..n], &data[..data.len() - rest.len()]);
+    }
+    if let Ok((h, _)) = EntropyHeader::parse(data) {
+        let mut out = [0u8; 4];
+        h.emit(&mut out).expect("a parsed header emits");
+        assert_eq!(&out[..], &data[..4]);
+    }
+}
+
+/// The packet walker under every configuration; a clear packet that parses rebuilds byte for
+/// byte through the builder (with its CRC when one was present and valid for an empty prefix).
+pub fn uet_packet(data: &[u8]) {
+    use uet_wire::entropy::Encapsulation;
+    use uet_wire::{Body, PacketRepr, UetPacket, WalkConfig};
+    let Some((&mode, bytes)) = data.split_first() else { return };
+    let config = WalkConfig {
+        encapsulation: if mode & 1 == 0 { Encapsulation::Udp } else { Encapsulation::NativeIp },
+        crc: mode & 2 != 0,
+    };
+    let Ok(p) = UetPacket::parse(bytes, config) else { return };
+    if let Body::Clear { pds, ses, payload, crc } = p.body {
+        let repr = PacketRepr { entropy: p.entropy, pds, ses };
+        let mut out = vec![0u8; bytes.len() + 8];
+        let crc_ok = crc.is_some() && p.verify_crc(&[]).is_ok();
+        let n = repr.emit(payload, crc_ok.then_some(&[][..]), &mut out).expect("a parsed packet rebuilds");
+        let expected = if crc.is_some() && !crc_ok { &bytes[..bytes.len() - 4] } else { bytes };
+        assert_eq!(&out[..n], expected);
     }
 }

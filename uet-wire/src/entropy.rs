@@ -58,6 +58,7 @@ impl EntropyHeader {
     pub const LEN: usize = 4;
 
     /// Parses the header from the front of `bytes`; the reserved half must be zero.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (head, rest) = take(bytes, Self::LEN, "entropy header")?;
         let raw = EntropyHeaderRaw::ref_from_bytes(head).map_err(|_| Error::Mismatch { field: "entropy header" })?;
@@ -71,6 +72,7 @@ impl EntropyHeader {
     }
 
     /// Writes the header to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         let raw = EntropyHeaderRaw { entropy: U16::new(self.entropy), reserved: U16::ZERO };
         take_mut(out, Self::LEN)?.copy_from_slice(raw.as_bytes());

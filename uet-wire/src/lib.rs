@@ -7,10 +7,11 @@
 //!
 //! | sub-layer | content | status |
 //! |---|---|---|
-//! | encapsulation / `entropy` | UDP destination port 4793 with the entropy value in the UDP source port; the 4-byte entropy header of native-IP mode. The crate starts at the UDP payload or the entropy header; outer Ethernet/IP/UDP are the embedder's. | planned (issue 3) |
-//! | `tss` | Transport Security Sublayer: 12/16-byte header (type, SP, AN, SDI, SSI, TSC = 16-bit epoch ‖ 48-bit counter), AES-256-GCM with 16-byte ICV, key derivation | planned (issues 3 and later) |
-//! | `pds` | Packet Delivery Sublayer: the 2-byte prologue, all 15 packet types, ACK/SACK, NACK codes, control packets; the PDC state machines for RUD, ROD, RUDI and UUD | planned (issues 3, 4) |
-//! | `ses` | Semantic Sublayer: standard/medium/small requests, responses, opcodes, return codes, atomic, CAS and rendezvous extension headers | planned (issue 3) |
+//! | encapsulation / [`entropy`] | UDP destination port 4793 with the entropy value in the UDP source port; the 4-byte entropy header of native-IP mode. The crate starts at the UDP payload or the entropy header; outer Ethernet/IP/UDP are the embedder's. | codec done |
+//! | [`tss`] | Transport Security Sublayer: 12/16-byte header (type, SP, AN, SDI, SSI, TSC = 16-bit epoch ‖ 48-bit counter); AES-256-GCM with 16-byte ICV and key derivation | header done; crypto planned |
+//! | [`pds`] | Packet Delivery Sublayer: the 2-byte prologue, every packet type, ACK/SACK, NACK codes, control packets; the PDC state machines for RUD, ROD, RUDI and UUD | headers done; PDC engine planned (issue 4) |
+//! | [`ses`] | Semantic Sublayer: standard/medium/small requests, responses, opcodes, return codes, atomic, CAS and rendezvous extension headers | done |
+//! | [`packet`] | the walker (entropy → TSS or PDS → SES → payload → ICV or CRC32C) and the builder | done |
 //! | `cms`, `lb` | NSCC and RCCC congestion control, REPS load balancing | planned |
 //!
 //! The UE link layer (LLR §5.1, CBFC §5.2) lives in [`linklayer`], shared with the other links.
@@ -39,3 +40,23 @@ pub mod tss;
 pub use error::Error;
 pub use linklayer;
 pub use packet::{Body, PacketRepr, UetPacket, WalkConfig};
+
+#[cfg(test)]
+mod tests {
+    /// Sizes of the owned Reprs (they are returned by value from `parse`, so they are kept in view).
+    #[test]
+    fn repr_sizes() {
+        use core::mem::size_of;
+        let sizes = [
+            ("PdsHeader", size_of::<crate::pds::PdsHeader>()),
+            ("SesHeader", size_of::<crate::ses::SesHeader>()),
+            ("StandardRequest", size_of::<crate::ses::StandardRequest>()),
+            ("Extension", size_of::<crate::ses::Extension>()),
+            ("Error", size_of::<crate::Error>()),
+        ];
+        for (name, size) in sizes {
+            std::println!("{name}: {size} B");
+        }
+        assert!(sizes.iter().all(|&(_, s)| s <= 160));
+    }
+}

@@ -98,6 +98,7 @@ pub struct UetPacket<'a> {
 impl<'a> UetPacket<'a> {
     /// Walks `bytes` (the UDP payload, or the IP payload in native-IP mode): entropy → TSS or PDS →
     /// SES → payload → ICV or CRC.
+    #[inline]
     pub fn parse(bytes: &'a [u8], config: WalkConfig) -> Result<Self, Error> {
         let (entropy, after_entropy) = match config.encapsulation {
             Encapsulation::NativeIp => {
@@ -173,6 +174,7 @@ impl PacketRepr {
 
     /// Writes the headers, `payload` and, if `crc_prefix` is given, the CRC32C trailer computed with
     /// that prefix, to the front of `out`. Returns the packet length.
+    #[inline]
     pub fn emit(&self, payload: &[u8], crc_prefix: Option<&[u8]>, out: &mut [u8]) -> Result<usize, Error> {
         let announced = self.pds.next_header();
         let carried = self.ses.map_or(NextHeader::None, |s| s.next_header());

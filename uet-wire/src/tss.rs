@@ -115,6 +115,7 @@ impl TssHeader {
     }
 
     /// Parses the header from the front of `bytes`.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let truncated = |needed| Error::Truncated { field: "TSS header", needed, got: bytes.len() };
         let (word, _) = U32::read_from_prefix(bytes).map_err(|_| truncated(Self::LEN))?;
@@ -141,6 +142,7 @@ impl TssHeader {
     }
 
     /// Writes the header to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         if self.sdi > 0xFF_FFFF {
             return Err(Error::BadValue { field: "TSS SDI", value: u64::from(self.sdi) });

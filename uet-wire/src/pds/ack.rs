@@ -211,6 +211,7 @@ impl Ack {
     }
 
     /// Parses an ACK header from the front of `bytes`.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (raw, rest) = read::<AckRaw>(bytes, "PDS ACK")?;
         let p = Prologue::from_word(raw.prologue.get());
@@ -294,6 +295,7 @@ impl Ack {
     }
 
     /// Writes the header to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         if !self.next_header.is_response_or_none() {
             return Err(Error::Mismatch { field: "ACK next header is an SES request" });

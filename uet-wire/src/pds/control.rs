@@ -126,6 +126,7 @@ impl Control {
     pub const LEN: usize = 16;
 
     /// Parses a control packet from the front of `bytes`.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (raw, rest) = read::<ControlRaw>(bytes, "PDS control packet")?;
         let p = Prologue::from_word(raw.prologue.get());
@@ -151,6 +152,7 @@ impl Control {
     }
 
     /// Writes the packet to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         let flags = self.flags.bits() | if self.dest.syn() { SYN } else { 0 };
         let prologue = Prologue { packet_type: PacketType::Control.into(), next: self.ctl_type as u8, flags }.to_word();

@@ -287,6 +287,7 @@ pub enum PdsHeader {
 
 impl PdsHeader {
     /// Parses the PDS header at the front of `bytes`, dispatching on the prologue's type.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let p = Prologue::peek(bytes)?;
         Ok(match PacketType::try_from(p.packet_type)? {
@@ -354,6 +355,7 @@ impl PdsHeader {
     }
 
     /// Writes the header to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         match self {
             PdsHeader::Request(h) => h.emit(out),
@@ -367,6 +369,7 @@ impl PdsHeader {
 }
 
 /// Reads a raw zerocopy layout from the front of `bytes`, naming `field` if it is too short.
+#[inline]
 pub(crate) fn read<'a, T: zerocopy::FromBytes + zerocopy::KnownLayout + zerocopy::Immutable>(
     bytes: &'a [u8],
     field: &'static str,
@@ -379,6 +382,7 @@ pub(crate) fn read<'a, T: zerocopy::FromBytes + zerocopy::KnownLayout + zerocopy
 }
 
 /// Writes a raw zerocopy layout to the front of `out`.
+#[inline]
 pub(crate) fn write<T: zerocopy::IntoBytes + zerocopy::Immutable>(raw: &T, out: &mut [u8]) -> Result<usize, Error> {
     let n = core::mem::size_of_val(raw);
     raw.write_to_prefix(out).map_err(|_| Error::BufferTooShort { needed: n, got: out.len() })?;

@@ -230,6 +230,7 @@ impl Nack {
     }
 
     /// Parses a NACK header from the front of `bytes`.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (raw, rest) = read::<NackRaw>(bytes, "PDS NACK")?;
         let p = Prologue::from_word(raw.prologue.get());
@@ -275,6 +276,7 @@ impl Nack {
     }
 
     /// Writes the header to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         let len = self.buffer_len();
         if out.len() < len {

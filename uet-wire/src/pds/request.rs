@@ -125,6 +125,7 @@ impl Request {
     }
 
     /// Parses a request header from the front of `bytes`.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (raw, rest) = read::<RequestRaw>(bytes, "PDS request")?;
         let p = Prologue::from_word(raw.prologue.get());
@@ -166,6 +167,7 @@ impl Request {
     }
 
     /// Writes the header to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         if !self.next_header.is_request() {
             return Err(Error::Mismatch { field: "request next header is not an SES request" });

@@ -75,6 +75,7 @@ impl Rudi {
     }
 
     /// Parses a RUDI header from the front of `bytes`.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (raw, rest) = read::<RudiRaw>(bytes, "PDS RUDI")?;
         let p = Prologue::from_word(raw.prologue.get());
@@ -97,6 +98,7 @@ impl Rudi {
     }
 
     /// Writes the header to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         Self::check_next(self.response, self.next_header)?;
         let p = Prologue {
@@ -122,6 +124,7 @@ impl Uud {
     pub const LEN: usize = 4;
 
     /// Parses a UUD header from the front of `bytes`.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (raw, rest) = read::<UudRaw>(bytes, "PDS UUD")?;
         let p = Prologue::from_word(raw.prologue.get());
@@ -143,6 +146,7 @@ impl Uud {
     }
 
     /// Writes the header to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         if !self.next_header.is_request() {
             return Err(Error::Mismatch { field: "UUD next header is not an SES request" });

@@ -216,6 +216,7 @@ pub struct RendezvousRaw {
 impl Extension {
     /// Parses the extension a request with `opcode` carries, if any (only on a message's first
     /// packet, `som`).
+    #[inline]
     pub fn parse_for(opcode: Opcode, som: bool, bytes: &[u8]) -> Result<(Option<Self>, &[u8]), Error> {
         if !som {
             return Ok((None, bytes));
@@ -284,6 +285,7 @@ impl Extension {
     }
 
     /// Writes the extension to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         let len = self.buffer_len();
         if out.len() < len {

@@ -153,6 +153,7 @@ pub enum SesHeader {
 impl SesHeader {
     /// Parses the SES header `next` names from the front of `bytes`; `None` for
     /// [`NextHeader::None`].
+    #[inline]
     pub fn parse(next: NextHeader, bytes: &[u8]) -> Result<(Option<Self>, &[u8]), Error> {
         Ok(match next {
             NextHeader::None => (None, bytes),
@@ -221,6 +222,7 @@ impl SesHeader {
     }
 
     /// Writes the header to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         match self {
             SesHeader::Small(h) => h.emit(out),
@@ -234,16 +236,19 @@ impl SesHeader {
 }
 
 /// Splits a 16-bit word of 2 reserved bits and a 14-bit length.
+#[inline]
 pub(crate) fn len14(word: u16, field: &'static str) -> Result<u16, Error> {
     if word & 0xC000 != 0 { Err(Error::Reserved { field }) } else { Ok(word) }
 }
 
 /// Checks a 14-bit length before it is emitted.
+#[inline]
 pub(crate) fn check_len14(v: u16, field: &'static str) -> Result<u16, Error> {
     if v > 0x3FFF { Err(Error::BadValue { field, value: u64::from(v) }) } else { Ok(v) }
 }
 
 /// Checks a value fits `bits` bits before it is emitted.
+#[inline]
 pub(crate) fn check_bits(v: u32, bits: u32, field: &'static str) -> Result<u32, Error> {
     if v >> bits != 0 { Err(Error::BadValue { field, value: u64::from(v) }) } else { Ok(v) }
 }

@@ -85,6 +85,7 @@ impl RequestCommon {
     /// Length of the common part.
     pub const LEN: usize = 12;
 
+    #[inline]
     fn parse<'a>(bytes: &'a [u8], field: &'static str) -> Result<(Self, u16, &'a [u8]), Error> {
         let (raw, rest) = read::<CommonRaw>(bytes, field)?;
         reserved_zero(u64::from(raw.opcode & 0xC0), "SES opcode reserved bits")?;
@@ -105,6 +106,7 @@ impl RequestCommon {
         Ok((c, raw.word2.get(), rest))
     }
 
+    #[inline]
     fn raw(&self, word2: u16) -> Result<CommonRaw, Error> {
         Ok(CommonRaw {
             opcode: self.opcode.to_u8()?,
@@ -123,6 +125,7 @@ impl RequestCommon {
 }
 
 /// Emits `common` with `word2`, then `body`, then `ext`, after checking the extension.
+#[inline]
 fn emit_request<B: IntoBytes + Immutable>(
     common: &RequestCommon,
     word2: u16,
@@ -216,6 +219,7 @@ impl StandardRequest {
     }
 
     /// Parses a standard request (and its extension) from the front of `bytes`.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (common, message_id, rest) = RequestCommon::parse(bytes, "SES standard request")?;
         let (raw, rest) = read::<StandardRaw>(rest, "SES standard request")?;
@@ -251,6 +255,7 @@ impl StandardRequest {
     }
 
     /// Writes the request to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         let mut common = self.common;
         let tail = match self.tail {
@@ -320,6 +325,7 @@ impl MediumRequest {
     }
 
     /// Parses a medium request from the front of `bytes`.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (common, word2, rest) = RequestCommon::parse(bytes, "SES medium request")?;
         let request_length = len14(word2, "SES request length reserved bits")?;
@@ -346,6 +352,7 @@ impl MediumRequest {
     }
 
     /// Writes the request to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         let body = MediumRaw {
             data: U64::new(self.data),
@@ -377,6 +384,7 @@ impl SmallRequest {
     pub const LEN: usize = 20;
 
     /// Parses a small request from the front of `bytes`.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (common, word2, rest) = RequestCommon::parse(bytes, "SES small request")?;
         if common.flags.contains(SesFlags::HD) {
@@ -398,6 +406,7 @@ impl SmallRequest {
     }
 
     /// Writes the request to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         if self.common.flags.contains(SesFlags::HD) {
             return Err(Error::Reserved { field: "SES small request HD flag" });

@@ -129,6 +129,7 @@ codepoints! {
 }
 
 /// Parses the first two bytes of a response.
+#[inline]
 fn parse_head(b0: u8, b1: u8) -> Result<(ResponseList, ResponseOpcode, ReturnCode), Error> {
     if b1 >> 6 != 0 {
         return Err(Error::BadValue { field: "SES version", value: u64::from(b1 >> 6) });
@@ -136,6 +137,7 @@ fn parse_head(b0: u8, b1: u8) -> Result<(ResponseList, ResponseOpcode, ReturnCod
     Ok((ResponseList::try_from(b0 >> 6)?, ResponseOpcode::try_from(b0 & 0x3F)?, ReturnCode::try_from(b1 & 0x3F)?))
 }
 
+#[inline]
 fn emit_head(list: ResponseList, opcode: ResponseOpcode, rc: ReturnCode) -> Result<(u8, u8), Error> {
     Ok((list.to_u8()? << 6 | opcode.to_u8()?, rc.to_u8()?))
 }
@@ -184,6 +186,7 @@ impl Response {
     pub const LEN: usize = 12;
 
     /// Parses a response from the front of `bytes`.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (raw, rest) = read::<ResponseRaw>(bytes, "SES response")?;
         let (list, opcode, return_code) = parse_head(raw.opcode, raw.return_code)?;
@@ -205,6 +208,7 @@ impl Response {
     }
 
     /// Writes the response to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         let (opcode, return_code) = emit_head(self.list, self.opcode, self.return_code)?;
         let raw = ResponseRaw {
@@ -273,6 +277,7 @@ impl ResponseWithData {
     pub const LEN: usize = 20;
 
     /// Parses a response with data from the front of `bytes`.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (raw, rest) = read::<ResponseWithDataRaw>(bytes, "SES response with data")?;
         let (list, opcode, return_code) = parse_head(raw.opcode, raw.return_code)?;
@@ -297,6 +302,7 @@ impl ResponseWithData {
     }
 
     /// Writes the response to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         let (opcode, return_code) = emit_head(self.list, self.opcode, self.return_code)?;
         let raw = ResponseWithDataRaw {
@@ -356,6 +362,7 @@ impl ResponseDataSmall {
     pub const LEN: usize = 12;
 
     /// Parses a small response with data from the front of `bytes`.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (raw, rest) = read::<ResponseDataSmallRaw>(bytes, "SES small response with data")?;
         let (list, opcode, return_code) = parse_head(raw.opcode, raw.return_code)?;
@@ -377,6 +384,7 @@ impl ResponseDataSmall {
     }
 
     /// Writes the response to the front of `out`.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         let (opcode, return_code) = emit_head(self.list, self.opcode, self.return_code)?;
         let raw = ResponseDataSmallRaw {

@@ -1,0 +1,151 @@
+//! UET header parse and emit, beside etherparse parsing Ethernet + IPv4 + UDP in the same run.
+//!
+//! * `reference/etherparse_eth_ipv4_udp`: `Ethernet2HeaderSlice` → `Ipv4HeaderSlice` →
+//!   `UdpHeaderSlice` over a 42-byte header stack, reading the fields a receiver needs.
+//! * `parse/request_std`: `PdsHeader::parse` + `SesHeader::parse` of a RUD request with a standard
+//!   SES request (12 + 44 bytes), into owned Reprs.
+//! * `parse/walk_request_std`: the whole `UetPacket::parse` walk of the same packet with a payload.
+//! * `emit/request_std`: emitting both headers.
+//! * `parse/ack_cc` and `emit/ack_cc`: a 32-byte ACK_CC with NSCC state.
+#![allow(missing_docs)]
+// Harness code, not library code.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use std::hint::black_box;
+use uet_wire::pds::{
+    Ack, AckCc, AckExtension, AckFlags, AckRequest, CcState, DeliveryMode, NextHeader, PdcDest, PdsHeader, Request,
+    RequestFlags,
+};
+use uet_wire::ses::{Opcode, RequestCommon, SesFlags, SesHeader, StandardRequest, StandardTail};
+use uet_wire::{PacketRepr, UetPacket, WalkConfig};
+
+fn request() -> PacketRepr {
+    PacketRepr {
+        entropy: None,
+        pds: PdsHeader::Request(Request {
+            mode: DeliveryMode::Rud,
+            next_header: NextHeader::ReqStd,
+            flags: RequestFlags::AR,
+            clear_psn_offset: -3,
+            psn: 0x1000_0004,
+            spdcid: 7,
+            dest: PdcDest::Established { dpdcid: 19 },
+            cc: None,
+        }),
+        ses: Some(SesHeader::Standard(StandardRequest {
+            common: RequestCommon {
+                opcode: Opcode::Write,
+                flags: SesFlags::SOM | SesFlags::REL,
+                ri_generation: 1,
+                job_id: 0xABCDE,
+                pid_on_fep: 0x123,
+                resource_index: 0x456,
+            },
+            message_id: 0x42,
+            buffer_offset: 0x1000,
+            initiator: 9,
+            match_bits: 0xFEED_0000_0000_0001,
+            tail: StandardTail::Som { header_data: 0xDD },
+            request_length: 1 << 20,
+            ext: None,
+        })),
+    }
+}
+
+fn ack_cc() -> Ack {
+    Ack {
+        next_header: NextHeader::None,
+        flags: AckFlags::M,
+        request: AckRequest::None,
+        ack_psn_offset: 2,
+        cack_psn: 0x1000_0000,
+        spdcid: 19,
+        dpdcid: 7,
+        ext: AckExtension::Cc(AckCc {
+            mpr: 8,
+            sack_psn_offset: 1,
+            sack_bitmap: 0xFFFF_0000_FFFF_0001,
+            state: CcState::Nscc {
+                service_time: 100,
+                restore_cwnd: false,
+                rcv_cwnd_pend: 3,
+                rcvd_bytes: 4096,
+                ooo_count: 2,
+            },
+        }),
+    }
+}
+
+fn eth_ipv4_udp() -> Vec<u8> {
+    let builder = etherparse::PacketBuilder::ethernet2([1, 2, 3, 4, 5, 6], [7, 8, 9, 10, 11, 12])
+        .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+        .udp(50000, 4793);
+    let payload = [0u8; 18];
+    let mut out = Vec::with_capacity(builder.size(payload.len()));
+    builder.write(&mut out, &payload).unwrap();
+    out
+}
+
+fn benches(c: &mut Criterion) {
+    let frame = eth_ipv4_udp();
+    let repr = request();
+    let mut pkt = [0u8; 128];
+    let n = repr.emit(&[0x5A; 8], None, &mut pkt).unwrap();
+    let pkt = &pkt[..n];
+    let ack = ack_cc();
+    let mut ack_bytes = [0u8; 32];
+    ack.emit(&mut ack_bytes).unwrap();
+
+    let mut g = c.benchmark_group("reference");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("etherparse_eth_ipv4_udp", |b| {
+        b.iter(|| {
+            let f = black_box(&frame[..]);
+            let eth = etherparse::Ethernet2HeaderSlice::from_slice(f).unwrap();
+            let ip = etherparse::Ipv4HeaderSlice::from_slice(&f[eth.slice().len()..]).unwrap();
+            let udp = etherparse::UdpHeaderSlice::from_slice(&f[eth.slice().len() + ip.slice().len()..]).unwrap();
+            black_box((
+                eth.ether_type(),
+                ip.protocol(),
+                ip.source(),
+                ip.destination(),
+                udp.source_port(),
+                udp.destination_port(),
+                udp.length(),
+            ))
+        })
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("parse");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("request_std", |b| {
+        b.iter(|| {
+            let (pds, rest) = PdsHeader::parse(black_box(pkt)).unwrap();
+            let (ses, rest) = SesHeader::parse(pds.next_header(), rest).unwrap();
+            black_box((pds, ses, rest.len()))
+        })
+    });
+    g.bench_function("walk_request_std", |b| {
+        b.iter(|| black_box(UetPacket::parse(black_box(pkt), WalkConfig::default()).unwrap()))
+    });
+    g.bench_function("ack_cc", |b| b.iter(|| black_box(PdsHeader::parse(black_box(&ack_bytes)).unwrap().0)));
+    g.finish();
+
+    let mut g = c.benchmark_group("emit");
+    g.throughput(Throughput::Elements(1));
+    let mut out = [0u8; 128];
+    g.bench_function("request_std", |b| {
+        b.iter(|| {
+            let r = black_box(&repr);
+            let n = r.pds.emit(&mut out).unwrap();
+            black_box(r.ses.unwrap().emit(&mut out[n..]).unwrap())
+        })
+    });
+    g.bench_function("ack_cc", |b| b.iter(|| black_box(black_box(&ack).emit(&mut out).unwrap())));
+    g.finish();
+}
+
+criterion_group!(uet, benches);
+criterion_main!(uet);
