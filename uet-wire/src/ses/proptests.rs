@@ -1,5 +1,6 @@
 //! Property tests: every SES Repr survives `parse(emit(r)) == r`, and every byte string that
 //! parses re-emits identically.
+#![cfg(test)]
 
 use super::*;
 use proptest::prelude::*;

@@ -124,6 +124,14 @@ impl RequestCommon {
     }
 }
 
+/// Bytes an optional extension adds.
+const fn ext_len(ext: &Option<Extension>) -> usize {
+    match ext {
+        Some(e) => e.buffer_len(),
+        None => 0,
+    }
+}
+
 /// Emits `common` with `word2`, then `body`, then `ext`, after checking the extension.
 #[inline]
 fn emit_request<B: IntoBytes + Immutable>(
@@ -247,11 +255,7 @@ impl StandardRequest {
 
     /// Bytes [`StandardRequest::emit`] writes.
     pub const fn buffer_len(&self) -> usize {
-        Self::LEN
-            + match &self.ext {
-                Some(e) => e.buffer_len(),
-                None => 0,
-            }
+        Self::LEN + ext_len(&self.ext)
     }
 
     /// Writes the request to the front of `out`.
@@ -344,11 +348,7 @@ impl MediumRequest {
 
     /// Bytes [`MediumRequest::emit`] writes.
     pub const fn buffer_len(&self) -> usize {
-        Self::LEN
-            + match &self.ext {
-                Some(e) => e.buffer_len(),
-                None => 0,
-            }
+        Self::LEN + ext_len(&self.ext)
     }
 
     /// Writes the request to the front of `out`.
@@ -398,11 +398,7 @@ impl SmallRequest {
 
     /// Bytes [`SmallRequest::emit`] writes.
     pub const fn buffer_len(&self) -> usize {
-        Self::LEN
-            + match &self.ext {
-                Some(e) => e.buffer_len(),
-                None => 0,
-            }
+        Self::LEN + ext_len(&self.ext)
     }
 
     /// Writes the request to the front of `out`.
