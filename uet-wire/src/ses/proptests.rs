@@ -1,6 +1,7 @@
 //! Property tests: every SES Repr survives `parse(emit(r)) == r`, and every byte string that
 //! parses re-emits identically.
 #![cfg(test)]
+// This whole file is test code: ses/mod.rs declares it `#[cfg(test)] mod proptests;`.
 
 use super::*;
 use proptest::prelude::*;
