@@ -16,6 +16,18 @@
 //!
 //! The UE link layer (LLR §5.1, CBFC §5.2) lives in [`linklayer`], shared with the other links.
 //!
+//! ## Three layers per header
+//!
+//! * **Raw layouts** (`RequestRaw`, `CommonRaw`, ...): zerocopy structs of the wire bytes, with no
+//!   checks at all.
+//! * **Reprs** (`Request`, `StandardRequest`, ...): owned `Copy` values with `parse`,
+//!   `buffer_len` and `emit`; every reserved bit and codepoint is checked, and
+//!   `parse(emit(r)) == r`.
+//! * **Validated views** on the receive fast path ([`pds::RequestView`], [`ses::StandardView`]):
+//!   one pass makes every check the Repr's `parse` makes (that parse is built on the view), then
+//!   accessors read the borrowed bytes without failing and without copying the header. A failed
+//!   check takes a cold path that names the field.
+//!
 //! ## Verified versus project-defined
 //!
 //! The specification PDF text was not a direct source. Header layouts tagged \[A\] in

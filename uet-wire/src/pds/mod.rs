@@ -42,7 +42,7 @@ mod rudi;
 pub use ack::{Ack, AckCc, AckCcx, AckExtension, AckFlags, AckRequest, CcState};
 pub use control::{Control, ControlFlags, ControlType};
 pub use nack::{Nack, NackCcx, NackClass, NackCode, NackFlags, NackTarget};
-pub use request::{Request, RequestCc, RequestFlags};
+pub use request::{Request, RequestCc, RequestFlags, RequestView};
 pub use rudi::{Rudi, RudiFlags, Uud};
 
 use crate::error::{Error, take};
@@ -244,13 +244,24 @@ impl PdcDest {
     }
 
     pub(crate) fn from_wire(syn: bool, word: u16) -> Result<Self, Error> {
-        if !syn {
-            return Ok(PdcDest::Established { dpdcid: word });
+        Self::check(syn, word)?;
+        Ok(Self::decode(syn, word))
+    }
+
+    /// Checks the reserved bits of the SYN form.
+    #[inline]
+    pub(crate) const fn check(syn: bool, word: u16) -> Result<(), Error> {
+        if syn && word & 0x7000 != 0 { Err(Error::Reserved { field: "pdc_info reserved bits" }) } else { Ok(()) }
+    }
+
+    /// Decodes a word that [`PdcDest::check`] accepted.
+    #[inline]
+    pub(crate) const fn decode(syn: bool, word: u16) -> Self {
+        if syn {
+            PdcDest::Syn { use_rsv_pdc: word & 0x8000 != 0, psn_offset: word & 0x0FFF }
+        } else {
+            PdcDest::Established { dpdcid: word }
         }
-        if word & 0x7000 != 0 {
-            return Err(Error::Reserved { field: "pdc_info reserved bits" });
-        }
-        Ok(PdcDest::Syn { use_rsv_pdc: word & 0x8000 != 0, psn_offset: word & 0x0FFF })
     }
 
     pub(crate) fn to_wire(self) -> Result<u16, Error> {
@@ -381,6 +392,19 @@ pub(crate) fn read<'a, T: zerocopy::FromBytes + zerocopy::KnownLayout + zerocopy
     })
 }
 
+/// Borrows a raw zerocopy layout from the front of `bytes`, naming `field` if it is too short.
+#[inline]
+pub(crate) fn view<'a, T: zerocopy::FromBytes + zerocopy::KnownLayout + zerocopy::Immutable + zerocopy::Unaligned>(
+    bytes: &'a [u8],
+    field: &'static str,
+) -> Result<(&'a T, &'a [u8]), Error> {
+    T::ref_from_prefix(bytes).map_err(|_| Error::Truncated {
+        field,
+        needed: core::mem::size_of::<T>(),
+        got: bytes.len(),
+    })
+}
+
 /// Writes a raw zerocopy layout to the front of `out`.
 #[inline]
 pub(crate) fn write<T: zerocopy::IntoBytes + zerocopy::Immutable>(raw: &T, out: &mut [u8]) -> Result<usize, Error> {
@@ -389,7 +413,7 @@ pub(crate) fn write<T: zerocopy::IntoBytes + zerocopy::Immutable>(raw: &T, out: 
     Ok(n)
 }
 
-/// Checks a prologue's 5-bit type and reserved flag bits; returns the next-header nibble.
+/// Checks that the reserved bits `reserved` of a prologue's `flags` are zero.
 pub(crate) fn check_flags(flags: u8, reserved: u8, field: &'static str) -> Result<(), Error> {
     if flags & reserved != 0 { Err(Error::Reserved { field }) } else { Ok(()) }
 }

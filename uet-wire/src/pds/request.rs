@@ -12,7 +12,7 @@
 //! | 13–15 | CC forms: credit target (24 bits) |
 
 use super::{
-    DeliveryMode, NextHeader, PacketType, PdcDest, Prologue, check_flags, defmt_bits, read, u24_from, u24_to, write,
+    DeliveryMode, NextHeader, PacketType, PdcDest, Prologue, check_flags, defmt_bits, u24_from, u24_to, view, write,
 };
 use crate::error::Error;
 use bitflags::bitflags;
@@ -34,6 +34,13 @@ defmt_bits!(RequestFlags);
 
 const SYN: u8 = 0x04;
 const RESERVED: u8 = 0x63;
+/// RUD_REQ, ROD_REQ, RUD_CC_REQ, ROD_CC_REQ as a set of type bits.
+const REQUEST_TYPES: u32 = 1 << PacketType::RudReq as u8
+    | 1 << PacketType::RodReq as u8
+    | 1 << PacketType::RudCcReq as u8
+    | 1 << PacketType::RodCcReq as u8;
+/// The ROD request types.
+const ROD_TYPES: u32 = 1 << PacketType::RodReq as u8 | 1 << PacketType::RodCcReq as u8;
 
 /// The raw 12-byte request layout.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
@@ -124,41 +131,11 @@ impl Request {
         }
     }
 
-    /// Parses a request header from the front of `bytes`.
+    /// Parses a request header from the front of `bytes` (through [`RequestView::parse`], which
+    /// holds every check).
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
-        let (raw, rest) = read::<RequestRaw>(bytes, "PDS request")?;
-        let p = Prologue::from_word(raw.prologue.get());
-        let (mode, has_cc) = match PacketType::try_from(p.packet_type)? {
-            PacketType::RudReq => (DeliveryMode::Rud, false),
-            PacketType::RodReq => (DeliveryMode::Rod, false),
-            PacketType::RudCcReq => (DeliveryMode::Rud, true),
-            PacketType::RodCcReq => (DeliveryMode::Rod, true),
-            _ => return Err(Error::Mismatch { field: "PDS type is not a RUD/ROD request" }),
-        };
-        let next_header = NextHeader::try_from(p.next)?;
-        if !next_header.is_request() {
-            return Err(Error::Mismatch { field: "request next header is not an SES request" });
-        }
-        check_flags(p.flags, RESERVED, "request flags reserved bits")?;
-        let dest = PdcDest::from_wire(p.flags & SYN != 0, raw.dest.get())?;
-        let (cc, rest) = if has_cc {
-            let (c, rest) = read::<RequestCcRaw>(rest, "PDS request CC fields")?;
-            (Some(RequestCc { ccc_id: c.ccc_id, credit_target: u24_from(c.credit_target) }), rest)
-        } else {
-            (None, rest)
-        };
-        let h = Request {
-            mode,
-            next_header,
-            flags: RequestFlags::from_bits_truncate(p.flags),
-            clear_psn_offset: raw.clear_psn_offset.get(),
-            psn: raw.psn.get(),
-            spdcid: raw.spdcid.get(),
-            dest,
-            cc,
-        };
-        Ok((h, rest))
+        RequestView::parse(bytes).map(|(v, rest)| (v.to_repr(), rest))
     }
 
     /// Bytes [`Request::emit`] writes.
@@ -196,6 +173,157 @@ impl Request {
             Some(cc) => Ok(n + write(&cc, out.get_mut(n..).unwrap_or_default())?),
             None => Ok(n),
         }
+    }
+}
+
+/// A validated RUD/ROD request header borrowed from the packet: the receive fast path.
+///
+/// [`RequestView::parse`] makes every check [`Request::parse`] makes (that parse is built on this
+/// one), so the accessors read the borrowed bytes without failing. Use the view where a packet is
+/// handled once and dropped; use [`RequestView::to_repr`] to keep an owned copy.
+#[derive(Clone, Copy, Debug)]
+pub struct RequestView<'a> {
+    raw: &'a RequestRaw,
+    cc: Option<&'a RequestCcRaw>,
+    mode: DeliveryMode,
+    next_header: NextHeader,
+}
+
+impl<'a> RequestView<'a> {
+    /// Validates the request header at the front of `bytes`; returns it and the bytes after it.
+    #[inline(always)]
+    pub fn parse(bytes: &'a [u8]) -> Result<(Self, &'a [u8]), Error> {
+        let (raw, rest) = view::<RequestRaw>(bytes, "PDS request")?;
+        let p = Prologue::from_word(raw.prologue.get());
+        if !Self::is_valid(raw) {
+            Self::check_each(raw)?;
+        }
+        let mode = if ROD_TYPES >> p.packet_type & 1 != 0 { DeliveryMode::Rod } else { DeliveryMode::Rud };
+        let has_cc = p.packet_type >= PacketType::RudCcReq as u8;
+        let next_header = match p.next {
+            1 => NextHeader::ReqSmall,
+            2 => NextHeader::ReqMedium,
+            _ => NextHeader::ReqStd,
+        };
+        let (cc, rest) = if has_cc {
+            let (c, rest) = view::<RequestCcRaw>(rest, "PDS request CC fields")?;
+            (Some(c), rest)
+        } else {
+            (None, rest)
+        };
+        Ok((RequestView { raw, cc, mode, next_header }, rest))
+    }
+
+    /// Every check at once, with bit masks rather than jump tables: the hot path of `parse`.
+    #[inline(always)]
+    fn is_valid(raw: &RequestRaw) -> bool {
+        let p = Prologue::from_word(raw.prologue.get());
+        REQUEST_TYPES >> p.packet_type & 1 != 0
+            && matches!(p.next, 1..=3)
+            && p.flags & RESERVED == 0
+            && PdcDest::check(p.flags & SYN != 0, raw.dest.get()).is_ok()
+    }
+
+    /// The same checks one field at a time in wire order, naming the first that fails (the cold
+    /// path of `parse`).
+    #[cold]
+    fn check_each(raw: &RequestRaw) -> Result<(), Error> {
+        let p = Prologue::from_word(raw.prologue.get());
+        match PacketType::try_from(p.packet_type)? {
+            PacketType::RudReq | PacketType::RodReq | PacketType::RudCcReq | PacketType::RodCcReq => {}
+            _ => return Err(Error::Mismatch { field: "PDS type is not a RUD/ROD request" }),
+        }
+        if !NextHeader::try_from(p.next)?.is_request() {
+            return Err(Error::Mismatch { field: "request next header is not an SES request" });
+        }
+        check_flags(p.flags, RESERVED, "request flags reserved bits")?;
+        PdcDest::check(p.flags & SYN != 0, raw.dest.get())
+    }
+
+    /// RUD or ROD.
+    #[inline]
+    pub const fn mode(&self) -> DeliveryMode {
+        self.mode
+    }
+
+    /// The SES request that follows.
+    #[inline]
+    pub const fn next_header(&self) -> NextHeader {
+        self.next_header
+    }
+
+    /// RETX and AR.
+    #[inline]
+    pub fn flags(&self) -> RequestFlags {
+        RequestFlags::from_bits_truncate(self.prologue_flags())
+    }
+
+    /// Whether SYN is set (the PDC is being set up).
+    #[inline]
+    pub fn syn(&self) -> bool {
+        self.prologue_flags() & SYN != 0
+    }
+
+    /// `CLEAR_PSN - PSN`.
+    #[inline]
+    pub fn clear_psn_offset(&self) -> i16 {
+        self.raw.clear_psn_offset.get()
+    }
+
+    /// Packet sequence number.
+    #[inline]
+    pub fn psn(&self) -> u32 {
+        self.raw.psn.get()
+    }
+
+    /// Source (initiator) PDC id.
+    #[inline]
+    pub fn spdcid(&self) -> u16 {
+        self.raw.spdcid.get()
+    }
+
+    /// Destination PDC id or the SYN form.
+    #[inline]
+    pub fn dest(&self) -> PdcDest {
+        PdcDest::decode(self.syn(), self.raw.dest.get())
+    }
+
+    /// CC fields of a RUD_CC/ROD_CC request.
+    #[inline]
+    pub fn cc(&self) -> Option<RequestCc> {
+        self.cc.map(|c| RequestCc { ccc_id: c.ccc_id, credit_target: u24_from(c.credit_target) })
+    }
+
+    /// Header length: 12, or 16 with CC fields.
+    #[inline]
+    pub const fn len(&self) -> usize {
+        if self.cc.is_some() { Request::LEN_CC } else { Request::LEN }
+    }
+
+    /// Always false: a header is never empty (present for the `len` convention).
+    #[inline]
+    pub const fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The owned header.
+    #[inline]
+    pub fn to_repr(&self) -> Request {
+        Request {
+            mode: self.mode,
+            next_header: self.next_header,
+            flags: self.flags(),
+            clear_psn_offset: self.clear_psn_offset(),
+            psn: self.psn(),
+            spdcid: self.spdcid(),
+            dest: self.dest(),
+            cc: self.cc(),
+        }
+    }
+
+    #[inline]
+    fn prologue_flags(&self) -> u8 {
+        (self.raw.prologue.get() & 0x7F) as u8
     }
 }
 
@@ -296,6 +424,20 @@ mod tests {
             prop_assert_eq!(n, r.buffer_len());
             prop_assert_eq!(Request::parse(&out[..n]).unwrap(), (r, &[][..]));
             prop_assert!(r.emit(&mut out[..n - 1]).is_err());
+        }
+
+        /// The all-at-once check accepts exactly what the field-by-field check accepts, and the
+        /// view reads back what the Repr holds.
+        #[test]
+        fn fast_check_is_exact(t in prop_oneof![Just(2u8), Just(3), Just(13), Just(14), 0u8..32], mut b in any::<[u8; 16]>()) {
+            b[0] = (t << 3) | (b[0] & 0x07);
+            let raw = RequestRaw::ref_from_prefix(&b[..]).unwrap().0;
+            prop_assert_eq!(RequestView::is_valid(raw), RequestView::check_each(raw).is_ok());
+            if let Ok((v, rest)) = RequestView::parse(&b) {
+                prop_assert_eq!(v.len(), b.len() - rest.len());
+                let r = v.to_repr();
+                prop_assert_eq!((v.psn(), v.spdcid(), v.dest(), v.cc()), (r.psn, r.spdcid, r.dest, r.cc));
+            }
         }
     }
 }

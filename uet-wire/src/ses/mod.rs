@@ -34,7 +34,7 @@ mod request;
 mod response;
 
 pub use ext::{AtomicExt, AtomicOpcode, Datatype, Extension, RendezvousExt, SemanticControl};
-pub use request::{MediumRequest, RequestCommon, SesFlags, SmallRequest, StandardRequest, StandardTail};
+pub use request::{MediumRequest, RequestCommon, SesFlags, SmallRequest, StandardRequest, StandardTail, StandardView};
 pub use response::{Response, ResponseDataSmall, ResponseList, ResponseOpcode, ResponseWithData, ReturnCode};
 
 use crate::error::Error;
@@ -49,25 +49,44 @@ macro_rules! codepoints {
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[cfg_attr(feature = "defmt", derive(defmt::Format))]
         #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+        // Discriminants equal to the wire values let the compiler turn `try_from` into a range
+        // check instead of a jump table.
+        #[repr(u8)]
         pub enum $name {
-            $( $(#[$doc])* $variant, )*
+            $( $(#[$doc])* $variant = $value, )*
             /// A vendor-defined value (in the range the specification leaves to vendors).
-            Vendor(u8),
+            Vendor(u8) = $lo,
         }
 
         impl TryFrom<u8> for $name {
             type Error = Error;
 
+            #[inline]
             fn try_from(v: u8) -> Result<Self, Error> {
-                match v {
-                    $( $value => Ok($name::$variant), )*
-                    $lo..=$hi => Ok($name::Vendor(v)),
-                    _ => Err(Error::BadValue { field: $field, value: u64::from(v) }),
+                if Self::is_valid(v) {
+                    Ok(Self::from_valid(v))
+                } else {
+                    Err(Error::BadValue { field: $field, value: u64::from(v) })
                 }
             }
         }
 
         impl $name {
+            /// Whether `v` is a defined or vendor value (what `try_from` accepts).
+            #[allow(clippy::manual_range_patterns, reason = "the pattern lists the table's values")]
+            pub const fn is_valid(v: u8) -> bool {
+                matches!(v, $( $value )|* | $lo..=$hi)
+            }
+
+            /// Decodes a value [`Self::is_valid`] accepts; any other value decodes as `Vendor`.
+            #[inline]
+            pub(crate) const fn from_valid(v: u8) -> Self {
+                match v {
+                    $( $value => $name::$variant, )*
+                    _ => $name::Vendor(v),
+                }
+            }
+
             /// The wire value; fails for a `Vendor` value outside the vendor range.
             pub fn to_u8(self) -> Result<u8, Error> {
                 match self {
@@ -129,6 +148,10 @@ impl Opcode {
     pub const fn has_rendezvous_ext(self) -> bool {
         matches!(self, Opcode::RendezvousSend | Opcode::RendezvousTsend)
     }
+
+    /// The raw opcodes whose requests carry an extension, as a bit set (what
+    /// [`Opcode::has_atomic_ext`] or [`Opcode::has_rendezvous_ext`] say, for the fast path).
+    pub(crate) const EXTENDED: u64 = 1 << 0x03 | 1 << 0x04 | 1 << 0x06 | 1 << 0x0A | 1 << 0x0D | 1 << 0x0E;
 }
 
 /// Any SES header.
@@ -272,6 +295,10 @@ mod tests {
         }
         assert!(Opcode::Vendor(0x05).to_u8().is_err());
         assert!(Opcode::TsendFetchAtomic.has_atomic_ext());
+        for v in 0u8..64 {
+            let extended = Opcode::try_from(v).is_ok_and(|o| o.has_atomic_ext() || o.has_rendezvous_ext());
+            assert_eq!(Opcode::EXTENDED >> v & 1 != 0, extended, "opcode {v:#x}");
+        }
         assert!(Opcode::RendezvousTsend.has_rendezvous_ext());
         assert!(!Opcode::Send.has_atomic_ext());
     }

@@ -16,7 +16,7 @@
 
 use super::{Extension, Opcode, check_bits, check_len14, len14};
 use crate::error::{Error, reserved_zero};
-use crate::pds::{defmt_bits, read, u24_from, u24_to, write};
+use crate::pds::{defmt_bits, read, u24_from, u24_to, view, write};
 use bitflags::bitflags;
 use zerocopy::byteorder::network_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
@@ -87,7 +87,25 @@ impl RequestCommon {
 
     #[inline]
     fn parse<'a>(bytes: &'a [u8], field: &'static str) -> Result<(Self, u16, &'a [u8]), Error> {
-        let (raw, rest) = read::<CommonRaw>(bytes, field)?;
+        let (raw, rest) = view::<CommonRaw>(bytes, field)?;
+        Self::check(raw)?;
+        Ok((Self::decode(raw), raw.word2.get(), rest))
+    }
+
+    /// Checks the common bytes.
+    ///
+    /// The hot path tests every reserved bit, the version and the opcode at once; only a header
+    /// that fails goes through [`RequestCommon::check_each`], which names the field.
+    #[inline(always)]
+    fn check(raw: &CommonRaw) -> Result<(), Error> {
+        let reserved =
+            u16::from((raw.opcode | raw.flags) & 0xC0) | (raw.pid_on_fep.get() | raw.resource_index.get()) & 0xF000;
+        if reserved == 0 && Opcode::is_valid(raw.opcode) { Ok(()) } else { Self::check_each(raw) }
+    }
+
+    /// [`RequestCommon::check`] one field at a time, in wire order.
+    #[cold]
+    fn check_each(raw: &CommonRaw) -> Result<(), Error> {
         reserved_zero(u64::from(raw.opcode & 0xC0), "SES opcode reserved bits")?;
         let version = raw.flags >> 6;
         if version != 0 {
@@ -95,15 +113,20 @@ impl RequestCommon {
         }
         reserved_zero(u64::from(raw.pid_on_fep.get() & 0xF000), "SES PIDonFEP reserved bits")?;
         reserved_zero(u64::from(raw.resource_index.get() & 0xF000), "SES resource index reserved bits")?;
-        let c = RequestCommon {
-            opcode: Opcode::try_from(raw.opcode & 0x3F)?,
+        Opcode::try_from(raw.opcode & 0x3F).map(drop)
+    }
+
+    /// Decodes common bytes that [`RequestCommon::check`] accepted.
+    #[inline]
+    fn decode(raw: &CommonRaw) -> Self {
+        RequestCommon {
+            opcode: Opcode::from_valid(raw.opcode),
             flags: SesFlags::from_bits_truncate(raw.flags),
             ri_generation: raw.ri_generation,
             job_id: u24_from(raw.job_id),
             pid_on_fep: raw.pid_on_fep.get(),
             resource_index: raw.resource_index.get(),
-        };
-        Ok((c, raw.word2.get(), rest))
+        }
     }
 
     #[inline]
@@ -226,31 +249,11 @@ impl StandardRequest {
         Some(((t >> 32) as u32, t as u32))
     }
 
-    /// Parses a standard request (and its extension) from the front of `bytes`.
+    /// Parses a standard request (and its extension) from the front of `bytes`, through
+    /// [`StandardView::parse`], which holds every check.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
-        let (common, message_id, rest) = RequestCommon::parse(bytes, "SES standard request")?;
-        let (raw, rest) = read::<StandardRaw>(rest, "SES standard request")?;
-        let tail = raw.tail.get();
-        let tail = if common.som() {
-            StandardTail::Som { header_data: tail }
-        } else {
-            let hi = (tail >> 32) as u32;
-            reserved_zero(u64::from(hi & !0x3FFF), "SES payload length reserved bits")?;
-            StandardTail::Continuation { payload_length: hi as u16, message_offset: tail as u32 }
-        };
-        let (ext, rest) = Extension::parse_for(common.opcode, common.som(), rest)?;
-        let h = StandardRequest {
-            common,
-            message_id,
-            buffer_offset: raw.buffer_offset.get(),
-            initiator: raw.initiator.get(),
-            match_bits: raw.match_bits.get(),
-            tail,
-            request_length: raw.request_length.get(),
-            ext,
-        };
-        Ok((h, rest))
+        StandardView::parse(bytes).map(|(v, rest)| (v.to_repr(), rest))
     }
 
     /// Bytes [`StandardRequest::emit`] writes.
@@ -280,6 +283,159 @@ impl StandardRequest {
             request_length: U32::new(self.request_length),
         };
         emit_request(&common, self.message_id, &body, self.ext.as_ref(), out)
+    }
+}
+
+/// A validated standard SES request borrowed from the packet: the receive fast path.
+///
+/// [`StandardView::parse`] makes every check [`StandardRequest::parse`] makes (that parse is built
+/// on this one), so the accessors read the borrowed bytes without failing; the extension, when the
+/// opcode has one, is checked here and decoded again by [`StandardView::ext`].
+#[derive(Clone, Copy, Debug)]
+pub struct StandardView<'a> {
+    common: &'a CommonRaw,
+    body: &'a StandardRaw,
+    /// The checked extension bytes (empty when there is none).
+    ext: &'a [u8],
+}
+
+impl<'a> StandardView<'a> {
+    /// Validates the standard request (and extension) at the front of `bytes`; returns it and the
+    /// bytes after it.
+    #[inline(always)]
+    pub fn parse(bytes: &'a [u8]) -> Result<(Self, &'a [u8]), Error> {
+        let (common, rest) = view::<CommonRaw>(bytes, "SES standard request")?;
+        RequestCommon::check(common)?;
+        let (body, rest) = view::<StandardRaw>(rest, "SES standard request")?;
+        let som = common.flags & SesFlags::SOM.bits() != 0;
+        if !som {
+            let hi = (body.tail.get() >> 32) as u32;
+            reserved_zero(u64::from(hi & !0x3FFF), "SES payload length reserved bits")?;
+        }
+        let (ext, rest) = if som && Opcode::EXTENDED >> common.opcode & 1 != 0 {
+            let (_, after) = Extension::parse_for(Opcode::from_valid(common.opcode), som, rest)?;
+            rest.split_at_checked(rest.len().saturating_sub(after.len())).unwrap_or((&[], rest))
+        } else {
+            (&[][..], rest)
+        };
+        Ok((StandardView { common, body, ext }, rest))
+    }
+
+    /// Operation.
+    #[inline]
+    pub const fn opcode(&self) -> Opcode {
+        Opcode::from_valid(self.common.opcode)
+    }
+
+    /// DC, IE, REL, HD, EOM, SOM.
+    #[inline]
+    pub const fn flags(&self) -> SesFlags {
+        SesFlags::from_bits_truncate(self.common.flags)
+    }
+
+    /// Message id.
+    #[inline]
+    pub fn message_id(&self) -> u16 {
+        self.common.word2.get()
+    }
+
+    /// Resource-index generation.
+    #[inline]
+    pub const fn ri_generation(&self) -> u8 {
+        self.common.ri_generation
+    }
+
+    /// JobID (24 bits).
+    #[inline]
+    pub const fn job_id(&self) -> u32 {
+        u24_from(self.common.job_id)
+    }
+
+    /// Process on the fabric endpoint (12 bits).
+    #[inline]
+    pub fn pid_on_fep(&self) -> u16 {
+        self.common.pid_on_fep.get()
+    }
+
+    /// Resource index (12 bits).
+    #[inline]
+    pub fn resource_index(&self) -> u16 {
+        self.common.resource_index.get()
+    }
+
+    /// The common fields.
+    #[inline]
+    pub fn common(&self) -> RequestCommon {
+        RequestCommon::decode(self.common)
+    }
+
+    /// Offset in the target buffer, or the restart token of a deferrable send.
+    #[inline]
+    pub fn buffer_offset(&self) -> u64 {
+        self.body.buffer_offset.get()
+    }
+
+    /// Initiator id.
+    #[inline]
+    pub fn initiator(&self) -> u32 {
+        self.body.initiator.get()
+    }
+
+    /// Match bits or memory key.
+    #[inline]
+    pub fn match_bits(&self) -> u64 {
+        self.body.match_bits.get()
+    }
+
+    /// Header data (SOM) or payload length and message offset.
+    #[inline]
+    pub fn tail(&self) -> StandardTail {
+        let tail = self.body.tail.get();
+        if self.flags().contains(SesFlags::SOM) {
+            StandardTail::Som { header_data: tail }
+        } else {
+            StandardTail::Continuation { payload_length: (tail >> 32) as u16, message_offset: tail as u32 }
+        }
+    }
+
+    /// Total message length.
+    #[inline]
+    pub fn request_length(&self) -> u32 {
+        self.body.request_length.get()
+    }
+
+    /// The extension, if the opcode carries one.
+    #[inline]
+    pub fn ext(&self) -> Option<Extension> {
+        // `parse` accepted these bytes, so this decode succeeds; an error cannot occur here.
+        Extension::parse_for(self.opcode(), self.flags().contains(SesFlags::SOM), self.ext).ok().and_then(|(e, _)| e)
+    }
+
+    /// Header length, extension included.
+    #[inline]
+    pub const fn len(&self) -> usize {
+        StandardRequest::LEN + self.ext.len()
+    }
+
+    /// Always false: a header is never empty (present for the `len` convention).
+    #[inline]
+    pub const fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The owned request.
+    #[inline]
+    pub fn to_repr(&self) -> StandardRequest {
+        StandardRequest {
+            common: self.common(),
+            message_id: self.message_id(),
+            buffer_offset: self.buffer_offset(),
+            initiator: self.initiator(),
+            match_bits: self.match_bits(),
+            tail: self.tail(),
+            request_length: self.request_length(),
+            ext: self.ext(),
+        }
     }
 }
 
@@ -448,6 +604,25 @@ mod tests {
         assert_eq!(r.tail, StandardTail::Continuation { payload_length: 4096, message_offset: 4096 });
         b[32] = 0x01;
         assert!(matches!(StandardRequest::parse(&b), Err(Error::Reserved { .. })));
+    }
+
+    proptest::proptest! {
+        /// The all-at-once check agrees with the field-by-field one on any 12 bytes.
+        #[test]
+        fn common_check_fast_path_is_exact(mut b in proptest::prelude::any::<[u8; 12]>(), clear in proptest::prelude::any::<bool>()) {
+            if clear {
+                // Mostly valid headers: clear the reserved bits and pick a defined opcode.
+                b[0] &= 0x0F;
+                b[1] &= 0x3F;
+                b[8] &= 0x0F;
+                b[10] &= 0x0F;
+            }
+            let raw = CommonRaw::ref_from_bytes(&b[..]).unwrap();
+            proptest::prop_assert_eq!(RequestCommon::check(raw), RequestCommon::check_each(raw));
+            if RequestCommon::check(raw).is_ok() {
+                proptest::prop_assert_eq!(Ok(RequestCommon::decode(raw).opcode), Opcode::try_from(b[0]));
+            }
+        }
     }
 
     #[test]
