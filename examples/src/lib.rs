@@ -5,6 +5,8 @@
 //!
 //! * [`link_sim`]: one full-duplex link, both ends running UE LLR + CBFC from `linklayer`, over a
 //!   wire that corrupts frames and loses or corrupts control ordered sets.
+//! * [`uet_capture`]: a UET exchange framed as Ethernet/IPv4/UDP, pcap files, and a decoder.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 pub mod link_sim;
+pub mod uet_capture;
