@@ -429,6 +429,19 @@ pub fn uet_pds(data: &[u8]) {
         assert_eq!(&out[..n], &data[..data.len() - rest.len()]);
         assert_eq!(PdsHeader::parse(&out[..n]).unwrap().0, h);
     }
+    // The request view accepts exactly the requests the Repr parse accepts, and reads the same.
+    let view = uet_wire::pds::RequestView::parse(data);
+    match (view, uet_wire::pds::Request::parse(data)) {
+        (Ok((v, rest)), Ok((r, rest2))) => {
+            assert_eq!((v.to_repr(), rest.len()), (r, rest2.len()));
+            assert_eq!(
+                (v.psn(), v.spdcid(), v.dest(), v.flags(), v.len()),
+                (r.psn, r.spdcid, r.dest, r.flags, r.buffer_len())
+            );
+        }
+        (Err(a), Err(b)) => assert_eq!(a, b),
+        (a, b) => panic!("view {a:?} and Repr {b:?} disagree"),
+    }
 }
 
 /// SES headers after any next-header value: never panic; parsed bytes re-emit identically.
@@ -442,6 +455,15 @@ pub fn uet_ses(data: &[u8]) {
         let n = h.emit(&mut out).expect("a parsed header emits");
         assert_eq!(&out[..n], &bytes[..bytes.len() - rest.len()]);
         assert_eq!(h.next_header(), next);
+    }
+    // The standard-request view: its accessors agree with the Repr built from it.
+    if let Ok((v, rest)) = uet_wire::ses::StandardView::parse(bytes) {
+        let r = v.to_repr();
+        assert_eq!(v.len(), bytes.len() - rest.len());
+        assert_eq!(
+            (v.opcode(), v.flags(), v.job_id(), v.tail(), v.ext()),
+            (r.common.opcode, r.common.flags, r.common.job_id, r.tail, r.ext)
+        );
     }
 }
 
