@@ -30,6 +30,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("uet_ses", uet_ses),
     ("uet_tss_entropy", uet_tss_entropy),
     ("uet_packet", uet_packet),
+    ("pdc_window", pdc_window),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits byte for byte.
@@ -502,4 +503,63 @@ pub fn uet_packet(data: &[u8]) {
         let expected = if crc.is_some() && !crc_ok { &bytes[..bytes.len() - 4] } else { bytes };
         assert_eq!(&out[..n], expected);
     }
+}
+
+/// PSN windows: a target window fed arrivals of sent PSNs in any order, duplicated or stale, and an
+/// initiator window fed its ACKs, plus a second initiator window fed arbitrary ACKs. Never panics;
+/// the initiator never counts a PSN acknowledged that the target has not received; once every sent
+/// PSN arrived and is acknowledged nothing is outstanding.
+pub fn pdc_window(data: &[u8]) {
+    use uet_wire::pdc::{Arrival, RxWindow, Sack, TxWindow};
+    let mut u = Unstructured::new(data);
+    let start: u32 = u.arbitrary().unwrap_or(0);
+    let mut rx = RxWindow::<2>::new(start);
+    let mut tx = TxWindow::<2>::new(start);
+    let mut wild = TxWindow::<2>::new(start);
+    while !u.is_empty() {
+        match u.int_in_range(0u8..=3).unwrap_or(0) {
+            0 => {
+                let range = u.int_in_range(0u32..=300).unwrap_or(128);
+                let _ = tx.send(range);
+                let _ = wild.send(range);
+            }
+            1 => {
+                // Any PSN up to the newest sent, reaching back past the windows.
+                let back = u.int_in_range(0u32..=400).unwrap_or(0);
+                let psn = tx.next_psn().wrapping_sub(1).wrapping_sub(back);
+                let sent = !uet_wire::pdc::psn_after(start, psn);
+                let arrival = rx.receive(psn);
+                if arrival == Arrival::New {
+                    assert!(sent, "a PSN from before the start was accepted");
+                }
+            }
+            2 => {
+                let sack = rx.sack();
+                tx.on_ack(rx.cack_psn(), Some(sack)).expect("the target only acks what was sent");
+                for i in 0..300u32 {
+                    let psn = tx.base().wrapping_sub(150).wrapping_add(i);
+                    if tx.is_acked(psn) && !uet_wire::pdc::psn_after(start, psn) {
+                        assert!(rx.received(psn) || uet_wire::pdc::psn_after(rx.cack_psn(), psn));
+                    }
+                }
+            }
+            _ => {
+                let cack: u32 = u.arbitrary().unwrap_or(0);
+                let sack = Sack { base: u.arbitrary().unwrap_or(0), bitmap: u.arbitrary().unwrap_or(0) };
+                let before = wild.outstanding();
+                if let Ok(n) = wild.on_ack(cack, Some(sack)) {
+                    assert_eq!(before - n, wild.outstanding());
+                }
+                let _ = wild.unacked().count();
+            }
+        }
+    }
+    let last = tx.next_psn();
+    let mut psn = tx.base();
+    while psn != last {
+        rx.receive(psn);
+        psn = psn.wrapping_add(1);
+    }
+    tx.on_ack(rx.cack_psn(), Some(rx.sack())).expect("the target only acks what was sent");
+    assert_eq!(tx.outstanding(), 0);
 }

@@ -9,6 +9,10 @@
 //! * `parse/walk_request_std`: the whole `UetPacket::parse` walk of the same packet with a payload.
 //! * `emit/request_std`: emitting both headers.
 //! * `parse/ack_cc` and `emit/ack_cc`: a 32-byte ACK_CC with NSCC state.
+//! * `pdc/ack_full_sack`: the initiator applying an ACK whose CACK releases 32 PSNs and whose full
+//!   64-bit SACK bitmap acknowledges the next 64, beside `pdc/reference/bitmap_or_count` (the bare
+//!   bitmap OR and count such an ACK needs at least); `pdc/rx_receive_and_sack`: the target
+//!   recording one arrival and building the SACK it would send.
 #![allow(missing_docs)]
 // Harness code, not library code.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
@@ -204,5 +208,47 @@ fn benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(uet, benches);
+/// The PDC fast path: ACK processing with a full SACK bitmap, and the target's per-packet receive.
+fn pdc_benches(c: &mut Criterion) {
+    use uet_wire::pdc::{RxWindow, Sack, TxWindow};
+    let mut g = c.benchmark_group("pdc");
+    g.throughput(Throughput::Elements(1));
+    // 128 packets in flight; the ACK's CACK covers the first 32 and its SACK the next 64.
+    let mut tx = TxWindow::<2>::new(1000);
+    while tx.send(128).is_some() {}
+    g.bench_function("reference/bitmap_or_count", |b| {
+        b.iter(|| {
+            let mut w = black_box([0u64; 2]);
+            w[0] |= black_box(u64::MAX) << 32;
+            w[1] |= black_box(u64::MAX) >> 32;
+            black_box(w[0].trailing_ones() + w[1].count_ones())
+        })
+    });
+    g.bench_function("ack_full_sack", |b| {
+        b.iter(|| {
+            let mut t = black_box(tx);
+            black_box(t.on_ack(1031, Some(Sack { base: 1032, bitmap: u64::MAX })).unwrap())
+        })
+    });
+    let mut psn = 0u32;
+    let mut rx = RxWindow::<2>::new(0);
+    g.bench_function("rx_receive_and_sack", |b| {
+        b.iter(|| {
+            // In-order arrivals with every 8th packet arriving one late.
+            let p = if psn % 8 == 0 {
+                psn + 1
+            } else if psn % 8 == 1 {
+                psn - 1
+            } else {
+                psn
+            };
+            psn = psn.wrapping_add(1);
+            black_box(rx.receive(black_box(p)));
+            black_box(rx.sack())
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(uet, benches, pdc_benches);
 criterion_main!(uet);

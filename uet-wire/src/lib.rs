@@ -45,6 +45,7 @@ extern crate std;
 pub mod entropy;
 mod error;
 pub mod packet;
+pub mod pdc;
 pub mod pds;
 pub mod ses;
 pub mod tss;

@@ -1,0 +1,589 @@
+//! PSN windows of one PDC direction: what the target has received ([`RxWindow`]), what the
+//! initiator has sent and had acknowledged ([`TxWindow`]), and when the target sends an ACK
+//! ([`AckCoalescer`]). Digest `shared/spec/uet.md` §4.4 \[B\] (uet-ref-prov `uet_pds.c`) unless
+//! noted.
+//!
+//! * **Serial arithmetic.** PSNs are 32-bit and wrap; `a` is after `b` when
+//!   `(a - b) as i32 > 0` (\[A\]), so every comparison here is a wrapping difference.
+//! * **Window.** A PSN is in the window when `psn - base < MP_RANGE`. Here the receive window is
+//!   anchored one past the cumulative ACK (`CACK_PSN + 1`), as the NS3 design note recommends and as
+//!   the initiator's send window is anchored at its oldest unacknowledged PSN; the *prior* window is
+//!   the `MP_RANGE` PSNs up to and including `CACK_PSN`. `MP_RANGE` is `64 × W` PSNs (const
+//!   generic `W`; the default 2 gives uet-ref-prov's 128).
+//! * **Duplicates are re-ACKed, never NACKed** (a NACKed duplicate can deadlock after a lost ACK):
+//!   [`Arrival`] tells the caller which case it has, and the caller answers.
+//! * **SACK.** ACK_CC carries a 64-bit SACK bitmap at `SACK_PSN = CACK_PSN + sack_psn_offset`.
+//!   [`RxWindow::sack`] uses the base uet-htsim calls ideal: the oldest PSN not yet reported,
+//!   `max(max_rcvd − 63, CACK + 1)`, so the newest arrivals are always in the bitmap.
+//! * **Sending.** The initiator may send PSN `p` only if `p` is in its own window and
+//!   `p ≤ CACK + peer MP_RANGE` (the range the peer advertised in ACK_CC).
+
+/// How a request PSN relates to the receive window (digest §4.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Arrival {
+    /// Not seen before, inside the window: deliver it.
+    New,
+    /// Inside the current window and already received: resend the stored ACK or response (or NACK
+    /// RCVD_SES_PROCG when there is none).
+    Duplicate,
+    /// In the prior window, at or before `CACK_PSN`: cumulatively acknowledged already; reply with an
+    /// ACK carrying the SES DEFAULT_RESPONSE with RC_NULL.
+    Stale,
+    /// Outside both windows: NACK PSN_OOR_WINDOW (INVALID_SYN if SYN was set).
+    OutOfWindow,
+}
+
+/// A 64-bit selective-acknowledgement bitmap and its base: bit `i` set means PSN `base + i` was
+/// received.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Sack {
+    /// `SACK_PSN`, the PSN of bit 0.
+    pub base: u32,
+    /// Received PSNs from `base`, least significant bit first.
+    pub bitmap: u64,
+}
+
+/// `a` is after `b` in serial order.
+#[inline]
+pub const fn psn_after(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
+/// A bit set over the `64 × W` PSNs after an anchor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Bits<const W: usize>([u64; W]);
+
+impl<const W: usize> Bits<W> {
+    const SPAN: u32 = 64 * W as u32;
+
+    fn get(&self, i: u32) -> bool {
+        self.0.get((i / 64) as usize).is_some_and(|w| w >> (i % 64) & 1 != 0)
+    }
+
+    fn set(&mut self, i: u32) {
+        if let Some(w) = self.0.get_mut((i / 64) as usize) {
+            *w |= 1 << (i % 64);
+        }
+    }
+
+    /// Bits `i .. i + 64` as one word (bits past the end read as zero).
+    fn word_at(&self, i: u32) -> u64 {
+        let (w, b) = ((i / 64) as usize, i % 64);
+        let lo = self.0.get(w).copied().unwrap_or(0) >> b;
+        let hi = if b == 0 { 0 } else { self.0.get(w + 1).copied().unwrap_or(0) << (64 - b) };
+        lo | hi
+    }
+
+    /// Sets bits `i .. i + 64` where `v` has ones (bits past the end are dropped).
+    fn or_word_at(&mut self, i: u32, v: u64) {
+        let (w, b) = ((i / 64) as usize, i % 64);
+        if let Some(x) = self.0.get_mut(w) {
+            *x |= v << b;
+        }
+        if b != 0 {
+            if let Some(x) = self.0.get_mut(w + 1) {
+                *x |= v >> (64 - b);
+            }
+        }
+    }
+
+    /// The number of set bits from bit 0 up to the first clear one.
+    fn leading_run(&self) -> u32 {
+        let mut n = 0;
+        for w in self.0 {
+            let ones = w.trailing_ones();
+            n += ones;
+            if ones < 64 {
+                break;
+            }
+        }
+        n
+    }
+
+    /// Drops the lowest `n` bits, moving the rest down.
+    fn shift_down(&mut self, n: u32) {
+        if n >= Self::SPAN {
+            self.0 = [0; W];
+            return;
+        }
+        // Word `i` takes bits `n + 64 i ..`, which lie at or above it: ascending order reads each
+        // source word before it is overwritten.
+        for i in 0..W {
+            let v = self.word_at(n + 64 * i as u32);
+            if let Some(w) = self.0.get_mut(i) {
+                *w = v;
+            }
+        }
+    }
+
+    fn count(&self) -> u32 {
+        self.0.iter().map(|w| w.count_ones()).sum()
+    }
+}
+
+/// The target's record of the request PSNs it has received on one PDC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RxWindow<const W: usize = 2> {
+    cack: u32,
+    max_rcvd: u32,
+    /// Bit `i`: PSN `cack + 1 + i` received.
+    above: Bits<W>,
+}
+
+impl<const W: usize> RxWindow<W> {
+    /// `MP_RANGE`, in PSNs.
+    pub const MP_RANGE: u32 = Bits::<W>::SPAN;
+
+    /// A window expecting `start_psn` first (`CACK_PSN = start_psn − 1`).
+    pub const fn new(start_psn: u32) -> Self {
+        let cack = start_psn.wrapping_sub(1);
+        RxWindow { cack, max_rcvd: cack, above: Bits([0; W]) }
+    }
+
+    /// The cumulative ACK PSN: every PSN up to it has arrived.
+    pub const fn cack_psn(&self) -> u32 {
+        self.cack
+    }
+
+    /// The newest PSN received (`CACK_PSN` when nothing past it has arrived).
+    pub const fn max_rcvd(&self) -> u32 {
+        self.max_rcvd
+    }
+
+    /// Whether `psn` has arrived (PSNs before the prior window read as not arrived).
+    pub fn received(&self, psn: u32) -> bool {
+        match self.classify(psn) {
+            Arrival::Duplicate | Arrival::Stale => true,
+            Arrival::New | Arrival::OutOfWindow => false,
+        }
+    }
+
+    /// Classifies `psn` without recording it.
+    pub fn classify(&self, psn: u32) -> Arrival {
+        let ahead = psn.wrapping_sub(self.cack.wrapping_add(1));
+        if ahead < Self::MP_RANGE {
+            if self.above.get(ahead) { Arrival::Duplicate } else { Arrival::New }
+        } else if self.cack.wrapping_sub(psn) < Self::MP_RANGE {
+            Arrival::Stale
+        } else {
+            Arrival::OutOfWindow
+        }
+    }
+
+    /// Records `psn` if it is new, advancing `CACK_PSN` over every contiguous arrival.
+    pub fn receive(&mut self, psn: u32) -> Arrival {
+        let arrival = self.classify(psn);
+        if arrival == Arrival::New {
+            self.above.set(psn.wrapping_sub(self.cack.wrapping_add(1)));
+            if psn_after(psn, self.max_rcvd) {
+                self.max_rcvd = psn;
+            }
+            let run = self.above.leading_run();
+            if run > 0 {
+                self.above.shift_down(run);
+                self.cack = self.cack.wrapping_add(run);
+            }
+        }
+        arrival
+    }
+
+    /// Everything up to `psn` counts as received (a CLOSE command clears the forward direction).
+    pub fn clear_through(&mut self, psn: u32) {
+        let ahead = psn.wrapping_sub(self.cack);
+        if ahead == 0 || ahead > Self::MP_RANGE {
+            return;
+        }
+        self.above.shift_down(ahead);
+        self.cack = psn;
+        if psn_after(psn, self.max_rcvd) {
+            self.max_rcvd = psn;
+        }
+        let run = self.above.leading_run();
+        self.above.shift_down(run);
+        self.cack = self.cack.wrapping_add(run);
+    }
+
+    /// The SACK to send now: based at `max(max_rcvd − 63, CACK + 1)`.
+    pub fn sack(&self) -> Sack {
+        let first = self.cack.wrapping_add(1);
+        let newest_fit = self.max_rcvd.wrapping_sub(63);
+        let base = if psn_after(newest_fit, first) { newest_fit } else { first };
+        Sack { base, bitmap: self.above.word_at(base.wrapping_sub(first)) }
+    }
+
+    /// PSNs received past `CACK_PSN` (out of order).
+    pub fn out_of_order(&self) -> u32 {
+        self.above.count()
+    }
+}
+
+/// Why the initiator rejected an ACK.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum AckError {
+    /// The ACK covers a PSN that was never sent.
+    BeyondSent {
+        /// The offending PSN.
+        psn: u32,
+        /// The next PSN the initiator would send.
+        next_psn: u32,
+    },
+}
+
+/// The initiator's record of the request PSNs it has sent on one PDC and which are acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TxWindow<const W: usize = 2> {
+    /// Oldest PSN not yet acknowledged (`tx_base`).
+    base: u32,
+    /// Next PSN to send.
+    next: u32,
+    /// The newest cumulative ACK PSN seen.
+    max_cack: u32,
+    /// Bit `i`: PSN `base + i` selectively acknowledged.
+    acked: Bits<W>,
+}
+
+impl<const W: usize> TxWindow<W> {
+    /// `MP_RANGE`, in PSNs.
+    pub const MP_RANGE: u32 = Bits::<W>::SPAN;
+
+    /// A window whose first PSN is `start_psn`.
+    pub const fn new(start_psn: u32) -> Self {
+        TxWindow { base: start_psn, next: start_psn, max_cack: start_psn.wrapping_sub(1), acked: Bits([0; W]) }
+    }
+
+    /// Oldest PSN not yet acknowledged; `CLEAR_PSN` is one before it.
+    pub const fn base(&self) -> u32 {
+        self.base
+    }
+
+    /// The PSN the next new packet gets.
+    pub const fn next_psn(&self) -> u32 {
+        self.next
+    }
+
+    /// The newest cumulative ACK PSN.
+    pub const fn max_cack(&self) -> u32 {
+        self.max_cack
+    }
+
+    /// Packets sent and not yet acknowledged.
+    pub fn outstanding(&self) -> u32 {
+        self.next.wrapping_sub(self.base).saturating_sub(self.acked.count())
+    }
+
+    /// Whether a new PSN may be sent, given the peer's advertised range `peer_mp_range`.
+    pub fn can_send(&self, peer_mp_range: u32) -> bool {
+        self.next.wrapping_sub(self.base) < Self::MP_RANGE && self.next.wrapping_sub(self.max_cack) <= peer_mp_range
+    }
+
+    /// Takes the next PSN if [`TxWindow::can_send`] allows it.
+    pub fn send(&mut self, peer_mp_range: u32) -> Option<u32> {
+        if !self.can_send(peer_mp_range) {
+            return None;
+        }
+        let psn = self.next;
+        self.next = psn.wrapping_add(1);
+        Some(psn)
+    }
+
+    /// Whether `psn` (sent) has been acknowledged.
+    pub fn is_acked(&self, psn: u32) -> bool {
+        let i = psn.wrapping_sub(self.base);
+        if i >= self.next.wrapping_sub(self.base) {
+            // Before the base (acknowledged and released) or not yet sent.
+            return psn_after(self.base, psn);
+        }
+        self.acked.get(i)
+    }
+
+    /// Applies an ACK: cumulative `cack_psn`, then the SACK bitmap if any. Returns how many sent
+    /// PSNs became acknowledged. A stale cumulative PSN (not newer than one already seen) is
+    /// ignored, but its SACK bits still count.
+    pub fn on_ack(&mut self, cack_psn: u32, sack: Option<Sack>) -> Result<u32, AckError> {
+        let last_sent = self.next.wrapping_sub(1);
+        if psn_after(cack_psn, last_sent) {
+            return Err(AckError::BeyondSent { psn: cack_psn, next_psn: self.next });
+        }
+        if let Some(s) = sack.filter(|s| s.bitmap != 0) {
+            let newest = s.base.wrapping_add(63 - s.bitmap.leading_zeros());
+            if psn_after(newest, last_sent) {
+                return Err(AckError::BeyondSent { psn: newest, next_psn: self.next });
+            }
+        }
+        let before = self.outstanding();
+        if psn_after(cack_psn, self.max_cack) {
+            self.max_cack = cack_psn;
+        }
+        if let Some(s) = sack {
+            // Bit `i` is PSN `s.base + i`; bits before the window base are already acknowledged.
+            match s.base.wrapping_sub(self.base) as i32 {
+                o @ 0.. => self.acked.or_word_at(o as u32, s.bitmap),
+                o @ -63..=-1 => self.acked.or_word_at(0, s.bitmap >> o.unsigned_abs()),
+                _ => {}
+            }
+        }
+        // Everything up to the cumulative PSN is acknowledged.
+        if psn_after(cack_psn.wrapping_add(1), self.base) {
+            let n = cack_psn.wrapping_add(1).wrapping_sub(self.base);
+            self.acked.shift_down(n);
+            self.base = cack_psn.wrapping_add(1);
+        }
+        let run = self.acked.leading_run();
+        self.acked.shift_down(run);
+        self.base = self.base.wrapping_add(run);
+        Ok(before.saturating_sub(self.outstanding()))
+    }
+
+    /// The sent, unacknowledged PSNs, oldest first (what a retransmission would resend).
+    pub fn unacked(&self) -> impl Iterator<Item = u32> + '_ {
+        let n = self.next.wrapping_sub(self.base);
+        (0..n).filter(|&i| !self.acked.get(i)).map(|i| self.base.wrapping_add(i))
+    }
+
+    /// Moves every PSN by `new_start − old start` before anything was acknowledged (NACK
+    /// NEW_START_PSN while SYN is set, digest §2.3). Returns false, changing nothing, once any
+    /// packet has been acknowledged.
+    pub fn restart_at(&mut self, new_start: u32) -> bool {
+        if self.acked.count() != 0 || self.max_cack != self.base.wrapping_sub(1) {
+            return false;
+        }
+        let sent = self.next.wrapping_sub(self.base);
+        *self = TxWindow::new(new_start);
+        self.next = new_start.wrapping_add(sent);
+        true
+    }
+}
+
+/// ACK generation parameters (digest §4.5 defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AckPolicy {
+    /// `ACK_Gen_Trigger`: bytes accepted before an ACK is due (default 16 KiB, at most 32 KiB).
+    pub gen_trigger: u32,
+    /// `ACK_Gen_Min_Pkt_Add`: the least a packet adds to the count (default 1024, at most 2 KiB).
+    pub min_pkt_add: u32,
+    /// `Enb_ACK_Per_Pkt`: ACK every packet (default off).
+    pub per_packet: bool,
+    /// `ACK_On_ECN`: an ECN-marked packet triggers an ACK (default on).
+    pub on_ecn: bool,
+}
+
+impl Default for AckPolicy {
+    fn default() -> Self {
+        AckPolicy { gen_trigger: 16 * 1024, min_pkt_add: 1024, per_packet: false, on_ecn: true }
+    }
+}
+
+/// What about an accepted packet can make an ACK due at once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AckTriggers {
+    /// The request had AR (the initiator asked; set on EOM packets and every retransmission).
+    pub ar: bool,
+    /// The request had SYN.
+    pub syn: bool,
+    /// The packet arrived ECN-marked.
+    pub ecn: bool,
+    /// The response needs guaranteed delivery (it must be held until cleared).
+    pub needs_clear: bool,
+}
+
+/// Counts accepted bytes and says when an ACK is due (digest §4.4, coalescing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct AckCoalescer {
+    accepted: u32,
+}
+
+impl AckCoalescer {
+    /// Accounts one accepted packet of `payload_len` bytes; true when an ACK should go now.
+    pub fn on_packet(&mut self, policy: &AckPolicy, payload_len: u32, t: AckTriggers) -> bool {
+        self.accepted = self.accepted.saturating_add(payload_len.max(policy.min_pkt_add));
+        policy.per_packet
+            || t.ar
+            || t.syn
+            || t.needs_clear
+            || (t.ecn && policy.on_ecn)
+            || self.accepted >= policy.gen_trigger
+    }
+
+    /// An ACK went out: start counting again.
+    pub fn sent(&mut self) {
+        self.accepted = 0;
+    }
+
+    /// Bytes accepted since the last ACK.
+    pub const fn accepted(&self) -> u32 {
+        self.accepted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn in_order_and_out_of_order_arrivals() {
+        let mut w = RxWindow::<2>::new(4);
+        assert_eq!(w.cack_psn(), 3);
+        assert_eq!(w.receive(5), Arrival::New);
+        assert_eq!(w.cack_psn(), 3);
+        assert_eq!(w.sack(), Sack { base: 4, bitmap: 0b10 });
+        assert_eq!(w.receive(4), Arrival::New);
+        assert_eq!(w.cack_psn(), 5);
+        assert_eq!(w.receive(4), Arrival::Stale);
+        assert_eq!(w.receive(7), Arrival::New);
+        assert_eq!(w.receive(7), Arrival::Duplicate);
+        assert_eq!(w.out_of_order(), 1);
+        assert_eq!(w.receive(6 + 128), Arrival::OutOfWindow);
+        assert_eq!(w.receive(6 + 127), Arrival::New);
+        assert_eq!(w.max_rcvd(), 133);
+        // The SACK follows the newest arrival: base 133 − 63 = 70.
+        assert_eq!(w.sack(), Sack { base: 70, bitmap: 1 << 63 });
+        assert_eq!(w.receive(5u32.wrapping_sub(128)), Arrival::OutOfWindow);
+    }
+
+    #[test]
+    fn wraps_at_u32_max() {
+        let mut w = RxWindow::<2>::new(u32::MAX - 1);
+        for psn in [u32::MAX, 0, u32::MAX - 1, 1] {
+            assert_eq!(w.receive(psn), Arrival::New);
+        }
+        assert_eq!(w.cack_psn(), 1);
+        let mut t = TxWindow::<2>::new(u32::MAX - 1);
+        for _ in 0..4 {
+            t.send(128).unwrap();
+        }
+        assert_eq!(t.on_ack(0, None), Ok(3));
+        assert_eq!(t.base(), 1);
+        assert_eq!(t.outstanding(), 1);
+    }
+
+    #[test]
+    fn tx_window_limits_and_acks() {
+        let mut t = TxWindow::<2>::new(100);
+        // The peer advertises 8 PSNs past its CACK.
+        let sent: Vec<u32> = core::iter::from_fn(|| t.send(8)).collect();
+        assert_eq!(sent, (100..108).collect::<Vec<_>>());
+        assert_eq!(t.on_ack(108, None), Err(AckError::BeyondSent { psn: 108, next_psn: 108 }));
+        assert_eq!(t.on_ack(99, Some(Sack { base: 100, bitmap: 0b1010 })), Ok(2));
+        assert_eq!(t.unacked().collect::<Vec<_>>(), [100, 102, 104, 105, 106, 107]);
+        assert!(t.is_acked(101) && !t.is_acked(100) && !t.is_acked(108));
+        let before = t;
+        assert_eq!(
+            t.on_ack(101, Some(Sack { base: 106, bitmap: 0b1111 })),
+            Err(AckError::BeyondSent { psn: 109, next_psn: 108 })
+        );
+        assert_eq!(t, before, "a rejected ACK changes nothing");
+        assert_eq!(t.on_ack(101, None), Ok(1));
+        assert_eq!(t.base(), 102);
+        assert_eq!(t.on_ack(100, None), Ok(0), "a stale CACK changes nothing");
+        assert!(t.is_acked(100));
+        assert!(t.can_send(8));
+        assert!(!t.restart_at(500));
+        let mut fresh = TxWindow::<2>::new(4);
+        fresh.send(128);
+        fresh.send(128);
+        assert!(fresh.restart_at(900));
+        assert_eq!((fresh.base(), fresh.next_psn()), (900, 902));
+    }
+
+    /// The windows are most of a PDC's state; the budget for one PDC is 256 bytes.
+    #[test]
+    fn window_sizes() {
+        use core::mem::size_of;
+        std::println!("RxWindow<2>: {} B, TxWindow<2>: {} B", size_of::<RxWindow<2>>(), size_of::<TxWindow<2>>());
+        assert_eq!(size_of::<RxWindow<2>>(), 24);
+        assert_eq!(size_of::<TxWindow<2>>(), 32);
+    }
+
+    #[test]
+    fn clear_through_advances_cack() {
+        let mut w = RxWindow::<2>::new(10);
+        w.receive(15);
+        w.clear_through(13);
+        assert_eq!(w.cack_psn(), 13);
+        w.receive(14);
+        assert_eq!(w.cack_psn(), 15);
+        w.clear_through(5);
+        assert_eq!(w.cack_psn(), 15);
+    }
+
+    #[test]
+    fn coalescing_rules() {
+        let p = AckPolicy::default();
+        let mut c = AckCoalescer::default();
+        for _ in 0..3 {
+            assert!(!c.on_packet(&p, 4096, AckTriggers::default()));
+        }
+        assert!(c.on_packet(&p, 4096, AckTriggers::default()), "16 KiB reached");
+        c.sent();
+        assert!(!c.on_packet(&p, 10, AckTriggers::default()));
+        assert_eq!(c.accepted(), 1024, "a small packet counts ACK_Gen_Min_Pkt_Add");
+        assert!(c.on_packet(&p, 10, AckTriggers { ar: true, ..Default::default() }));
+        assert!(c.on_packet(&p, 10, AckTriggers { ecn: true, ..Default::default() }));
+        let no_ecn = AckPolicy { on_ecn: false, ..p };
+        c.sent();
+        assert!(!c.on_packet(&no_ecn, 10, AckTriggers { ecn: true, ..Default::default() }));
+    }
+
+    proptest! {
+        /// The receive window against a set of received PSNs, from a start near the wrap.
+        #[test]
+        fn rx_window_matches_model(start in prop_oneof![Just(u32::MAX - 70), any::<u32>()], offsets in prop::collection::vec(0u32..200, 0..300)) {
+            let mut w = RxWindow::<2>::new(start);
+            let mut got = BTreeSet::new();
+            for off in offsets {
+                let psn = start.wrapping_add(off);
+                let cack_off = w.cack_psn().wrapping_sub(start).wrapping_add(1); // PSNs below are all in
+                let expected = if off < cack_off {
+                    if cack_off - off <= 128 { Arrival::Stale } else { Arrival::OutOfWindow }
+                } else if off - cack_off < 128 {
+                    if got.contains(&off) { Arrival::Duplicate } else { Arrival::New }
+                } else {
+                    Arrival::OutOfWindow
+                };
+                prop_assert_eq!(w.receive(psn), expected);
+                if expected == Arrival::New {
+                    got.insert(off);
+                }
+                let mut c = 0;
+                while got.contains(&c) { c += 1; }
+                prop_assert_eq!(w.cack_psn(), start.wrapping_add(c).wrapping_sub(1));
+                let s = w.sack();
+                for i in 0..64 {
+                    let o = s.base.wrapping_add(i).wrapping_sub(start);
+                    prop_assert_eq!(s.bitmap >> i & 1 != 0, o >= c && got.contains(&o));
+                }
+                prop_assert_eq!(w.out_of_order() as usize, got.iter().filter(|&&o| o > c).count());
+            }
+        }
+
+        /// Whatever ACKs arrive (from a receive window fed any order), the initiator never counts
+        /// a PSN acked that did not arrive, and acks everything once all arrived.
+        #[test]
+        fn tx_window_follows_rx_window(start in any::<u32>(), order in prop::collection::vec(0u32..64, 1..200), sack_every in 1usize..5) {
+            let mut tx = TxWindow::<2>::new(start);
+            let mut rx = RxWindow::<2>::new(start);
+            let n = 64;
+            for _ in 0..n { tx.send(128).unwrap(); }
+            for (k, off) in order.iter().enumerate() {
+                rx.receive(start.wrapping_add(*off));
+                let sack = (k % sack_every == 0).then(|| rx.sack());
+                tx.on_ack(rx.cack_psn(), sack).unwrap();
+                for o in 0..n {
+                    let psn = start.wrapping_add(o);
+                    if tx.is_acked(psn) { prop_assert!(rx.received(psn)); }
+                }
+            }
+            for o in 0..n { rx.receive(start.wrapping_add(o)); }
+            tx.on_ack(rx.cack_psn(), Some(rx.sack())).unwrap();
+            prop_assert_eq!(tx.outstanding(), 0);
+            prop_assert_eq!(tx.base(), start.wrapping_add(n));
+        }
+    }
+}
