@@ -1,0 +1,285 @@
+//! A fixed-capacity PDC table: O(1) lookup by local PDC id and by a selection key (digest
+//! `shared/spec/uet.md` §4.1).
+//!
+//! * **PDC ids** are 16 bits and never 0 (UE 1.0 §3.5.8.2, \[B\]). The table makes an id from the
+//!   slot index and a per-slot generation, `id = generation × N + index + 1`, so an id is not
+//!   handed out again right after its PDC closes: a late packet for the old PDC finds no PDC
+//!   (and is NACKed INV_DPDCID) instead of landing in a new one. Generations cycle through
+//!   `65535 / N` values (*project-defined*).
+//! * **Selection keys**: an initiator picks its PDC by [`InitiatorKey`] (mode, JobID, addresses,
+//!   traffic class; uet-ref-prov) and a target finds the PDC a SYN belongs to by [`TargetKey`]
+//!   (addresses and the initiator's PDC id; uet-ref-prov).
+//! * **When full**, [`PdcTable::insert`] fails with [`TableError::Full`] and changes nothing: an
+//!   initiator holds the message until a PDC closes, a target answers NACK NO_PDC_AVAIL (a
+//!   retransmit-class code, so the initiator tries again).
+//!
+//! `N` must be a power of two of at least 2 (the key index is a `heapless` FNV index map) and at most
+//! 32768.
+
+use crate::pds::DeliveryMode;
+use core::hash::Hash;
+use heapless::index_map::FnvIndexMap;
+
+/// An IP address as 16 bytes (IPv4 as IPv4-mapped IPv6, `::ffff:a.b.c.d`).
+pub type IpAddr = [u8; 16];
+
+/// The IPv4-mapped form of an IPv4 address.
+pub const fn ipv4(a: [u8; 4]) -> IpAddr {
+    let [b0, b1, b2, b3] = a;
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, b0, b1, b2, b3]
+}
+
+/// How an initiator chooses the PDC for a new message (uet-ref-prov; digest §4.1 \[B\]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct InitiatorKey {
+    /// RUD or ROD.
+    pub mode: DeliveryMode,
+    /// The job.
+    pub job_id: u32,
+    /// Local address.
+    pub src: IpAddr,
+    /// Peer address.
+    pub dst: IpAddr,
+    /// Traffic class.
+    pub tc: u8,
+}
+
+/// How a target finds the PDC of a SYN request (uet-ref-prov; digest §4.1 \[B\]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TargetKey {
+    /// The initiator's address.
+    pub src: IpAddr,
+    /// The target's address.
+    pub dst: IpAddr,
+    /// The initiator's PDC id (the packet's SPDCID).
+    pub spdcid: u16,
+}
+
+/// Why a PDC could not be added.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TableError {
+    /// Every slot is in use.
+    Full,
+    /// A PDC with this key exists already (its id is given).
+    KeyInUse {
+        /// The existing PDC's id.
+        id: u16,
+    },
+}
+
+#[derive(Clone, Debug)]
+struct Slot<K, T> {
+    id: u16,
+    key: K,
+    pdc: T,
+}
+
+/// Up to `N` PDCs of type `T`, found by id or by key `K`.
+#[derive(Clone, Debug)]
+pub struct PdcTable<K, T, const N: usize> {
+    slots: [Option<Slot<K, T>>; N],
+    generations: [u16; N],
+    free: heapless::Vec<u16, N>,
+    by_key: FnvIndexMap<K, u16, N>,
+}
+
+impl<K: Hash + Eq + Clone, T, const N: usize> Default for PdcTable<K, T, N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
+    /// Generations a slot cycles through, so that ids stay within 16 bits.
+    const GENERATIONS: u16 = if N == 0 || N > 32768 { 1 } else { (u16::MAX as usize / N) as u16 };
+
+    /// Rejects, at compile time, capacities whose ids would not fit 16 bits.
+    const CAPACITY_FITS: () = assert!(N >= 2 && N <= 32768, "a PDC table holds 2 to 32768 PDCs");
+
+    /// An empty table.
+    pub fn new() -> Self {
+        let () = Self::CAPACITY_FITS;
+        let mut free = heapless::Vec::new();
+        for i in (0..N).rev() {
+            // At most N pushes into a Vec of capacity N, so none fails.
+            let _ = free.push(i as u16);
+        }
+        PdcTable { slots: core::array::from_fn(|_| None), generations: [0; N], free, by_key: FnvIndexMap::new() }
+    }
+
+    /// PDCs in the table.
+    pub fn len(&self) -> usize {
+        N - self.free.len()
+    }
+
+    /// Whether the table holds no PDC.
+    pub fn is_empty(&self) -> bool {
+        self.free.len() == N
+    }
+
+    /// Whether every slot is in use.
+    pub fn is_full(&self) -> bool {
+        self.free.is_empty()
+    }
+
+    /// Adds a PDC under `key`; returns its id (never 0).
+    pub fn insert(&mut self, key: K, pdc: T) -> Result<u16, TableError> {
+        if let Some(&id) = self.by_key.get(&key) {
+            return Err(TableError::KeyInUse { id });
+        }
+        let index = *self.free.last().ok_or(TableError::Full)?;
+        let generation = self.generations.get(usize::from(index)).copied().unwrap_or(0);
+        let id = generation.wrapping_mul(N as u16).wrapping_add(index).wrapping_add(1);
+        if self.by_key.insert(key.clone(), id).is_err() {
+            return Err(TableError::Full);
+        }
+        self.free.pop();
+        if let Some(slot) = self.slots.get_mut(usize::from(index)) {
+            *slot = Some(Slot { id, key, pdc });
+        }
+        Ok(id)
+    }
+
+    fn index_of(&self, id: u16) -> Option<usize> {
+        let index = usize::from(id.checked_sub(1)?) % N.max(1);
+        match self.slots.get(index) {
+            Some(Some(slot)) if slot.id == id => Some(index),
+            _ => None,
+        }
+    }
+
+    /// The PDC with local id `id`.
+    pub fn get(&self, id: u16) -> Option<&T> {
+        let index = self.index_of(id)?;
+        self.slots.get(index)?.as_ref().map(|s| &s.pdc)
+    }
+
+    /// The PDC with local id `id`, mutably.
+    pub fn get_mut(&mut self, id: u16) -> Option<&mut T> {
+        let index = self.index_of(id)?;
+        self.slots.get_mut(index)?.as_mut().map(|s| &mut s.pdc)
+    }
+
+    /// The id of the PDC under `key`.
+    pub fn find(&self, key: &K) -> Option<u16> {
+        self.by_key.get(key).copied()
+    }
+
+    /// The key a PDC was added under.
+    pub fn key(&self, id: u16) -> Option<&K> {
+        let index = self.index_of(id)?;
+        self.slots.get(index)?.as_ref().map(|s| &s.key)
+    }
+
+    /// Removes the PDC with id `id`, returning it; its id is not reused until its slot's
+    /// generations come round again.
+    pub fn remove(&mut self, id: u16) -> Option<T> {
+        let index = self.index_of(id)?;
+        let slot = self.slots.get_mut(index)?.take()?;
+        self.by_key.remove(&slot.key);
+        if let Some(g) = self.generations.get_mut(index) {
+            *g = g.wrapping_add(1) % Self::GENERATIONS;
+        }
+        // The slot was in use, so the free list has room for it.
+        let _ = self.free.push(index as u16);
+        Some(slot.pdc)
+    }
+
+    /// Every PDC with its id.
+    pub fn iter(&self) -> impl Iterator<Item = (u16, &T)> {
+        self.slots.iter().flatten().map(|s| (s.id, &s.pdc))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    fn key(spdcid: u16) -> TargetKey {
+        TargetKey { src: ipv4([10, 0, 0, 1]), dst: ipv4([10, 0, 0, 2]), spdcid }
+    }
+
+    #[test]
+    fn ids_are_never_zero_and_not_reused_at_once() {
+        let mut t = PdcTable::<TargetKey, u32, 4>::new();
+        let a = t.insert(key(7), 70).unwrap();
+        assert_eq!(a, 1);
+        assert_eq!(t.insert(key(7), 71), Err(TableError::KeyInUse { id: a }));
+        assert_eq!(t.find(&key(7)), Some(a));
+        assert_eq!(t.remove(a), Some(70));
+        assert_eq!(t.get(a), None, "a closed PDC's id finds nothing");
+        let b = t.insert(key(7), 72).unwrap();
+        assert_ne!(b, a);
+        assert_eq!(b, 4 + 1, "same slot, next generation");
+        assert_eq!(t.get(b), Some(&72));
+        assert_eq!(t.get(0), None);
+    }
+
+    #[test]
+    fn full_table_rejects_and_changes_nothing() {
+        let mut t = PdcTable::<TargetKey, u32, 2>::new();
+        t.insert(key(1), 1).unwrap();
+        t.insert(key(2), 2).unwrap();
+        assert!(t.is_full());
+        assert_eq!(t.insert(key(3), 3), Err(TableError::Full));
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.find(&key(3)), None);
+    }
+
+    #[test]
+    fn generations_wrap_within_16_bits() {
+        let mut t = PdcTable::<TargetKey, (), 2>::new();
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..100_000 {
+            let id = t.insert(key(9), ()).unwrap();
+            assert_ne!(id, 0);
+            seen.insert(id);
+            t.remove(id).unwrap();
+        }
+        // Slot 0 cycles through every odd id below 65535.
+        assert_eq!(seen.len(), usize::from(u16::MAX / 2));
+    }
+
+    proptest! {
+        /// The table against a map: inserts, removes and lookups by id and by key agree.
+        #[test]
+        fn matches_model(ops in prop::collection::vec((0u8..3, 0u16..12), 0..400)) {
+            let mut t = PdcTable::<TargetKey, u16, 8>::new();
+            let mut model: HashMap<u16, (u16, u16)> = HashMap::new(); // id -> (spdcid, value)
+            let mut ids = Vec::new();
+            for (op, x) in ops {
+                match op {
+                    0 => {
+                        let r = t.insert(key(x), x);
+                        let existing = model.iter().find(|(_, v)| v.0 == x).map(|(id, _)| *id);
+                        match (r, existing) {
+                            (Err(TableError::KeyInUse { id }), Some(e)) => prop_assert_eq!(id, e),
+                            (Err(TableError::Full), None) => prop_assert_eq!(model.len(), 8),
+                            (Ok(id), None) => {
+                                prop_assert!(id != 0 && !model.contains_key(&id));
+                                model.insert(id, (x, x));
+                                ids.push(id);
+                            }
+                            (r, e) => prop_assert!(false, "{:?} with {:?}", r, e),
+                        }
+                    }
+                    1 => {
+                        let id = ids.get(usize::from(x)).copied().unwrap_or(x);
+                        prop_assert_eq!(t.remove(id), model.remove(&id).map(|v| v.1));
+                    }
+                    _ => {
+                        let id = ids.get(usize::from(x)).copied().unwrap_or(x);
+                        prop_assert_eq!(t.get(id), model.get(&id).map(|v| &v.1));
+                        prop_assert_eq!(t.find(&key(x)), model.iter().find(|(_, v)| v.0 == x).map(|(id, _)| *id));
+                    }
+                }
+                prop_assert_eq!(t.len(), model.len());
+            }
+        }
+    }
+}
