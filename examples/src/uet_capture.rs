@@ -11,8 +11,14 @@
 //! read: read requests at PSNs 9–11. In UE 1.0 read data returns in ACKs carrying an SES response
 //! with data (the NACK codes TRIMMED_ACK and ACK_WITH_DATA and `Trimmable_ACK_Size`, digest §3.8
 //! and §4, are about exactly those ACKs), so each read is answered by an ACK with `RSP_DATA`. Last,
-//! the target asks the initiator to close (a CLOSE_REQ control packet), the initiator sends CLOSE
-//! at the next PSN, and the target ACKs it.
+//! the target asks the initiator to close (a CLOSE_REQ control packet at the target's first PSN,
+//! 2, as in the design paper), the initiator ACKs that and sends CLOSE at its next PSN, and the
+//! target ACKs the CLOSE.
+//!
+//! ACKs follow the coalescing rules of digest §4.4 with the default `ACK_Gen_Trigger` (16 KiB):
+//! every SYN packet and every AR packet (EOM packets, CLOSE) is ACKed at once; the other write
+//! packets add up to less than the trigger. Entropy values, addresses, the 1 KiB payload size and
+//! which packets the first ACK overtakes are *project-defined* choices of this example.
 
 use etherparse::{NetSlice, PacketBuilder, SlicedPacket, TransportSlice};
 use std::fmt::Write as _;
@@ -33,6 +39,8 @@ pub const INITIATOR: Host = Host { ip: [10, 0, 0, 1], mac: [0x02, 0, 0, 0, 0, 1]
 pub const TARGET: Host = Host { ip: [10, 0, 0, 2], mac: [0x02, 0, 0, 0, 0, 2], pdc: 19 };
 /// The initiator's random start PSN in the worked example.
 pub const START_PSN: u32 = 4;
+/// The target's start PSN for its own requests (the design paper's target PSNs begin at 2).
+pub const TARGET_START_PSN: u32 = 2;
 /// Payload bytes per full packet (a small MTU keeps the capture readable).
 pub const MTU_PAYLOAD: usize = 1024;
 
@@ -83,17 +91,24 @@ fn common(opcode: Opcode, flags: SesFlags) -> RequestCommon {
     RequestCommon { opcode, flags, ri_generation: 1, job_id: JOB, pid_on_fep: PID, resource_index: RI }
 }
 
-fn ack(cack_psn: u32, next_header: NextHeader, request: AckRequest) -> PdsHeader {
+fn ack(from_initiator: bool, cack_psn: u32, next_header: NextHeader) -> PdsHeader {
+    let (src, dst) = if from_initiator { (INITIATOR, TARGET) } else { (TARGET, INITIATOR) };
     PdsHeader::Ack(Ack {
         next_header,
         flags: AckFlags::empty(),
-        request,
+        request: AckRequest::None,
         ack_psn_offset: 0,
         cack_psn,
-        spdcid: TARGET.pdc,
-        dpdcid: INITIATOR.pdc,
+        spdcid: src.pdc,
+        dpdcid: dst.pdc,
         ext: AckExtension::None,
     })
+}
+
+/// A bare ACK (no SES response) as a packet of the exchange.
+fn ack_packet(from_initiator: bool, cack_psn: u32, entropy: u16, note: String) -> Packet {
+    let repr = PacketRepr { entropy: None, pds: ack(from_initiator, cack_psn, NextHeader::None), ses: None };
+    Packet { from_initiator, entropy, repr, payload: Vec::new(), note }
 }
 
 /// The exchange of the worked example, in wire order.
@@ -139,23 +154,17 @@ pub fn exchange() -> Vec<Packet> {
             note: format!("WRITE packet {} of {}, PSN {psn}{}", i + 1, chunks.len(), if i < 2 { ", SYN" } else { "" }),
         });
         if i + 1 == syn_packets {
-            out.push(Packet {
-                from_initiator: false,
-                entropy: 0xD000,
-                repr: PacketRepr { entropy: None, pds: ack(psn, NextHeader::None, AckRequest::None), ses: None },
-                payload: Vec::new(),
-                note: format!("ACK up to PSN {psn}: the target's PDC id 19 reaches the initiator"),
-            });
+            // A SYN packet makes an ACK due at once (digest §4.4): one per SYN packet, and the first
+            // of them tells the initiator the target's PDC id.
+            for (k, acked) in (START_PSN..=psn).enumerate() {
+                let note = format!("ACK up to PSN {acked} (SYN packet): from target PDC 19");
+                out.push(ack_packet(false, acked, 0xD000 | k as u16, note));
+            }
         }
         psn += 1;
     }
-    out.push(Packet {
-        from_initiator: false,
-        entropy: 0xD001,
-        repr: PacketRepr { entropy: None, pds: ack(psn - 1, NextHeader::None, AckRequest::None), ses: None },
-        payload: Vec::new(),
-        note: format!("ACK up to PSN {}: the write is delivered", psn - 1),
-    });
+    // Packets 6 and 7 add 2 KiB, below ACK_Gen_Trigger; packet 8 is EOM, so it has AR.
+    out.push(ack_packet(false, psn - 1, 0xD010, format!("ACK up to PSN {} (AR): the write is delivered", psn - 1)));
     // The read: three requests of one packet's worth each, each answered by an ACK with data.
     for r in 0..3u16 {
         let ses = StandardRequest {
@@ -173,7 +182,8 @@ pub fn exchange() -> Vec<Packet> {
             entropy: 0xC100 | r,
             repr: PacketRepr {
                 entropy: None,
-                pds: request_pds(psn, PdcDest::Established { dpdcid: TARGET.pdc }, RequestFlags::empty()),
+                // A one-packet message: EOM, so AR.
+                pds: request_pds(psn, PdcDest::Established { dpdcid: TARGET.pdc }, RequestFlags::AR),
                 ses: Some(SesHeader::Standard(ses)),
             },
             payload: Vec::new(),
@@ -196,7 +206,7 @@ pub fn exchange() -> Vec<Packet> {
             entropy: 0xD100 | r,
             repr: PacketRepr {
                 entropy: None,
-                pds: ack(psn, NextHeader::RspData, AckRequest::None),
+                pds: ack(false, psn, NextHeader::RspData),
                 ses: Some(SesHeader::ResponseWithData(rsp)),
             },
             payload: data,
@@ -223,15 +233,18 @@ pub fn exchange() -> Vec<Packet> {
         payload: Vec::new(),
         note,
     };
-    out.push(control(ControlType::CloseReq, false, 0, "CLOSE_REQ: the target asks the initiator to close".into()));
+    // CLOSE_REQ takes a new PSN from the target's own space; the initiator ACKs it, then closes
+    // (digest §4.3, initiator step 7).
+    let note = format!("CLOSE_REQ at target PSN {TARGET_START_PSN}: the target asks the initiator to close");
+    out.push(control(ControlType::CloseReq, false, TARGET_START_PSN, note));
+    out.push(ack_packet(
+        true,
+        TARGET_START_PSN,
+        0xC200,
+        format!("ACK of the CLOSE_REQ (target PSN {TARGET_START_PSN})"),
+    ));
     out.push(control(ControlType::Close, true, psn, format!("CLOSE at PSN {psn}")));
-    out.push(Packet {
-        from_initiator: false,
-        entropy: 0xD200,
-        repr: PacketRepr { entropy: None, pds: ack(psn, NextHeader::None, AckRequest::None), ses: None },
-        payload: Vec::new(),
-        note: format!("ACK of the CLOSE (PSN {psn}): both PDCs are freed"),
-    });
+    out.push(ack_packet(false, psn, 0xD200, format!("ACK of the CLOSE (PSN {psn}): both PDCs are freed")));
     out
 }
 
@@ -266,10 +279,9 @@ pub fn crc_prefix(src: [u8; 4], dst: [u8; 4], udp: Option<(u16, usize)>) -> Vec<
 pub fn frame(p: &Packet, encapsulation: Encapsulation, crc: bool) -> Vec<u8> {
     let (src, dst) = if p.from_initiator { (INITIATOR, TARGET) } else { (TARGET, INITIATOR) };
     let ip = PacketBuilder::ethernet2(src.mac, dst.mac).ipv4(src.ip, dst.ip, 64);
-    let mut len = uet_bytes(p, encapsulation, None).len();
-    if crc {
-        len += uet_wire::packet::CRC_LEN;
-    }
+    let entropy_len = if encapsulation == Encapsulation::NativeIp { EntropyHeader::LEN } else { 0 };
+    let crc_len = if crc { uet_wire::packet::CRC_LEN } else { 0 };
+    let len = entropy_len + p.repr.header_len() + p.payload.len() + crc_len;
     let udp = (encapsulation == Encapsulation::Udp).then_some((p.entropy, len));
     let prefix = crc.then(|| crc_prefix(src.ip, dst.ip, udp));
     let uet = uet_bytes(p, encapsulation, prefix.as_deref());

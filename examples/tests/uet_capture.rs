@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 use uet_wire::entropy::{DEFAULT_IP_PROTOCOL, Encapsulation, UDP_PORT};
-use uet_wire::pds::{ControlType, PdcDest, PdsHeader};
-use uet_wire::ses::{Opcode, SesHeader};
+use uet_wire::pds::{ControlType, PdcDest, PdsHeader, RequestFlags};
+use uet_wire::ses::{Opcode, SesFlags, SesHeader};
 use uet_wire::{Body, UetPacket, WalkConfig};
 use xlink_examples::uet_capture::{
     INITIATOR, START_PSN, TARGET, describe, exchange, frame, hex, parse_hex, read_pcap, uet_bytes, uet_payload,
@@ -66,6 +66,7 @@ fn the_exchange_is_the_worked_example() {
     let packets = exchange();
     let mut requests = Vec::new();
     let mut seen_ack_from_19 = false;
+    let mut acks = Vec::new();
     for p in &packets {
         match p.repr.pds {
             PdsHeader::Request(r) => {
@@ -82,14 +83,21 @@ fn the_exchange_is_the_worked_example() {
                     }
                 }
                 let Some(SesHeader::Standard(s)) = p.repr.ses else { panic!("standard request expected") };
+                // AR exactly on a message's last packet.
+                assert_eq!(r.flags.contains(RequestFlags::AR), s.common.flags.contains(SesFlags::EOM));
                 requests.push((r.psn, s.common.opcode));
+            }
+            PdsHeader::Ack(a) if p.from_initiator => {
+                // The initiator ACKs the target's CLOSE_REQ, at the target's PSN 2.
+                assert_eq!((a.spdcid, a.dpdcid, a.cack_psn), (7, 19, 2));
             }
             PdsHeader::Ack(a) => {
                 assert_eq!((a.spdcid, a.dpdcid), (19, 7));
+                acks.push(a.cack_psn);
                 seen_ack_from_19 = true;
             }
             PdsHeader::Control(c) => match c.ctl_type {
-                ControlType::CloseReq => assert_eq!(c.spdcid, 19),
+                ControlType::CloseReq => assert_eq!((c.spdcid, c.psn), (19, 2)),
                 ControlType::Close => assert_eq!((c.spdcid, c.psn), (7, 12)),
                 other => panic!("unexpected control {other:?}"),
             },
@@ -100,6 +108,8 @@ fn the_exchange_is_the_worked_example() {
     let reads: Vec<u32> = requests.iter().filter(|r| r.1 == Opcode::Read).map(|r| r.0).collect();
     assert_eq!(writes, [4, 5, 6, 7, 8]);
     assert_eq!(reads, [9, 10, 11]);
+    // Each SYN packet (4, 5) and each AR packet (8, the reads, the CLOSE) is ACKed, in that order.
+    assert_eq!(acks, [4, 5, 8, 9, 10, 11, 12]);
     // Golden prologue of the first packet: RUD_REQ (2), next header standard request (3), SYN.
     let first = uet_bytes(&packets[0], Encapsulation::Udp, None);
     assert_eq!(&first[..2], &[0x11, 0x84]);
