@@ -1,20 +1,91 @@
 //! Packet delivery contexts (PDCs): the sans-I/O reliability engine of the PDS (UE 1.0 §3.5.9 to
-//! §3.5.12; digest `shared/spec/uet.md` §4).
-//!
-//! Built so far:
+//! §3.5.12; digest `shared/spec/uet.md` §4, and §2.3 for the secure start PSN).
 //!
 //! * [`window`]: the PSN windows of one PDC direction: the target's receive window with duplicate
 //!   classification, cumulative and selective ACK state; the initiator's send window with the
-//!   peer's MP_RANGE limit and ACK processing; and ACK coalescing.
+//!   peer's MP_RANGE limit, ACK processing and loss marks; and ACK coalescing.
+//! * [`initiator`] and [`target`]: the two ends of a PDC as explicit state machines, every
+//!   transition in one `match`; an event a state does not accept returns [`PdcError`] and changes
+//!   nothing.
+//! * [`config`]: the timer table.
 //! * [`table`]: the fixed-capacity PDC table, by id (never 0, not reused at once) and by the
 //!   initiator's or target's selection key.
 //!
-//! Still to come (issue 4): the initiator and target state machines, loss recovery and the
-//! `Endpoint` glue.
+//! The PDC layer carries PSNs, not bytes: the initiator stamps the PDS header of each packet it is
+//! allowed to send or must resend, and the caller (the message layer) adds the SES header and the
+//! payload that belong to that PSN. So a PDC stays small (see `pdc_sizes` in the tests) and nothing
+//! here copies payload.
+//!
+//! Still to come (issue 4): the `Endpoint` glue (segmentation, message order, RUDI and UUD).
 
+pub mod config;
+pub mod initiator;
 pub mod table;
+pub mod target;
 pub mod window;
 
+pub use config::{PdcConfig, UNLIMITED_NACK_RETX};
+pub use initiator::{AckOutcome, Initiator, InitiatorEvent, InitiatorState, InitiatorTx, Stamp};
 pub use table::{InitiatorKey, IpAddr, PdcTable, TableError, TargetKey, ipv4};
-
+pub use target::{Delivery, StartPolicy, Target, TargetEvent, TargetState, TargetTx, Verdict};
 pub use window::{AckCoalescer, AckError, AckPolicy, AckTriggers, Arrival, RxWindow, Sack, TxWindow, psn_after};
+
+/// The state a PDC was in when it refused an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum PdcState {
+    /// An initiator PDC.
+    Initiator(InitiatorState),
+    /// A target PDC.
+    Target(TargetState),
+}
+
+/// Why a PDC refused an event. The PDC is unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum PdcError {
+    /// The event is not allowed in the current state.
+    IllegalEvent {
+        /// The event.
+        event: &'static str,
+        /// The state.
+        state: PdcState,
+    },
+    /// The packet names another PDC (its SPDCID or DPDCID does not match this one).
+    WrongPdc {
+        /// The id this PDC expected.
+        expected: u16,
+        /// The id the packet carried.
+        got: u16,
+    },
+    /// An ACK acknowledges a PSN that was never sent.
+    Ack(AckError),
+    /// A NACK names a PSN outside `[tx_base, next_psn − 1]`: it must not change the PDC (UE 1.0,
+    /// quoted in uet-ref-prov).
+    StaleNack {
+        /// The NACKed PSN.
+        psn: u32,
+    },
+    /// The send window (local or the peer's MP_RANGE) has no room.
+    WindowFull,
+}
+
+impl From<AckError> for PdcError {
+    fn from(e: AckError) -> Self {
+        PdcError::Ack(e)
+    }
+}
+
+/// Why a PDC closed in error: every message not yet acknowledged failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Failure {
+    /// `Max_RTO_Retx_Cnt` timeouts in a row without progress.
+    RetriesExhausted,
+    /// `Max_NACK_Retx_Cnt` retransmitting NACKs in a row without progress.
+    NackRetriesExhausted,
+    /// The peer sent a NACK whose code closes the PDC.
+    Nack(crate::pds::NackCode),
+    /// The target closed in error (its CLOSE_REQ went unanswered).
+    CloseTimeout,
+}

@@ -121,6 +121,62 @@ impl<const W: usize> Bits<W> {
     fn count(&self) -> u32 {
         self.0.iter().map(|w| w.count_ones()).sum()
     }
+
+    fn clear(&mut self, i: u32) {
+        if let Some(w) = self.0.get_mut((i / 64) as usize) {
+            *w &= !(1 << (i % 64));
+        }
+    }
+
+    /// The lowest set bit, if any.
+    fn first_set(&self) -> Option<u32> {
+        let mut base = 0;
+        for w in self.0 {
+            if w != 0 {
+                return Some(base + w.trailing_zeros());
+            }
+            base += 64;
+        }
+        None
+    }
+
+    /// The highest set bit, if any.
+    fn last_set(&self) -> Option<u32> {
+        let mut top = None;
+        let mut base = 0;
+        for w in self.0 {
+            if w != 0 {
+                top = Some(base + 63 - w.leading_zeros());
+            }
+            base += 64;
+        }
+        top
+    }
+
+    /// Sets every bit below `n` where `keep` and `skip` are both clear: `self |= !keep & !skip`
+    /// over bits `0 .. n`. Returns how many bits it newly set.
+    fn set_below_unless(&mut self, n: u32, keep: &Self, skip: &Self) -> u32 {
+        let mut added = 0;
+        for (i, ((w, k), s)) in self.0.iter_mut().zip(keep.0).zip(skip.0).enumerate() {
+            let lo = 64 * i as u32;
+            let mask = match n.saturating_sub(lo) {
+                0 => 0,
+                b @ 1..=63 => (1u64 << b) - 1,
+                _ => u64::MAX,
+            };
+            let new = mask & !k & !s & !*w;
+            added += new.count_ones();
+            *w |= new;
+        }
+        added
+    }
+
+    /// Clears every bit set in `other`.
+    fn clear_all_in(&mut self, other: &Self) {
+        for (w, o) in self.0.iter_mut().zip(other.0) {
+            *w &= !o;
+        }
+    }
 }
 
 /// The target's record of the request PSNs it has received on one PDC.
@@ -243,6 +299,10 @@ pub struct TxWindow<const W: usize = 2> {
     max_cack: u32,
     /// Bit `i`: PSN `base + i` selectively acknowledged.
     acked: Bits<W>,
+    /// Bit `i`: PSN `base + i` is deemed lost and waits to be resent.
+    lost: Bits<W>,
+    /// Bit `i`: PSN `base + i` has been resent at least once.
+    resent: Bits<W>,
 }
 
 impl<const W: usize> TxWindow<W> {
@@ -251,7 +311,14 @@ impl<const W: usize> TxWindow<W> {
 
     /// A window whose first PSN is `start_psn`.
     pub const fn new(start_psn: u32) -> Self {
-        TxWindow { base: start_psn, next: start_psn, max_cack: start_psn.wrapping_sub(1), acked: Bits([0; W]) }
+        TxWindow {
+            base: start_psn,
+            next: start_psn,
+            max_cack: start_psn.wrapping_sub(1),
+            acked: Bits([0; W]),
+            lost: Bits([0; W]),
+            resent: Bits([0; W]),
+        }
     }
 
     /// Oldest PSN not yet acknowledged; `CLEAR_PSN` is one before it.
@@ -328,13 +395,83 @@ impl<const W: usize> TxWindow<W> {
         // Everything up to the cumulative PSN is acknowledged.
         if psn_after(cack_psn.wrapping_add(1), self.base) {
             let n = cack_psn.wrapping_add(1).wrapping_sub(self.base);
-            self.acked.shift_down(n);
-            self.base = cack_psn.wrapping_add(1);
+            self.advance(n);
         }
         let run = self.acked.leading_run();
-        self.acked.shift_down(run);
-        self.base = self.base.wrapping_add(run);
+        self.advance(run);
+        self.lost.clear_all_in(&self.acked);
         Ok(before.saturating_sub(self.outstanding()))
+    }
+
+    /// Moves the base `n` PSNs on, dropping their state.
+    fn advance(&mut self, n: u32) {
+        if n == 0 {
+            return;
+        }
+        self.acked.shift_down(n);
+        self.lost.shift_down(n);
+        self.resent.shift_down(n);
+        self.base = self.base.wrapping_add(n);
+    }
+
+    /// Gives up every PSN sent so far (close in error): the base moves to the next PSN, and
+    /// nothing is outstanding or marked lost.
+    pub fn abandon(&mut self) {
+        let sent = self.next.wrapping_sub(self.base);
+        self.advance(sent);
+    }
+
+    /// The newest PSN known to have arrived: the highest selectively acknowledged one, else the
+    /// newest cumulative ACK PSN.
+    pub fn newest_acked(&self) -> u32 {
+        match self.acked.last_set() {
+            Some(i) => self.base.wrapping_add(i),
+            None => self.max_cack,
+        }
+    }
+
+    /// Marks `psn` lost if it was sent and is not acknowledged. Returns whether it is now marked.
+    pub fn mark_lost(&mut self, psn: u32) -> bool {
+        let i = psn.wrapping_sub(self.base);
+        if i >= self.next.wrapping_sub(self.base) || self.acked.get(i) {
+            return false;
+        }
+        self.lost.set(i);
+        true
+    }
+
+    /// Marks every sent, unacknowledged PSN lost (a retransmission timeout, or go-back-N).
+    /// Returns how many were newly marked.
+    pub fn mark_all_lost(&mut self) -> u32 {
+        let sent = self.next.wrapping_sub(self.base);
+        self.lost.set_below_unless(sent, &self.acked, &Bits([0; W]))
+    }
+
+    /// Fast loss detection: marks lost every unacknowledged PSN that has not been resent yet and
+    /// has at least `threshold` PSNs after it that arrived. Returns how many were newly marked.
+    pub fn detect_losses(&mut self, threshold: u32) -> u32 {
+        let Some(top) = self.acked.last_set() else { return 0 };
+        // PSN `base + i` qualifies when `top - i >= threshold`, i.e. `i < top + 1 - threshold`.
+        let n = (top + 1).saturating_sub(threshold.max(1));
+        self.lost.set_below_unless(n, &self.acked, &self.resent)
+    }
+
+    /// The oldest PSN marked lost, without taking it.
+    pub fn next_lost(&self) -> Option<u32> {
+        self.lost.first_set().map(|i| self.base.wrapping_add(i))
+    }
+
+    /// Takes the oldest PSN marked lost, recording that it has been resent.
+    pub fn take_lost(&mut self) -> Option<u32> {
+        let i = self.lost.first_set()?;
+        self.lost.clear(i);
+        self.resent.set(i);
+        Some(self.base.wrapping_add(i))
+    }
+
+    /// PSNs marked lost and not yet resent.
+    pub fn lost_count(&self) -> u32 {
+        self.lost.count()
     }
 
     /// The sent, unacknowledged PSNs, oldest first (what a retransmission would resend).
@@ -344,8 +481,8 @@ impl<const W: usize> TxWindow<W> {
     }
 
     /// Moves every PSN by `new_start − old start` before anything was acknowledged (NACK
-    /// NEW_START_PSN while SYN is set, digest §2.3). Returns false, changing nothing, once any
-    /// packet has been acknowledged.
+    /// NEW_START_PSN while SYN is set, digest §2.3) and marks every sent PSN lost, to be re-stamped
+    /// and resent. Returns false, changing nothing, once any packet has been acknowledged.
     pub fn restart_at(&mut self, new_start: u32) -> bool {
         if self.acked.count() != 0 || self.max_cack != self.base.wrapping_sub(1) {
             return false;
@@ -353,6 +490,7 @@ impl<const W: usize> TxWindow<W> {
         let sent = self.next.wrapping_sub(self.base);
         *self = TxWindow::new(new_start);
         self.next = new_start.wrapping_add(sent);
+        self.mark_all_lost();
         true
     }
 }
@@ -498,7 +636,7 @@ mod tests {
         use core::mem::size_of;
         std::println!("RxWindow<2>: {} B, TxWindow<2>: {} B", size_of::<RxWindow<2>>(), size_of::<TxWindow<2>>());
         assert_eq!(size_of::<RxWindow<2>>(), 24);
-        assert_eq!(size_of::<TxWindow<2>>(), 32);
+        assert_eq!(size_of::<TxWindow<2>>(), 64);
     }
 
     #[test]

@@ -1,0 +1,87 @@
+//! PDC timers and limits (digest `shared/spec/uet.md` §4.5; open question 39: the spec-table
+//! column, as transcribed in XDP2's `config.h` "from the spec", for every parameter it lists).
+//!
+//! *Project-defined* additions, each configurable:
+//!
+//! * [`PdcConfig::loss_threshold`]: how many later PSNs must be acknowledged before an
+//!   unacknowledged one is resent without waiting for the RTO. UE 1.0 infers loss from
+//!   out-of-order counts but no public source gives the threshold; 3 is TCP's duplicate-ACK
+//!   threshold (RFC 5681 §3.2). A packet resent once is left to the RTO after that, so a late
+//!   SACK can never start a storm of resends.
+//! * The target resends an unanswered CLOSE_REQ every `Close_REQ_Time`, up to
+//!   `Max_RTO_Retx_Cnt` times, before it closes in error (the sources close in error after one
+//!   `Close_REQ_Time`, which a single lost packet would turn into failed messages).
+
+use super::window::AckPolicy;
+use linklayer::Duration;
+
+/// `Max_NACK_Retx_Cnt` value meaning "no limit" (the spec table's range is 0..=31, with the
+/// maximum meaning infinite).
+pub const UNLIMITED_NACK_RETX: u8 = 31;
+
+/// Granularity of the MPR field of ACK_CC: MP_RANGE = MPR × 128 PSNs (uet-ref-prov, digest §3.6).
+pub const MPR_GRANULARITY: u32 = 128;
+
+/// Timers and limits of the PDCs of one endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PdcConfig {
+    /// `RTO_Init_Timer`: retransmission timeout (default 1 ms).
+    pub rto: Duration,
+    /// `Max_RTO_Retx_Cnt`: timeouts in a row without progress before the PDC closes in error
+    /// (default 5).
+    pub max_rto_retx: u8,
+    /// `NACK_Retx_Time`: how long a packet NACKed for want of a resource waits before it is
+    /// resent (default 1 ms). Trimmed packets are resent at once.
+    pub nack_retx_time: Duration,
+    /// `Max_NACK_Retx_Cnt`: retransmitting NACKs in a row without progress before the PDC closes
+    /// in error (default 5; [`UNLIMITED_NACK_RETX`] means no limit).
+    pub max_nack_retx: u8,
+    /// `New_PDC_Time`: how long a target PDC may stay Pending (default 5000 µs).
+    pub new_pdc_time: Duration,
+    /// `Close_REQ_Time`: how long the target waits for the CLOSE after its CLOSE_REQ, measured from
+    /// the last packet of the PDC (default 1 ms).
+    pub close_req_time: Duration,
+    /// `Tail_Loss_Time`: quiet time after the last new packet before a tail-loss probe (an
+    /// ACK_REQ for the newest PSN) goes out (default 1 ms).
+    pub tail_loss_time: Duration,
+    /// `Max_Tail_Loss_Retx`: probes without progress (default 5).
+    pub max_tail_loss_retx: u8,
+    /// ACK coalescing (`ACK_Gen_Trigger`, `ACK_Gen_Min_Pkt_Add`, `Enb_ACK_Per_Pkt`,
+    /// `ACK_On_ECN`).
+    pub ack: AckPolicy,
+    /// `Default_MPR`: the peer's MP_RANGE, in units of 128 PSNs, until its first ACK_CC says
+    /// otherwise (default 8, i.e. 1024 PSNs).
+    pub default_mpr: u8,
+    /// `Limit_PSN_Range`: close the PDC before its PSNs reach `Start_PSN + 2^31` (default on; a
+    /// secure PDC must).
+    pub limit_psn_range: bool,
+    /// Later PSNs acknowledged before an unacknowledged one is resent (project-defined, default 3).
+    pub loss_threshold: u32,
+}
+
+impl Default for PdcConfig {
+    fn default() -> Self {
+        PdcConfig {
+            rto: Duration::from_millis(1),
+            max_rto_retx: 5,
+            nack_retx_time: Duration::from_millis(1),
+            max_nack_retx: 5,
+            new_pdc_time: Duration::from_micros(5000),
+            close_req_time: Duration::from_millis(1),
+            tail_loss_time: Duration::from_millis(1),
+            max_tail_loss_retx: 5,
+            ack: AckPolicy::default(),
+            default_mpr: 8,
+            limit_psn_range: true,
+            loss_threshold: 3,
+        }
+    }
+}
+
+impl PdcConfig {
+    /// Whether `count` NACK-driven resends exceed `Max_NACK_Retx_Cnt`.
+    pub const fn nack_retx_exhausted(&self, count: u8) -> bool {
+        self.max_nack_retx != UNLIMITED_NACK_RETX && count > self.max_nack_retx
+    }
+}

@@ -1,0 +1,758 @@
+//! The initiator end of a PDC (digest `shared/spec/uet.md` §4.2, §4.3 initiator steps 1–8, §4.4,
+//! §2.3): zero-RTT set-up with SYN, the send window, ACK and NACK processing, loss recovery, and
+//! the close handshake.
+//!
+//! States are the digest's canonical set (open question 36, \[I\]):
+//!
+//! ```text
+//!            first ACK                 request_close / CLOSE_REQ          close()
+//! Creating ───────────▶ Established ──────────────────────────▶ Quiesce ─────────▶ AckWait
+//!     │                      │ close()                                  │               │ all ACKed
+//!     └──────────────────────┴──────────────────────────────────────────┴──▶ CloseAckWait ◀┘
+//!                                                                               │ CLOSE ACKed
+//!                                                                               ▼
+//!                                                                            Closed
+//! ```
+//!
+//! Every transition is in [`Initiator::transition`]. Close in error (retries exhausted, or a NACK
+//! whose code closes the PDC) fails everything outstanding (reported once as
+//! [`InitiatorEvent::Failed`]), then sends CLOSE when the peer may still hold the PDC, or goes
+//! straight to Closed when its NACK said it does not.
+//!
+//! Recovery (digest §4.4, §4.5):
+//!
+//! * **RTO**: one timer per PDC, restarted whenever an ACK makes progress; on expiry every
+//!   unacknowledged PSN is resent (RETX and AR set). `Max_RTO_Retx_Cnt` expiries in a row close
+//!   the PDC in error.
+//! * **SACK-driven resend** (RUD): an unacknowledged PSN with [`PdcConfig::loss_threshold`]
+//!   acknowledged PSNs after it is resent once without waiting (project-defined, see
+//!   [`config`](super::config)).
+//! * **NACKs** by code class ([`NackClass`]): trimmed packets are resent at once; packets refused
+//!   for want of a resource after `NACK_Retx_Time`; ROD_OOO resends every unacknowledged PSN
+//!   (go-back-N); close-class codes close in error; NEW_START_PSN re-stamps everything (only
+//!   while SYN is still set); RCVD_SES_PROCG is dropped. A NACK outside `[tx_base, next_psn − 1]`
+//!   changes nothing.
+//! * **Tail-loss probe**: `Tail_Loss_Time` after the last new packet with PSNs still
+//!   unacknowledged, an ACK_REQ for the newest PSN asks the target for a fresh ACK (or a NACK
+//!   PKT_NOT_RCVD, which resends it), at most `Max_Tail_Loss_Retx` times without progress.
+//!
+//! *Project-defined*: the ACK of the target's CLOSE_REQ carries the CLOSE_REQ's PSN as
+//! `CACK_PSN` (the return direction carries only control packets here).
+
+use super::config::{MPR_GRANULARITY, PdcConfig};
+use super::window::{Sack, TxWindow, psn_after};
+use super::{Failure, PdcError, PdcState};
+use crate::pds::{
+    Ack, AckExtension, AckFlags, AckRequest, Control, ControlFlags, ControlType, DeliveryMode, Nack, NackClass,
+    NackCode, NackTarget, NextHeader, PdcDest, Request, RequestCc, RequestFlags,
+};
+use linklayer::Instant;
+
+/// The states of an initiator PDC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum InitiatorState {
+    /// Sending with SYN; the target's PDC id is not known yet.
+    Creating,
+    /// The target's PDC id is known.
+    Established,
+    /// A close is wanted: packets of messages already started may still go, no new message should
+    /// start.
+    Quiesce,
+    /// Closing: waiting for every outstanding packet to be acknowledged.
+    AckWait,
+    /// CLOSE sent; waiting for its ACK.
+    CloseAckWait,
+    /// Done: the PDC may be freed.
+    Closed,
+}
+
+/// Something that happened to the PDC, reported once by [`Initiator::poll_event`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum InitiatorEvent {
+    /// The first ACK arrived: the target's PDC id is known.
+    Established {
+        /// The target's PDC id.
+        tpdcid: u16,
+    },
+    /// The PDC closed in error: every PSN not acknowledged by now failed.
+    Failed(Failure),
+    /// The PDC is closed and may be freed.
+    Closed,
+}
+
+/// The PDS fields the initiator stamps on a request packet; the caller names the SES header that
+/// follows and adds it and the payload of that PSN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Stamp {
+    /// RUD or ROD.
+    pub mode: DeliveryMode,
+    /// RETX and AR.
+    pub flags: RequestFlags,
+    /// `CLEAR_PSN − PSN`, with `CLEAR_PSN = tx_base − 1`.
+    pub clear_psn_offset: i16,
+    /// The packet's PSN.
+    pub psn: u32,
+    /// This PDC's id.
+    pub spdcid: u16,
+    /// The target's PDC id, or the SYN form while it is not known.
+    pub dest: PdcDest,
+}
+
+impl Stamp {
+    /// The whole PDS request header, with the SES header that follows and the optional CC fields.
+    pub const fn request(self, next_header: NextHeader, cc: Option<RequestCc>) -> Request {
+        Request {
+            mode: self.mode,
+            next_header,
+            flags: self.flags,
+            clear_psn_offset: self.clear_psn_offset,
+            psn: self.psn,
+            spdcid: self.spdcid,
+            dest: self.dest,
+            cc,
+        }
+    }
+
+    /// Whether SYN is set.
+    pub const fn syn(&self) -> bool {
+        matches!(self.dest, PdcDest::Syn { .. })
+    }
+}
+
+/// A packet the initiator needs sent (besides new requests, which [`Initiator::send`] stamps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum InitiatorTx {
+    /// Resend the request with this PSN (RETX and AR set).
+    Resend(Stamp),
+    /// A control packet: CLOSE, CLEAR, or ACK_REQ (the tail-loss probe).
+    Control(Control),
+    /// The ACK of the target's CLOSE_REQ.
+    Ack(Ack),
+}
+
+/// What [`Initiator::handle_ack`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AckOutcome {
+    /// Request PSNs newly acknowledged (the CLOSE's PSN not counted).
+    pub acked: u32,
+    /// PSNs newly marked for resend by SACK-driven loss detection.
+    pub lost: u32,
+}
+
+// Control packets waiting to go, as bits.
+const TX_ACK_CLOSE_REQ: u8 = 1;
+const TX_CLOSE: u8 = 2;
+const TX_CLEAR: u8 = 4;
+const TX_PROBE: u8 = 8;
+
+// Events waiting to be polled, as bits.
+const EV_ESTABLISHED: u8 = 1;
+const EV_FAILED: u8 = 2;
+const EV_CLOSED: u8 = 4;
+
+/// PSN distance after which `Limit_PSN_Range` forces a close (digest §2.3: `Start_PSN + 2^31`).
+const PSN_RANGE_LIMIT: u32 = 1 << 31;
+/// While SYN is set, `psn_offset` has 12 bits (digest §3.4).
+const SYN_PSN_SPAN: u32 = 1 << 12;
+
+/// What drives a transition (see [`Initiator::transition`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ev {
+    /// A new request PSN.
+    Send,
+    /// An ACK, NACK or timeout that changes no state.
+    Update,
+    /// The first ACK: the target's id is learned.
+    FirstAck,
+    /// The target's CLOSE_REQ, or a local wish to close.
+    WantClose,
+    /// Close now; `sent` PSNs are not acknowledged yet.
+    Close { outstanding: u32, ever_sent: bool },
+    /// Every request PSN is acknowledged.
+    Drained,
+    /// The CLOSE was acknowledged, or its resends ran out.
+    CloseDone,
+    /// Close in error; `peer_alive`: the target may still hold the PDC.
+    Fail { peer_alive: bool },
+}
+
+/// The initiator end of one PDC, with a send window of `64 × W` PSNs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Initiator<const W: usize = 2> {
+    state: InitiatorState,
+    mode: DeliveryMode,
+    /// This PDC's id (IPDCID).
+    local: u16,
+    /// The target's id (TPDCID); 0, which is never a PDC id, until the first ACK.
+    remote: u16,
+    start_psn: u32,
+    tx: TxWindow<W>,
+    /// The peer's MP_RANGE in PSNs, and the CACK of the ACK_CC that set it.
+    peer_range: u32,
+    peer_range_cack: u32,
+    /// The CLOSE's PSN (meaningful from CloseAckWait on).
+    close_psn: u32,
+    /// PSN of the target's CLOSE_REQ to acknowledge.
+    close_req_psn: u32,
+    rto_at: Option<Instant>,
+    probe_at: Option<Instant>,
+    /// Resends wait until then (NACK_Retx_Time after a resource NACK).
+    hold_until: Option<Instant>,
+    rto_count: u8,
+    nack_count: u8,
+    probe_count: u8,
+    tx_pending: u8,
+    events: u8,
+    failure: Option<Failure>,
+}
+
+impl<const W: usize> Initiator<W> {
+    /// `MP_RANGE` of this PDC, in PSNs.
+    pub const MP_RANGE: u32 = TxWindow::<W>::MP_RANGE;
+
+    const SIZE_OK: () = assert!(W >= 1 && 64 * W <= 32768, "the window must fit the 16-bit PSN offsets");
+
+    /// A new PDC in `Creating` (allocated on the first message to a new selection tuple,
+    /// digest §4.3 step 1). `local` is its id (never 0); `start_psn` should be random, or the
+    /// security domain's `ini_start_psn` for a secure PDC.
+    pub fn new(cfg: &PdcConfig, mode: DeliveryMode, local: u16, start_psn: u32) -> Self {
+        let () = Self::SIZE_OK;
+        Initiator {
+            state: InitiatorState::Creating,
+            mode,
+            local,
+            remote: 0,
+            start_psn,
+            tx: TxWindow::new(start_psn),
+            peer_range: u32::from(cfg.default_mpr) * MPR_GRANULARITY,
+            peer_range_cack: start_psn.wrapping_sub(1),
+            close_psn: 0,
+            close_req_psn: 0,
+            rto_at: None,
+            probe_at: None,
+            hold_until: None,
+            rto_count: 0,
+            nack_count: 0,
+            probe_count: 0,
+            tx_pending: 0,
+            events: 0,
+            failure: None,
+        }
+    }
+
+    /// The current state.
+    pub const fn state(&self) -> InitiatorState {
+        self.state
+    }
+
+    /// RUD or ROD.
+    pub const fn mode(&self) -> DeliveryMode {
+        self.mode
+    }
+
+    /// This PDC's id.
+    pub const fn local_id(&self) -> u16 {
+        self.local
+    }
+
+    /// The target's PDC id once known.
+    pub const fn remote_id(&self) -> Option<u16> {
+        if self.remote == 0 { None } else { Some(self.remote) }
+    }
+
+    /// The start PSN (moved by a NEW_START_PSN NACK).
+    pub const fn start_psn(&self) -> u32 {
+        self.start_psn
+    }
+
+    /// The send window.
+    pub const fn window(&self) -> &TxWindow<W> {
+        &self.tx
+    }
+
+    /// Why the PDC closed in error, if it did.
+    pub const fn failure(&self) -> Option<Failure> {
+        self.failure
+    }
+
+    /// Whether `psn` is acknowledged.
+    pub fn is_acked(&self, psn: u32) -> bool {
+        self.tx.is_acked(psn)
+    }
+
+    /// Request PSNs sent and not acknowledged.
+    pub fn outstanding(&self) -> u32 {
+        self.tx.outstanding()
+    }
+
+    /// Whether a new request may be sent now: the state allows it, both windows have room, and
+    /// (while SYN is set) the 12-bit `psn_offset` and (with `Limit_PSN_Range`) the 2^31 PSN range
+    /// are not used up.
+    pub fn can_send(&self, cfg: &PdcConfig) -> bool {
+        self.transition(Ev::Send).is_ok()
+            && self.tx.can_send(self.peer_range)
+            && (self.remote != 0 || self.tx.next_psn().wrapping_sub(self.start_psn) < SYN_PSN_SPAN)
+            && !(cfg.limit_psn_range && self.psn_range_used())
+    }
+
+    fn psn_range_used(&self) -> bool {
+        // One PSN stays free for the CLOSE.
+        self.tx.next_psn().wrapping_sub(self.start_psn) >= PSN_RANGE_LIMIT - 1
+    }
+
+    /// Takes the next PSN for a new request and stamps it. `ar` asks for an immediate ACK (set it
+    /// on the last packet of a message). Once `Limit_PSN_Range` is used up, the PDC moves to
+    /// Quiesce by itself.
+    pub fn send(&mut self, now: Instant, cfg: &PdcConfig, ar: bool) -> Result<Stamp, PdcError> {
+        let next = self.transition(Ev::Send)?;
+        if !self.can_send(cfg) {
+            return Err(PdcError::WindowFull);
+        }
+        let psn = self.tx.send(self.peer_range).ok_or(PdcError::WindowFull)?;
+        self.state = next;
+        self.rto_at.get_or_insert(now.saturating_add(cfg.rto));
+        self.probe_at = Some(now.saturating_add(cfg.tail_loss_time));
+        if cfg.limit_psn_range && self.psn_range_used() {
+            self.want_close();
+        }
+        let flags = if ar { RequestFlags::AR } else { RequestFlags::empty() };
+        Ok(self.stamp(psn, flags))
+    }
+
+    fn stamp(&self, psn: u32, flags: RequestFlags) -> Stamp {
+        let clear_psn = self.tx.base().wrapping_sub(1);
+        let dest = if self.remote == 0 {
+            PdcDest::Syn { use_rsv_pdc: false, psn_offset: (psn.wrapping_sub(self.start_psn) & 0xFFF) as u16 }
+        } else {
+            PdcDest::Established { dpdcid: self.remote }
+        };
+        Stamp {
+            mode: self.mode,
+            flags,
+            // Both PSNs lie within one window, so the difference fits 16 bits.
+            clear_psn_offset: clear_psn.wrapping_sub(psn) as i32 as i16,
+            psn,
+            spdcid: self.local,
+            dest,
+        }
+    }
+
+    /// [`transition`] from the current state.
+    fn transition(&self, ev: Ev) -> Result<InitiatorState, PdcError> {
+        transition(self.state, ev)
+    }
+
+    /// Enters `next`, raising the events entering it implies.
+    fn enter(&mut self, next: InitiatorState) {
+        if next == InitiatorState::Closed && self.state != InitiatorState::Closed {
+            self.events |= EV_CLOSED;
+            self.rto_at = None;
+            self.probe_at = None;
+            self.hold_until = None;
+            self.tx_pending &= TX_ACK_CLOSE_REQ;
+        }
+        self.state = next;
+    }
+
+    /// Processes an ACK addressed to this PDC (DPDCID = our id).
+    pub fn handle_ack(&mut self, now: Instant, cfg: &PdcConfig, ack: &Ack) -> Result<AckOutcome, PdcError> {
+        if ack.dpdcid != self.local {
+            return Err(PdcError::WrongPdc { expected: self.local, got: ack.dpdcid });
+        }
+        if self.remote != 0 && ack.spdcid != self.remote {
+            return Err(PdcError::WrongPdc { expected: self.remote, got: ack.spdcid });
+        }
+        if ack.spdcid == 0 {
+            return Err(PdcError::WrongPdc { expected: self.remote, got: 0 });
+        }
+        let ev = if self.remote == 0 { Ev::FirstAck } else { Ev::Update };
+        let mut next = self.transition(ev)?;
+        let (sack, mpr) = match ack.ext {
+            AckExtension::None => (None, None),
+            AckExtension::Cc(cc) => (Some((cc.sack_psn_offset, cc.sack_bitmap)), Some(cc.mpr)),
+            AckExtension::Ccx(cc) => (Some((cc.sack_psn_offset, cc.sack_bitmap)), Some(cc.mpr)),
+        };
+        let sack = sack.map(|(off, bitmap)| Sack { base: ack.cack_psn.wrapping_add(off as i32 as u32), bitmap });
+        let acked = self.tx.on_ack(ack.cack_psn, sack)?;
+
+        if self.remote == 0 {
+            self.remote = ack.spdcid;
+            self.events |= EV_ESTABLISHED;
+        }
+        if let Some(mpr) = mpr {
+            // A stale MPR (CACK not newer than the last update's) is ignored (digest §4.4).
+            if !psn_after(self.peer_range_cack, ack.cack_psn) {
+                self.peer_range = u32::from(mpr) * MPR_GRANULARITY;
+                self.peer_range_cack = ack.cack_psn;
+            }
+        }
+        let close_acked = next == InitiatorState::CloseAckWait && self.tx.is_acked(self.close_psn);
+        if acked > 0 {
+            self.rto_count = 0;
+            self.nack_count = 0;
+            self.probe_count = 0;
+            self.rto_at = if self.tx.outstanding() > 0 { Some(now.saturating_add(cfg.rto)) } else { None };
+        }
+        let lost = if self.mode == DeliveryMode::Rud { self.tx.detect_losses(cfg.loss_threshold) } else { 0 };
+        match ack.request {
+            AckRequest::None => {}
+            AckRequest::Clear => self.tx_pending |= TX_CLEAR,
+            AckRequest::Close => next = self.transition_from(next, Ev::WantClose)?,
+        }
+        if next == InitiatorState::AckWait && self.tx.outstanding() == 0 {
+            next = self.transition_from(next, Ev::Drained)?;
+            self.queue_close(now, cfg);
+        } else if close_acked {
+            next = self.transition_from(next, Ev::CloseDone)?;
+        }
+        self.enter(next);
+        let request_acked = if close_acked { acked.saturating_sub(1) } else { acked };
+        Ok(AckOutcome { acked: request_acked, lost })
+    }
+
+    /// [`Initiator::transition`] from a state other than the current one (a chain of steps
+    /// within one input).
+    fn transition_from(&self, from: InitiatorState, ev: Ev) -> Result<InitiatorState, PdcError> {
+        transition(from, ev)
+    }
+
+    /// Takes a PSN for the CLOSE and queues it.
+    fn queue_close(&mut self, now: Instant, cfg: &PdcConfig) {
+        // The window is empty here (all acknowledged, or abandoned), so a PSN is always free.
+        let psn = self.tx.send(u32::MAX).unwrap_or(self.tx.next_psn());
+        self.close_psn = psn;
+        self.tx_pending |= TX_CLOSE;
+        self.rto_count = 0;
+        self.rto_at = Some(now.saturating_add(cfg.rto));
+        self.probe_at = None;
+    }
+
+    /// Processes a NACK addressed to this PDC.
+    pub fn handle_nack(&mut self, now: Instant, cfg: &PdcConfig, nack: &Nack) -> Result<NackClass, PdcError> {
+        let NackTarget::Pdc { psn, spdcid, dpdcid } = nack.target else {
+            return Err(PdcError::IllegalEvent { event: "RUDI NACK", state: PdcState::Initiator(self.state) });
+        };
+        if dpdcid != self.local {
+            return Err(PdcError::WrongPdc { expected: self.local, got: dpdcid });
+        }
+        if self.remote != 0 && spdcid != self.remote && spdcid != 0 {
+            return Err(PdcError::WrongPdc { expected: self.remote, got: spdcid });
+        }
+        let sent = self.tx.next_psn().wrapping_sub(self.tx.base());
+        if psn.wrapping_sub(self.tx.base()) >= sent {
+            return Err(PdcError::StaleNack { psn });
+        }
+        let class = nack.code.class();
+        if self.state == InitiatorState::CloseAckWait && psn == self.close_psn {
+            // The target no longer knows the PDC (it freed it, and our CLOSE was a resend), or
+            // refused the close: either way the PDC is done.
+            let next = self.transition(Ev::CloseDone)?;
+            if class == NackClass::Close && nack.code == NackCode::ClosingInErr && self.failure.is_none() {
+                self.failure = Some(Failure::Nack(nack.code));
+                self.events |= EV_FAILED;
+            }
+            self.enter(next);
+            return Ok(class);
+        }
+        match class {
+            NackClass::Drop => {
+                self.transition(Ev::Update)?;
+            }
+            NackClass::Retransmit => {
+                let next = self.transition(Ev::Update)?;
+                let count = self.nack_count.saturating_add(1);
+                if cfg.nack_retx_exhausted(count) {
+                    self.fail(now, cfg, Failure::NackRetriesExhausted, true)?;
+                    return Ok(class);
+                }
+                self.nack_count = count;
+                match nack.code {
+                    NackCode::RodOoo => {
+                        self.tx.mark_all_lost();
+                    }
+                    code => {
+                        self.tx.mark_lost(psn);
+                        if !matches!(code, NackCode::Trimmed | NackCode::TrimmedLastHop | NackCode::TrimmedAck) {
+                            self.hold_until = Some(now.saturating_add(cfg.nack_retx_time));
+                        }
+                    }
+                }
+                self.enter(next);
+            }
+            NackClass::Close => {
+                self.fail(now, cfg, Failure::Nack(nack.code), false)?;
+            }
+            NackClass::NewStartPsn => {
+                // Only while SYN is set, i.e. before anything was acknowledged (digest §2.3).
+                if self.remote != 0 || self.state != InitiatorState::Creating {
+                    return Err(PdcError::IllegalEvent {
+                        event: "NACK NEW_START_PSN",
+                        state: PdcState::Initiator(self.state),
+                    });
+                }
+                let next = self.transition(Ev::Update)?;
+                if !self.tx.restart_at(nack.payload) {
+                    return Err(PdcError::IllegalEvent {
+                        event: "NACK NEW_START_PSN",
+                        state: PdcState::Initiator(self.state),
+                    });
+                }
+                self.start_psn = nack.payload;
+                self.peer_range_cack = nack.payload.wrapping_sub(1);
+                self.rto_at = Some(now.saturating_add(cfg.rto));
+                self.enter(next);
+            }
+        }
+        Ok(class)
+    }
+
+    /// Processes a control packet from the target: CLOSE_REQ (acknowledged, then the PDC
+    /// quiesces). Other control types are not for the initiator.
+    pub fn handle_control(&mut self, _now: Instant, ctl: &Control) -> Result<(), PdcError> {
+        let PdcDest::Established { dpdcid } = ctl.dest else {
+            return Err(PdcError::IllegalEvent { event: "control with SYN", state: PdcState::Initiator(self.state) });
+        };
+        if dpdcid != self.local {
+            return Err(PdcError::WrongPdc { expected: self.local, got: dpdcid });
+        }
+        if self.remote == 0 || ctl.spdcid != self.remote {
+            return Err(PdcError::WrongPdc { expected: self.remote, got: ctl.spdcid });
+        }
+        match ctl.ctl_type {
+            ControlType::CloseReq => {
+                let next = self.transition(Ev::WantClose)?;
+                self.close_req_psn = ctl.psn;
+                self.tx_pending |= TX_ACK_CLOSE_REQ;
+                self.enter(next);
+                Ok(())
+            }
+            _ => Err(PdcError::IllegalEvent {
+                event: "control packet other than CLOSE_REQ",
+                state: PdcState::Initiator(self.state),
+            }),
+        }
+    }
+
+    /// A close is wanted (idle, resources, or policy): stop starting messages; the caller calls
+    /// [`Initiator::close`] when the messages it started are sent.
+    pub fn request_close(&mut self) -> Result<(), PdcError> {
+        let next = self.transition(Ev::WantClose)?;
+        self.enter(next);
+        Ok(())
+    }
+
+    fn want_close(&mut self) {
+        if let Ok(next) = self.transition(Ev::WantClose) {
+            self.enter(next);
+        }
+    }
+
+    /// Closes the PDC: waits for every outstanding ACK, then sends CLOSE (digest §4.3 step 5). A
+    /// PDC that never sent anything closes at once.
+    pub fn close(&mut self, now: Instant, cfg: &PdcConfig) -> Result<(), PdcError> {
+        let outstanding = self.tx.outstanding();
+        let ever_sent = self.tx.next_psn() != self.start_psn;
+        let next = self.transition(Ev::Close { outstanding, ever_sent })?;
+        if next == InitiatorState::CloseAckWait && self.state != InitiatorState::CloseAckWait {
+            self.queue_close(now, cfg);
+        }
+        self.enter(next);
+        Ok(())
+    }
+
+    /// Close in error: everything not acknowledged fails; then CLOSE if the target may still hold
+    /// the PDC, else Closed.
+    fn fail(&mut self, now: Instant, cfg: &PdcConfig, why: Failure, peer_alive: bool) -> Result<(), PdcError> {
+        // A target that never answered has no id to address; one in CloseAckWait already has our
+        // CLOSE.
+        let peer_alive = peer_alive && self.remote != 0 && self.state != InitiatorState::CloseAckWait;
+        let next = self.transition(Ev::Fail { peer_alive })?;
+        if self.failure.is_none() {
+            self.failure = Some(why);
+            self.events |= EV_FAILED;
+        }
+        self.tx.abandon();
+        self.hold_until = None;
+        if next == InitiatorState::CloseAckWait {
+            self.queue_close(now, cfg);
+        }
+        self.enter(next);
+        Ok(())
+    }
+
+    /// The next packet to send that is not a new request: the ACK of a CLOSE_REQ, CLOSE, CLEAR,
+    /// a tail-loss probe, or a resend, in that order.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<InitiatorTx> {
+        if self.tx_pending & TX_ACK_CLOSE_REQ != 0 {
+            self.tx_pending &= !TX_ACK_CLOSE_REQ;
+            return Some(InitiatorTx::Ack(Ack {
+                next_header: NextHeader::None,
+                flags: AckFlags::empty(),
+                request: AckRequest::None,
+                ack_psn_offset: 0,
+                cack_psn: self.close_req_psn,
+                spdcid: self.local,
+                dpdcid: self.remote,
+                ext: AckExtension::None,
+            }));
+        }
+        if self.tx_pending & TX_CLOSE != 0 {
+            self.tx_pending &= !TX_CLOSE;
+            let retx = if self.rto_count > 0 { ControlFlags::RETX } else { ControlFlags::empty() };
+            return Some(InitiatorTx::Control(self.control(ControlType::Close, self.close_psn, 0, retx)));
+        }
+        if self.state == InitiatorState::Closed {
+            return None;
+        }
+        if self.tx_pending & TX_CLEAR != 0 {
+            self.tx_pending &= !TX_CLEAR;
+            let clear = self.tx.base().wrapping_sub(1);
+            return Some(InitiatorTx::Control(self.control(ControlType::Clear, 0, clear, ControlFlags::empty())));
+        }
+        if self.tx_pending & TX_PROBE != 0 {
+            self.tx_pending &= !TX_PROBE;
+            let newest = self.tx.next_psn().wrapping_sub(1);
+            return Some(InitiatorTx::Control(self.control(ControlType::AckReq, newest, 0, ControlFlags::empty())));
+        }
+        if self.hold_until.is_some_and(|t| now < t) {
+            return None;
+        }
+        self.hold_until = None;
+        let psn = self.tx.take_lost()?;
+        Some(InitiatorTx::Resend(self.stamp(psn, RequestFlags::RETX | RequestFlags::AR)))
+    }
+
+    fn control(&self, ctl_type: ControlType, psn: u32, payload: u32, flags: ControlFlags) -> Control {
+        let isrod = if self.mode == DeliveryMode::Rod { ControlFlags::ISROD } else { ControlFlags::empty() };
+        let stamp = self.stamp(psn, RequestFlags::empty());
+        let ar = if ctl_type == ControlType::Close { ControlFlags::AR } else { ControlFlags::empty() };
+        Control { ctl_type, flags: flags | isrod | ar, probe_opaque: 0, psn, spdcid: self.local, dest: stamp.dest, payload }
+    }
+
+    /// Whether a resend or control packet is waiting for [`Initiator::poll_transmit`] (ignoring a
+    /// `NACK_Retx_Time` hold).
+    pub fn has_pending(&self) -> bool {
+        self.tx_pending != 0 || (self.state != InitiatorState::Closed && self.tx.lost_count() > 0)
+    }
+
+    /// The next deadline: RTO, tail-loss probe, or the end of a NACK hold.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let hold = self.hold_until.filter(|_| self.tx.lost_count() > 0);
+        [self.rto_at, self.probe_at, hold].into_iter().flatten().min()
+    }
+
+    /// Runs the timers due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant, cfg: &PdcConfig) {
+        if self.state == InitiatorState::Closed {
+            return;
+        }
+        if self.rto_at.is_some_and(|t| t <= now) {
+            self.rto_at = None;
+            self.probe_at = None;
+            let count = self.rto_count.saturating_add(1);
+            if self.state == InitiatorState::CloseAckWait {
+                if count > cfg.max_rto_retx {
+                    // The CLOSE went unanswered: give the PDC up.
+                    if let Ok(next) = self.transition(Ev::CloseDone) {
+                        self.enter(next);
+                    }
+                    return;
+                }
+                self.rto_count = count;
+                self.tx_pending |= TX_CLOSE;
+                self.rto_at = Some(now.saturating_add(cfg.rto));
+                return;
+            }
+            if self.tx.outstanding() == 0 {
+                return;
+            }
+            if count > cfg.max_rto_retx {
+                // Cannot fail from a state that allows no event; Closed was excluded above.
+                let _ = self.fail(now, cfg, Failure::RetriesExhausted, true);
+                return;
+            }
+            self.rto_count = count;
+            self.tx.mark_all_lost();
+            self.hold_until = None;
+            self.rto_at = Some(now.saturating_add(cfg.rto));
+        }
+        if self.probe_at.is_some_and(|t| t <= now) {
+            self.probe_at = None;
+            if self.tx.outstanding() > 0 && self.probe_count < cfg.max_tail_loss_retx && self.tx.lost_count() == 0 {
+                self.probe_count += 1;
+                self.tx_pending |= TX_PROBE;
+                self.probe_at = Some(now.saturating_add(cfg.tail_loss_time));
+            }
+        }
+    }
+
+    /// The next event, each reported once: Established, then Failed, then Closed.
+    pub fn poll_event(&mut self) -> Option<InitiatorEvent> {
+        if self.events & EV_ESTABLISHED != 0 {
+            self.events &= !EV_ESTABLISHED;
+            return Some(InitiatorEvent::Established { tpdcid: self.remote });
+        }
+        if self.events & EV_FAILED != 0 {
+            self.events &= !EV_FAILED;
+            return self.failure.map(InitiatorEvent::Failed);
+        }
+        if self.events & EV_CLOSED != 0 && self.tx_pending == 0 {
+            self.events &= !EV_CLOSED;
+            return Some(InitiatorEvent::Closed);
+        }
+        None
+    }
+}
+
+impl Ev {
+    const fn name(self) -> &'static str {
+        match self {
+            Ev::Send => "send",
+            Ev::Update => "ACK, NACK or timer",
+            Ev::FirstAck => "first ACK",
+            Ev::WantClose => "close wanted",
+            Ev::Close { .. } => "close",
+            Ev::Drained => "all acknowledged",
+            Ev::CloseDone => "close acknowledged",
+            Ev::Fail { .. } => "close in error",
+        }
+    }
+}
+
+/// Every transition of the initiator, in one place (the state diagram in the module doc). Pure:
+/// callers check, then apply.
+fn transition(state: InitiatorState, ev: Ev) -> Result<InitiatorState, PdcError> {
+    use InitiatorState as S;
+    let next = match (state, ev) {
+        (S::Closed, _) => None,
+        // New requests: until the close is under way.
+        (S::Creating | S::Established | S::Quiesce, Ev::Send) => Some(state),
+        (S::AckWait | S::CloseAckWait, Ev::Send) => None,
+        // ACKs, NACKs and timers that change no state.
+        (_, Ev::Update) => Some(state),
+        // The first ACK names the target's PDC.
+        (S::Creating, Ev::FirstAck) => Some(S::Established),
+        (S::Established | S::Quiesce | S::AckWait | S::CloseAckWait, Ev::FirstAck) => Some(state),
+        // A close is wanted (the target's CLOSE_REQ, or ours).
+        (S::Creating | S::Established, Ev::WantClose) => Some(S::Quiesce),
+        (S::Quiesce | S::AckWait | S::CloseAckWait, Ev::WantClose) => Some(state),
+        // Close now: nothing ever sent frees at once; wait for ACKs; or send CLOSE.
+        (S::Creating | S::Established | S::Quiesce, Ev::Close { ever_sent: false, .. }) => Some(S::Closed),
+        (S::Creating | S::Established | S::Quiesce, Ev::Close { outstanding: 1.., .. }) => Some(S::AckWait),
+        (S::Creating | S::Established | S::Quiesce, Ev::Close { outstanding: 0, .. }) => Some(S::CloseAckWait),
+        (S::AckWait | S::CloseAckWait, Ev::Close { .. }) => Some(state),
+        (S::AckWait, Ev::Drained) => Some(S::CloseAckWait),
+        (S::Creating | S::Established | S::Quiesce | S::CloseAckWait, Ev::Drained) => Some(state),
+        (S::CloseAckWait, Ev::CloseDone) => Some(S::Closed),
+        (S::Creating | S::Established | S::Quiesce | S::AckWait, Ev::CloseDone) => None,
+        // Close in error.
+        (_, Ev::Fail { peer_alive: true }) => Some(S::CloseAckWait),
+        (_, Ev::Fail { peer_alive: false }) => Some(S::Closed),
+    };
+    next.ok_or(PdcError::IllegalEvent { event: ev.name(), state: PdcState::Initiator(state) })
+}

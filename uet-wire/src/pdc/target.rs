@@ -1,0 +1,647 @@
+//! The target end of a PDC (digest `shared/spec/uet.md` §4.2, §4.3 target steps 1–6, §4.4, and
+//! §2.3 for the secure start PSN): created by the first SYN packet, it classifies every request
+//! PSN, decides what the caller delivers, and acknowledges with CACK + SACK.
+//!
+//! States are the digest's canonical set (open question 36, \[I\]):
+//!
+//! ```text
+//!  first SYN ─┬─ start PSN accepted ──────────────▶ Established ── request_close ──▶ CloseReqWait
+//!             └─ secure, start refused ─▶ Pending ──┘ (SYN with the       │ CLOSE            │ CLOSE
+//!                    │ New_PDC_Time                   required start)      ▼                  ▼
+//!                    └──────────────────────────────────────────────▶ Closed ◀── close in error
+//! ```
+//!
+//! Every transition is in one `match` ([`transition`]).
+//!
+//! * **RUD** (digest §4.4): a new PSN in the window is delivered whatever its order; a duplicate in
+//!   the window is re-ACKed, never NACKed; a PSN of the prior window is re-ACKed with [`Delivery::Stale`]
+//!   (the caller adds the SES DEFAULT_RESPONSE, RC_NULL); a PSN outside both is NACKed
+//!   PSN_OOR_WINDOW (INVALID_SYN with SYN).
+//! * **ROD**: only the next PSN in order is delivered. *Project-defined* (open question 37 would
+//!   buffer out-of-order packets, which needs payload memory this crate does not own): an
+//!   out-of-order packet is dropped and NACKed ROD_OOO once per missing PSN, and the initiator
+//!   goes back N.
+//! * **Secure start PSN** (§2.3): with [`StartPolicy::Expected0Rtt`] a SYN whose start PSN is before
+//!   the domain's `Expected_PSN` (serial order), and with [`StartPolicy::Random1Rtt`] every SYN,
+//!   puts the PDC in Pending and is NACKed NEW_START_PSN with the start PSN required; the PDC
+//!   becomes Established when a SYN with that start arrives, and is reaped after `New_PDC_Time`.
+//!   On close, [`Target::next_expected_psn`] gives the value the caller stores as the domain's next
+//!   `Expected_PSN`: *project-defined* as the CLOSE's PSN + 1 (uet-ref-prov uses start + 1, which
+//!   would let a later PDC reuse PSNs of this one).
+//! * **Close** (§4.3 target 3, 5): a CLOSE clears the forward direction, is ACKed and closes the
+//!   PDC. `request_close` sends CLOSE_REQ (it takes a PSN of the return direction, AR set) and
+//!   waits: resent every `Close_REQ_Time` until the initiator ACKs it (at most
+//!   `Max_RTO_Retx_Cnt` times), then closed in error (NACK CLOSING_IN_ERR) once `Close_REQ_Time`
+//!   passes with no packet from the initiator.
+//! * ACKs are coalesced by [`AckCoalescer`]; a duplicate, a probe and a CLOSE are answered at once.
+//!   Every ACK is an ACK_CC carrying the SACK bitmap and this PDC's MPR.
+
+use super::config::{MPR_GRANULARITY, PdcConfig};
+use super::window::{AckCoalescer, AckTriggers, Arrival, RxWindow, psn_after};
+use super::{Failure, PdcError, PdcState};
+use crate::pds::{
+    Ack, AckCc, AckExtension, AckFlags, AckRequest, CcState, Control, ControlFlags, ControlType, DeliveryMode, Nack,
+    NackCode, NackFlags, NackTarget, NextHeader, PdcDest, Request, RequestFlags,
+};
+use linklayer::Instant;
+
+/// The states of a target PDC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TargetState {
+    /// Secure PDC whose initiator was told to restart at another start PSN.
+    Pending,
+    /// Accepting requests.
+    Established,
+    /// CLOSE_REQ sent; waiting for the initiator's CLOSE.
+    CloseReqWait,
+    /// Done: the PDC may be freed once its last ACK or NACK is sent.
+    Closed,
+}
+
+/// How the target accepts the start PSN of a new PDC (digest §2.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum StartPolicy {
+    /// Not a secure PDC: any start PSN.
+    Open,
+    /// EXPECTED_0RTT_START: accept a start PSN at or after the domain's `Expected_PSN`.
+    Expected0Rtt {
+        /// The domain's `Expected_PSN`.
+        expected_psn: u32,
+    },
+    /// RANDOM_1RTT_START: always restart the initiator at this (random) start PSN.
+    Random1Rtt {
+        /// The start PSN to require.
+        start_psn: u32,
+    },
+}
+
+/// What the caller does with a request's payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Delivery {
+    /// New: hand it to the SES.
+    New,
+    /// Received before, in the current window: already delivered; an ACK is due.
+    Duplicate,
+    /// Received before, cumulatively acknowledged (prior window): answer with the SES
+    /// DEFAULT_RESPONSE, RC_NULL; an ACK is due.
+    Stale,
+    /// Not accepted (see the NACK, if any).
+    Dropped,
+}
+
+/// The target's answer to a packet: what to deliver, and a NACK to send at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Verdict {
+    /// What to do with the payload.
+    pub delivery: Delivery,
+    /// A NACK to send now.
+    pub nack: Option<Nack>,
+}
+
+/// A packet the target needs sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TargetTx {
+    /// An ACK_CC.
+    Ack(Ack),
+    /// CLOSE_REQ.
+    Control(Control),
+    /// NACK CLOSING_IN_ERR.
+    Nack(Nack),
+}
+
+/// Something that happened to the PDC, reported once by [`Target::poll_event`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TargetEvent {
+    /// The PDC accepts requests.
+    Established,
+    /// The PDC closed in error.
+    Failed(Failure),
+    /// The PDC is closed and may be freed.
+    Closed,
+}
+
+const TX_CLOSE_REQ: u8 = 1;
+const TX_CLOSING_IN_ERR: u8 = 2;
+
+const EV_ESTABLISHED: u8 = 1;
+const EV_FAILED: u8 = 2;
+const EV_CLOSED: u8 = 4;
+
+/// What drives a transition (see [`transition`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ev {
+    /// A request or control packet handled without a state change.
+    Packet,
+    /// A SYN with the start PSN a Pending PDC required.
+    RequiredStart,
+    /// The initiator's CLOSE.
+    Close,
+    /// `request_close`.
+    WantClose,
+    /// The initiator's ACK of CLOSE_REQ.
+    CloseReqAcked,
+    /// `New_PDC_Time` passed in Pending.
+    Reap,
+    /// Close in error.
+    Fail,
+}
+
+/// The target end of one PDC, with a receive window of `64 × W` PSNs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target<const W: usize = 2> {
+    state: TargetState,
+    mode: DeliveryMode,
+    /// This PDC's id (TPDCID).
+    local: u16,
+    /// The initiator's id (IPDCID).
+    remote: u16,
+    start_psn: u32,
+    rx: RxWindow<W>,
+    coalescer: AckCoalescer,
+    ack_due: bool,
+    /// The PSN that triggered the ACK and the flags it echoes.
+    ack_psn: u32,
+    ack_flags: AckFlags,
+    /// Pending: the start PSN required, and when the PDC is reaped.
+    required_start: u32,
+    pending_until: Option<Instant>,
+    /// ROD: the missing PSN already NACKed ROD_OOO.
+    rod_nacked: Option<u32>,
+    /// Next PSN of the return direction (control packets only).
+    own_psn: u32,
+    close_req_psn: u32,
+    close_req_acked: bool,
+    close_req_count: u8,
+    close_req_at: Option<Instant>,
+    tx_pending: u8,
+    events: u8,
+    failure: Option<Failure>,
+}
+
+impl<const W: usize> Target<W> {
+    /// `MP_RANGE` of this PDC, in PSNs.
+    pub const MP_RANGE: u32 = RxWindow::<W>::MP_RANGE;
+
+    const SIZE_OK: () = assert!(
+        W >= 2 && W % 2 == 0 && 64 * W <= 32768,
+        "the window must be a whole number of MPR units (128 PSNs) and fit the 16-bit offsets"
+    );
+
+    /// A PDC for the SYN request `req` (digest §4.3 target step 1): `Start_PSN = PSN − psn_offset`.
+    /// `local` is its id (never 0), `own_start` the first PSN of its return direction. Established
+    /// at once unless `policy` refuses the start PSN (then Pending; the caller then passes `req` to
+    /// [`Target::handle_request`], which NACKs NEW_START_PSN).
+    pub fn new(
+        now: Instant,
+        cfg: &PdcConfig,
+        local: u16,
+        req: &Request,
+        policy: StartPolicy,
+        own_start: u32,
+    ) -> Result<Self, PdcError> {
+        let () = Self::SIZE_OK;
+        let Some(start) = req.start_psn() else {
+            return Err(PdcError::IllegalEvent { event: "first request without SYN", state: PdcState::Target(TargetState::Closed) });
+        };
+        let required = match policy {
+            StartPolicy::Open => start,
+            StartPolicy::Expected0Rtt { expected_psn } if psn_after(expected_psn, start) => expected_psn,
+            StartPolicy::Expected0Rtt { .. } => start,
+            StartPolicy::Random1Rtt { start_psn } => start_psn,
+        };
+        let established = required == start;
+        Ok(Target {
+            state: if established { TargetState::Established } else { TargetState::Pending },
+            mode: req.mode,
+            local,
+            remote: req.spdcid,
+            start_psn: required,
+            rx: RxWindow::new(required),
+            coalescer: AckCoalescer::default(),
+            ack_due: false,
+            ack_psn: start,
+            ack_flags: AckFlags::empty(),
+            required_start: required,
+            pending_until: if established { None } else { Some(now.saturating_add(cfg.new_pdc_time)) },
+            rod_nacked: None,
+            own_psn: own_start,
+            close_req_psn: 0,
+            close_req_acked: false,
+            close_req_count: 0,
+            close_req_at: None,
+            tx_pending: 0,
+            events: if established { EV_ESTABLISHED } else { 0 },
+            failure: None,
+        })
+    }
+
+    /// The current state.
+    pub const fn state(&self) -> TargetState {
+        self.state
+    }
+
+    /// RUD or ROD.
+    pub const fn mode(&self) -> DeliveryMode {
+        self.mode
+    }
+
+    /// This PDC's id.
+    pub const fn local_id(&self) -> u16 {
+        self.local
+    }
+
+    /// The initiator's PDC id.
+    pub const fn remote_id(&self) -> u16 {
+        self.remote
+    }
+
+    /// The start PSN in force.
+    pub const fn start_psn(&self) -> u32 {
+        self.start_psn
+    }
+
+    /// The receive window.
+    pub const fn window(&self) -> &RxWindow<W> {
+        &self.rx
+    }
+
+    /// Why the PDC closed in error, if it did.
+    pub const fn failure(&self) -> Option<Failure> {
+        self.failure
+    }
+
+    /// For a secure domain: the `Expected_PSN` a later PDC's start must reach (one past the last
+    /// PSN this PDC used). Project-defined; see the module doc.
+    pub const fn next_expected_psn(&self) -> u32 {
+        self.rx.cack_psn().wrapping_add(1)
+    }
+
+    /// Whether an ACK is waiting for [`Target::poll_transmit`].
+    pub const fn ack_due(&self) -> bool {
+        self.ack_due
+    }
+
+    fn nack(&self, code: NackCode, psn: u32, retx: bool, payload: u32) -> Nack {
+        let flags = if retx { NackFlags::RETX } else { NackFlags::empty() };
+        Nack {
+            flags,
+            code,
+            vendor_code: 0,
+            target: NackTarget::Pdc { psn, spdcid: self.local, dpdcid: self.remote },
+            payload,
+            ccx: None,
+        }
+    }
+
+    fn refuse(&self, code: NackCode, psn: u32, retx: bool) -> Verdict {
+        let payload = match code {
+            NackCode::NewStartPsn => self.required_start,
+            // Wireshark labels the payload "Max Recvd PSN + 1".
+            _ => self.rx.max_rcvd().wrapping_add(1),
+        };
+        Verdict { delivery: Delivery::Dropped, nack: Some(self.nack(code, psn, retx, payload)) }
+    }
+
+    /// Classifies a request for this PDC (found by DPDCID, or by the SYN key) and records it.
+    /// `payload_len` feeds ACK coalescing; `ecn` says the packet arrived CE-marked.
+    pub fn handle_request(
+        &mut self,
+        now: Instant,
+        cfg: &PdcConfig,
+        req: &Request,
+        payload_len: u32,
+        ecn: bool,
+    ) -> Result<Verdict, PdcError> {
+        let syn = matches!(req.dest, PdcDest::Syn { .. });
+        let retx = req.flags.contains(RequestFlags::RETX);
+        if let PdcDest::Established { dpdcid } = req.dest {
+            if dpdcid != self.local {
+                return Err(PdcError::WrongPdc { expected: self.local, got: dpdcid });
+            }
+        }
+        let mut next = transition(self.state, Ev::Packet)?;
+        if req.spdcid != self.remote {
+            return Ok(self.refuse(NackCode::PdcHdrMismatch, req.psn, retx));
+        }
+        if req.mode != self.mode {
+            return Ok(self.refuse(NackCode::PdcModeMismatch, req.psn, retx));
+        }
+        if self.state == TargetState::Pending {
+            if !(syn && req.start_psn() == Some(self.required_start)) {
+                return Ok(self.refuse(NackCode::NewStartPsn, req.psn, retx));
+            }
+            next = transition(self.state, Ev::RequiredStart)?;
+            self.pending_until = None;
+            self.events |= EV_ESTABLISHED;
+        }
+        let arrival = match self.mode {
+            DeliveryMode::Rud => self.rx.receive(req.psn),
+            DeliveryMode::Rod => match self.rx.classify(req.psn) {
+                Arrival::New if req.psn != self.rx.cack_psn().wrapping_add(1) => {
+                    let missing = self.rx.cack_psn().wrapping_add(1);
+                    self.state = next;
+                    if self.rod_nacked == Some(missing) {
+                        return Ok(Verdict { delivery: Delivery::Dropped, nack: None });
+                    }
+                    self.rod_nacked = Some(missing);
+                    return Ok(self.refuse(NackCode::RodOoo, req.psn, retx));
+                }
+                _ => self.rx.receive(req.psn),
+            },
+        };
+        self.state = next;
+        let delivery = match arrival {
+            Arrival::New => {
+                let triggers = AckTriggers { ar: req.flags.contains(RequestFlags::AR), syn, ecn, needs_clear: false };
+                if self.coalescer.on_packet(&cfg.ack, payload_len, triggers) {
+                    self.ack_due = true;
+                }
+                Delivery::New
+            }
+            Arrival::Duplicate => {
+                self.ack_due = true;
+                Delivery::Duplicate
+            }
+            Arrival::Stale => {
+                self.ack_due = true;
+                Delivery::Stale
+            }
+            Arrival::OutOfWindow => {
+                let code = if syn { NackCode::InvalidSyn } else { NackCode::PsnOorWindow };
+                return Ok(self.refuse(code, req.psn, retx));
+            }
+        };
+        self.ack_psn = req.psn;
+        self.ack_flags = AckFlags::empty();
+        if ecn {
+            self.ack_flags |= AckFlags::M;
+        }
+        if retx {
+            self.ack_flags |= AckFlags::RETX;
+        }
+        self.touch_close_req(now, cfg);
+        Ok(Verdict { delivery, nack: None })
+    }
+
+    /// While waiting for the CLOSE after an acknowledged CLOSE_REQ, any packet from the initiator
+    /// restarts the wait.
+    fn touch_close_req(&mut self, now: Instant, cfg: &PdcConfig) {
+        if self.state == TargetState::CloseReqWait && self.close_req_acked {
+            self.close_req_at = Some(now.saturating_add(cfg.close_req_time));
+        }
+    }
+
+    /// Handles a control packet from the initiator: CLOSE, ACK_REQ, CLEAR, NOOP; others are NACKed
+    /// UNEXP_EVENT (digest §4.3 target step 6).
+    pub fn handle_control(&mut self, now: Instant, cfg: &PdcConfig, ctl: &Control) -> Result<Verdict, PdcError> {
+        if let PdcDest::Established { dpdcid } = ctl.dest {
+            if dpdcid != self.local {
+                return Err(PdcError::WrongPdc { expected: self.local, got: dpdcid });
+            }
+        }
+        let next = transition(self.state, Ev::Packet)?;
+        let retx = ctl.flags.contains(ControlFlags::RETX);
+        if ctl.spdcid != self.remote {
+            return Ok(self.refuse(NackCode::PdcHdrMismatch, ctl.psn, retx));
+        }
+        if next == TargetState::Pending {
+            return Ok(self.refuse(NackCode::UnexpEvent, ctl.psn, retx));
+        }
+        let answered = Verdict { delivery: Delivery::Dropped, nack: None };
+        match ctl.ctl_type {
+            ControlType::Close => {
+                // The CLOSE takes the PSN after every request (all were acknowledged first, or
+                // abandoned in error): everything up to it counts as received.
+                let cack = self.rx.cack_psn();
+                if !psn_after(ctl.psn, cack) {
+                    return Ok(self.refuse(NackCode::UnexpEvent, ctl.psn, retx));
+                }
+                let next = transition(self.state, Ev::Close)?;
+                self.rx = RxWindow::new(ctl.psn.wrapping_add(1));
+                self.ack_now(ctl.psn, retx);
+                self.enter(next);
+                Ok(answered)
+            }
+            ControlType::AckReq => {
+                let received = match self.mode {
+                    DeliveryMode::Rud => self.rx.received(ctl.psn),
+                    DeliveryMode::Rod => !psn_after(ctl.psn, self.rx.cack_psn()),
+                };
+                if !received {
+                    return Ok(self.refuse(NackCode::PktNotRcvd, ctl.psn, retx));
+                }
+                self.ack_now(ctl.psn, retx);
+                self.touch_close_req(now, cfg);
+                Ok(answered)
+            }
+            ControlType::Clear | ControlType::Noop => {
+                // No guaranteed-delivery responses are held at this layer, so CLEAR releases
+                // nothing here; the message layer may act on its payload.
+                if ctl.flags.contains(ControlFlags::AR) {
+                    self.ack_now(self.rx.cack_psn(), retx);
+                }
+                self.touch_close_req(now, cfg);
+                Ok(answered)
+            }
+            _ => Ok(self.refuse(NackCode::UnexpEvent, ctl.psn, retx)),
+        }
+    }
+
+    fn ack_now(&mut self, psn: u32, retx: bool) {
+        self.ack_due = true;
+        self.ack_psn = psn;
+        self.ack_flags = if retx { AckFlags::RETX } else { AckFlags::empty() };
+    }
+
+    /// Handles the initiator's ACK of this PDC's CLOSE_REQ.
+    pub fn handle_ack(&mut self, now: Instant, cfg: &PdcConfig, ack: &Ack) -> Result<(), PdcError> {
+        if ack.dpdcid != self.local {
+            return Err(PdcError::WrongPdc { expected: self.local, got: ack.dpdcid });
+        }
+        if ack.spdcid != self.remote {
+            return Err(PdcError::WrongPdc { expected: self.remote, got: ack.spdcid });
+        }
+        let next = transition(self.state, Ev::CloseReqAcked)?;
+        if ack.cack_psn != self.close_req_psn {
+            return Err(PdcError::Ack(super::AckError::BeyondSent { psn: ack.cack_psn, next_psn: self.own_psn }));
+        }
+        if !self.close_req_acked {
+            self.close_req_acked = true;
+            self.close_req_at = Some(now.saturating_add(cfg.close_req_time));
+        }
+        self.enter(next);
+        Ok(())
+    }
+
+    /// Asks the initiator to close (digest §4.3 target step 5): sends CLOSE_REQ and waits.
+    pub fn request_close(&mut self, now: Instant, cfg: &PdcConfig) -> Result<(), PdcError> {
+        let next = transition(self.state, Ev::WantClose)?;
+        if self.state != TargetState::CloseReqWait {
+            self.close_req_psn = self.own_psn;
+            self.own_psn = self.own_psn.wrapping_add(1);
+            self.tx_pending |= TX_CLOSE_REQ;
+            self.close_req_at = Some(now.saturating_add(cfg.close_req_time));
+        }
+        self.enter(next);
+        Ok(())
+    }
+
+    fn enter(&mut self, next: TargetState) {
+        if next == TargetState::Closed && self.state != TargetState::Closed {
+            self.events |= EV_CLOSED;
+            self.pending_until = None;
+            self.close_req_at = None;
+            self.tx_pending &= TX_CLOSING_IN_ERR;
+        }
+        self.state = next;
+    }
+
+    /// The next packet to send: NACK CLOSING_IN_ERR, CLOSE_REQ, or the ACK that is due.
+    pub fn poll_transmit(&mut self, _now: Instant) -> Option<TargetTx> {
+        if self.tx_pending & TX_CLOSING_IN_ERR != 0 {
+            self.tx_pending &= !TX_CLOSING_IN_ERR;
+            let psn = self.rx.cack_psn().wrapping_add(1);
+            return Some(TargetTx::Nack(self.nack(NackCode::ClosingInErr, psn, false, 0)));
+        }
+        if self.tx_pending & TX_CLOSE_REQ != 0 {
+            self.tx_pending &= !TX_CLOSE_REQ;
+            let retx = if self.close_req_count > 0 { ControlFlags::RETX } else { ControlFlags::empty() };
+            let isrod = if self.mode == DeliveryMode::Rod { ControlFlags::ISROD } else { ControlFlags::empty() };
+            return Some(TargetTx::Control(Control {
+                ctl_type: ControlType::CloseReq,
+                flags: ControlFlags::AR | retx | isrod,
+                probe_opaque: 0,
+                psn: self.close_req_psn,
+                spdcid: self.local,
+                dest: PdcDest::Established { dpdcid: self.remote },
+                payload: 0,
+            }));
+        }
+        if !self.ack_due {
+            return None;
+        }
+        self.ack_due = false;
+        self.coalescer.sent();
+        Some(TargetTx::Ack(self.ack()))
+    }
+
+    /// The ACK_CC this PDC would send now.
+    pub fn ack(&self) -> Ack {
+        let cack = self.rx.cack_psn();
+        let sack = self.rx.sack();
+        let offset = |psn: u32| -> i16 { i16::try_from(psn.wrapping_sub(cack) as i32).unwrap_or(0) };
+        Ack {
+            next_header: NextHeader::None,
+            flags: self.ack_flags,
+            request: AckRequest::None,
+            ack_psn_offset: offset(self.ack_psn),
+            cack_psn: cack,
+            spdcid: self.local,
+            dpdcid: self.remote,
+            ext: AckExtension::Cc(AckCc {
+                mpr: u8::try_from(Self::MP_RANGE / MPR_GRANULARITY).unwrap_or(u8::MAX),
+                sack_psn_offset: offset(sack.base),
+                sack_bitmap: sack.bitmap,
+                state: CcState::Nscc {
+                    service_time: 0,
+                    restore_cwnd: false,
+                    rcv_cwnd_pend: 0,
+                    rcvd_bytes: 0,
+                    ooo_count: u16::try_from(self.rx.out_of_order()).unwrap_or(u16::MAX),
+                },
+            }),
+        }
+    }
+
+    /// The next deadline: reaping a Pending PDC, or resending / giving up a CLOSE_REQ.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        [self.pending_until, self.close_req_at].into_iter().flatten().min()
+    }
+
+    /// Runs the timers due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant, cfg: &PdcConfig) {
+        if self.pending_until.is_some_and(|t| t <= now) {
+            if let Ok(next) = transition(self.state, Ev::Reap) {
+                self.enter(next);
+            }
+            return;
+        }
+        if self.close_req_at.is_some_and(|t| t <= now) {
+            self.close_req_at = None;
+            let count = self.close_req_count.saturating_add(1);
+            if !self.close_req_acked && count <= cfg.max_rto_retx {
+                self.close_req_count = count;
+                self.tx_pending |= TX_CLOSE_REQ;
+                self.close_req_at = Some(now.saturating_add(cfg.close_req_time));
+                return;
+            }
+            if let Ok(next) = transition(self.state, Ev::Fail) {
+                self.failure = Some(Failure::CloseTimeout);
+                self.events |= EV_FAILED;
+                self.tx_pending |= TX_CLOSING_IN_ERR;
+                self.enter(next);
+            }
+        }
+    }
+
+    /// The next event, each reported once: Established, Failed, then Closed (after the last
+    /// packet is sent).
+    pub fn poll_event(&mut self) -> Option<TargetEvent> {
+        if self.events & EV_ESTABLISHED != 0 {
+            self.events &= !EV_ESTABLISHED;
+            return Some(TargetEvent::Established);
+        }
+        if self.events & EV_FAILED != 0 {
+            self.events &= !EV_FAILED;
+            return self.failure.map(TargetEvent::Failed);
+        }
+        if self.events & EV_CLOSED != 0 && self.tx_pending == 0 && !self.ack_due {
+            self.events &= !EV_CLOSED;
+            return Some(TargetEvent::Closed);
+        }
+        None
+    }
+}
+
+impl Ev {
+    const fn name(self) -> &'static str {
+        match self {
+            Ev::Packet => "request or control packet",
+            Ev::RequiredStart => "SYN with the required start PSN",
+            Ev::Close => "CLOSE",
+            Ev::WantClose => "close request",
+            Ev::CloseReqAcked => "ACK of CLOSE_REQ",
+            Ev::Reap => "New_PDC_Time expiry",
+            Ev::Fail => "close in error",
+        }
+    }
+}
+
+/// Every transition of the target, in one place (the state diagram in the module doc). Pure:
+/// callers check, then apply.
+fn transition(state: TargetState, ev: Ev) -> Result<TargetState, PdcError> {
+    use TargetState as S;
+    let next = match (state, ev) {
+        (S::Closed, _) => None,
+        (S::Pending | S::Established | S::CloseReqWait, Ev::Packet) => Some(state),
+        (S::Pending, Ev::RequiredStart) => Some(S::Established),
+        (S::Established | S::CloseReqWait, Ev::RequiredStart) => None,
+        (S::Established | S::CloseReqWait, Ev::Close) => Some(S::Closed),
+        (S::Pending, Ev::Close) => None,
+        (S::Established, Ev::WantClose) => Some(S::CloseReqWait),
+        (S::CloseReqWait, Ev::WantClose) => Some(state),
+        (S::Pending, Ev::WantClose) => None,
+        (S::CloseReqWait, Ev::CloseReqAcked) => Some(state),
+        (S::Pending | S::Established, Ev::CloseReqAcked) => None,
+        (S::Pending, Ev::Reap) => Some(S::Closed),
+        (S::Established | S::CloseReqWait, Ev::Reap) => None,
+        (S::Pending | S::Established | S::CloseReqWait, Ev::Fail) => Some(S::Closed),
+    };
+    next.ok_or(PdcError::IllegalEvent { event: ev.name(), state: PdcState::Target(state) })
+}
