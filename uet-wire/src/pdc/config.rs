@@ -32,7 +32,7 @@ pub struct PdcConfig {
     /// (default 5).
     pub max_rto_retx: u8,
     /// `NACK_Retx_Time`: how long a packet NACKed for want of a resource waits before it is
-    /// resent (default 1 ms). Trimmed packets are resent at once.
+    /// resent (default 1 ms; NACK codes 0x04–0x0A). Other NACKed packets are resent at once.
     pub nack_retx_time: Duration,
     /// `Max_NACK_Retx_Cnt`: retransmitting NACKs in a row without progress before the PDC closes
     /// in error (default 5; [`UNLIMITED_NACK_RETX`] means no limit).

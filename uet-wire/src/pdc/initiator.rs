@@ -28,7 +28,8 @@
 //!   acknowledged PSNs after it is resent once without waiting (project-defined, see
 //!   [`config`](super::config)).
 //! * **NACKs** by code class ([`NackClass`]): trimmed packets are resent at once; packets refused
-//!   for want of a resource after `NACK_Retx_Time`; ROD_OOO resends every unacknowledged PSN
+//!   for want of a resource (codes 0x04–0x0A) after `NACK_Retx_Time`; the other retransmit-class
+//!   codes (PKT_NOT_RCVD, PSN_OOR_WINDOW, …) at once; ROD_OOO resends every unacknowledged PSN
 //!   (go-back-N); close-class codes close in error; NEW_START_PSN re-stamps everything (only
 //!   while SYN is still set); RCVD_SES_PROCG is dropped. A NACK outside `[tx_base, next_psn − 1]`
 //!   changes nothing.
@@ -285,7 +286,7 @@ impl<const W: usize> Initiator<W> {
         self.tx.is_acked(psn)
     }
 
-    /// Request PSNs sent and not acknowledged.
+    /// PSNs sent and not acknowledged (a CLOSE's included).
     pub fn outstanding(&self) -> u32 {
         self.tx.outstanding()
     }
@@ -396,7 +397,12 @@ impl<const W: usize> Initiator<W> {
             self.rto_count = 0;
             self.nack_count = 0;
             self.probe_count = 0;
-            self.rto_at = if self.tx.outstanding() > 0 { Some(now.saturating_add(cfg.rto)) } else { None };
+            if self.tx.outstanding() > 0 {
+                self.rto_at = Some(now.saturating_add(cfg.rto));
+            } else {
+                self.rto_at = None;
+                self.probe_at = None;
+            }
         }
         let lost = if self.mode == DeliveryMode::Rud { self.tx.detect_losses(cfg.loss_threshold) } else { 0 };
         match ack.request {
@@ -477,7 +483,7 @@ impl<const W: usize> Initiator<W> {
                     }
                     code => {
                         self.tx.mark_lost(psn);
-                        if !matches!(code, NackCode::Trimmed | NackCode::TrimmedLastHop | NackCode::TrimmedAck) {
+                        if is_resource_shortage(code) {
                             self.hold_until = Some(now.saturating_add(cfg.nack_retx_time));
                         }
                     }
@@ -631,7 +637,15 @@ impl<const W: usize> Initiator<W> {
         let isrod = if self.mode == DeliveryMode::Rod { ControlFlags::ISROD } else { ControlFlags::empty() };
         let stamp = self.stamp(psn, RequestFlags::empty());
         let ar = if ctl_type == ControlType::Close { ControlFlags::AR } else { ControlFlags::empty() };
-        Control { ctl_type, flags: flags | isrod | ar, probe_opaque: 0, psn, spdcid: self.local, dest: stamp.dest, payload }
+        Control {
+            ctl_type,
+            flags: flags | isrod | ar,
+            probe_opaque: 0,
+            psn,
+            spdcid: self.local,
+            dest: stamp.dest,
+            payload,
+        }
     }
 
     /// Whether a resend or control packet is waiting for [`Initiator::poll_transmit`] (ignoring a
@@ -691,6 +705,12 @@ impl<const W: usize> Initiator<W> {
         }
     }
 
+    /// Test support: behaves as if `n` more PSNs had been sent and acknowledged.
+    #[cfg(test)]
+    pub(crate) fn skip_psns(&mut self, n: u32) {
+        self.tx.skip(n);
+    }
+
     /// The next event, each reported once: Established, then Failed, then Closed.
     pub fn poll_event(&mut self) -> Option<InitiatorEvent> {
         if self.events & EV_ESTABLISHED != 0 {
@@ -722,6 +742,21 @@ impl Ev {
             Ev::Fail { .. } => "close in error",
         }
     }
+}
+
+/// NACK codes that say the target lacked a resource (0x04–0x0A): resending at once would meet
+/// the same shortage, so the resend waits `NACK_Retx_Time`.
+const fn is_resource_shortage(code: NackCode) -> bool {
+    matches!(
+        code,
+        NackCode::NoPdcAvail
+            | NackCode::NoCccAvail
+            | NackCode::NoBitmap
+            | NackCode::NoPktBuffer
+            | NackCode::NoGtdDelAvail
+            | NackCode::NoSesMsgAvail
+            | NackCode::NoResource
+    )
 }
 
 /// Every transition of the initiator, in one place (the state diagram in the module doc). Pure:

@@ -24,6 +24,9 @@ pub mod table;
 pub mod target;
 pub mod window;
 
+#[cfg(test)]
+mod tests;
+
 pub use config::{PdcConfig, UNLIMITED_NACK_RETX};
 pub use initiator::{AckOutcome, Initiator, InitiatorEvent, InitiatorState, InitiatorTx, Stamp};
 pub use table::{InitiatorKey, IpAddr, PdcTable, TableError, TargetKey, ipv4};

@@ -207,7 +207,10 @@ impl<const W: usize> Target<W> {
     ) -> Result<Self, PdcError> {
         let () = Self::SIZE_OK;
         let Some(start) = req.start_psn() else {
-            return Err(PdcError::IllegalEvent { event: "first request without SYN", state: PdcState::Target(TargetState::Closed) });
+            return Err(PdcError::IllegalEvent {
+                event: "first request without SYN",
+                state: PdcState::Target(TargetState::Closed),
+            });
         };
         let required = match policy {
             StartPolicy::Open => start,
@@ -387,6 +390,23 @@ impl<const W: usize> Target<W> {
         }
         self.touch_close_req(now, cfg);
         Ok(Verdict { delivery, nack: None })
+    }
+
+    /// Answers a request that arrived trimmed (its payload cut by a switch; the caller knows from
+    /// the packet's length or marking): NACK TRIMMED, or TRIMMED_LASTHOP when the last-hop switch
+    /// cut it, so the initiator resends at once. Nothing is recorded.
+    pub fn handle_trimmed(&self, req: &Request, last_hop: bool) -> Result<Verdict, PdcError> {
+        if let PdcDest::Established { dpdcid } = req.dest {
+            if dpdcid != self.local {
+                return Err(PdcError::WrongPdc { expected: self.local, got: dpdcid });
+            }
+        }
+        transition(self.state, Ev::Packet)?;
+        if req.spdcid != self.remote {
+            return Ok(self.refuse(NackCode::PdcHdrMismatch, req.psn, false));
+        }
+        let code = if last_hop { NackCode::TrimmedLastHop } else { NackCode::Trimmed };
+        Ok(self.refuse(code, req.psn, req.flags.contains(RequestFlags::RETX)))
     }
 
     /// While waiting for the CLOSE after an acknowledged CLOSE_REQ, any packet from the initiator

@@ -1,0 +1,576 @@
+//! Tests of the initiator and target PDCs together: the worked example of the digest, every
+//! refused event, and each recovery path. Every packet crosses a codec round trip on the way.
+
+use super::*;
+use crate::pds::{
+    Ack, Control, ControlFlags, ControlType, DeliveryMode, Nack, NackClass, NackCode, NackTarget, NextHeader, PdcDest,
+    PdsHeader, Request, RequestFlags,
+};
+use linklayer::{Duration, Instant};
+
+fn t(us: u64) -> Instant {
+    Instant::from_nanos(us * 1000)
+}
+
+/// Emits and re-parses a PDS header: every packet of these tests is a real wire packet.
+fn wire(h: PdsHeader) -> PdsHeader {
+    let mut buf = [0u8; 64];
+    let n = h.emit(&mut buf).unwrap();
+    let (back, rest) = PdsHeader::parse(&buf[..n]).unwrap();
+    assert!(rest.is_empty());
+    assert_eq!(back, h);
+    back
+}
+
+fn req(stamp: Stamp) -> Request {
+    match wire(PdsHeader::Request(stamp.request(NextHeader::ReqStd, None))) {
+        PdsHeader::Request(r) => r,
+        other => panic!("not a request: {other:?}"),
+    }
+}
+
+fn ack_of(tx: TargetTx) -> Ack {
+    match tx {
+        TargetTx::Ack(a) => match wire(PdsHeader::Ack(a)) {
+            PdsHeader::Ack(a) => a,
+            _ => unreachable!(),
+        },
+        other => panic!("expected an ACK, got {other:?}"),
+    }
+}
+
+fn nack(n: Nack) -> Nack {
+    match wire(PdsHeader::Nack(n)) {
+        PdsHeader::Nack(n) => n,
+        _ => unreachable!(),
+    }
+}
+
+fn ctl(c: Control) -> Control {
+    match wire(PdsHeader::Control(c)) {
+        PdsHeader::Control(c) => c,
+        _ => unreachable!(),
+    }
+}
+
+fn cfg() -> PdcConfig {
+    PdcConfig::default()
+}
+
+/// An initiator (id 7, start PSN 4) whose first packet created a target (id 19) that ACKed it.
+fn established(mode: DeliveryMode) -> (Initiator, Target) {
+    let cfg = cfg();
+    let mut i = Initiator::<2>::new(&cfg, mode, 7, 4);
+    let r = req(i.send(t(0), &cfg, false).unwrap());
+    let mut tg = Target::<2>::new(t(1), &cfg, 19, &r, StartPolicy::Open, 2).unwrap();
+    assert_eq!(tg.handle_request(t(1), &cfg, &r, 4096, false).unwrap().delivery, Delivery::New);
+    let a = ack_of(tg.poll_transmit(t(1)).unwrap());
+    i.handle_ack(t(2), &cfg, &a).unwrap();
+    assert_eq!(i.state(), InitiatorState::Established);
+    assert_eq!(i.poll_event(), Some(InitiatorEvent::Established { tpdcid: 19 }));
+    assert_eq!(tg.poll_event(), Some(TargetEvent::Established));
+    (i, tg)
+}
+
+#[test]
+fn worked_example_write_read_and_target_requested_close() {
+    // Digest §4.3 and the `uet-pcap` exchange: PDC 7 opens with SYN from PSN 4; the target takes
+    // id 19; a write at PSNs 4–8, reads at 9–11, then the target asks to close.
+    let cfg = cfg();
+    let mut i = Initiator::<2>::new(&cfg, DeliveryMode::Rud, 7, 4);
+    let mut acks = Vec::new();
+
+    // PSN 4: SYN, psn_offset 0, CLEAR_PSN = start − 1.
+    let s4 = i.send(t(0), &cfg, false).unwrap();
+    assert_eq!((s4.psn, s4.spdcid), (4, 7));
+    assert_eq!(s4.dest, PdcDest::Syn { use_rsv_pdc: false, psn_offset: 0 });
+    assert_eq!(s4.request(NextHeader::ReqStd, None).clear_psn(), 3);
+    let r4 = req(s4);
+    let mut tg = Target::<2>::new(t(1), &cfg, 19, &r4, StartPolicy::Open, 2).unwrap();
+    assert_eq!(tg.poll_event(), Some(TargetEvent::Established));
+    assert_eq!(
+        tg.handle_request(t(1), &cfg, &r4, 4096, false).unwrap(),
+        Verdict { delivery: Delivery::New, nack: None }
+    );
+    // PSN 5: still SYN (no ACK yet), psn_offset 1.
+    let s5 = i.send(t(1), &cfg, false).unwrap();
+    assert_eq!(s5.dest, PdcDest::Syn { use_rsv_pdc: false, psn_offset: 1 });
+    // SYN packets are ACKed at once (digest §4.4).
+    let a4 = ack_of(tg.poll_transmit(t(1)).unwrap());
+    assert_eq!((a4.cack_psn, a4.spdcid, a4.dpdcid), (4, 19, 7));
+    acks.push(a4.cack_psn);
+    assert_eq!(tg.handle_request(t(2), &cfg, &req(s5), 4096, false).unwrap().delivery, Delivery::New);
+    let a5 = ack_of(tg.poll_transmit(t(2)).unwrap());
+    acks.push(a5.cack_psn);
+    assert_eq!(i.handle_ack(t(3), &cfg, &a4).unwrap().acked, 1);
+    assert_eq!(i.poll_event(), Some(InitiatorEvent::Established { tpdcid: 19 }));
+    assert_eq!(i.state(), InitiatorState::Established);
+    assert_eq!(i.handle_ack(t(3), &cfg, &a5).unwrap().acked, 1);
+
+    // PSNs 6–8: DPDCID 19; AR on the last packet of the write only.
+    for psn in 6..=8 {
+        let s = i.send(t(4), &cfg, psn == 8).unwrap();
+        assert_eq!((s.psn, s.dest), (psn, PdcDest::Established { dpdcid: 19 }));
+        assert_eq!(s.flags.contains(RequestFlags::AR), psn == 8);
+        assert_eq!(s.request(NextHeader::ReqStd, None).clear_psn(), 5);
+        assert_eq!(tg.handle_request(t(5), &cfg, &req(s), 4096, false).unwrap().delivery, Delivery::New);
+        // 8 KiB accepted is under ACK_Gen_Trigger: only the AR packet is ACKed.
+        assert_eq!(tg.ack_due(), psn == 8);
+    }
+    let a8 = ack_of(tg.poll_transmit(t(5)).unwrap());
+    acks.push(a8.cack_psn);
+    assert_eq!(i.handle_ack(t(6), &cfg, &a8).unwrap().acked, 3);
+
+    // Reads at 9–11: one packet each, AR set, each ACKed.
+    for psn in 9..=11 {
+        let s = i.send(t(7), &cfg, true).unwrap();
+        assert_eq!(s.psn, psn);
+        tg.handle_request(t(8), &cfg, &req(s), 64, false).unwrap();
+        let a = ack_of(tg.poll_transmit(t(8)).unwrap());
+        acks.push(a.cack_psn);
+        i.handle_ack(t(9), &cfg, &a).unwrap();
+    }
+    assert_eq!(i.outstanding(), 0);
+
+    // The target asks to close: CLOSE_REQ with a PSN of its own (2), AR set.
+    tg.request_close(t(10), &cfg).unwrap();
+    let TargetTx::Control(cr) = tg.poll_transmit(t(10)).unwrap() else { panic!("no CLOSE_REQ") };
+    let cr = ctl(cr);
+    assert_eq!(
+        (cr.ctl_type, cr.psn, cr.spdcid, cr.dest),
+        (ControlType::CloseReq, 2, 19, PdcDest::Established { dpdcid: 7 })
+    );
+    assert!(cr.flags.contains(ControlFlags::AR));
+    i.handle_control(t(11), &cr).unwrap();
+    assert_eq!(i.state(), InitiatorState::Quiesce);
+    // The initiator ACKs the CLOSE_REQ, then closes: CLOSE at the next PSN, 12.
+    let Some(InitiatorTx::Ack(ack_cr)) = i.poll_transmit(t(11)) else { panic!("no ACK of CLOSE_REQ") };
+    assert_eq!((ack_cr.cack_psn, ack_cr.spdcid, ack_cr.dpdcid), (2, 7, 19));
+    tg.handle_ack(t(12), &cfg, &ack_cr).unwrap();
+    i.close(t(12), &cfg).unwrap();
+    assert_eq!(i.state(), InitiatorState::CloseAckWait);
+    let Some(InitiatorTx::Control(close)) = i.poll_transmit(t(12)) else { panic!("no CLOSE") };
+    let close = ctl(close);
+    assert_eq!((close.ctl_type, close.psn), (ControlType::Close, 12));
+    assert!(close.flags.contains(ControlFlags::AR));
+    tg.handle_control(t(13), &cfg, &close).unwrap();
+    assert_eq!(tg.state(), TargetState::Closed);
+    let a12 = ack_of(tg.poll_transmit(t(13)).unwrap());
+    acks.push(a12.cack_psn);
+    assert_eq!(tg.poll_event(), Some(TargetEvent::Closed));
+    assert_eq!(i.handle_ack(t(14), &cfg, &a12).unwrap().acked, 0);
+    assert_eq!(i.state(), InitiatorState::Closed);
+    assert_eq!(i.poll_event(), Some(InitiatorEvent::Closed));
+    assert_eq!(i.poll_event(), None);
+    assert_eq!(acks, [4, 5, 8, 9, 10, 11, 12]);
+    assert_eq!(i.failure(), None);
+    assert_eq!(tg.next_expected_psn(), 13);
+}
+
+#[test]
+fn refused_events_change_nothing() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    // An ACK beyond the sent PSNs.
+    let before = i.clone();
+    let mut bad = tg.ack();
+    bad.cack_psn = 100;
+    assert!(matches!(i.handle_ack(t(5), &cfg, &bad), Err(PdcError::Ack(AckError::BeyondSent { .. }))));
+    assert_eq!(i, before);
+    // An ACK from another PDC.
+    let mut other = tg.ack();
+    other.spdcid = 20;
+    assert_eq!(i.handle_ack(t(5), &cfg, &other), Err(PdcError::WrongPdc { expected: 19, got: 20 }));
+    assert_eq!(i, before);
+    // A NACK outside [tx_base, next_psn − 1].
+    let n = Nack {
+        flags: crate::pds::NackFlags::empty(),
+        code: NackCode::Trimmed,
+        vendor_code: 0,
+        target: NackTarget::Pdc { psn: 4, spdcid: 19, dpdcid: 7 },
+        payload: 0,
+        ccx: None,
+    };
+    assert_eq!(i.handle_nack(t(5), &cfg, &n), Err(PdcError::StaleNack { psn: 4 }));
+    assert_eq!(i, before);
+    // NEW_START_PSN once established.
+    let s = i.send(t(5), &cfg, false).unwrap();
+    let before = i.clone();
+    let ns = Nack { code: NackCode::NewStartPsn, target: NackTarget::Pdc { psn: s.psn, spdcid: 19, dpdcid: 7 }, ..n };
+    assert!(matches!(i.handle_nack(t(6), &cfg, &ns), Err(PdcError::IllegalEvent { .. })));
+    assert_eq!(i, before);
+    // CLOSE_REQ is the only control packet an initiator takes.
+    let probe = Control {
+        ctl_type: ControlType::AckReq,
+        flags: ControlFlags::empty(),
+        probe_opaque: 0,
+        psn: 2,
+        spdcid: 19,
+        dest: PdcDest::Established { dpdcid: 7 },
+        payload: 0,
+    };
+    assert!(matches!(i.handle_control(t(6), &probe), Err(PdcError::IllegalEvent { .. })));
+    assert_eq!(i, before);
+
+    // Closing: no new sends once the close is under way.
+    tg.handle_request(t(6), &cfg, &req(s), 100, false).unwrap();
+    let a = ack_of(TargetTx::Ack(tg.ack()));
+    i.handle_ack(t(7), &cfg, &a).unwrap();
+    i.close(t(7), &cfg).unwrap();
+    assert_eq!(i.state(), InitiatorState::CloseAckWait);
+    let before = i.clone();
+    assert_eq!(
+        i.send(t(8), &cfg, false),
+        Err(PdcError::IllegalEvent { event: "send", state: PdcState::Initiator(InitiatorState::CloseAckWait) })
+    );
+    assert!(!i.can_send(&cfg));
+    assert_eq!(i, before);
+
+    // A closed target refuses everything.
+    let Some(InitiatorTx::Control(close)) = i.poll_transmit(t(8)) else { panic!() };
+    tg.handle_control(t(9), &cfg, &ctl(close)).unwrap();
+    let tbefore = tg.clone();
+    assert!(matches!(tg.handle_control(t(9), &cfg, &close), Err(PdcError::IllegalEvent { .. })));
+    assert!(matches!(tg.request_close(t(9), &cfg), Err(PdcError::IllegalEvent { .. })));
+    assert_eq!(tg, tbefore);
+}
+
+#[test]
+fn target_refusals_are_nacks() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    let s = i.send(t(3), &cfg, false).unwrap();
+    // Wrong SPDCID: PDC_HDR_MISMATCH; wrong mode: PDC_MODE_MISMATCH; neither is recorded.
+    let before = tg.clone();
+    let mut r = req(s);
+    r.spdcid = 8;
+    assert_eq!(tg.handle_request(t(4), &cfg, &r, 0, false).unwrap().nack.unwrap().code, NackCode::PdcHdrMismatch);
+    let mut r = req(s);
+    r.mode = DeliveryMode::Rod;
+    assert_eq!(tg.handle_request(t(4), &cfg, &r, 0, false).unwrap().nack.unwrap().code, NackCode::PdcModeMismatch);
+    // Outside both windows: PSN_OOR_WINDOW; with SYN: INVALID_SYN.
+    let mut r = req(s);
+    r.psn = s.psn + 1000;
+    assert_eq!(tg.handle_request(t(4), &cfg, &r, 0, false).unwrap().nack.unwrap().code, NackCode::PsnOorWindow);
+    r.dest = PdcDest::Syn { use_rsv_pdc: false, psn_offset: 0 };
+    assert_eq!(tg.handle_request(t(4), &cfg, &r, 0, false).unwrap().nack.unwrap().code, NackCode::InvalidSyn);
+    // Another DPDCID is not this PDC's packet at all.
+    let mut r = req(s);
+    r.dest = PdcDest::Established { dpdcid: 20 };
+    assert_eq!(tg.handle_request(t(4), &cfg, &r, 0, false), Err(PdcError::WrongPdc { expected: 19, got: 20 }));
+    assert_eq!(tg, before);
+
+    // A duplicate is re-ACKed, never NACKed; a stale one too.
+    let r = req(i.send(t(3), &cfg, false).unwrap());
+    assert_eq!(tg.handle_request(t(5), &cfg, &r, 0, false).unwrap().delivery, Delivery::New);
+    assert_eq!(
+        tg.handle_request(t(5), &cfg, &r, 0, false).unwrap(),
+        Verdict { delivery: Delivery::Duplicate, nack: None }
+    );
+    let r4 = Request { psn: 4, ..r };
+    assert_eq!(
+        tg.handle_request(t(5), &cfg, &r4, 0, false).unwrap(),
+        Verdict { delivery: Delivery::Stale, nack: None }
+    );
+    assert!(tg.ack_due());
+    // Unknown control types: UNEXP_EVENT. An ACK_REQ for a PSN not received: PKT_NOT_RCVD.
+    let c = Control {
+        ctl_type: ControlType::Credit,
+        flags: ControlFlags::empty(),
+        probe_opaque: 0,
+        psn: 9,
+        spdcid: 7,
+        dest: PdcDest::Established { dpdcid: 19 },
+        payload: 0,
+    };
+    assert_eq!(tg.handle_control(t(6), &cfg, &c).unwrap().nack.unwrap().code, NackCode::UnexpEvent);
+    let c = Control { ctl_type: ControlType::AckReq, ..c };
+    assert_eq!(tg.handle_control(t(6), &cfg, &c).unwrap().nack.unwrap().code, NackCode::PktNotRcvd);
+    // Trimmed arrivals are NACKed for an immediate resend and not recorded.
+    let s2 = i.send(t(6), &cfg, false).unwrap();
+    let v = tg.handle_trimmed(&req(s2), false).unwrap();
+    assert_eq!(v.nack.unwrap().code, NackCode::Trimmed);
+    assert!(!tg.window().received(s2.psn));
+}
+
+#[test]
+fn nack_classes_drive_recovery() {
+    let cfg = cfg();
+    let (mut i, tg) = established(DeliveryMode::Rud);
+    let s = i.send(t(3), &cfg, false).unwrap();
+    // TRIMMED: resent at once with RETX and AR.
+    let n = nack(tg.handle_trimmed(&req(s), false).unwrap().nack.unwrap());
+    assert_eq!(i.handle_nack(t(4), &cfg, &n), Ok(NackClass::Retransmit));
+    let Some(InitiatorTx::Resend(r)) = i.poll_transmit(t(4)) else { panic!("no resend") };
+    assert_eq!(r.psn, s.psn);
+    assert!(r.flags.contains(RequestFlags::RETX | RequestFlags::AR));
+    // A resource NACK: resent only after NACK_Retx_Time.
+    let n2 = Nack { code: NackCode::NoPktBuffer, ..n };
+    i.handle_nack(t(5), &cfg, &n2).unwrap();
+    assert_eq!(i.poll_transmit(t(6)), None);
+    assert!(i.poll_timeout().unwrap() <= t(5).saturating_add(cfg.nack_retx_time));
+    assert!(matches!(i.poll_transmit(t(5).saturating_add(cfg.nack_retx_time)), Some(InitiatorTx::Resend(_))));
+    // RCVD_SES_PROCG is dropped.
+    let n3 = Nack { code: NackCode::RcvdSesProcg, ..n };
+    assert_eq!(i.handle_nack(t(2000), &cfg, &n3), Ok(NackClass::Drop));
+    assert!(!i.has_pending());
+    // Max_NACK_Retx_Cnt retransmitting NACKs in a row close in error (two counted already).
+    for k in 2..cfg.max_nack_retx {
+        i.handle_nack(t(3000 + u64::from(k)), &cfg, &n).unwrap();
+    }
+    assert_eq!(i.failure(), None);
+    i.handle_nack(t(3100), &cfg, &n).unwrap();
+    assert_eq!(i.failure(), Some(Failure::NackRetriesExhausted));
+    assert_eq!(i.poll_event(), Some(InitiatorEvent::Failed(Failure::NackRetriesExhausted)));
+    assert_eq!(i.state(), InitiatorState::CloseAckWait);
+    assert_eq!(i.outstanding(), 1, "only the CLOSE: the requests were given up");
+    let Some(InitiatorTx::Control(c)) = i.poll_transmit(t(3100)) else { panic!("no CLOSE") };
+    assert_eq!(c.ctl_type, ControlType::Close);
+
+    // A close-class NACK closes at once: the target has no usable PDC.
+    let (mut i, tg) = established(DeliveryMode::Rud);
+    let s = i.send(t(3), &cfg, false).unwrap();
+    let mut n = nack(tg.handle_trimmed(&req(s), false).unwrap().nack.unwrap());
+    n.code = NackCode::InvDpdcid;
+    assert_eq!(i.handle_nack(t(4), &cfg, &n), Ok(NackClass::Close));
+    assert_eq!(i.state(), InitiatorState::Closed);
+    assert_eq!(i.poll_event(), Some(InitiatorEvent::Failed(Failure::Nack(NackCode::InvDpdcid))));
+    assert_eq!(i.poll_event(), Some(InitiatorEvent::Closed));
+}
+
+#[test]
+fn rto_resends_then_closes_in_error() {
+    let cfg = cfg();
+    let (mut i, _tg) = established(DeliveryMode::Rud);
+    let s = i.send(t(10), &cfg, true).unwrap();
+    let mut now;
+    for round in 1..=cfg.max_rto_retx {
+        now = i.poll_timeout().unwrap();
+        // The tail-loss probe comes first (same default time), then the RTO resend.
+        i.handle_timeout(now, &cfg);
+        let mut resent = false;
+        while let Some(tx) = i.poll_transmit(now) {
+            if let InitiatorTx::Resend(r) = tx {
+                assert_eq!(r.psn, s.psn, "round {round}");
+                resent = true;
+            }
+        }
+        assert!(resent, "round {round}");
+    }
+    now = i.poll_timeout().unwrap();
+    i.handle_timeout(now, &cfg);
+    assert_eq!(i.failure(), Some(Failure::RetriesExhausted));
+    assert_eq!(i.state(), InitiatorState::CloseAckWait);
+    // The CLOSE itself is resent, then given up.
+    for _ in 0..=cfg.max_rto_retx {
+        assert!(matches!(i.poll_transmit(now), Some(InitiatorTx::Control(_))));
+        now = i.poll_timeout().unwrap();
+        i.handle_timeout(now, &cfg);
+    }
+    assert_eq!(i.state(), InitiatorState::Closed);
+    assert_eq!(i.poll_event(), Some(InitiatorEvent::Failed(Failure::RetriesExhausted)));
+    assert_eq!(i.poll_event(), Some(InitiatorEvent::Closed));
+    assert_eq!(i.poll_timeout(), None);
+}
+
+#[test]
+fn tail_loss_probe_recovers_a_lost_last_packet() {
+    let cfg = PdcConfig { rto: Duration::from_millis(10), ..cfg() };
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    let s = i.send(t(10), &cfg, true).unwrap(); // lost
+    let now = i.poll_timeout().unwrap();
+    assert_eq!(now, t(10).saturating_add(cfg.tail_loss_time));
+    i.handle_timeout(now, &cfg);
+    let Some(InitiatorTx::Control(p)) = i.poll_transmit(now) else { panic!("no probe") };
+    assert_eq!((p.ctl_type, p.psn), (ControlType::AckReq, s.psn));
+    let n = nack(tg.handle_control(now, &cfg, &ctl(p)).unwrap().nack.unwrap());
+    assert_eq!(n.code, NackCode::PktNotRcvd);
+    i.handle_nack(now, &cfg, &n).unwrap();
+    let Some(InitiatorTx::Resend(r)) = i.poll_transmit(now) else { panic!("no resend") };
+    assert_eq!(tg.handle_request(now, &cfg, &req(r), 10, false).unwrap().delivery, Delivery::New);
+    i.handle_ack(now, &cfg, &ack_of(tg.poll_transmit(now).unwrap())).unwrap();
+    assert_eq!(i.outstanding(), 0);
+    assert_eq!(i.poll_timeout(), None);
+}
+
+#[test]
+fn sack_drives_fast_resend_once() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    let stamps: Vec<Stamp> = (0..6).map(|_| i.send(t(3), &cfg, true).unwrap()).collect();
+    // The first is lost; the other five arrive, each ACKed (AR).
+    let mut lost = 0;
+    for s in &stamps[1..] {
+        tg.handle_request(t(4), &cfg, &req(*s), 100, false).unwrap();
+        lost += i.handle_ack(t(5), &cfg, &ack_of(tg.poll_transmit(t(4)).unwrap())).unwrap().lost;
+    }
+    assert_eq!(lost, 1, "marked once, after three later PSNs arrived");
+    let Some(InitiatorTx::Resend(r)) = i.poll_transmit(t(5)) else { panic!("no resend") };
+    assert_eq!(r.psn, stamps[0].psn);
+    assert_eq!(i.poll_transmit(t(5)), None);
+    // Further SACKs do not mark it again.
+    i.handle_ack(t(6), &cfg, &ack_of(TargetTx::Ack(tg.ack()))).unwrap();
+    assert_eq!(i.poll_transmit(t(6)), None);
+    tg.handle_request(t(7), &cfg, &req(r), 100, false).unwrap();
+    i.handle_ack(t(8), &cfg, &ack_of(tg.poll_transmit(t(7)).unwrap())).unwrap();
+    assert_eq!(i.outstanding(), 0);
+}
+
+#[test]
+fn rod_delivers_in_order_and_goes_back_n() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rod);
+    let stamps: Vec<Stamp> = (0..4).map(|_| i.send(t(3), &cfg, false).unwrap()).collect();
+    // The first is lost: the second is NACKed ROD_OOO, the third and fourth dropped silently.
+    let v = tg.handle_request(t(4), &cfg, &req(stamps[1]), 100, false).unwrap();
+    assert_eq!(v.delivery, Delivery::Dropped);
+    let n = nack(v.nack.unwrap());
+    assert_eq!(n.code, NackCode::RodOoo);
+    for s in &stamps[2..] {
+        assert_eq!(
+            tg.handle_request(t(4), &cfg, &req(*s), 100, false).unwrap(),
+            Verdict { delivery: Delivery::Dropped, nack: None }
+        );
+    }
+    i.handle_nack(t(5), &cfg, &n).unwrap();
+    // Go-back-N: all four are resent, in order, and delivered in order.
+    let mut delivered = Vec::new();
+    while let Some(InitiatorTx::Resend(r)) = i.poll_transmit(t(5)) {
+        let v = tg.handle_request(t(6), &cfg, &req(r), 100, false).unwrap();
+        assert_eq!(v.delivery, Delivery::New);
+        delivered.push(r.psn);
+    }
+    assert_eq!(delivered, stamps.iter().map(|s| s.psn).collect::<Vec<_>>());
+    i.handle_ack(t(7), &cfg, &ack_of(tg.poll_transmit(t(6)).unwrap())).unwrap();
+    assert_eq!(i.outstanding(), 0);
+}
+
+#[test]
+fn secure_start_psn_0rtt_refused_then_restarted() {
+    let cfg = cfg();
+    let mut i = Initiator::<2>::new(&cfg, DeliveryMode::Rud, 7, 1000);
+    let s0 = i.send(t(0), &cfg, false).unwrap();
+    let s1 = i.send(t(0), &cfg, true).unwrap();
+    // The domain expects start PSNs from 70_000 on: Pending, NACK NEW_START_PSN.
+    let policy = StartPolicy::Expected0Rtt { expected_psn: 70_000 };
+    let r0 = req(s0);
+    let mut tg = Target::<2>::new(t(1), &cfg, 19, &r0, policy, 2).unwrap();
+    assert_eq!(tg.state(), TargetState::Pending);
+    let v = tg.handle_request(t(1), &cfg, &r0, 100, false).unwrap();
+    let n = nack(v.nack.unwrap());
+    assert_eq!((v.delivery, n.code, n.payload), (Delivery::Dropped, NackCode::NewStartPsn, 70_000));
+    // The second SYN of the old start is refused the same way.
+    assert_eq!(tg.handle_request(t(1), &cfg, &req(s1), 100, false).unwrap().nack.unwrap().code, NackCode::NewStartPsn);
+    // The initiator shifts every PSN and resends both, still with SYN.
+    i.handle_nack(t(2), &cfg, &n).unwrap();
+    assert_eq!(i.start_psn(), 70_000);
+    let mut psns = Vec::new();
+    while let Some(InitiatorTx::Resend(r)) = i.poll_transmit(t(2)) {
+        assert!(r.syn());
+        assert_eq!(r.request(NextHeader::ReqStd, None).start_psn(), Some(70_000));
+        let v = tg.handle_request(t(3), &cfg, &req(r), 100, false).unwrap();
+        assert_eq!(v.delivery, Delivery::New);
+        psns.push(r.psn);
+    }
+    assert_eq!(psns, [70_000, 70_001]);
+    assert_eq!(tg.state(), TargetState::Established);
+    assert_eq!(tg.poll_event(), Some(TargetEvent::Established));
+    i.handle_ack(t(4), &cfg, &ack_of(tg.poll_transmit(t(3)).unwrap())).unwrap();
+    assert_eq!(i.state(), InitiatorState::Established);
+    assert_eq!(i.outstanding(), 0);
+
+    // A start at or after Expected_PSN is accepted at once (serial order, across the wrap).
+    let r = Request { psn: 5, dest: PdcDest::Syn { use_rsv_pdc: false, psn_offset: 0 }, ..r0 };
+    let tg =
+        Target::<2>::new(t(0), &cfg, 20, &r, StartPolicy::Expected0Rtt { expected_psn: u32::MAX - 10 }, 0).unwrap();
+    assert_eq!(tg.state(), TargetState::Established);
+}
+
+#[test]
+fn secure_start_psn_1rtt_and_pending_reaped() {
+    let cfg = cfg();
+    let mut i = Initiator::<2>::new(&cfg, DeliveryMode::Rud, 7, 1000);
+    let r = req(i.send(t(0), &cfg, true).unwrap());
+    let mut tg = Target::<2>::new(t(1), &cfg, 19, &r, StartPolicy::Random1Rtt { start_psn: 123_456 }, 2).unwrap();
+    let n = tg.handle_request(t(1), &cfg, &r, 0, false).unwrap().nack.unwrap();
+    assert_eq!((n.code, n.payload), (NackCode::NewStartPsn, 123_456));
+    // Nothing more arrives: the Pending PDC is reaped after New_PDC_Time.
+    assert_eq!(tg.poll_timeout(), Some(t(1).saturating_add(cfg.new_pdc_time)));
+    tg.handle_timeout(t(1).saturating_add(cfg.new_pdc_time), &cfg);
+    assert_eq!(tg.state(), TargetState::Closed);
+    assert_eq!(tg.poll_event(), Some(TargetEvent::Closed));
+    // Control packets are refused while Pending.
+    let mut tg = Target::<2>::new(t(1), &cfg, 19, &r, StartPolicy::Random1Rtt { start_psn: 123_456 }, 2).unwrap();
+    let c = Control {
+        ctl_type: ControlType::Close,
+        flags: ControlFlags::AR,
+        probe_opaque: 0,
+        psn: 1001,
+        spdcid: 7,
+        dest: PdcDest::Syn { use_rsv_pdc: false, psn_offset: 1 },
+        payload: 0,
+    };
+    assert_eq!(tg.handle_control(t(2), &cfg, &c).unwrap().nack.unwrap().code, NackCode::UnexpEvent);
+}
+
+#[test]
+fn psn_range_limit_forces_a_close() {
+    let cfg = cfg();
+    let (mut i, _tg) = established(DeliveryMode::Rud);
+    // Behave as if 2^31 − 3 PSNs had gone by since the start.
+    let used = i.window().next_psn().wrapping_sub(i.start_psn());
+    i.skip_psns((1 << 31) - 3 - used);
+    assert!(i.can_send(&cfg));
+    i.send(t(5), &cfg, false).unwrap();
+    i.send(t(5), &cfg, false).unwrap();
+    assert_eq!(i.state(), InitiatorState::Quiesce, "the PDC must close before start + 2^31");
+    assert!(!i.can_send(&cfg));
+    // Without Limit_PSN_Range it could go on.
+    let open = PdcConfig { limit_psn_range: false, ..cfg };
+    let (mut j, _) = established(DeliveryMode::Rud);
+    j.skip_psns((1 << 31) - 3 - used);
+    j.send(t(5), &open, false).unwrap();
+    j.send(t(5), &open, false).unwrap();
+    assert_eq!(j.state(), InitiatorState::Established);
+}
+
+#[test]
+fn target_close_request_resent_then_closed_in_error() {
+    let cfg = cfg();
+    let (_i, mut tg) = established(DeliveryMode::Rud);
+    tg.request_close(t(10), &cfg).unwrap();
+    let mut now = t(10);
+    let mut sent = 0;
+    loop {
+        while let Some(tx) = tg.poll_transmit(now) {
+            match tx {
+                TargetTx::Control(c) => {
+                    assert_eq!(c.ctl_type, ControlType::CloseReq);
+                    assert_eq!(c.flags.contains(ControlFlags::RETX), sent > 0);
+                    sent += 1;
+                }
+                TargetTx::Nack(n) => assert_eq!(n.code, NackCode::ClosingInErr),
+                TargetTx::Ack(_) => {}
+            }
+        }
+        let Some(next) = tg.poll_timeout() else { break };
+        now = next;
+        tg.handle_timeout(now, &cfg);
+    }
+    assert_eq!(sent, 1 + u32::from(cfg.max_rto_retx));
+    assert_eq!(tg.state(), TargetState::Closed);
+    assert_eq!(tg.poll_event(), Some(TargetEvent::Failed(Failure::CloseTimeout)));
+    assert_eq!(tg.poll_event(), Some(TargetEvent::Closed));
+}
+
+#[test]
+fn pdc_sizes() {
+    use core::mem::size_of;
+    std::println!(
+        "Initiator<2>: {} B, Target<2>: {} B (goal: at most 256 B each)",
+        size_of::<Initiator<2>>(),
+        size_of::<Target<2>>()
+    );
+    assert!(size_of::<Initiator<2>>() <= 256);
+    assert!(size_of::<Target<2>>() <= 256);
+}
