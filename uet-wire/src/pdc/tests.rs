@@ -33,7 +33,7 @@ fn ack_of(tx: TargetTx) -> Ack {
     match tx {
         TargetTx::Ack(a) => match wire(PdsHeader::Ack(a)) {
             PdsHeader::Ack(a) => a,
-            _ => unreachable!(),
+            _ => panic!("not an ACK"),
         },
         other => panic!("expected an ACK, got {other:?}"),
     }
@@ -42,14 +42,14 @@ fn ack_of(tx: TargetTx) -> Ack {
 fn nack(n: Nack) -> Nack {
     match wire(PdsHeader::Nack(n)) {
         PdsHeader::Nack(n) => n,
-        _ => unreachable!(),
+        _ => panic!("wrong packet type"),
     }
 }
 
 fn ctl(c: Control) -> Control {
     match wire(PdsHeader::Control(c)) {
         PdsHeader::Control(c) => c,
-        _ => unreachable!(),
+        _ => panic!("wrong packet type"),
     }
 }
 
