@@ -9,4 +9,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 pub mod link_sim;
+pub mod pdc_sim;
 pub mod uet_capture;

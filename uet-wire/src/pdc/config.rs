@@ -3,14 +3,18 @@
 //!
 //! *Project-defined* additions, each configurable:
 //!
-//! * [`PdcConfig::loss_threshold`]: how many later PSNs must be acknowledged before an
-//!   unacknowledged one is resent without waiting for the RTO. UE 1.0 infers loss from
-//!   out-of-order counts but no public source gives the threshold; 3 is TCP's duplicate-ACK
-//!   threshold (RFC 5681 §3.2). A packet resent once is left to the RTO after that, so a late
-//!   SACK can never start a storm of resends.
-//! * The target resends an unanswered CLOSE_REQ every `Close_REQ_Time`, up to
-//!   `Max_RTO_Retx_Cnt` times, before it closes in error (the sources close in error after one
-//!   `Close_REQ_Time`, which a single lost packet would turn into failed messages).
+//! * [`PdcConfig::loss_threshold`] and [`PdcConfig::reorder_window`]: an unacknowledged PSN with
+//!   at least `loss_threshold` later PSNs acknowledged becomes a loss candidate, and is resent
+//!   without waiting for the RTO if it is still unacknowledged `reorder_window` later. UE 1.0
+//!   infers loss from out-of-order counts but no public source gives the rule. Packet spraying
+//!   reorders by the spread of the path delays, often more than a hundred packets at 800 Gb/s,
+//!   so a count alone (TCP's 3, RFC 5681 §3.2) would resend much that is merely late; the window
+//!   is RACK's idea (RFC 8985 §6.2) without per-packet timestamps. Defaults: 3 and 50 µs. A
+//!   packet resent once is left to the RTO after that, so a late SACK never starts a storm.
+//! * The target resends an unanswered CLOSE_REQ every `Close_REQ_Time`, and closes in error only
+//!   after `Max_RTO_Retx_Cnt` periods of `Close_REQ_Time` without a packet from the initiator
+//!   (the sources close in error after one `Close_REQ_Time`, which a single lost packet would
+//!   turn into failed messages).
 
 use super::window::AckPolicy;
 use linklayer::Duration;
@@ -56,8 +60,12 @@ pub struct PdcConfig {
     /// `Limit_PSN_Range`: close the PDC before its PSNs reach `Start_PSN + 2^31` (default on; a
     /// secure PDC must).
     pub limit_psn_range: bool,
-    /// Later PSNs acknowledged before an unacknowledged one is resent (project-defined, default 3).
+    /// Later PSNs acknowledged before an unacknowledged one is a loss candidate (project-defined,
+    /// default 3).
     pub loss_threshold: u32,
+    /// How long a loss candidate may stay unacknowledged before it is resent (project-defined,
+    /// default 50 µs; zero resends at once).
+    pub reorder_window: Duration,
 }
 
 impl Default for PdcConfig {
@@ -75,6 +83,7 @@ impl Default for PdcConfig {
             default_mpr: 8,
             limit_psn_range: true,
             loss_threshold: 3,
+            reorder_window: Duration::from_micros(50),
         }
     }
 }

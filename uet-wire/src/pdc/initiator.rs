@@ -25,8 +25,8 @@
 //!   unacknowledged PSN is resent (RETX and AR set). `Max_RTO_Retx_Cnt` expiries in a row close
 //!   the PDC in error.
 //! * **SACK-driven resend** (RUD): an unacknowledged PSN with [`PdcConfig::loss_threshold`]
-//!   acknowledged PSNs after it is resent once without waiting (project-defined, see
-//!   [`config`](super::config)).
+//!   acknowledged PSNs after it, still unacknowledged [`PdcConfig::reorder_window`] later, is
+//!   resent once without waiting for the RTO (project-defined, see [`config`](super::config)).
 //! * **NACKs** by code class ([`NackClass`]): trimmed packets are resent at once; packets refused
 //!   for want of a resource (codes 0x04–0x0A) after `NACK_Retx_Time`; the other retransmit-class
 //!   codes (PKT_NOT_RCVD, PSN_OOR_WINDOW, …) at once; ROD_OOO resends every unacknowledged PSN
@@ -202,6 +202,9 @@ pub struct Initiator<const W: usize = 2> {
     close_req_psn: u32,
     rto_at: Option<Instant>,
     probe_at: Option<Instant>,
+    /// When the loss candidates up to `reorder_psn` are resent if still unacknowledged.
+    reorder_at: Option<Instant>,
+    reorder_psn: u32,
     /// Resends wait until then (NACK_Retx_Time after a resource NACK).
     hold_until: Option<Instant>,
     rto_count: u8,
@@ -236,6 +239,8 @@ impl<const W: usize> Initiator<W> {
             close_req_psn: 0,
             rto_at: None,
             probe_at: None,
+            reorder_at: None,
+            reorder_psn: 0,
             hold_until: None,
             rto_count: 0,
             nack_count: 0,
@@ -354,6 +359,7 @@ impl<const W: usize> Initiator<W> {
             self.events |= EV_CLOSED;
             self.rto_at = None;
             self.probe_at = None;
+            self.reorder_at = None;
             self.hold_until = None;
             self.tx_pending &= TX_ACK_CLOSE_REQ;
         }
@@ -404,7 +410,7 @@ impl<const W: usize> Initiator<W> {
                 self.probe_at = None;
             }
         }
-        let lost = if self.mode == DeliveryMode::Rud { self.tx.detect_losses(cfg.loss_threshold) } else { 0 };
+        let lost = self.detect_losses(now, cfg);
         match ack.request {
             AckRequest::None => {}
             AckRequest::Clear => self.tx_pending |= TX_CLEAR,
@@ -419,6 +425,22 @@ impl<const W: usize> Initiator<W> {
         self.enter(next);
         let request_acked = if close_acked { acked.saturating_sub(1) } else { acked };
         Ok(AckOutcome { acked: request_acked, lost })
+    }
+
+    /// SACK-driven loss detection (RUD only; a ROD target keeps no SACK): arms the reorder window
+    /// for the current candidates, or marks them at once when the window is zero. Returns how
+    /// many PSNs it marked.
+    fn detect_losses(&mut self, now: Instant, cfg: &PdcConfig) -> u32 {
+        if self.mode != DeliveryMode::Rud || self.reorder_at.is_some() {
+            return 0;
+        }
+        let Some(psn) = self.tx.loss_candidates(cfg.loss_threshold) else { return 0 };
+        if cfg.reorder_window == linklayer::Duration::ZERO {
+            return self.tx.mark_lost_through(psn);
+        }
+        self.reorder_psn = psn;
+        self.reorder_at = Some(now.saturating_add(cfg.reorder_window));
+        0
     }
 
     /// [`Initiator::transition`] from a state other than the current one (a chain of steps
@@ -584,6 +606,7 @@ impl<const W: usize> Initiator<W> {
         }
         self.tx.abandon();
         self.hold_until = None;
+        self.reorder_at = None;
         if next == InitiatorState::CloseAckWait {
             self.queue_close(now, cfg);
         }
@@ -654,10 +677,10 @@ impl<const W: usize> Initiator<W> {
         self.tx_pending != 0 || (self.state != InitiatorState::Closed && self.tx.lost_count() > 0)
     }
 
-    /// The next deadline: RTO, tail-loss probe, or the end of a NACK hold.
+    /// The next deadline: RTO, tail-loss probe, end of a reorder window, or end of a NACK hold.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let hold = self.hold_until.filter(|_| self.tx.lost_count() > 0);
-        [self.rto_at, self.probe_at, hold].into_iter().flatten().min()
+        [self.rto_at, self.probe_at, self.reorder_at, hold].into_iter().flatten().min()
     }
 
     /// Runs the timers due at `now`.
@@ -694,6 +717,11 @@ impl<const W: usize> Initiator<W> {
             self.tx.mark_all_lost();
             self.hold_until = None;
             self.rto_at = Some(now.saturating_add(cfg.rto));
+        }
+        if self.reorder_at.is_some_and(|t| t <= now) {
+            self.reorder_at = None;
+            self.tx.mark_lost_through(self.reorder_psn);
+            self.detect_losses(now, cfg);
         }
         if self.probe_at.is_some_and(|t| t <= now) {
             self.probe_at = None;

@@ -125,14 +125,21 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
         self.free.is_empty()
     }
 
-    /// Adds a PDC under `key`; returns its id (never 0).
+    /// The id the next [`PdcTable::insert`] will give (a PDC needs its own id when it is built),
+    /// or `None` when the table is full.
+    pub fn next_id(&self) -> Option<u16> {
+        let index = *self.free.last()?;
+        let generation = self.generations.get(usize::from(index)).copied().unwrap_or(0);
+        Some(generation.wrapping_mul(N as u16).wrapping_add(index).wrapping_add(1))
+    }
+
+    /// Adds a PDC under `key`; returns its id (never 0; the one [`PdcTable::next_id`] gave).
     pub fn insert(&mut self, key: K, pdc: T) -> Result<u16, TableError> {
         if let Some(&id) = self.by_key.get(&key) {
             return Err(TableError::KeyInUse { id });
         }
         let index = *self.free.last().ok_or(TableError::Full)?;
-        let generation = self.generations.get(usize::from(index)).copied().unwrap_or(0);
-        let id = generation.wrapping_mul(N as u16).wrapping_add(index).wrapping_add(1);
+        let id = self.next_id().ok_or(TableError::Full)?;
         if self.by_key.insert(key.clone(), id).is_err() {
             return Err(TableError::Full);
         }
@@ -255,7 +262,11 @@ mod tests {
             for (op, x) in ops {
                 match op {
                     0 => {
+                        let predicted = t.next_id();
                         let r = t.insert(key(x), x);
+                        if let Ok(id) = r {
+                            prop_assert_eq!(Some(id), predicted);
+                        }
                         let existing = model.iter().find(|(_, v)| v.0 == x).map(|(id, _)| *id);
                         match (r, existing) {
                             (Err(TableError::KeyInUse { id }), Some(e)) => prop_assert_eq!(id, e),

@@ -30,9 +30,11 @@
 //!   would let a later PDC reuse PSNs of this one).
 //! * **Close** (§4.3 target 3, 5): a CLOSE clears the forward direction, is ACKed and closes the
 //!   PDC. `request_close` sends CLOSE_REQ (it takes a PSN of the return direction, AR set) and
-//!   waits: resent every `Close_REQ_Time` until the initiator ACKs it (at most
-//!   `Max_RTO_Retx_Cnt` times), then closed in error (NACK CLOSING_IN_ERR) once `Close_REQ_Time`
-//!   passes with no packet from the initiator.
+//!   waits: it is resent every `Close_REQ_Time` until the initiator ACKs it. The PDC closes in
+//!   error (NACK CLOSING_IN_ERR) after `Max_RTO_Retx_Cnt` further periods of `Close_REQ_Time` with
+//!   no packet from the initiator (*project-defined*: the initiator may need as many RTOs to
+//!   finish its messages before its CLOSE, so one period, as in the sources, fails PDCs that
+//!   merely lost a packet).
 //! * ACKs are coalesced by [`AckCoalescer`]; a duplicate, a probe and a CLOSE are answered at once.
 //!   Every ACK is an ACK_CC carrying the SACK bitmap and this PDC's MPR.
 
@@ -414,6 +416,7 @@ impl<const W: usize> Target<W> {
     fn touch_close_req(&mut self, now: Instant, cfg: &PdcConfig) {
         if self.state == TargetState::CloseReqWait && self.close_req_acked {
             self.close_req_at = Some(now.saturating_add(cfg.close_req_time));
+            self.close_req_count = 0;
         }
     }
 
@@ -595,9 +598,11 @@ impl<const W: usize> Target<W> {
         if self.close_req_at.is_some_and(|t| t <= now) {
             self.close_req_at = None;
             let count = self.close_req_count.saturating_add(1);
-            if !self.close_req_acked && count <= cfg.max_rto_retx {
+            if count <= cfg.max_rto_retx {
                 self.close_req_count = count;
-                self.tx_pending |= TX_CLOSE_REQ;
+                if !self.close_req_acked {
+                    self.tx_pending |= TX_CLOSE_REQ;
+                }
                 self.close_req_at = Some(now.saturating_add(cfg.close_req_time));
                 return;
             }

@@ -399,21 +399,48 @@ fn sack_drives_fast_resend_once() {
     let (mut i, mut tg) = established(DeliveryMode::Rud);
     let stamps: Vec<Stamp> = (0..6).map(|_| i.send(t(3), &cfg, true).unwrap()).collect();
     // The first is lost; the other five arrive, each ACKed (AR).
-    let mut lost = 0;
     for s in &stamps[1..] {
         tg.handle_request(t(4), &cfg, &req(*s), 100, false).unwrap();
-        lost += i.handle_ack(t(5), &cfg, &ack_of(tg.poll_transmit(t(4)).unwrap())).unwrap().lost;
+        assert_eq!(i.handle_ack(t(5), &cfg, &ack_of(tg.poll_transmit(t(4)).unwrap())).unwrap().lost, 0);
     }
-    assert_eq!(lost, 1, "marked once, after three later PSNs arrived");
-    let Some(InitiatorTx::Resend(r)) = i.poll_transmit(t(5)) else { panic!("no resend") };
-    assert_eq!(r.psn, stamps[0].psn);
+    // After three later PSNs arrived it is a candidate; it is resent once the reorder window
+    // has passed with no ACK for it.
     assert_eq!(i.poll_transmit(t(5)), None);
+    assert_eq!(i.poll_timeout(), Some(t(5).saturating_add(cfg.reorder_window)));
+    let now = t(5).saturating_add(cfg.reorder_window);
+    i.handle_timeout(now, &cfg);
+    let Some(InitiatorTx::Resend(r)) = i.poll_transmit(now) else { panic!("no resend") };
+    assert_eq!(r.psn, stamps[0].psn);
+    assert_eq!(i.poll_transmit(now), None);
     // Further SACKs do not mark it again.
-    i.handle_ack(t(6), &cfg, &ack_of(TargetTx::Ack(tg.ack()))).unwrap();
-    assert_eq!(i.poll_transmit(t(6)), None);
-    tg.handle_request(t(7), &cfg, &req(r), 100, false).unwrap();
-    i.handle_ack(t(8), &cfg, &ack_of(tg.poll_transmit(t(7)).unwrap())).unwrap();
+    i.handle_ack(now, &cfg, &ack_of(TargetTx::Ack(tg.ack()))).unwrap();
+    assert_eq!(i.poll_timeout(), Some(t(3).saturating_add(cfg.tail_loss_time)));
+    tg.handle_request(now, &cfg, &req(r), 100, false).unwrap();
+    i.handle_ack(now, &cfg, &ack_of(tg.poll_transmit(now).unwrap())).unwrap();
     assert_eq!(i.outstanding(), 0);
+
+    // A late packet is not resent: it is acknowledged within the window.
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    let stamps: Vec<Stamp> = (0..6).map(|_| i.send(t(3), &cfg, true).unwrap()).collect();
+    for s in stamps[1..].iter().chain(&stamps[..1]) {
+        tg.handle_request(t(4), &cfg, &req(*s), 100, false).unwrap();
+        i.handle_ack(t(5), &cfg, &ack_of(tg.poll_transmit(t(4)).unwrap())).unwrap();
+    }
+    let now = t(5).saturating_add(cfg.reorder_window);
+    i.handle_timeout(now, &cfg);
+    assert_eq!(i.poll_transmit(now), None);
+    assert_eq!(i.outstanding(), 0);
+
+    // With a zero window the candidate is marked at once.
+    let quick = PdcConfig { reorder_window: Duration::ZERO, ..cfg };
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    let stamps: Vec<Stamp> = (0..5).map(|_| i.send(t(3), &quick, true).unwrap()).collect();
+    let mut lost = 0;
+    for s in &stamps[1..] {
+        tg.handle_request(t(4), &quick, &req(*s), 100, false).unwrap();
+        lost += i.handle_ack(t(5), &quick, &ack_of(tg.poll_transmit(t(4)).unwrap())).unwrap().lost;
+    }
+    assert_eq!(lost, 1);
 }
 
 #[test]

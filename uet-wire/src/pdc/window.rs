@@ -455,13 +455,31 @@ impl<const W: usize> TxWindow<W> {
         self.lost.set_below_unless(sent, &self.acked, &Bits([0; W]))
     }
 
-    /// Fast loss detection: marks lost every unacknowledged PSN that has not been resent yet and
-    /// has at least `threshold` PSNs after it that arrived. Returns how many were newly marked.
-    pub fn detect_losses(&mut self, threshold: u32) -> u32 {
-        let Some(top) = self.acked.last_set() else { return 0 };
+    /// Fast loss detection: the newest unacknowledged PSN, neither resent nor marked yet, that has at least
+    /// `threshold` PSNs after it that arrived (every such PSN at or before it is a loss
+    /// candidate), or `None`.
+    pub fn loss_candidates(&self, threshold: u32) -> Option<u32> {
+        let top = self.acked.last_set()?;
         // PSN `base + i` qualifies when `top - i >= threshold`, i.e. `i < top + 1 - threshold`.
         let n = (top + 1).saturating_sub(threshold.max(1));
-        self.lost.set_below_unless(n, &self.acked, &self.resent)
+        let mut skip = self.resent;
+        for (s, l) in skip.0.iter_mut().zip(self.lost.0) {
+            *s |= l;
+        }
+        let mut probe = Bits([0; W]);
+        probe.set_below_unless(n, &self.acked, &skip);
+        probe.last_set().map(|i| self.base.wrapping_add(i))
+    }
+
+    /// Marks lost every unacknowledged PSN up to and including `psn` that has not been resent
+    /// yet. Returns how many were newly marked.
+    pub fn mark_lost_through(&mut self, psn: u32) -> u32 {
+        let n = psn.wrapping_sub(self.base).wrapping_add(1);
+        let sent = self.next.wrapping_sub(self.base);
+        if psn_after(self.base, psn) {
+            return 0;
+        }
+        self.lost.set_below_unless(n.min(sent), &self.acked, &self.resent)
     }
 
     /// The oldest PSN marked lost, without taking it.
