@@ -274,8 +274,9 @@ impl PdcSim {
             }
             let entropy = entropy.unwrap_or_else(|| self.rng.below(1 << 16) as u32);
             let path = (entropy % f.paths) as usize;
-            let delay =
-                f.base_delay.as_nanos() + path as u64 * f.path_step.as_nanos() + self.rng.below(f.jitter.as_nanos() + 1);
+            let delay = f.base_delay.as_nanos()
+                + path as u64 * f.path_step.as_nanos()
+                + self.rng.below(f.jitter.as_nanos() + 1);
             self.seq += 1;
             // Each direction of each path is a FIFO.
             let last = &mut self.path_free[usize::from(to_target)][path];
@@ -316,7 +317,14 @@ impl PdcSim {
                     InitiatorTx::Resend(stamp) => {
                         let index = u64::from(stamp.psn.wrapping_sub(pdc.start_psn()));
                         self.report.resends += 1;
-                        if std::env::var("PDC_SIM_DEBUG").is_ok() { eprintln!("resend flow {f} psn {} index {index} at {:?} out {}", stamp.psn, now, pdc.outstanding()); }
+                        if std::env::var("PDC_SIM_DEBUG").is_ok() {
+                            eprintln!(
+                                "resend flow {f} psn {} index {index} at {:?} out {}",
+                                stamp.psn,
+                                now,
+                                pdc.outstanding()
+                            );
+                        }
                         self.report.requests_sent += 1;
                         // The original send time is not kept; the tag's time is the first send's
                         // only for first sends, so resends restamp it (latency counts from the
@@ -348,7 +356,8 @@ impl PdcSim {
             };
             if let Some((header, tag)) = out {
                 self.next_flow = (f + 1) % self.flows.len();
-                let bits = (header.buffer_len() as u64 + u64::from(if tag.is_some() { cfg.packet_bytes } else { 0 })) * 8;
+                let bits =
+                    (header.buffer_len() as u64 + u64::from(if tag.is_some() { cfg.packet_bytes } else { 0 })) * 8;
                 self.tx_free_at = now.saturating_add(Duration::from_nanos(bits.div_ceil(cfg.link_gbps).max(1)));
                 let entropy = (cfg.mode == DeliveryMode::Rod).then_some(f as u32);
                 self.transmit(true, header, tag, entropy);
@@ -528,7 +537,10 @@ impl PdcSim {
         let f = self.flows.iter().position(|f| f.pdc == Some(flow));
         if let Some(f) = f {
             let flow = &self.flows[f];
-            if flow.target_closes && flow.delivered_count == cfg.packets_per_flow && pdc.state() == uet_wire::pdc::TargetState::Established {
+            if flow.target_closes
+                && flow.delivered_count == cfg.packets_per_flow
+                && pdc.state() == uet_wire::pdc::TargetState::Established
+            {
                 pdc.request_close(now, &cfg.pdc).unwrap();
             }
         }
@@ -618,14 +630,22 @@ impl PdcSim {
             }
             let now = self.now;
             let cfg = self.cfg.pdc;
-            let due: Vec<u16> =
-                self.initiators.iter().filter(|(_, p)| p.poll_timeout().is_some_and(|t| t <= now)).map(|(id, _)| id).collect();
+            let due: Vec<u16> = self
+                .initiators
+                .iter()
+                .filter(|(_, p)| p.poll_timeout().is_some_and(|t| t <= now))
+                .map(|(id, _)| id)
+                .collect();
             for id in due {
                 self.initiators.get_mut(id).unwrap().handle_timeout(now, &cfg);
                 self.initiator_events(id);
             }
-            let due: Vec<u16> =
-                self.targets.iter().filter(|(_, p)| p.poll_timeout().is_some_and(|t| t <= now)).map(|(id, _)| id).collect();
+            let due: Vec<u16> = self
+                .targets
+                .iter()
+                .filter(|(_, p)| p.poll_timeout().is_some_and(|t| t <= now))
+                .map(|(id, _)| id)
+                .collect();
             for id in due {
                 self.targets.get_mut(id).unwrap().handle_timeout(now, &cfg);
                 self.target_output(id);
@@ -634,9 +654,10 @@ impl PdcSim {
             while self.initiator_send() {}
         }
         self.report.elapsed = self.now.saturating_duration_since(Instant::ZERO);
-        self.report.completed = self.flows.iter().all(|f| f.delivered_count == self.cfg.packets_per_flow && f.pdc.is_none())
-            && self.initiators.is_empty()
-            && self.targets.is_empty();
+        self.report.completed =
+            self.flows.iter().all(|f| f.delivered_count == self.cfg.packets_per_flow && f.pdc.is_none())
+                && self.initiators.is_empty()
+                && self.targets.is_empty();
         let mut r = self.report.clone();
         r.latencies_ns.sort_unstable();
         r

@@ -31,6 +31,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("uet_tss_entropy", uet_tss_entropy),
     ("uet_packet", uet_packet),
     ("pdc_window", pdc_window),
+    ("pdc_pair", pdc_pair),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits byte for byte.
@@ -566,4 +567,213 @@ pub fn pdc_window(data: &[u8]) {
     }
     tx.on_ack(rx.cack_psn(), Some(rx.sack())).expect("the target only acks what was sent");
     assert_eq!(tx.outstanding(), 0);
+}
+
+/// An initiator and a target PDC joined by a network the input drives: packets are delivered in
+/// any order, duplicated or dropped; time jumps; closes are asked for; and arbitrary PDS headers
+/// are injected at either end. Invariants: no panic; the target delivers each PSN at most once,
+/// and a ROD target in order from the start PSN; the initiator counts acknowledged only PSNs the
+/// target delivered (until something was injected at the initiator); every refused event leaves
+/// the PDC unchanged.
+pub fn pdc_pair(data: &[u8]) {
+    use uet_wire::pdc::{Delivery, Initiator, InitiatorTx, PdcConfig, StartPolicy, Target, TargetState, TargetTx};
+    use uet_wire::pds::{DeliveryMode, NextHeader, PdsHeader};
+    let mut u = Unstructured::new(data);
+    let mode = if u.arbitrary().unwrap_or(false) { DeliveryMode::Rod } else { DeliveryMode::Rud };
+    let start: u32 = u.arbitrary().unwrap_or(0);
+    let policy = match u.int_in_range(0u8..=2).unwrap_or(0) {
+        0 => StartPolicy::Open,
+        1 => StartPolicy::Expected0Rtt { expected_psn: u.arbitrary().unwrap_or(0) },
+        _ => StartPolicy::Random1Rtt { start_psn: u.arbitrary().unwrap_or(0) },
+    };
+    let cfg = PdcConfig { max_nack_retx: u.int_in_range(0u8..=31).unwrap_or(5), ..PdcConfig::default() };
+    let mut now = Instant::ZERO;
+    let mut ini = Initiator::<2>::new(&cfg, mode, 7, start);
+    let mut tgt: Option<Target<2>> = None;
+    // In flight: (to the target, header).
+    let mut net: Vec<(bool, PdsHeader)> = Vec::new();
+    let mut delivered = std::collections::HashSet::new();
+    let mut next_in_order: Option<u32> = None;
+    let mut tainted = false;
+    while !u.is_empty() {
+        match u.int_in_range(0u8..=8).unwrap_or(0) {
+            0 => {
+                let ar = u.arbitrary().unwrap_or(false);
+                if ini.can_send(&cfg) {
+                    let s = ini.send(now, &cfg, ar).expect("can_send said yes");
+                    net.push((true, PdsHeader::Request(s.request(NextHeader::ReqStd, None))));
+                } else {
+                    let before = ini.clone();
+                    assert!(ini.send(now, &cfg, ar).is_err());
+                    assert_eq!(ini, before);
+                }
+            }
+            1 | 2 | 3 if !net.is_empty() => {
+                let k = u.choose_index(net.len()).unwrap_or(0);
+                match u.int_in_range(0u8..=3).unwrap_or(0) {
+                    0 => {
+                        net.swap_remove(k);
+                    }
+                    1 => net.push(net[k]),
+                    _ => {
+                        let (to_target, h) = net.swap_remove(k);
+                        deliver(
+                            &cfg,
+                            now,
+                            mode,
+                            policy,
+                            to_target,
+                            h,
+                            &mut ini,
+                            &mut tgt,
+                            &mut delivered,
+                            &mut next_in_order,
+                        );
+                    }
+                }
+            }
+            4 => {
+                // An arbitrary header at either end.
+                let bytes: Vec<u8> = u.arbitrary().unwrap_or_default();
+                if let Ok((h, _)) = PdsHeader::parse(&bytes) {
+                    let to_target = u.arbitrary().unwrap_or(true);
+                    tainted |= !to_target;
+                    deliver(
+                        &cfg,
+                        now,
+                        mode,
+                        policy,
+                        to_target,
+                        h,
+                        &mut ini,
+                        &mut tgt,
+                        &mut delivered,
+                        &mut next_in_order,
+                    );
+                }
+            }
+            5 => {
+                now = now.saturating_add(Duration::from_micros(u.int_in_range(0u64..=3000).unwrap_or(0)));
+                ini.handle_timeout(now, &cfg);
+                if let Some(t) = tgt.as_mut() {
+                    t.handle_timeout(now, &cfg);
+                }
+            }
+            6 => {
+                let before = ini.clone();
+                let r = match u.int_in_range(0u8..=1).unwrap_or(0) {
+                    0 => ini.request_close(),
+                    _ => ini.close(now, &cfg),
+                };
+                if r.is_err() {
+                    assert_eq!(ini, before);
+                }
+            }
+            7 => {
+                if let Some(t) = tgt.as_mut() {
+                    let before = t.clone();
+                    if t.request_close(now, &cfg).is_err() {
+                        assert_eq!(*t, before);
+                    }
+                }
+            }
+            _ => {
+                while let Some(tx) = ini.poll_transmit(now) {
+                    net.push(match tx {
+                        InitiatorTx::Resend(s) => (true, PdsHeader::Request(s.request(NextHeader::ReqStd, None))),
+                        InitiatorTx::Control(c) => (true, PdsHeader::Control(c)),
+                        InitiatorTx::Ack(a) => (true, PdsHeader::Ack(a)),
+                    });
+                }
+                if let Some(t) = tgt.as_mut() {
+                    while let Some(tx) = t.poll_transmit(now) {
+                        net.push(match tx {
+                            TargetTx::Ack(a) => (false, PdsHeader::Ack(a)),
+                            TargetTx::Control(c) => (false, PdsHeader::Control(c)),
+                            TargetTx::Nack(n) => (false, PdsHeader::Nack(n)),
+                        });
+                    }
+                    while t.poll_event().is_some() {}
+                }
+                while ini.poll_event().is_some() {}
+            }
+        }
+        if !tainted {
+            // Every PSN the initiator counts acknowledged was delivered (the base moves only over
+            // delivered PSNs or, after a close in error, abandoned ones).
+            if ini.failure().is_none() {
+                let w = ini.window();
+                let mut psn = w.base();
+                while psn != w.next_psn() {
+                    if w.is_acked(psn) {
+                        assert!(
+                            delivered.contains(&psn) || tgt.as_ref().is_some_and(|t| t.state() == TargetState::Closed),
+                            "PSN {psn} acknowledged but never delivered"
+                        );
+                    }
+                    psn = psn.wrapping_add(1);
+                }
+            }
+        }
+        assert!(ini.window().next_psn().wrapping_sub(ini.window().base()) <= Initiator::<2>::MP_RANGE);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn deliver(
+        cfg: &PdcConfig,
+        now: Instant,
+        mode: DeliveryMode,
+        policy: StartPolicy,
+        to_target: bool,
+        h: PdsHeader,
+        ini: &mut Initiator<2>,
+        tgt: &mut Option<Target<2>>,
+        delivered: &mut std::collections::HashSet<u32>,
+        next_in_order: &mut Option<u32>,
+    ) {
+        if !to_target {
+            let before = ini.clone();
+            let r = match h {
+                PdsHeader::Ack(a) => ini.handle_ack(now, cfg, &a).map(drop),
+                PdsHeader::Nack(n) => ini.handle_nack(now, cfg, &n).map(drop),
+                PdsHeader::Control(c) => ini.handle_control(now, &c),
+                _ => Ok(()),
+            };
+            if r.is_err() {
+                assert_eq!(*ini, before, "a refused {h:?} changed the initiator");
+            }
+            return;
+        }
+        if tgt.is_none() {
+            if let PdsHeader::Request(r) = h {
+                if r.spdcid == ini.local_id() {
+                    *tgt = Target::new(now, cfg, 19, &r, policy, 2).ok();
+                }
+            }
+        }
+        let Some(t) = tgt.as_mut() else { return };
+        let before = t.clone();
+        let r = match h {
+            PdsHeader::Request(r) => {
+                let v = t.handle_request(now, cfg, &r, 1000, false);
+                if let Ok(v) = v {
+                    if v.delivery == Delivery::New {
+                        assert!(delivered.insert(r.psn), "PSN {} delivered twice", r.psn);
+                        if mode == DeliveryMode::Rod && r.spdcid == ini.local_id() {
+                            let expect = next_in_order.unwrap_or(t.start_psn());
+                            assert_eq!(r.psn, expect, "ROD delivered out of order");
+                            *next_in_order = Some(r.psn.wrapping_add(1));
+                        }
+                    }
+                }
+                v.map(drop)
+            }
+            PdsHeader::Control(c) => t.handle_control(now, cfg, &c).map(drop),
+            PdsHeader::Ack(a) => t.handle_ack(now, cfg, &a),
+            _ => Ok(()),
+        };
+        if r.is_err() {
+            assert_eq!(*t, before, "a refused {h:?} changed the target");
+        }
+    }
 }
