@@ -608,7 +608,7 @@ pub fn pdc_pair(data: &[u8]) {
                     assert_eq!(ini, before);
                 }
             }
-            1 | 2 | 3 if !net.is_empty() => {
+            1..=3 if !net.is_empty() => {
                 let k = u.choose_index(net.len()).unwrap_or(0);
                 match u.int_in_range(0u8..=3).unwrap_or(0) {
                     0 => {
