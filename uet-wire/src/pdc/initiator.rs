@@ -14,10 +14,10 @@
 //!                                                                            Closed
 //! ```
 //!
-//! Every transition is in [`Initiator::transition`]. Close in error (retries exhausted, or a NACK
-//! whose code closes the PDC) fails everything outstanding (reported once as
-//! [`InitiatorEvent::Failed`]), then sends CLOSE when the peer may still hold the PDC, or goes
-//! straight to Closed when its NACK said it does not.
+//! Every transition is in one `match` (the private function `transition`). Close in error
+//! (retries exhausted, or a NACK whose code closes the PDC) fails everything outstanding
+//! (reported once as [`InitiatorEvent::Failed`]), then sends CLOSE when the peer may still hold
+//! the PDC, or goes straight to Closed when its NACK said it does not.
 //!
 //! Recovery (digest §4.4, §4.5):
 //!

@@ -11,7 +11,7 @@
 //!                    └──────────────────────────────────────────────▶ Closed ◀── close in error
 //! ```
 //!
-//! Every transition is in one `match` ([`transition`]).
+//! Every transition is in one `match` (the private function `transition`).
 //!
 //! * **RUD** (digest §4.4): a new PSN in the window is delivered whatever its order; a duplicate in
 //!   the window is re-ACKed, never NACKed; a PSN of the prior window is re-ACKed with [`Delivery::Stale`]
