@@ -13,6 +13,11 @@
 //!   64-bit SACK bitmap acknowledges the next 64, beside `pdc/reference/bitmap_or_count` (the bare
 //!   bitmap OR and count such an ACK needs at least); `pdc/rx_receive_and_sack`: the target
 //!   recording one arrival and building the SACK it would send.
+//! * `pdc/loopback_send_ack`: one packet through an initiator and a target PDC joined back to
+//!   back: `Initiator::send` stamps it, its PDS header is emitted and parsed (`RequestView`), the
+//!   target's `handle_request` accepts it, and every ACK the target sends (coalesced: one per
+//!   16 KiB of 4 KiB packets) is emitted, parsed and applied by `Initiator::handle_ack`. Beside it,
+//!   `pdc/reference/codec_only` does the same emits and parses with no PDC.
 #![allow(missing_docs)]
 // Harness code, not library code.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
@@ -250,7 +255,53 @@ fn pdc_benches(c: &mut Criterion) {
             black_box(rx.sack())
         })
     });
+    loopback(&mut g);
     g.finish();
+}
+
+/// The PDC fast path end to end, and the codec work it contains as the reference.
+fn loopback(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+    use linklayer::Instant;
+    use uet_wire::pdc::{Initiator, PdcConfig, StartPolicy, Target, TargetTx};
+    let cfg = PdcConfig::default();
+    let now = Instant::ZERO;
+    let mut ini = Initiator::<2>::new(&cfg, DeliveryMode::Rud, 7, 4);
+    let first = ini.send(now, &cfg, false).unwrap().request(NextHeader::ReqStd, None);
+    let mut tgt = Target::<2>::new(now, &cfg, 19, &first, StartPolicy::Open, 2).unwrap();
+    tgt.handle_request(now, &cfg, &first, 4096, false).unwrap();
+    let Some(TargetTx::Ack(a)) = tgt.poll_transmit(now) else { panic!("no first ACK") };
+    ini.handle_ack(now, &cfg, &a).unwrap();
+    let mut buf = [0u8; 64];
+    g.bench_function("loopback_send_ack", |b| {
+        b.iter(|| {
+            let stamp = ini.send(now, &cfg, false).unwrap();
+            let n = PdsHeader::Request(stamp.request(NextHeader::ReqStd, None)).emit(&mut buf).unwrap();
+            let (view, _) = RequestView::parse(black_box(&buf[..n])).unwrap();
+            let v = tgt.handle_request(now, &cfg, &view.to_repr(), 4096, false).unwrap();
+            if let Some(TargetTx::Ack(a)) = tgt.poll_transmit(now) {
+                let n = PdsHeader::Ack(a).emit(&mut buf).unwrap();
+                let Ok((PdsHeader::Ack(a), _)) = PdsHeader::parse(black_box(&buf[..n])) else { panic!() };
+                ini.handle_ack(now, &cfg, &a).unwrap();
+            }
+            black_box(v)
+        })
+    });
+    let stamp = ini.send(now, &cfg, false).unwrap().request(NextHeader::ReqStd, None);
+    let ack = tgt.ack();
+    let mut k = 0u32;
+    g.bench_function("reference/codec_only", |b| {
+        b.iter(|| {
+            let n = PdsHeader::Request(black_box(stamp)).emit(&mut buf).unwrap();
+            let (view, _) = RequestView::parse(black_box(&buf[..n])).unwrap();
+            black_box(view.psn());
+            // One ACK per four packets, as in the loopback.
+            k = k.wrapping_add(1);
+            if k % 4 == 0 {
+                let n = PdsHeader::Ack(black_box(ack)).emit(&mut buf).unwrap();
+                black_box(PdsHeader::parse(black_box(&buf[..n])).unwrap());
+            }
+        })
+    });
 }
 
 criterion_group!(uet, benches, pdc_benches);
