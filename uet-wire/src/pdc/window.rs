@@ -448,6 +448,11 @@ impl<const W: usize> TxWindow<W> {
         true
     }
 
+    /// Every sent PSN from the base on, acknowledged or not, oldest first.
+    pub fn unacked_span(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.next.wrapping_sub(self.base)).map(|i| self.base.wrapping_add(i))
+    }
+
     /// Marks every sent, unacknowledged PSN lost (a retransmission timeout, or go-back-N).
     /// Returns how many were newly marked.
     pub fn mark_all_lost(&mut self) -> u32 {
@@ -748,6 +753,75 @@ mod tests {
             tx.on_ack(rx.cack_psn(), Some(rx.sack())).unwrap();
             prop_assert_eq!(tx.outstanding(), 0);
             prop_assert_eq!(tx.base(), start.wrapping_add(n));
+        }
+
+        /// The loss marks against a model: only sent, unacknowledged PSNs are ever marked; an
+        /// acknowledgement clears a mark; `take_lost` yields the oldest mark once and records the
+        /// resend; `loss_candidates` and `mark_lost_through` pick exactly the PSNs the rule names.
+        #[test]
+        fn loss_marks_match_model(
+            start in any::<u32>(),
+            ops in prop::collection::vec((0u8..6, 0u32..140), 1..300),
+            threshold in 1u32..6,
+        ) {
+            let mut tx = TxWindow::<2>::new(start);
+            let mut rx = RxWindow::<2>::new(start);
+            let mut lost = BTreeSet::new();
+            let mut resent = BTreeSet::new();
+            let off = |p: u32| p.wrapping_sub(start);
+            for (op, x) in ops {
+                match op {
+                    0 => { let _ = tx.send(128); }
+                    1 => {
+                        let psn = tx.base().wrapping_add(x % 128);
+                        if psn_after(tx.next_psn(), psn) {
+                            rx.receive(psn);
+                            tx.on_ack(rx.cack_psn(), Some(rx.sack())).unwrap();
+                        }
+                    }
+                    2 => {
+                        let psn = tx.base().wrapping_add(x);
+                        let marked = tx.mark_lost(psn);
+                        let eligible = psn_after(tx.next_psn(), psn) && !tx.is_acked(psn);
+                        prop_assert_eq!(marked, eligible);
+                        if marked { lost.insert(off(psn)); }
+                    }
+                    3 => {
+                        tx.mark_all_lost();
+                        for p in tx.unacked() { lost.insert(off(p)); }
+                    }
+                    4 => {
+                        let expect = lost.iter().copied().find(|&o| !tx.is_acked(start.wrapping_add(o)));
+                        let got = tx.take_lost().map(off);
+                        prop_assert_eq!(got, expect);
+                        if let Some(o) = got { lost.remove(&o); resent.insert(o); }
+                    }
+                    _ => {
+                        // The rule: unacknowledged, neither marked nor resent, with the newest
+                        // selectively acknowledged PSN at least `threshold` after it.
+                        let top = tx.unacked_span().filter(|&p| tx.is_acked(p)).map(off).max();
+                        let want = top.and_then(|top| {
+                            tx.unacked_span()
+                                .map(off)
+                                .filter(|&o| !tx.is_acked(start.wrapping_add(o)) && !lost.contains(&o) && !resent.contains(&o))
+                                .filter(|&o| top >= o + threshold)
+                                .max()
+                        });
+                        prop_assert_eq!(tx.loss_candidates(threshold).map(off), want);
+                        if let Some(o) = want {
+                            let before: Vec<u32> = tx.unacked().map(off)
+                                .filter(|&u| u <= o && !lost.contains(&u) && !resent.contains(&u)).collect();
+                            prop_assert_eq!(tx.mark_lost_through(start.wrapping_add(o)) as usize, before.len());
+                            lost.extend(before);
+                        }
+                    }
+                }
+                // Acknowledged PSNs lose their marks; the counts agree.
+                lost.retain(|&o| !tx.is_acked(start.wrapping_add(o)));
+                resent.retain(|&o| psn_after(start.wrapping_add(o).wrapping_add(1), tx.base()));
+                prop_assert_eq!(tx.lost_count() as usize, lost.len());
+                prop_assert_eq!(tx.next_lost().map(off), lost.iter().next().copied());
+            }
         }
     }
 }
