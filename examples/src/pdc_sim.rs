@@ -141,7 +141,8 @@ pub struct PdcSimReport {
     pub initiators_closed: u64,
     /// Target PDCs closed.
     pub targets_closed: u64,
-    /// Delivery latency of every packet (first send to delivery), in nanoseconds, sorted.
+    /// Delivery latency of every packet (first send to delivery, resends included), in
+    /// nanoseconds, sorted.
     pub latencies_ns: Vec<u64>,
 }
 
@@ -174,6 +175,8 @@ struct Flow {
     target_closes: bool,
     /// Target side: which packet indices arrived, and the next expected for ROD.
     delivered: Vec<bool>,
+    /// Initiator side: when each packet index was first sent (ns).
+    first_sent: Vec<u64>,
     delivered_count: u64,
     next_in_order: u64,
 }
@@ -212,6 +215,7 @@ impl PdcSim {
                 closing: false,
                 target_closes: rng.chance(cfg.target_close_share),
                 delivered: vec![false; cfg.packets_per_flow as usize],
+                first_sent: vec![0; cfg.packets_per_flow as usize],
                 delivered_count: 0,
                 next_in_order: 0,
             })
@@ -326,9 +330,6 @@ impl PdcSim {
                             );
                         }
                         self.report.requests_sent += 1;
-                        // The original send time is not kept; the tag's time is the first send's
-                        // only for first sends, so resends restamp it (latency counts from the
-                        // last send, a lower bound).
                         let tag = self.tag(f, index, now.as_nanos());
                         Some((PdsHeader::Request(stamp.request(NextHeader::ReqStd, None)), Some(tag)))
                     }
@@ -348,6 +349,7 @@ impl PdcSim {
                 let stamp = pdc.send(now, &cfg.pdc, last).unwrap();
                 let index = flow.sent;
                 flow.sent += 1;
+                flow.first_sent[index as usize] = now.as_nanos();
                 self.report.requests_sent += 1;
                 let tag = self.tag(f, index, now.as_nanos());
                 Some((PdsHeader::Request(stamp.request(NextHeader::ReqStd, None)), Some(tag)))
@@ -513,9 +515,9 @@ impl PdcSim {
     fn record_delivery(&mut self, tag: &[u8]) {
         let flow = u32::from_be_bytes(tag[..4].try_into().unwrap()) as usize;
         let index = u64::from_be_bytes(tag[4..12].try_into().unwrap());
-        let sent_at = u64::from_be_bytes(tag[12..20].try_into().unwrap());
         let mode = self.cfg.mode;
         let f = &mut self.flows[flow];
+        let sent_at = f.first_sent[index as usize];
         assert!(!f.delivered[index as usize], "flow {flow} packet {index} delivered twice");
         f.delivered[index as usize] = true;
         f.delivered_count += 1;
