@@ -35,7 +35,9 @@
 //!   no packet from the initiator (*project-defined*: the initiator may need as many RTOs to
 //!   finish its messages before its CLOSE, so one period, as in the sources, fails PDCs that
 //!   merely lost a packet).
-//! * ACKs are coalesced by [`AckCoalescer`]; a duplicate, a probe and a CLOSE are answered at once.
+//! * ACKs are coalesced by [`AckCoalescer`]; a duplicate, a probe and a CLOSE are answered at once,
+//!   and so is a new packet that fills a gap behind the newest PSN the last ACK reported
+//!   (*project-defined*, after RFC 5681 §4.2).
 //!   Every ACK is an ACK_CC carrying the SACK bitmap and this PDC's MPR.
 
 use super::config::{MPR_GRANULARITY, PdcConfig};
@@ -170,6 +172,8 @@ pub struct Target<const W: usize = 2> {
     /// The PSN that triggered the ACK and the flags it echoes.
     ack_psn: u32,
     ack_flags: AckFlags,
+    /// The newest PSN received when the last ACK went out.
+    acked_max: u32,
     /// Pending: the start PSN required, and when the PDC is reaped.
     required_start: u32,
     pending_until: Option<Instant>,
@@ -232,6 +236,7 @@ impl<const W: usize> Target<W> {
             ack_due: false,
             ack_psn: start,
             ack_flags: AckFlags::empty(),
+            acked_max: required.wrapping_sub(1),
             required_start: required,
             pending_until: if established { None } else { Some(now.saturating_add(cfg.new_pdc_time)) },
             rod_nacked: None,
@@ -364,7 +369,11 @@ impl<const W: usize> Target<W> {
         let delivery = match arrival {
             Arrival::New => {
                 let triggers = AckTriggers { ar: req.flags.contains(RequestFlags::AR), syn, ecn, needs_clear: false };
-                if self.coalescer.on_packet(&cfg.ack, payload_len, triggers) {
+                // A packet that fills a gap behind what the last ACK reported is ACKed at once
+                // (project-defined, after RFC 5681 §4.2): otherwise a late packet after a
+                // message's last, AR-carrying packet would wait for the initiator's timers.
+                let fills_gap = psn_after(self.acked_max, req.psn);
+                if self.coalescer.on_packet(&cfg.ack, payload_len, triggers) || fills_gap {
                     self.ack_due = true;
                 }
                 Delivery::New
@@ -551,6 +560,7 @@ impl<const W: usize> Target<W> {
         }
         self.ack_due = false;
         self.coalescer.sent();
+        self.acked_max = self.rx.max_rcvd();
         Some(TargetTx::Ack(self.ack()))
     }
 

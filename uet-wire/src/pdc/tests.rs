@@ -601,3 +601,24 @@ fn pdc_sizes() {
     assert!(size_of::<Initiator<2>>() <= 256);
     assert!(size_of::<Target<2>>() <= 256);
 }
+
+#[test]
+fn late_packet_filling_a_gap_is_acked_at_once() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    let s5 = i.send(t(3), &cfg, false).unwrap();
+    let s6 = i.send(t(3), &cfg, true).unwrap();
+    // The message's last packet (AR) overtakes the one before it and is ACKed.
+    tg.handle_request(t(4), &cfg, &req(s6), 4096, false).unwrap();
+    i.handle_ack(t(4), &cfg, &ack_of(tg.poll_transmit(t(4)).unwrap())).unwrap();
+    assert_eq!(i.outstanding(), 1);
+    // The late one carries no AR and adds only 4 KiB, yet it fills the gap: ACKed at once.
+    tg.handle_request(t(5), &cfg, &req(s5), 4096, false).unwrap();
+    assert!(tg.ack_due());
+    i.handle_ack(t(5), &cfg, &ack_of(tg.poll_transmit(t(5)).unwrap())).unwrap();
+    assert_eq!(i.outstanding(), 0);
+    // An in-order packet without AR still waits for the coalescing trigger.
+    let s7 = i.send(t(6), &cfg, false).unwrap();
+    tg.handle_request(t(6), &cfg, &req(s7), 4096, false).unwrap();
+    assert!(!tg.ack_due());
+}
