@@ -596,6 +596,8 @@ pub fn pdc_pair(data: &[u8]) {
     let mut next_in_order: Option<u32> = None;
     let mut tainted = false;
     while !u.is_empty() {
+        // The packet that arrives at one end this step, if any.
+        let mut arrival: Option<(bool, PdsHeader)> = None;
         match u.int_in_range(0u8..=8).unwrap_or(0) {
             0 => {
                 let ar = u.arbitrary().unwrap_or(false);
@@ -615,21 +617,7 @@ pub fn pdc_pair(data: &[u8]) {
                         net.swap_remove(k);
                     }
                     1 => net.push(net[k]),
-                    _ => {
-                        let (to_target, h) = net.swap_remove(k);
-                        deliver(
-                            &cfg,
-                            now,
-                            mode,
-                            policy,
-                            to_target,
-                            h,
-                            &mut ini,
-                            &mut tgt,
-                            &mut delivered,
-                            &mut next_in_order,
-                        );
-                    }
+                    _ => arrival = Some(net.swap_remove(k)),
                 }
             }
             4 => {
@@ -638,18 +626,7 @@ pub fn pdc_pair(data: &[u8]) {
                 if let Ok((h, _)) = PdsHeader::parse(&bytes) {
                     let to_target = u.arbitrary().unwrap_or(true);
                     tainted |= !to_target;
-                    deliver(
-                        &cfg,
-                        now,
-                        mode,
-                        policy,
-                        to_target,
-                        h,
-                        &mut ini,
-                        &mut tgt,
-                        &mut delivered,
-                        &mut next_in_order,
-                    );
+                    arrival = Some((to_target, h));
                 }
             }
             5 => {
@@ -697,6 +674,9 @@ pub fn pdc_pair(data: &[u8]) {
                 }
                 while ini.poll_event().is_some() {}
             }
+        }
+        if let Some((to_target, h)) = arrival {
+            deliver(&cfg, now, mode, policy, to_target, h, &mut ini, &mut tgt, &mut delivered, &mut next_in_order);
         }
         if !tainted {
             // Every PSN the initiator counts acknowledged was delivered (the base moves only over
