@@ -230,6 +230,14 @@ impl<const W: usize> RxWindow<W> {
 
     /// Records `psn` if it is new, advancing `CACK_PSN` over every contiguous arrival.
     pub fn receive(&mut self, psn: u32) -> Arrival {
+        // The common case: the next PSN in order with nothing held above it.
+        if psn == self.cack.wrapping_add(1) && self.above.0.iter().all(|&w| w == 0) {
+            self.cack = psn;
+            if psn_after(psn, self.max_rcvd) {
+                self.max_rcvd = psn;
+            }
+            return Arrival::New;
+        }
         let arrival = self.classify(psn);
         if arrival == Arrival::New {
             self.above.set(psn.wrapping_sub(self.cack.wrapping_add(1)));
