@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | encapsulation / [`entropy`] | UDP destination port 4793 with the entropy value in the UDP source port; the 4-byte entropy header of native-IP mode. The crate starts at the UDP payload or the entropy header; outer Ethernet/IP/UDP are the embedder's. | codec done |
 //! | [`tss`] | Transport Security Sublayer: 12/16-byte header (type, SP, AN, SDI, SSI, TSC = 16-bit epoch ‖ 48-bit counter); AES-256-GCM with 16-byte ICV and key derivation | header done; crypto planned |
-//! | [`pds`] | Packet Delivery Sublayer: the 2-byte prologue, every packet type, ACK/SACK, NACK codes, control packets; the PDC state machines for RUD, ROD, RUDI and UUD | headers done; PDC engine begun in [`pdc`] (PSN windows, SACK, ACK coalescing; state machines to come, issue 4) |
+//! | [`pds`] | Packet Delivery Sublayer: the 2-byte prologue, every packet type, ACK/SACK, NACK codes, control packets; the PDC state machines for RUD, ROD, RUDI and UUD | headers done; PDC engine in [`pdc`]: initiator and target state machines, PSN windows, SACK, ACK coalescing, loss recovery, close, secure start PSN; message layer begun in [`msg`] (segmentation, message order); the `Endpoint`, RUDI and UUD to come (issue 4) |
 //! | [`ses`] | Semantic Sublayer: standard/medium/small requests, responses, opcodes, return codes, atomic, CAS and rendezvous extension headers | done |
 //! | [`packet`] | the walker (entropy → TSS or PDS → SES → payload → ICV or CRC32C) and the builder | done |
 //! | `cms`, `lb` | NSCC and RCCC congestion control, REPS load balancing | planned |
@@ -44,6 +44,7 @@ extern crate std;
 
 pub mod entropy;
 mod error;
+pub mod msg;
 pub mod packet;
 pub mod pdc;
 pub mod pds;

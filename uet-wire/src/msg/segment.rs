@@ -1,0 +1,217 @@
+//! Segmentation of one SES message into packets (digest `shared/spec/uet.md` §5.2): every packet
+//! carries a full MTU of payload except the last; the first has SOM (its offset is 0 by
+//! definition and its tail carries the header data), the last has EOM, and every other packet
+//! says where its payload sits with `payload_length` (14 bits) and `message_offset`.
+//! `request_length` (the whole message) and `buffer_offset` (where the message starts in the
+//! target buffer) are the same on every packet.
+//!
+//! Packet `i` of a message is computed from `i` alone, so a resend rebuilds its header from the
+//! packet index with no per-packet state. A zero-length message is one packet with SOM and EOM.
+
+use crate::ses::{SesFlags, StandardRequest, StandardTail};
+
+/// The largest payload a packet may carry: `payload_length` has 14 bits.
+pub const MAX_PAYLOAD: u16 = (1 << 14) - 1;
+
+/// Why a message cannot be segmented.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum SegmentError {
+    /// The payload per packet is 0 or does not fit the 14-bit `payload_length`.
+    BadMtu {
+        /// The payload size asked for.
+        mtu: u16,
+    },
+}
+
+/// Where one packet's payload sits in its message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Segment {
+    /// Packet index within the message.
+    pub index: u32,
+    /// Byte offset of the payload in the message.
+    pub offset: u32,
+    /// Payload bytes.
+    pub len: u16,
+    /// First packet.
+    pub som: bool,
+    /// Last packet.
+    pub eom: bool,
+}
+
+/// The packets of one message of `len` bytes, `mtu` payload bytes each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Segmenter {
+    len: u32,
+    mtu: u16,
+}
+
+impl Segmenter {
+    /// A segmenter for a message of `len` bytes with `mtu` payload bytes per packet
+    /// (1..=[`MAX_PAYLOAD`]).
+    pub const fn new(len: u32, mtu: u16) -> Result<Self, SegmentError> {
+        if mtu == 0 || mtu > MAX_PAYLOAD {
+            return Err(SegmentError::BadMtu { mtu });
+        }
+        Ok(Segmenter { len, mtu })
+    }
+
+    /// The message length.
+    pub const fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Whether the message is empty (it still takes one packet).
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Packets the message takes (at least 1).
+    pub const fn packets(&self) -> u32 {
+        if self.len == 0 { 1 } else { self.len.div_ceil(self.mtu as u32) }
+    }
+
+    /// Packet `index`, or `None` past the last.
+    pub const fn segment(&self, index: u32) -> Option<Segment> {
+        let packets = self.packets();
+        if index >= packets {
+            return None;
+        }
+        let mtu = self.mtu as u32;
+        let offset = index * mtu;
+        let left = self.len - offset;
+        let len = if left < mtu { left } else { mtu };
+        Some(Segment { index, offset, len: len as u16, som: index == 0, eom: index + 1 == packets })
+    }
+
+    /// Every packet, in order.
+    pub fn segments(&self) -> impl Iterator<Item = Segment> + '_ {
+        (0..self.packets()).filter_map(|i| self.segment(i))
+    }
+}
+
+impl Segment {
+    /// The standard SES request of this packet, from the message's `template` (its opcode,
+    /// flags, ids, buffer offset, match bits; its tail holds the header data). Sets SOM and EOM,
+    /// the continuation tail, and `request_length = message_len`.
+    pub fn standard_header(&self, template: &StandardRequest, message_len: u32) -> StandardRequest {
+        let mut h = *template;
+        h.common.flags.set(SesFlags::SOM, self.som);
+        h.common.flags.set(SesFlags::EOM, self.eom);
+        h.request_length = message_len;
+        h.tail = if self.som {
+            match template.tail {
+                StandardTail::Som { header_data } => StandardTail::Som { header_data },
+                StandardTail::Continuation { .. } => StandardTail::Som { header_data: 0 },
+            }
+        } else {
+            StandardTail::Continuation { payload_length: self.len, message_offset: self.offset }
+        };
+        // The extension (atomic, rendezvous) belongs to the first packet only.
+        if !self.som {
+            h.ext = None;
+        }
+        h
+    }
+
+    /// The segment a received standard request describes: its offset and payload length, from
+    /// its tail (SOM: offset 0, length `payload_len`, the bytes that followed the headers).
+    pub fn of_received(h: &StandardRequest, payload_len: u16) -> Segment {
+        let eom = h.common.flags.contains(SesFlags::EOM);
+        match h.tail {
+            StandardTail::Som { .. } => Segment { index: 0, offset: 0, len: payload_len, som: true, eom },
+            StandardTail::Continuation { payload_length, message_offset } => {
+                Segment { index: 0, offset: message_offset, len: payload_length, som: false, eom }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ses::{Opcode, RequestCommon, SesHeader};
+    use proptest::prelude::*;
+
+    fn template() -> StandardRequest {
+        StandardRequest {
+            common: RequestCommon {
+                opcode: Opcode::Write,
+                flags: SesFlags::empty(),
+                ri_generation: 0,
+                job_id: 0x12345,
+                pid_on_fep: 7,
+                resource_index: 3,
+            },
+            message_id: 9,
+            buffer_offset: 0x1000,
+            initiator: 1,
+            match_bits: 0xABCD,
+            tail: StandardTail::Som { header_data: 0x77 },
+            request_length: 0,
+            ext: None,
+        }
+    }
+
+    #[test]
+    fn full_packets_then_a_short_last() {
+        let s = Segmenter::new(10_000, 4096).unwrap();
+        assert_eq!(s.packets(), 3);
+        let segs: Vec<Segment> = s.segments().collect();
+        assert_eq!(
+            segs,
+            [
+                Segment { index: 0, offset: 0, len: 4096, som: true, eom: false },
+                Segment { index: 1, offset: 4096, len: 4096, som: false, eom: false },
+                Segment { index: 2, offset: 8192, len: 1808, som: false, eom: true },
+            ]
+        );
+        let h = segs[2].standard_header(&template(), 10_000);
+        assert_eq!(h.tail, StandardTail::Continuation { payload_length: 1808, message_offset: 8192 });
+        assert_eq!((h.request_length, h.buffer_offset, h.message_id), (10_000, 0x1000, 9));
+        assert!(h.common.flags.contains(SesFlags::EOM) && !h.common.flags.contains(SesFlags::SOM));
+        let h0 = segs[0].standard_header(&template(), 10_000);
+        assert_eq!(h0.tail, StandardTail::Som { header_data: 0x77 });
+        assert!(h0.common.flags.contains(SesFlags::SOM) && !h0.common.flags.contains(SesFlags::EOM));
+    }
+
+    #[test]
+    fn empty_message_is_one_packet_and_bad_mtus_are_refused() {
+        let s = Segmenter::new(0, 4096).unwrap();
+        assert_eq!(s.segments().collect::<Vec<_>>(), [Segment { index: 0, offset: 0, len: 0, som: true, eom: true }]);
+        assert_eq!(s.segment(1), None);
+        assert_eq!(Segmenter::new(10, 0), Err(SegmentError::BadMtu { mtu: 0 }));
+        assert_eq!(Segmenter::new(10, 16384), Err(SegmentError::BadMtu { mtu: 16384 }));
+        assert!(Segmenter::new(u32::MAX, MAX_PAYLOAD).is_ok());
+    }
+
+    proptest! {
+        /// The segments tile the message exactly; only the last is short; every header
+        /// round-trips through the codec and describes its own segment.
+        #[test]
+        fn segments_tile_the_message(len in 0u32..200_000, mtu in 1u16..=MAX_PAYLOAD) {
+            let s = Segmenter::new(len, mtu).unwrap();
+            let mut next = 0u32;
+            let n = s.packets();
+            for seg in s.segments() {
+                prop_assert_eq!(seg.offset, next);
+                prop_assert!(seg.len == mtu || seg.eom);
+                prop_assert_eq!(seg.som, seg.index == 0);
+                prop_assert_eq!(seg.eom, seg.index + 1 == n);
+                next += u32::from(seg.len);
+                let h = seg.standard_header(&template(), len);
+                let mut buf = [0u8; 64];
+                let k = SesHeader::Standard(h).emit(&mut buf).unwrap();
+                let (back, _) = SesHeader::parse(crate::pds::NextHeader::ReqStd, &buf[..k]).unwrap();
+                let Some(SesHeader::Standard(back)) = back else { panic!("not standard") };
+                prop_assert_eq!(back, h);
+                let got = Segment::of_received(&back, seg.len);
+                prop_assert_eq!((got.offset, got.len, got.som, got.eom), (seg.offset, seg.len, seg.som, seg.eom));
+            }
+            prop_assert_eq!(next, len);
+            prop_assert_eq!(s.segment(n), None);
+        }
+    }
+}
