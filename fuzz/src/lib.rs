@@ -735,7 +735,9 @@ pub fn pdc_pair(data: &[u8]) {
         let before = t.clone();
         let r = match h {
             PdsHeader::Request(r) => {
+                let would = t.would_deliver(&r);
                 let v = t.handle_request(now, cfg, &r, 1000, false);
+                assert_eq!(would, v.is_ok_and(|v| v.delivery == Delivery::New), "would_deliver disagrees for {r:?}");
                 if let Ok(v) = v {
                     if v.delivery == Delivery::New {
                         assert!(delivered.insert(r.psn), "PSN {} delivered twice", r.psn);

@@ -403,6 +403,33 @@ impl<const W: usize> Target<W> {
         Ok(Verdict { delivery, nack: None })
     }
 
+    /// Whether [`Target::handle_request`] would deliver `req` as new, without recording anything:
+    /// lets the message layer refuse a packet (NACK NO_SES_MSG_AVAIL) before the PDC counts it
+    /// received.
+    pub fn would_deliver(&self, req: &Request) -> bool {
+        let syn = matches!(req.dest, PdcDest::Syn { .. });
+        if let PdcDest::Established { dpdcid } = req.dest {
+            if dpdcid != self.local {
+                return false;
+            }
+        }
+        if self.state == TargetState::Closed || req.spdcid != self.remote || req.mode != self.mode {
+            return false;
+        }
+        let rx = if self.state == TargetState::Pending {
+            if !(syn && req.start_psn() == Some(self.required_start)) {
+                return false;
+            }
+            RxWindow::<W>::new(self.required_start)
+        } else {
+            self.rx
+        };
+        match self.mode {
+            DeliveryMode::Rud => rx.classify(req.psn) == Arrival::New,
+            DeliveryMode::Rod => req.psn == rx.cack_psn().wrapping_add(1),
+        }
+    }
+
     /// Answers a request that arrived trimmed (its payload cut by a switch; the caller knows from
     /// the packet's length or marking): NACK TRIMMED, or TRIMMED_LASTHOP when the last-hop switch
     /// cut it, so the initiator resends at once. Nothing is recorded.
