@@ -1,10 +1,15 @@
-//! The message layer between the SES and the PDCs (issue 4, in progress): cutting a message into
-//! packets ([`segment`]) and completing messages in message order at the target ([`order`]).
+//! The message layer between the SES and the PDCs (issue 4): cutting a message into packets
+//! ([`segment`]), completing messages in message order at the target ([`order`]), and the
+//! [`Endpoint`] that maps messages to PDCs and drives them ([`endpoint`]).
 //!
-//! Still to come: the `Endpoint` that maps messages to PDCs and drives them.
+//! Still to come: RUDI and UUD through the endpoint, guaranteed-delivery responses.
 
+pub mod endpoint;
 pub mod order;
 pub mod segment;
 
+pub use endpoint::{
+    Endpoint, EndpointConfig, EndpointError, Event, MessageDesc, MsgHandle, PayloadRef, Placement, Transmit,
+};
 pub use order::{MessageOrder, OrderError};
 pub use segment::{MAX_PAYLOAD, Segment, SegmentError, Segmenter};

@@ -79,6 +79,16 @@ impl<const N: usize> MessageOrder<N> {
     /// Accounts `len` payload bytes of message `message_id`, whose length is `request_length`.
     /// Returns whether that message is now complete (it may still wait for earlier ones).
     pub fn on_packet(&mut self, message_id: u16, request_length: u32, len: u16) -> Result<bool, OrderError> {
+        let (ahead, received) = self.check(message_id, request_length, len)?;
+        let slot = self.slot(ahead).ok_or(OrderError::TooFarAhead { message_id })?;
+        slot.total = Some(request_length);
+        slot.received = received;
+        Ok(received == u64::from(request_length))
+    }
+
+    /// What [`MessageOrder::on_packet`] would say, without recording: the message's slot and its
+    /// byte count after the packet.
+    pub fn check(&self, message_id: u16, request_length: u32, len: u16) -> Result<(usize, u64), OrderError> {
         let ahead = message_id.wrapping_sub(self.next);
         if ahead >= 1 << 15 {
             return Err(OrderError::Released { message_id });
@@ -86,7 +96,8 @@ impl<const N: usize> MessageOrder<N> {
         if usize::from(ahead) >= N {
             return Err(OrderError::TooFarAhead { message_id });
         }
-        let slot = self.slot(usize::from(ahead)).ok_or(OrderError::TooFarAhead { message_id })?;
+        let slot =
+            self.slots.get((self.head + usize::from(ahead)) % N).ok_or(OrderError::TooFarAhead { message_id })?;
         if slot.total.is_some_and(|t| t != request_length) {
             return Err(OrderError::Inconsistent { message_id });
         }
@@ -94,9 +105,7 @@ impl<const N: usize> MessageOrder<N> {
         if received > u64::from(request_length) {
             return Err(OrderError::Inconsistent { message_id });
         }
-        slot.total = Some(request_length);
-        slot.received = received;
-        Ok(received == u64::from(request_length))
+        Ok((usize::from(ahead), received))
     }
 
     /// Releases the oldest message if it is complete: returns its id and length. Call until

@@ -1,0 +1,995 @@
+//! One fabric endpoint: messages in, packets out, and back (issue 4; digest `shared/spec/uet.md`
+//! §4.1 for the PDC keys, §4.3 for PDC life, §5.2 for the standard request).
+//!
+//! The [`Endpoint`] owns the initiator and target PDCs of one address in two [`PdcTable`]s and the
+//! messages it is sending. It copies no payload:
+//!
+//! * [`Endpoint::send`] queues a message (a standard SES request template and a length). Its
+//!   packets go out through [`Endpoint::poll_transmit`], which writes the PDS and SES headers into
+//!   the caller's buffer and says which bytes of which message follow them ([`Transmit`]).
+//! * [`Endpoint::handle_packet`] takes a received packet (from the PDS header on, the UDP payload
+//!   or what follows the entropy header) and returns where its payload belongs ([`Placement`]),
+//!   borrowed from the packet; the caller copies it into the message's buffer.
+//! * [`Endpoint::poll_event`] reports sent messages completed or failed, and received messages
+//!   complete, in message order per PDC.
+//!
+//! *Project-defined* choices, each here only:
+//!
+//! * Messages to one PDC key (mode, JobID, addresses, TC) go out one after another: a message's
+//!   packets take consecutive PSNs, so a resend finds its message and packet index from the PSN.
+//!   Message ids count from 0 on each PDC ([`order`](super::order)).
+//! * A sent message completes when every PSN up to its last is acknowledged (in order, per PDC).
+//! * With [`EndpointConfig::close_when_idle`], a PDC closes as soon as it has no message left to
+//!   send or acknowledge; a later message opens a new PDC.
+//! * A PDC the target asked to close (CLOSE_REQ) finishes the message in progress; the messages
+//!   after it wait for that PDC to close and then open a new one.
+//! * A request the event queue has no room for is dropped unanswered (its resend comes back once
+//!   the caller has polled events), so no event is ever lost.
+
+use super::order::{MessageOrder, OrderError};
+use super::segment::{Segment, SegmentError, Segmenter};
+use crate::Error;
+use crate::pdc::{
+    Delivery, Failure, Initiator, InitiatorEvent, InitiatorKey, InitiatorState, InitiatorTx, IpAddr, PdcConfig,
+    PdcTable, StartPolicy, Target, TargetEvent, TargetKey, TargetTx, psn_after,
+};
+use crate::pds::{DeliveryMode, Nack, NackCode, NackFlags, NackTarget, NextHeader, PdcDest, PdsHeader, Request};
+use crate::ses::{SesHeader, StandardRequest};
+use linklayer::Instant;
+
+/// The most header bytes one packet takes: a 16-byte PDS header (RUD_CC, NACK, control) or a
+/// 32-byte ACK_CC or NACK_CCX, 40-byte ACK_CCX; or a 12-byte request with a 44-byte standard SES
+/// request and a 36-byte compare-and-swap extension.
+pub const MAX_HEADER_LEN: usize = 16 + 44 + 36;
+
+/// Messages a target PDC tracks from its oldest incomplete one on.
+pub const ORDER_WINDOW: usize = 16;
+
+/// Configuration of an endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EndpointConfig {
+    /// This endpoint's address.
+    pub addr: IpAddr,
+    /// Payload bytes per packet (every packet of a message but the last is full).
+    pub mtu: u16,
+    /// PDC timers and limits.
+    pub pdc: PdcConfig,
+    /// Close a PDC as soon as it has nothing left to send or acknowledge.
+    pub close_when_idle: bool,
+}
+
+/// A message to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MessageDesc {
+    /// Destination address.
+    pub dst: IpAddr,
+    /// RUD or ROD.
+    pub mode: DeliveryMode,
+    /// Traffic class (part of the PDC key).
+    pub tc: u8,
+    /// The standard request: opcode, flags (SOM, EOM and the message id are set per packet),
+    /// JobID, PIDonFEP, resource index, buffer offset, initiator, match bits, header data.
+    pub header: StandardRequest,
+    /// Payload bytes.
+    pub len: u32,
+}
+
+/// A queued message, as the caller names it: slot and generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct MsgHandle {
+    slot: u16,
+    generation: u16,
+}
+
+/// Which bytes of which message follow the headers [`Endpoint::poll_transmit`] wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PayloadRef {
+    /// The message.
+    pub msg: MsgHandle,
+    /// Byte offset in the message.
+    pub offset: u32,
+    /// Bytes.
+    pub len: u16,
+}
+
+/// A packet to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Transmit {
+    /// Destination address.
+    pub dst: IpAddr,
+    /// Header bytes written at the front of the buffer.
+    pub header_len: usize,
+    /// The payload to append, for a request.
+    pub payload: Option<PayloadRef>,
+}
+
+/// Where a received payload belongs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Placement<'a> {
+    /// Sender address.
+    pub src: IpAddr,
+    /// The target PDC it arrived on (this endpoint's id).
+    pub pdc: u16,
+    /// The sender's message id on that PDC.
+    pub message_id: u16,
+    /// The whole request header, for the SES (opcode, buffer offset, match bits, ...).
+    pub header: StandardRequest,
+    /// Byte offset of the payload in the message.
+    pub offset: u32,
+    /// The payload.
+    pub payload: &'a [u8],
+}
+
+/// What happened, reported by [`Endpoint::poll_event`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Event {
+    /// Every packet of a sent message was acknowledged.
+    Sent(MsgHandle),
+    /// A sent message failed: its PDC closed in error.
+    Failed(MsgHandle, Failure),
+    /// A received message is complete (reported in message order per PDC).
+    Received {
+        /// Sender address.
+        src: IpAddr,
+        /// The target PDC (this endpoint's id).
+        pdc: u16,
+        /// The sender's message id.
+        message_id: u16,
+        /// Message length.
+        len: u32,
+    },
+}
+
+/// Why the endpoint refused a call or a packet. Nothing changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum EndpointError {
+    /// Every message slot is in use.
+    TooManyMessages,
+    /// The message cannot be segmented.
+    Segment(SegmentError),
+    /// The packet does not parse.
+    Malformed(Error),
+    /// The packet is not one this endpoint handles (RUDI, UUD, a response, another SES format).
+    Unsupported,
+    /// The event queue is full: poll events, then the packet's resend will be accepted.
+    EventsFull,
+    /// The output buffer cannot hold the headers.
+    BufferTooShort,
+}
+
+impl From<Error> for EndpointError {
+    fn from(e: Error) -> Self {
+        EndpointError::Malformed(e)
+    }
+}
+
+struct SendMsg {
+    generation: u16,
+    desc: MessageDesc,
+    segments: Segmenter,
+    /// Order of submission (for fairness and per-key order).
+    seq: u64,
+    /// The initiator PDC carrying it, its message id there and its first PSN, once started.
+    pdc: Option<u16>,
+    message_id: u16,
+    first_psn: u32,
+    sent: u32,
+}
+
+struct IniPdc {
+    pdc: Initiator,
+    next_message_id: u16,
+    /// The message whose packets are going out (the next message waits for it).
+    active: Option<u16>,
+}
+
+struct TgtPdc {
+    pdc: Target,
+    order: MessageOrder<ORDER_WINDOW>,
+}
+
+/// One fabric endpoint with up to `P` initiator and `P` target PDCs, `M` messages being sent,
+/// and `E` undelivered events.
+pub struct Endpoint<const P: usize, const M: usize, const E: usize> {
+    cfg: EndpointConfig,
+    initiators: PdcTable<InitiatorKey, IniPdc, P>,
+    targets: PdcTable<TargetKey, TgtPdc, P>,
+    msgs: [Option<SendMsg>; M],
+    generations: [u16; M],
+    next_seq: u64,
+    events: heapless::Deque<Event, E>,
+    /// Random bits for start PSNs (the caller seeds it; time and randomness are inputs).
+    rng: u64,
+    /// The latest time a call gave (for work `poll_event` triggers).
+    now: Instant,
+    /// NACKs waiting to go: (destination, NACK).
+    nacks: heapless::Deque<(IpAddr, Nack), NACK_QUEUE>,
+}
+
+/// NACKs an endpoint holds for sending.
+const NACK_QUEUE: usize = 16;
+
+impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
+    const SIZES_OK: () = assert!(M >= 1 && M <= 1 << 15 && E > ORDER_WINDOW, "bad endpoint capacities");
+
+    /// An endpoint with no PDC and no message. `seed` feeds the start PSNs.
+    pub fn new(cfg: EndpointConfig, seed: u64) -> Self {
+        let () = Self::SIZES_OK;
+        Endpoint {
+            cfg,
+            initiators: PdcTable::new(),
+            targets: PdcTable::new(),
+            msgs: core::array::from_fn(|_| None),
+            generations: [0; M],
+            next_seq: 0,
+            events: heapless::Deque::new(),
+            rng: seed | 1,
+            now: Instant::ZERO,
+            nacks: heapless::Deque::new(),
+        }
+    }
+
+    /// The configuration.
+    pub const fn config(&self) -> &EndpointConfig {
+        &self.cfg
+    }
+
+    /// Initiator PDCs open.
+    pub fn initiator_pdcs(&self) -> usize {
+        self.initiators.len()
+    }
+
+    /// Target PDCs open.
+    pub fn target_pdcs(&self) -> usize {
+        self.targets.len()
+    }
+
+    /// Messages queued or in flight.
+    pub fn messages_in_flight(&self) -> usize {
+        self.msgs.iter().flatten().count()
+    }
+
+    fn random_u32(&mut self) -> u32 {
+        // xorshift64: start PSNs need only be unpredictable to the peer, not cryptographic.
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        (x >> 16) as u32
+    }
+
+    /// Queues a message; its packets go out through [`Endpoint::poll_transmit`].
+    pub fn send(&mut self, desc: MessageDesc) -> Result<MsgHandle, EndpointError> {
+        let segments = Segmenter::new(desc.len, self.cfg.mtu).map_err(EndpointError::Segment)?;
+        let slot = self.msgs.iter().position(Option::is_none).ok_or(EndpointError::TooManyMessages)?;
+        let generation = self.generations.get(slot).copied().unwrap_or(0);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        if let Some(m) = self.msgs.get_mut(slot) {
+            *m = Some(SendMsg { generation, desc, segments, seq, pdc: None, message_id: 0, first_psn: 0, sent: 0 });
+        }
+        Ok(MsgHandle { slot: slot as u16, generation })
+    }
+
+    fn key(&self, desc: &MessageDesc) -> InitiatorKey {
+        InitiatorKey {
+            mode: desc.mode,
+            job_id: desc.header.common.job_id,
+            src: self.cfg.addr,
+            dst: desc.dst,
+            tc: desc.tc,
+        }
+    }
+
+    fn free_msg(&mut self, slot: usize) -> Option<SendMsg> {
+        let m = self.msgs.get_mut(slot)?.take()?;
+        if let Some(g) = self.generations.get_mut(slot) {
+            *g = g.wrapping_add(1);
+        }
+        Some(m)
+    }
+
+    /// The next packet to send, its headers written to the front of `out`, which must hold
+    /// [`MAX_HEADER_LEN`] bytes (checked first, so a short buffer changes nothing). NACKs go
+    /// first, then resends and control packets, then ACKs, then new packets of queued messages,
+    /// oldest message first.
+    pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
+        if out.len() < MAX_HEADER_LEN {
+            return Err(EndpointError::BufferTooShort);
+        }
+        self.now = self.now.max(now);
+        if let Some((dst, n)) = self.nacks.front().copied() {
+            let header_len = emit(out, &PdsHeader::Nack(n))?;
+            self.nacks.pop_front();
+            return Ok(Some(Transmit { dst, header_len, payload: None }));
+        }
+        if let Some(t) = self.transmit_initiator_pending(now, out)? {
+            return Ok(Some(t));
+        }
+        if let Some(t) = self.transmit_target_pending(now, out)? {
+            return Ok(Some(t));
+        }
+        self.transmit_new(now, out)
+    }
+
+    fn transmit_initiator_pending(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
+        let ids: heapless::Vec<u16, P> = self.initiators.iter().map(|(id, _)| id).collect();
+        for id in ids {
+            let Some(dst) = self.initiators.key(id).map(|k| k.dst) else { continue };
+            let Some(p) = self.initiators.get_mut(id) else { continue };
+            let Some(tx) = p.pdc.poll_transmit(now) else { continue };
+            let t = match tx {
+                InitiatorTx::Resend(stamp) => {
+                    // The message holding this PSN (PSNs of a PDC's messages are consecutive).
+                    let found = self.msgs.iter().enumerate().find_map(|(slot, m)| {
+                        let m = m.as_ref()?;
+                        let i = stamp.psn.wrapping_sub(m.first_psn);
+                        (m.pdc == Some(id) && i < m.sent).then_some((slot, i))
+                    });
+                    let Some((slot, index)) = found else { continue };
+                    self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, None))?
+                }
+                InitiatorTx::Control(c) => {
+                    Transmit { dst, header_len: emit(out, &PdsHeader::Control(c))?, payload: None }
+                }
+                InitiatorTx::Ack(a) => Transmit { dst, header_len: emit(out, &PdsHeader::Ack(a))?, payload: None },
+            };
+            self.after_initiator_change(now, id);
+            return Ok(Some(t));
+        }
+        Ok(None)
+    }
+
+    fn transmit_target_pending(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
+        let ids: heapless::Vec<u16, P> = self.targets.iter().map(|(id, _)| id).collect();
+        for id in ids {
+            let Some(dst) = self.targets.key(id).map(|k| k.src) else { continue };
+            let Some(p) = self.targets.get_mut(id) else { continue };
+            let Some(tx) = p.pdc.poll_transmit(now) else { continue };
+            let header = match tx {
+                TargetTx::Ack(a) => PdsHeader::Ack(a),
+                TargetTx::Control(c) => PdsHeader::Control(c),
+                TargetTx::Nack(n) => PdsHeader::Nack(n),
+            };
+            let t = Transmit { dst, header_len: emit(out, &header)?, payload: None };
+            self.after_target_change(id);
+            return Ok(Some(t));
+        }
+        Ok(None)
+    }
+
+    /// Writes the PDS request and the SES header of packet `index` of message `slot`.
+    fn write_request(&self, out: &mut [u8], slot: usize, index: u32, pds: Request) -> Result<Transmit, EndpointError> {
+        let m = self.msgs.get(slot).and_then(Option::as_ref).ok_or(EndpointError::Unsupported)?;
+        let seg = m.segments.segment(index).ok_or(EndpointError::Unsupported)?;
+        let mut template = m.desc.header;
+        template.message_id = m.message_id;
+        let ses = seg.standard_header(&template, m.desc.len);
+        let n = emit(out, &PdsHeader::Request(pds))?;
+        let k = SesHeader::Standard(ses)
+            .emit(out.get_mut(n..).unwrap_or_default())
+            .map_err(|_| EndpointError::BufferTooShort)?;
+        Ok(Transmit {
+            dst: m.desc.dst,
+            header_len: n + k,
+            payload: Some(PayloadRef {
+                msg: MsgHandle { slot: slot as u16, generation: m.generation },
+                offset: seg.offset,
+                len: seg.len,
+            }),
+        })
+    }
+
+    fn transmit_new(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
+        // Oldest message first among those that can go.
+        let mut order: heapless::Vec<(u64, u16), M> = heapless::Vec::new();
+        for (slot, m) in self.msgs.iter().enumerate() {
+            if let Some(m) = m {
+                if m.sent < m.segments.packets() {
+                    let _ = order.push((m.seq, slot as u16));
+                }
+            }
+        }
+        order.sort_unstable();
+        for &(_, slot) in &order {
+            let slot = usize::from(slot);
+            let Some(id) = self.pdc_for(slot) else { continue };
+            let cfg = self.cfg.pdc;
+            let Some(p) = self.initiators.get_mut(id) else { continue };
+            if !p.pdc.can_send(&cfg) || p.active.is_some_and(|a| usize::from(a) != slot) {
+                continue;
+            }
+            let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) else { continue };
+            let last = m.sent + 1 == m.segments.packets();
+            let Ok(stamp) = p.pdc.send(now, &cfg, last) else { continue };
+            if m.sent == 0 {
+                m.pdc = Some(id);
+                m.message_id = p.next_message_id;
+                m.first_psn = stamp.psn;
+                p.next_message_id = p.next_message_id.wrapping_add(1);
+            }
+            let index = m.sent;
+            m.sent += 1;
+            p.active = if last { None } else { Some(slot as u16) };
+            let t = self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, None))?;
+            return Ok(Some(t));
+        }
+        Ok(None)
+    }
+
+    /// The PDC a message goes out on: its own once started; else the open PDC of its key if it
+    /// takes new messages; else a new one (none while the key's PDC is closing or the table is
+    /// full).
+    fn pdc_for(&mut self, slot: usize) -> Option<u16> {
+        let m = self.msgs.get(slot)?.as_ref()?;
+        if let Some(id) = m.pdc {
+            return Some(id);
+        }
+        let key = self.key(&m.desc);
+        if let Some(id) = self.initiators.find(&key) {
+            let p = self.initiators.get(id)?;
+            let takes_new = matches!(p.pdc.state(), InitiatorState::Creating | InitiatorState::Established);
+            return takes_new.then_some(id);
+        }
+        let id = self.initiators.next_id()?;
+        let start = self.random_u32();
+        let pdc = Initiator::new(&self.cfg.pdc, key.mode, id, start);
+        self.initiators.insert(key, IniPdc { pdc, next_message_id: 0, active: None }).ok()
+    }
+
+    /// Takes a received packet: PDS header on, without any CRC trailer. Returns where a new
+    /// request's payload belongs.
+    pub fn handle_packet<'a>(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        bytes: &'a [u8],
+    ) -> Result<Option<Placement<'a>>, EndpointError> {
+        let (pds, rest) = PdsHeader::parse(bytes)?;
+        self.now = self.now.max(now);
+        match pds {
+            PdsHeader::Request(r) => self.handle_request(now, src, r, rest),
+            PdsHeader::Ack(a) => {
+                self.on_initiator(
+                    now,
+                    a.dpdcid,
+                    |p, cfg| p.handle_ack(now, cfg, &a).map(drop),
+                    |t, cfg| t.handle_ack(now, cfg, &a),
+                );
+                Ok(None)
+            }
+            PdsHeader::Nack(n) => {
+                if let NackTarget::Pdc { dpdcid, .. } = n.target {
+                    self.on_initiator(now, dpdcid, |p, cfg| p.handle_nack(now, cfg, &n).map(drop), |_, _| Ok(()));
+                }
+                Ok(None)
+            }
+            PdsHeader::Control(c) => {
+                match c.dest {
+                    // Control packets to an initiator come from its target (CLOSE_REQ); to a
+                    // target from its initiator. The DPDCID says which table.
+                    PdcDest::Established { dpdcid } => {
+                        let from_target = self.initiators.key(dpdcid).is_some_and(|k| k.dst == src)
+                            && matches!(c.ctl_type, crate::pds::ControlType::CloseReq);
+                        if from_target {
+                            self.on_initiator(now, dpdcid, |p, _| p.handle_control(now, &c), |_, _| Ok(()));
+                            return Ok(None);
+                        }
+                        self.control_to_target(now, src, dpdcid, &c);
+                    }
+                    PdcDest::Syn { .. } => {
+                        let key = TargetKey { src, dst: self.cfg.addr, spdcid: c.spdcid };
+                        if let Some(id) = self.targets.find(&key) {
+                            self.control_to_target(now, src, id, &c);
+                        }
+                    }
+                }
+                Ok(None)
+            }
+            PdsHeader::Rudi(_) | PdsHeader::Uud(_) => Err(EndpointError::Unsupported),
+        }
+    }
+
+    /// Applies `f` to initiator PDC `id` (or `g` to target PDC `id` for an ACK of a CLOSE_REQ),
+    /// then settles messages and events. A packet for no PDC is dropped.
+    fn on_initiator(
+        &mut self,
+        now: Instant,
+        id: u16,
+        f: impl FnOnce(&mut Initiator, &PdcConfig) -> Result<(), crate::pdc::PdcError>,
+        g: impl FnOnce(&mut Target, &PdcConfig) -> Result<(), crate::pdc::PdcError>,
+    ) {
+        let cfg = self.cfg.pdc;
+        if let Some(p) = self.initiators.get_mut(id) {
+            // A refused packet changes nothing; there is nothing to answer.
+            let _ = f(&mut p.pdc, &cfg);
+            self.after_initiator_change(now, id);
+        } else if let Some(t) = self.targets.get_mut(id) {
+            let _ = g(&mut t.pdc, &cfg);
+            self.after_target_change(id);
+        }
+    }
+
+    fn control_to_target(&mut self, now: Instant, src: IpAddr, id: u16, c: &crate::pds::Control) {
+        let cfg = self.cfg.pdc;
+        let Some(t) = self.targets.get_mut(id) else {
+            self.nack_unknown(src, c.psn, c.spdcid);
+            return;
+        };
+        if let Ok(v) = t.pdc.handle_control(now, &cfg, c) {
+            if let Some(n) = v.nack {
+                self.queue_nack(src, n);
+            }
+        }
+        self.after_target_change(id);
+    }
+
+    fn handle_request<'a>(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        r: Request,
+        rest: &'a [u8],
+    ) -> Result<Option<Placement<'a>>, EndpointError> {
+        if r.next_header != NextHeader::ReqStd {
+            return Err(EndpointError::Unsupported);
+        }
+        let (ses, payload) = SesHeader::parse(NextHeader::ReqStd, rest)?;
+        let Some(SesHeader::Standard(ses)) = ses else { return Err(EndpointError::Unsupported) };
+        let seg = Segment::of_received(&ses, u16::try_from(payload.len()).unwrap_or(u16::MAX));
+        if usize::from(seg.len) != payload.len() {
+            return Err(EndpointError::Malformed(Error::Mismatch { field: "SES payload length and payload bytes" }));
+        }
+        // Room for every event this packet could release.
+        if E - self.events.len() < ORDER_WINDOW {
+            return Err(EndpointError::EventsFull);
+        }
+        let cfg = self.cfg.pdc;
+        let id = match r.dest {
+            PdcDest::Established { dpdcid } => {
+                if self.targets.get(dpdcid).is_none() {
+                    self.nack_unknown(src, r.psn, r.spdcid);
+                    return Ok(None);
+                }
+                dpdcid
+            }
+            PdcDest::Syn { .. } => {
+                let key = TargetKey { src, dst: self.cfg.addr, spdcid: r.spdcid };
+                match self.targets.find(&key) {
+                    Some(id) => id,
+                    None => {
+                        let Some(id) = self.targets.next_id() else {
+                            self.queue_nack(src, refusal(NackCode::NoPdcAvail, &r, 0));
+                            return Ok(None);
+                        };
+                        let own_start = self.random_u32();
+                        let Ok(pdc) = Target::new(now, &cfg, id, &r, StartPolicy::Open, own_start) else {
+                            return Ok(None);
+                        };
+                        if self.targets.insert(key, TgtPdc { pdc, order: MessageOrder::new() }).is_err() {
+                            return Ok(None);
+                        }
+                        id
+                    }
+                }
+            }
+        };
+        let Some(t) = self.targets.get_mut(id) else { return Ok(None) };
+        // The message layer must take a new packet before the PDC counts it received.
+        if t.pdc.would_deliver(&r) {
+            if let Err(e) = t.order.check(ses.message_id, ses.request_length, seg.len) {
+                let code = match e {
+                    OrderError::TooFarAhead { .. } => NackCode::NoSesMsgAvail,
+                    OrderError::Released { .. } | OrderError::Inconsistent { .. } => NackCode::UnexpEvent,
+                };
+                self.queue_nack(src, refusal(code, &r, id));
+                return Ok(None);
+            }
+        }
+        let verdict = t.pdc.handle_request(now, &cfg, &r, u32::from(seg.len), false);
+        let mut placement = None;
+        if let Ok(v) = verdict {
+            if v.delivery == Delivery::New {
+                // Checked above, so this cannot fail.
+                let _ = t.order.on_packet(ses.message_id, ses.request_length, seg.len);
+                while let Some((message_id, len)) = t.order.release() {
+                    let _ = self.events.push_back(Event::Received { src, pdc: id, message_id, len });
+                }
+                placement = Some(Placement {
+                    src,
+                    pdc: id,
+                    message_id: ses.message_id,
+                    header: ses,
+                    offset: seg.offset,
+                    payload,
+                });
+            }
+            if let Some(n) = v.nack {
+                self.queue_nack(src, n);
+            }
+        }
+        self.after_target_change(id);
+        Ok(placement)
+    }
+
+    /// Queues a NACK for the next `poll_transmit`. When the queue is full the NACK is dropped:
+    /// NACKs only speed recovery up, and the sender's timers cover their loss.
+    fn queue_nack(&mut self, dst: IpAddr, n: Nack) {
+        let _ = self.nacks.push_back((dst, n));
+    }
+
+    /// NACK INV_DPDCID for a packet that names no PDC here.
+    fn nack_unknown(&mut self, src: IpAddr, psn: u32, spdcid: u16) {
+        let n = Nack {
+            flags: NackFlags::empty(),
+            code: NackCode::InvDpdcid,
+            vendor_code: 0,
+            target: NackTarget::Pdc { psn, spdcid: 0, dpdcid: spdcid },
+            payload: 0,
+            ccx: None,
+        };
+        self.queue_nack(src, n);
+    }
+
+    /// Settles initiator PDC `id` after it changed: reports its events, completes or fails its
+    /// messages, closes it when its work is done, and frees it once closed and settled.
+    fn after_initiator_change(&mut self, now: Instant, id: u16) {
+        let Some(key) = self.initiators.key(id).copied() else { return };
+        let Some(p) = self.initiators.get_mut(id) else { return };
+        while let Some(ev) = p.pdc.poll_event() {
+            if let InitiatorEvent::Failed(_) = ev {
+                p.active = None;
+            }
+        }
+        let base = p.pdc.window().base();
+        let failure = p.pdc.failure();
+        let state = p.pdc.state();
+        let mut started_unsent = false;
+        let mut for_key = false;
+        for slot in 0..M {
+            let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
+            if m.pdc != Some(id) {
+                for_key |= m.pdc.is_none() && self.key(&m.desc) == key;
+                continue;
+            }
+            let handle = MsgHandle { slot: slot as u16, generation: m.generation };
+            let packets = m.segments.packets();
+            let event = match failure {
+                Some(f) => Some(Event::Failed(handle, f)),
+                None if m.sent == packets && psn_after(base, m.first_psn.wrapping_add(packets - 1)) => {
+                    Some(Event::Sent(handle))
+                }
+                None => None,
+            };
+            match event {
+                // No room: the message stays and is settled on a later change.
+                Some(ev) if self.events.push_back(ev).is_ok() => {
+                    self.free_msg(slot);
+                }
+                _ => {
+                    for_key = true;
+                    started_unsent |= m.sent < packets;
+                }
+            }
+        }
+        let cfg = self.cfg.pdc;
+        let Some(p) = self.initiators.get_mut(id) else { return };
+        let wants_close = match state {
+            // The target asked to close: once the message in progress is all sent.
+            InitiatorState::Quiesce => !started_unsent,
+            InitiatorState::Creating | InitiatorState::Established => self.cfg.close_when_idle && !for_key,
+            InitiatorState::AckWait | InitiatorState::CloseAckWait | InitiatorState::Closed => false,
+        };
+        if wants_close {
+            let _ = p.pdc.close(now, &cfg);
+        }
+        let settled = !self.msgs.iter().flatten().any(|m| m.pdc == Some(id));
+        if p.pdc.state() == InitiatorState::Closed && settled && !p.pdc.has_pending() {
+            self.initiators.remove(id);
+        }
+    }
+
+    /// Reports a target PDC's events and frees it once closed.
+    fn after_target_change(&mut self, id: u16) {
+        let Some(t) = self.targets.get_mut(id) else { return };
+        let mut closed = false;
+        while let Some(ev) = t.pdc.poll_event() {
+            closed |= ev == TargetEvent::Closed;
+        }
+        if closed {
+            self.targets.remove(id);
+        }
+    }
+
+    /// The next deadline of any PDC.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let i = self.initiators.iter().filter_map(|(_, p)| p.pdc.poll_timeout());
+        let t = self.targets.iter().filter_map(|(_, p)| p.pdc.poll_timeout());
+        i.chain(t).min()
+    }
+
+    /// Runs every timer due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+        let cfg = self.cfg.pdc;
+        let due: heapless::Vec<u16, P> = self
+            .initiators
+            .iter()
+            .filter(|(_, p)| p.pdc.poll_timeout().is_some_and(|t| t <= now))
+            .map(|(id, _)| id)
+            .collect();
+        for id in due {
+            if let Some(p) = self.initiators.get_mut(id) {
+                p.pdc.handle_timeout(now, &cfg);
+            }
+            self.after_initiator_change(now, id);
+        }
+        let due: heapless::Vec<u16, P> = self
+            .targets
+            .iter()
+            .filter(|(_, p)| p.pdc.poll_timeout().is_some_and(|t| t <= now))
+            .map(|(id, _)| id)
+            .collect();
+        for id in due {
+            if let Some(p) = self.targets.get_mut(id) {
+                p.pdc.handle_timeout(now, &cfg);
+            }
+            self.after_target_change(id);
+        }
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        let ev = self.events.pop_front();
+        if ev.is_some() {
+            // Room again: settle what waited for it.
+            let ids: heapless::Vec<u16, P> = self.initiators.iter().map(|(id, _)| id).collect();
+            for id in ids {
+                self.settle_later(id);
+            }
+        }
+        ev
+    }
+
+    /// Messages that found the event queue full are settled once it has room (at the latest
+    /// time a call gave).
+    fn settle_later(&mut self, id: u16) {
+        let any = self.msgs.iter().flatten().any(|m| m.pdc == Some(id));
+        if any {
+            self.after_initiator_change(self.now, id);
+        }
+    }
+}
+
+/// Emits a PDS header at the front of `out`.
+fn emit(out: &mut [u8], h: &PdsHeader) -> Result<usize, EndpointError> {
+    h.emit(out).map_err(|_| EndpointError::BufferTooShort)
+}
+
+/// A NACK refusing request `r`.
+fn refusal(code: NackCode, r: &Request, spdcid: u16) -> Nack {
+    Nack {
+        flags: NackFlags::empty(),
+        code,
+        vendor_code: 0,
+        target: NackTarget::Pdc { psn: r.psn, spdcid, dpdcid: r.spdcid },
+        payload: 0,
+        ccx: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pdc::ipv4;
+    use crate::ses::{Opcode, RequestCommon, SesFlags, StandardTail};
+    use std::collections::HashMap;
+    use std::vec::Vec;
+
+    type Ep = Endpoint<8, 32, 64>;
+
+    fn config(addr: IpAddr) -> EndpointConfig {
+        EndpointConfig {
+            addr,
+            mtu: 1024,
+            pdc: PdcConfig { max_rto_retx: 15, ..PdcConfig::default() },
+            close_when_idle: true,
+        }
+    }
+
+    fn desc(dst: IpAddr, mode: DeliveryMode, index: u64, len: u32) -> MessageDesc {
+        MessageDesc {
+            dst,
+            mode,
+            tc: 0,
+            header: StandardRequest {
+                common: RequestCommon {
+                    opcode: Opcode::Send,
+                    flags: SesFlags::empty(),
+                    ri_generation: 0,
+                    job_id: 42,
+                    pid_on_fep: 1,
+                    resource_index: 2,
+                },
+                message_id: 0,
+                buffer_offset: 0,
+                initiator: 5,
+                // The test's own message number, so the receiver can check the bytes.
+                match_bits: index,
+                tail: StandardTail::Som { header_data: 0 },
+                request_length: 0,
+                ext: None,
+            },
+            len,
+        }
+    }
+
+    fn byte(index: u64, offset: u32) -> u8 {
+        (index as u32).wrapping_mul(31).wrapping_add(offset).to_le_bytes()[0] ^ (offset >> 8) as u8
+    }
+
+    struct Wire {
+        rng: u64,
+        loss: u32, // per mille
+        reorder: bool,
+        flight: Vec<(usize, Vec<u8>)>,
+    }
+
+    impl Wire {
+        fn next(&mut self) -> u32 {
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            (self.rng >> 32) as u32
+        }
+    }
+
+    /// Runs two endpoints until both are idle; returns the messages B received in order, by
+    /// sender index, and A's sent events.
+    fn exchange(mode: DeliveryMode, lens: &[u32], loss: u32, reorder: bool) -> (Vec<(u64, u32)>, usize, Ep, Ep) {
+        let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+        let mut eps = [Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2)];
+        let mut handles: HashMap<MsgHandle, u64> = HashMap::new();
+        let mut next_msg = 0usize;
+        let mut wire = Wire { rng: 0x9E37_79B9_7F4A_7C15, loss, reorder, flight: Vec::new() };
+        let mut buffers: HashMap<(u16, u16), (u64, Vec<u8>)> = HashMap::new();
+        let mut received = Vec::new();
+        let mut sent = 0usize;
+        let mut now = Instant::ZERO;
+        let mut out = [0u8; 256];
+        for _round in 0..200_000 {
+            // Keep up to 8 messages queued at A.
+            while next_msg < lens.len() && eps[0].messages_in_flight() < 8 {
+                let h = eps[0].send(desc(b_addr, mode, next_msg as u64, lens[next_msg])).unwrap();
+                handles.insert(h, next_msg as u64);
+                next_msg += 1;
+            }
+            let mut moved = false;
+            for (side, ep) in eps.iter_mut().enumerate() {
+                while let Some(t) = ep.poll_transmit(now, &mut out).unwrap() {
+                    let mut pkt = out[..t.header_len].to_vec();
+                    if let Some(p) = t.payload {
+                        let index = handles[&p.msg];
+                        pkt.extend((0..u32::from(p.len)).map(|i| byte(index, p.offset + i)));
+                    }
+                    if wire.next() % 1000 >= wire.loss {
+                        wire.flight.push((1 - side, pkt));
+                    }
+                    moved = true;
+                }
+            }
+            if wire.reorder && wire.flight.len() > 1 {
+                for i in (1..wire.flight.len()).rev() {
+                    let j = wire.next() as usize % (i + 1);
+                    wire.flight.swap(i, j);
+                }
+            }
+            for (to, pkt) in core::mem::take(&mut wire.flight) {
+                let from = eps[1 - to].config().addr;
+                if let Some(p) = eps[to].handle_packet(now, from, &pkt).unwrap() {
+                    let (index, buf) = buffers
+                        .entry((p.pdc, p.message_id))
+                        .or_insert_with(|| (p.header.match_bits, vec![0; p.header.request_length as usize]));
+                    assert_eq!(*index, p.header.match_bits);
+                    buf[p.offset as usize..p.offset as usize + p.payload.len()].copy_from_slice(p.payload);
+                }
+                moved = true;
+            }
+            for ep in eps.iter_mut() {
+                while let Some(ev) = ep.poll_event() {
+                    match ev {
+                        Event::Sent(h) => {
+                            assert!(handles.remove(&h).is_some());
+                            sent += 1;
+                        }
+                        Event::Failed(h, f) => panic!("message {h:?} failed: {f:?}"),
+                        Event::Received { pdc, message_id, len, .. } => {
+                            let (index, buf) = buffers.remove(&(pdc, message_id)).expect("placed");
+                            assert_eq!(buf.len(), len as usize);
+                            for (o, b) in buf.iter().enumerate() {
+                                assert_eq!(*b, byte(index, o as u32), "message {index} byte {o}");
+                            }
+                            received.push((index, len));
+                        }
+                    }
+                }
+            }
+            let idle = next_msg == lens.len() && eps.iter().all(|e| e.messages_in_flight() == 0);
+            if idle && eps.iter().all(|e| e.initiator_pdcs() == 0 && e.target_pdcs() == 0) {
+                break;
+            }
+            if !moved {
+                match eps.iter().filter_map(Ep::poll_timeout).min() {
+                    Some(t) => now = now.max(t),
+                    None => now = now.saturating_add(linklayer::Duration::from_micros(10)),
+                }
+                for ep in eps.iter_mut() {
+                    ep.handle_timeout(now);
+                }
+            } else {
+                now = now.saturating_add(linklayer::Duration::from_micros(1));
+            }
+        }
+        let [a, b] = eps;
+        (received, sent, a, b)
+    }
+
+    fn lens(n: usize) -> Vec<u32> {
+        (0..n).map(|i| [0u32, 1, 1023, 1024, 1025, 5000, 20_000][i % 7]).collect()
+    }
+
+    #[test]
+    fn messages_arrive_whole_and_in_order_on_a_clean_wire() {
+        let l = lens(40);
+        let (received, sent, a, b) = exchange(DeliveryMode::Rud, &l, 0, false);
+        assert_eq!(sent, l.len());
+        let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
+        assert_eq!(received, want);
+        assert_eq!((a.initiator_pdcs(), a.target_pdcs(), b.initiator_pdcs(), b.target_pdcs()), (0, 0, 0, 0));
+    }
+
+    #[test]
+    fn rud_messages_complete_in_order_despite_reordering_and_loss() {
+        let l = lens(60);
+        let (received, sent, _, _) = exchange(DeliveryMode::Rud, &l, 100, true);
+        assert_eq!(sent, l.len());
+        let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
+        assert_eq!(received, want);
+    }
+
+    #[test]
+    fn rod_messages_survive_loss() {
+        let l = lens(30);
+        let (received, sent, _, _) = exchange(DeliveryMode::Rod, &l, 50, false);
+        assert_eq!(sent, l.len());
+        assert_eq!(received.len(), l.len());
+        assert!(received.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    #[test]
+    fn refusals() {
+        let mut ep = Ep::new(config(ipv4([10, 0, 0, 1])), 1);
+        let bad_mtu = EndpointConfig { mtu: 0, ..config(ipv4([10, 0, 0, 1])) };
+        let mut e2 = Ep::new(bad_mtu, 1);
+        assert_eq!(
+            e2.send(desc(ipv4([10, 0, 0, 2]), DeliveryMode::Rud, 0, 10)),
+            Err(EndpointError::Segment(SegmentError::BadMtu { mtu: 0 }))
+        );
+        for i in 0..32 {
+            ep.send(desc(ipv4([10, 0, 0, 2]), DeliveryMode::Rud, i, 10)).unwrap();
+        }
+        assert_eq!(ep.send(desc(ipv4([10, 0, 0, 2]), DeliveryMode::Rud, 99, 10)), Err(EndpointError::TooManyMessages));
+        assert!(matches!(
+            ep.handle_packet(Instant::ZERO, ipv4([10, 0, 0, 2]), &[0xFF; 3]),
+            Err(EndpointError::Malformed(_))
+        ));
+        let mut tiny = [0u8; 8];
+        assert_eq!(ep.poll_transmit(Instant::ZERO, &mut tiny), Err(EndpointError::BufferTooShort));
+    }
+}
