@@ -32,6 +32,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("uet_packet", uet_packet),
     ("pdc_window", pdc_window),
     ("pdc_pair", pdc_pair),
+    ("endpoint", endpoint),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits byte for byte.
@@ -756,6 +757,140 @@ pub fn pdc_pair(data: &[u8]) {
         };
         if r.is_err() {
             assert_eq!(*t, before, "a refused {h:?} changed the target");
+        }
+    }
+}
+
+/// Two endpoints over a network the input drives (any order, drops, duplicates, time jumps),
+/// with arbitrary bytes injected at either. Invariants: no panic; every placement lies inside its
+/// message; each message handle completes or fails at most once; received messages complete once
+/// each, in message order per PDC, and only after all their bytes were placed.
+pub fn endpoint(data: &[u8]) {
+    use std::collections::{HashMap, HashSet};
+    use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc};
+    use uet_wire::pdc::{PdcConfig, ipv4};
+    use uet_wire::pds::DeliveryMode;
+    use uet_wire::ses::{Opcode, RequestCommon, SesFlags, StandardRequest, StandardTail};
+    type Ep = Endpoint<4, 8, 40>;
+    let mut u = Unstructured::new(data);
+    let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
+    let mtu = u.int_in_range(1u16..=2048).unwrap_or(512);
+    let cfg = |addr| EndpointConfig { addr, mtu, pdc: PdcConfig::default(), close_when_idle: true };
+    let mut eps = [Ep::new(cfg(addrs[0]), 1), Ep::new(cfg(addrs[1]), 2)];
+    let mut now = Instant::ZERO;
+    let mut net: Vec<(usize, Vec<u8>)> = Vec::new();
+    let mut live: HashSet<(usize, uet_wire::msg::MsgHandle)> = HashSet::new();
+    // Per receiver and (PDC, message id): bytes placed, and the last message id released.
+    let mut placed: HashMap<(usize, u16, u16), u64> = HashMap::new();
+    let mut last_released: HashMap<(usize, u16), u16> = HashMap::new();
+    let mut out = [0u8; 128];
+    while !u.is_empty() {
+        match u.int_in_range(0u8..=6).unwrap_or(0) {
+            0 => {
+                let side = usize::from(u.arbitrary::<bool>().unwrap_or(false));
+                let len = u.int_in_range(0u32..=20_000).unwrap_or(0);
+                let mode = if u.arbitrary().unwrap_or(false) { DeliveryMode::Rod } else { DeliveryMode::Rud };
+                let header = StandardRequest {
+                    common: RequestCommon {
+                        opcode: Opcode::Send,
+                        flags: SesFlags::empty(),
+                        ri_generation: 0,
+                        job_id: u.int_in_range(0u32..=2).unwrap_or(0),
+                        pid_on_fep: 0,
+                        resource_index: 0,
+                    },
+                    message_id: 0,
+                    buffer_offset: 0,
+                    initiator: 0,
+                    match_bits: 0,
+                    tail: StandardTail::Som { header_data: 0 },
+                    request_length: 0,
+                    ext: None,
+                };
+                let desc = MessageDesc { dst: addrs[1 - side], mode, tc: 0, header, len };
+                if let Ok(h) = eps[side].send(desc) {
+                    assert!(live.insert((side, h)), "a live handle was given twice");
+                }
+            }
+            1 => {
+                for (side, ep) in eps.iter_mut().enumerate() {
+                    for _ in 0..u.int_in_range(0u8..=8).unwrap_or(1) {
+                        match ep.poll_transmit(now, &mut out) {
+                            Ok(Some(t)) => {
+                                let mut pkt = out[..t.header_len].to_vec();
+                                if let Some(p) = t.payload {
+                                    pkt.extend(std::iter::repeat_n(0xA5, usize::from(p.len)));
+                                }
+                                net.push((1 - side, pkt));
+                            }
+                            Ok(None) => break,
+                            Err(e) => panic!("poll_transmit with a big buffer failed: {e:?}"),
+                        }
+                    }
+                }
+            }
+            2 if !net.is_empty() => {
+                let k = u.choose_index(net.len()).unwrap_or(0);
+                match u.int_in_range(0u8..=3).unwrap_or(0) {
+                    0 => {
+                        net.swap_remove(k);
+                    }
+                    1 => net.push(net[k].clone()),
+                    _ => {
+                        let (to, pkt) = net.swap_remove(k);
+                        deliver(&mut eps, now, &addrs, to, &pkt, &mut placed);
+                    }
+                }
+            }
+            3 => {
+                let to = usize::from(u.arbitrary::<bool>().unwrap_or(false));
+                let pkt: Vec<u8> = u.arbitrary().unwrap_or_default();
+                deliver(&mut eps, now, &addrs, to, &pkt, &mut placed);
+            }
+            4 => {
+                now = now.saturating_add(Duration::from_micros(u.int_in_range(0u64..=3000).unwrap_or(0)));
+                for ep in eps.iter_mut() {
+                    ep.handle_timeout(now);
+                }
+            }
+            _ => {}
+        }
+        for (side, ep) in eps.iter_mut().enumerate() {
+            while let Some(ev) = ep.poll_event() {
+                match ev {
+                    Event::Sent(h) | Event::Failed(h, _) => {
+                        assert!(live.remove(&(side, h)), "an unknown message completed, or one completed twice");
+                    }
+                    Event::Received { pdc, message_id, len, .. } => {
+                        let got = placed.remove(&(side, pdc, message_id)).unwrap_or(0);
+                        assert_eq!(got, u64::from(len), "message released before all its bytes were placed");
+                        if let Some(prev) = last_released.insert((side, pdc), message_id) {
+                            assert_eq!(message_id, prev.wrapping_add(1), "messages released out of order");
+                        } else {
+                            assert_eq!(message_id, 0, "a PDC's first message is not message 0");
+                        }
+                    }
+                }
+            }
+        }
+        // A freed PDC id may come back after its generations wrap; forget released order then.
+        if eps[0].target_pdcs() == 0 && eps[1].target_pdcs() == 0 {
+            last_released.clear();
+        }
+    }
+
+    fn deliver(
+        eps: &mut [Endpoint<4, 8, 40>; 2],
+        now: Instant,
+        addrs: &[uet_wire::pdc::IpAddr; 2],
+        to: usize,
+        pkt: &[u8],
+        placed: &mut std::collections::HashMap<(usize, u16, u16), u64>,
+    ) {
+        if let Ok(Some(p)) = eps[to].handle_packet(now, addrs[1 - to], pkt) {
+            let end = u64::from(p.offset) + p.payload.len() as u64;
+            assert!(end <= u64::from(p.header.request_length), "placement past the message end");
+            *placed.entry((to, p.pdc, p.message_id)).or_insert(0) += p.payload.len() as u64;
         }
     }
 }
