@@ -5,9 +5,13 @@
 //!
 //! * [`link_sim`]: one full-duplex link, both ends running UE LLR + CBFC from `linklayer`, over a
 //!   wire that corrupts frames and loses or corrupts control ordered sets.
+//! * [`fabric`], [`pdc_sim`], [`endpoint_sim`]: a sprayed multipath fabric, and UET PDCs and
+//!   endpoints simulated over it.
 //! * [`uet_capture`]: a UET exchange framed as Ethernet/IPv4/UDP, pcap files, and a decoder.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+pub mod endpoint_sim;
+pub mod fabric;
 pub mod link_sim;
 pub mod pdc_sim;
 pub mod uet_capture;

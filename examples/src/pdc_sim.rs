@@ -13,10 +13,10 @@
 //! exactly once; ROD flows deliver in packet order; no PDC fails; at the end every PDC on both
 //! sides is closed and both tables are empty.
 
+pub use crate::fabric::FabricConfig;
+use crate::fabric::{Fabric, InFlight, percentile};
 use crate::link_sim::Rng;
 use linklayer::{Duration, Instant};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use uet_wire::packet::crc32c;
 use uet_wire::pdc::{
     Delivery, Initiator, InitiatorEvent, InitiatorKey, InitiatorState, InitiatorTx, PdcConfig, PdcTable, StartPolicy,
@@ -28,27 +28,6 @@ use uet_wire::pds::{DeliveryMode, Nack, NackCode, NackFlags, NackTarget, NextHea
 const TAG_LEN: usize = 20;
 /// Capacity of each side's PDC table.
 const MAX_PDCS: usize = 64;
-
-/// The fabric between the two hosts.
-#[derive(Clone, Copy, Debug)]
-pub struct FabricConfig {
-    /// Paths; a packet's entropy picks one.
-    pub paths: u32,
-    /// One-way delay of path 0.
-    pub base_delay: Duration,
-    /// Extra delay of each further path.
-    pub path_step: Duration,
-    /// Random extra delay, uniform up to this.
-    pub jitter: Duration,
-    /// Probability that a packet is lost.
-    pub loss: f64,
-    /// Probability that a packet arrives twice.
-    pub duplicate: f64,
-    /// Probability that a request is trimmed to its headers.
-    pub trim: f64,
-    /// Probability that a packet has a bit flipped (dropped by the CRC check).
-    pub corrupt: f64,
-}
 
 /// One simulation run.
 #[derive(Clone, Copy, Debug)]
@@ -88,16 +67,7 @@ impl PdcSimConfig {
             packet_bytes: 4096,
             link_gbps: 800,
             target_close_share: 0.5,
-            fabric: FabricConfig {
-                paths: 8,
-                base_delay: Duration::from_micros(2),
-                path_step: Duration::from_nanos(700),
-                jitter: Duration::from_nanos(1500),
-                loss,
-                duplicate: loss / 4.0,
-                trim: loss / 4.0,
-                corrupt: loss / 4.0,
-            },
+            fabric: FabricConfig::sprayed(loss),
             pdc: PdcConfig {
                 max_rto_retx: 15,
                 max_nack_retx: uet_wire::pdc::UNLIMITED_NACK_RETX,
@@ -149,21 +119,8 @@ pub struct PdcSimReport {
 impl PdcSimReport {
     /// The `p`-th percentile of the delivery latency (`p` in 0..=100).
     pub fn latency_percentile(&self, p: f64) -> Duration {
-        if self.latencies_ns.is_empty() {
-            return Duration::ZERO;
-        }
-        let i = ((self.latencies_ns.len() - 1) as f64 * p / 100.0).round() as usize;
-        Duration::from_nanos(self.latencies_ns[i])
+        percentile(&self.latencies_ns, p)
     }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct InFlight {
-    at: u64,
-    seq: u64,
-    to_target: bool,
-    trimmed: bool,
-    bytes: Vec<u8>,
 }
 
 struct Flow {
@@ -187,15 +144,12 @@ pub struct PdcSim {
     pub cfg: PdcSimConfig,
     rng: Rng,
     now: Instant,
-    seq: u64,
-    wire: BinaryHeap<Reverse<InFlight>>,
+    fabric: Fabric,
     initiators: PdcTable<InitiatorKey, Initiator, MAX_PDCS>,
     targets: PdcTable<TargetKey, Target, MAX_PDCS>,
     flows: Vec<Flow>,
     next_flow: usize,
     tx_free_at: Instant,
-    /// Per direction and path, the last arrival time (paths are FIFOs).
-    path_free: [Vec<u64>; 2],
     report: PdcSimReport,
 }
 
@@ -224,14 +178,12 @@ impl PdcSim {
             cfg,
             rng,
             now: Instant::ZERO,
-            seq: 0,
-            wire: BinaryHeap::new(),
+            fabric: Fabric::new(cfg.fabric),
             initiators: PdcTable::new(),
             targets: PdcTable::new(),
             flows,
             next_flow: 0,
             tx_free_at: Instant::ZERO,
-            path_free: [vec![0; cfg.fabric.paths as usize], vec![0; cfg.fabric.paths as usize]],
             report: PdcSimReport::default(),
         }
     }
@@ -253,41 +205,8 @@ impl PdcSim {
         let crc = crc32c(&[], &bytes[..len]);
         bytes[len..len + 4].copy_from_slice(&crc.to_be_bytes());
         bytes.truncate(len + 4);
-        let f = self.cfg.fabric;
-        let copies = if self.rng.chance(f.duplicate) {
-            self.report.duplicated += 1;
-            2
-        } else {
-            1
-        };
-        for _ in 0..copies {
-            if self.rng.chance(f.loss) {
-                self.report.lost += 1;
-                continue;
-            }
-            let mut bytes = bytes.clone();
-            let mut trimmed = false;
-            if tag.is_some() && self.rng.chance(f.trim) {
-                bytes.truncate(n);
-                trimmed = true;
-                self.report.trimmed += 1;
-            } else if self.rng.chance(f.corrupt) {
-                let bit = self.rng.below(bytes.len() as u64 * 8);
-                bytes[(bit / 8) as usize] ^= 1 << (bit % 8);
-                self.report.corrupted += 1;
-            }
-            let entropy = entropy.unwrap_or_else(|| self.rng.below(1 << 16) as u32);
-            let path = (entropy % f.paths) as usize;
-            let delay = f.base_delay.as_nanos()
-                + path as u64 * f.path_step.as_nanos()
-                + self.rng.below(f.jitter.as_nanos() + 1);
-            self.seq += 1;
-            // Each direction of each path is a FIFO.
-            let last = &mut self.path_free[usize::from(to_target)][path];
-            let at = (self.now.as_nanos() + delay).max(*last);
-            *last = at;
-            self.wire.push(Reverse(InFlight { at, seq: self.seq, to_target, trimmed, bytes }));
-        }
+        let trim_to = tag.map(|_| n);
+        self.fabric.send(&mut self.rng, self.now, usize::from(to_target), &bytes, trim_to, entropy);
     }
 
     fn tag(&self, flow: usize, index: u64, sent_at: u64) -> [u8; TAG_LEN] {
@@ -592,7 +511,7 @@ impl PdcSim {
             covered
         };
         let Ok((header, rest)) = PdsHeader::parse(covered) else { return };
-        if p.to_target {
+        if p.to == 1 {
             self.deliver_to_target(header, rest, trimmed);
         } else {
             self.deliver_to_initiator(header);
@@ -600,7 +519,7 @@ impl PdcSim {
     }
 
     fn next_wake(&self) -> Option<Instant> {
-        let arrival = self.wire.peek().map(|Reverse(p)| Instant::from_nanos(p.at));
+        let arrival = self.fabric.next_arrival();
         let timers = self
             .initiators
             .iter()
@@ -626,8 +545,7 @@ impl PdcSim {
                 break;
             }
             self.now = self.now.max(wake);
-            while self.wire.peek().is_some_and(|Reverse(p)| p.at <= self.now.as_nanos()) {
-                let Reverse(p) = self.wire.pop().unwrap();
+            while let Some(p) = self.fabric.pop_due(self.now) {
                 self.arrive(p);
             }
             let now = self.now;
@@ -656,6 +574,9 @@ impl PdcSim {
             while self.initiator_send() {}
         }
         self.report.elapsed = self.now.saturating_duration_since(Instant::ZERO);
+        let faults = self.fabric.faults;
+        (self.report.lost, self.report.duplicated, self.report.trimmed, self.report.corrupted) =
+            (faults.lost, faults.duplicated, faults.trimmed, faults.corrupted);
         self.report.completed =
             self.flows.iter().all(|f| f.delivered_count == self.cfg.packets_per_flow && f.pdc.is_none())
                 && self.initiators.is_empty()

@@ -65,3 +65,41 @@ fn rod_30_percent_loss() {
 fn rud_30_percent_loss() {
     run(PdcSimConfig::new(2, DeliveryMode::Rud, 8, 40_000, 0.30));
 }
+
+mod endpoints {
+    //! The same fabric with two `Endpoint`s exchanging messages both ways.
+    use super::*;
+    use xlink_examples::endpoint_sim::{EndpointSim, EndpointSimConfig};
+
+    fn run(cfg: EndpointSimConfig) {
+        let r = EndpointSim::new(cfg).run(Duration::from_millis(60_000));
+        assert!(r.completed, "not completed: {} of {} messages; {r:?}", r.messages, 2 * cfg.messages_per_side);
+        assert_eq!(r.messages, 2 * cfg.messages_per_side);
+        eprintln!(
+            "endpoints {:?} loss {:.0} %: {} messages, {} B, {} requests ({} resends), latency p50 {:?} p99 {:?}",
+            cfg.mode,
+            cfg.fabric.loss * 100.0,
+            r.messages,
+            r.bytes,
+            r.requests,
+            r.resends,
+            r.latency_percentile(50.0),
+            r.latency_percentile(99.0)
+        );
+    }
+
+    #[test]
+    fn rud_messages_clean() {
+        run(EndpointSimConfig::new(11, DeliveryMode::Rud, 500, 0.0));
+    }
+
+    #[test]
+    fn rud_messages_10_percent_loss() {
+        run(EndpointSimConfig::new(12, DeliveryMode::Rud, 500, 0.10));
+    }
+
+    #[test]
+    fn rod_messages_2_percent_loss() {
+        run(EndpointSimConfig::new(13, DeliveryMode::Rod, 200, 0.02));
+    }
+}

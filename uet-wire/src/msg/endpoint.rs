@@ -496,6 +496,40 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
         }
     }
 
+    /// Takes a request that arrived trimmed (its payload cut by a switch; the caller knows from
+    /// the packet's marking): the target PDC NACKs it TRIMMED (TRIMMED_LASTHOP with `last_hop`) so
+    /// the initiator resends at once. Nothing is recorded.
+    pub fn handle_trimmed(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        bytes: &[u8],
+        last_hop: bool,
+    ) -> Result<(), EndpointError> {
+        let (pds, _) = PdsHeader::parse(bytes)?;
+        self.now = self.now.max(now);
+        let PdsHeader::Request(r) = pds else { return Err(EndpointError::Unsupported) };
+        let id = match r.dest {
+            PdcDest::Established { dpdcid } => Some(dpdcid),
+            PdcDest::Syn { .. } => self.targets.find(&TargetKey { src, dst: self.cfg.addr, spdcid: r.spdcid }),
+        };
+        let verdict = id.and_then(|id| self.targets.get(id)).map(|t| t.pdc.handle_trimmed(&r, last_hop));
+        match verdict {
+            Some(Ok(v)) => {
+                if let Some(n) = v.nack {
+                    self.queue_nack(src, n);
+                }
+            }
+            Some(Err(_)) => {}
+            // No PDC yet (a trimmed SYN): NACK it so the initiator resends; the resend creates it.
+            None => {
+                let code = if last_hop { NackCode::TrimmedLastHop } else { NackCode::Trimmed };
+                self.queue_nack(src, refusal(code, &r, 0));
+            }
+        }
+        Ok(())
+    }
+
     /// Applies `f` to initiator PDC `id` (or `g` to target PDC `id` for an ACK of a CLOSE_REQ),
     /// then settles messages and events. A packet for no PDC is dropped.
     fn on_initiator(
