@@ -22,7 +22,7 @@ use uet_wire::pdc::{
     Delivery, Initiator, InitiatorEvent, InitiatorKey, InitiatorState, InitiatorTx, PdcConfig, PdcTable, StartPolicy,
     Target, TargetEvent, TargetKey, TargetTx, ipv4,
 };
-use uet_wire::pds::{DeliveryMode, Nack, NackCode, NackFlags, NackTarget, NextHeader, PdcDest, PdsHeader};
+use uet_wire::pds::{DeliveryMode, Nack, NackCode, NackTarget, NextHeader, PdcDest, PdsHeader};
 
 /// Bytes of the tag that stands in for the SES header and payload.
 const TAG_LEN: usize = 20;
@@ -362,14 +362,7 @@ impl PdcSim {
     }
 
     fn nack_unknown(&mut self, psn: u32, spdcid: u16) {
-        let n = Nack {
-            flags: NackFlags::empty(),
-            code: NackCode::InvDpdcid,
-            vendor_code: 0,
-            target: NackTarget::Pdc { psn, spdcid: 0, dpdcid: spdcid },
-            payload: 0,
-            ccx: None,
-        };
+        let n = Nack::for_pdc(NackCode::InvDpdcid, psn, 0, spdcid);
         self.report.nacks += 1;
         self.transmit(false, PdsHeader::Nack(n), None, None);
     }

@@ -33,7 +33,7 @@ use crate::pdc::{
     Delivery, Failure, Initiator, InitiatorEvent, InitiatorKey, InitiatorState, InitiatorTx, IpAddr, PdcConfig,
     PdcTable, StartPolicy, Target, TargetEvent, TargetKey, TargetTx, psn_after,
 };
-use crate::pds::{DeliveryMode, Nack, NackCode, NackFlags, NackTarget, NextHeader, PdcDest, PdsHeader, Request};
+use crate::pds::{DeliveryMode, Nack, NackCode, NackTarget, NextHeader, PdcDest, PdsHeader, Request};
 use crate::ses::{SesHeader, StandardRequest};
 use linklayer::Instant;
 
@@ -660,15 +660,7 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
 
     /// NACK INV_DPDCID for a packet that names no PDC here.
     fn nack_unknown(&mut self, src: IpAddr, psn: u32, spdcid: u16) {
-        let n = Nack {
-            flags: NackFlags::empty(),
-            code: NackCode::InvDpdcid,
-            vendor_code: 0,
-            target: NackTarget::Pdc { psn, spdcid: 0, dpdcid: spdcid },
-            payload: 0,
-            ccx: None,
-        };
-        self.queue_nack(src, n);
+        self.queue_nack(src, Nack::for_pdc(NackCode::InvDpdcid, psn, 0, spdcid));
     }
 
     /// Settles initiator PDC `id` after it changed: reports its events, completes or fails its
@@ -807,15 +799,8 @@ fn emit(out: &mut [u8], h: &PdsHeader) -> Result<usize, EndpointError> {
 }
 
 /// A NACK refusing request `r`.
-fn refusal(code: NackCode, r: &Request, spdcid: u16) -> Nack {
-    Nack {
-        flags: NackFlags::empty(),
-        code,
-        vendor_code: 0,
-        target: NackTarget::Pdc { psn: r.psn, spdcid, dpdcid: r.spdcid },
-        payload: 0,
-        ccx: None,
-    }
+const fn refusal(code: NackCode, r: &Request, spdcid: u16) -> Nack {
+    Nack::for_pdc(code, r.psn, spdcid, r.spdcid)
 }
 
 #[cfg(test)]

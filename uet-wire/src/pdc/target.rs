@@ -45,7 +45,7 @@ use super::window::{AckCoalescer, AckTriggers, Arrival, RxWindow, psn_after};
 use super::{Failure, PdcError, PdcState};
 use crate::pds::{
     Ack, AckCc, AckExtension, AckFlags, AckRequest, CcState, Control, ControlFlags, ControlType, DeliveryMode, Nack,
-    NackCode, NackFlags, NackTarget, NextHeader, PdcDest, Request, RequestFlags,
+    NackCode, NackFlags, NextHeader, PdcDest, Request, RequestFlags,
 };
 use linklayer::Instant;
 
@@ -299,14 +299,7 @@ impl<const W: usize> Target<W> {
 
     fn nack(&self, code: NackCode, psn: u32, retx: bool, payload: u32) -> Nack {
         let flags = if retx { NackFlags::RETX } else { NackFlags::empty() };
-        Nack {
-            flags,
-            code,
-            vendor_code: 0,
-            target: NackTarget::Pdc { psn, spdcid: self.local, dpdcid: self.remote },
-            payload,
-            ccx: None,
-        }
+        Nack { flags, payload, ..Nack::for_pdc(code, psn, self.local, self.remote) }
     }
 
     fn refuse(&self, code: NackCode, psn: u32, retx: bool) -> Verdict {

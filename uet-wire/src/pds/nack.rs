@@ -229,6 +229,19 @@ impl Nack {
         if self.ccx.is_some() { PacketType::NackCcx } else { PacketType::Nack }
     }
 
+    /// A plain NACK of request `psn` on a PDC: no flags, no vendor code, payload 0. `spdcid` is
+    /// the NACKing side's PDC id (0 when it has none), `dpdcid` the requester's.
+    pub const fn for_pdc(code: NackCode, psn: u32, spdcid: u16, dpdcid: u16) -> Self {
+        Nack {
+            flags: NackFlags::empty(),
+            code,
+            vendor_code: 0,
+            target: NackTarget::Pdc { psn, spdcid, dpdcid },
+            payload: 0,
+            ccx: None,
+        }
+    }
+
     /// Parses a NACK header from the front of `bytes`.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
