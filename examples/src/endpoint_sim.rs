@@ -15,7 +15,7 @@ use crate::fabric::{Fabric, FabricConfig, InFlight, percentile};
 use crate::link_sim::Rng;
 use linklayer::{Duration, Instant};
 use std::collections::HashMap;
-use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, MsgHandle};
+use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, MsgHandle, Service};
 use uet_wire::packet::crc32c;
 use uet_wire::pdc::{IpAddr, PdcConfig, ipv4};
 use uet_wire::pds::{DeliveryMode, PdsHeader, RequestFlags};
@@ -175,7 +175,10 @@ impl EndpointSim {
         let (len, job, _) = self.plan[from][message as usize];
         MessageDesc {
             dst: self.sides[1 - from].addr,
-            mode: self.cfg.mode,
+            service: match self.cfg.mode {
+                DeliveryMode::Rud => Service::Rud,
+                DeliveryMode::Rod => Service::Rod,
+            },
             tc: 0,
             header: StandardRequest {
                 common: RequestCommon {
@@ -263,7 +266,7 @@ impl EndpointSim {
                 buf[pl.offset as usize..pl.offset as usize + pl.payload.len()].copy_from_slice(pl.payload);
             }
             Ok(None) => {}
-            Err(uet_wire::msg::EndpointError::EventsFull) => {}
+            Err(uet_wire::msg::EndpointError::EventsFull | uet_wire::msg::EndpointError::ResponsesFull) => {}
             Err(e) => panic!("a CRC-checked packet was refused: {e:?}"),
         }
     }

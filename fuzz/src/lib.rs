@@ -762,14 +762,14 @@ pub fn pdc_pair(data: &[u8]) {
 }
 
 /// Two endpoints over a network the input drives (any order, drops, duplicates, time jumps),
-/// with arbitrary bytes injected at either. Invariants: no panic; every placement lies inside its
-/// message; each message handle completes or fails at most once; received messages complete once
-/// each, in message order per PDC, and only after all their bytes were placed.
+/// with arbitrary bytes injected at either, over all four services. Invariants: no panic; every
+/// placement lies inside its message; each message handle completes or fails at most once;
+/// messages on a PDC complete once each, in message order, only after all their bytes were
+/// placed; a UUD datagram is reported only after it was placed.
 pub fn endpoint(data: &[u8]) {
     use std::collections::{HashMap, HashSet};
-    use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc};
+    use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, Service};
     use uet_wire::pdc::{PdcConfig, ipv4};
-    use uet_wire::pds::DeliveryMode;
     use uet_wire::ses::{Opcode, RequestCommon, SesFlags, StandardRequest, StandardTail};
     type Ep = Endpoint<4, 8, 40>;
     let mut u = Unstructured::new(data);
@@ -789,7 +789,12 @@ pub fn endpoint(data: &[u8]) {
             0 => {
                 let side = usize::from(u.arbitrary::<bool>().unwrap_or(false));
                 let len = u.int_in_range(0u32..=20_000).unwrap_or(0);
-                let mode = if u.arbitrary().unwrap_or(false) { DeliveryMode::Rod } else { DeliveryMode::Rud };
+                let service = match u.int_in_range(0u8..=3).unwrap_or(0) {
+                    0 => Service::Rud,
+                    1 => Service::Rod,
+                    2 => Service::Rudi,
+                    _ => Service::Uud,
+                };
                 let header = StandardRequest {
                     common: RequestCommon {
                         opcode: Opcode::Send,
@@ -807,7 +812,7 @@ pub fn endpoint(data: &[u8]) {
                     request_length: 0,
                     ext: None,
                 };
-                let desc = MessageDesc { dst: addrs[1 - side], mode, tc: 0, header, len };
+                let desc = MessageDesc { dst: addrs[1 - side], service, tc: 0, header, len };
                 if let Ok(h) = eps[side].send(desc) {
                     assert!(live.insert((side, h)), "a live handle was given twice");
                 }
@@ -860,6 +865,13 @@ pub fn endpoint(data: &[u8]) {
                 match ev {
                     Event::Sent(h) | Event::Failed(h, _) => {
                         assert!(live.remove(&(side, h)), "an unknown message completed, or one completed twice");
+                    }
+                    Event::Received { pdc: 0, message_id, len, .. } => {
+                        // A UUD datagram: best effort, so a duplicate may arrive (and be reported)
+                        // twice; each report follows its own placement.
+                        let got = placed.entry((side, 0, message_id)).or_insert(0);
+                        assert!(*got >= u64::from(len), "UUD reported before it was placed");
+                        *got -= u64::from(len);
                     }
                     Event::Received { pdc, message_id, len, .. } => {
                         let got = placed.remove(&(side, pdc, message_id)).unwrap_or(0);

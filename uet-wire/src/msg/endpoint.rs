@@ -25,6 +25,18 @@
 //!   after it wait for that PDC to close and then open a new one.
 //! * A request the event queue has no room for is dropped unanswered (its resend comes back once
 //!   the caller has polled events), so no event is ever lost.
+//!
+//! **RUDI and UUD** (digest §3.11, \[B\] REF README) need no PDC:
+//!
+//! * RUDI (reliable, unordered, for idempotent operations): every packet carries a fresh packet
+//!   id and waits for its RUDI response; the initiator resends it after `RTO_Init_Timer`, at most
+//!   `Max_RTO_Retx_Cnt` times, then fails the message. A RUDI NACK of a retransmit-class code
+//!   resends at once; other codes fail the message. The target places every request it gets,
+//!   duplicates included (the operation is idempotent), and answers each with a RUDI response
+//!   carrying an SES response (RC_OK, the bytes placed). It keeps no state, so it reports no
+//!   `Received` event for a RUDI message: the placements are the delivery.
+//! * UUD (best effort): one packet, no answer. The message counts as `Sent` once on the wire;
+//!   the target places it and reports it `Received` (PDC 0, which no PDC uses).
 
 use super::order::{MessageOrder, OrderError};
 use super::segment::{Segment, SegmentError, Segmenter};
@@ -34,7 +46,8 @@ use crate::pdc::{
     PdcTable, StartPolicy, Target, TargetEvent, TargetKey, TargetTx, psn_after,
 };
 use crate::pds::{DeliveryMode, Nack, NackCode, NackTarget, NextHeader, PdcDest, PdsHeader, Request};
-use crate::ses::{SesHeader, StandardRequest};
+use crate::pds::{Rudi, RudiFlags};
+use crate::ses::{Response, ResponseList, ResponseOpcode, ReturnCode, SesHeader, StandardRequest};
 use linklayer::Instant;
 
 /// The most header bytes one packet takes: a 16-byte PDS header (RUD_CC, NACK, control) or a
@@ -58,13 +71,38 @@ pub struct EndpointConfig {
     pub close_when_idle: bool,
 }
 
+/// How a message is delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Service {
+    /// Reliable unordered delivery on a PDC; messages complete in order.
+    Rud,
+    /// Reliable ordered delivery on a PDC.
+    Rod,
+    /// Reliable unordered delivery for idempotent operations, without a PDC.
+    Rudi,
+    /// Unreliable datagram of one packet.
+    Uud,
+}
+
+impl Service {
+    /// The PDC mode, for the services that use a PDC.
+    pub const fn pdc_mode(self) -> Option<DeliveryMode> {
+        match self {
+            Service::Rud => Some(DeliveryMode::Rud),
+            Service::Rod => Some(DeliveryMode::Rod),
+            Service::Rudi | Service::Uud => None,
+        }
+    }
+}
+
 /// A message to send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MessageDesc {
     /// Destination address.
     pub dst: IpAddr,
-    /// RUD or ROD.
-    pub mode: DeliveryMode,
+    /// RUD, ROD, RUDI or UUD.
+    pub service: Service,
     /// Traffic class (part of the PDC key).
     pub tc: u8,
     /// The standard request: opcode, flags (SOM, EOM and the message id are set per packet),
@@ -154,10 +192,15 @@ pub enum EndpointError {
     Segment(SegmentError),
     /// The packet does not parse.
     Malformed(Error),
-    /// The packet is not one this endpoint handles (RUDI, UUD, a response, another SES format).
+    /// The packet is not one this endpoint handles (a response it did not ask for, another SES
+    /// format).
     Unsupported,
+    /// A UUD message must fit one packet.
+    UudTooLong,
     /// The event queue is full: poll events, then the packet's resend will be accepted.
     EventsFull,
+    /// The queue of RUDI responses is full: transmit, then the request's resend will be answered.
+    ResponsesFull,
     /// The output buffer cannot hold the headers.
     BufferTooShort,
 }
@@ -209,6 +252,26 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize> {
     now: Instant,
     /// NACKs waiting to go: (destination, NACK).
     nacks: heapless::Deque<(IpAddr, Nack), NACK_QUEUE>,
+    /// RUDI packets sent and not yet answered.
+    rudi: heapless::Vec<RudiOut, RUDI_IN_FLIGHT>,
+    next_pkt_id: u32,
+    /// Message ids of RUDI and UUD messages (no PDC numbers them).
+    next_connectionless_id: u16,
+    /// RUDI responses waiting to go.
+    rudi_responses: heapless::Deque<(IpAddr, Rudi, Response), NACK_QUEUE>,
+}
+
+/// RUDI packets an endpoint keeps in flight.
+const RUDI_IN_FLIGHT: usize = 32;
+
+/// A RUDI packet waiting for its response.
+#[derive(Clone, Copy, Debug)]
+struct RudiOut {
+    pkt_id: u32,
+    slot: u16,
+    index: u32,
+    resend_at: Instant,
+    retries: u8,
 }
 
 /// NACKs an endpoint holds for sending.
@@ -231,6 +294,10 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
             rng: seed | 1,
             now: Instant::ZERO,
             nacks: heapless::Deque::new(),
+            rudi: heapless::Vec::new(),
+            next_pkt_id: (seed >> 32) as u32,
+            next_connectionless_id: 0,
+            rudi_responses: heapless::Deque::new(),
         }
     }
 
@@ -267,19 +334,30 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
     /// Queues a message; its packets go out through [`Endpoint::poll_transmit`].
     pub fn send(&mut self, desc: MessageDesc) -> Result<MsgHandle, EndpointError> {
         let segments = Segmenter::new(desc.len, self.cfg.mtu).map_err(EndpointError::Segment)?;
+        if desc.service == Service::Uud && segments.packets() > 1 {
+            return Err(EndpointError::UudTooLong);
+        }
         let slot = self.msgs.iter().position(Option::is_none).ok_or(EndpointError::TooManyMessages)?;
         let generation = self.generations.get(slot).copied().unwrap_or(0);
         let seq = self.next_seq;
         self.next_seq += 1;
+        let message_id = if desc.service.pdc_mode().is_none() {
+            let id = self.next_connectionless_id;
+            self.next_connectionless_id = id.wrapping_add(1);
+            id
+        } else {
+            // Numbered by its PDC when it starts.
+            0
+        };
         if let Some(m) = self.msgs.get_mut(slot) {
-            *m = Some(SendMsg { generation, desc, segments, seq, pdc: None, message_id: 0, first_psn: 0, sent: 0 });
+            *m = Some(SendMsg { generation, desc, segments, seq, pdc: None, message_id, first_psn: 0, sent: 0 });
         }
         Ok(MsgHandle { slot: slot as u16, generation })
     }
 
     fn key(&self, desc: &MessageDesc) -> InitiatorKey {
         InitiatorKey {
-            mode: desc.mode,
+            mode: desc.service.pdc_mode().unwrap_or(DeliveryMode::Rud),
             job_id: desc.header.common.job_id,
             src: self.cfg.addr,
             dst: desc.dst,
@@ -308,6 +386,17 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
             let header_len = emit(out, &PdsHeader::Nack(n))?;
             self.nacks.pop_front();
             return Ok(Some(Transmit { dst, header_len, payload: None }));
+        }
+        if let Some((dst, r, rsp)) = self.rudi_responses.front().copied() {
+            let n = emit(out, &PdsHeader::Rudi(r))?;
+            let k = SesHeader::Response(rsp)
+                .emit(out.get_mut(n..).unwrap_or_default())
+                .map_err(|_| EndpointError::BufferTooShort)?;
+            self.rudi_responses.pop_front();
+            return Ok(Some(Transmit { dst, header_len: n + k, payload: None }));
+        }
+        if let Some(t) = self.transmit_rudi_resend(now, out)? {
+            return Ok(Some(t));
         }
         if let Some(t) = self.transmit_initiator_pending(now, out)? {
             return Ok(Some(t));
@@ -366,12 +455,23 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
 
     /// Writes the PDS request and the SES header of packet `index` of message `slot`.
     fn write_request(&self, out: &mut [u8], slot: usize, index: u32, pds: Request) -> Result<Transmit, EndpointError> {
+        self.write_packet(out, slot, index, &PdsHeader::Request(pds))
+    }
+
+    /// Writes `pds` and the SES header of packet `index` of message `slot`.
+    fn write_packet(
+        &self,
+        out: &mut [u8],
+        slot: usize,
+        index: u32,
+        pds: &PdsHeader,
+    ) -> Result<Transmit, EndpointError> {
         let m = self.msgs.get(slot).and_then(Option::as_ref).ok_or(EndpointError::Unsupported)?;
         let seg = m.segments.segment(index).ok_or(EndpointError::Unsupported)?;
         let mut template = m.desc.header;
         template.message_id = m.message_id;
         let ses = seg.standard_header(&template, m.desc.len);
-        let n = emit(out, &PdsHeader::Request(pds))?;
+        let n = emit(out, pds)?;
         let k = SesHeader::Standard(ses)
             .emit(out.get_mut(n..).unwrap_or_default())
             .map_err(|_| EndpointError::BufferTooShort)?;
@@ -399,6 +499,15 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
         order.sort_unstable();
         for &(_, slot) in &order {
             let slot = usize::from(slot);
+            let service = self.msgs.get(slot).and_then(Option::as_ref).map(|m| m.desc.service);
+            match service {
+                Some(Service::Rudi) => match self.transmit_rudi_new(now, out, slot)? {
+                    Some(t) => return Ok(Some(t)),
+                    None => continue,
+                },
+                Some(Service::Uud) => return self.transmit_uud(out, slot).map(Some),
+                _ => {}
+            }
             let Some(id) = self.pdc_for(slot) else { continue };
             let cfg = self.cfg.pdc;
             let Some(p) = self.initiators.get_mut(id) else { continue };
@@ -421,6 +530,96 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
             return Ok(Some(t));
         }
         Ok(None)
+    }
+
+    /// The next packet of RUDI message `slot`, if the in-flight table has room.
+    fn transmit_rudi_new(
+        &mut self,
+        now: Instant,
+        out: &mut [u8],
+        slot: usize,
+    ) -> Result<Option<Transmit>, EndpointError> {
+        if self.rudi.is_full() {
+            return Ok(None);
+        }
+        let pkt_id = self.next_pkt_id;
+        let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) else { return Ok(None) };
+        let index = m.sent;
+        let t = self.write_rudi(out, slot, index, pkt_id, false)?;
+        self.next_pkt_id = pkt_id.wrapping_add(1);
+        if let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) {
+            m.sent += 1;
+        }
+        let resend_at = now.saturating_add(self.cfg.pdc.rto);
+        // Room was checked above.
+        let _ = self.rudi.push(RudiOut { pkt_id, slot: slot as u16, index, resend_at, retries: 0 });
+        Ok(Some(t))
+    }
+
+    /// A RUDI packet whose response is overdue, resent; or, past `Max_RTO_Retx_Cnt`, its message
+    /// failed.
+    fn transmit_rudi_resend(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
+        let Some(k) = self.rudi.iter().position(|r| r.resend_at <= now) else { return Ok(None) };
+        let Some(r) = self.rudi.get(k).copied() else { return Ok(None) };
+        if r.retries >= self.cfg.pdc.max_rto_retx {
+            self.fail_rudi(usize::from(r.slot), Failure::RetriesExhausted);
+            return Ok(None);
+        }
+        let t = self.write_rudi(out, usize::from(r.slot), r.index, r.pkt_id, true)?;
+        if let Some(e) = self.rudi.get_mut(k) {
+            e.retries += 1;
+            e.resend_at = now.saturating_add(self.cfg.pdc.rto);
+        }
+        Ok(Some(t))
+    }
+
+    /// Fails RUDI message `slot` and forgets its packets in flight (their late responses find
+    /// nothing).
+    fn fail_rudi(&mut self, slot: usize, why: Failure) {
+        let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { return };
+        let handle = MsgHandle { slot: slot as u16, generation: m.generation };
+        if self.events.push_back(Event::Failed(handle, why)).is_ok() {
+            self.rudi.retain(|r| usize::from(r.slot) != slot);
+            self.free_msg(slot);
+        }
+    }
+
+    /// Writes RUDI packet `index` of message `slot`.
+    fn write_rudi(
+        &self,
+        out: &mut [u8],
+        slot: usize,
+        index: u32,
+        pkt_id: u32,
+        retx: bool,
+    ) -> Result<Transmit, EndpointError> {
+        let flags = if retx { RudiFlags::RETX } else { RudiFlags::empty() };
+        let rudi = Rudi { response: false, next_header: NextHeader::ReqStd, flags, pkt_id };
+        self.write_packet(out, slot, index, &PdsHeader::Rudi(rudi))
+    }
+
+    /// Sends the one packet of UUD message `slot`; it counts as sent at once.
+    fn transmit_uud(&mut self, out: &mut [u8], slot: usize) -> Result<Transmit, EndpointError> {
+        let uud = crate::pds::Uud { next_header: NextHeader::ReqStd };
+        let t = self.write_packet(out, slot, 0, &PdsHeader::Uud(uud))?;
+        if let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) {
+            m.sent = 1;
+        }
+        self.complete_connectionless(slot);
+        Ok(t)
+    }
+
+    /// Reports a connectionless message sent once all its packets went out and (RUDI) were
+    /// answered; it stays until the event queue has room.
+    fn complete_connectionless(&mut self, slot: usize) {
+        let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { return };
+        let answered = !self.rudi.iter().any(|r| usize::from(r.slot) == slot);
+        if m.sent == m.segments.packets() && answered {
+            let handle = MsgHandle { slot: slot as u16, generation: m.generation };
+            if self.events.push_back(Event::Sent(handle)).is_ok() {
+                self.free_msg(slot);
+            }
+        }
     }
 
     /// The PDC a message goes out on: its own once started; else the open PDC of its key if it
@@ -465,8 +664,11 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
                 Ok(None)
             }
             PdsHeader::Nack(n) => {
-                if let NackTarget::Pdc { dpdcid, .. } = n.target {
-                    self.on_initiator(now, dpdcid, |p, cfg| p.handle_nack(now, cfg, &n).map(drop), |_, _| Ok(()));
+                match n.target {
+                    NackTarget::Pdc { dpdcid, .. } => {
+                        self.on_initiator(now, dpdcid, |p, cfg| p.handle_nack(now, cfg, &n).map(drop), |_, _| Ok(()));
+                    }
+                    NackTarget::Rudi { pkt_id } => self.rudi_nacked(now, pkt_id, n.code),
                 }
                 Ok(None)
             }
@@ -492,7 +694,12 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
                 }
                 Ok(None)
             }
-            PdsHeader::Rudi(_) | PdsHeader::Uud(_) => Err(EndpointError::Unsupported),
+            PdsHeader::Rudi(r) if r.response => {
+                self.rudi_answered(r.pkt_id);
+                Ok(None)
+            }
+            PdsHeader::Rudi(r) => self.handle_connectionless(src, Some(r), rest),
+            PdsHeader::Uud(_) => self.handle_connectionless(src, None, rest),
         }
     }
 
@@ -528,6 +735,74 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
             }
         }
         Ok(())
+    }
+
+    /// A RUDI response arrived: its packet is done.
+    fn rudi_answered(&mut self, pkt_id: u32) {
+        let Some(k) = self.rudi.iter().position(|r| r.pkt_id == pkt_id) else { return };
+        let slot = usize::from(self.rudi.swap_remove(k).slot);
+        self.complete_connectionless(slot);
+    }
+
+    /// A RUDI NACK: resend at once for a retransmit-class code, else fail the message.
+    fn rudi_nacked(&mut self, now: Instant, pkt_id: u32, code: NackCode) {
+        let Some(r) = self.rudi.iter_mut().find(|r| r.pkt_id == pkt_id) else { return };
+        if code.class() == crate::pds::NackClass::Retransmit {
+            r.resend_at = now;
+        } else {
+            let slot = usize::from(r.slot);
+            self.fail_rudi(slot, Failure::Nack(code));
+        }
+    }
+
+    /// A RUDI or UUD request: placed without a PDC; RUDI answered with a RUDI response, UUD
+    /// reported received.
+    fn handle_connectionless<'a>(
+        &mut self,
+        src: IpAddr,
+        rudi: Option<Rudi>,
+        rest: &'a [u8],
+    ) -> Result<Option<Placement<'a>>, EndpointError> {
+        let (ses, payload) = SesHeader::parse(NextHeader::ReqStd, rest)?;
+        let Some(SesHeader::Standard(ses)) = ses else { return Err(EndpointError::Unsupported) };
+        let seg = Segment::of_received(&ses, u16::try_from(payload.len()).unwrap_or(u16::MAX));
+        if usize::from(seg.len) != payload.len()
+            || u64::from(seg.offset) + payload.len() as u64 > u64::from(ses.request_length)
+        {
+            return Err(EndpointError::Malformed(Error::Mismatch { field: "SES payload length and payload bytes" }));
+        }
+        match rudi {
+            Some(r) => {
+                if self.rudi_responses.is_full() {
+                    // Unanswered, the initiator resends; placing it again is harmless.
+                    return Err(EndpointError::ResponsesFull);
+                }
+                let rsp = Response {
+                    list: ResponseList::Expected,
+                    opcode: ResponseOpcode::Response,
+                    return_code: ReturnCode::Ok,
+                    message_id: ses.message_id,
+                    ri_generation: ses.common.ri_generation,
+                    job_id: ses.common.job_id,
+                    modified_length: u32::from(seg.len),
+                };
+                let answer = Rudi {
+                    response: true,
+                    next_header: NextHeader::Rsp,
+                    flags: r.flags & RudiFlags::M,
+                    pkt_id: r.pkt_id,
+                };
+                let _ = self.rudi_responses.push_back((src, answer, rsp));
+            }
+            None => {
+                if !(seg.som && seg.eom) {
+                    return Err(EndpointError::Malformed(Error::Mismatch { field: "UUD is not one packet" }));
+                }
+                let ev = Event::Received { src, pdc: 0, message_id: ses.message_id, len: ses.request_length };
+                self.events.push_back(ev).map_err(|_| EndpointError::EventsFull)?;
+            }
+        }
+        Ok(Some(Placement { src, pdc: 0, message_id: ses.message_id, header: ses, offset: seg.offset, payload }))
     }
 
     /// Applies `f` to initiator PDC `id` (or `g` to target PDC `id` for an ACK of a CLOSE_REQ),
@@ -737,7 +1012,8 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let i = self.initiators.iter().filter_map(|(_, p)| p.pdc.poll_timeout());
         let t = self.targets.iter().filter_map(|(_, p)| p.pdc.poll_timeout());
-        i.chain(t).min()
+        let r = self.rudi.iter().map(|r| r.resend_at);
+        i.chain(t).chain(r).min()
     }
 
     /// Runs every timer due at `now`.
@@ -778,6 +1054,13 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
             let ids: heapless::Vec<u16, P> = self.initiators.iter().map(|(id, _)| id).collect();
             for id in ids {
                 self.settle_later(id);
+            }
+            for slot in 0..M {
+                let connectionless =
+                    self.msgs.get(slot).and_then(Option::as_ref).is_some_and(|m| m.desc.service.pdc_mode().is_none());
+                if connectionless {
+                    self.complete_connectionless(slot);
+                }
             }
         }
         ev
@@ -822,10 +1105,10 @@ mod tests {
         }
     }
 
-    fn desc(dst: IpAddr, mode: DeliveryMode, index: u64, len: u32) -> MessageDesc {
+    fn desc(dst: IpAddr, service: Service, index: u64, len: u32) -> MessageDesc {
         MessageDesc {
             dst,
-            mode,
+            service,
             tc: 0,
             header: StandardRequest {
                 common: RequestCommon {
@@ -871,7 +1154,9 @@ mod tests {
 
     /// Runs two endpoints until both are idle; returns the messages B received in order, by
     /// sender index, and A's sent events.
-    fn exchange(mode: DeliveryMode, lens: &[u32], loss: u32, reorder: bool) -> (Vec<(u64, u32)>, usize, Ep, Ep) {
+    type Leftover = HashMap<(u16, u16), (u64, Vec<u8>)>;
+
+    fn exchange(mode: Service, lens: &[u32], loss: u32, reorder: bool) -> (Vec<(u64, u32)>, usize, Ep, Ep, Leftover) {
         let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
         let mut eps = [Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2)];
         let mut handles: HashMap<MsgHandle, u64> = HashMap::new();
@@ -911,7 +1196,13 @@ mod tests {
             }
             for (to, pkt) in core::mem::take(&mut wire.flight) {
                 let from = eps[1 - to].config().addr;
-                if let Some(p) = eps[to].handle_packet(now, from, &pkt).unwrap() {
+                let placed = match eps[to].handle_packet(now, from, &pkt) {
+                    Ok(p) => p,
+                    // Dropped unanswered; the sender's resend comes back.
+                    Err(EndpointError::EventsFull | EndpointError::ResponsesFull) => None,
+                    Err(e) => panic!("a good packet was refused: {e:?}"),
+                };
+                if let Some(p) = placed {
                     let (index, buf) = buffers
                         .entry((p.pdc, p.message_id))
                         .or_insert_with(|| (p.header.match_bits, vec![0; p.header.request_length as usize]));
@@ -956,7 +1247,7 @@ mod tests {
             }
         }
         let [a, b] = eps;
-        (received, sent, a, b)
+        (received, sent, a, b, buffers)
     }
 
     fn lens(n: usize) -> Vec<u32> {
@@ -966,7 +1257,8 @@ mod tests {
     #[test]
     fn messages_arrive_whole_and_in_order_on_a_clean_wire() {
         let l = lens(40);
-        let (received, sent, a, b) = exchange(DeliveryMode::Rud, &l, 0, false);
+        let (received, sent, a, b, left) = exchange(Service::Rud, &l, 0, false);
+        assert!(left.is_empty());
         assert_eq!(sent, l.len());
         let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
         assert_eq!(received, want);
@@ -976,7 +1268,7 @@ mod tests {
     #[test]
     fn rud_messages_complete_in_order_despite_reordering_and_loss() {
         let l = lens(60);
-        let (received, sent, _, _) = exchange(DeliveryMode::Rud, &l, 100, true);
+        let (received, sent, _, _, _) = exchange(Service::Rud, &l, 100, true);
         assert_eq!(sent, l.len());
         let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
         assert_eq!(received, want);
@@ -985,10 +1277,40 @@ mod tests {
     #[test]
     fn rod_messages_survive_loss() {
         let l = lens(30);
-        let (received, sent, _, _) = exchange(DeliveryMode::Rod, &l, 50, false);
+        let (received, sent, _, _, _) = exchange(Service::Rod, &l, 50, false);
         assert_eq!(sent, l.len());
         assert_eq!(received.len(), l.len());
         assert!(received.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    #[test]
+    fn rudi_messages_are_placed_whole_despite_loss_and_reordering() {
+        let l = lens(40);
+        let (received, sent, a, b, left) = exchange(Service::Rudi, &l, 100, true);
+        assert_eq!(sent, l.len());
+        // No PDC, no completion at the target: the placements are the delivery.
+        assert!(received.is_empty());
+        assert_eq!((a.initiator_pdcs(), b.target_pdcs()), (0, 0));
+        assert_eq!(left.len(), l.len());
+        for (index, buf) in left.values() {
+            assert_eq!(buf.len() as u32, l[*index as usize]);
+            for (o, b) in buf.iter().enumerate() {
+                assert_eq!(*b, byte(*index, o as u32), "RUDI message {index} byte {o}");
+            }
+        }
+    }
+
+    #[test]
+    fn uud_datagrams_are_best_effort() {
+        let l: Vec<u32> = (0..50).map(|i| i * 20).collect();
+        let (received, sent, ..) = exchange(Service::Uud, &l, 0, false);
+        assert_eq!(sent, l.len());
+        assert_eq!(received.len(), l.len());
+        let (received, sent, ..) = exchange(Service::Uud, &l, 200, false);
+        assert_eq!(sent, l.len());
+        assert!(received.len() < l.len() && !received.is_empty());
+        let mut ep = Ep::new(config(ipv4([10, 0, 0, 1])), 1);
+        assert_eq!(ep.send(desc(ipv4([10, 0, 0, 2]), Service::Uud, 0, 1025)), Err(EndpointError::UudTooLong));
     }
 
     #[test]
@@ -997,13 +1319,13 @@ mod tests {
         let bad_mtu = EndpointConfig { mtu: 0, ..config(ipv4([10, 0, 0, 1])) };
         let mut e2 = Ep::new(bad_mtu, 1);
         assert_eq!(
-            e2.send(desc(ipv4([10, 0, 0, 2]), DeliveryMode::Rud, 0, 10)),
+            e2.send(desc(ipv4([10, 0, 0, 2]), Service::Rud, 0, 10)),
             Err(EndpointError::Segment(SegmentError::BadMtu { mtu: 0 }))
         );
         for i in 0..32 {
-            ep.send(desc(ipv4([10, 0, 0, 2]), DeliveryMode::Rud, i, 10)).unwrap();
+            ep.send(desc(ipv4([10, 0, 0, 2]), Service::Rud, i, 10)).unwrap();
         }
-        assert_eq!(ep.send(desc(ipv4([10, 0, 0, 2]), DeliveryMode::Rud, 99, 10)), Err(EndpointError::TooManyMessages));
+        assert_eq!(ep.send(desc(ipv4([10, 0, 0, 2]), Service::Rud, 99, 10)), Err(EndpointError::TooManyMessages));
         assert!(matches!(
             ep.handle_packet(Instant::ZERO, ipv4([10, 0, 0, 2]), &[0xFF; 3]),
             Err(EndpointError::Malformed(_))
