@@ -23,6 +23,8 @@
 //!   send or acknowledge; a later message opens a new PDC.
 //! * A PDC the target asked to close (CLOSE_REQ) finishes the message in progress; the messages
 //!   after it wait for that PDC to close and then open a new one.
+//! * A stale duplicate (a PSN of the prior window) is answered by an ACK carrying the SES
+//!   DEFAULT_RESPONSE with RC_NULL (digest §4.4); other ACKs carry no SES response.
 //! * A request the event queue has no room for is dropped unanswered (its resend comes back once
 //!   the caller has polled events), so no event is ever lost.
 //!
@@ -234,6 +236,8 @@ struct IniPdc {
 struct TgtPdc {
     pdc: Target,
     order: MessageOrder<ORDER_WINDOW>,
+    /// A stale duplicate arrived: the next ACK carries the SES DEFAULT_RESPONSE (RC_NULL) for it.
+    default_response: Option<Response>,
 }
 
 /// One fabric endpoint with up to `P` initiator and `P` target PDCs, `M` messages being sent,
@@ -441,12 +445,21 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
             let Some(dst) = self.targets.key(id).map(|k| k.src) else { continue };
             let Some(p) = self.targets.get_mut(id) else { continue };
             let Some(tx) = p.pdc.poll_transmit(now) else { continue };
-            let header = match tx {
-                TargetTx::Ack(a) => PdsHeader::Ack(a),
-                TargetTx::Control(c) => PdsHeader::Control(c),
-                TargetTx::Nack(n) => PdsHeader::Nack(n),
+            let t = match tx {
+                TargetTx::Ack(mut a) => match p.default_response.take() {
+                    Some(rsp) => {
+                        a.next_header = NextHeader::Rsp;
+                        let n = emit(out, &PdsHeader::Ack(a))?;
+                        let k = SesHeader::Response(rsp)
+                            .emit(out.get_mut(n..).unwrap_or_default())
+                            .map_err(|_| EndpointError::BufferTooShort)?;
+                        Transmit { dst, header_len: n + k, payload: None }
+                    }
+                    None => Transmit { dst, header_len: emit(out, &PdsHeader::Ack(a))?, payload: None },
+                },
+                TargetTx::Control(c) => Transmit { dst, header_len: emit(out, &PdsHeader::Control(c))?, payload: None },
+                TargetTx::Nack(n) => Transmit { dst, header_len: emit(out, &PdsHeader::Nack(n))?, payload: None },
             };
-            let t = Transmit { dst, header_len: emit(out, &header)?, payload: None };
             self.after_target_change(id);
             return Ok(Some(t));
         }
@@ -881,7 +894,8 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
                         let Ok(pdc) = Target::new(now, &cfg, id, &r, StartPolicy::Open, own_start) else {
                             return Ok(None);
                         };
-                        if self.targets.insert(key, TgtPdc { pdc, order: MessageOrder::new() }).is_err() {
+                        let tgt = TgtPdc { pdc, order: MessageOrder::new(), default_response: None };
+                        if self.targets.insert(key, tgt).is_err() {
                             return Ok(None);
                         }
                         id
@@ -917,6 +931,19 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
                     header: ses,
                     offset: seg.offset,
                     payload,
+                });
+            }
+            if v.delivery == Delivery::Stale {
+                // Cumulatively acknowledged long ago: answer with the default response (digest
+                // §4.4), carried by the ACK the PDC now owes.
+                t.default_response = Some(Response {
+                    list: ResponseList::Expected,
+                    opcode: ResponseOpcode::DefaultResponse,
+                    return_code: ReturnCode::Null,
+                    message_id: ses.message_id,
+                    ri_generation: ses.common.ri_generation,
+                    job_id: ses.common.job_id,
+                    modified_length: 0,
                 });
             }
             if let Some(n) = v.nack {
@@ -1311,6 +1338,35 @@ mod tests {
         assert!(received.len() < l.len() && !received.is_empty());
         let mut ep = Ep::new(config(ipv4([10, 0, 0, 1])), 1);
         assert_eq!(ep.send(desc(ipv4([10, 0, 0, 2]), Service::Uud, 0, 1025)), Err(EndpointError::UudTooLong));
+    }
+
+    #[test]
+    fn stale_duplicate_gets_the_default_response() {
+        let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+        let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
+        let (mut a, mut b) = (Ep::new(keep(a_addr), 1), Ep::new(keep(b_addr), 2));
+        let now = Instant::ZERO;
+        let mut out = [0u8; 256];
+        a.send(desc(b_addr, Service::Rud, 7, 100)).unwrap();
+        let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+        let mut pkt = out[..t.header_len].to_vec();
+        pkt.extend([0u8; 100]);
+        assert!(b.handle_packet(now, a_addr, &pkt).unwrap().is_some());
+        let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+        let (PdsHeader::Ack(ack), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("not an ACK") };
+        assert_eq!(ack.next_header, NextHeader::None);
+        // The same packet again: cumulatively acknowledged, so stale; not placed again.
+        assert!(b.handle_packet(now, a_addr, &pkt).unwrap().is_none());
+        let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+        let (PdsHeader::Ack(ack), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("not an ACK") };
+        assert_eq!(ack.next_header, NextHeader::Rsp);
+        let (Some(SesHeader::Response(rsp)), _) = SesHeader::parse(NextHeader::Rsp, rest).unwrap() else {
+            panic!("no SES response")
+        };
+        assert_eq!(
+            (rsp.opcode, rsp.return_code, rsp.message_id, rsp.job_id),
+            (ResponseOpcode::DefaultResponse, ReturnCode::Null, 0, 42)
+        );
     }
 
     #[test]
