@@ -11,6 +11,9 @@
 //!   so a count alone (TCP's 3, RFC 5681 §3.2) would resend much that is merely late; the window
 //!   is RACK's idea (RFC 8985 §6.2) without per-packet timestamps. Defaults: 3 and 50 µs. A
 //!   packet resent once is left to the RTO after that, so a late SACK never starts a storm.
+//! * [`PdcConfig::idle_timeout`]: a target PDC that hears nothing from its initiator for 60 s
+//!   closes (the Linux RFC draft's idle timeout; the spec table has none), so stray PDCs do not
+//!   leak.
 //! * The target resends an unanswered CLOSE_REQ every `Close_REQ_Time`, and closes in error only
 //!   after `Max_RTO_Retx_Cnt` periods of `Close_REQ_Time` without a packet from the initiator
 //!   (the sources close in error after one `Close_REQ_Time`, which a single lost packet would
@@ -60,6 +63,9 @@ pub struct PdcConfig {
     /// `Limit_PSN_Range`: close the PDC before its PSNs reach `Start_PSN + 2^31` (default on; a
     /// secure PDC must).
     pub limit_psn_range: bool,
+    /// How long a target PDC may hear nothing from its initiator before it closes (project-defined,
+    /// default 60 s as in the Linux RFC draft; zero turns it off).
+    pub idle_timeout: Duration,
     /// Later PSNs acknowledged before an unacknowledged one is a loss candidate (project-defined,
     /// default 3).
     pub loss_threshold: u32,
@@ -82,6 +88,7 @@ impl Default for PdcConfig {
             ack: AckPolicy::default(),
             default_mpr: 8,
             limit_psn_range: true,
+            idle_timeout: Duration::from_millis(60_000),
             loss_threshold: 3,
             reorder_window: Duration::from_micros(50),
         }

@@ -35,6 +35,9 @@
 //!   no packet from the initiator (*project-defined*: the initiator may need as many RTOs to
 //!   finish its messages before its CLOSE, so one period, as in the sources, fails PDCs that
 //!   merely lost a packet).
+//! * **Idle timeout** (*project-defined* default 60 s, from the Linux RFC draft; the spec table has
+//!   none): a target PDC that hears nothing from its initiator that long closes, so a PDC created
+//!   by a stray late SYN, or left by an initiator that vanished, does not leak.
 //! * ACKs are coalesced by [`AckCoalescer`]; a duplicate, a probe and a CLOSE are answered at once,
 //!   and so is a new packet that fills a gap behind the newest PSN the last ACK reported
 //!   (*project-defined*, after RFC 5681 §4.2).
@@ -152,6 +155,8 @@ enum Ev {
     CloseReqAcked,
     /// `New_PDC_Time` passed in Pending.
     Reap,
+    /// The idle timeout passed.
+    Idle,
     /// Close in error.
     Fail,
 }
@@ -177,6 +182,8 @@ pub struct Target<const W: usize = 2> {
     /// Pending: the start PSN required, and when the PDC is reaped.
     required_start: u32,
     pending_until: Option<Instant>,
+    /// When the PDC is reaped for want of packets (`PdcConfig::idle_timeout`).
+    idle_at: Option<Instant>,
     /// ROD: the missing PSN already NACKed ROD_OOO.
     rod_nacked: Option<u32>,
     /// Next PSN of the return direction (control packets only).
@@ -239,6 +246,7 @@ impl<const W: usize> Target<W> {
             acked_max: required.wrapping_sub(1),
             required_start: required,
             pending_until: if established { None } else { Some(now.saturating_add(cfg.new_pdc_time)) },
+            idle_at: idle_deadline(now, cfg),
             rod_nacked: None,
             own_psn: own_start,
             close_req_psn: 0,
@@ -392,7 +400,7 @@ impl<const W: usize> Target<W> {
         if retx {
             self.ack_flags |= AckFlags::RETX;
         }
-        self.touch_close_req(now, cfg);
+        self.touch(now, cfg);
         Ok(Verdict { delivery, nack: None })
     }
 
@@ -440,9 +448,10 @@ impl<const W: usize> Target<W> {
         Ok(self.refuse(code, req.psn, req.flags.contains(RequestFlags::RETX)))
     }
 
-    /// While waiting for the CLOSE after an acknowledged CLOSE_REQ, any packet from the initiator
-    /// restarts the wait.
-    fn touch_close_req(&mut self, now: Instant, cfg: &PdcConfig) {
+    /// A packet from the initiator was accepted: the idle timer restarts, and so does the wait for
+    /// the CLOSE after an acknowledged CLOSE_REQ.
+    fn touch(&mut self, now: Instant, cfg: &PdcConfig) {
+        self.idle_at = idle_deadline(now, cfg);
         if self.state == TargetState::CloseReqWait && self.close_req_acked {
             self.close_req_at = Some(now.saturating_add(cfg.close_req_time));
             self.close_req_count = 0;
@@ -489,7 +498,7 @@ impl<const W: usize> Target<W> {
                     return Ok(self.refuse(NackCode::PktNotRcvd, ctl.psn, retx));
                 }
                 self.ack_now(ctl.psn, retx);
-                self.touch_close_req(now, cfg);
+                self.touch(now, cfg);
                 Ok(answered)
             }
             ControlType::Clear | ControlType::Noop => {
@@ -498,7 +507,7 @@ impl<const W: usize> Target<W> {
                 if ctl.flags.contains(ControlFlags::AR) {
                     self.ack_now(self.rx.cack_psn(), retx);
                 }
-                self.touch_close_req(now, cfg);
+                self.touch(now, cfg);
                 Ok(answered)
             }
             _ => Ok(self.refuse(NackCode::UnexpEvent, ctl.psn, retx)),
@@ -549,6 +558,7 @@ impl<const W: usize> Target<W> {
             self.events |= EV_CLOSED;
             self.pending_until = None;
             self.close_req_at = None;
+            self.idle_at = None;
             self.tx_pending &= TX_CLOSING_IN_ERR;
         }
         self.state = next;
@@ -612,9 +622,10 @@ impl<const W: usize> Target<W> {
         }
     }
 
-    /// The next deadline: reaping a Pending PDC, or resending / giving up a CLOSE_REQ.
+    /// The next deadline: reaping a Pending PDC, resending or giving up a CLOSE_REQ, or the idle
+    /// timeout.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        [self.pending_until, self.close_req_at].into_iter().flatten().min()
+        [self.pending_until, self.close_req_at, self.idle_at].into_iter().flatten().min()
     }
 
     /// Runs the timers due at `now`.
@@ -624,6 +635,13 @@ impl<const W: usize> Target<W> {
                 self.enter(next);
             }
             return;
+        }
+        if self.idle_at.is_some_and(|t| t <= now) {
+            self.idle_at = None;
+            if let Ok(next) = transition(self.state, Ev::Idle) {
+                self.enter(next);
+                return;
+            }
         }
         if self.close_req_at.is_some_and(|t| t <= now) {
             self.close_req_at = None;
@@ -673,9 +691,15 @@ impl Ev {
             Ev::WantClose => "close request",
             Ev::CloseReqAcked => "ACK of CLOSE_REQ",
             Ev::Reap => "New_PDC_Time expiry",
+            Ev::Idle => "idle timeout",
             Ev::Fail => "close in error",
         }
     }
+}
+
+/// The idle deadline from `now`, if the idle timeout is on.
+fn idle_deadline(now: Instant, cfg: &PdcConfig) -> Option<Instant> {
+    (cfg.idle_timeout != linklayer::Duration::ZERO).then(|| now.saturating_add(cfg.idle_timeout))
 }
 
 /// Every transition of the target, in one place (the state diagram in the module doc). Pure:
@@ -696,6 +720,8 @@ fn transition(state: TargetState, ev: Ev) -> Result<TargetState, PdcError> {
         (S::Pending | S::Established, Ev::CloseReqAcked) => None,
         (S::Pending, Ev::Reap) => Some(S::Closed),
         (S::Established | S::CloseReqWait, Ev::Reap) => None,
+        (S::Established | S::CloseReqWait, Ev::Idle) => Some(S::Closed),
+        (S::Pending, Ev::Idle) => None,
         (S::Pending | S::Established | S::CloseReqWait, Ev::Fail) => Some(S::Closed),
     };
     next.ok_or(PdcError::IllegalEvent { event: ev.name(), state: PdcState::Target(state) })

@@ -622,3 +622,22 @@ fn late_packet_filling_a_gap_is_acked_at_once() {
     tg.handle_request(t(6), &cfg, &req(s7), 4096, false).unwrap();
     assert!(!tg.ack_due());
 }
+
+#[test]
+fn quiet_target_pdc_closes_after_the_idle_timeout() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    // Traffic restarts the idle timer.
+    let s = i.send(t(100), &cfg, true).unwrap();
+    tg.handle_request(t(100), &cfg, &req(s), 10, false).unwrap();
+    assert_eq!(tg.poll_timeout(), Some(t(100).saturating_add(cfg.idle_timeout)));
+    tg.handle_timeout(t(100).saturating_add(cfg.idle_timeout), &cfg);
+    assert_eq!(tg.state(), TargetState::Closed);
+    while tg.poll_transmit(t(200)).is_some() {}
+    assert_eq!(tg.poll_event(), Some(TargetEvent::Closed));
+    // Off when zero.
+    let off = PdcConfig { idle_timeout: Duration::ZERO, ..cfg };
+    let r = req(Initiator::<2>::new(&off, DeliveryMode::Rud, 7, 4).send(t(0), &off, false).unwrap());
+    let tg = Target::<2>::new(t(0), &off, 19, &r, StartPolicy::Open, 2).unwrap();
+    assert_eq!(tg.poll_timeout(), None);
+}
