@@ -17,7 +17,8 @@
 //!   back: `Initiator::send` stamps it, its PDS header is emitted and parsed (`RequestView`), the
 //!   target's `handle_request` accepts it, and every ACK the target sends (coalesced: one per
 //!   16 KiB of 4 KiB packets) is emitted, parsed and applied by `Initiator::handle_ack`. Beside it,
-//!   `pdc/reference/codec_only` does the same emits and parses with no PDC.
+//!   `pdc/reference/codec_only` does the same emits and parses with no PDC, and
+//!   `pdc/loopback_state_machines_only` runs the loop with the headers handed over as values.
 #![allow(missing_docs)]
 // Harness code, not library code.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
@@ -282,6 +283,24 @@ fn loopback(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTi
                 let n = PdsHeader::Ack(a).emit(&mut buf).unwrap();
                 let Ok((PdsHeader::Ack(a), _)) = PdsHeader::parse(black_box(&buf[..n])) else { panic!() };
                 ini.handle_ack(now, &cfg, &a).unwrap();
+            }
+            black_box(v)
+        })
+    });
+    // The same loop with the headers handed over as Reprs: the state machines alone.
+    let mut ini2 = Initiator::<2>::new(&cfg, DeliveryMode::Rud, 7, 4);
+    let first = ini2.send(now, &cfg, false).unwrap().request(NextHeader::ReqStd, None);
+    let mut tgt2 = Target::<2>::new(now, &cfg, 19, &first, StartPolicy::Open, 2).unwrap();
+    tgt2.handle_request(now, &cfg, &first, 4096, false).unwrap();
+    let Some(TargetTx::Ack(a)) = tgt2.poll_transmit(now) else { panic!("no first ACK") };
+    ini2.handle_ack(now, &cfg, &a).unwrap();
+    g.bench_function("loopback_state_machines_only", |b| {
+        b.iter(|| {
+            let stamp = ini2.send(now, &cfg, false).unwrap();
+            let r = black_box(stamp.request(NextHeader::ReqStd, None));
+            let v = tgt2.handle_request(now, &cfg, &r, 4096, false).unwrap();
+            if let Some(TargetTx::Ack(a)) = tgt2.poll_transmit(now) {
+                ini2.handle_ack(now, &cfg, &black_box(a)).unwrap();
             }
             black_box(v)
         })
