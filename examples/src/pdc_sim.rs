@@ -240,14 +240,6 @@ impl PdcSim {
                     InitiatorTx::Resend(stamp) => {
                         let index = u64::from(stamp.psn.wrapping_sub(pdc.start_psn()));
                         self.report.resends += 1;
-                        if std::env::var("PDC_SIM_DEBUG").is_ok() {
-                            eprintln!(
-                                "resend flow {f} psn {} index {index} at {:?} out {}",
-                                stamp.psn,
-                                now,
-                                pdc.outstanding()
-                            );
-                        }
                         self.report.requests_sent += 1;
                         let tag = self.tag(f, index, now.as_nanos());
                         Some((PdsHeader::Request(stamp.request(NextHeader::ReqStd, None)), Some(tag)))
