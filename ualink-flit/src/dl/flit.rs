@@ -1,0 +1,176 @@
+//! Framing and deframing of one 640-byte DL flit (UALink 1.0 §6.3): flit header, five segment
+//! headers, 628 payload bytes in sector order, CRC; placed per [`layout`](super::layout).
+
+use super::crc::flit_crc;
+use super::header::{FlitHeader, SegmentHeader};
+use super::layout::{CRC_AT, FLIT_HEADER_AT, FLIT_LEN, PAYLOAD_LEN, RUNS, SEGMENT_HEADER_AT};
+use crate::Error;
+
+/// A DL flit with its payload in sector order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DlFlit {
+    /// The flit header.
+    pub header: FlitHeader,
+    /// SH0..SH4.
+    pub segments: [SegmentHeader; 5],
+    /// 157 sectors of payload (zeros in a NOP flit).
+    pub payload: [u8; PAYLOAD_LEN],
+}
+
+impl DlFlit {
+    /// Writes the flit, CRC included, into `out`.
+    pub fn emit(&self, out: &mut [u8; FLIT_LEN]) -> Result<(), Error> {
+        frame(&self.header, &self.segments, &self.payload, out)
+    }
+
+    /// Checks the CRC and reads the flit.
+    pub fn parse(bytes: &[u8; FLIT_LEN]) -> Result<Self, Error> {
+        let mut payload = [0u8; PAYLOAD_LEN];
+        let (header, segments) = deframe(bytes, &mut payload)?;
+        Ok(DlFlit { header, segments, payload })
+    }
+}
+
+/// Writes a flit from its parts, CRC included: the zero-copy form of [`DlFlit::emit`].
+pub fn frame(
+    header: &FlitHeader,
+    segments: &[SegmentHeader; 5],
+    payload: &[u8; PAYLOAD_LEN],
+    out: &mut [u8; FLIT_LEN],
+) -> Result<(), Error> {
+    let fh = header.to_bytes()?;
+    for r in RUNS {
+        let (p, f, n) = (usize::from(r.payload), usize::from(r.flit), usize::from(r.len));
+        if let (Some(dst), Some(src)) = (out.get_mut(f..f + n), payload.get(p..p + n)) {
+            dst.copy_from_slice(src);
+        }
+    }
+    for (at, sh) in SEGMENT_HEADER_AT.iter().zip(segments) {
+        if let Some(b) = out.get_mut(*at) {
+            *b = sh.to_byte();
+        }
+    }
+    if let Some(dst) = out.get_mut(FLIT_HEADER_AT..FLIT_HEADER_AT + 3) {
+        dst.copy_from_slice(&fh);
+    }
+    let crc = flit_crc(out);
+    if let Some(dst) = out.get_mut(CRC_AT..) {
+        dst.copy_from_slice(&crc);
+    }
+    Ok(())
+}
+
+/// Checks a flit's CRC and reads it: returns the flit header and segment headers and writes the
+/// payload, in sector order, into `payload`. Nothing is written on error.
+pub fn deframe(
+    bytes: &[u8; FLIT_LEN],
+    payload: &mut [u8; PAYLOAD_LEN],
+) -> Result<(FlitHeader, [SegmentHeader; 5]), Error> {
+    let expected = flit_crc(bytes);
+    let [c0, c1, c2, c3] = [0, 1, 2, 3].map(|i| bytes.get(CRC_AT + i).copied().unwrap_or(0));
+    let got = [c0, c1, c2, c3];
+    if expected != got {
+        return Err(Error::Crc { expected, got });
+    }
+    let fh = [0, 1, 2].map(|i| bytes.get(FLIT_HEADER_AT + i).copied().unwrap_or(0));
+    let header = FlitHeader::from_bytes(fh)?;
+    let mut segments = [SegmentHeader::default(); 5];
+    for (sh, at) in segments.iter_mut().zip(SEGMENT_HEADER_AT) {
+        *sh = SegmentHeader::from_byte(bytes.get(at).copied().unwrap_or(0))?;
+    }
+    for r in RUNS {
+        let (p, f, n) = (usize::from(r.payload), usize::from(r.flit), usize::from(r.len));
+        if let (Some(dst), Some(src)) = (payload.get_mut(p..p + n), bytes.get(f..f + n)) {
+            dst.copy_from_slice(src);
+        }
+    }
+    Ok((header, segments))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dl::header::MBits;
+    use crate::dl::layout::PAYLOAD_AT;
+    use proptest::prelude::*;
+
+    fn sample() -> DlFlit {
+        let mut payload = [0u8; PAYLOAD_LEN];
+        for (i, b) in payload.iter_mut().enumerate() {
+            *b = (i * 7 + 3) as u8;
+        }
+        DlFlit {
+            header: FlitHeader::Original { seq: 42 },
+            segments: [
+                SegmentHeader {
+                    alt_sector: false,
+                    tl_flits: [Some(MBits::default()), Some(MBits { m0: true, m1: false })],
+                },
+                SegmentHeader::default(),
+                SegmentHeader { alt_sector: true, tl_flits: [None, None] },
+                SegmentHeader::default(),
+                SegmentHeader { alt_sector: false, tl_flits: [Some(MBits { m0: false, m1: true }), None] },
+            ],
+            payload,
+        }
+    }
+
+    #[test]
+    fn fields_land_where_figure_6_4_puts_them() {
+        let f = sample();
+        let mut out = [0u8; FLIT_LEN];
+        f.emit(&mut out).unwrap();
+        for (i, &at) in PAYLOAD_AT.iter().enumerate() {
+            assert_eq!(out[usize::from(at)], f.payload[i]);
+        }
+        assert_eq!(out[67], f.segments[0].to_byte());
+        assert_eq!(out[579], f.segments[4].to_byte());
+        assert_eq!(&out[624..627], &f.header.to_bytes().unwrap());
+        assert_eq!(&out[636..], &flit_crc(&out));
+        assert_eq!(DlFlit::parse(&out), Ok(f));
+    }
+
+    #[test]
+    fn any_single_bit_error_is_caught() {
+        let mut out = [0u8; FLIT_LEN];
+        sample().emit(&mut out).unwrap();
+        for bit in (0..FLIT_LEN * 8).step_by(7) {
+            let mut bad = out;
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert!(matches!(DlFlit::parse(&bad), Err(Error::Crc { .. })), "bit {bit}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn round_trip(seq in 0u16..512, sh in prop::array::uniform5(any::<u8>()), seed in any::<u64>()) {
+            let mut payload = [0u8; PAYLOAD_LEN];
+            let mut x = seed | 1;
+            for b in payload.iter_mut() {
+                x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+                *b = x as u8;
+            }
+            let segments = sh.map(|b| SegmentHeader::from_byte(b & !0b10).unwrap_or_default());
+            let f = DlFlit { header: FlitHeader::Replay { seq }, segments, payload };
+            let mut out = [0u8; FLIT_LEN];
+            f.emit(&mut out).unwrap();
+            prop_assert_eq!(DlFlit::parse(&out), Ok(f));
+        }
+
+        /// Any 640 bytes: either refused, or re-emitted byte for byte.
+        #[test]
+        fn parse_then_emit_is_identity(bytes in prop::collection::vec(any::<u8>(), FLIT_LEN), fix_crc in any::<bool>()) {
+            let mut b = [0u8; FLIT_LEN];
+            b.copy_from_slice(&bytes);
+            if fix_crc {
+                let c = flit_crc(&b);
+                b[CRC_AT..].copy_from_slice(&c);
+            }
+            if let Ok(f) = DlFlit::parse(&b) {
+                let mut out = [0u8; FLIT_LEN];
+                f.emit(&mut out).unwrap();
+                prop_assert_eq!(out, b);
+            }
+        }
+    }
+}

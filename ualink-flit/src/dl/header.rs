@@ -1,0 +1,276 @@
+//! The DL flit header (24 bits, UALink 1.0 §6.6.2, Tables 6-14 and 6-15) and the segment header
+//! (8 bits, §6.3, Table 6-2); digest `shared/spec/ualink-ethx.md` §1.4.
+//!
+//! *Project-defined* (open questions 2 and 3):
+//!
+//! * the 24 header bits go to the flit bytes least significant first: FH0 = bits 7..0,
+//!   FH1 = bits 15..8, FH2 = bits 23..16;
+//! * in a segment header, of each 2-bit Message field the lower bit (2, 5) is M0, the message
+//!   flag of the TL flit's lower half, and the upper bit (3, 6) is M1.
+
+use crate::Error;
+
+/// Mask of a 9-bit flit sequence number.
+const SEQ_MASK: u32 = 0x1FF;
+
+/// A DL flit header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum FlitHeader {
+    /// Explicit sequence number, no payload: a NOP flit (op 000, payload 0).
+    Nop {
+        /// `flitSeqNo` (9 bits).
+        seq: u16,
+    },
+    /// Explicit sequence number, payload sent for the first time (op 000, payload 1).
+    Original {
+        /// `flitSeqNo` (9 bits).
+        seq: u16,
+    },
+    /// Explicit sequence number, payload replayed (op 001, payload 1).
+    Replay {
+        /// `flitSeqNo` (9 bits).
+        seq: u16,
+    },
+    /// Command flit: acknowledgement (op 010).
+    Ack {
+        /// Whether the flit carries payload.
+        payload: bool,
+        /// `ackReqSeq`: the sequence number acknowledged (9 bits).
+        ack_seq: u16,
+        /// `flitSeqLo`: the low 3 bits of this flit's sequence number.
+        seq_lo: u8,
+    },
+    /// Command flit: standard replay request (op 011).
+    ReplayRequest {
+        /// Whether the flit carries payload.
+        payload: bool,
+        /// `ackReqSeq`: replay from this sequence number (9 bits).
+        from_seq: u16,
+        /// `flitSeqLo`: the low 3 bits of this flit's sequence number.
+        seq_lo: u8,
+    },
+}
+
+impl FlitHeader {
+    /// Whether the flit carries payload.
+    pub const fn has_payload(&self) -> bool {
+        match *self {
+            FlitHeader::Nop { .. } => false,
+            FlitHeader::Original { .. } | FlitHeader::Replay { .. } => true,
+            FlitHeader::Ack { payload, .. } | FlitHeader::ReplayRequest { payload, .. } => payload,
+        }
+    }
+
+    /// The 24-bit header word.
+    pub fn to_bits(&self) -> Result<u32, Error> {
+        let seq9 = |v: u16, field| {
+            if u32::from(v) > SEQ_MASK { Err(Error::BadValue { field, value: u32::from(v) }) } else { Ok(u32::from(v)) }
+        };
+        let lo3 = |v: u8| {
+            if v > 7 { Err(Error::BadValue { field: "flitSeqLo", value: u32::from(v) }) } else { Ok(u32::from(v)) }
+        };
+        Ok(match *self {
+            FlitHeader::Nop { seq } => seq9(seq, "flitSeqNo")? << 8,
+            FlitHeader::Original { seq } => 1 << 20 | seq9(seq, "flitSeqNo")? << 8,
+            FlitHeader::Replay { seq } => 0b001 << 21 | 1 << 20 | seq9(seq, "flitSeqNo")? << 8,
+            FlitHeader::Ack { payload, ack_seq, seq_lo } => {
+                0b010 << 21 | u32::from(payload) << 20 | seq9(ack_seq, "ackReqSeq")? << 11 | lo3(seq_lo)? << 8
+            }
+            FlitHeader::ReplayRequest { payload, from_seq, seq_lo } => {
+                0b011 << 21 | u32::from(payload) << 20 | seq9(from_seq, "ackReqSeq")? << 11 | lo3(seq_lo)? << 8
+            }
+        })
+    }
+
+    /// Decodes a 24-bit header word (bits above 23 must be zero).
+    pub fn from_bits(w: u32) -> Result<Self, Error> {
+        if w >> 24 != 0 {
+            return Err(Error::BadValue { field: "flit header", value: w });
+        }
+        let op = w >> 21;
+        let payload = w >> 20 & 1 != 0;
+        if w & 0xFF != 0 {
+            return Err(Error::Reserved { field: "flit header bits 7..0" });
+        }
+        match op {
+            0b000 | 0b001 => {
+                if w >> 17 & 0b111 != 0 {
+                    return Err(Error::Reserved { field: "flit header bits 19..17" });
+                }
+                let seq = (w >> 8 & SEQ_MASK) as u16;
+                match (op, payload) {
+                    (0b000, false) => Ok(FlitHeader::Nop { seq }),
+                    (0b000, true) => Ok(FlitHeader::Original { seq }),
+                    (_, true) => Ok(FlitHeader::Replay { seq }),
+                    (_, false) => Err(Error::BadValue { field: "flit header op (replay without payload)", value: op }),
+                }
+            }
+            0b010 | 0b011 => {
+                let seq = (w >> 11 & SEQ_MASK) as u16;
+                let seq_lo = (w >> 8 & 0b111) as u8;
+                Ok(if op == 0b010 {
+                    FlitHeader::Ack { payload, ack_seq: seq, seq_lo }
+                } else {
+                    FlitHeader::ReplayRequest { payload, from_seq: seq, seq_lo }
+                })
+            }
+            _ => Err(Error::BadValue { field: "flit header op", value: op }),
+        }
+    }
+
+    /// FH0, FH1, FH2 (project-defined order: least significant byte first).
+    pub fn to_bytes(&self) -> Result<[u8; 3], Error> {
+        let [b0, b1, b2, _] = self.to_bits()?.to_le_bytes();
+        Ok([b0, b1, b2])
+    }
+
+    /// Decodes FH0, FH1, FH2.
+    pub fn from_bytes(b: [u8; 3]) -> Result<Self, Error> {
+        Self::from_bits(u32::from_le_bytes([b[0], b[1], b[2], 0]))
+    }
+}
+
+/// The message flags of a TL flit: M0 for its lower half-flit, M1 for its upper.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct MBits {
+    /// The lower half-flit is a message half-flit.
+    pub m0: bool,
+    /// The upper half-flit is a message half-flit.
+    pub m1: bool,
+}
+
+/// A segment header: whether the segment starts with a DL message sector, and the TL flits that
+/// start in it (at most two) with their message flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct SegmentHeader {
+    /// `DLAltSector`: the segment starts with one 4-byte DL message sector.
+    pub alt_sector: bool,
+    /// `TL Flit[0]` and `TL Flit[1]` that start in this segment, with their M bits.
+    pub tl_flits: [Option<MBits>; 2],
+}
+
+impl SegmentHeader {
+    /// The header byte.
+    pub const fn to_byte(&self) -> u8 {
+        let [f0, f1] = self.tl_flits;
+        self.alt_sector as u8 | tl_bits(f0) << 2 | tl_bits(f1) << 5
+    }
+
+    /// Decodes a header byte: bit 1 is reserved, and so are the Message bits of a TL flit that is
+    /// not present.
+    pub const fn from_byte(b: u8) -> Result<Self, Error> {
+        if b & 0b10 != 0 {
+            return Err(Error::Reserved { field: "segment header bit 1" });
+        }
+        let f0 = match tl_from_bits(b >> 2) {
+            Ok(f) => f,
+            Err(e) => return Err(e),
+        };
+        let f1 = match tl_from_bits(b >> 5) {
+            Ok(f) => f,
+            Err(e) => return Err(e),
+        };
+        Ok(SegmentHeader { alt_sector: b & 1 != 0, tl_flits: [f0, f1] })
+    }
+}
+
+/// A TL flit's 3 bits of a segment header: Message (M0 low, M1 high), then present.
+const fn tl_bits(f: Option<MBits>) -> u8 {
+    match f {
+        Some(m) => m.m0 as u8 | (m.m1 as u8) << 1 | 1 << 2,
+        None => 0,
+    }
+}
+
+/// Decodes the low 3 bits of `b` as [`tl_bits`] wrote them.
+const fn tl_from_bits(b: u8) -> Result<Option<MBits>, Error> {
+    let m = b & 0b11;
+    if b & 0b100 != 0 {
+        Ok(Some(MBits { m0: m & 1 != 0, m1: m & 2 != 0 }))
+    } else if m != 0 {
+        Err(Error::Reserved { field: "segment header Message bits of an absent TL flit" })
+    } else {
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn flit_header_examples() {
+        // Original payload flit, sequence 5: op 000, payload 1, seq << 8.
+        let h = FlitHeader::Original { seq: 5 };
+        assert_eq!(h.to_bits(), Ok(0x10_0500));
+        assert_eq!(h.to_bytes(), Ok([0x00, 0x05, 0x10]));
+        // Ack of 511 on a NOP-less command flit with seq low bits 3.
+        let a = FlitHeader::Ack { payload: false, ack_seq: 511, seq_lo: 3 };
+        assert_eq!(a.to_bits(), Ok(0b010 << 21 | 511 << 11 | 3 << 8));
+        assert_eq!(FlitHeader::from_bits(0b100 << 21), Err(Error::BadValue { field: "flit header op", value: 0b100 }));
+        assert_eq!(FlitHeader::from_bits(0x10_0501), Err(Error::Reserved { field: "flit header bits 7..0" }));
+        assert_eq!(FlitHeader::from_bits(0x12_0500), Err(Error::Reserved { field: "flit header bits 19..17" }));
+        assert!(FlitHeader::from_bits(0b001 << 21).is_err());
+        assert!(FlitHeader::Nop { seq: 512 }.to_bits().is_err());
+        assert!(FlitHeader::Ack { payload: true, ack_seq: 1, seq_lo: 8 }.to_bits().is_err());
+    }
+
+    #[test]
+    fn segment_header_examples() {
+        assert_eq!(SegmentHeader::default().to_byte(), 0);
+        let h = SegmentHeader {
+            alt_sector: true,
+            tl_flits: [Some(MBits { m0: true, m1: false }), Some(MBits { m0: false, m1: true })],
+        };
+        assert_eq!(h.to_byte(), 0b1101_0101);
+        assert_eq!(SegmentHeader::from_byte(0b10), Err(Error::Reserved { field: "segment header bit 1" }));
+        assert!(SegmentHeader::from_byte(0b0000_0100).is_err());
+    }
+
+    fn arb_header() -> impl Strategy<Value = FlitHeader> {
+        prop_oneof![
+            (0u16..512).prop_map(|seq| FlitHeader::Nop { seq }),
+            (0u16..512).prop_map(|seq| FlitHeader::Original { seq }),
+            (0u16..512).prop_map(|seq| FlitHeader::Replay { seq }),
+            (any::<bool>(), 0u16..512, 0u8..8).prop_map(|(payload, ack_seq, seq_lo)| FlitHeader::Ack {
+                payload,
+                ack_seq,
+                seq_lo
+            }),
+            (any::<bool>(), 0u16..512, 0u8..8).prop_map(|(payload, from_seq, seq_lo)| FlitHeader::ReplayRequest {
+                payload,
+                from_seq,
+                seq_lo
+            }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn flit_header_round_trips(h in arb_header()) {
+            let b = h.to_bytes().unwrap();
+            prop_assert_eq!(FlitHeader::from_bytes(b), Ok(h));
+        }
+
+        #[test]
+        fn every_accepted_header_word_re_encodes(w in 0u32..1 << 24) {
+            if let Ok(h) = FlitHeader::from_bits(w) {
+                prop_assert_eq!(h.to_bits(), Ok(w));
+            }
+        }
+
+        #[test]
+        fn every_accepted_segment_byte_re_encodes(b in any::<u8>()) {
+            if let Ok(h) = SegmentHeader::from_byte(b) {
+                prop_assert_eq!(h.to_byte(), b);
+            }
+        }
+    }
+}

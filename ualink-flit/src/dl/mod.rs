@@ -1,0 +1,18 @@
+//! The UALink data link layer (UALink 1.0 §6): 640-byte DL flits.
+//!
+//! * [`layout`]: where each byte of the flit sits (Figure 6-4).
+//! * [`header`]: the 24-bit flit header and the segment headers.
+//! * [`crc`]: the flit CRC.
+//! * [`flit`]: framing and deframing.
+//!
+//! Still to come (issue 5): DL messages (§6.4), TL-flit packing across segments (§6.3.4), and
+//! link-level replay (§6.6).
+
+pub mod crc;
+pub mod flit;
+pub mod header;
+pub mod layout;
+
+pub use flit::{DlFlit, deframe, frame};
+pub use header::{FlitHeader, MBits, SegmentHeader};
+pub use layout::{FLIT_LEN, PAYLOAD_LEN};

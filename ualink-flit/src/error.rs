@@ -1,0 +1,26 @@
+//! The crate's error type.
+
+/// Why a UALink structure was refused. Every parse and emit error names the field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Error {
+    /// A reserved field is not zero.
+    Reserved {
+        /// The field.
+        field: &'static str,
+    },
+    /// A field holds a value the specification does not define.
+    BadValue {
+        /// The field.
+        field: &'static str,
+        /// The value found.
+        value: u32,
+    },
+    /// The CRC does not match.
+    Crc {
+        /// The CRC computed over the flit.
+        expected: [u8; 4],
+        /// The CRC the flit carries.
+        got: [u8; 4],
+    },
+}
