@@ -33,6 +33,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("pdc_window", pdc_window),
     ("pdc_pair", pdc_pair),
     ("endpoint", endpoint),
+    ("ualink_dl", ualink_dl),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits byte for byte.
@@ -903,6 +904,27 @@ pub fn endpoint(data: &[u8]) {
             let end = u64::from(p.offset) + p.payload.len() as u64;
             assert!(end <= u64::from(p.header.request_length), "placement past the message end");
             *placed.entry((to, p.pdc, p.message_id)).or_insert(0) += p.payload.len() as u64;
+        }
+    }
+}
+
+/// UALink DL flit deframing: never panics; a flit that parses re-frames byte for byte; with its
+/// CRC fixed up, every input reaches the header checks.
+pub fn ualink_dl(data: &[u8]) {
+    use ualink_flit::dl::crc::flit_crc;
+    use ualink_flit::dl::{DlFlit, FLIT_LEN};
+    let mut flit = [0u8; FLIT_LEN];
+    let n = data.len().min(FLIT_LEN);
+    flit[..n].copy_from_slice(&data[..n]);
+    for fix in [false, true] {
+        if fix {
+            let c = flit_crc(&flit);
+            flit[FLIT_LEN - 4..].copy_from_slice(&c);
+        }
+        if let Ok(f) = DlFlit::parse(&flit) {
+            let mut out = [0u8; FLIT_LEN];
+            f.emit(&mut out).expect("a parsed flit re-frames");
+            assert_eq!(out, flit, "re-framed flit differs");
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use super::crc::flit_crc;
 use super::header::{FlitHeader, SegmentHeader};
-use super::layout::{CRC_AT, FLIT_HEADER_AT, FLIT_LEN, PAYLOAD_LEN, RUNS, SEGMENT_HEADER_AT};
+use super::layout::{CRC_AT, FLIT_HEADER_AT, FLIT_LEN, PAYLOAD_LEN, SEGMENT_HEADER_AT, gather_payload, place_payload};
 use crate::Error;
 
 /// A DL flit with its payload in sector order.
@@ -39,12 +39,7 @@ pub fn frame(
     out: &mut [u8; FLIT_LEN],
 ) -> Result<(), Error> {
     let fh = header.to_bytes()?;
-    for r in RUNS {
-        let (p, f, n) = (usize::from(r.payload), usize::from(r.flit), usize::from(r.len));
-        if let (Some(dst), Some(src)) = (out.get_mut(f..f + n), payload.get(p..p + n)) {
-            dst.copy_from_slice(src);
-        }
-    }
+    place_payload(payload, out);
     for (at, sh) in SEGMENT_HEADER_AT.iter().zip(segments) {
         if let Some(b) = out.get_mut(*at) {
             *b = sh.to_byte();
@@ -52,6 +47,10 @@ pub fn frame(
     }
     if let Some(dst) = out.get_mut(FLIT_HEADER_AT..FLIT_HEADER_AT + 3) {
         dst.copy_from_slice(&fh);
+    }
+    // A zero CRC field lets the CRC read the flit in one pass.
+    if let Some(dst) = out.get_mut(CRC_AT..) {
+        dst.fill(0);
     }
     let crc = flit_crc(out);
     if let Some(dst) = out.get_mut(CRC_AT..) {
@@ -78,12 +77,7 @@ pub fn deframe(
     for (sh, at) in segments.iter_mut().zip(SEGMENT_HEADER_AT) {
         *sh = SegmentHeader::from_byte(bytes.get(at).copied().unwrap_or(0))?;
     }
-    for r in RUNS {
-        let (p, f, n) = (usize::from(r.payload), usize::from(r.flit), usize::from(r.len));
-        if let (Some(dst), Some(src)) = (payload.get_mut(p..p + n), bytes.get(f..f + n)) {
-            dst.copy_from_slice(src);
-        }
-    }
+    gather_payload(bytes, payload);
     Ok((header, segments))
 }
 

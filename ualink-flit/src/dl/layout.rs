@@ -151,6 +151,48 @@ const fn build_runs() -> [Run; RUN_COUNT] {
 /// [`PAYLOAD_AT`] as runs of consecutive bytes, in payload order.
 pub const RUNS: [Run; RUN_COUNT] = build_runs();
 
+// Figure 6-4 gives 21 runs; the copies below are unrolled for exactly those.
+const _: () = assert!(RUN_COUNT == 21, "the unrolled copies below expect 21 runs");
+
+/// Copies `N` bytes from `src[s..]` to `dst[d..]`; with constant offsets the bounds checks fold
+/// away and the copy becomes a few vector moves.
+#[inline(always)]
+fn copy_run<const N: usize>(dst: &mut [u8], d: usize, src: &[u8], s: usize) {
+    if let (Some(to), Some(from)) = (dst.get_mut(d..d + N), src.get(s..s + N)) {
+        to.copy_from_slice(from);
+    }
+}
+
+/// Puts the 628 payload bytes (sector order) where Figure 6-4 places them in `flit`.
+#[inline]
+pub fn place_payload(payload: &[u8; PAYLOAD_LEN], flit: &mut [u8; FLIT_LEN]) {
+    #[inline(always)]
+    fn run<const N: usize>(payload: &[u8; PAYLOAD_LEN], flit: &mut [u8; FLIT_LEN], k: usize) {
+        if let Some(r) = RUNS.get(k) {
+            copy_run::<N>(flit, usize::from(r.flit), payload, usize::from(r.payload));
+        }
+    }
+    macro_rules! go {
+        ($($k:literal)*) => { $( run::<{ RUNS[$k].len as usize }>(payload, flit, $k); )* };
+    }
+    go!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20);
+}
+
+/// Reads the 628 payload bytes out of `flit` into sector order.
+#[inline]
+pub fn gather_payload(flit: &[u8; FLIT_LEN], payload: &mut [u8; PAYLOAD_LEN]) {
+    #[inline(always)]
+    fn run<const N: usize>(flit: &[u8; FLIT_LEN], payload: &mut [u8; PAYLOAD_LEN], k: usize) {
+        if let Some(r) = RUNS.get(k) {
+            copy_run::<N>(payload, usize::from(r.payload), flit, usize::from(r.flit));
+        }
+    }
+    macro_rules! go {
+        ($($k:literal)*) => { $( run::<{ RUNS[$k].len as usize }>(flit, payload, $k); )* };
+    }
+    go!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,6 +248,19 @@ mod tests {
         // Rows 37–38: S146..S153; row 39: FH0 FH1 FH2 S156.B3 | S154 S155 CRC.
         assert_eq!((at(146, 0), at(153, 3)), (592, 623));
         assert_eq!((at(156, 3), at(154, 0), at(155, 3)), (627, 628, 635));
+    }
+
+    #[test]
+    fn unrolled_copies_match_the_table() {
+        let payload: [u8; PAYLOAD_LEN] = core::array::from_fn(|i| (i * 5 + 1) as u8);
+        let mut flit = [0u8; FLIT_LEN];
+        place_payload(&payload, &mut flit);
+        for (i, &at) in PAYLOAD_AT.iter().enumerate() {
+            assert_eq!(flit[usize::from(at)], payload[i]);
+        }
+        let mut back = [0u8; PAYLOAD_LEN];
+        gather_payload(&flit, &mut back);
+        assert_eq!(back, payload);
     }
 
     #[test]
