@@ -4,15 +4,18 @@
 //! * [`header`]: the 24-bit flit header and the segment headers.
 //! * [`crc`]: the flit CRC.
 //! * [`flit`]: framing and deframing.
+//! * [`message`]: the DL messages of the alt sectors (§6.4).
 //!
-//! Still to come (issue 5): DL messages (§6.4), TL-flit packing across segments (§6.3.4), and
-//! link-level replay (§6.6).
+//! Still to come (issue 5): TL-flit packing across segments (§6.3.4) and link-level replay
+//! (§6.6).
 
 pub mod crc;
 pub mod flit;
 pub mod header;
 pub mod layout;
+pub mod message;
 
 pub use flit::{DlFlit, deframe, frame};
 pub use header::{FlitHeader, MBits, SegmentHeader};
 pub use layout::{FLIT_LEN, PAYLOAD_LEN};
+pub use message::DlMessage;
