@@ -5,15 +5,17 @@
 //! * [`crc`]: the flit CRC.
 //! * [`flit`]: framing and deframing.
 //! * [`message`]: the DL messages of the alt sectors (§6.4).
+//! * [`seq`]: the replay sequence space and its acceptance windows (§6.6).
 //!
-//! Still to come (issue 5): TL-flit packing across segments (§6.3.4) and link-level replay
-//! (§6.6).
+//! Still to come (issue 5): TL-flit packing across segments (§6.3.4) and the link-level replay
+//! machine (§6.6).
 
 pub mod crc;
 pub mod flit;
 pub mod header;
 pub mod layout;
 pub mod message;
+pub mod seq;
 
 pub use flit::{DlFlit, deframe, frame};
 pub use header::{FlitHeader, MBits, SegmentHeader};
