@@ -1,0 +1,244 @@
+//! Control half-flits (UALink 1.0 §5.1, §5.9, Table 5-2; digest `shared/spec/ualink-ethx.md`
+//! §1.3): 8 sectors (32 bytes) holding control fields at legal footprints, every unused sector a
+//! NOP (all zero).
+//!
+//! Footprints: a 4-sector field at sectors 3..0 or 7..4; a 2-sector field at 1..0, 3..2, 5..4 or
+//! 7..6; a 1-sector field anywhere. A field's FTYPE sits in the top nibble of its highest sector,
+//! so a half-flit is read from sector 7 down. Within one half-flit, at most one flow-control
+//! field may return credits for any credit class and target (pool, or one VC), so a receiver may
+//! OR the fields together.
+
+use super::field::{ControlField, CreditTarget, FlowControl, ftype};
+use crate::Error;
+
+/// Bytes in a half-flit.
+pub const HALF_FLIT_LEN: usize = 32;
+/// Sectors in a half-flit.
+pub const SECTORS: u8 = 8;
+
+/// A control half-flit: its non-NOP fields, each with the lowest sector it occupies, in
+/// ascending sector order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ControlHalfFlit {
+    /// The fields and where they sit.
+    pub fields: heapless::Vec<(u8, ControlField), 8>,
+}
+
+/// Whether a field of `sectors` sectors may start at `low`.
+const fn legal_footprint(low: u8, sectors: u8) -> bool {
+    match sectors {
+        1 => low < SECTORS,
+        2 => low < SECTORS && low % 2 == 0,
+        4 => low == 0 || low == 4,
+        _ => false,
+    }
+}
+
+/// A bit per credit class and target: class (0 ReqCmd, 1 RspCmd, 2 ReqData, 3 RspData) × target
+/// (pool, VC 0..3).
+fn credit_bits(f: &FlowControl) -> u32 {
+    let mut bits = 0;
+    for (class, r) in [f.req_cmd, f.rsp_cmd, f.req_data, f.rsp_data].into_iter().enumerate() {
+        if r.credits != 0 {
+            let target = match r.target {
+                CreditTarget::Pool => 0,
+                CreditTarget::Vc(v) => 1 + u32::from(v & 3),
+            };
+            bits |= 1 << (class as u32 * 5 + target);
+        }
+    }
+    bits
+}
+
+impl ControlHalfFlit {
+    /// Checks footprints, overlaps and the one-credit-field-per-class rule.
+    pub fn check(&self) -> Result<(), Error> {
+        let mut used = 0u8;
+        let mut credits = 0u32;
+        for (low, f) in &self.fields {
+            let n = f.sectors();
+            if !legal_footprint(*low, n) {
+                return Err(Error::BadValue { field: "control field footprint", value: u32::from(*low) });
+            }
+            let mask = (((1u16 << n) - 1) << low) as u8;
+            if used & mask != 0 {
+                return Err(Error::BadValue { field: "control fields overlap at sector", value: u32::from(*low) });
+            }
+            used |= mask;
+            if let ControlField::FlowControl(fc) = f {
+                let b = credit_bits(fc);
+                if credits & b != 0 {
+                    return Err(Error::BadValue { field: "two FC fields return credits of one class", value: b });
+                }
+                credits |= b;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the half-flit: each field little-endian over its sectors, NOP elsewhere.
+    pub fn emit(&self, out: &mut [u8; HALF_FLIT_LEN]) -> Result<(), Error> {
+        self.check()?;
+        *out = [0; HALF_FLIT_LEN];
+        for (low, f) in &self.fields {
+            let bytes = f.to_word()?.to_le_bytes();
+            let at = 4 * usize::from(*low);
+            let n = 4 * usize::from(f.sectors());
+            if let (Some(dst), Some(src)) = (out.get_mut(at..at + n), bytes.get(..n)) {
+                dst.copy_from_slice(src);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a control half-flit, from sector 7 down. NOP sectors are skipped.
+    pub fn parse(bytes: &[u8; HALF_FLIT_LEN]) -> Result<Self, Error> {
+        let sector = |s: u8| -> u32 {
+            let at = 4 * usize::from(s);
+            let mut w = [0u8; 4];
+            if let Some(b) = bytes.get(at..at + 4) {
+                w.copy_from_slice(b);
+            }
+            u32::from_le_bytes(w)
+        };
+        let mut found: heapless::Vec<(u8, ControlField), 8> = heapless::Vec::new();
+        let mut top = SECTORS;
+        while top > 0 {
+            let high = top - 1;
+            let t = (sector(high) >> 28) as u8;
+            let n = ftype::sectors(t).ok_or(Error::BadValue { field: "FTYPE", value: u32::from(t) })?;
+            let low = (high + 1)
+                .checked_sub(n)
+                .ok_or(Error::BadValue { field: "control field footprint", value: u32::from(high) })?;
+            if !legal_footprint(low, n) {
+                return Err(Error::BadValue { field: "control field footprint", value: u32::from(low) });
+            }
+            let mut w = 0u128;
+            for s in (low..=high).rev() {
+                w = w << 32 | u128::from(sector(s));
+            }
+            let f = ControlField::from_word(w, n)?;
+            if f != ControlField::FlowControl(FlowControl::NOP) {
+                // At most 8 fields fit in 8 sectors.
+                let _ = found.push((low, f));
+            }
+            top = low;
+        }
+        found.reverse();
+        let h = ControlHalfFlit { fields: found };
+        h.check()?;
+        Ok(h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tl::field::{
+        CompressedCmd, CompressedReadResponse, CompressedRequest, CreditReturn, UncompressedRequest,
+    };
+    use proptest::prelude::*;
+
+    fn creq(tag: u16) -> ControlField {
+        ControlField::CompressedRequest(CompressedRequest {
+            cmd: CompressedCmd::Read,
+            vc: 1,
+            asi: 0,
+            tag,
+            pool: false,
+            len: 0,
+            metadata: 0,
+            addr_block: 5,
+            src: 1,
+            dst: 2,
+            way: 0,
+        })
+    }
+
+    fn ureq() -> ControlField {
+        ControlField::UncompressedRequest(UncompressedRequest {
+            cmd: 0,
+            vc: 0,
+            asi: 0,
+            tag: 9,
+            pool: true,
+            attr: 0xFF,
+            len: 15,
+            metadata: 0,
+            addr: 0x1000,
+            src: 3,
+            dst: 4,
+            cache_load: Some(1),
+            num_beats: 0,
+        })
+    }
+
+    fn fc(vc: u8, credits: u8) -> ControlField {
+        ControlField::FlowControl(FlowControl {
+            req_cmd: CreditReturn { target: CreditTarget::Vc(vc), credits },
+            ..FlowControl::NOP
+        })
+    }
+
+    #[test]
+    fn fields_at_their_footprints_round_trip() {
+        // An uncompressed request at 3..0, a compressed one at 5..4, and two FC fields.
+        let h = ControlHalfFlit {
+            fields: heapless::Vec::from_slice(&[(0, ureq()), (4, creq(1)), (6, fc(0, 3)), (7, fc(1, 2))]).unwrap(),
+        };
+        let mut out = [0u8; HALF_FLIT_LEN];
+        h.emit(&mut out).unwrap();
+        // The uncompressed request's FTYPE is the high nibble of byte 15.
+        assert_eq!(out[15] >> 4, 0x1);
+        assert_eq!(ControlHalfFlit::parse(&out), Ok(h));
+        // An all-zero half-flit is all NOPs.
+        assert_eq!(ControlHalfFlit::parse(&[0; HALF_FLIT_LEN]), Ok(ControlHalfFlit::default()));
+    }
+
+    #[test]
+    fn illegal_footprints_overlaps_and_credit_doubles_are_refused() {
+        let one = |low, f| ControlHalfFlit { fields: heapless::Vec::from_slice(&[(low, f)]).unwrap() };
+        assert!(one(1, creq(1)).check().is_err(), "2-sector field at an odd sector");
+        assert!(one(2, ureq()).check().is_err(), "4-sector field not at 0 or 4");
+        let two = |a, b| ControlHalfFlit { fields: heapless::Vec::from_slice(&[a, b]).unwrap() };
+        assert!(two((0, ureq()), (2, creq(1))).check().is_err(), "overlap");
+        assert!(two((0, fc(2, 1)), (1, fc(2, 4))).check().is_err(), "two FC fields for VC 2 ReqCmd");
+        assert!(two((0, fc(2, 1)), (1, fc(3, 4))).check().is_ok(), "different VCs");
+        // A 2-sector FTYPE found at an even sector (its low half would be below it at an odd one).
+        let mut bytes = [0u8; HALF_FLIT_LEN];
+        bytes[3] = 0x30; // sector 0 holds a compressed-request FTYPE: it would need sector −1
+        assert!(ControlHalfFlit::parse(&bytes).is_err());
+        let mut bytes = [0u8; HALF_FLIT_LEN];
+        bytes[11] = 0x30; // FTYPE 3 in sector 2: footprint 2..1, illegal
+        assert!(ControlHalfFlit::parse(&bytes).is_err());
+    }
+
+    proptest! {
+        /// Any 32 bytes: refused, or re-emitted byte for byte.
+        #[test]
+        fn parse_then_emit_is_identity(bytes in prop::array::uniform32(any::<u8>()), types in prop::array::uniform8(0u8..6)) {
+            let mut b = bytes;
+            // Steer the FTYPE nibbles toward defined types.
+            for (s, t) in types.iter().enumerate() {
+                b[4 * s + 3] = (b[4 * s + 3] & 0x0F) | t << 4;
+            }
+            if let Ok(h) = ControlHalfFlit::parse(&b) {
+                let mut out = [0u8; HALF_FLIT_LEN];
+                h.emit(&mut out).unwrap();
+                prop_assert_eq!(out, b);
+            }
+        }
+
+        #[test]
+        fn single_beat_read_responses_fill_all_eight_sectors(tags in prop::array::uniform8(0u16..2048)) {
+            let mut h = ControlHalfFlit::default();
+            for (s, tag) in tags.iter().enumerate() {
+                let r = CompressedReadResponse { vc: 0, tag: *tag, pool: false, dst: 7, offset: 0, last: true };
+                h.fields.push((s as u8, ControlField::CompressedReadResponse(r))).unwrap();
+            }
+            let mut out = [0u8; HALF_FLIT_LEN];
+            h.emit(&mut out).unwrap();
+            prop_assert_eq!(ControlHalfFlit::parse(&out), Ok(h));
+        }
+    }
+}
