@@ -414,13 +414,13 @@ impl<const W: usize> Initiator<W> {
         match ack.request {
             AckRequest::None => {}
             AckRequest::Clear => self.tx_pending |= TX_CLEAR,
-            AckRequest::Close => next = self.transition_from(next, Ev::WantClose)?,
+            AckRequest::Close => next = transition(next, Ev::WantClose)?,
         }
         if next == InitiatorState::AckWait && self.tx.outstanding() == 0 {
-            next = self.transition_from(next, Ev::Drained)?;
+            next = transition(next, Ev::Drained)?;
             self.queue_close(now, cfg);
         } else if close_acked {
-            next = self.transition_from(next, Ev::CloseDone)?;
+            next = transition(next, Ev::CloseDone)?;
         }
         self.enter(next);
         let request_acked = if close_acked { acked.saturating_sub(1) } else { acked };
@@ -441,12 +441,6 @@ impl<const W: usize> Initiator<W> {
         self.reorder_psn = psn;
         self.reorder_at = Some(now.saturating_add(cfg.reorder_window));
         0
-    }
-
-    /// [`Initiator::transition`] from a state other than the current one (a chain of steps
-    /// within one input).
-    fn transition_from(&self, from: InitiatorState, ev: Ev) -> Result<InitiatorState, PdcError> {
-        transition(from, ev)
     }
 
     /// Takes a PSN for the CLOSE and queues it.

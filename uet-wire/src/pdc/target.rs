@@ -179,8 +179,7 @@ pub struct Target<const W: usize = 2> {
     ack_flags: AckFlags,
     /// The newest PSN received when the last ACK went out.
     acked_max: u32,
-    /// Pending: the start PSN required, and when the PDC is reaped.
-    required_start: u32,
+    /// Pending: when the PDC is reaped.
     pending_until: Option<Instant>,
     /// When the PDC is reaped for want of packets (`PdcConfig::idle_timeout`).
     idle_at: Option<Instant>,
@@ -244,7 +243,6 @@ impl<const W: usize> Target<W> {
             ack_psn: start,
             ack_flags: AckFlags::empty(),
             acked_max: required.wrapping_sub(1),
-            required_start: required,
             pending_until: if established { None } else { Some(now.saturating_add(cfg.new_pdc_time)) },
             idle_at: idle_deadline(now, cfg),
             rod_nacked: None,
@@ -279,7 +277,7 @@ impl<const W: usize> Target<W> {
         self.remote
     }
 
-    /// The start PSN in force.
+    /// The start PSN in force; while Pending, the one the initiator was told to restart at.
     pub const fn start_psn(&self) -> u32 {
         self.start_psn
     }
@@ -312,7 +310,7 @@ impl<const W: usize> Target<W> {
 
     fn refuse(&self, code: NackCode, psn: u32, retx: bool) -> Verdict {
         let payload = match code {
-            NackCode::NewStartPsn => self.required_start,
+            NackCode::NewStartPsn => self.start_psn,
             // Wireshark labels the payload "Max Recvd PSN + 1".
             _ => self.rx.max_rcvd().wrapping_add(1),
         };
@@ -344,7 +342,7 @@ impl<const W: usize> Target<W> {
             return Ok(self.refuse(NackCode::PdcModeMismatch, req.psn, retx));
         }
         if self.state == TargetState::Pending {
-            if !(syn && req.start_psn() == Some(self.required_start)) {
+            if !(syn && req.start_psn() == Some(self.start_psn)) {
                 return Ok(self.refuse(NackCode::NewStartPsn, req.psn, retx));
             }
             next = transition(self.state, Ev::RequiredStart)?;
@@ -418,10 +416,10 @@ impl<const W: usize> Target<W> {
             return false;
         }
         let rx = if self.state == TargetState::Pending {
-            if !(syn && req.start_psn() == Some(self.required_start)) {
+            if !(syn && req.start_psn() == Some(self.start_psn)) {
                 return false;
             }
-            RxWindow::<W>::new(self.required_start)
+            RxWindow::<W>::new(self.start_psn)
         } else {
             self.rx
         };

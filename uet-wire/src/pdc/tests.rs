@@ -1,5 +1,8 @@
 //! Tests of the initiator and target PDCs together: the worked example of the digest, every
 //! refused event, and each recovery path. Every packet crosses a codec round trip on the way.
+//!
+//! Test code only: `pdc/mod.rs` declares this module under `#[cfg(test)]`, so its `unwrap`s and
+//! `panic!`s never reach the library.
 
 use super::*;
 use crate::pds::{
