@@ -23,4 +23,12 @@ pub enum Error {
         /// The CRC the flit carries.
         got: [u8; 4],
     },
+    /// A fixed-capacity queue is full; nothing was added.
+    Full {
+        /// The queue.
+        queue: &'static str,
+    },
+    /// An earlier error stopped this receiver for good (UALink 1.0 §5.3: a TL receive error is
+    /// fatal and the receiver stops forwarding flits).
+    Stopped,
 }

@@ -1,0 +1,384 @@
+//! Address compression (UALink 1.0 §5.5–5.6, Tables 5-31 … 5-33; digest §1.3 "TL address cache",
+//! open questions 10 and 15): a Tx address cache at the sender and an Rx address cache at the
+//! receiver, kept in lockstep by the requests themselves.
+//!
+//! * A cache has up to 1024 rows (congruence classes) of up to 4 ways. Each entry holds
+//!   ReqAddr\[56:20\], a 1 MB region.
+//! * The row is an accelerator id: the destination on an accelerator's Tx cache (and the switch's
+//!   Rx cache), the source on a switch's Tx cache (and the accelerator's Rx cache). See
+//!   [`Indexing`].
+//! * An uncompressed request with CLOAD = 1 loads its region into row/CWAY at the receiver; the
+//!   entry is usable by any later compressed request, even in the same control half-flit.
+//! * A compressed request names a way; the receiver rebuilds ReqAddr = {entry, ADDR, 6'b0},
+//!   ReqLen = 16 · (LEN + 1) − 1, NUMBEATS = LEN for writes, ReqAttr = 0xFF for reads and 0x00 for
+//!   writes.
+//! * Rx entries are never invalidated, only overwritten; the Tx cache may drop entries at any time.
+//!
+//! Lockstep holds because the DL delivers TL flits exactly once and in order, replay included:
+//! the Rx cache sees the loads in the order the Tx cache made them.
+//!
+//! *Project-defined*:
+//! * A cache smaller than 1024 rows uses row = id mod ROWS, at both ends.
+//! * Load policy: every uncompressed request that misses loads its region, into an invalid way if
+//!   the row has one, else round-robin. The Tx cache never has to keep an entry for a later
+//!   request, because [`TxCompressor::encode`] decides and updates in one step, in issue order.
+//! * Compress only when ReqMetaData\[7:2\] = 0 (open question 10); on receive, METADATA\[2:0\] is
+//!   taken as carried.
+
+use super::field::{CompressedCmd, CompressedRequest, ControlField, UncompressedRequest};
+use crate::Error;
+use crate::upli::{Command, Request};
+
+/// Which accelerator id selects the cache row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Indexing {
+    /// DSTACCID: an accelerator's Tx cache and a switch's Rx cache.
+    ByDst,
+    /// SRCACCID: a switch's Tx cache and an accelerator's Rx cache.
+    BySrc,
+}
+
+/// An entry: the region ReqAddr\[56:20\] with a valid bit above it.
+const VALID: u64 = 1 << 63;
+/// Bits of ReqAddr held by an entry.
+const REGION_SHIFT: u32 = 20;
+
+/// A set-associative cache of 1 MB regions: `ROWS` rows (1..=1024) of `WAYS` ways (1..=4).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AddrCache<const ROWS: usize, const WAYS: usize> {
+    entries: [[u64; WAYS]; ROWS],
+    victim: [u8; ROWS],
+    indexing: Indexing,
+}
+
+impl<const ROWS: usize, const WAYS: usize> AddrCache<ROWS, WAYS> {
+    const SHAPE_OK: () = assert!(ROWS >= 1 && ROWS <= 1024 && WAYS >= 1 && WAYS <= 4, "1..=1024 rows, 1..=4 ways");
+
+    /// An empty cache.
+    pub const fn new(indexing: Indexing) -> Self {
+        let () = Self::SHAPE_OK;
+        AddrCache { entries: [[0; WAYS]; ROWS], victim: [0; ROWS], indexing }
+    }
+
+    /// The row a request uses.
+    pub fn row(&self, src: u16, dst: u16) -> usize {
+        let id = match self.indexing {
+            Indexing::ByDst => dst,
+            Indexing::BySrc => src,
+        };
+        usize::from(id) % ROWS
+    }
+
+    /// The region held at `row`/`way`, if loaded.
+    pub fn get(&self, row: usize, way: u8) -> Option<u64> {
+        let e = *self.entries.get(row)?.get(usize::from(way))?;
+        (e & VALID != 0).then_some(e & !VALID)
+    }
+
+    /// The way at `row` holding `region`.
+    pub fn find(&self, row: usize, region: u64) -> Option<u8> {
+        let want = region | VALID;
+        self.entries.get(row)?.iter().position(|e| *e == want).map(|w| w as u8)
+    }
+
+    /// Loads `region` into `row`/`way`. A way out of range is refused.
+    pub fn load(&mut self, row: usize, way: u8, region: u64) -> Result<(), Error> {
+        let slot = self
+            .entries
+            .get_mut(row)
+            .and_then(|r| r.get_mut(usize::from(way)))
+            .ok_or(Error::BadValue { field: "CWAY (beyond the cache's ways)", value: u32::from(way) })?;
+        *slot = region | VALID;
+        Ok(())
+    }
+
+    /// The way the next load at `row` replaces: an invalid way, else round-robin.
+    fn victim(&mut self, row: usize) -> u8 {
+        let Some(ways) = self.entries.get(row) else { return 0 };
+        if let Some(w) = ways.iter().position(|e| e & VALID == 0) {
+            return w as u8;
+        }
+        let Some(v) = self.victim.get_mut(row) else { return 0 };
+        let w = *v;
+        *v = ((usize::from(w) + 1) % WAYS) as u8;
+        w
+    }
+
+    /// Drops every entry (allowed at the Tx cache at any time).
+    pub fn clear(&mut self) {
+        *self = Self::new(self.indexing);
+    }
+}
+
+/// Whether a request may travel compressed, cache aside (Table 5-32): Read, Write or WriteFull;
+/// 64, 128, 192 or 256 bytes, 64-byte aligned; ReqAttr 0xFF for reads and 0x00 for writes;
+/// ReqMetaData\[7:2\] = 0.
+pub const fn compressible(r: &Request) -> bool {
+    let attr_ok = match r.cmd {
+        Command::Read => r.attr == 0xFF,
+        Command::Write | Command::WriteFull => r.attr == 0x00,
+        _ => false,
+    };
+    attr_ok && r.addr % 64 == 0 && r.len % 16 == 15 && r.metadata >> 2 == 0
+}
+
+/// The sending side: turns requests into request fields, compressed when the cache allows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TxCompressor<const ROWS: usize, const WAYS: usize> {
+    /// The Tx address cache.
+    pub cache: AddrCache<ROWS, WAYS>,
+    /// When false, every request goes uncompressed with CLOAD = 0 and the cache is left alone.
+    pub enabled: bool,
+}
+
+impl<const ROWS: usize, const WAYS: usize> TxCompressor<ROWS, WAYS> {
+    /// A compressor with an empty cache.
+    pub const fn new(indexing: Indexing, enabled: bool) -> Self {
+        TxCompressor { cache: AddrCache::new(indexing), enabled }
+    }
+
+    /// Sectors `r`'s field would take now (2 compressed, 4 uncompressed), without changing
+    /// anything.
+    pub fn sectors(&self, r: &Request) -> u8 {
+        let hit = self.enabled && self.cache.find(self.cache.row(r.src, r.dst), r.addr >> REGION_SHIFT).is_some();
+        if hit && compressible(r) { 2 } else { 4 }
+    }
+
+    /// The field for `r` (whose `pool` is the TL credit used), updating the Tx cache as the
+    /// receiver's will be updated. Call in issue order.
+    pub fn encode(&mut self, r: &Request) -> Result<ControlField, Error> {
+        r.check()?;
+        let region = r.addr >> REGION_SHIFT;
+        let row = self.cache.row(r.src, r.dst);
+        let hit = if self.enabled { self.cache.find(row, region) } else { None };
+        if let (Some(way), true) = (hit, compressible(r)) {
+            let cmd = match r.cmd {
+                Command::Read => CompressedCmd::Read,
+                Command::Write => CompressedCmd::Write,
+                _ => CompressedCmd::WriteFull,
+            };
+            return Ok(ControlField::CompressedRequest(CompressedRequest {
+                cmd,
+                vc: r.vc,
+                asi: r.asi,
+                tag: r.tag,
+                pool: r.pool,
+                len: r.len / 16,
+                metadata: r.metadata,
+                addr_block: (r.addr >> 6 & 0x3FFF) as u16,
+                src: r.src,
+                dst: r.dst,
+                way,
+            }));
+        }
+        let cache_load = match (self.enabled, hit) {
+            (true, None) => {
+                let way = self.cache.victim(row);
+                self.cache.load(row, way, region)?;
+                Some(way)
+            }
+            _ => None,
+        };
+        Ok(ControlField::UncompressedRequest(UncompressedRequest {
+            cmd: r.cmd.code(),
+            vc: r.vc,
+            asi: r.asi,
+            tag: r.tag,
+            pool: r.pool,
+            attr: r.attr,
+            len: r.len,
+            metadata: r.metadata,
+            addr: r.addr,
+            src: r.src,
+            dst: r.dst,
+            cache_load,
+            num_beats: r.num_beats,
+        }))
+    }
+}
+
+/// The receiving side: turns request fields back into requests, loading and reading the Rx cache.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RxDecompressor<const ROWS: usize, const WAYS: usize> {
+    /// The Rx address cache.
+    pub cache: AddrCache<ROWS, WAYS>,
+}
+
+impl<const ROWS: usize, const WAYS: usize> RxDecompressor<ROWS, WAYS> {
+    /// A decompressor with an empty cache.
+    pub const fn new(indexing: Indexing) -> Self {
+        RxDecompressor { cache: AddrCache::new(indexing) }
+    }
+
+    /// The request a field carries, or `None` for a field that is not a request. The request's
+    /// `pool` is the field's POOL bit and its `auth_tag` is 0 (tags travel in their own
+    /// half-flit). A refused request leaves the cache untouched.
+    pub fn decode(&mut self, f: &ControlField) -> Result<Option<Request>, Error> {
+        let r = match *f {
+            ControlField::UncompressedRequest(u) => {
+                let r = Request {
+                    cmd: Command::from_code(u.cmd)?,
+                    addr: u.addr,
+                    len: u.len,
+                    num_beats: u.num_beats,
+                    tag: u.tag,
+                    src: u.src,
+                    dst: u.dst,
+                    attr: u.attr,
+                    metadata: u.metadata,
+                    asi: u.asi,
+                    vc: u.vc,
+                    pool: u.pool,
+                    auth_tag: 0,
+                };
+                r.check()?;
+                if let Some(way) = u.cache_load {
+                    let row = self.cache.row(r.src, r.dst);
+                    self.cache.load(row, way, r.addr >> REGION_SHIFT)?;
+                }
+                r
+            }
+            ControlField::CompressedRequest(c) => {
+                let row = self.cache.row(c.src, c.dst);
+                let region = self
+                    .cache
+                    .get(row, c.way)
+                    .ok_or(Error::BadValue { field: "CWAY (entry never loaded)", value: u32::from(c.way) })?;
+                let (cmd, attr, num_beats) = match c.cmd {
+                    CompressedCmd::Read => (Command::Read, 0xFF, 0),
+                    CompressedCmd::Write => (Command::Write, 0x00, c.len),
+                    CompressedCmd::WriteFull => (Command::WriteFull, 0x00, c.len),
+                };
+                let r = Request {
+                    cmd,
+                    addr: region << REGION_SHIFT | u64::from(c.addr_block) << 6,
+                    len: 16 * (c.len + 1) - 1,
+                    num_beats,
+                    tag: c.tag,
+                    src: c.src,
+                    dst: c.dst,
+                    attr,
+                    metadata: c.metadata,
+                    asi: c.asi,
+                    vc: c.vc,
+                    pool: c.pool,
+                    auth_tag: 0,
+                };
+                r.check()?;
+                r
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn read(addr: u64, dst: u16) -> Request {
+        Request {
+            cmd: Command::Read,
+            addr,
+            len: 63,
+            num_beats: 0,
+            tag: 7,
+            src: 1,
+            dst,
+            attr: 0xFF,
+            metadata: 0,
+            asi: 0,
+            vc: 0,
+            pool: false,
+            auth_tag: 0,
+        }
+    }
+
+    #[test]
+    fn first_request_loads_then_later_ones_compress() {
+        let mut tx = TxCompressor::<16, 4>::new(Indexing::ByDst, true);
+        let mut rx = RxDecompressor::<16, 4>::new(Indexing::ByDst);
+        let a = read(0x1234_5600, 3);
+        let f0 = tx.encode(&a).unwrap();
+        assert!(matches!(f0, ControlField::UncompressedRequest(UncompressedRequest { cache_load: Some(0), .. })));
+        let b = read(0x1234_5700, 3);
+        let f1 = tx.encode(&b).unwrap();
+        assert!(matches!(f1, ControlField::CompressedRequest(CompressedRequest { way: 0, .. })));
+        assert_eq!(rx.decode(&f0), Ok(Some(a)));
+        assert_eq!(rx.decode(&f1), Ok(Some(b)));
+        // A compressed request naming a way the receiver never loaded is refused.
+        let mut fresh = RxDecompressor::<16, 4>::new(Indexing::ByDst);
+        assert!(fresh.decode(&f1).is_err());
+        // Five regions in one row of four ways: round-robin replacement keeps both sides equal.
+        for i in 0..5u64 {
+            let f = tx.encode(&read(i << 20, 3)).unwrap();
+            rx.decode(&f).unwrap();
+        }
+        for way in 0..4 {
+            assert_eq!(tx.cache.get(3, way), rx.cache.get(3, way));
+        }
+    }
+
+    #[test]
+    fn disabled_or_incompressible_requests_go_uncompressed_without_load() {
+        let mut tx = TxCompressor::<4, 2>::new(Indexing::ByDst, false);
+        let f = tx.encode(&read(0x4000, 1)).unwrap();
+        assert!(matches!(f, ControlField::UncompressedRequest(UncompressedRequest { cache_load: None, .. })));
+        let mut tx = TxCompressor::<4, 2>::new(Indexing::ByDst, true);
+        tx.encode(&read(0x4000, 1)).unwrap();
+        // A 4-byte read in the cached region: a hit, but not compressible.
+        let small = Request { len: 0, ..read(0x4040, 1) };
+        assert!(matches!(
+            tx.encode(&small).unwrap(),
+            ControlField::UncompressedRequest(UncompressedRequest { cache_load: None, .. })
+        ));
+    }
+
+    fn any_request() -> impl Strategy<Value = Request> {
+        (0u64..(1 << 16), 0u8..4, 0u8..4, prop::bool::ANY, 0u16..64, 0u16..2048, 0u8..8).prop_map(
+            |(block, off, beats, write, dst, tag, md)| {
+                // 16 regions of 1 MB, so regions repeat often.
+                let addr = block << 8 | u64::from(off) << 6;
+                let beats = beats.min(3 - off);
+                let len = 16 * (beats + 1) - 1;
+                Request {
+                    cmd: if write { Command::WriteFull } else { Command::Read },
+                    addr,
+                    len,
+                    num_beats: if write { beats } else { 0 },
+                    tag,
+                    src: 9,
+                    dst,
+                    attr: if write { 0 } else { 0xFF },
+                    metadata: md,
+                    asi: 1,
+                    vc: 2,
+                    pool: true,
+                    auth_tag: 0,
+                }
+            },
+        )
+    }
+
+    proptest! {
+        /// Any stream of requests decodes to itself, the caches never diverge, and requests
+        /// compressed or not decode to the same record.
+        #[test]
+        fn compressed_and_uncompressed_decode_to_the_same_request(reqs in prop::collection::vec(any_request(), 1..200)) {
+            let mut tx = TxCompressor::<8, 2>::new(Indexing::ByDst, true);
+            let mut rx = RxDecompressor::<8, 2>::new(Indexing::ByDst);
+            let mut plain_tx = TxCompressor::<8, 2>::new(Indexing::ByDst, false);
+            let mut plain_rx = RxDecompressor::<8, 2>::new(Indexing::ByDst);
+            for r in &reqs {
+                let f = tx.encode(r).unwrap();
+                prop_assert_eq!(rx.decode(&f).unwrap(), Some(*r));
+                let p = plain_tx.encode(r).unwrap();
+                prop_assert_eq!(plain_rx.decode(&p).unwrap(), Some(*r));
+            }
+            prop_assert_eq!(&tx.cache.entries, &rx.cache.entries);
+        }
+    }
+}

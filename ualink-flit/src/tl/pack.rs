@@ -1,0 +1,341 @@
+//! The TL packer (UALink 1.0 §5.1–5.8): UPLI requests, responses and their data beats in, TL
+//! flits out, following the sequencing rules of [`super::sequence`].
+//!
+//! Each call to [`Packer::pack`] makes one TL flit:
+//!
+//! * Owed data half-flits go first (the lower half while two or more are owed).
+//! * At a control slot the packer fills a control half-flit: responses first, from sector 7 down
+//!   (requests must never block responses, §10), then requests in order from sector 0 up (a
+//!   request that does not fit, or lacks credits, stops the requests behind it: strict order),
+//!   then flow-control fields returning owed credits in the free sectors. Each item needs its
+//!   command credit and its data credits, of one kind (VC first, then pool), and room under the
+//!   §5.7 rate limits.
+//! * The upper half is the swapped final data half-flit, the AuthTags, the first data half-flit,
+//!   or a mandatory NOP.
+//!
+//! Data stays with the caller until it is sent: the packer asks a [`BeatSource`] for each beat by
+//! the id given at [`Packer::push_request`] / [`Packer::push_response`]. A beat marked in error is
+//! sent as two Poisoned Data messages (§5.3). *Project-defined*: a beat the source no longer has
+//! is sent poisoned too, and counted in [`PackStats::missing_beats`].
+
+use super::compress::TxCompressor;
+use super::credit::{Class, Owed, TxCredits};
+use super::field::ControlField;
+use super::flit::{Message, MessageType, TlFlit, emit_auth_tags, put_beat_byte_enables};
+use super::half::{ControlHalfFlit, HALF_FLIT_LEN, SECTORS};
+use super::response::Response;
+use super::sequence::{DataPlan, MAX_AUTH_ITEMS, RateLimit, Tenure};
+use crate::Error;
+use crate::upli::{BEAT_LEN, Request};
+
+/// One data beat, lent by the caller.
+#[derive(Clone, Copy, Debug)]
+pub struct Beat<'a> {
+    /// The 64 bytes, byte at address X in lane X mod 64.
+    pub data: &'a [u8; BEAT_LEN],
+    /// Byte enables (requests only; one bit per lane).
+    pub byte_en: u64,
+    /// The beat is poisoned (OrigDataError / RdRspDataError).
+    pub error: bool,
+}
+
+/// Where the packer finds data beats.
+pub trait BeatSource {
+    /// Beat `beat` of the item pushed with `id`, or `None` if it is gone.
+    fn beat(&self, id: u32, beat: u8) -> Option<Beat<'_>>;
+}
+
+/// Packer options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PackerConfig {
+    /// Authentication (AuthTags half-flits; at most four requests and responses per control
+    /// half-flit). Both ends must agree.
+    pub auth: bool,
+    /// Send responses with status OKAY in their compressed forms.
+    pub compress_responses: bool,
+}
+
+/// What the packer has sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PackStats {
+    /// TL flits made.
+    pub flits: u64,
+    /// Data half-flits carrying data (not byte enables, not poisoned).
+    pub data_halves: u64,
+    /// Requests sent.
+    pub requests: u64,
+    /// Responses sent.
+    pub responses: u64,
+    /// Beats the source no longer had (sent poisoned).
+    pub missing_beats: u64,
+}
+
+impl PackStats {
+    /// Data bytes over all bytes sent (the §5.4 efficiency).
+    pub fn efficiency(&self) -> f64 {
+        if self.flits == 0 { 0.0 } else { self.data_halves as f64 * 32.0 / (self.flits as f64 * 64.0) }
+    }
+}
+
+/// Lowest legal start ≥ `from` for a field of `n` sectors in the free sectors of `used`.
+fn slot_up(used: u8, n: u8, from: u8) -> Option<u8> {
+    let mut low = from.div_ceil(n) * n;
+    while low + n <= SECTORS {
+        if used & (((1u16 << n) - 1) << low) as u8 == 0 {
+            return Some(low);
+        }
+        low += n;
+    }
+    None
+}
+
+/// Highest legal start for a field of `n` sectors in the free sectors of `used`.
+fn slot_down(used: u8, n: u8) -> Option<u8> {
+    (0..=(SECTORS - n) / n).rev().map(|k| k * n).find(|low| used & (((1u16 << n) - 1) << low) as u8 == 0)
+}
+
+/// The TL packer for one link direction: `ROWS` × `WAYS` Tx address cache, `Q` requests and `Q`
+/// responses queued.
+#[derive(Clone, Debug)]
+pub struct Packer<const ROWS: usize, const WAYS: usize, const Q: usize> {
+    config: PackerConfig,
+    compressor: TxCompressor<ROWS, WAYS>,
+    /// Credits granted by the peer.
+    pub credits: TxCredits,
+    /// Credits to return to the peer.
+    pub owed: Owed,
+    requests: heapless::Deque<(u32, Request), Q>,
+    responses: heapless::Vec<(u32, Response), Q>,
+    plan: DataPlan,
+    rate: RateLimit,
+    message: Option<Message>,
+    /// Counters.
+    pub stats: PackStats,
+}
+
+impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q> {
+    /// A packer with no credits; `compressor` decides request compression.
+    pub const fn new(config: PackerConfig, compressor: TxCompressor<ROWS, WAYS>) -> Self {
+        Packer {
+            config,
+            compressor,
+            credits: TxCredits { held: super::credit::Ledger::EMPTY },
+            owed: Owed { owed: super::credit::Ledger::EMPTY },
+            requests: heapless::Deque::new(),
+            responses: heapless::Vec::new(),
+            plan: DataPlan::new(),
+            rate: RateLimit::START,
+            message: None,
+            stats: PackStats { flits: 0, data_halves: 0, requests: 0, responses: 0, missing_beats: 0 },
+        }
+    }
+
+    /// Queues a request; its data beats (if any) are read from the [`BeatSource`] by `id`.
+    pub fn push_request(&mut self, id: u32, r: Request) -> Result<(), Error> {
+        r.check()?;
+        self.requests.push_back((id, r)).map_err(|_| Error::Full { queue: "TL requests" })
+    }
+
+    /// Queues a response; a read response's data beats are read by `id`.
+    pub fn push_response(&mut self, id: u32, r: Response) -> Result<(), Error> {
+        r.check()?;
+        self.responses.push((id, r)).map_err(|_| Error::Full { queue: "TL responses" })
+    }
+
+    /// Queues a TL message, sent in the next control slot once every owed credit has gone out
+    /// (so Initial Credit Release Complete follows the credits it announces). Poisoned Data is the
+    /// packer's own and is refused.
+    pub fn send_message(&mut self, m: Message) -> Result<(), Error> {
+        if m.ty == MessageType::PoisonedData || self.message.is_some() {
+            return Err(Error::Full { queue: "TL message" });
+        }
+        self.message = Some(m);
+        Ok(())
+    }
+
+    /// Requests and responses still queued.
+    pub fn queued(&self) -> (usize, usize) {
+        (self.requests.len(), self.responses.len())
+    }
+
+    /// Whether a flit would carry nothing: nothing queued, owed or pending.
+    pub fn is_idle(&self) -> bool {
+        self.requests.is_empty()
+            && self.responses.is_empty()
+            && self.plan.remaining == 0
+            && self.owed.is_empty()
+            && self.message.is_none()
+    }
+
+    /// Makes the next TL flit. An error here is a bug in this crate (fields are checked when
+    /// queued).
+    pub fn pack(&mut self, src: &impl BeatSource, out: &mut TlFlit) -> Result<(), Error> {
+        let swap = self.plan.remaining == 1;
+        let mut counts = (0u8, 0u8);
+        let mut tags: heapless::Vec<u64, 8> = heapless::Vec::new();
+        let mut control = false;
+        if self.plan.lower_is_data() {
+            out.m0 = self.data_half(src, &mut out.lower);
+        } else if let Some(m) = self.message.filter(|_| self.owed.is_empty()) {
+            self.message = None;
+            m.emit(&mut out.lower);
+            out.m0 = true;
+        } else {
+            out.m0 = false;
+            counts = self.control_half(swap, &mut tags, &mut out.lower)?;
+            control = true;
+        }
+        let items = usize::from(counts.0) + usize::from(counts.1);
+        out.m1 = if swap {
+            self.data_half(src, &mut out.upper)
+        } else if control && self.config.auth && items > 0 {
+            emit_auth_tags(&tags, &mut out.upper);
+            false
+        } else if self.plan.remaining > 0 {
+            self.data_half(src, &mut out.upper)
+        } else {
+            out.upper = [0; HALF_FLIT_LEN];
+            false
+        };
+        self.rate.advance(counts.0, counts.1);
+        self.stats.flits += 1;
+        Ok(())
+    }
+
+    /// Fills a control half-flit; returns (requests, responses) placed and their tags in order.
+    fn control_half(
+        &mut self,
+        swap: bool,
+        tags: &mut heapless::Vec<u64, 8>,
+        out: &mut [u8; HALF_FLIT_LEN],
+    ) -> Result<(u8, u8), Error> {
+        let auth = self.config.auth;
+        let max_items = if auth && swap {
+            0
+        } else if auth {
+            MAX_AUTH_ITEMS
+        } else {
+            usize::from(SECTORS)
+        };
+        let mut used = 0u8;
+        let mut half = ControlHalfFlit::default();
+        let mut placed: heapless::Vec<(u8, Tenure, u64), 8> = heapless::Vec::new();
+        let (mut n_req, mut n_rsp) = (0u8, 0u8);
+
+        // Responses, from the top down, any order.
+        let mut i = 0;
+        while i < self.responses.len() && n_rsp < self.rate.responses && placed.len() < max_items {
+            let Some(&(id, mut r)) = self.responses.get(i) else { break };
+            let n = r.sectors(self.config.compress_responses);
+            let beats = r.data_beats();
+            let Some(low) = slot_down(used, n) else {
+                i += 1;
+                continue;
+            };
+            let Some(pool) = self.credits.take(Class::RspCmd, Class::RspData, r.vc(), u16::from(beats)) else {
+                i += 1;
+                continue;
+            };
+            r.set_pool(pool);
+            let f = r.to_field(self.config.compress_responses)?;
+            used |= (((1u16 << n) - 1) << low) as u8;
+            let _ = half.fields.push((low, f));
+            let _ = placed.push((low, Tenure::new(id, beats, false, 0), r.auth_tag()));
+            self.responses.remove(i);
+            n_rsp += 1;
+        }
+
+        // Requests, in order, from the bottom up.
+        let mut cursor = 0u8;
+        while n_req < self.rate.requests && placed.len() < max_items {
+            let Some(&(id, mut r)) = self.requests.front() else { break };
+            let n = self.compressor.sectors(&r);
+            let Some(low) = slot_up(used, n, cursor) else { break };
+            let beats = r.data_beats();
+            let Some(pool) = self.credits.take(Class::ReqCmd, Class::ReqData, r.vc, u16::from(beats)) else { break };
+            r.pool = pool;
+            let f = self.compressor.encode(&r)?;
+            used |= (((1u16 << n) - 1) << low) as u8;
+            cursor = low + n;
+            let _ = half.fields.push((low, f));
+            let _ = placed.push((low, Tenure::new(id, beats, r.cmd.has_byte_enables(), r.addr), r.auth_tag));
+            self.requests.pop_front();
+            n_req += 1;
+        }
+
+        // Credit returns in the free sectors.
+        let mut targets = [0u8; 4];
+        while let Some(low) = slot_up(used, 1, 0) {
+            let Some(fc) = self.owed.next_field(&mut targets) else { break };
+            used |= 1 << low;
+            let _ = half.fields.push((low, ControlField::FlowControl(fc)));
+        }
+
+        half.fields.sort_unstable_by_key(|(low, _)| *low);
+        placed.sort_unstable_by_key(|(low, _, _)| *low);
+        half.emit(out)?;
+        for (_, t, tag) in &placed {
+            if !self.plan.push(*t) {
+                return Err(Error::Full { queue: "TL data plan" });
+            }
+            let _ = tags.push(*tag);
+        }
+        self.stats.requests += u64::from(n_req);
+        self.stats.responses += u64::from(n_rsp);
+        Ok((n_req, n_rsp))
+    }
+
+    /// Writes the next owed data half-flit; returns its message bit.
+    fn data_half(&mut self, src: &impl BeatSource, out: &mut [u8; HALF_FLIT_LEN]) -> bool {
+        let Some(t) = self.plan.front_mut() else {
+            *out = [0; HALF_FLIT_LEN];
+            return false;
+        };
+        let t = *t;
+        self.plan.advance();
+        if t.at_byte_enables() {
+            *out = [0; HALF_FLIT_LEN];
+            for b in 0..t.beats {
+                if let Some(beat) = src.beat(t.id, b) {
+                    put_beat_byte_enables(out, t.addr, b, beat.byte_en);
+                }
+            }
+            return false;
+        }
+        let second = t.next % 2 == 1;
+        match src.beat(t.id, t.next / 2) {
+            Some(beat) if !beat.error => {
+                let (lo, hi) = beat.data.split_at(HALF_FLIT_LEN);
+                out.copy_from_slice(if second { hi } else { lo });
+                self.stats.data_halves += 1;
+                false
+            }
+            missing => {
+                if missing.is_none() && !second {
+                    self.stats.missing_beats += 1;
+                }
+                Message::new(MessageType::PoisonedData).emit(out);
+                true
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots() {
+        assert_eq!(slot_up(0, 4, 0), Some(0));
+        assert_eq!(slot_up(0b0000_0001, 4, 0), Some(4));
+        assert_eq!(slot_up(0b0000_0001, 2, 1), Some(2));
+        assert_eq!(slot_up(0xFF, 1, 0), None);
+        assert_eq!(slot_down(0, 1), Some(7));
+        assert_eq!(slot_down(0b1100_0000, 2), Some(4));
+        assert_eq!(slot_down(0b0001_0000, 4), Some(0));
+        assert_eq!(slot_down(0b0001_0001, 4), None);
+    }
+}

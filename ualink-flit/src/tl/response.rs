@@ -1,0 +1,246 @@
+//! Responses on the TL (UALink 1.0 §5.9.2, §5.9.4, §5.9.5; Tables 5-30, 5-34, 5-36): a read or
+//! write response as an uncompressed field (2 sectors) or, when its status is OKAY, a compressed
+//! one (1 sector).
+//!
+//! * A compressed response drops SRCACCID, which is for debugging only and may be zeroed (§2.7):
+//!   it decodes with `src` = 0.
+//! * *Project-defined* (open question 13 and §2.7.8): RD/WR = 1 for reads; a multi-beat read is one
+//!   field with LEN = beats − 1, OFFSET = 0 and LAST = 1; a single-beat read has LEN = 0 with its
+//!   OFFSET and LAST. A 1-beat read at offset 0 with LAST travels as the single-beat compressed
+//!   form. Write responses carry LEN = OFFSET = LAST = 0, and other values are refused.
+
+use super::field::{CompressedReadResponse, CompressedResponse, ControlField, UncompressedResponse};
+use crate::Error;
+use crate::upli::{ReadResponse, Status, WriteResponse};
+
+/// A response record as the TL carries it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Response {
+    /// On the Read Response/Data channel (reads, AtomicR), followed by its data.
+    Read(ReadResponse),
+    /// On the Write Response channel (writes, AtomicNR).
+    Write(WriteResponse),
+}
+
+impl Response {
+    /// VC.
+    pub const fn vc(&self) -> u8 {
+        match self {
+            Response::Read(r) => r.vc,
+            Response::Write(w) => w.vc,
+        }
+    }
+
+    /// The TL credit used (POOL).
+    pub const fn pool(&self) -> bool {
+        match self {
+            Response::Read(r) => r.pool,
+            Response::Write(w) => w.pool,
+        }
+    }
+
+    /// Sets the TL credit used.
+    pub const fn set_pool(&mut self, pool: bool) {
+        match self {
+            Response::Read(r) => r.pool = pool,
+            Response::Write(w) => w.pool = pool,
+        }
+    }
+
+    /// The authentication tag.
+    pub const fn auth_tag(&self) -> u64 {
+        match self {
+            Response::Read(r) => r.auth_tag,
+            Response::Write(w) => w.auth_tag,
+        }
+    }
+
+    /// Sets the authentication tag.
+    pub const fn set_auth_tag(&mut self, tag: u64) {
+        match self {
+            Response::Read(r) => r.auth_tag = tag,
+            Response::Write(w) => w.auth_tag = tag,
+        }
+    }
+
+    /// Data beats that follow (0 for a write response).
+    pub const fn data_beats(&self) -> u8 {
+        match self {
+            Response::Read(r) => r.beats(),
+            Response::Write(_) => 0,
+        }
+    }
+
+    /// Checks the record.
+    pub fn check(&self) -> Result<(), Error> {
+        match self {
+            Response::Read(r) => r.check(),
+            Response::Write(w) => w.check(),
+        }
+    }
+
+    /// Sectors the field takes: 1 when compressed.
+    pub const fn sectors(&self, compress: bool) -> u8 {
+        if compress && self.compressible() { 1 } else { 2 }
+    }
+
+    const fn compressible(&self) -> bool {
+        match self {
+            Response::Read(r) => matches!(r.status, Status::Okay),
+            Response::Write(w) => matches!(w.status, Status::Okay),
+        }
+    }
+
+    /// The field for this response; compressed when `compress` and the status is OKAY.
+    pub fn to_field(&self, compress: bool) -> Result<ControlField, Error> {
+        self.check()?;
+        let c = compress && self.compressible();
+        Ok(match *self {
+            Response::Read(r) if c && r.num_beats == 0 => {
+                ControlField::CompressedReadResponse(CompressedReadResponse {
+                    vc: r.vc,
+                    tag: r.tag,
+                    pool: r.pool,
+                    dst: r.dst,
+                    offset: r.offset,
+                    last: r.last,
+                })
+            }
+            Response::Read(r) if c => ControlField::CompressedResponse(CompressedResponse {
+                vc: r.vc,
+                tag: r.tag,
+                pool: r.pool,
+                dst: r.dst,
+                len: r.num_beats,
+                read: true,
+            }),
+            Response::Write(w) if c => ControlField::CompressedResponse(CompressedResponse {
+                vc: w.vc,
+                tag: w.tag,
+                pool: w.pool,
+                dst: w.dst,
+                len: 0,
+                read: false,
+            }),
+            Response::Read(r) => ControlField::UncompressedResponse(UncompressedResponse {
+                vc: r.vc,
+                tag: r.tag,
+                pool: r.pool,
+                len: r.num_beats,
+                offset: r.offset,
+                status: r.status.code(),
+                read: true,
+                last: r.last,
+                src: r.src,
+                dst: r.dst,
+            }),
+            Response::Write(w) => ControlField::UncompressedResponse(UncompressedResponse {
+                vc: w.vc,
+                tag: w.tag,
+                pool: w.pool,
+                len: 0,
+                offset: 0,
+                status: w.status.code(),
+                read: false,
+                last: false,
+                src: w.src,
+                dst: w.dst,
+            }),
+        })
+    }
+
+    /// The response a field carries, or `None` for a field that is not a response. `auth_tag`
+    /// is 0 (tags travel in their own half-flit).
+    pub fn from_field(f: &ControlField) -> Result<Option<Self>, Error> {
+        let read = |tag, src, dst, status, num_beats, offset, last, vc, pool| {
+            Response::Read(ReadResponse { tag, src, dst, status, num_beats, offset, last, vc, pool, auth_tag: 0 })
+        };
+        let write = |tag, src, dst, status, vc, pool| {
+            Response::Write(WriteResponse { tag, src, dst, status, vc, pool, auth_tag: 0 })
+        };
+        let r = match *f {
+            ControlField::UncompressedResponse(u) if u.read => {
+                read(u.tag, u.src, u.dst, Status::from_code(u.status), u.len, u.offset, u.last, u.vc, u.pool)
+            }
+            ControlField::UncompressedResponse(u) => {
+                if u.len != 0 || u.offset != 0 || u.last {
+                    return Err(Error::Reserved { field: "LEN/OFFSET/LAST of a write response" });
+                }
+                write(u.tag, u.src, u.dst, Status::from_code(u.status), u.vc, u.pool)
+            }
+            ControlField::CompressedReadResponse(c) => {
+                read(c.tag, 0, c.dst, Status::Okay, 0, c.offset, c.last, c.vc, c.pool)
+            }
+            ControlField::CompressedResponse(c) if c.read => {
+                read(c.tag, 0, c.dst, Status::Okay, c.len, 0, true, c.vc, c.pool)
+            }
+            ControlField::CompressedResponse(c) => {
+                if c.len != 0 {
+                    return Err(Error::Reserved { field: "LEN of a compressed write response" });
+                }
+                write(c.tag, 0, c.dst, Status::Okay, c.vc, c.pool)
+            }
+            _ => return Ok(None),
+        };
+        r.check()?;
+        Ok(Some(r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_response() -> impl Strategy<Value = Response> {
+        let status = (0u8..15).prop_map(Status::from_code); // not ISOLATE (0xF) for reads
+        (status, 0u16..2048, 0u16..1024, 0u8..4, 0u8..4, prop::bool::ANY, 0u8..4, prop::bool::ANY, prop::bool::ANY)
+            .prop_map(|(status, tag, dst, beats, offset, last, vc, pool, is_read)| {
+                if is_read {
+                    let (offset, last) = if beats > 0 { (0, true) } else { (offset, last) };
+                    Response::Read(ReadResponse {
+                        tag,
+                        src: 0,
+                        dst,
+                        status,
+                        num_beats: beats,
+                        offset,
+                        last,
+                        vc,
+                        pool,
+                        auth_tag: 0,
+                    })
+                } else {
+                    Response::Write(WriteResponse { tag, src: 0, dst, status, vc, pool, auth_tag: 0 })
+                }
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn compressed_and_uncompressed_forms_decode_to_the_response(r in any_response()) {
+            for compress in [false, true] {
+                let f = r.to_field(compress).unwrap();
+                prop_assert_eq!(f.sectors(), r.sectors(compress));
+                prop_assert_eq!(Response::from_field(&f), Ok(Some(r)));
+            }
+        }
+    }
+
+    #[test]
+    fn compressed_forms_by_shape() {
+        let ok = WriteResponse { tag: 1, src: 5, dst: 2, status: Status::Okay, vc: 0, pool: false, auth_tag: 0 };
+        let w = Response::Write(ok);
+        assert!(matches!(
+            w.to_field(true),
+            Ok(ControlField::CompressedResponse(CompressedResponse { read: false, .. }))
+        ));
+        let bad = Response::Write(WriteResponse { status: Status::DecodeError, ..ok });
+        let Ok(ControlField::UncompressedResponse(mut u)) = bad.to_field(true) else { panic!("errors never compress") };
+        // A write response with LAST set is refused.
+        u.last = true;
+        assert!(Response::from_field(&ControlField::UncompressedResponse(u)).is_err());
+    }
+}

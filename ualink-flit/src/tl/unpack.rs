@@ -1,0 +1,268 @@
+//! The TL unpacker (UALink 1.0 §5.1–5.8): TL flits in, requests, responses, credits and data
+//! half-flits out, every sequencing rule of [`super::sequence`] enforced.
+//!
+//! [`Unpacker::unpack`] reads one flit and returns what it carried: the requests and responses of
+//! its control half-flit (each with an id; requests decompressed through the Rx address cache and
+//! authenticated with their tags when authentication is on), the flow-control fields, and what
+//! each half was. Data half-flits are lent out of the flit with the id and beat they belong to.
+//!
+//! Refused: a malformed control half-flit, a request or response that breaks §2.7, more items
+//! than the rate limits or the AuthTags half-flit allow, items under a swapped data half-flit with
+//! authentication, a mandatory NOP that is not all zero, a message in place of AuthTags, a
+//! Poisoned Data message in place of byte enables or in half a beat, an undefined message type.
+//! A refusal is fatal (§5.3: the TL receiver stops forwarding flits): every later call returns
+//! [`Error::Stopped`].
+
+use super::compress::RxDecompressor;
+use super::field::{ControlField, FlowControl};
+use super::flit::{Message, MessageType, TlFlit, parse_auth_tags};
+use super::half::{ControlHalfFlit, HALF_FLIT_LEN};
+use super::response::Response;
+use super::sequence::{DataPlan, MAX_AUTH_ITEMS, RateLimit, Tenure};
+use crate::Error;
+use crate::upli::Request;
+
+/// A request or response from a control half-flit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RxItem {
+    /// A request; `pool` is the TL credit it used.
+    Request {
+        /// Its id (data half-flits name it).
+        id: u32,
+        /// The request.
+        req: Request,
+    },
+    /// A response; its pool bit is the TL credit it used.
+    Response {
+        /// Its id.
+        id: u32,
+        /// The response.
+        rsp: Response,
+    },
+}
+
+/// What one half-flit was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RxHalf<'a> {
+    /// The control half-flit (its contents are in [`Unpacked`]).
+    Control,
+    /// A mandatory NOP.
+    MandatoryNop,
+    /// The AuthTags of this flit's control half-flit (applied to its items).
+    AuthTags,
+    /// Half `second` of beat `beat` of item `id`.
+    Data {
+        /// The item.
+        id: u32,
+        /// The beat.
+        beat: u8,
+        /// The upper 32 bytes of the beat.
+        second: bool,
+        /// The bytes.
+        bytes: &'a [u8; HALF_FLIT_LEN],
+    },
+    /// Half `second` of beat `beat` of item `id`, poisoned.
+    Poisoned {
+        /// The item.
+        id: u32,
+        /// The beat.
+        beat: u8,
+        /// The upper half of the beat.
+        second: bool,
+    },
+    /// The byte-enable half-flit of request `id`.
+    ByteEnables {
+        /// The item.
+        id: u32,
+        /// The bytes (see [`super::flit::beat_byte_enables`]).
+        bytes: &'a [u8; HALF_FLIT_LEN],
+    },
+    /// A message (it delayed the sequence).
+    Message(Message),
+}
+
+/// What one TL flit carried.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unpacked<'a> {
+    /// Requests and responses, in sector order.
+    pub items: heapless::Vec<RxItem, 8>,
+    /// Flow-control fields that return credits (NOPs left out).
+    pub credits: heapless::Vec<FlowControl, 8>,
+    /// The lower half.
+    pub lower: RxHalf<'a>,
+    /// The upper half.
+    pub upper: RxHalf<'a>,
+}
+
+/// The TL unpacker for one link direction, with a `ROWS` × `WAYS` Rx address cache.
+#[derive(Clone, Debug)]
+pub struct Unpacker<const ROWS: usize, const WAYS: usize> {
+    auth: bool,
+    decompressor: RxDecompressor<ROWS, WAYS>,
+    plan: DataPlan,
+    rate: RateLimit,
+    next_id: u32,
+    stopped: bool,
+}
+
+impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
+    /// An unpacker; `auth` must match the sender's.
+    pub const fn new(auth: bool, decompressor: RxDecompressor<ROWS, WAYS>) -> Self {
+        Unpacker { auth, decompressor, plan: DataPlan::new(), rate: RateLimit::START, next_id: 0, stopped: false }
+    }
+
+    /// Data half-flits still owed.
+    pub fn owed_halves(&self) -> u16 {
+        self.plan.remaining
+    }
+
+    /// Reads one TL flit.
+    pub fn unpack<'a>(&mut self, f: &'a TlFlit) -> Result<Unpacked<'a>, Error> {
+        if self.stopped {
+            return Err(Error::Stopped);
+        }
+        let r = self.read(f);
+        self.stopped = r.is_err();
+        r
+    }
+
+    fn read<'a>(&mut self, f: &'a TlFlit) -> Result<Unpacked<'a>, Error> {
+        let mut out = Unpacked {
+            items: heapless::Vec::new(),
+            credits: heapless::Vec::new(),
+            lower: RxHalf::Control,
+            upper: RxHalf::MandatoryNop,
+        };
+        let swap = self.plan.remaining == 1;
+        let mut control = false;
+        if self.plan.lower_is_data() {
+            out.lower = self.data_half(&f.lower, f.m0)?;
+        } else if f.m0 {
+            let m = Message::parse(&f.lower)?;
+            if m.ty == MessageType::PoisonedData {
+                return Err(Error::BadValue { field: "Poisoned Data in a control slot", value: 0x20 });
+            }
+            out.lower = RxHalf::Message(m);
+        } else {
+            self.control_half(&f.lower, swap, &mut out)?;
+            control = true;
+        }
+        let (n_req, n_rsp) = out.items.iter().fold((0u8, 0u8), |(q, s), i| match i {
+            RxItem::Request { .. } => (q + 1, s),
+            RxItem::Response { .. } => (q, s + 1),
+        });
+        out.upper = if swap {
+            self.data_half(&f.upper, f.m1)?
+        } else if control && self.auth && !out.items.is_empty() {
+            if f.m1 {
+                return Err(Error::BadValue { field: "message in place of AuthTags", value: 1 });
+            }
+            let tags = parse_auth_tags(&f.upper, out.items.len())?;
+            for (item, tag) in out.items.iter_mut().zip(tags) {
+                match item {
+                    RxItem::Request { req, .. } => req.auth_tag = tag,
+                    RxItem::Response { rsp, .. } => rsp.set_auth_tag(tag),
+                }
+            }
+            RxHalf::AuthTags
+        } else if self.plan.remaining > 0 {
+            self.data_half(&f.upper, f.m1)?
+        } else if f.m1 {
+            match Message::parse(&f.upper)? {
+                m if m.ty == MessageType::PoisonedData => {
+                    return Err(Error::BadValue { field: "Poisoned Data in a mandatory NOP", value: 0x20 });
+                }
+                m => RxHalf::Message(m),
+            }
+        } else if f.upper != [0; HALF_FLIT_LEN] {
+            return Err(Error::BadValue { field: "mandatory NOP half-flit not all zero", value: 0 });
+        } else {
+            RxHalf::MandatoryNop
+        };
+        self.rate.advance(n_req, n_rsp);
+        Ok(out)
+    }
+
+    fn control_half(&mut self, bytes: &[u8; HALF_FLIT_LEN], swap: bool, out: &mut Unpacked<'_>) -> Result<(), Error> {
+        let half = ControlHalfFlit::parse(bytes)?;
+        let (mut n_req, mut n_rsp) = (0u8, 0u8);
+        let mut tenures: heapless::Vec<Tenure, 8> = heapless::Vec::new();
+        for (_, field) in &half.fields {
+            if let ControlField::FlowControl(fc) = field {
+                let _ = out.credits.push(*fc);
+                continue;
+            }
+            let id = self.next_id;
+            let item = if let Some(req) = self.decompressor.decode(field)? {
+                n_req += 1;
+                let _ = tenures.push(Tenure::new(id, req.data_beats(), req.cmd.has_byte_enables(), req.addr));
+                RxItem::Request { id, req }
+            } else if let Some(rsp) = Response::from_field(field)? {
+                n_rsp += 1;
+                let _ = tenures.push(Tenure::new(id, rsp.data_beats(), false, 0));
+                RxItem::Response { id, rsp }
+            } else {
+                continue;
+            };
+            self.next_id = self.next_id.wrapping_add(1);
+            let _ = out.items.push(item);
+        }
+        if n_req > self.rate.requests {
+            return Err(Error::BadValue { field: "requests beyond the §5.7 rate limit", value: u32::from(n_req) });
+        }
+        if n_rsp > self.rate.responses {
+            return Err(Error::BadValue { field: "responses beyond the §5.7 rate limit", value: u32::from(n_rsp) });
+        }
+        let items = out.items.len();
+        if self.auth && items > MAX_AUTH_ITEMS {
+            return Err(Error::BadValue { field: "more items than AuthTags", value: items as u32 });
+        }
+        if self.auth && swap && items > 0 {
+            return Err(Error::BadValue {
+                field: "items in a control half-flit under a swapped data half",
+                value: items as u32,
+            });
+        }
+        for t in tenures {
+            if !self.plan.push(t) {
+                return Err(Error::Full { queue: "TL data plan" });
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a half-flit in a data slot.
+    fn data_half<'a>(&mut self, bytes: &'a [u8; HALF_FLIT_LEN], m: bool) -> Result<RxHalf<'a>, Error> {
+        let Some(t) = self.plan.front_mut() else {
+            return Err(Error::BadValue { field: "data half-flit with nothing owed", value: 0 });
+        };
+        let (id, beat, second, at_be) = (t.id, t.next / 2, t.next % 2 == 1, t.at_byte_enables());
+        let half = if m {
+            let msg = Message::parse(bytes)?;
+            if msg.ty != MessageType::PoisonedData {
+                // Any other message delays the sequence.
+                return Ok(RxHalf::Message(msg));
+            }
+            if at_be {
+                return Err(Error::BadValue { field: "Poisoned Data in place of byte enables", value: 0x20 });
+            }
+            if second && !t.poisoned {
+                return Err(Error::BadValue { field: "Poisoned Data in half a beat", value: u32::from(beat) });
+            }
+            t.poisoned = true;
+            RxHalf::Poisoned { id, beat, second }
+        } else if at_be {
+            RxHalf::ByteEnables { id, bytes }
+        } else {
+            if second && t.poisoned {
+                return Err(Error::BadValue { field: "Poisoned Data in half a beat", value: u32::from(beat) });
+            }
+            t.poisoned = false;
+            RxHalf::Data { id, beat, second, bytes }
+        };
+        self.plan.advance();
+        Ok(half)
+    }
+}

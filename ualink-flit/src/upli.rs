@@ -1,0 +1,693 @@
+//! UPLI, the protocol-level interface (UALink 1.0 §2.7; digest `shared/spec/ualink-ethx.md` §1.2):
+//! the records an accelerator exchanges with its TL on the four channels.
+//!
+//! | channel | record | direction |
+//! |---|---|---|
+//! | Request (Table 2-2) | [`Request`] | originator → completer |
+//! | Originator Data (Table 2-14) | [`OrigDataBeat`] | originator → completer |
+//! | Read Response/Data (Table 2-8) | [`ReadResponse`] + [`ReadDataBeat`] | completer → originator |
+//! | Write Response (Table 2-11) | [`WriteResponse`] | completer → originator |
+//!
+//! Signals that never cross the link are left out: `*Vld`, `*PortID` (a link-local TDM slot,
+//! regenerated on ingress), the parity bits and the credit-return wires (credits travel in TL
+//! flow-control fields, see [`crate::tl::credit`]).
+//!
+//! Each record's `check` applies the rules of §2.7 and §2.8 that the fields alone can decide: field
+//! widths, DWord alignment, the 256-byte boundary, the beat count a transfer needs, the WriteFull
+//! and atomic shapes, the defined command, status and write-message codes.
+//!
+//! *Project-defined* (digest open questions 7, 8, 9, 12):
+//! * Atomic OpType values: [`AtomicOp`], the AXI ATOP operations numbered 0..=9, other values kept
+//!   as [`AtomicOp::Other`].
+//! * An unsupported atomic is answered with [`Status::TargetAbort`] (the text's "SLVERR" has no
+//!   UALink code).
+//! * All four OpSize codes are accepted; the 4-/8-byte element rule belongs to a completer.
+//! * A UPLI Write Message has no byte-enable half-flit.
+//! * A command without data carries NumBeats = 0, and a multi-beat read response is one record
+//!   with Offset = 0 and Last = 1.
+
+use crate::Error;
+
+/// Bytes in one UPLI data beat.
+pub const BEAT_LEN: usize = 64;
+/// Largest transfer: 256 bytes, never crossing a 256-byte boundary (§2.7.4).
+pub const MAX_TRANSFER: u64 = 256;
+
+fn check_width(v: u64, bits: u32, field: &'static str) -> Result<(), Error> {
+    if v >> bits != 0 { Err(Error::BadValue { field, value: v.min(u64::from(u32::MAX)) as u32 }) } else { Ok(()) }
+}
+
+/// Request commands (ReqCmd, Table 2-6). Bit 5 set means data follows on OrigData.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Command {
+    /// 0x03: read.
+    Read,
+    /// 0x08..=0x0F: vendor-defined read class (the low three bits).
+    VendorRead(u8),
+    /// 0x28: write with byte enables.
+    Write,
+    /// 0x29: full write (all bytes enabled, 64-byte aligned, whole beats).
+    WriteFull,
+    /// 0x2A: UPLI Write Message (the message type is in ReqMetaData).
+    WriteMessage,
+    /// 0x2C..=0x2F: vendor-defined write class (the low two bits).
+    VendorWrite(u8),
+    /// 0x30: atomic returning data on the read-response channel.
+    AtomicR,
+    /// 0x32: atomic without returned data.
+    AtomicNR,
+    /// 0x3C..=0x3F: vendor-defined atomic class (the low two bits).
+    VendorAtomic(u8),
+}
+
+impl Command {
+    /// The 6-bit code.
+    pub const fn code(self) -> u8 {
+        match self {
+            Command::Read => 0x03,
+            Command::VendorRead(v) => 0x08 | (v & 0x7),
+            Command::Write => 0x28,
+            Command::WriteFull => 0x29,
+            Command::WriteMessage => 0x2A,
+            Command::VendorWrite(v) => 0x2C | (v & 0x3),
+            Command::AtomicR => 0x30,
+            Command::AtomicNR => 0x32,
+            Command::VendorAtomic(v) => 0x3C | (v & 0x3),
+        }
+    }
+
+    /// The command for a 6-bit code; reserved codes are refused.
+    pub const fn from_code(c: u8) -> Result<Self, Error> {
+        Ok(match c {
+            0x03 => Command::Read,
+            0x08..=0x0F => Command::VendorRead(c & 0x7),
+            0x28 => Command::Write,
+            0x29 => Command::WriteFull,
+            0x2A => Command::WriteMessage,
+            0x2C..=0x2F => Command::VendorWrite(c & 0x3),
+            0x30 => Command::AtomicR,
+            0x32 => Command::AtomicNR,
+            0x3C..=0x3F => Command::VendorAtomic(c & 0x3),
+            _ => return Err(Error::BadValue { field: "ReqCmd", value: c as u32 }),
+        })
+    }
+
+    /// Whether data beats follow on the OrigData channel (ReqCmd\[5\]).
+    pub const fn has_data(self) -> bool {
+        self.code() & 0x20 != 0
+    }
+
+    /// Whether a byte-enable half-flit follows the data on the TL (§5.1.1): writes, atomics and
+    /// vendor commands with data; not WriteFull, not a Write Message (open question 12).
+    pub const fn has_byte_enables(self) -> bool {
+        self.has_data() && !matches!(self, Command::WriteFull | Command::WriteMessage)
+    }
+
+    /// Whether this is an atomic (AtomicR, AtomicNR or a vendor atomic).
+    pub const fn is_atomic(self) -> bool {
+        matches!(self, Command::AtomicR | Command::AtomicNR | Command::VendorAtomic(_))
+    }
+}
+
+/// Atomic operation sizes (ReqAttr\[3:2\], Table 2-5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum OpSize {
+    /// 00: 32 bits.
+    Bits32,
+    /// 01: 64 bits.
+    Bits64,
+    /// 10: 16 bits.
+    Bits16,
+    /// 11: 8 bits.
+    Bits8,
+}
+
+impl OpSize {
+    /// Element size in bytes.
+    pub const fn bytes(self) -> u8 {
+        match self {
+            OpSize::Bits32 => 4,
+            OpSize::Bits64 => 8,
+            OpSize::Bits16 => 2,
+            OpSize::Bits8 => 1,
+        }
+    }
+}
+
+/// Atomic operations. *Project-defined* (open question 7): UALink leaves OpType\[4:0\] to the
+/// implementation; these are the AXI ATOP operations, so PAXI/AXI bridges map one to one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum AtomicOp {
+    /// 0: add.
+    Add,
+    /// 1: bit clear.
+    Clear,
+    /// 2: exclusive or.
+    Xor,
+    /// 3: bit set.
+    Set,
+    /// 4: signed maximum.
+    SignedMax,
+    /// 5: signed minimum.
+    SignedMin,
+    /// 6: unsigned maximum.
+    UnsignedMax,
+    /// 7: unsigned minimum.
+    UnsignedMin,
+    /// 8: swap.
+    Swap,
+    /// 9: compare and swap (two operands).
+    Compare,
+    /// 10..=31: not assigned here, carried through (5 bits).
+    Other(u8),
+}
+
+impl AtomicOp {
+    /// The 5-bit OpType.
+    pub const fn code(self) -> u8 {
+        match self {
+            AtomicOp::Add => 0,
+            AtomicOp::Clear => 1,
+            AtomicOp::Xor => 2,
+            AtomicOp::Set => 3,
+            AtomicOp::SignedMax => 4,
+            AtomicOp::SignedMin => 5,
+            AtomicOp::UnsignedMax => 6,
+            AtomicOp::UnsignedMin => 7,
+            AtomicOp::Swap => 8,
+            AtomicOp::Compare => 9,
+            AtomicOp::Other(v) => v & 0x1F,
+        }
+    }
+
+    /// The operation for a 5-bit OpType.
+    pub const fn from_code(c: u8) -> Self {
+        match c & 0x1F {
+            0 => AtomicOp::Add,
+            1 => AtomicOp::Clear,
+            2 => AtomicOp::Xor,
+            3 => AtomicOp::Set,
+            4 => AtomicOp::SignedMax,
+            5 => AtomicOp::SignedMin,
+            6 => AtomicOp::UnsignedMax,
+            7 => AtomicOp::UnsignedMin,
+            8 => AtomicOp::Swap,
+            9 => AtomicOp::Compare,
+            v => AtomicOp::Other(v),
+        }
+    }
+}
+
+/// ReqAttr of an atomic (Table 2-5): OpType\[3:0\] in bits 7:4, OpSize in 3:2, bit 1 reserved,
+/// OpType\[4\] in bit 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AtomicAttr {
+    /// The operation.
+    pub op: AtomicOp,
+    /// The element size.
+    pub size: OpSize,
+}
+
+impl AtomicAttr {
+    /// The ReqAttr byte.
+    pub const fn to_attr(self) -> u8 {
+        let op = self.op.code();
+        let size = match self.size {
+            OpSize::Bits32 => 0,
+            OpSize::Bits64 => 1,
+            OpSize::Bits16 => 2,
+            OpSize::Bits8 => 3,
+        };
+        (op & 0xF) << 4 | size << 2 | op >> 4
+    }
+
+    /// Reads a ReqAttr byte; the reserved bit 1 must be zero.
+    pub const fn from_attr(a: u8) -> Result<Self, Error> {
+        if a & 0b10 != 0 {
+            return Err(Error::Reserved { field: "ReqAttr[1] (atomic)" });
+        }
+        let size = match a >> 2 & 0b11 {
+            0 => OpSize::Bits32,
+            1 => OpSize::Bits64,
+            2 => OpSize::Bits16,
+            _ => OpSize::Bits8,
+        };
+        Ok(AtomicAttr { op: AtomicOp::from_code(a >> 4 | (a & 1) << 4), size })
+    }
+}
+
+/// UPLI Write Message types (ReqMetaData of command 0x2A, Table 2-7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum WriteMessageType {
+    /// 0x00: NOP (one beat of zeros; write response).
+    Nop,
+    /// 0x01: key roll on the request channel (write response).
+    KeyRollReq,
+    /// 0x02: key roll on the read-response channel (read response).
+    KeyRollRdRsp,
+    /// 0x03: key roll on the write-response channel (write response).
+    KeyRollWrRsp,
+    /// 0xF0..=0xFF: vendor-defined.
+    Vendor(u8),
+}
+
+impl WriteMessageType {
+    /// The type for a ReqMetaData value; 0x04..=0xEF are reserved.
+    pub const fn from_metadata(m: u8) -> Result<Self, Error> {
+        Ok(match m {
+            0x00 => WriteMessageType::Nop,
+            0x01 => WriteMessageType::KeyRollReq,
+            0x02 => WriteMessageType::KeyRollRdRsp,
+            0x03 => WriteMessageType::KeyRollWrRsp,
+            0xF0..=0xFF => WriteMessageType::Vendor(m),
+            _ => return Err(Error::BadValue { field: "ReqMetaData (write message type)", value: m as u32 }),
+        })
+    }
+
+    /// The ReqMetaData value.
+    pub const fn metadata(self) -> u8 {
+        match self {
+            WriteMessageType::Nop => 0x00,
+            WriteMessageType::KeyRollReq => 0x01,
+            WriteMessageType::KeyRollRdRsp => 0x02,
+            WriteMessageType::KeyRollWrRsp => 0x03,
+            WriteMessageType::Vendor(v) => v,
+        }
+    }
+}
+
+/// Response status (RdRspStatus/WrRspStatus, Tables 2-9 and 2-12).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Status {
+    /// 0000.
+    Okay,
+    /// 0010.
+    TargetAbort,
+    /// 0011.
+    DecodeError,
+    /// 0110.
+    ProtectionViolation,
+    /// 1000: completion timeout.
+    CompletionTimeout,
+    /// 1111: isolate (write responses from the TL to an accelerator only).
+    Isolate,
+    /// Another code of 0001..=1110: reserved, vendor-defined for vendor commands.
+    Vendor(u8),
+}
+
+impl Status {
+    /// The 4-bit code.
+    pub const fn code(self) -> u8 {
+        match self {
+            Status::Okay => 0b0000,
+            Status::TargetAbort => 0b0010,
+            Status::DecodeError => 0b0011,
+            Status::ProtectionViolation => 0b0110,
+            Status::CompletionTimeout => 0b1000,
+            Status::Isolate => 0b1111,
+            Status::Vendor(v) => v & 0xF,
+        }
+    }
+
+    /// The status for a 4-bit code (every code has a meaning).
+    pub const fn from_code(c: u8) -> Self {
+        match c & 0xF {
+            0b0000 => Status::Okay,
+            0b0010 => Status::TargetAbort,
+            0b0011 => Status::DecodeError,
+            0b0110 => Status::ProtectionViolation,
+            0b1000 => Status::CompletionTimeout,
+            0b1111 => Status::Isolate,
+            v => Status::Vendor(v),
+        }
+    }
+}
+
+/// Which response channel a request is answered on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ResponseChannel {
+    /// Read Response/Data.
+    Read,
+    /// Write Response.
+    Write,
+}
+
+/// One beat on the Request channel (Table 2-2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct Request {
+    /// ReqCmd.
+    pub cmd: Command,
+    /// ReqAddr: byte address of the first DWord (57 bits, DWord aligned).
+    pub addr: u64,
+    /// ReqLen: DWords − 1 (0 → 4 B … 63 → 256 B).
+    pub len: u8,
+    /// ReqNumBeats: OrigData beats − 1 (0 for commands without data).
+    pub num_beats: u8,
+    /// ReqTag (11 bits).
+    pub tag: u16,
+    /// ReqSrcPhysAccID (10 bits).
+    pub src: u16,
+    /// ReqDstPhysAccID (10 bits).
+    pub dst: u16,
+    /// ReqAttr: read byte enables, atomic OpType/OpSize, or write metadata.
+    pub attr: u8,
+    /// ReqMetaData: implementation-defined, or the write-message type.
+    pub metadata: u8,
+    /// ReqASI (2 bits).
+    pub asi: u8,
+    /// ReqVC (2 bits).
+    pub vc: u8,
+    /// ReqPool: issued with a UPLI pool credit.
+    pub pool: bool,
+    /// ReqAuthTag (0 when authentication is off).
+    pub auth_tag: u64,
+}
+
+/// 64-byte blocks touched by `bytes` bytes at `addr`: the beats the transfer needs.
+pub const fn beats_spanned(addr: u64, bytes: u64) -> u64 {
+    (addr % 64 + bytes).div_ceil(64)
+}
+
+impl Request {
+    /// Bytes addressed: 4 · (ReqLen + 1).
+    pub const fn bytes(&self) -> u64 {
+        4 * (self.len as u64 + 1)
+    }
+
+    /// Data beats on OrigData: ReqNumBeats + 1, or 0 for commands without data.
+    pub const fn data_beats(&self) -> u8 {
+        if self.cmd.has_data() { self.num_beats + 1 } else { 0 }
+    }
+
+    /// The response channel: reads and AtomicR on Read, writes and AtomicNR on Write; a Write
+    /// Message by its type; a vendor atomic on Read (it may return data; project-defined).
+    pub const fn response_channel(&self) -> ResponseChannel {
+        match self.cmd {
+            Command::Read | Command::VendorRead(_) | Command::AtomicR | Command::VendorAtomic(_) => {
+                ResponseChannel::Read
+            }
+            Command::WriteMessage if self.metadata == 0x02 => ResponseChannel::Read,
+            _ => ResponseChannel::Write,
+        }
+    }
+
+    /// Beats of read data the completer returns (0 for the write channel).
+    pub const fn response_beats(&self) -> u8 {
+        match self.response_channel() {
+            ResponseChannel::Write => 0,
+            ResponseChannel::Read if self.cmd.is_atomic() => 1,
+            ResponseChannel::Read if matches!(self.cmd, Command::WriteMessage) => self.num_beats + 1,
+            ResponseChannel::Read => beats_spanned(self.addr, self.bytes()) as u8,
+        }
+    }
+
+    /// Checks the request against §2.7 and §2.8.
+    pub fn check(&self) -> Result<(), Error> {
+        check_width(self.addr, 57, "ReqAddr")?;
+        if self.addr & 0b11 != 0 {
+            return Err(Error::BadValue { field: "ReqAddr (not DWord aligned)", value: (self.addr & 3) as u32 });
+        }
+        check_width(u64::from(self.len), 6, "ReqLen")?;
+        check_width(u64::from(self.num_beats), 2, "ReqNumBeats")?;
+        check_width(u64::from(self.tag), 11, "ReqTag")?;
+        check_width(u64::from(self.src), 10, "ReqSrcPhysAccID")?;
+        check_width(u64::from(self.dst), 10, "ReqDstPhysAccID")?;
+        check_width(u64::from(self.asi), 2, "ReqASI")?;
+        check_width(u64::from(self.vc), 2, "ReqVC")?;
+        Command::from_code(self.cmd.code())?;
+        if self.addr % MAX_TRANSFER + self.bytes() > MAX_TRANSFER {
+            return Err(Error::BadValue { field: "ReqLen (crosses a 256-byte boundary)", value: u32::from(self.len) });
+        }
+        let spanned = beats_spanned(self.addr, self.bytes());
+        match self.cmd {
+            Command::WriteFull if self.addr % 64 != 0 || self.bytes() % 64 != 0 => {
+                return Err(Error::BadValue {
+                    field: "WriteFull (not whole aligned beats)",
+                    value: u32::from(self.len),
+                });
+            }
+            Command::AtomicR | Command::AtomicNR => {
+                AtomicAttr::from_attr(self.attr)?;
+                if spanned != 1 {
+                    return Err(Error::BadValue {
+                        field: "atomic (crosses a 64-byte beat)",
+                        value: u32::from(self.len),
+                    });
+                }
+            }
+            Command::WriteMessage => {
+                let t = WriteMessageType::from_metadata(self.metadata)?;
+                if matches!(t, WriteMessageType::Nop) && self.num_beats != 0 {
+                    return Err(Error::BadValue {
+                        field: "ReqNumBeats (write-message NOP)",
+                        value: u32::from(self.num_beats),
+                    });
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
+        let want = if self.cmd.has_data() { spanned - 1 } else { 0 };
+        if u64::from(self.num_beats) != want {
+            return Err(Error::BadValue { field: "ReqNumBeats", value: u32::from(self.num_beats) });
+        }
+        Ok(())
+    }
+}
+
+/// One beat on the Originator Data channel (Table 2-14).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct OrigDataBeat {
+    /// OrigData: the byte at address X is in lane X mod 64.
+    pub data: [u8; BEAT_LEN],
+    /// OrigDataByteEn: one bit per lane.
+    pub byte_en: u64,
+    /// OrigDataOffset: the beat index.
+    pub offset: u8,
+    /// OrigDataLast.
+    pub last: bool,
+    /// OrigDataError: the beat is poisoned.
+    pub error: bool,
+}
+
+/// A response on the Read Response/Data channel (Table 2-8), without its data beats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct ReadResponse {
+    /// RdRspTag = ReqTag.
+    pub tag: u16,
+    /// RdRspSrcPhysAccID (debug only; may be zero).
+    pub src: u16,
+    /// RdRspDstPhysAccID = ReqSrcPhysAccID (routing).
+    pub dst: u16,
+    /// RdRspStatus (the same on every beat).
+    pub status: Status,
+    /// RdRspNumBeats: beats − 1 of a multi-beat response; 0 for a single beat.
+    pub num_beats: u8,
+    /// RdRspOffset: the beat index of a single-beat response; 0 for multi-beat.
+    pub offset: u8,
+    /// RdRspLast: the last beat of the transfer is in this response.
+    pub last: bool,
+    /// RdRspVC (2 bits).
+    pub vc: u8,
+    /// RdRspPool.
+    pub pool: bool,
+    /// RdRspAuthTag.
+    pub auth_tag: u64,
+}
+
+impl ReadResponse {
+    /// Beats of data this response carries.
+    pub const fn beats(&self) -> u8 {
+        self.num_beats + 1
+    }
+
+    /// Checks widths and the two beat modes (§2.7.8): multi-beat responses start at offset 0 and
+    /// carry the last beat; ISOLATE is for write responses only.
+    pub fn check(&self) -> Result<(), Error> {
+        check_width(u64::from(self.tag), 11, "RdRspTag")?;
+        check_width(u64::from(self.src), 10, "RdRspSrcPhysAccID")?;
+        check_width(u64::from(self.dst), 10, "RdRspDstPhysAccID")?;
+        check_width(u64::from(self.num_beats), 2, "RdRspNumBeats")?;
+        check_width(u64::from(self.offset), 2, "RdRspOffset")?;
+        check_width(u64::from(self.vc), 2, "RdRspVC")?;
+        if matches!(self.status, Status::Isolate) {
+            return Err(Error::BadValue { field: "RdRspStatus (ISOLATE)", value: 0xF });
+        }
+        if self.num_beats != 0 && (self.offset != 0 || !self.last) {
+            return Err(Error::BadValue { field: "RdRspOffset/Last (multi-beat)", value: u32::from(self.offset) });
+        }
+        Ok(())
+    }
+}
+
+/// One data beat on the Read Response/Data channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ReadDataBeat {
+    /// RdRspData: the byte at address X is in lane X mod 64.
+    pub data: [u8; BEAT_LEN],
+    /// RdRspDataError: the beat is poisoned.
+    pub error: bool,
+}
+
+/// A response on the Write Response channel (Table 2-11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct WriteResponse {
+    /// WrRspTag = ReqTag.
+    pub tag: u16,
+    /// WrRspSrcPhysAccID (debug only).
+    pub src: u16,
+    /// WrRspDstPhysAccID (routing).
+    pub dst: u16,
+    /// WrRspStatus.
+    pub status: Status,
+    /// WrRspVC (2 bits).
+    pub vc: u8,
+    /// WrRspPool.
+    pub pool: bool,
+    /// WrRspAuthTag.
+    pub auth_tag: u64,
+}
+
+impl WriteResponse {
+    /// Checks field widths.
+    pub fn check(&self) -> Result<(), Error> {
+        check_width(u64::from(self.tag), 11, "WrRspTag")?;
+        check_width(u64::from(self.src), 10, "WrRspSrcPhysAccID")?;
+        check_width(u64::from(self.dst), 10, "WrRspDstPhysAccID")?;
+        check_width(u64::from(self.vc), 2, "WrRspVC")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn req(cmd: Command, addr: u64, len: u8, num_beats: u8) -> Request {
+        Request {
+            cmd,
+            addr,
+            len,
+            num_beats,
+            tag: 1,
+            src: 2,
+            dst: 3,
+            attr: 0,
+            metadata: 0,
+            asi: 0,
+            vc: 0,
+            pool: false,
+            auth_tag: 0,
+        }
+    }
+
+    #[test]
+    fn every_code_of_table_2_6_and_nothing_else() {
+        let mut defined = 0;
+        for c in 0..64u8 {
+            if let Ok(cmd) = Command::from_code(c) {
+                defined += 1;
+                assert_eq!(cmd.code(), c);
+                assert_eq!(cmd.has_data(), c & 0x20 != 0);
+            }
+        }
+        // Read, 8 vendor reads, Write, WriteFull, WriteMessage, 4 vendor writes, AtomicR,
+        // AtomicNR, 4 vendor atomics.
+        assert_eq!(defined, 1 + 8 + 3 + 4 + 2 + 4);
+        assert!(Command::from_code(0x31).is_err());
+        assert!(Command::Write.has_byte_enables() && !Command::WriteFull.has_byte_enables());
+        assert!(Command::AtomicNR.has_byte_enables() && !Command::WriteMessage.has_byte_enables());
+    }
+
+    #[test]
+    fn atomic_attr_splits_optype_across_the_byte() {
+        // OpType 0b1_0011 (19), OpSize 64 bits: bits 7:4 = 0011, 3:2 = 01, bit 0 = 1.
+        let a = AtomicAttr { op: AtomicOp::Other(19), size: OpSize::Bits64 };
+        assert_eq!(a.to_attr(), 0b0011_0101);
+        assert_eq!(AtomicAttr::from_attr(0b0011_0101), Ok(a));
+        assert!(AtomicAttr::from_attr(0b10).is_err(), "reserved bit 1");
+        for c in 0..32 {
+            assert_eq!(AtomicOp::from_code(c).code(), c);
+        }
+    }
+
+    #[test]
+    fn request_rules() {
+        // A 256-byte WriteFull: 4 beats.
+        assert_eq!(req(Command::WriteFull, 0x1000, 63, 3).check(), Ok(()));
+        assert!(req(Command::WriteFull, 0x1000, 63, 2).check().is_err(), "beats");
+        assert!(req(Command::WriteFull, 0x1020, 15, 0).check().is_err(), "unaligned WriteFull");
+        // A write of 8 bytes at offset 60 spans two beats.
+        assert_eq!(req(Command::Write, 60, 1, 1).check(), Ok(()));
+        assert!(req(Command::Write, 60, 1, 0).check().is_err());
+        // Crossing 256 bytes.
+        assert!(req(Command::Read, 0xFC, 1, 0).check().is_err());
+        assert!(req(Command::Read, 0x2, 0, 0).check().is_err(), "DWord alignment");
+        assert!(req(Command::Read, 1 << 57, 0, 0).check().is_err(), "57-bit address");
+        assert!(req(Command::Read, 0, 0, 1).check().is_err(), "NumBeats without data");
+        // Atomics stay in one beat.
+        assert_eq!(req(Command::AtomicR, 32, 7, 0).check(), Ok(()));
+        assert!(req(Command::AtomicR, 48, 7, 0).check().is_err());
+        // Write messages: defined types only; NOP is one beat.
+        let mut m = req(Command::WriteMessage, 0, 15, 0);
+        assert_eq!(m.check(), Ok(()));
+        m.metadata = 0x04;
+        assert!(m.check().is_err());
+        m.metadata = 0x02;
+        assert_eq!(m.check(), Ok(()));
+        assert_eq!(m.response_channel(), ResponseChannel::Read);
+    }
+
+    #[test]
+    fn response_rules() {
+        let r = ReadResponse {
+            tag: 5,
+            src: 0,
+            dst: 1,
+            status: Status::Okay,
+            num_beats: 3,
+            offset: 0,
+            last: true,
+            vc: 0,
+            pool: false,
+            auth_tag: 0,
+        };
+        assert_eq!(r.check(), Ok(()));
+        assert!(ReadResponse { offset: 1, ..r }.check().is_err());
+        assert!(ReadResponse { status: Status::Isolate, ..r }.check().is_err());
+        assert_eq!(ReadResponse { num_beats: 0, offset: 2, last: false, ..r }.check(), Ok(()));
+    }
+
+    proptest! {
+        #[test]
+        fn status_codes_round_trip(c in 0u8..16) {
+            prop_assert_eq!(Status::from_code(c).code(), c);
+        }
+
+        #[test]
+        fn atomic_attr_round_trips(a in any::<u8>()) {
+            if let Ok(x) = AtomicAttr::from_attr(a) {
+                prop_assert_eq!(x.to_attr(), a);
+            }
+        }
+    }
+}
