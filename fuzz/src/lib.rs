@@ -34,6 +34,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("pdc_pair", pdc_pair),
     ("endpoint", endpoint),
     ("ualink_dl", ualink_dl),
+    ("ualink_tl", ualink_tl),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits byte for byte.
@@ -927,4 +928,194 @@ pub fn ualink_dl(data: &[u8]) {
             assert_eq!(out, flit, "re-framed flit differs");
         }
     }
+}
+
+/// Data beats for the TL fuzz target, by item id.
+struct TlBeats(Vec<Vec<([u8; 64], u64, bool)>>);
+
+impl ualink_flit::tl::BeatSource for TlBeats {
+    fn beat(&self, id: u32, beat: u8) -> Option<ualink_flit::tl::Beat<'_>> {
+        let (data, byte_en, error) = self.0.get(id as usize)?.get(usize::from(beat))?;
+        Some(ualink_flit::tl::Beat { data, byte_en: *byte_en, error: *error })
+    }
+}
+
+/// One TL flit from `tx` through `rx`; each received item's credits go straight back to `tx`.
+fn tl_step(
+    tx: &mut ualink_flit::tl::Packer<8, 2, 16>,
+    rx: &mut ualink_flit::tl::Unpacker<8, 2>,
+    beats: &TlBeats,
+    got_req: &mut Vec<ualink_flit::upli::Request>,
+    got_rsp: &mut usize,
+) {
+    use ualink_flit::tl::credit::{Class, Target};
+    use ualink_flit::tl::{RxItem, TlFlit};
+    let mut f = TlFlit::default();
+    tx.pack(beats, &mut f).expect("the packer never fails");
+    let mut got = ualink_flit::tl::Unpacked::default();
+    rx.unpack(&f, &mut got).expect("the unpacker accepts what the packer makes");
+    for item in &got.items {
+        let (t, data, cmd, dat) = match *item {
+            RxItem::Request { req, .. } => {
+                got_req.push(ualink_flit::upli::Request { pool: false, ..req });
+                (Target::of(req.pool, req.vc), req.data_beats(), Class::ReqCmd, Class::ReqData)
+            }
+            RxItem::Response { rsp, .. } => {
+                *got_rsp += 1;
+                (Target::of(rsp.pool(), rsp.vc()), rsp.data_beats(), Class::RspCmd, Class::RspData)
+            }
+        };
+        tx.credits.held.add(cmd, t, 1).unwrap();
+        tx.credits.held.add(dat, t, u16::from(data)).unwrap();
+    }
+}
+
+/// A UPLI request shaped from a few input bytes (most shapes pass `Request::check`).
+fn tl_request(u: &mut Unstructured<'_>) -> arbitrary::Result<ualink_flit::upli::Request> {
+    use ualink_flit::upli::{Command, Request};
+    let kind: u8 = u.arbitrary()?;
+    let off = u.int_in_range(0..=3u8)?;
+    let beats = u.int_in_range(1..=4u8)?.min(4 - off);
+    let addr =
+        u64::from(u.int_in_range(0..=3u8)?) << 20 | u64::from(u.int_in_range(0..=63u8)?) << 8 | u64::from(off) << 6;
+    let cmd = Command::from_code(u.arbitrary::<u8>()? & 0x3F).unwrap_or(Command::Read);
+    let len = if kind & 1 == 0 { 16 * beats - 1 } else { u.int_in_range(0..=15u8)? };
+    let num_beats =
+        if cmd.has_data() { ualink_flit::upli::beats_spanned(addr, 4 * (u64::from(len) + 1)) as u8 - 1 } else { 0 };
+    Ok(Request {
+        cmd,
+        addr,
+        len,
+        num_beats,
+        tag: 0,
+        src: u.int_in_range(0..=1023)?,
+        dst: u.int_in_range(0..=7)?,
+        attr: if kind & 2 == 0 { if cmd == Command::Read { 0xFF } else { 0 } } else { u.arbitrary::<u8>()? & 0xFD },
+        metadata: if kind & 4 == 0 { 0 } else { u.arbitrary()? },
+        asi: u.int_in_range(0..=3)?,
+        vc: u.int_in_range(0..=3)?,
+        pool: false,
+        auth_tag: u.arbitrary()?,
+    })
+}
+
+/// A TL response shaped from input bytes.
+fn tl_response(u: &mut Unstructured<'_>) -> arbitrary::Result<ualink_flit::tl::Response> {
+    use ualink_flit::upli::{ReadResponse, Status, WriteResponse};
+    let status = Status::from_code(if u.arbitrary()? { 0 } else { u.int_in_range(0..=14)? });
+    let (vc, dst, auth_tag) = (u.int_in_range(0..=3)?, u.int_in_range(0..=1023)?, u.arbitrary()?);
+    Ok(if u.arbitrary()? {
+        let num_beats = u.int_in_range(0..=3)?;
+        let (offset, last) = if num_beats > 0 { (0, true) } else { (u.int_in_range(0..=3)?, u.arbitrary()?) };
+        ualink_flit::tl::Response::Read(ReadResponse {
+            tag: 0,
+            src: 0,
+            dst,
+            status,
+            num_beats,
+            offset,
+            last,
+            vc,
+            pool: false,
+            auth_tag,
+        })
+    } else {
+        ualink_flit::tl::Response::Write(WriteResponse { tag: 0, src: 0, dst, status, vc, pool: false, auth_tag })
+    })
+}
+
+/// TL unpacking and packing. Mode 0: arbitrary flits into an unpacker: no panic, and after a
+/// refusal it stays stopped. Mode 1: traffic shaped by the input (requests of every command,
+/// responses, poisoned beats, credit drips, messages) through a packer into an unpacker: the
+/// packer never fails, the unpacker accepts every flit, requests arrive in order, every response
+/// arrives, and every credit comes back.
+pub fn ualink_tl(data: &[u8]) {
+    use ualink_flit::tl::compress::{Indexing, RxDecompressor, TxCompressor};
+    use ualink_flit::tl::credit::{Class, Target};
+    use ualink_flit::tl::{Message, MessageType, Packer, PackerConfig, TlFlit, Unpacker};
+    let mut u = Unstructured::new(data);
+    let Ok(mode) = u.arbitrary::<u8>() else { return };
+    let auth = mode & 2 != 0;
+    let mut rx = Unpacker::<8, 2>::new(auth, RxDecompressor::new(Indexing::ByDst));
+    if mode & 1 == 0 {
+        let mut stopped = false;
+        while u.len() >= 65 {
+            let Ok(bytes) = u.arbitrary::<[u8; 64]>() else { break };
+            let m = u.arbitrary::<u8>().unwrap_or(0);
+            let f = TlFlit::from_bytes(&bytes, m & 1 != 0, m & 2 != 0);
+            let r = rx.unpack(&f, &mut ualink_flit::tl::Unpacked::default());
+            if stopped {
+                assert_eq!(r, Err(ualink_flit::Error::Stopped));
+            }
+            stopped |= r.is_err();
+        }
+        return;
+    }
+    let compress = mode & 4 != 0;
+    let mut tx = Packer::<8, 2, 16>::new(
+        PackerConfig { auth, compress_responses: compress },
+        TxCompressor::new(Indexing::ByDst, compress),
+    );
+    let drip = u16::from(u.int_in_range(4..=20u8).unwrap_or(4));
+    for class in Class::ALL {
+        for t in [Target::Pool, Target::Vc(0), Target::Vc(1), Target::Vc(2), Target::Vc(3)] {
+            tx.credits.held.add(class, t, drip).unwrap();
+        }
+    }
+    let initial = tx.credits;
+    let mut beats = TlBeats(Vec::new());
+    let (mut sent_req, mut got_req) = (Vec::new(), Vec::new());
+    let (mut sent_rsp, mut got_rsp) = (0usize, 0usize);
+    for _ in 0..2000 {
+        if u.is_empty() {
+            break;
+        }
+        let action = u.arbitrary::<u8>().unwrap_or(255);
+        let id = beats.0.len() as u32;
+        let poison: u8 = u.arbitrary().unwrap_or(0);
+        let beat =
+            |n: u8| (0..n).map(|b| ([b ^ poison; 64], u64::from(poison) << b, poison >> b & 0x11 == 0x11)).collect();
+        match action % 4 {
+            0 => {
+                if let Ok(mut r) = tl_request(&mut u) {
+                    r.tag = id as u16 & 0x7FF;
+                    if !auth {
+                        r.auth_tag = 0;
+                    }
+                    if tx.push_request(id, r).is_ok() {
+                        beats.0.push(beat(r.data_beats()));
+                        sent_req.push(r);
+                    }
+                }
+            }
+            1 => {
+                if let Ok(mut r) = tl_response(&mut u) {
+                    if !auth {
+                        r.set_auth_tag(0);
+                    }
+                    if tx.push_response(id, r).is_ok() {
+                        beats.0.push(beat(r.data_beats()));
+                        sent_rsp += 1;
+                    }
+                }
+            }
+            2 if action & 0x80 != 0 => {
+                let _ = tx.send_message(Message::new(MessageType::InitialCreditReleaseComplete));
+            }
+            _ => {}
+        }
+        if action == 255 && tx.is_idle() && rx.owed_halves() == 0 {
+            break;
+        }
+        tl_step(&mut tx, &mut rx, &beats, &mut got_req, &mut got_rsp);
+    }
+    let mut n = 0;
+    while !(tx.is_idle() && rx.owed_halves() == 0) {
+        n += 1;
+        assert!(n < 10_000, "the packer drains");
+        tl_step(&mut tx, &mut rx, &beats, &mut got_req, &mut got_rsp);
+    }
+    assert_eq!(got_req, sent_req, "requests in order");
+    assert_eq!(got_rsp, sent_rsp, "every response");
+    assert_eq!(tx.credits, initial, "every credit back");
 }

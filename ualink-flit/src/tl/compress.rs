@@ -149,6 +149,11 @@ impl<const ROWS: usize, const WAYS: usize> TxCompressor<ROWS, WAYS> {
     /// receiver's will be updated. Call in issue order.
     pub fn encode(&mut self, r: &Request) -> Result<ControlField, Error> {
         r.check()?;
+        self.encode_checked(r)
+    }
+
+    /// [`Self::encode`] for a request already checked.
+    pub(crate) fn encode_checked(&mut self, r: &Request) -> Result<ControlField, Error> {
         let region = r.addr >> REGION_SHIFT;
         let row = self.cache.row(r.src, r.dst);
         let hit = if self.enabled { self.cache.find(row, region) } else { None };

@@ -54,7 +54,7 @@ impl ControlHalfFlit {
     /// Checks footprints, overlaps and the one-credit-field-per-class rule.
     pub fn check(&self) -> Result<(), Error> {
         let mut used = 0u8;
-        let mut credits = 0u32;
+        let mut credits = CreditRule::default();
         for (low, f) in &self.fields {
             let n = f.sectors();
             if !legal_footprint(*low, n) {
@@ -66,11 +66,7 @@ impl ControlHalfFlit {
             }
             used |= mask;
             if let ControlField::FlowControl(fc) = f {
-                let b = credit_bits(fc);
-                if credits & b != 0 {
-                    return Err(Error::BadValue { field: "two FC fields return credits of one class", value: b });
-                }
-                credits |= b;
+                credits.admit(fc)?;
             }
         }
         Ok(())
@@ -91,21 +87,21 @@ impl ControlHalfFlit {
         Ok(())
     }
 
-    /// Reads a control half-flit, from sector 7 down. NOP sectors are skipped.
-    pub fn parse(bytes: &[u8; HALF_FLIT_LEN]) -> Result<Self, Error> {
-        let sector = |s: u8| -> u32 {
-            let at = 4 * usize::from(s);
-            let mut w = [0u8; 4];
-            if let Some(b) = bytes.get(at..at + 4) {
-                w.copy_from_slice(b);
-            }
-            u32::from_le_bytes(w)
-        };
-        let mut found: heapless::Vec<(u8, ControlField), 8> = heapless::Vec::new();
+    /// Where the non-NOP fields sit, read from sector 7 down (a field's FTYPE is in its highest
+    /// sector): `(lowest sector, sectors)` in ascending order. Footprints are checked; all-zero
+    /// sectors are NOPs and left out.
+    pub fn layout(bytes: &[u8; HALF_FLIT_LEN]) -> Result<heapless::Vec<(u8, u8), 8>, Error> {
+        let mut found = [(0u8, 0u8); 8];
+        let mut n_found = 0;
         let mut top = SECTORS;
         while top > 0 {
             let high = top - 1;
-            let t = (sector(high) >> 28) as u8;
+            let w = sector(bytes, high);
+            if w == 0 {
+                top = high;
+                continue;
+            }
+            let t = (w >> 28) as u8;
             let n = ftype::sectors(t).ok_or(Error::BadValue { field: "FTYPE", value: u32::from(t) })?;
             let low = (high + 1)
                 .checked_sub(n)
@@ -113,21 +109,65 @@ impl ControlHalfFlit {
             if !legal_footprint(low, n) {
                 return Err(Error::BadValue { field: "control field footprint", value: u32::from(low) });
             }
-            let mut w = 0u128;
-            for s in (low..=high).rev() {
-                w = w << 32 | u128::from(sector(s));
-            }
-            let f = ControlField::from_word(w, n)?;
-            if f != ControlField::FlowControl(FlowControl::NOP) {
-                // At most 8 fields fit in 8 sectors.
-                let _ = found.push((low, f));
+            if let Some(slot) = found.get_mut(n_found) {
+                *slot = (low, n);
+                n_found += 1;
             }
             top = low;
         }
-        found.reverse();
-        let h = ControlHalfFlit { fields: found };
-        h.check()?;
+        Ok(found.iter().take(n_found).rev().copied().collect())
+    }
+
+    /// Decodes the field of `n` sectors starting at sector `low` (a footprint from
+    /// [`Self::layout`]).
+    pub fn field_at(bytes: &[u8; HALF_FLIT_LEN], low: u8, n: u8) -> Result<ControlField, Error> {
+        let mut w = 0u128;
+        for s in (low..low.saturating_add(n).min(SECTORS)).rev() {
+            w = w << 32 | u128::from(sector(bytes, s));
+        }
+        ControlField::from_word(w, n)
+    }
+
+    /// Reads a control half-flit. NOP sectors are skipped.
+    pub fn parse(bytes: &[u8; HALF_FLIT_LEN]) -> Result<Self, Error> {
+        let mut h = ControlHalfFlit::default();
+        let mut credits = CreditRule::default();
+        for (low, n) in Self::layout(bytes)? {
+            let f = Self::field_at(bytes, low, n)?;
+            if let ControlField::FlowControl(fc) = &f {
+                credits.admit(fc)?;
+            }
+            // At most 8 fields fit in 8 sectors.
+            let _ = h.fields.push((low, f));
+        }
         Ok(h)
+    }
+}
+
+/// Sector `s` of a half-flit as a little-endian word.
+fn sector(bytes: &[u8; HALF_FLIT_LEN], s: u8) -> u32 {
+    let at = 4 * usize::from(s);
+    let mut w = [0u8; 4];
+    if let Some(b) = bytes.get(at..at + 4) {
+        w.copy_from_slice(b);
+    }
+    u32::from_le_bytes(w)
+}
+
+/// The one-credit-field-per-class-and-target rule of a control half-flit, checked field by field.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CreditRule(u32);
+
+impl CreditRule {
+    /// Admits a flow-control field, or refuses it when it returns credits of a class and target
+    /// an earlier field of the same half-flit already returned.
+    pub fn admit(&mut self, fc: &FlowControl) -> Result<(), Error> {
+        let b = credit_bits(fc);
+        if self.0 & b != 0 {
+            return Err(Error::BadValue { field: "two FC fields return credits of one class", value: b });
+        }
+        self.0 |= b;
+        Ok(())
     }
 }
 

@@ -256,7 +256,7 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
             let beats = r.data_beats();
             let Some(pool) = self.credits.take(Class::ReqCmd, Class::ReqData, r.vc, u16::from(beats)) else { break };
             r.pool = pool;
-            let f = self.compressor.encode(&r)?;
+            let f = self.compressor.encode_checked(&r)?;
             used |= (((1u16 << n) - 1) << low) as u8;
             cursor = low + n;
             let _ = half.fields.push((low, f));

@@ -123,7 +123,8 @@ fn run(p: &mut P, u: &mut U, store: &Store) -> (Vec<TlFlit>, Vec<(RxHalf<'static
         }
         let mut f = TlFlit::default();
         p.pack(store, &mut f).unwrap();
-        let got = u.unpack(&f).unwrap();
+        let mut got = Unpacked::default();
+        u.unpack(&f, &mut got).unwrap();
         kinds.push((strip(got.lower), strip(got.upper)));
         flits.push(f);
     }
@@ -272,7 +273,8 @@ fn table_5_19_with_authentication_two_writes_two_responses_reach_88_89_percent()
         let mut f = TlFlit::default();
         p.pack(&store, &mut f).unwrap();
         flits.push(f);
-        let got = u.unpack(flits.last().unwrap()).unwrap();
+        let mut got = Unpacked::default();
+        u.unpack(flits.last().unwrap(), &mut got).unwrap();
         for it in &got.items {
             tags.push(match it {
                 RxItem::Request { req, .. } => req.auth_tag,
@@ -297,7 +299,9 @@ fn table_5_24_request_rate_limit() {
     while !p.is_idle() {
         let mut f = TlFlit::default();
         p.pack(&Store::default(), &mut f).unwrap();
-        per_flit.push(u.unpack(&f).unwrap().items.len());
+        let mut got = Unpacked::default();
+        u.unpack(&f, &mut got).unwrap();
+        per_flit.push(got.items.len());
     }
     assert_eq!(per_flit, [4, 1, 1, 1, 1, 1]);
 }
@@ -310,17 +314,22 @@ fn credits_gate_requests_and_come_back_through_flow_control() {
     p.push_request(0, read(0, 2, 1)).unwrap();
     let mut f = TlFlit::default();
     p.pack(&Store::default(), &mut f).unwrap();
-    assert!(u.unpack(&f).unwrap().items.is_empty(), "no credits, no request");
+    let mut got = Unpacked::default();
+    u.unpack(&f, &mut got).unwrap();
+    assert!(got.items.is_empty(), "no credits, no request");
     // The peer advertises one VC 0 request credit.
     let fc = FlowControl { req_cmd: CreditReturn { target: CreditTarget::Vc(0), credits: 1 }, ..FlowControl::NOP };
     p.credits.grant(&fc).unwrap();
     p.pack(&Store::default(), &mut f).unwrap();
-    let got = u.unpack(&f).unwrap();
+    let mut got = Unpacked::default();
+    u.unpack(&f, &mut got).unwrap();
     assert!(matches!(got.items[..], [RxItem::Request { req: Request { pool: false, vc: 0, .. }, .. }]));
     // The receiver returns it; its flow-control field reads back as the same credit.
     p.owed.release(Class::ReqCmd, Target::Vc(0), 1).unwrap();
     p.pack(&Store::default(), &mut f).unwrap();
-    assert_eq!(u.unpack(&f).unwrap().credits[..], [fc]);
+    let mut got = Unpacked::default();
+    u.unpack(&f, &mut got).unwrap();
+    assert_eq!(got.credits[..], [fc]);
 }
 
 #[test]
@@ -332,7 +341,8 @@ fn initial_credit_release_complete_follows_the_credits() {
     while !p.is_idle() {
         let mut f = TlFlit::default();
         p.pack(&Store::default(), &mut f).unwrap();
-        let got = u.unpack(&f).unwrap();
+        let mut got = Unpacked::default();
+        u.unpack(&f, &mut got).unwrap();
         seen.push((got.credits.iter().map(|c| u32::from(c.req_data.credits)).sum::<u32>(), strip(got.lower)));
     }
     assert_eq!(
@@ -352,7 +362,7 @@ fn initial_credit_release_complete_follows_the_credits() {
 fn feed(auth: bool, flits: &[TlFlit]) -> Result<(), Error> {
     let mut u = U::new(auth, RxDecompressor::new(Indexing::ByDst));
     for f in flits {
-        u.unpack(f)?;
+        u.unpack(f, &mut Unpacked::default())?;
     }
     Ok(())
 }
@@ -414,8 +424,8 @@ fn illegal_sequences_are_refused_and_stop_the_receiver() {
     assert!(feed(false, &[control_flit(&[(0, c)])]).is_err());
     // After a refusal, nothing more is read.
     let mut u = U::new(false, RxDecompressor::new(Indexing::ByDst));
-    assert!(u.unpack(&f).is_err());
-    assert_eq!(u.unpack(&TlFlit::default()), Err(Error::Stopped));
+    assert!(u.unpack(&f, &mut Unpacked::default()).is_err());
+    assert_eq!(u.unpack(&TlFlit::default(), &mut Unpacked::default()), Err(Error::Stopped));
 }
 
 /// One request or response of the generated traffic, with its data.
@@ -562,7 +572,8 @@ proptest! {
             let mut f = TlFlit::default();
             p.pack(&store, &mut f).unwrap();
             flits += 1;
-            let out = u.unpack(&f).unwrap();
+            let mut out = Unpacked::default();
+            u.unpack(&f, &mut out).unwrap();
             for it in &out.items {
                 match *it {
                     RxItem::Request { id, req } => {
@@ -641,4 +652,19 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn sizes() {
+    eprintln!(
+        "SIZES unpacked {} rxitem {} rxhalf {} request {} response {} controlfield {} packer {} unpacker {}",
+        core::mem::size_of::<Unpacked<'_>>(),
+        core::mem::size_of::<RxItem>(),
+        core::mem::size_of::<RxHalf<'_>>(),
+        core::mem::size_of::<Request>(),
+        core::mem::size_of::<Response>(),
+        core::mem::size_of::<ControlField>(),
+        core::mem::size_of::<P>(),
+        core::mem::size_of::<U>(),
+    );
 }

@@ -1,7 +1,7 @@
 //! The TL unpacker (UALink 1.0 §5.1–5.8): TL flits in, requests, responses, credits and data
 //! half-flits out, every sequencing rule of [`super::sequence`] enforced.
 //!
-//! [`Unpacker::unpack`] reads one flit and returns what it carried: the requests and responses of
+//! [`Unpacker::unpack`] reads one flit and fills in what it carried: the requests and responses of
 //! its control half-flit (each with an id; requests decompressed through the Rx address cache and
 //! authenticated with their tags when authentication is on), the flow-control fields, and what
 //! each half was. Data half-flits are lent out of the flit with the id and beat they belong to.
@@ -16,7 +16,7 @@
 use super::compress::RxDecompressor;
 use super::field::{ControlField, FlowControl};
 use super::flit::{Message, MessageType, TlFlit, parse_auth_tags};
-use super::half::{ControlHalfFlit, HALF_FLIT_LEN};
+use super::half::{ControlHalfFlit, CreditRule, HALF_FLIT_LEN};
 use super::response::Response;
 use super::sequence::{DataPlan, MAX_AUTH_ITEMS, RateLimit, Tenure};
 use crate::Error;
@@ -43,10 +43,11 @@ pub enum RxItem {
 }
 
 /// What one half-flit was.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RxHalf<'a> {
     /// The control half-flit (its contents are in [`Unpacked`]).
+    #[default]
     Control,
     /// A mandatory NOP.
     MandatoryNop,
@@ -84,7 +85,7 @@ pub enum RxHalf<'a> {
 }
 
 /// What one TL flit carried.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Unpacked<'a> {
     /// Requests and responses, in sector order.
     pub items: heapless::Vec<RxItem, 8>,
@@ -118,23 +119,21 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
         self.plan.remaining
     }
 
-    /// Reads one TL flit.
-    pub fn unpack<'a>(&mut self, f: &'a TlFlit) -> Result<Unpacked<'a>, Error> {
+    /// Reads one TL flit into `out` (whose previous contents are replaced).
+    pub fn unpack<'a>(&mut self, f: &'a TlFlit, out: &mut Unpacked<'a>) -> Result<(), Error> {
         if self.stopped {
             return Err(Error::Stopped);
         }
-        let r = self.read(f);
+        out.items.clear();
+        out.credits.clear();
+        out.lower = RxHalf::Control;
+        out.upper = RxHalf::MandatoryNop;
+        let r = self.read(f, out);
         self.stopped = r.is_err();
         r
     }
 
-    fn read<'a>(&mut self, f: &'a TlFlit) -> Result<Unpacked<'a>, Error> {
-        let mut out = Unpacked {
-            items: heapless::Vec::new(),
-            credits: heapless::Vec::new(),
-            lower: RxHalf::Control,
-            upper: RxHalf::MandatoryNop,
-        };
+    fn read<'a>(&mut self, f: &'a TlFlit, out: &mut Unpacked<'a>) -> Result<(), Error> {
         let swap = self.plan.remaining == 1;
         let mut control = false;
         if self.plan.lower_is_data() {
@@ -146,7 +145,7 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
             }
             out.lower = RxHalf::Message(m);
         } else {
-            self.control_half(&f.lower, swap, &mut out)?;
+            self.control_half(&f.lower, swap, out)?;
             control = true;
         }
         let (n_req, n_rsp) = out.items.iter().fold((0u8, 0u8), |(q, s), i| match i {
@@ -182,15 +181,17 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
             RxHalf::MandatoryNop
         };
         self.rate.advance(n_req, n_rsp);
-        Ok(out)
+        Ok(())
     }
 
     fn control_half(&mut self, bytes: &[u8; HALF_FLIT_LEN], swap: bool, out: &mut Unpacked<'_>) -> Result<(), Error> {
-        let half = ControlHalfFlit::parse(bytes)?;
         let (mut n_req, mut n_rsp) = (0u8, 0u8);
         let mut tenures: heapless::Vec<Tenure, 8> = heapless::Vec::new();
-        for (_, field) in &half.fields {
+        let mut rule = CreditRule::default();
+        for (low, n) in ControlHalfFlit::layout(bytes)? {
+            let field = &ControlHalfFlit::field_at(bytes, low, n)?;
             if let ControlField::FlowControl(fc) = field {
+                rule.admit(fc)?;
                 let _ = out.credits.push(*fc);
                 continue;
             }
