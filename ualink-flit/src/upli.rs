@@ -25,6 +25,8 @@
 //! * A UPLI Write Message has no byte-enable half-flit.
 //! * A command without data carries NumBeats = 0, and a multi-beat read response is one record
 //!   with Offset = 0 and Last = 1.
+//! * A vendor-defined Write Message type is answered on the write channel, a vendor atomic on the
+//!   read channel.
 
 use crate::Error;
 
