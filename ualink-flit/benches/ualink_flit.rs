@@ -43,21 +43,7 @@ type U = Unpacker<64, 4>;
 fn tl_pair() -> (P, U) {
     let mut tx = TxCompressor::new(Indexing::ByDst, true);
     let mut rx = RxDecompressor::new(Indexing::ByDst);
-    let warm = Request {
-        cmd: Command::Read,
-        addr: 0,
-        len: 63,
-        num_beats: 0,
-        tag: 0,
-        src: 1,
-        dst: 2,
-        attr: 0xFF,
-        metadata: 0,
-        asi: 0,
-        vc: 0,
-        pool: false,
-        auth_tag: 0,
-    };
+    let warm = Request::new(Command::Read, 0, 63, 0, 1, 2);
     rx.decode(&tx.encode(&warm).unwrap()).unwrap();
     let mut p = P::new(PackerConfig { auth: false, compress_responses: true }, tx);
     for class in Class::ALL {
@@ -148,21 +134,7 @@ fn tl_benches(c: &mut Criterion) {
             black_box(&to);
         })
     });
-    let read = Request {
-        cmd: Command::Read,
-        addr: 0x400,
-        len: 63,
-        num_beats: 0,
-        tag: 5,
-        src: 1,
-        dst: 2,
-        attr: 0xFF,
-        metadata: 0,
-        asi: 0,
-        vc: 0,
-        pool: false,
-        auth_tag: 0,
-    };
+    let read = Request::new(Command::Read, 0x400, 63, 5, 1, 2);
     g.bench_function("read_compressed", |b| {
         let (mut p, mut u) = tl_pair();
         b.iter(|| {
@@ -189,7 +161,7 @@ fn tl_benches(c: &mut Criterion) {
             black_box(drain(&mut p, &mut u, &src))
         })
     });
-    let wf = Request { cmd: Command::WriteFull, attr: 0, num_beats: 3, ..read };
+    let wf = Request::new(Command::WriteFull, 0x400, 63, 5, 1, 2);
     g.bench_function("writefull_256", |b| {
         let (mut p, mut u) = tl_pair();
         b.iter(|| {

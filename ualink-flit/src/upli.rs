@@ -384,6 +384,16 @@ pub const fn beats_spanned(addr: u64, bytes: u64) -> u64 {
 }
 
 impl Request {
+    /// A request for `4 · (len + 1)` bytes at `addr`: NumBeats set to the beats the transfer spans
+    /// (0 without data), ReqAttr 0xFF for a read (every byte) and 0 otherwise; metadata, ASI, VC,
+    /// pool and authentication tag zero.
+    pub const fn new(cmd: Command, addr: u64, len: u8, tag: u16, src: u16, dst: u16) -> Self {
+        let num_beats =
+            if cmd.has_data() { beats_spanned(addr, 4 * (len as u64 + 1)).saturating_sub(1) as u8 } else { 0 };
+        let attr = if matches!(cmd, Command::Read) { 0xFF } else { 0 };
+        Request { cmd, addr, len, num_beats, tag, src, dst, attr, metadata: 0, asi: 0, vc: 0, pool: false, auth_tag: 0 }
+    }
+
     /// Bytes addressed: 4 · (ReqLen + 1).
     pub const fn bytes(&self) -> u64 {
         4 * (self.len as u64 + 1)
@@ -585,21 +595,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn req(cmd: Command, addr: u64, len: u8, num_beats: u8) -> Request {
-        Request {
-            cmd,
-            addr,
-            len,
-            num_beats,
-            tag: 1,
-            src: 2,
-            dst: 3,
-            attr: 0,
-            metadata: 0,
-            asi: 0,
-            vc: 0,
-            pool: false,
-            auth_tag: 0,
-        }
+        Request { num_beats, attr: 0, ..Request::new(cmd, addr, len, 1, 2, 3) }
     }
 
     #[test]

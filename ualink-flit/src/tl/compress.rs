@@ -285,21 +285,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn read(addr: u64, dst: u16) -> Request {
-        Request {
-            cmd: Command::Read,
-            addr,
-            len: 63,
-            num_beats: 0,
-            tag: 7,
-            src: 1,
-            dst,
-            attr: 0xFF,
-            metadata: 0,
-            asi: 0,
-            vc: 0,
-            pool: false,
-            auth_tag: 0,
-        }
+        Request::new(Command::Read, addr, 63, 7, 1, dst)
     }
 
     #[test]

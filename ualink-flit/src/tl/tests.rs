@@ -65,25 +65,10 @@ fn warm_pair(auth: bool, region: u64, dst: u16) -> (P, U) {
 
 fn req(cmd: Command, addr: u64, len: u8, num_beats: u8, tag: u16) -> Request {
     let attr = match cmd {
-        Command::Read => 0xFF,
         Command::AtomicR | Command::AtomicNR => AtomicAttr { op: AtomicOp::Add, size: OpSize::Bits64 }.to_attr(),
-        _ => 0,
+        _ => Request::new(cmd, addr, len, tag, 1, 2).attr,
     };
-    Request {
-        cmd,
-        addr,
-        len,
-        num_beats,
-        tag,
-        src: 1,
-        dst: 2,
-        attr,
-        metadata: 0,
-        asi: 0,
-        vc: 0,
-        pool: false,
-        auth_tag: 0,
-    }
+    Request { num_beats, attr, ..Request::new(cmd, addr, len, tag, 1, 2) }
 }
 
 fn read(addr: u64, dst: u16, tag: u16) -> Request {
