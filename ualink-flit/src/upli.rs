@@ -36,7 +36,7 @@ pub const BEAT_LEN: usize = 64;
 pub const MAX_TRANSFER: u64 = 256;
 
 fn check_width(v: u64, bits: u32, field: &'static str) -> Result<(), Error> {
-    if v >> bits != 0 { Err(Error::BadValue { field, value: v.min(u64::from(u32::MAX)) as u32 }) } else { Ok(()) }
+    crate::error::fits(v, bits, field).map(|_| ())
 }
 
 /// Request commands (ReqCmd, Table 2-6). Bit 5 set means data follows on OrigData.

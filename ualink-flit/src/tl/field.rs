@@ -9,15 +9,7 @@
 //! and refused when set, like every reserved bit.
 
 use crate::Error;
-
-/// `v` checked to fit `bits` bits.
-fn fits(v: u64, bits: u32, field: &'static str) -> Result<u128, Error> {
-    if bits < 64 && v >> bits != 0 {
-        Err(Error::BadValue { field, value: v.min(u64::from(u32::MAX)) as u32 })
-    } else {
-        Ok(u128::from(v))
-    }
-}
+use crate::error::fits;
 
 /// Bits `lo .. lo + n` of `w`.
 const fn get(w: u128, lo: u32, n: u32) -> u64 {
