@@ -149,7 +149,9 @@ impl DlMessage {
         })
     }
 
-    /// Decodes a message word.
+    /// Decodes a message word strictly: bit 0 ("Compressed"), bit 1 and every reserved bit must
+    /// be zero. This is the codec's check of what we send; a receiving DL uses
+    /// [`DlMessage::receive`].
     pub fn from_word(w: u32) -> Result<Self, Error> {
         if w & 1 != 0 {
             return Err(Error::BadValue { field: "DL message Compressed bit", value: 1 });
@@ -157,6 +159,21 @@ impl DlMessage {
         if w & 0b10 != 0 {
             return Err(Error::Reserved { field: "DL message bit 1" });
         }
+        let (msg, used) = Self::decode(w)?;
+        if w & !(used | 0x1FF) != 0 {
+            return Err(Error::Reserved { field: "DL message reserved bits" });
+        }
+        Ok(msg)
+    }
+
+    /// Decodes a received message word as §6.4 requires of a receiver: reserved bits (bits 0
+    /// and 1 included) are ignored. An undefined mclass or mtype is still refused.
+    pub fn receive(w: u32) -> Result<Self, Error> {
+        Self::decode(w).map(|(m, _)| m)
+    }
+
+    /// The message in `w` and the mask of the field bits it uses besides the 9-bit head.
+    fn decode(w: u32) -> Result<(Self, u32), Error> {
         let class = w >> 2 & 0xF;
         let mtype = w >> 6 & 0b111;
         let bits = |lo: u32, n: u32| w >> lo & ((1 << n) - 1);
@@ -207,10 +224,7 @@ impl DlMessage {
             }
             _ => return Err(Error::BadValue { field: "DL message mclass", value: class }),
         };
-        if w & !(used | 0x1FF) != 0 {
-            return Err(Error::Reserved { field: "DL message reserved bits" });
-        }
-        Ok(msg)
+        Ok((msg, used))
     }
 
     /// The alt-sector bytes (least significant first, project-defined).
@@ -221,6 +235,119 @@ impl DlMessage {
     /// Decodes alt-sector bytes.
     pub fn from_bytes(b: [u8; 4]) -> Result<Self, Error> {
         Self::from_word(u32::from_le_bytes(b))
+    }
+}
+
+/// Most payload words a UART Stream Transport message carries (Length is 5 bits, + 1).
+pub const UART_MAX_WORDS: usize = 32;
+
+/// The transmit queue of alternative-sector words (§6.4.1.2).
+///
+/// A UART Stream Transport message is queued whole, header then payload words, so it goes out
+/// one word per segment, contiguously, with no other DL message in between, as §6.4.1.2
+/// requires. *Project-defined*: messages leave in the order queued; the round-robin arbitration
+/// between and within the Basic, Control and UART groups is the caller's, who decides what to
+/// queue when.
+#[derive(Clone, Debug, Default)]
+pub struct AltQueue<const N: usize> {
+    words: heapless::Deque<u32, N>,
+}
+
+impl<const N: usize> AltQueue<N> {
+    /// An empty queue.
+    pub const fn new() -> Self {
+        AltQueue { words: heapless::Deque::new() }
+    }
+
+    /// Words waiting.
+    pub fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    /// Whether nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// Queues a one-word message. A UART Stream Transport header is refused here (use
+    /// [`AltQueue::send_uart`], which queues its payload with it).
+    pub fn send(&mut self, m: DlMessage) -> Result<(), Error> {
+        if let DlMessage::UartStream { length, .. } = m {
+            return Err(Error::BadValue { field: "UART Stream Transport without payload", value: u32::from(length) });
+        }
+        let w = m.to_word()?;
+        self.words.push_back(w).map_err(|_| Error::Full { queue: "DL alt sectors" })
+    }
+
+    /// Queues a UART Stream Transport message with 1..=32 payload words, or nothing if they do not
+    /// all fit.
+    pub fn send_uart(&mut self, stream: u8, payload: &[u32]) -> Result<(), Error> {
+        let n = payload.len();
+        if n == 0 || n > UART_MAX_WORDS {
+            return Err(Error::BadValue { field: "UART payload words", value: n as u32 });
+        }
+        let head = DlMessage::UartStream { stream, length: (n - 1) as u8 }.to_word()?;
+        if self.words.capacity() - self.words.len() < n + 1 {
+            return Err(Error::Full { queue: "DL alt sectors" });
+        }
+        for w in core::iter::once(&head).chain(payload) {
+            self.words.push_back(*w).map_err(|_| Error::Full { queue: "DL alt sectors" })?;
+        }
+        Ok(())
+    }
+}
+
+impl<const N: usize> super::packing::AltSource for AltQueue<N> {
+    fn has_alt(&self) -> bool {
+        !self.words.is_empty()
+    }
+    fn next_alt(&mut self) -> Option<u32> {
+        self.words.pop_front()
+    }
+}
+
+/// A received alternative sector, read in context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum AltItem {
+    /// A DL message (a UART Stream Transport header announces payload words that follow).
+    Message(DlMessage),
+    /// A payload word of the UART stream in progress.
+    UartWord {
+        /// The stream.
+        stream: u8,
+        /// The word.
+        word: u32,
+        /// Whether it is the stream message's last word.
+        last: bool,
+    },
+}
+
+/// The receive side of the alternative sectors: tells UART payload words from messages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AltReceiver {
+    stream: u8,
+    left: u8,
+}
+
+impl AltReceiver {
+    /// A receiver between messages.
+    pub const fn new() -> Self {
+        AltReceiver { stream: 0, left: 0 }
+    }
+
+    /// Reads the next alternative-sector word. An undefined message is refused and skipped.
+    pub fn receive(&mut self, word: u32) -> Result<AltItem, Error> {
+        if self.left > 0 {
+            self.left -= 1;
+            return Ok(AltItem::UartWord { stream: self.stream, word, last: self.left == 0 });
+        }
+        let m = DlMessage::receive(word)?;
+        if let DlMessage::UartStream { stream, length } = m {
+            self.stream = stream;
+            self.left = length + 1;
+        }
+        Ok(AltItem::Message(m))
     }
 }
 
@@ -251,6 +378,42 @@ mod tests {
         assert_eq!(
             DlMessage::from_word(0b110 << 6 | 0xFFF << 16),
             Ok(DlMessage::PortNumber { ack: false, port: 0xFFF, valid: false })
+        );
+    }
+
+    #[test]
+    fn receivers_ignore_reserved_bits() {
+        // §6.4: reserved fields "shall be ignored by receiving link partner".
+        let w = DlMessage::TlRate { ack: true, rate: 3125 }.to_word().unwrap();
+        assert_eq!(DlMessage::receive(w | 0b11 | 0x0E00), Ok(DlMessage::TlRate { ack: true, rate: 3125 }));
+        assert!(DlMessage::from_word(w | 0x0E00).is_err());
+        assert_eq!(DlMessage::receive(0b0010 << 2), Err(Error::BadValue { field: "DL message mclass", value: 2 }));
+    }
+
+    #[test]
+    fn uart_streams_go_out_whole_and_come_back_in_context() {
+        use crate::dl::packing::AltSource;
+        let mut q: AltQueue<8> = AltQueue::new();
+        q.send(DlMessage::DeviceId { ack: false, id: 0, kind: 0, valid: false }).unwrap();
+        assert_eq!(q.send_uart(0, &[0; 8]), Err(Error::Full { queue: "DL alt sectors" }), "9 words do not fit in 7");
+        assert_eq!(q.len(), 1, "nothing of the refused stream was queued");
+        q.send_uart(0, &[0xDEAD_BEEF, 7]).unwrap();
+        assert!(q.send(DlMessage::UartStream { stream: 0, length: 0 }).is_err());
+        assert!(q.send_uart(0, &[]).is_err());
+        let mut rx = AltReceiver::new();
+        let mut got = Vec::new();
+        while let Some(w) = q.next_alt() {
+            got.push(rx.receive(w).unwrap());
+        }
+        assert_eq!(
+            got,
+            [
+                AltItem::Message(DlMessage::DeviceId { ack: false, id: 0, kind: 0, valid: false }),
+                AltItem::Message(DlMessage::UartStream { stream: 0, length: 1 }),
+                // The payload words are not read as messages, whatever their bits.
+                AltItem::UartWord { stream: 0, word: 0xDEAD_BEEF, last: false },
+                AltItem::UartWord { stream: 0, word: 7, last: true },
+            ]
         );
     }
 

@@ -5,6 +5,7 @@
 //! * [`crc`]: the flit CRC.
 //! * [`flit`]: framing and deframing.
 //! * [`message`]: the DL messages of the alt sectors (§6.4).
+//! * [`packing`]: TL flits and alt sectors into DL flit payloads and back (§6.3.3–6.3.5).
 //! * [`seq`]: the replay sequence space and its acceptance windows (§6.6).
 //!
 //! Still to come (issue 5): TL-flit packing across segments (§6.3.4) and the link-level replay
@@ -15,6 +16,7 @@ pub mod flit;
 pub mod header;
 pub mod layout;
 pub mod message;
+pub mod packing;
 pub mod seq;
 
 pub use flit::{DlFlit, deframe, frame};

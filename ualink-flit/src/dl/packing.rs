@@ -1,0 +1,565 @@
+//! TL flits and DL message sectors into the payload of DL flits, and back (UALink 1.0 §6.3.1,
+//! §6.3.3–6.3.5, Table 6-1, Figures 6-5 … 6-8; digest `shared/spec/ualink-ethx.md` §1.4, open
+//! question 6).
+//!
+//! The payload of a DL flit is 157 four-byte sectors in five segments (Table 6-1). Each segment
+//! is filled in this order, which [`plan`] computes for both directions, so the transmitter and
+//! the receiver cannot disagree:
+//!
+//! 1. the DL alternative sector, if the segment header says so, in the segment's first sector;
+//! 2. the rest of the TL flit carried over from the previous segment (or the previous DL flit:
+//!    packing is continuous, §6.3.5 Figure 6-8);
+//! 3. TL Flit\[0\], if one is ready and a sector is free; if none is ready, the rest of the
+//!    current half-segment is zero-filled;
+//! 4. TL Flit\[1\], if one is ready and a sector is free; otherwise the rest of the segment is
+//!    zero-filled.
+//!
+//! A TL flit is 16 sectors; what does not fit is carried over. TL flit sector *k* goes to the next
+//! free payload sector in order, bytes unchanged (Figure 6-6).
+//!
+//! *Project-defined* where the text leaves a choice:
+//!
+//! * When no TL flit is ready at step 3 and the carry-over has already reached the second half of
+//!   the segment (or ends exactly on its boundary), "the end of the half segment" is the end of
+//!   the segment, so no TL Flit\[1\] starts there. This is what makes the special case of §6.3.4
+//!   ("carry over and an alternative sector fill the first half … it is designated TL Flit\[0\]")
+//!   the only way a flit starts in a second half after a carry-over.
+//! * The receiver does not check that zero-filled sectors are zero; it refuses a segment header
+//!   that names a TL flit where no sector is free, or TL Flit\[1\] where the rules leave no room
+//!   for it.
+
+use super::header::{MBits, SegmentHeader};
+use super::layout::PAYLOAD_LEN;
+use crate::Error;
+use crate::tl::TlFlit;
+use crate::tl::flit::TL_FLIT_LEN;
+
+/// Sectors in a TL flit.
+pub const TL_SECTORS: u8 = 16;
+/// Bytes in a sector.
+const SECTOR: usize = 4;
+
+/// One segment's payload sectors: `start..end`, the second half starting at `half` (Table 6-1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// First payload sector.
+    pub start: u8,
+    /// First sector of the second half-segment.
+    pub half: u8,
+    /// One past the last payload sector.
+    pub end: u8,
+}
+
+/// Table 6-1.
+pub const SEGMENTS: [Segment; 5] = [
+    Segment { start: 0, half: 16, end: 32 },
+    Segment { start: 32, half: 48, end: 64 },
+    Segment { start: 64, half: 80, end: 96 },
+    Segment { start: 96, half: 112, end: 127 },
+    Segment { start: 127, half: 143, end: 157 },
+];
+
+/// Where everything in one segment goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// The sector of the DL alternative sector.
+    pub alt: Option<u8>,
+    /// The first sector of the carried-over TL flit's rest, and how many of its sectors fit.
+    pub carried: (u8, u8),
+    /// The first sector of TL Flit\[0\] and TL Flit\[1\], for those that start here.
+    pub starts: [Option<u8>; 2],
+    /// Sectors of the last TL flit that did not fit and carry over to the next segment.
+    pub carry_out: u8,
+}
+
+/// Plans one segment: `alt` says whether it carries an alternative sector, `carry_in` how many
+/// sectors of a TL flit are still to be placed, and `start(i)` whether TL Flit\[i\] starts now
+/// (asked only when a sector is free for it, in order 0 then 1).
+pub fn plan(seg: Segment, alt: bool, carry_in: u8, mut start: impl FnMut(usize) -> bool) -> Plan {
+    let mut pos = seg.start;
+    let mut p = Plan::default();
+    if alt {
+        p.alt = Some(pos);
+        pos += 1;
+    }
+    let fit = carry_in.min(seg.end - pos);
+    p.carried = (pos, fit);
+    pos += fit;
+    p.carry_out = carry_in - fit;
+    for slot in 0..2 {
+        if pos >= seg.end {
+            break;
+        }
+        if start(slot) {
+            if let Some(s) = p.starts.get_mut(slot) {
+                *s = Some(pos);
+            }
+            let fit = TL_SECTORS.min(seg.end - pos);
+            pos += fit;
+            p.carry_out = TL_SECTORS - fit;
+        } else {
+            // Zero-fill to the end of the current half-segment (step 4), or of the segment.
+            pos = if slot == 0 && pos < seg.half { seg.half } else { seg.end };
+        }
+    }
+    p
+}
+
+/// A source of TL flits for the packer: [`TlSource::next_flit`] is asked each time a TL flit may
+/// start (a packer "tick"); `None` means none is ready now.
+pub trait TlSource {
+    /// Whether a TL flit is ready (decides between a payload and a NOP DL flit).
+    fn has_flit(&self) -> bool;
+    /// The next TL flit, if one is ready.
+    fn next_flit(&mut self) -> Option<TlFlit>;
+}
+
+impl<const N: usize> TlSource for heapless::Deque<TlFlit, N> {
+    fn has_flit(&self) -> bool {
+        !self.is_empty()
+    }
+    fn next_flit(&mut self) -> Option<TlFlit> {
+        self.pop_front()
+    }
+}
+
+/// A source of DL alternative-sector words (DL messages and UART payload).
+pub trait AltSource {
+    /// Whether a word is waiting.
+    fn has_alt(&self) -> bool;
+    /// The next word.
+    fn next_alt(&mut self) -> Option<u32>;
+}
+
+impl<const N: usize> AltSource for heapless::Deque<u32, N> {
+    fn has_alt(&self) -> bool {
+        !self.is_empty()
+    }
+    fn next_alt(&mut self) -> Option<u32> {
+        self.pop_front()
+    }
+}
+
+/// A TL flit partly placed: its bytes and how many sectors are done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Partial {
+    bytes: [u8; TL_FLIT_LEN],
+    m: MBits,
+    done: u8,
+}
+
+impl Partial {
+    fn left(&self) -> u8 {
+        TL_SECTORS - self.done
+    }
+}
+
+/// What one DL flit's payload carried.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Packed {
+    /// TL flits that started.
+    pub started: u8,
+    /// TL flits that finished (including one carried in).
+    pub finished: u8,
+    /// Alternative sectors.
+    pub alt: u8,
+}
+
+/// The transmit half: packs TL flits and alternative sectors into DL flit payloads, carrying a TL
+/// flit over from one DL flit to the next.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlitPacker {
+    carry: Option<Partial>,
+}
+
+impl FlitPacker {
+    /// A packer with nothing carried over.
+    pub const fn new() -> Self {
+        FlitPacker { carry: None }
+    }
+
+    /// Whether part of a TL flit waits for the next DL flit.
+    pub fn has_carry(&self) -> bool {
+        self.carry.is_some()
+    }
+
+    /// Whether the next DL flit would carry anything (else a NOP flit is due).
+    pub fn has_payload(&self, tl: &impl TlSource, alt: &impl AltSource) -> bool {
+        self.carry.is_some() || tl.has_flit() || alt.has_alt()
+    }
+
+    /// Fills one DL flit payload (`payload` is overwritten, zero-filled where empty) and its
+    /// segment headers.
+    pub fn pack(
+        &mut self,
+        tl: &mut impl TlSource,
+        alt: &mut impl AltSource,
+        segments: &mut [SegmentHeader; 5],
+        payload: &mut [u8; PAYLOAD_LEN],
+    ) -> Packed {
+        payload.fill(0);
+        let mut out = Packed::default();
+        for (seg, sh) in SEGMENTS.iter().zip(segments.iter_mut()) {
+            let word = if alt.has_alt() { alt.next_alt() } else { None };
+            let carry_in = self.carry.map_or(0, |c| c.left());
+            let mut fresh: [Option<TlFlit>; 2] = [None, None];
+            let p = plan(*seg, word.is_some(), carry_in, |slot| {
+                let f = tl.next_flit();
+                let got = f.is_some();
+                if let Some(x) = fresh.get_mut(slot) {
+                    *x = f;
+                }
+                got
+            });
+            *sh = SegmentHeader::default();
+            if let (Some(at), Some(w)) = (p.alt, word) {
+                put(payload, at, &w.to_le_bytes());
+                sh.alt_sector = true;
+                out.alt += 1;
+            }
+            if let Some(c) = self.carry.as_mut() {
+                let (at, n) = p.carried;
+                put(payload, at, sectors(&c.bytes, c.done, n));
+                c.done += n;
+                if c.left() == 0 {
+                    self.carry = None;
+                    out.finished += 1;
+                }
+            }
+            for ((start, f), tl_bits) in p.starts.iter().zip(fresh).zip(sh.tl_flits.iter_mut()) {
+                let (Some(at), Some(f)) = (*start, f) else { continue };
+                let m = MBits { m0: f.m0, m1: f.m1 };
+                *tl_bits = Some(m);
+                out.started += 1;
+                let bytes = f.to_bytes();
+                let n = TL_SECTORS.min(seg.end - at);
+                put(payload, at, sectors(&bytes, 0, n));
+                if n == TL_SECTORS {
+                    out.finished += 1;
+                } else {
+                    self.carry = Some(Partial { bytes, m, done: n });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Sectors `from..from + n` of a TL flit's bytes.
+fn sectors(bytes: &[u8; TL_FLIT_LEN], from: u8, n: u8) -> &[u8] {
+    let a = usize::from(from) * SECTOR;
+    bytes.get(a..a + usize::from(n) * SECTOR).unwrap_or(&[])
+}
+
+/// Writes `src` into the payload from sector `at`.
+fn put(payload: &mut [u8; PAYLOAD_LEN], at: u8, src: &[u8]) {
+    let a = usize::from(at) * SECTOR;
+    if let Some(dst) = payload.get_mut(a..a + src.len()) {
+        dst.copy_from_slice(src);
+    }
+}
+
+/// What the receive half found in one DL flit: the TL flits it completed and the alternative
+/// sectors, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Unpacked {
+    /// TL flits completed in this DL flit (at most 10: a carried-in rest and 9 whole flits).
+    pub flits: heapless::Vec<TlFlit, 10>,
+    /// Alternative-sector words (one per segment at most).
+    pub alt: heapless::Vec<u32, 5>,
+}
+
+/// The receive half: takes TL flits and alternative sectors out of DL flit payloads, joining a TL
+/// flit carried over between DL flits.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlitUnpacker {
+    carry: Option<Partial>,
+}
+
+impl FlitUnpacker {
+    /// An unpacker expecting no carry-over.
+    pub const fn new() -> Self {
+        FlitUnpacker { carry: None }
+    }
+
+    /// Whether part of a TL flit is waiting for the next DL flit.
+    pub fn has_carry(&self) -> bool {
+        self.carry.is_some()
+    }
+
+    /// Unpacks one payload DL flit into `out` (cleared first). A segment header that breaks the
+    /// packing rules is refused; then `out` is empty and the carry-over is as before.
+    pub fn unpack(
+        &mut self,
+        segments: &[SegmentHeader; 5],
+        payload: &[u8; PAYLOAD_LEN],
+        out: &mut Unpacked,
+    ) -> Result<(), Error> {
+        let r = self.unpack_inner(segments, payload, out);
+        if r.is_err() {
+            out.flits.clear();
+            out.alt.clear();
+        }
+        r
+    }
+
+    fn unpack_inner(
+        &mut self,
+        segments: &[SegmentHeader; 5],
+        payload: &[u8; PAYLOAD_LEN],
+        out: &mut Unpacked,
+    ) -> Result<(), Error> {
+        out.flits.clear();
+        out.alt.clear();
+        let mut carry = self.carry;
+        for (seg, sh) in SEGMENTS.iter().zip(segments) {
+            let carry_in = carry.map_or(0, |c| c.left());
+            let p = plan(*seg, sh.alt_sector, carry_in, |slot| sh.tl_flits.get(slot).is_some_and(Option::is_some));
+            for (start, named) in p.starts.iter().zip(sh.tl_flits) {
+                if named.is_some() && start.is_none() {
+                    return Err(Error::BadValue {
+                        field: "segment header TL Flit present (no sector free for it)",
+                        value: u32::from(sh.to_byte()),
+                    });
+                }
+            }
+            if let Some(at) = p.alt {
+                let mut w = [0u8; SECTOR];
+                w.copy_from_slice(get(payload, at, 1));
+                out.alt.push(u32::from_le_bytes(w)).map_err(|_| Error::Full { queue: "alt sectors" })?;
+            }
+            if let Some(c) = carry.as_mut() {
+                let (at, n) = p.carried;
+                take(c, get(payload, at, n), n);
+                if c.left() == 0 {
+                    deliver(c, out)?;
+                    carry = None;
+                }
+            }
+            for (start, named) in p.starts.iter().zip(sh.tl_flits) {
+                let (Some(at), Some(m)) = (*start, named) else { continue };
+                let mut c = Partial { bytes: [0; TL_FLIT_LEN], m, done: 0 };
+                let n = TL_SECTORS.min(seg.end - at);
+                take(&mut c, get(payload, at, n), n);
+                if c.left() == 0 {
+                    deliver(&c, out)?;
+                } else {
+                    carry = Some(c);
+                }
+            }
+        }
+        self.carry = carry;
+        Ok(())
+    }
+}
+
+/// `n` sectors of the payload from sector `at`.
+fn get(payload: &[u8; PAYLOAD_LEN], at: u8, n: u8) -> &[u8] {
+    let a = usize::from(at) * SECTOR;
+    payload.get(a..a + usize::from(n) * SECTOR).unwrap_or(&[])
+}
+
+/// Appends `n` sectors to a partial TL flit.
+fn take(c: &mut Partial, src: &[u8], n: u8) {
+    let a = usize::from(c.done) * SECTOR;
+    if let Some(dst) = c.bytes.get_mut(a..a + src.len()) {
+        dst.copy_from_slice(src);
+    }
+    c.done += n;
+}
+
+fn deliver(c: &Partial, out: &mut Unpacked) -> Result<(), Error> {
+    out.flits.push(TlFlit::from_bytes(&c.bytes, c.m.m0, c.m.m1)).map_err(|_| Error::Full { queue: "TL flits" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heapless::Deque;
+    use proptest::prelude::*;
+
+    fn deque<T, const N: usize>(it: impl IntoIterator<Item = T>) -> Deque<T, N> {
+        let mut q = Deque::new();
+        for x in it {
+            assert!(q.push_back(x).is_ok());
+        }
+        q
+    }
+
+    fn flit(n: u8) -> TlFlit {
+        let mut b = [0u8; TL_FLIT_LEN];
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = n.wrapping_mul(31).wrapping_add(i as u8);
+        }
+        TlFlit::from_bytes(&b, n & 1 != 0, n & 2 != 0)
+    }
+
+    #[test]
+    fn segments_match_table_6_1() {
+        let sizes: [u8; 5] = SEGMENTS.map(|s| s.end - s.start);
+        assert_eq!(sizes, [32, 32, 32, 31, 30]);
+        assert_eq!(SEGMENTS.map(|s| s.end - s.half), [16, 16, 16, 15, 14]);
+        assert_eq!(SEGMENTS[4].end as usize * SECTOR, PAYLOAD_LEN);
+        for w in SEGMENTS.windows(2) {
+            assert_eq!(w[0].end, w[1].start);
+        }
+    }
+
+    #[test]
+    fn figure_6_6_and_6_7_first_segment() {
+        // Figure 6-6: TL Flit[0] at sector 0, no carry-over.
+        let p = plan(SEGMENTS[0], false, 0, |_| true);
+        assert_eq!(p.starts, [Some(0), Some(16)]);
+        assert_eq!(p.carry_out, 0);
+        // Figure 6-7: nothing ready on the first tick, so the first half is zero-filled and TL
+        // Flit[1] starts at sector 16.
+        let p = plan(SEGMENTS[0], false, 0, |slot| slot == 1);
+        assert_eq!(p.starts, [None, Some(16)]);
+    }
+
+    #[test]
+    fn figure_6_8_last_segment_carries_into_the_next_dl_flit() {
+        // An alternative sector at 127 and a carry-over up to 142: TL Flit[0] starts at 143, 14
+        // sectors fit, 2 carry into the next DL flit, and there is no room for TL Flit[1].
+        let p = plan(SEGMENTS[4], true, 15, |_| true);
+        assert_eq!(p.alt, Some(127));
+        assert_eq!(p.carried, (128, 15));
+        assert_eq!(p.starts, [Some(143), None]);
+        assert_eq!(p.carry_out, 2);
+    }
+
+    #[test]
+    fn special_case_carry_and_alt_fill_the_first_half() {
+        // Alt + 15 carried sectors fill sectors 0..16: the flit starting at 16 is TL Flit[0].
+        let p = plan(SEGMENTS[0], true, 15, |_| true);
+        assert_eq!(p.starts, [Some(16), None]);
+        // Not ready then: the rest of the segment is zero-filled; no TL Flit[1].
+        let mut asked = 0;
+        let p = plan(SEGMENTS[0], true, 15, |_| {
+            asked += 1;
+            false
+        });
+        assert_eq!((p.starts, asked), ([None, None], 1));
+    }
+
+    #[test]
+    fn nothing_ready_after_a_carry_into_the_second_half_fills_the_segment() {
+        // Alt at 127 and 16 carried sectors reach 144, past the half at 143: with no TL flit
+        // ready, the rest of the segment is zero-filled and TL Flit[1] is never asked for.
+        let p = plan(SEGMENTS[4], true, 16, |slot| {
+            assert_eq!(slot, 0);
+            false
+        });
+        assert_eq!(p.carried, (128, 16));
+        assert_eq!((p.starts, p.carry_out), ([None, None], 0));
+    }
+
+    /// A steady stream: 628 bytes per DL flit, so 9.8125 TL flits per DL flit on average and
+    /// DL efficiency 628/640 = 98.125 %.
+    #[test]
+    fn continuous_stream_fills_every_sector() {
+        let mut tl: Deque<TlFlit, 256> = deque((0..160).map(flit));
+        let mut alt: Deque<u32, 4> = Deque::new();
+        let mut tx = FlitPacker::new();
+        let mut rx = FlitUnpacker::new();
+        let mut got = Vec::new();
+        let mut dl_flits = 0;
+        let mut out = Unpacked::default();
+        while tx.has_payload(&tl, &alt) {
+            let mut sh = [SegmentHeader::default(); 5];
+            let mut payload = [0u8; PAYLOAD_LEN];
+            let packed = tx.pack(&mut tl, &mut alt, &mut sh, &mut payload);
+            dl_flits += 1;
+            rx.unpack(&sh, &payload, &mut out).unwrap();
+            assert_eq!(usize::from(packed.finished), out.flits.len());
+            got.extend(out.flits.iter().copied());
+        }
+        // 160 TL flits = 10240 bytes = 16.3 DL flits of 628 bytes: 17 DL flits.
+        assert_eq!(dl_flits, 17);
+        assert_eq!(got, (0..160).map(flit).collect::<Vec<_>>());
+        assert!(!rx.has_carry());
+        let efficiency = PAYLOAD_LEN as f64 / 640.0;
+        assert!((efficiency - 0.98125).abs() < 1e-12);
+    }
+
+    #[test]
+    fn segment_headers_naming_a_flit_without_room_are_refused() {
+        let payload = [0u8; PAYLOAD_LEN];
+        let mut out = Unpacked::default();
+        let m = Some(MBits::default());
+        let carrying = |done| FlitUnpacker { carry: Some(Partial { bytes: [0; TL_FLIT_LEN], m: MBits::default(), done }) };
+        let field = "segment header TL Flit present (no sector free for it)";
+
+        // Alt at 0 and 16 carried sectors (1..17) pass the half: TL Flit[1] alone has no room.
+        let mut sh = [SegmentHeader::default(); 5];
+        sh[0] = SegmentHeader { alt_sector: true, tl_flits: [None, m] };
+        let mut rx = carrying(0);
+        let before = rx.clone();
+        assert_eq!(rx.unpack(&sh, &payload, &mut out), Err(Error::BadValue { field, value: 0b1000_0001 }));
+        assert_eq!(rx, before, "a refused DL flit changes nothing");
+
+        // Alt + 15 carried fill the first half; TL Flit[0] fills the second; no room for [1].
+        sh[0] = SegmentHeader { alt_sector: true, tl_flits: [m, m] };
+        assert_eq!(carrying(1).unpack(&sh, &payload, &mut out), Err(Error::BadValue { field, value: 0b1001_0001 }));
+        // Without TL Flit[1] it is the §6.3.4 special case and legal.
+        sh[0] = SegmentHeader { alt_sector: true, tl_flits: [m, None] };
+        assert_eq!(carrying(1).unpack(&sh, &payload, &mut out), Ok(()));
+        assert_eq!(out.flits.len(), 2, "the carried flit and TL Flit[0]");
+        assert_eq!(out.alt.len(), 1);
+    }
+
+    proptest! {
+        /// Any stream of TL flits and alternative words, with TL flits ready or not at each tick,
+        /// unpacks to itself, in order, across DL flits.
+        #[test]
+        fn any_stream_round_trips(
+            n in 0u8..60,
+            words in prop::collection::vec(any::<u32>(), 0..12),
+            ready in prop::collection::vec(any::<bool>(), 64),
+        ) {
+            /// TL flits, some ticks not ready.
+            struct Gappy { q: Deque<TlFlit, 64>, ready: Vec<bool>, tick: usize }
+            impl TlSource for Gappy {
+                fn has_flit(&self) -> bool { !self.q.is_empty() }
+                fn next_flit(&mut self) -> Option<TlFlit> {
+                    self.tick += 1;
+                    if self.ready[self.tick % self.ready.len()] { self.q.pop_front() } else { None }
+                }
+            }
+            let mut tl = Gappy { q: deque((0..n).map(flit)), ready, tick: 0 };
+            let mut alt: Deque<u32, 16> = deque(words.iter().copied());
+            let mut tx = FlitPacker::new();
+            let mut rx = FlitUnpacker::new();
+            let (mut flits, mut alts) = (Vec::new(), Vec::new());
+            let mut out = Unpacked::default();
+            let mut guard = 0;
+            while tx.has_payload(&tl, &alt) {
+                guard += 1;
+                prop_assert!(guard < 1000);
+                let mut sh = [SegmentHeader::default(); 5];
+                let mut payload = [0u8; PAYLOAD_LEN];
+                tx.pack(&mut tl, &mut alt, &mut sh, &mut payload);
+                // Through the segment-header bytes, as on the wire.
+                let sh = sh.map(|h| SegmentHeader::from_byte(h.to_byte()).unwrap());
+                rx.unpack(&sh, &payload, &mut out).unwrap();
+                flits.extend(out.flits.iter().copied());
+                alts.extend(out.alt.iter().copied());
+            }
+            prop_assert_eq!(flits, (0..n).map(flit).collect::<Vec<_>>());
+            prop_assert_eq!(alts, words);
+            prop_assert!(!rx.has_carry());
+        }
+
+        /// Any segment headers: refused, or unpacked without panicking.
+        #[test]
+        fn any_headers_are_safe(sh in prop::array::uniform5(any::<u8>()), carry in 0u8..16) {
+            let sh = sh.map(|b| SegmentHeader::from_byte(b & !0b10).unwrap_or_default());
+            let mut rx = FlitUnpacker::new();
+            if carry > 0 {
+                rx.carry = Some(Partial { bytes: [0; TL_FLIT_LEN], m: MBits::default(), done: carry });
+            }
+            let mut out = Unpacked::default();
+            let _ = rx.unpack(&sh, &[0u8; PAYLOAD_LEN], &mut out);
+        }
+    }
+}
