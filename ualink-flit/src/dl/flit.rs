@@ -38,11 +38,21 @@ pub fn frame(
     payload: &[u8; PAYLOAD_LEN],
     out: &mut [u8; FLIT_LEN],
 ) -> Result<(), Error> {
+    frame_bytes(header, &segments.map(|s| s.to_byte()), payload, out)
+}
+
+/// [`frame`] with the segment headers already as bytes (as the replay buffer keeps them).
+pub fn frame_bytes(
+    header: &FlitHeader,
+    segments: &[u8; 5],
+    payload: &[u8; PAYLOAD_LEN],
+    out: &mut [u8; FLIT_LEN],
+) -> Result<(), Error> {
     let fh = header.to_bytes()?;
     place_payload(payload, out);
     for (at, sh) in SEGMENT_HEADER_AT.iter().zip(segments) {
         if let Some(b) = out.get_mut(*at) {
-            *b = sh.to_byte();
+            *b = *sh;
         }
     }
     if let Some(dst) = out.get_mut(FLIT_HEADER_AT..FLIT_HEADER_AT + 3) {
@@ -57,6 +67,14 @@ pub fn frame(
         dst.copy_from_slice(&crc);
     }
     Ok(())
+}
+
+/// Inverts a framed flit's CRC, so the receiver is sure to refuse it (error containment,
+/// §6.7.4.2).
+pub fn invert_crc(out: &mut [u8; FLIT_LEN]) {
+    if let Some(crc) = out.get_mut(CRC_AT..) {
+        crc.iter_mut().for_each(|b| *b = !*b);
+    }
 }
 
 /// Checks a flit's CRC and reads it: returns the flit header and segment headers and writes the

@@ -7,14 +7,13 @@
 //! * [`message`]: the DL messages of the alt sectors (§6.4).
 //! * [`packing`]: TL flits and alt sectors into DL flit payloads and back (§6.3.3–6.3.5).
 //! * [`seq`]: the replay sequence space and its acceptance windows (§6.6).
-//!
-//! Still to come (issue 5): TL-flit packing across segments (§6.3.4) and the link-level replay
-//! machine (§6.6).
+//! * [`link`]: the data link of one port: link-level replay (§6.6) and the link states (§6.7).
 
 pub mod crc;
 pub mod flit;
 pub mod header;
 pub mod layout;
+pub mod link;
 pub mod message;
 pub mod packing;
 pub mod seq;
@@ -22,4 +21,6 @@ pub mod seq;
 pub use flit::{DlFlit, deframe, frame};
 pub use header::{FlitHeader, MBits, SegmentHeader};
 pub use layout::{FLIT_LEN, PAYLOAD_LEN};
+pub use link::{DataLink, DlConfig, LinkState, Received, Transmitted};
 pub use message::DlMessage;
+pub use packing::{Delivered, TlSource};

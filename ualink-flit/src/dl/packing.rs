@@ -262,7 +262,7 @@ fn put(payload: &mut [u8; PAYLOAD_LEN], at: u8, src: &[u8]) {
 /// What the receive half found in one DL flit: the TL flits it completed and the alternative
 /// sectors, in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Unpacked {
+pub struct Delivered {
     /// TL flits completed in this DL flit (at most 10: a carried-in rest and 9 whole flits).
     pub flits: heapless::Vec<TlFlit, 10>,
     /// Alternative-sector words (one per segment at most).
@@ -293,7 +293,7 @@ impl FlitUnpacker {
         &mut self,
         segments: &[SegmentHeader; 5],
         payload: &[u8; PAYLOAD_LEN],
-        out: &mut Unpacked,
+        out: &mut Delivered,
     ) -> Result<(), Error> {
         let r = self.unpack_inner(segments, payload, out);
         if r.is_err() {
@@ -307,7 +307,7 @@ impl FlitUnpacker {
         &mut self,
         segments: &[SegmentHeader; 5],
         payload: &[u8; PAYLOAD_LEN],
-        out: &mut Unpacked,
+        out: &mut Delivered,
     ) -> Result<(), Error> {
         out.flits.clear();
         out.alt.clear();
@@ -368,7 +368,7 @@ fn take(c: &mut Partial, src: &[u8], n: u8) {
     c.done += n;
 }
 
-fn deliver(c: &Partial, out: &mut Unpacked) -> Result<(), Error> {
+fn deliver(c: &Partial, out: &mut Delivered) -> Result<(), Error> {
     out.flits.push(TlFlit::from_bytes(&c.bytes, c.m.m0, c.m.m1)).map_err(|_| Error::Full { queue: "TL flits" })
 }
 
@@ -464,7 +464,7 @@ mod tests {
         let mut rx = FlitUnpacker::new();
         let mut got = Vec::new();
         let mut dl_flits = 0;
-        let mut out = Unpacked::default();
+        let mut out = Delivered::default();
         while tx.has_payload(&tl, &alt) {
             let mut sh = [SegmentHeader::default(); 5];
             let mut payload = [0u8; PAYLOAD_LEN];
@@ -485,9 +485,10 @@ mod tests {
     #[test]
     fn segment_headers_naming_a_flit_without_room_are_refused() {
         let payload = [0u8; PAYLOAD_LEN];
-        let mut out = Unpacked::default();
+        let mut out = Delivered::default();
         let m = Some(MBits::default());
-        let carrying = |done| FlitUnpacker { carry: Some(Partial { bytes: [0; TL_FLIT_LEN], m: MBits::default(), done }) };
+        let carrying =
+            |done| FlitUnpacker { carry: Some(Partial { bytes: [0; TL_FLIT_LEN], m: MBits::default(), done }) };
         let field = "segment header TL Flit present (no sector free for it)";
 
         // Alt at 0 and 16 carried sectors (1..17) pass the half: TL Flit[1] alone has no room.
@@ -531,7 +532,7 @@ mod tests {
             let mut tx = FlitPacker::new();
             let mut rx = FlitUnpacker::new();
             let (mut flits, mut alts) = (Vec::new(), Vec::new());
-            let mut out = Unpacked::default();
+            let mut out = Delivered::default();
             let mut guard = 0;
             while tx.has_payload(&tl, &alt) {
                 guard += 1;
@@ -558,7 +559,7 @@ mod tests {
             if carry > 0 {
                 rx.carry = Some(Partial { bytes: [0; TL_FLIT_LEN], m: MBits::default(), done: carry });
             }
-            let mut out = Unpacked::default();
+            let mut out = Delivered::default();
             let _ = rx.unpack(&sh, &[0u8; PAYLOAD_LEN], &mut out);
         }
     }

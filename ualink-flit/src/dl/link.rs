@@ -1,0 +1,1071 @@
+//! The data link of one UALink port: link-level replay (UALink 1.0 §6.6) and the DL link states
+//! (§6.7), over the flit packing of [`packing`](super::packing); digest
+//! `shared/spec/ualink-ethx.md` §1.4 ("Link-level replay", "DL link states").
+//!
+//! [`DataLink`] is driven one flit time at a time: [`DataLink::transmit`] fills the next
+//! 640-byte flit to send (every flit interval has one while the link is not down) and
+//! [`DataLink::receive`] takes each flit that arrives. Time is the count of those calls: every
+//! timer of §6.6 is in flit times. There is no clock and nothing else to poll.
+//!
+//! The flags and counters are the specification's, by name, with their widths and defaults
+//! (§6.6.4, §6.6.5); the rules are §6.6.6 in order:
+//!
+//! * **Rx ingress** (§6.6.6.2): `Rx_replay_ignore_count` counts down on every flit; a CRC failure
+//!   counts in `Rx_bad_crc_count` (7 makes `Rx_ambiguous`) and, during a replay, in
+//!   `Rx_unexpected_count`.
+//! * **Ack and Replay Request processing** (§6.6.6.3): the acceptance windows of [`seq`](super::seq);
+//!   an accepted Ack releases TxReplay up to its number, an accepted Replay Request rewinds
+//!   TxReplay (it is not an Ack) and opens the 12-flit ignore window.
+//! * **Rx enqueuing** (§6.6.6.4): an expected flit (a NOP repeating `Rx_last_seq_calc`, a payload
+//!   flit one after it) is taken; anything else starts a replay (three Replay Requests), or during
+//!   one counts towards `Rx_replay_limit`, which re-sends them.
+//! * **Tx enqueue and source** (§6.6.6.5–6): new payload only when not replaying, TxReplay not
+//!   full and at most 255 flits unacknowledged; otherwise NOP flits.
+//! * **Tx scheduling** (§6.6.6.7): first flit of a replay explicit, an explicit flit at least every
+//!   7th flit, then Replay Requests (one per FEC codeword group), else an Ack of
+//!   `Rx_last_seq_calc`.
+//! * **Tx forward progress** (§6.6.6.8): `Tx_ack_counter` runs down while flits are unacknowledged;
+//!   at 0 the link goes to DL Idle.
+//!
+//! TxReplay is [`linklayer::llr::ReplayBuffer`] over the 1..=511 space; an entry is a flit's
+//! five segment-header bytes and 628 payload bytes ([`REPLAY_ENTRY_LEN`]), framed again with a
+//! fresh flit header and CRC each time it is sent.
+//!
+//! Link states (§6.7.1): DL Fault (reset) → DL Idle when the RS reports no fault → DL NOP when a
+//! higher layer enables the link → DL Up after 10 NOP flits sent and 2 consecutive flits received.
+//! DL Up → DL Idle on 4 consecutive control (non-flit) codeword groups from the RS, on error
+//! containment, or on ack time-out; any state → DL Fault on an RS fault.
+//!
+//! *Project-defined* where the text leaves a choice:
+//!
+//! * **FEC codeword groups.** One DL flit is one RS(544,514) codeword; a codeword group is
+//!   [`DlConfig::interleave`] consecutive transmitted flits (4 for 802.3 4-way interleave, 2 or 1
+//!   in the low-latency modes). A Replay Request is sent at most once per group.
+//! * **A flit the PCS could not correct** never reaches the DL (§6.6.1), but it must still count
+//!   as a bad CRC, or eight lost flits in a row could alias in the 3-bit `flitSeqLo`: report it
+//!   with [`DataLink::receive_lost`].
+//! * **Dropped flits.** A command flit with `ackReqSeq` 0, an explicit flit with `flitSeqNo` 0,
+//!   or a flit whose header or segment headers are malformed, passes CRC but is dropped whole
+//!   (counted), as if not received.
+//! * **Windows at their edge.** An Ack or Replay Request the §6.6.6.3 windows admit but naming a
+//!   flit never sent (possible only 256 ahead with nothing in flight) is ignored as unexpected.
+//! * **Replay Request copies** still pending when the expected flit arrives are cancelled: the
+//!   gap they ask about is filled, and a stale copy would only cause a needless replay.
+//! * **`Tx_ack_counter`** is armed to `Tx_ack_time_out` when a flit enters an empty TxReplay and
+//!   when an Ack releases flits (§6.6.6.8 rearms on the latter; its default of 0 would otherwise
+//!   expire at once).
+//! * **Entering DL NOP** resets every replay flag and counter to its default and empties TxReplay
+//!   and the carried-over TL flit, on both directions: the link partner starts afresh too, and
+//!   the TL above re-initialises its credits after a link down.
+//! * **"Two consecutive DL flits received"** means two flits in a row that pass CRC.
+//! * **Error containment** ([`DataLink::contain`]): the next flit goes out as a NOP flit with its
+//!   CRC inverted, then the link goes to DL Idle and sends nothing more.
+//! * **A TL flit the unpacker cannot place** (a segment header against §6.3.4 in a flit that
+//!   passed CRC) is error containment on the receive side (§6.7.4.2): nothing of the flit is
+//!   delivered and the link goes to DL Idle.
+
+use super::flit::{deframe, frame_bytes, invert_crc};
+use super::header::{FlitHeader, SegmentHeader};
+use super::layout::{FLIT_LEN, PAYLOAD_LEN};
+use super::message::AltQueue;
+use super::packing::{Delivered, FlitPacker, FlitUnpacker, TlSource};
+use super::seq::{RESET_SEQ, ack_acceptable, command_seq, next, replay_acceptable};
+use crate::Error;
+use linklayer::llr::ReplayBuffer;
+use linklayer::{Instant, NonZeroBits, Seq};
+
+/// The DL flit sequence space: 1..=511.
+pub type DlSeqSpace = NonZeroBits<9>;
+/// A DL flit sequence number.
+pub type DlSeq = Seq<DlSeqSpace>;
+
+/// Bytes of one TxReplay entry: five segment-header bytes, then the 628 payload bytes.
+pub const REPLAY_ENTRY_LEN: usize = 5 + PAYLOAD_LEN;
+/// `Rx_replay_ignore_count` after an accepted Replay Request (§6.6.6.3).
+pub const REPLAY_IGNORE_FLITS: u8 = 12;
+/// Replay Requests sent per replay (§6.6.1).
+pub const REPLAY_REQUEST_COPIES: u8 = 3;
+/// The `Tx_explicit_count` reload value (§6.6.5.6).
+pub const EXPLICIT_EVERY: u8 = 7;
+/// NOP flits sent in DL NOP before DL Up (§6.7.1.3).
+pub const NOP_FLITS_TO_UP: u8 = 10;
+/// Consecutive flits received in DL NOP before DL Up (§6.7.1.3).
+pub const RX_FLITS_TO_UP: u8 = 2;
+/// Consecutive control codeword groups that take DL Up to DL Idle (§6.7.1.4).
+pub const CONTROL_TO_IDLE: u8 = 4;
+
+/// Configuration (§6.6.4–6.6.5 defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct DlConfig {
+    /// `Rx_replay_limit`: unexpected flits during a replay before the Replay Requests are sent
+    /// again (default 50, about twice the round trip in flits).
+    pub rx_replay_limit: u8,
+    /// `Tx_ack_time_out` in flit times (24 bits; default 40 000, 1 ms at 25 ns per flit).
+    pub tx_ack_time_out: u32,
+    /// Flits per FEC codeword group (project-defined; default 4, the 802.3 4-way interleave).
+    pub interleave: u8,
+}
+
+impl Default for DlConfig {
+    fn default() -> Self {
+        DlConfig { rx_replay_limit: 50, tx_ack_time_out: 40_000, interleave: 4 }
+    }
+}
+
+/// The DL link states (§6.7.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum LinkState {
+    /// Reset state: the RS reports a local or remote fault. Link down.
+    Fault,
+    /// Sending Idle. Link down.
+    Idle,
+    /// Sending NOP flits only. Link down.
+    Nop,
+    /// Sending NOP and payload flits. Link up.
+    Up,
+}
+
+/// Why the link left DL Up (or DL NOP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DownReason {
+    /// The RS reported a fault.
+    Fault,
+    /// Four consecutive control codeword groups: the partner went down.
+    PartnerDown,
+    /// `Tx_ack_counter` ran out.
+    AckTimeout,
+    /// Error containment on transmit ([`DataLink::contain`]).
+    Contained,
+    /// A received flit could not be unpacked (§6.7.4.2).
+    Unpacking(Error),
+}
+
+/// What [`DataLink::transmit`] produced for this flit time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Transmitted {
+    /// No flit: the RS sends Idle (the link is down).
+    Idle,
+    /// A flit was written.
+    Flit {
+        /// Its header.
+        header: FlitHeader,
+        /// A replay of a stored flit.
+        replay: bool,
+    },
+}
+
+/// What [`DataLink::receive`] did with a flit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Received {
+    /// Ignored: the link is down.
+    LinkDown,
+    /// The CRC failed; discarded.
+    BadCrc,
+    /// Passed CRC but dropped whole (malformed header, sequence number 0).
+    Dropped,
+    /// Not the expected flit; discarded (a replay is under way or requested).
+    Unexpected,
+    /// The expected NOP flit.
+    Nop,
+    /// The expected payload flit: its TL flits and alternative sectors are in the output.
+    Payload,
+    /// A payload flit that could not be unpacked: error containment, the link went down.
+    Contained,
+}
+
+/// Counters (events, not state).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct DlStats {
+    /// Flits sent.
+    pub flits_sent: u64,
+    /// Payload flits sent for the first time.
+    pub payload_sent: u64,
+    /// Payload flits sent again in replays.
+    pub replayed: u64,
+    /// NOP flits sent.
+    pub nop_sent: u64,
+    /// Replay Requests sent.
+    pub replay_requests_sent: u64,
+    /// Replay Requests received and accepted (replays started).
+    pub replays: u64,
+    /// Replay Requests received and ignored (ignore window, or outside the window).
+    pub replay_requests_ignored: u64,
+    /// Acks received and ignored (outside the window).
+    pub acks_ignored: u64,
+    /// Flits received with a bad CRC (or lost in the PCS).
+    pub crc_errors: u64,
+    /// Flits dropped whole after passing CRC.
+    pub dropped: u64,
+    /// Unexpected flits discarded.
+    pub unexpected: u64,
+    /// Payload flits received and unpacked.
+    pub payload_received: u64,
+    /// TL flits delivered.
+    pub tl_delivered: u64,
+    /// TL flits started in transmitted DL flits.
+    pub tl_sent: u64,
+}
+
+/// The §6.6.4–6.6.5 flags and counters, at their defaults. `Tx_last_seq` and `Tx_replay` are
+/// read from TxReplay itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Counters {
+    rx_last_seq_calc: u16,
+    rx_last_ack: u16,
+    rx_bad_crc_count: u8,
+    rx_unexpected_count: u8,
+    rx_ambiguous: bool,
+    rx_replay: bool,
+    rx_replay_ignore_count: u8,
+    tx_replay_req_seq_no: u16,
+    tx_replay_req_count: u8,
+    tx_first_replay: bool,
+    tx_explicit_count: u8,
+    tx_ack_counter: u32,
+    /// Flits sent since the reset (for codeword groups).
+    tx_flits: u64,
+    /// The codeword group of the last Replay Request sent.
+    last_request_group: Option<u64>,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            rx_last_seq_calc: RESET_SEQ,
+            rx_last_ack: RESET_SEQ,
+            rx_bad_crc_count: 0,
+            rx_unexpected_count: 0,
+            rx_ambiguous: false,
+            rx_replay: false,
+            rx_replay_ignore_count: 0,
+            tx_replay_req_seq_no: 0,
+            tx_replay_req_count: 0,
+            tx_first_replay: false,
+            tx_explicit_count: EXPLICIT_EVERY,
+            tx_ack_counter: 0,
+            tx_flits: 0,
+            last_request_group: None,
+        }
+    }
+}
+
+/// One port's data link: replay, link states, packing. `B` is TxReplay's byte storage (a
+/// multiple of [`REPLAY_ENTRY_LEN`]), `N` its entry count, `A` the alternative-sector queue.
+#[derive(Clone, Debug)]
+pub struct DataLink<B, const N: usize, const A: usize> {
+    cfg: DlConfig,
+    state: LinkState,
+    down: Option<DownReason>,
+    tx_replay_buf: ReplayBuffer<DlSeqSpace, B, N>,
+    packer: FlitPacker,
+    unpacker: FlitUnpacker,
+    alt: AltQueue<A>,
+    c: Counters,
+    /// NOP flits sent since entering DL NOP (saturating).
+    nop_sent_in_nop: u8,
+    /// Flits received in a row that passed CRC (saturating).
+    rx_in_a_row: u8,
+    /// Control codeword groups received in a row (saturating).
+    control_in_a_row: u8,
+    contain: bool,
+    stats: DlStats,
+}
+
+impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N, A> {
+    /// A data link in DL Fault, with TxReplay in `storage`.
+    pub fn new(cfg: DlConfig, storage: B) -> Self {
+        DataLink {
+            cfg: DlConfig {
+                interleave: cfg.interleave.max(1),
+                tx_ack_time_out: cfg.tx_ack_time_out & 0xFF_FFFF,
+                ..cfg
+            },
+            state: LinkState::Fault,
+            down: None,
+            tx_replay_buf: ReplayBuffer::new(storage, DlSeq::FIRST),
+            packer: FlitPacker::new(),
+            unpacker: FlitUnpacker::new(),
+            alt: AltQueue::new(),
+            c: Counters::default(),
+            nop_sent_in_nop: 0,
+            rx_in_a_row: 0,
+            control_in_a_row: 0,
+            contain: false,
+            stats: DlStats::default(),
+        }
+    }
+
+    /// The link state.
+    pub fn state(&self) -> LinkState {
+        self.state
+    }
+
+    /// Why the link last went down from DL NOP or DL Up, if it did.
+    pub fn down_reason(&self) -> Option<DownReason> {
+        self.down
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &DlStats {
+        &self.stats
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DlConfig {
+        &self.cfg
+    }
+
+    /// The alternative-sector queue: DL messages to send.
+    pub fn messages(&mut self) -> &mut AltQueue<A> {
+        &mut self.alt
+    }
+
+    /// `Tx_last_seq`: the number of the newest flit added to TxReplay.
+    pub fn tx_last_seq(&self) -> u16 {
+        self.tx_replay_buf.next_seq().prev().value() as u16
+    }
+
+    /// `Rx_last_seq_calc`: the number of the newest flit taken in sequence.
+    pub fn rx_last_seq(&self) -> u16 {
+        self.c.rx_last_seq_calc
+    }
+
+    /// `Rx_last_ack`: the newest Ack accepted.
+    pub fn rx_last_ack(&self) -> u16 {
+        self.c.rx_last_ack
+    }
+
+    /// Whether the receiver is in a replay (`Rx_replay`).
+    pub fn rx_replay(&self) -> bool {
+        self.c.rx_replay
+    }
+
+    /// Whether flitSeqLo is not trusted (`Rx_ambiguous`).
+    pub fn rx_ambiguous(&self) -> bool {
+        self.c.rx_ambiguous
+    }
+
+    /// Flits in TxReplay (sent, not acknowledged).
+    pub fn unacknowledged(&self) -> usize {
+        self.tx_replay_buf.len()
+    }
+
+    /// Whether the transmitter is replaying (`Tx_replay`).
+    pub fn tx_replay(&self) -> bool {
+        self.tx_replay_buf.is_replaying()
+    }
+
+    /// Whether a new payload flit would be accepted now (§6.6.6.5); when not, the TL is held off.
+    pub fn can_accept(&self) -> bool {
+        self.state == LinkState::Up
+            && !self.tx_replay()
+            && self.tx_replay_buf.len() < ReplayBuffer::<DlSeqSpace, B, N>::MAX_FRAMES
+            && self.tx_replay_buf.capacity_bytes() - self.tx_replay_buf.bytes() >= REPLAY_ENTRY_LEN
+    }
+
+    /// Whether a TL flit is partly sent, its rest waiting for the next DL flit.
+    pub fn has_carry(&self) -> bool {
+        self.packer.has_carry()
+    }
+
+    /// The RS's fault indication (§6.7.1.1): a fault takes any state to DL Fault; no fault takes
+    /// DL Fault to DL Idle.
+    pub fn rs_fault(&mut self, fault: bool) {
+        if fault {
+            self.go_down(DownReason::Fault);
+            self.state = LinkState::Fault;
+        } else if self.state == LinkState::Fault {
+            self.state = LinkState::Idle;
+        }
+    }
+
+    /// A higher layer enables the link (§6.7.1.2): DL Idle → DL NOP, with every replay flag and
+    /// counter at its default, TxReplay empty and nothing carried over. Refused in any other
+    /// state. Returns how many unacknowledged flits were discarded.
+    pub fn enable(&mut self) -> Result<usize, Error> {
+        if self.state != LinkState::Idle {
+            return Err(Error::BadValue { field: "DL link state (enable outside DL Idle)", value: self.state as u32 });
+        }
+        let dropped = self.tx_replay_buf.len();
+        self.tx_replay_buf.reset_to(DlSeq::FIRST);
+        self.packer = FlitPacker::new();
+        self.unpacker = FlitUnpacker::new();
+        self.c = Counters::default();
+        self.nop_sent_in_nop = 0;
+        self.rx_in_a_row = 0;
+        self.control_in_a_row = 0;
+        self.contain = false;
+        self.state = LinkState::Nop;
+        Ok(dropped)
+    }
+
+    /// Error containment (§6.7.4.2, egress): the next flit goes out with its CRC inverted, then
+    /// the link goes to DL Idle.
+    pub fn contain(&mut self) {
+        if matches!(self.state, LinkState::Nop | LinkState::Up) {
+            self.contain = true;
+        }
+    }
+
+    /// The RS received a control codeword group (Idle or a fault sequence) instead of a flit.
+    /// Four in a row take DL Up to DL Idle (§6.7.1.4).
+    pub fn receive_control(&mut self) {
+        self.rx_in_a_row = 0;
+        self.control_in_a_row = self.control_in_a_row.saturating_add(1);
+        if self.state == LinkState::Up && self.control_in_a_row >= CONTROL_TO_IDLE {
+            self.go_down(DownReason::PartnerDown);
+        }
+    }
+
+    /// Leaves DL NOP or DL Up for DL Idle, remembering why.
+    fn go_down(&mut self, why: DownReason) {
+        if matches!(self.state, LinkState::Nop | LinkState::Up) {
+            self.down = Some(why);
+            self.state = LinkState::Idle;
+        }
+    }
+
+    /// Fills the flit for this flit time (§6.6.6.6–6.6.6.8), taking TL flits from `tl` when a
+    /// new payload flit is due. Returns [`Transmitted::Idle`], with `out` untouched, while the
+    /// link is down.
+    pub fn transmit(&mut self, tl: &mut impl TlSource, out: &mut [u8; FLIT_LEN]) -> Transmitted {
+        if !matches!(self.state, LinkState::Nop | LinkState::Up) {
+            return Transmitted::Idle;
+        }
+        // Tx forward progress (§6.6.6.8), only in DL Up (§6.7.1.3: no Acks expected in DL NOP).
+        if self.state == LinkState::Up && !self.tx_replay_buf.is_empty() {
+            self.c.tx_ack_counter = self.c.tx_ack_counter.saturating_sub(1);
+            if self.c.tx_ack_counter == 0 {
+                self.go_down(DownReason::AckTimeout);
+                return Transmitted::Idle;
+            }
+        }
+        if self.contain {
+            let header = FlitHeader::Nop { seq: self.tx_last_seq() };
+            let _ = frame_bytes(&header, &[0; 5], &[0; PAYLOAD_LEN], out);
+            invert_crc(out);
+            self.contain = false;
+            self.stats.flits_sent += 1;
+            self.go_down(DownReason::Contained);
+            return Transmitted::Flit { header, replay: false };
+        }
+        // Tx source (§6.6.6.6): a replay flit, a new payload flit, or a NOP flit.
+        let mut new_payload = false;
+        if self.can_accept() && self.packer.has_payload(tl, &self.alt) {
+            let was_empty = self.tx_replay_buf.is_empty();
+            let (packer, alt, stats) = (&mut self.packer, &mut self.alt, &mut self.stats);
+            let now = Instant::from_nanos(self.c.tx_flits);
+            let pushed = self.tx_replay_buf.push_with(now, REPLAY_ENTRY_LEN, |_, entry| {
+                let (sh_bytes, payload) = entry.split_at_mut(5);
+                if let Ok(payload) = <&mut [u8; PAYLOAD_LEN]>::try_from(payload) {
+                    let mut sh = [SegmentHeader::default(); 5];
+                    let packed = packer.pack(tl, alt, &mut sh, payload);
+                    stats.tl_sent += u64::from(packed.started);
+                    for (b, h) in sh_bytes.iter_mut().zip(sh) {
+                        *b = h.to_byte();
+                    }
+                }
+            });
+            if pushed.is_ok() {
+                new_payload = true;
+                if was_empty {
+                    self.c.tx_ack_counter = self.cfg.tx_ack_time_out;
+                }
+            }
+        }
+        let tx_last_seq = self.tx_last_seq();
+        let replaying = self.tx_replay();
+        let polled = if new_payload || replaying { self.tx_replay_buf.poll_next() } else { None };
+        let stored = polled.and_then(|o| {
+            let (sh, payload) = o.frame.split_at(5);
+            Some((
+                o.seq.value() as u16,
+                o.replay,
+                <&[u8; 5]>::try_from(sh).ok()?,
+                <&[u8; PAYLOAD_LEN]>::try_from(payload).ok()?,
+            ))
+        });
+        let (header, replay) = match stored {
+            Some((seq, replay, sh, payload)) => {
+                let header = schedule(&mut self.c, &self.cfg, &mut self.stats, seq, true, replay);
+                let _ = frame_bytes(&header, sh, payload, out);
+                (header, replay)
+            }
+            None => {
+                let header = schedule(&mut self.c, &self.cfg, &mut self.stats, tx_last_seq, false, false);
+                let _ = frame_bytes(&header, &[0; 5], &[0; PAYLOAD_LEN], out);
+                (header, false)
+            }
+        };
+        self.c.tx_flits += 1;
+        self.stats.flits_sent += 1;
+        match (header.has_payload(), replay) {
+            (false, _) => {
+                self.stats.nop_sent += 1;
+                if self.state == LinkState::Nop {
+                    self.nop_sent_in_nop = self.nop_sent_in_nop.saturating_add(1);
+                    self.maybe_up();
+                }
+            }
+            (true, false) => self.stats.payload_sent += 1,
+            (true, true) => self.stats.replayed += 1,
+        }
+        Transmitted::Flit { header, replay }
+    }
+
+    /// DL NOP → DL Up once 10 NOP flits have gone out and 2 flits in a row have come in.
+    fn maybe_up(&mut self) {
+        if self.state == LinkState::Nop && self.nop_sent_in_nop >= NOP_FLITS_TO_UP && self.rx_in_a_row >= RX_FLITS_TO_UP
+        {
+            self.state = LinkState::Up;
+        }
+    }
+
+    /// Rx ingress for a flit that failed CRC, or that the PCS could not correct (§6.6.6.2).
+    pub fn receive_lost(&mut self) -> Received {
+        if !matches!(self.state, LinkState::Nop | LinkState::Up) {
+            return Received::LinkDown;
+        }
+        self.control_in_a_row = 0;
+        self.rx_in_a_row = 0;
+        let c = &mut self.c;
+        c.rx_replay_ignore_count = c.rx_replay_ignore_count.saturating_sub(1);
+        c.rx_bad_crc_count = (c.rx_bad_crc_count + 1).min(7);
+        if c.rx_bad_crc_count >= 7 {
+            c.rx_ambiguous = true;
+        }
+        if c.rx_replay {
+            c.rx_unexpected_count = c.rx_unexpected_count.saturating_add(1);
+        }
+        self.stats.crc_errors += 1;
+        Received::BadCrc
+    }
+
+    /// Receives one flit (§6.6.6.2–6.6.6.4): checks its CRC, takes its Ack or Replay Request,
+    /// and, if it is the expected payload flit, unpacks it into `out` (cleared first).
+    pub fn receive(&mut self, flit: &[u8; FLIT_LEN], out: &mut Delivered) -> Received {
+        out.flits.clear();
+        out.alt.clear();
+        if !matches!(self.state, LinkState::Nop | LinkState::Up) {
+            return Received::LinkDown;
+        }
+        let mut payload = [0u8; PAYLOAD_LEN];
+        let (header, segments) = match deframe(flit, &mut payload) {
+            Ok(x) => x,
+            Err(Error::Crc { .. }) => return self.receive_lost(),
+            Err(_) => {
+                // Passed CRC, malformed header: dropped whole.
+                self.good_flit();
+                self.stats.dropped += 1;
+                return Received::Dropped;
+            }
+        };
+        self.good_flit();
+        // Sequence number 0 in either header form: dropped whole (§6.6.6.3, §6.6.6.4).
+        let explicit_seq = match header {
+            FlitHeader::Nop { seq } | FlitHeader::Original { seq } | FlitHeader::Replay { seq } => Some(seq),
+            FlitHeader::Ack { ack_seq: 0, .. } | FlitHeader::ReplayRequest { from_seq: 0, .. } => {
+                self.stats.dropped += 1;
+                return Received::Dropped;
+            }
+            FlitHeader::Ack { .. } | FlitHeader::ReplayRequest { .. } => None,
+        };
+        if explicit_seq == Some(0) {
+            self.stats.dropped += 1;
+            return Received::Dropped;
+        }
+        self.ack_and_replay_request(&header);
+        self.enqueue(&header, explicit_seq, &segments, &payload, out)
+    }
+
+    /// Ingress bookkeeping common to every flit that passed CRC.
+    fn good_flit(&mut self) {
+        self.c.rx_replay_ignore_count = self.c.rx_replay_ignore_count.saturating_sub(1);
+        self.control_in_a_row = 0;
+        self.rx_in_a_row = self.rx_in_a_row.saturating_add(1);
+        self.maybe_up();
+    }
+
+    /// Rx Ack and Replay Request processing (§6.6.6.3).
+    fn ack_and_replay_request(&mut self, header: &FlitHeader) {
+        let tx_last_seq = self.tx_last_seq();
+        match *header {
+            FlitHeader::ReplayRequest { from_seq, .. } => {
+                if self.c.rx_replay_ignore_count != 0 {
+                    self.stats.replay_requests_ignored += 1;
+                    return;
+                }
+                let sent = self.tx_replay_buf.in_flight() as u64;
+                let target =
+                    DlSeq::new(u32::from(from_seq)).filter(|s| self.tx_replay_buf.base().distance_to(*s) < sent);
+                let accepted = replay_acceptable(from_seq, self.c.rx_last_ack, tx_last_seq, 0)
+                    && target.is_some_and(|s| self.tx_replay_buf.rewind(s).is_ok());
+                if accepted {
+                    self.c.tx_first_replay = true;
+                    self.c.rx_replay_ignore_count = REPLAY_IGNORE_FLITS;
+                    self.stats.replays += 1;
+                } else {
+                    self.stats.replay_requests_ignored += 1;
+                }
+            }
+            FlitHeader::Ack { ack_seq, .. } => {
+                let released = if ack_acceptable(ack_seq, self.c.rx_last_ack, tx_last_seq) {
+                    DlSeq::new(u32::from(ack_seq)).and_then(|s| self.tx_replay_buf.ack(s).ok())
+                } else {
+                    None
+                };
+                match released {
+                    Some(n) => {
+                        self.c.rx_last_ack = ack_seq;
+                        if n > 0 {
+                            self.c.tx_ack_counter = self.cfg.tx_ack_time_out;
+                        }
+                    }
+                    None => self.stats.acks_ignored += 1,
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Rx enqueuing (§6.6.6.4).
+    fn enqueue(
+        &mut self,
+        header: &FlitHeader,
+        explicit_seq: Option<u16>,
+        segments: &[SegmentHeader; 5],
+        payload: &[u8; PAYLOAD_LEN],
+        out: &mut Delivered,
+    ) -> Received {
+        let c = &mut self.c;
+        let has_payload = header.has_payload();
+        let calc = match (explicit_seq, *header) {
+            (Some(seq), _) => Some(seq),
+            (None, FlitHeader::Ack { seq_lo, .. } | FlitHeader::ReplayRequest { seq_lo, .. })
+                if !c.rx_ambiguous && !c.rx_replay =>
+            {
+                Some(command_seq(seq_lo, c.rx_last_seq_calc, has_payload))
+            }
+            _ => None,
+        };
+        let expected =
+            calc.filter(|&s| if has_payload { s == next(c.rx_last_seq_calc) } else { s == c.rx_last_seq_calc });
+        let Some(seq) = expected else {
+            if !c.rx_replay {
+                c.tx_replay_req_count = REPLAY_REQUEST_COPIES;
+                c.rx_replay = true;
+                c.rx_unexpected_count = 0;
+            } else {
+                c.rx_unexpected_count = c.rx_unexpected_count.saturating_add(1);
+                if c.rx_unexpected_count >= self.cfg.rx_replay_limit {
+                    c.tx_replay_req_count = REPLAY_REQUEST_COPIES;
+                    c.rx_bad_crc_count = 0;
+                }
+            }
+            self.stats.unexpected += 1;
+            return Received::Unexpected;
+        };
+        c.rx_unexpected_count = 0;
+        c.rx_last_seq_calc = seq;
+        c.rx_replay = false;
+        c.rx_ambiguous = false;
+        c.rx_bad_crc_count = 0;
+        c.tx_replay_req_count = 0;
+        if !has_payload {
+            return Received::Nop;
+        }
+        self.stats.payload_received += 1;
+        match self.unpacker.unpack(segments, payload, out) {
+            Ok(()) => {
+                self.stats.tl_delivered += out.flits.len() as u64;
+                Received::Payload
+            }
+            Err(e) => {
+                self.go_down(DownReason::Unpacking(e));
+                Received::Contained
+            }
+        }
+    }
+}
+
+/// Tx scheduling (§6.6.6.7): the header of the flit being sent, `seq` being its number (a NOP
+/// flit's is `Tx_last_seq`).
+fn schedule(
+    c: &mut Counters,
+    cfg: &DlConfig,
+    stats: &mut DlStats,
+    seq: u16,
+    payload: bool,
+    replay: bool,
+) -> FlitHeader {
+    c.tx_explicit_count = c.tx_explicit_count.saturating_sub(1);
+    let seq_lo = (seq & 7) as u8;
+    let group = c.tx_flits / u64::from(cfg.interleave);
+    if c.tx_first_replay && replay {
+        c.tx_first_replay = false;
+        c.tx_explicit_count = EXPLICIT_EVERY;
+        FlitHeader::Replay { seq }
+    } else if c.tx_explicit_count == 0 {
+        c.tx_explicit_count = EXPLICIT_EVERY;
+        match (payload, replay) {
+            (false, _) => FlitHeader::Nop { seq },
+            (true, false) => FlitHeader::Original { seq },
+            (true, true) => FlitHeader::Replay { seq },
+        }
+    } else if c.tx_replay_req_count > 0 && c.last_request_group != Some(group) {
+        if c.tx_replay_req_count == REPLAY_REQUEST_COPIES {
+            c.tx_replay_req_seq_no = next(c.rx_last_seq_calc);
+        }
+        c.tx_replay_req_count -= 1;
+        c.last_request_group = Some(group);
+        stats.replay_requests_sent += 1;
+        FlitHeader::ReplayRequest { payload, from_seq: c.tx_replay_req_seq_no, seq_lo }
+    } else {
+        FlitHeader::Ack { payload, ack_seq: c.rx_last_seq_calc, seq_lo }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tl::TlFlit;
+    use crate::tl::flit::TL_FLIT_LEN;
+    use heapless::Deque;
+    use std::collections::VecDeque;
+    use std::vec::Vec;
+
+    type Port = DataLink<[u8; REPLAY_ENTRY_LEN * 64], 64, 8>;
+
+    fn port(cfg: DlConfig) -> Port {
+        let mut p = Port::new(cfg, [0; REPLAY_ENTRY_LEN * 64]);
+        p.rs_fault(false);
+        p.enable().unwrap();
+        p
+    }
+
+    fn flit(n: u32) -> TlFlit {
+        let mut b = [0u8; TL_FLIT_LEN];
+        b[..4].copy_from_slice(&n.to_le_bytes());
+        b[4] = 0xA5;
+        TlFlit::from_bytes(&b, n % 3 == 0, n % 5 == 0)
+    }
+
+    /// Two ports over a wire `delay` flit times long each way; `corrupt(dir, tick, header)`
+    /// says whether to flip a bit of the flit sent that tick.
+    struct Pair {
+        ports: [Port; 2],
+        wire: [VecDeque<Option<[u8; FLIT_LEN]>>; 2],
+        src: [Deque<TlFlit, 32>; 2],
+        next: [u32; 2],
+        to_send: [u32; 2],
+        got: [Vec<TlFlit>; 2],
+        headers: [Vec<FlitHeader>; 2],
+        received: [Vec<Received>; 2],
+        tick: u64,
+    }
+
+    impl Pair {
+        fn new(cfg: DlConfig, delay: usize, to_send: [u32; 2]) -> Pair {
+            Pair {
+                ports: [port(cfg), port(cfg)],
+                wire: [(0..delay).map(|_| None).collect(), (0..delay).map(|_| None).collect()],
+                src: [Deque::new(), Deque::new()],
+                next: [0; 2],
+                to_send,
+                got: [Vec::new(), Vec::new()],
+                headers: [Vec::new(), Vec::new()],
+                received: [Vec::new(), Vec::new()],
+                tick: 0,
+            }
+        }
+
+        fn step(&mut self, corrupt: &mut impl FnMut(usize, u64, &FlitHeader) -> bool) {
+            for d in 0..2 {
+                while self.next[d] < self.to_send[d] && self.src[d].push_back(flit(self.next[d])).is_ok() {
+                    self.next[d] += 1;
+                }
+                let mut out = [0u8; FLIT_LEN];
+                let t = self.ports[d].transmit(&mut self.src[d], &mut out);
+                let sent = match t {
+                    Transmitted::Flit { header, .. } => {
+                        self.headers[d].push(header);
+                        if corrupt(d, self.tick, &header) {
+                            out[100] ^= 0x10;
+                        }
+                        Some(out)
+                    }
+                    Transmitted::Idle => None,
+                };
+                self.wire[d].push_back(sent);
+            }
+            for d in 0..2 {
+                let arriving = self.wire[1 - d].pop_front().flatten();
+                let mut out = Delivered::default();
+                let r = match arriving {
+                    Some(f) => self.ports[d].receive(&f, &mut out),
+                    None => {
+                        self.ports[d].receive_control();
+                        continue;
+                    }
+                };
+                self.received[d].push(r);
+                self.got[d].extend(out.flits.iter().copied());
+            }
+            self.tick += 1;
+        }
+
+        fn run(&mut self, ticks: u64, corrupt: &mut impl FnMut(usize, u64, &FlitHeader) -> bool) {
+            for _ in 0..ticks {
+                self.step(corrupt);
+            }
+        }
+
+        fn check_delivered(&self) {
+            for d in 0..2 {
+                let want: Vec<TlFlit> = (0..self.to_send[1 - d]).map(flit).collect();
+                assert_eq!(self.got[d].len(), want.len(), "port {d}");
+                assert!(self.got[d] == want, "port {d}: delivered in order, exactly once");
+            }
+        }
+    }
+
+    fn clean(_: usize, _: u64, _: &FlitHeader) -> bool {
+        false
+    }
+
+    #[test]
+    fn bring_up_follows_figure_6_23() {
+        let mut p = Port::new(DlConfig::default(), [0; REPLAY_ENTRY_LEN * 64]);
+        assert_eq!(p.state(), LinkState::Fault);
+        assert!(p.enable().is_err(), "enable only from DL Idle");
+        let mut out = [0u8; FLIT_LEN];
+        let mut none: Deque<TlFlit, 1> = Deque::new();
+        assert_eq!(p.transmit(&mut none, &mut out), Transmitted::Idle);
+        p.rs_fault(false);
+        assert_eq!(p.state(), LinkState::Idle);
+        assert_eq!(p.enable(), Ok(0));
+        assert_eq!(p.state(), LinkState::Nop);
+        // Two ports: DL Up after 10 NOP flits sent and 2 flits received.
+        let mut pair = Pair::new(DlConfig::default(), 3, [0, 0]);
+        pair.run(10, &mut clean);
+        assert_eq!(pair.ports[0].state(), LinkState::Up);
+        assert!(pair.headers[0].iter().all(|h| !h.has_payload()));
+        // An RS fault takes any state to DL Fault.
+        pair.ports[0].rs_fault(true);
+        assert_eq!(pair.ports[0].state(), LinkState::Fault);
+        assert_eq!(pair.ports[0].down_reason(), Some(DownReason::Fault));
+    }
+
+    #[test]
+    fn clean_link_delivers_in_order_and_acks_empty_the_replay_buffer() {
+        let mut pair = Pair::new(DlConfig::default(), 5, [500, 300]);
+        pair.run(200, &mut clean);
+        pair.check_delivered();
+        for p in &pair.ports {
+            assert_eq!(p.unacknowledged(), 0);
+            assert_eq!(p.stats().replays, 0);
+            assert_eq!(p.state(), LinkState::Up);
+        }
+        // 500 TL flits of 64 bytes in DL flits of 628: 51 payload flits (50.96 rounded up).
+        assert_eq!(pair.ports[0].stats().payload_sent, 51);
+        assert_eq!(pair.ports[0].tx_last_seq(), 51);
+    }
+
+    #[test]
+    fn an_explicit_flit_at_least_every_seventh() {
+        let mut pair = Pair::new(DlConfig::default(), 2, [300, 0]);
+        pair.run(60, &mut clean);
+        let explicit: Vec<bool> = pair.headers[0]
+            .iter()
+            .map(|h| matches!(h, FlitHeader::Nop { .. } | FlitHeader::Original { .. } | FlitHeader::Replay { .. }))
+            .collect();
+        for w in explicit.windows(7) {
+            assert!(w.iter().any(|&e| e), "{explicit:?}");
+        }
+        assert_eq!(explicit.iter().filter(|&&e| e).count(), 60 / 7);
+    }
+
+    #[test]
+    fn a_corrupted_payload_flit_is_replayed_once_in_order() {
+        let mut pair = Pair::new(DlConfig::default(), 4, [400, 0]);
+        // Corrupt the first transmission of payload flit 5 from port 0.
+        let mut hit = false;
+        let mut corrupt = |d: usize, _t: u64, h: &FlitHeader| {
+            let seq5 = matches!(h, FlitHeader::Original { seq: 5 })
+                || matches!(h, FlitHeader::Ack { payload: true, seq_lo: 5, .. });
+            if d == 0 && !hit && seq5 {
+                hit = true;
+                return true;
+            }
+            false
+        };
+        pair.run(200, &mut corrupt);
+        assert!(hit);
+        pair.check_delivered();
+        let (tx, rx) = (&pair.ports[0], &pair.ports[1]);
+        assert_eq!(rx.stats().crc_errors, 1);
+        assert_eq!(rx.stats().replay_requests_sent, 3, "three copies");
+        assert_eq!(tx.stats().replays, 1, "the copies after the first fall in the ignore window");
+        assert_eq!(tx.stats().replay_requests_ignored, 2);
+        // The copies went out in different codeword groups of 4 flits, each asking for 5.
+        let rr: Vec<(usize, u16)> = pair.headers[1]
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| match h {
+                FlitHeader::ReplayRequest { from_seq, .. } => Some((i, *from_seq)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(rr.len(), 3);
+        assert!(rr.iter().all(|&(_, s)| s == 5));
+        assert!(rr.windows(2).all(|w| w[0].0 / 4 != w[1].0 / 4));
+        // The replay starts with an explicit Replay flit of sequence number 5.
+        let first_replay = pair.headers[0].iter().position(|h| matches!(h, FlitHeader::Replay { .. }));
+        assert_eq!(first_replay.map(|i| pair.headers[0][i]), Some(FlitHeader::Replay { seq: 5 }));
+        assert_eq!(tx.unacknowledged(), 0);
+    }
+
+    #[test]
+    fn a_lost_replay_request_is_covered_by_its_copies_and_the_replay_limit() {
+        // Corrupt every Replay Request from port 1 until the 5th, and a payload flit of port 0.
+        let mut rr_seen = 0;
+        let mut hit = false;
+        let mut corrupt = |d: usize, _t: u64, h: &FlitHeader| match (d, h) {
+            (0, FlitHeader::Original { seq: 9 } | FlitHeader::Ack { payload: true, seq_lo: 1, .. }) if !hit => {
+                hit = true;
+                true
+            }
+            (1, FlitHeader::ReplayRequest { .. }) => {
+                rr_seen += 1;
+                rr_seen <= 4
+            }
+            _ => false,
+        };
+        let cfg = DlConfig { rx_replay_limit: 20, ..DlConfig::default() };
+        let mut pair = Pair::new(cfg, 3, [600, 0]);
+        pair.run(400, &mut corrupt);
+        assert!(hit);
+        pair.check_delivered();
+        assert!(pair.ports[1].stats().replay_requests_sent >= 5, "sent again after Rx_replay_limit");
+        assert_eq!(pair.ports[0].stats().replays, 1);
+    }
+
+    #[test]
+    fn seven_bad_crcs_make_the_receiver_wait_for_an_explicit_flit() {
+        let mut pair = Pair::new(DlConfig::default(), 2, [2000, 0]);
+        pair.run(20, &mut clean);
+        let start = pair.tick;
+        let mut corrupt = |d: usize, t: u64, _: &FlitHeader| d == 0 && (start..start + 9).contains(&t);
+        pair.run(12, &mut corrupt);
+        assert!(pair.ports[1].rx_ambiguous() || pair.ports[1].rx_replay());
+        pair.run(300, &mut clean);
+        pair.check_delivered();
+        assert!(!pair.ports[1].rx_ambiguous());
+        assert_eq!(pair.ports[1].stats().crc_errors, 9);
+    }
+
+    #[test]
+    fn a_silent_partner_times_the_link_out() {
+        let cfg = DlConfig { tx_ack_time_out: 30, ..DlConfig::default() };
+        let mut pair = Pair::new(cfg, 2, [100, 0]);
+        pair.run(12, &mut clean);
+        assert_eq!(pair.ports[0].state(), LinkState::Up);
+        // From now on everything port 1 sends is lost: no Acks reach port 0.
+        pair.run(60, &mut |d, _, _| d == 1);
+        assert_eq!(pair.ports[0].state(), LinkState::Idle);
+        assert_eq!(pair.ports[0].down_reason(), Some(DownReason::AckTimeout));
+        // Port 1 then sees control codeword groups (Idle) and goes down too.
+        pair.run(8, &mut |d, _, _| d == 1);
+        assert_eq!(pair.ports[1].state(), LinkState::Idle);
+        assert_eq!(pair.ports[1].down_reason(), Some(DownReason::PartnerDown));
+    }
+
+    #[test]
+    fn containment_inverts_the_crc_and_takes_the_link_down() {
+        let mut pair = Pair::new(DlConfig::default(), 1, [0, 0]);
+        pair.run(15, &mut clean);
+        pair.ports[0].contain();
+        pair.run(2, &mut clean);
+        assert_eq!(pair.ports[0].state(), LinkState::Idle);
+        assert_eq!(pair.ports[0].down_reason(), Some(DownReason::Contained));
+        assert!(pair.received[1].contains(&Received::BadCrc));
+    }
+
+    #[test]
+    fn a_full_replay_buffer_sends_nop_flits() {
+        // 64 entries, and a partner whose Acks never arrive (but the link stays up long enough).
+        let cfg = DlConfig { tx_ack_time_out: 10_000, ..DlConfig::default() };
+        let mut pair = Pair::new(cfg, 2, [5000, 0]);
+        pair.run(12, &mut clean);
+        pair.run(100, &mut |d, _, _| d == 1);
+        assert_eq!(pair.ports[0].unacknowledged(), 64);
+        assert!(!pair.ports[0].can_accept());
+        assert!(pair.headers[0].iter().rev().take(10).all(|h| !h.has_payload()));
+        pair.run(400, &mut clean);
+        let n = pair.got[1].len() as u32;
+        assert!(n > 1000, "traffic resumed: {n}");
+        assert!(pair.got[1] == (0..n).map(flit).collect::<Vec<_>>(), "in order, exactly once");
+    }
+
+    #[test]
+    fn windows_refuse_acks_and_replays_of_flits_never_sent() {
+        let mut pair = Pair::new(DlConfig::default(), 1, [50, 0]);
+        pair.run(30, &mut clean);
+        let p = &mut pair.ports[0];
+        let last = p.tx_last_seq();
+        let before = (p.unacknowledged(), p.rx_last_ack(), p.tx_replay());
+        let mut out = Delivered::default();
+        let mut send = |h: FlitHeader, p: &mut Port| {
+            let mut f = [0u8; FLIT_LEN];
+            crate::dl::flit::frame_bytes(&h, &[0; 5], &[0; PAYLOAD_LEN], &mut f).unwrap();
+            p.receive(&f, &mut out)
+        };
+        let ignored = p.stats().acks_ignored;
+        send(FlitHeader::Ack { payload: false, ack_seq: last + 1, seq_lo: 0 }, p);
+        assert_eq!(p.stats().acks_ignored, ignored + 1);
+        assert_eq!(send(FlitHeader::Ack { payload: false, ack_seq: 0, seq_lo: 0 }, p), Received::Dropped);
+        assert_eq!(send(FlitHeader::Nop { seq: 0 }, p), Received::Dropped);
+        let rr_ignored = p.stats().replay_requests_ignored;
+        send(FlitHeader::ReplayRequest { payload: false, from_seq: last + 1, seq_lo: 0 }, p);
+        assert_eq!(p.stats().replay_requests_ignored, rr_ignored + 1);
+        assert_eq!((p.unacknowledged(), p.rx_last_ack(), p.tx_replay()), before);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Random bit errors on both directions (so Acks and Replay Requests are lost too), any
+        /// delay: every TL flit arrives exactly once and in order, and TxReplay drains.
+        #[test]
+        fn any_error_pattern_delivers_exactly_once(seed in 0u64.., per_mille in 0u64..200, delay in 1usize..40) {
+            let mut x = seed | 1;
+            let mut corrupt = |_: usize, _: u64, _: &FlitHeader| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % 1000 < per_mille
+            };
+            let mut pair = Pair::new(DlConfig::default(), delay, [1500, 700]);
+            let mut ticks = 0;
+            while (pair.got[1].len() < 1500 || pair.got[0].len() < 700) && ticks < 20_000 {
+                pair.step(&mut corrupt);
+                ticks += 1;
+            }
+            pair.run(4 * delay as u64 + 40, &mut clean);
+            pair.check_delivered();
+            if per_mille >= 50 {
+                proptest::prop_assert!(pair.ports[1].stats().crc_errors > 0 && pair.ports[0].stats().replays > 0);
+            }
+            for p in &pair.ports {
+                proptest::prop_assert_eq!(p.state(), LinkState::Up);
+                proptest::prop_assert_eq!(p.unacknowledged(), 0);
+            }
+        }
+    }
+}
