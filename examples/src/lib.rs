@@ -8,10 +8,13 @@
 //! * [`fabric`], [`pdc_sim`], [`endpoint_sim`]: a sprayed multipath fabric, and UET PDCs and
 //!   endpoints simulated over it.
 //! * [`uet_capture`]: a UET exchange framed as Ethernet/IPv4/UDP, pcap files, and a decoder.
+//! * [`ualink_sim`]: one UALink 200 link, both ports running the whole `ualink-flit` stack (TL,
+//!   DL, replay) over a wire with bit errors, with credit starvation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 pub mod endpoint_sim;
 pub mod fabric;
 pub mod link_sim;
 pub mod pdc_sim;
+pub mod ualink_sim;
 pub mod uet_capture;

@@ -51,6 +51,18 @@
 //!   flit never sent (possible only 256 ahead with nothing in flight) is ignored as unexpected.
 //! * **Replay Request copies** still pending when the expected flit arrives are cancelled: the
 //!   gap they ask about is filled, and a stale copy would only cause a needless replay.
+//! * **`Rx_replay_limit` is a period.** When `Rx_unexpected_count` reaches the limit, the three
+//!   Replay Requests are re-armed *and the count restarts from 0*, so they are re-sent once per
+//!   `Rx_replay_limit` flit times while the replay does not arrive. Read literally, §6.6.6.4
+//!   never clears the count, so every further unexpected flit would re-arm them: a Replay Request
+//!   in every codeword group, each accepted by the transmitter once its 12-flit ignore window has
+//!   passed, restarting the replay again and again. That is not only wasteful: a replay that
+//!   starts after the receiver already has its first flit is a *spurious* replay, and if that
+//!   replay's explicit first flit is lost, its next (command) flit is a duplicate whose 3-bit
+//!   `flitSeqLo` can alias as the expected one (one chance in eight), delivering the wrong TL
+//!   flit. The seeded link simulation found exactly this at a 5 % flit error rate. The same
+//!   hazard exists, whatever the reading, when `Rx_replay_limit` is shorter than the time a
+//!   replay takes to arrive; as §6.6.4.6 says, set it to at least twice the round trip.
 //! * **`Tx_ack_counter`** is armed to `Tx_ack_time_out` when a flit enters an empty TxReplay and
 //!   when an Ack releases flits (§6.6.6.8 rearms on the latter; its default of 0 would otherwise
 //!   expire at once).
@@ -667,6 +679,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
                 if c.rx_unexpected_count >= self.cfg.rx_replay_limit {
                     c.tx_replay_req_count = REPLAY_REQUEST_COPIES;
                     c.rx_bad_crc_count = 0;
+                    c.rx_unexpected_count = 0;
                 }
             }
             self.stats.unexpected += 1;
@@ -1051,7 +1064,9 @@ mod tests {
                 x ^= x << 17;
                 x % 1000 < per_mille
             };
-            let mut pair = Pair::new(DlConfig::default(), delay, [1500, 700]);
+            // Rx_replay_limit at twice the round trip (§6.6.4.6), with some margin.
+            let cfg = DlConfig { rx_replay_limit: (4 * delay + 20) as u8, ..DlConfig::default() };
+            let mut pair = Pair::new(cfg, delay, [1500, 700]);
             let mut ticks = 0;
             while (pair.got[1].len() < 1500 || pair.got[0].len() < 700) && ticks < 20_000 {
                 pair.step(&mut corrupt);

@@ -151,6 +151,13 @@ impl TxCredits {
         Ok(())
     }
 
+    /// Whether [`TxCredits::take`] would succeed.
+    pub fn can_take(&self, cmd: Class, data_class: Class, vc: u8, data: u16) -> bool {
+        [Target::Vc(vc & 3), Target::Pool]
+            .into_iter()
+            .any(|t| self.held.get(cmd, t) >= 1 && self.held.get(data_class, t) >= data)
+    }
+
     /// Takes one `cmd` credit and `data` credits of `data_class` on VC `vc`, all of one kind:
     /// the VC's own if it has them all, else the pool's. Returns POOL, or `None` (nothing taken).
     pub fn take(&mut self, cmd: Class, data_class: Class, vc: u8, data: u16) -> Option<bool> {

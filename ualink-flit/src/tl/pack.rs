@@ -169,6 +169,22 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
             && self.message.is_none()
     }
 
+    /// Whether the next flit would carry something now: data or a message due, credits owed, or
+    /// a queued response or the first queued request for which the credits are held. When this is
+    /// false but the packer is not idle, it is waiting for credits, and a flit would be all NOPs.
+    pub fn has_work(&self) -> bool {
+        self.plan.remaining > 0
+            || self.message.is_some()
+            || !self.owed.is_empty()
+            || self
+                .responses
+                .iter()
+                .any(|(_, r)| self.credits.can_take(Class::RspCmd, Class::RspData, r.vc(), u16::from(r.data_beats())))
+            || self.requests.front().is_some_and(|(_, r)| {
+                self.credits.can_take(Class::ReqCmd, Class::ReqData, r.vc, u16::from(r.data_beats()))
+            })
+    }
+
     /// Makes the next TL flit. An error here is a bug in this crate (fields are checked when
     /// queued).
     pub fn pack(&mut self, src: &impl BeatSource, out: &mut TlFlit) -> Result<(), Error> {

@@ -298,6 +298,7 @@ fn credits_gate_requests_and_come_back_through_flow_control() {
         P::new(PackerConfig { auth: false, compress_responses: true }, TxCompressor::new(Indexing::ByDst, true));
     let mut u = U::new(false, RxDecompressor::new(Indexing::ByDst));
     p.push_request(0, read(0, 2, 1)).unwrap();
+    assert!(!p.is_idle() && !p.has_work(), "queued, but nothing can go out");
     let mut f = TlFlit::default();
     p.pack(&Store::default(), &mut f).unwrap();
     let mut got = Unpacked::default();
@@ -306,6 +307,7 @@ fn credits_gate_requests_and_come_back_through_flow_control() {
     // The peer advertises one VC 0 request credit.
     let fc = FlowControl { req_cmd: CreditReturn { target: CreditTarget::Vc(0), credits: 1 }, ..FlowControl::NOP };
     p.credits.grant(&fc).unwrap();
+    assert!(p.has_work());
     p.pack(&Store::default(), &mut f).unwrap();
     let mut got = Unpacked::default();
     u.unpack(&f, &mut got).unwrap();

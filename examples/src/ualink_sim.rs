@@ -1,0 +1,551 @@
+//! A seeded simulation of one UALink 200 link: two accelerator ports, each running the whole
+//! `ualink-flit` stack (UPLI requests and responses → TL packer → DL flits with replay → wire →
+//! DL → TL unpacker), issuing loads, stores and atomics to each other.
+//!
+//! What the wire does, per direction: a fixed delay in flit times (one flit time is 25 ns, the
+//! 200GAUI-1 figure of UALink 1.0 §6.6.5.8); each DL flit has one bit flipped with probability
+//! `bit_error_rate` (the CRC catches it) and is lost in the PCS with probability `fec_loss_rate`
+//! (reported to the DL with `receive_lost`).
+//!
+//! What the ports do: each issues `requests_per_port` requests (reads of 64..256 bytes, partial
+//! writes, 256-byte WriteFulls, 8-byte AtomicRs), at most `max_outstanding` at a time. The
+//! completer serves at most one request per `service_interval` flit times and only then returns
+//! the request's TL credits, so with small receive buffers (`rx_credits`) the senders run out
+//! of credits and wait: credit starvation.
+//!
+//! Checked as it runs (a broken invariant panics): requests arrive exactly once and in issue
+//! order (the address carries the issue number); every response matches an outstanding request
+//! exactly once; every data beat of requests and read responses arrives intact; no TL receive
+//! error. Checked at the end: nothing outstanding, every credit back where it started.
+
+use crate::link_sim::Rng;
+use std::collections::{HashMap, VecDeque};
+use ualink_flit::dl::link::REPLAY_ENTRY_LEN;
+use ualink_flit::dl::{DataLink, Delivered, DlConfig, FLIT_LEN, LinkState, Received, TlSource, Transmitted};
+use ualink_flit::tl::compress::{Indexing, RxDecompressor, TxCompressor};
+use ualink_flit::tl::credit::{Class, Ledger, Target};
+use ualink_flit::tl::{
+    Beat, BeatSource, Message, MessageType, Packer, PackerConfig, Response, RxHalf, RxItem, TlFlit, Unpacked, Unpacker,
+};
+use ualink_flit::upli::{AtomicAttr, AtomicOp, Command, OpSize, ReadResponse, Request, Status, WriteResponse};
+
+/// Nanoseconds per flit time.
+pub const FLIT_NS: u64 = 25;
+/// TxReplay entries per port (covers a round trip of up to 128 flit times).
+pub const REPLAY_ENTRIES: usize = 128;
+
+type Tx = Packer<16, 4, 64>;
+type Rx = Unpacker<16, 4>;
+type Dl = DataLink<Vec<u8>, REPLAY_ENTRIES, 16>;
+
+/// Receive buffers a port advertises, per class (all as pool credits).
+#[derive(Clone, Copy, Debug)]
+pub struct RxBuffers {
+    /// Request command slots.
+    pub req_cmd: u16,
+    /// Request data buffers of 64 bytes.
+    pub req_data: u16,
+    /// Response command slots.
+    pub rsp_cmd: u16,
+    /// Response data buffers of 64 bytes.
+    pub rsp_data: u16,
+}
+
+/// The simulation's knobs.
+#[derive(Clone, Debug)]
+pub struct UaSimConfig {
+    /// Seed of everything random.
+    pub seed: u64,
+    /// Requests each port issues.
+    pub requests_per_port: u64,
+    /// Probability that a DL flit gets one bit flipped.
+    pub bit_error_rate: f64,
+    /// Probability that a DL flit is lost in the PCS (uncorrectable FEC).
+    pub fec_loss_rate: f64,
+    /// One-way delay in flit times.
+    pub delay: usize,
+    /// Requests in flight per port.
+    pub max_outstanding: usize,
+    /// Flit times between two requests served by a completer.
+    pub service_interval: u64,
+    /// Receive buffers each port advertises.
+    pub rx_credits: RxBuffers,
+    /// DL configuration.
+    pub dl: DlConfig,
+}
+
+impl UaSimConfig {
+    /// A link of 20 flit times each way (a 1 µs round trip, the §6.6.7 example), plenty of
+    /// credits, a fast completer.
+    pub fn new(seed: u64, requests_per_port: u64, bit_error_rate: f64) -> Self {
+        UaSimConfig {
+            seed,
+            requests_per_port,
+            bit_error_rate,
+            fec_loss_rate: bit_error_rate / 4.0,
+            delay: 20,
+            max_outstanding: 256,
+            service_interval: 1,
+            rx_credits: RxBuffers { req_cmd: 64, req_data: 128, rsp_cmd: 64, rsp_data: 128 },
+            dl: DlConfig { rx_replay_limit: 90, ..DlConfig::default() },
+        }
+    }
+}
+
+/// Totals of a run.
+#[derive(Clone, Debug, Default)]
+pub struct UaSimReport {
+    /// Flit times simulated.
+    pub flit_times: u64,
+    /// Requests completed (both ports).
+    pub completed: u64,
+    /// TL flits delivered to the TLs (both directions).
+    pub tl_flits: u64,
+    /// DL flits sent (both ports), payload flits among them, and replayed ones.
+    pub dl_flits: u64,
+    /// Payload DL flits sent for the first time.
+    pub dl_payload: u64,
+    /// Payload DL flits sent again.
+    pub dl_replayed: u64,
+    /// Replays started.
+    pub replays: u64,
+    /// Flits that failed CRC or were lost in the PCS.
+    pub bad_flits: u64,
+    /// Data bytes moved (request data and read data).
+    pub data_bytes: u64,
+    /// Flit times some request waited at the head of a TL queue for lack of credits.
+    pub credit_waits: u64,
+    /// Request latencies (issue to completion), in flit times, sorted.
+    pub latencies: Vec<u64>,
+}
+
+impl UaSimReport {
+    /// The `p`-th percentile latency in nanoseconds.
+    pub fn latency_ns(&self, p: f64) -> u64 {
+        if self.latencies.is_empty() {
+            return 0;
+        }
+        let i = ((self.latencies.len() - 1) as f64 * p).round() as usize;
+        self.latencies[i] * FLIT_NS
+    }
+
+    /// Data goodput in Gb/s (both directions together).
+    pub fn goodput_gbps(&self) -> f64 {
+        self.data_bytes as f64 * 8.0 / (self.flit_times * FLIT_NS) as f64
+    }
+}
+
+/// 4096 distinct 64-byte patterns; a beat's data is a pattern picked by its owner and number.
+struct Patterns(Vec<[u8; 64]>);
+
+impl Patterns {
+    fn new(seed: u64) -> Self {
+        let mut r = Rng::new(seed);
+        Patterns((0..4096).map(|_| core::array::from_fn(|_| r.next_u64() as u8)).collect())
+    }
+
+    /// Data of beat `beat` of request number `seq` (`response` for its read data).
+    fn of(&self, seq: u64, beat: u8, response: bool) -> &[u8; 64] {
+        &self.0[((seq * 8 + u64::from(beat) * 2 + u64::from(response)) % 4096) as usize]
+    }
+}
+
+/// Item ids: a request's is its issue number; a response's has the top bit set.
+const RESPONSE_ID: u32 = 1 << 31;
+
+impl BeatSource for Patterns {
+    fn beat(&self, id: u32, beat: u8) -> Option<Beat<'_>> {
+        let response = id & RESPONSE_ID != 0;
+        let seq = u64::from(id & !RESPONSE_ID);
+        Some(Beat { data: self.of(seq, beat, response), byte_en: u64::MAX, error: false })
+    }
+}
+
+/// The TL packer as the DL's source of TL flits.
+struct Feed<'a> {
+    tx: &'a mut Tx,
+    data: &'a Patterns,
+    /// Every TL flit handed to the DL, until the peer's DL delivers it.
+    in_flight: &'a mut VecDeque<TlFlit>,
+}
+
+impl TlSource for Feed<'_> {
+    fn has_flit(&self) -> bool {
+        self.tx.has_work()
+    }
+    fn next_flit(&mut self) -> Option<TlFlit> {
+        if !self.tx.has_work() {
+            return None;
+        }
+        let mut f = TlFlit::default();
+        self.tx.pack(self.data, &mut f).expect("the packer never fails on checked items");
+        self.in_flight.push_back(f);
+        Some(f)
+    }
+}
+
+/// A request received by a completer, waiting for its data or for service.
+#[derive(Clone, Copy, Debug)]
+struct Work {
+    req: Request,
+    seq: u64,
+    beats_left: u8,
+}
+
+/// A request issued and not yet completed.
+#[derive(Clone, Copy, Debug)]
+struct Outstanding {
+    seq: u64,
+    req: Request,
+    issued: u64,
+    beats_left: u8,
+}
+
+/// One accelerator port.
+struct Port {
+    acc: u16,
+    tx: Tx,
+    rx: Rx,
+    dl: Dl,
+    /// Issued so far; the next issue number.
+    issued: u64,
+    /// Completed so far.
+    completed: u64,
+    free_tags: Vec<u16>,
+    outstanding: HashMap<u16, Outstanding>,
+    /// Requests received, by the unpacker's item id (data still arriving).
+    arriving: HashMap<u32, Work>,
+    /// Requests complete and waiting for the completer, in arrival order.
+    work: VecDeque<Work>,
+    /// Responses received, by the unpacker's item id (read data still arriving).
+    answering: HashMap<u32, u16>,
+    /// The issue number the next received request must carry.
+    expect_seq: u64,
+    next_service: u64,
+    rng: Rng,
+}
+
+impl Port {
+    fn new(acc: u16, cfg: &UaSimConfig, seed: u64) -> Port {
+        let mut tx =
+            Tx::new(PackerConfig { auth: false, compress_responses: true }, TxCompressor::new(Indexing::ByDst, true));
+        let b = cfg.rx_credits;
+        for (class, n) in [
+            (Class::ReqCmd, b.req_cmd),
+            (Class::ReqData, b.req_data),
+            (Class::RspCmd, b.rsp_cmd),
+            (Class::RspData, b.rsp_data),
+        ] {
+            tx.owed.release(class, Target::Pool, n).unwrap();
+        }
+        tx.send_message(Message::new(MessageType::InitialCreditReleaseComplete)).unwrap();
+        let mut dl = Dl::new(cfg.dl, vec![0; REPLAY_ENTRY_LEN * REPLAY_ENTRIES]);
+        dl.rs_fault(false);
+        dl.enable().unwrap();
+        Port {
+            acc,
+            tx,
+            rx: Rx::new(false, RxDecompressor::new(Indexing::ByDst)),
+            dl,
+            issued: 0,
+            completed: 0,
+            free_tags: (0..cfg.max_outstanding as u16).rev().collect(),
+            outstanding: HashMap::new(),
+            arriving: HashMap::new(),
+            work: VecDeque::new(),
+            answering: HashMap::new(),
+            expect_seq: 0,
+            next_service: 0,
+            rng: Rng::new(seed),
+        }
+    }
+
+    /// The next request: its kind and size from the generator, its address from its issue number.
+    fn make_request(&mut self, seq: u64, tag: u16, peer: u16) -> Request {
+        let addr = seq << 8;
+        match self.rng.below(8) {
+            0..=2 => Request::new(Command::Read, addr, (16 * (1 + self.rng.below(4)) - 1) as u8, tag, self.acc, peer),
+            3 | 4 => Request::new(Command::Write, addr, (1 + self.rng.below(63)) as u8, tag, self.acc, peer),
+            5 | 6 => Request::new(Command::WriteFull, addr, 63, tag, self.acc, peer),
+            _ => Request {
+                attr: AtomicAttr { op: AtomicOp::Add, size: OpSize::Bits64 }.to_attr(),
+                ..Request::new(Command::AtomicR, addr, 1, tag, self.acc, peer)
+            },
+        }
+    }
+
+    /// Issues requests while tags, queue room and the budget allow.
+    fn issue(&mut self, now: u64, budget: u64, peer: u16) {
+        while self.issued < budget && self.tx.queued().0 < 32 {
+            let Some(tag) = self.free_tags.pop() else { return };
+            let seq = self.issued;
+            let req = self.make_request(seq, tag, peer);
+            self.tx.push_request(seq as u32, req).unwrap();
+            let beats_left = req.response_beats();
+            self.outstanding.insert(tag, Outstanding { seq, req, issued: now, beats_left });
+            self.issued += 1;
+        }
+    }
+
+    /// The completer: serves the oldest complete request, answers it, frees its buffers.
+    fn serve(&mut self, now: u64, interval: u64) {
+        if now < self.next_service || self.tx.queued().1 >= 32 {
+            return;
+        }
+        let Some(w) = self.work.pop_front() else { return };
+        self.next_service = now + interval;
+        let r = w.req;
+        let rsp = if r.response_beats() > 0 {
+            let n = r.response_beats();
+            Response::Read(ReadResponse {
+                tag: r.tag,
+                src: self.acc,
+                dst: r.src,
+                status: Status::Okay,
+                num_beats: n - 1,
+                offset: 0,
+                last: true,
+                vc: r.vc,
+                pool: false,
+                auth_tag: 0,
+            })
+        } else {
+            Response::Write(WriteResponse {
+                tag: r.tag,
+                src: self.acc,
+                dst: r.src,
+                status: Status::Okay,
+                vc: r.vc,
+                pool: false,
+                auth_tag: 0,
+            })
+        };
+        self.tx.push_response(RESPONSE_ID | w.seq as u32, rsp).unwrap();
+        let t = Target::of(r.pool, r.vc);
+        self.tx.owed.release(Class::ReqCmd, t, 1).unwrap();
+        self.tx.owed.release(Class::ReqData, t, u16::from(r.data_beats())).unwrap();
+    }
+
+    /// Takes one TL flit from the DL.
+    fn take(&mut self, f: &TlFlit, now: u64, data: &Patterns, report: &mut UaSimReport) {
+        let mut out = Unpacked::default();
+        self.rx.unpack(f, &mut out).expect("no TL receive error on a link with replay");
+        for fc in &out.credits {
+            self.tx.credits.grant(fc).unwrap();
+        }
+        for item in &out.items {
+            match *item {
+                RxItem::Request { id, req } => {
+                    let seq = req.addr >> 8;
+                    assert_eq!(seq, self.expect_seq, "requests arrive once each, in issue order");
+                    self.expect_seq += 1;
+                    let w = Work { req, seq, beats_left: req.data_beats() };
+                    if w.beats_left == 0 {
+                        self.work.push_back(w);
+                    } else {
+                        self.arriving.insert(id, w);
+                    }
+                }
+                RxItem::Response { id, rsp } => {
+                    let tag = match rsp {
+                        Response::Read(r) => r.tag,
+                        Response::Write(w) => w.tag,
+                    };
+                    let o = self.outstanding.get(&tag).expect("a response matches an outstanding request");
+                    assert_eq!(u16::from(rsp.data_beats()), u16::from(o.req.response_beats()));
+                    let t = Target::of(rsp.pool(), rsp.vc());
+                    self.tx.owed.release(Class::RspCmd, t, 1).unwrap();
+                    self.tx.owed.release(Class::RspData, t, u16::from(rsp.data_beats())).unwrap();
+                    if o.beats_left == 0 {
+                        self.complete(tag, now, report);
+                    } else {
+                        self.answering.insert(id, tag);
+                    }
+                }
+            }
+        }
+        for half in [out.lower, out.upper] {
+            let RxHalf::Data { id, beat, second, bytes } = half else {
+                assert!(!matches!(half, RxHalf::Poisoned { .. }), "nothing is poisoned");
+                continue;
+            };
+            let at = if second { 32 } else { 0 };
+            if let Some(w) = self.arriving.get_mut(&id) {
+                assert_eq!(bytes[..], data.of(w.seq, beat, false)[at..at + 32], "request data intact");
+                report.data_bytes += 32;
+                if second {
+                    w.beats_left -= 1;
+                    if w.beats_left == 0 {
+                        let w = self.arriving.remove(&id).unwrap();
+                        self.work.push_back(w);
+                    }
+                }
+            } else {
+                let tag = *self.answering.get(&id).expect("data belongs to a request or response");
+                let o = self.outstanding.get_mut(&tag).unwrap();
+                assert_eq!(bytes[..], data.of(o.seq, beat, true)[at..at + 32], "read data intact");
+                report.data_bytes += 32;
+                if second {
+                    o.beats_left -= 1;
+                    if o.beats_left == 0 {
+                        self.answering.remove(&id);
+                        self.complete(tag, now, report);
+                    }
+                }
+            }
+        }
+    }
+
+    fn complete(&mut self, tag: u16, now: u64, report: &mut UaSimReport) {
+        let o = self.outstanding.remove(&tag).unwrap();
+        self.free_tags.push(tag);
+        self.completed += 1;
+        report.latencies.push(now - o.issued);
+    }
+}
+
+/// Two ports and the wire between them.
+pub struct UaSim {
+    /// The configuration.
+    pub cfg: UaSimConfig,
+    ports: [Port; 2],
+    wire: [VecDeque<Option<[u8; FLIT_LEN]>>; 2],
+    /// TL flits each port's DL took and the other's has not delivered yet.
+    in_flight: [VecDeque<TlFlit>; 2],
+    data: Patterns,
+    rng: Rng,
+    now: u64,
+    report: UaSimReport,
+}
+
+impl UaSim {
+    /// A link brought up from DL NOP.
+    pub fn new(cfg: UaSimConfig) -> Self {
+        let ports = [Port::new(1, &cfg, cfg.seed ^ 0x11), Port::new(2, &cfg, cfg.seed ^ 0x22)];
+        let wire = [(0..cfg.delay).map(|_| None).collect(), (0..cfg.delay).map(|_| None).collect()];
+        UaSim {
+            in_flight: [VecDeque::new(), VecDeque::new()],
+            data: Patterns::new(cfg.seed),
+            rng: Rng::new(cfg.seed),
+            cfg,
+            ports,
+            wire,
+            now: 0,
+            report: UaSimReport::default(),
+        }
+    }
+
+    /// One flit time.
+    fn step(&mut self) {
+        let now = self.now;
+        for d in 0..2 {
+            let peer = self.ports[1 - d].acc;
+            let p = &mut self.ports[d];
+            p.issue(now, self.cfg.requests_per_port, peer);
+            p.serve(now, self.cfg.service_interval);
+            if !p.tx.has_work() && p.tx.queued().0 > 0 {
+                self.report.credit_waits += 1;
+            }
+            let mut out = [0u8; FLIT_LEN];
+            let sent = match p
+                .dl
+                .transmit(&mut Feed { tx: &mut p.tx, data: &self.data, in_flight: &mut self.in_flight[d] }, &mut out)
+            {
+                Transmitted::Flit { .. } => Some(out),
+                Transmitted::Idle => None,
+            };
+            self.wire[d].push_back(sent);
+        }
+        for d in 0..2 {
+            let arriving = self.wire[1 - d].pop_front().flatten();
+            let p = &mut self.ports[d];
+            let Some(mut f) = arriving else {
+                p.dl.receive_control();
+                continue;
+            };
+            if self.rng.chance(self.cfg.fec_loss_rate) {
+                p.dl.receive_lost();
+                continue;
+            }
+            if self.rng.chance(self.cfg.bit_error_rate) {
+                let bit = self.rng.below(FLIT_LEN as u64 * 8) as usize;
+                f[bit / 8] ^= 1 << (bit % 8);
+            }
+            let mut delivered = Delivered::default();
+            let r = p.dl.receive(&f, &mut delivered);
+            assert_ne!(r, Received::Contained, "no unpacking error");
+            for tl in &delivered.flits {
+                let sent = self.in_flight[1 - d].pop_front();
+                assert_eq!(sent.as_ref(), Some(tl), "the DL delivers TL flits exactly once, in order");
+                self.report.tl_flits += 1;
+                p.take(tl, now, &self.data, &mut self.report);
+            }
+        }
+        self.now += 1;
+    }
+
+    /// Whether every request has been issued and completed.
+    pub fn done(&self) -> bool {
+        self.ports.iter().all(|p| p.issued == self.cfg.requests_per_port && p.outstanding.is_empty())
+    }
+
+    /// Runs until done (or `max_flit_times`), then lets the last credits return, and checks that
+    /// the link stayed up and no credit leaked. Returns the report.
+    pub fn run(&mut self, max_flit_times: u64) -> UaSimReport {
+        while !self.done() && self.now < max_flit_times {
+            self.step();
+        }
+        assert!(self.done(), "stalled at flit time {}: {:?}", self.now, self.progress());
+        let finished = self.now;
+        // Let the returned credits cross the link (replays may delay them), then check.
+        let mut waited = 0;
+        while !self.settled() && waited < 100_000 {
+            self.step();
+            waited += 1;
+        }
+        for (d, p) in self.ports.iter().enumerate() {
+            assert_eq!(p.dl.state(), LinkState::Up, "port {d} stayed up");
+            assert!(p.work.is_empty() && p.arriving.is_empty() && p.answering.is_empty());
+            assert!(p.tx.is_idle(), "port {d} has nothing left to send");
+            assert_eq!(p.tx.credits.held, self.advertised(), "port {d}: every credit came back");
+        }
+        let mut r = self.report.clone();
+        r.flit_times = finished;
+        r.completed = self.ports.iter().map(|p| p.completed).sum();
+        for p in &self.ports {
+            let s = p.dl.stats();
+            r.dl_flits += s.flits_sent;
+            r.dl_payload += s.payload_sent;
+            r.dl_replayed += s.replayed;
+            r.replays += s.replays;
+            r.bad_flits += s.crc_errors;
+        }
+        r.latencies.sort_unstable();
+        r
+    }
+
+    /// The credits each port advertises.
+    fn advertised(&self) -> Ledger {
+        let b = self.cfg.rx_credits;
+        let mut l = Ledger::EMPTY;
+        for (class, n) in [
+            (Class::ReqCmd, b.req_cmd),
+            (Class::ReqData, b.req_data),
+            (Class::RspCmd, b.rsp_cmd),
+            (Class::RspData, b.rsp_data),
+        ] {
+            l.add(class, Target::Pool, n).unwrap();
+        }
+        l
+    }
+
+    /// Whether both ports hold every credit the other advertised and have nothing to send.
+    fn settled(&self) -> bool {
+        let want = self.advertised();
+        self.ports.iter().all(|p| p.tx.is_idle() && p.tx.credits.held == want)
+    }
+
+    fn progress(&self) -> Vec<(u64, u64, usize, LinkState)> {
+        self.ports.iter().map(|p| (p.issued, p.completed, p.outstanding.len(), p.dl.state())).collect()
+    }
+}
