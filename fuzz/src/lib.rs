@@ -35,6 +35,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("endpoint", endpoint),
     ("ualink_dl", ualink_dl),
     ("ualink_tl", ualink_tl),
+    ("ualink_link", ualink_link),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits byte for byte.
@@ -1118,4 +1119,159 @@ pub fn ualink_tl(data: &[u8]) {
     assert_eq!(got_req, sent_req, "requests in order");
     assert_eq!(got_rsp, sent_rsp, "every response");
     assert_eq!(tx.credits, initial, "every credit back");
+}
+
+/// UALink data link (replay and link states, UALink 1.0 §6.6–6.7).
+///
+/// Mode 0: one port, any call sequence and any received bytes (raw, or with the CRC fixed so
+/// the header and segment-header checks run): no panic, TxReplay within its bounds.
+///
+/// Mode 1: two ports over a wire of fixed delay whose flits the input corrupts or loses at will;
+/// every TL flit the receiving DL delivers is the next one the sending DL took (exactly once, in
+/// order), and after the input ends a clean stretch delivers everything. `Rx_replay_limit` is set
+/// above twice the round trip, as §6.6.4.6 requires (see the `dl::link` module doc for why).
+pub fn ualink_link(data: &[u8]) {
+    use ualink_flit::dl::crc::flit_crc;
+    use ualink_flit::dl::link::REPLAY_ENTRY_LEN;
+    use ualink_flit::dl::{DataLink, Delivered, DlConfig, FLIT_LEN, LinkState, Transmitted};
+    use ualink_flit::tl::TlFlit;
+    type Port = DataLink<Vec<u8>, 32, 4>;
+    let new_port = |cfg| {
+        let mut p = Port::new(cfg, vec![0; REPLAY_ENTRY_LEN * 32]);
+        p.rs_fault(false);
+        p.enable().unwrap();
+        p
+    };
+    let tl = |n: u32| {
+        let mut b = [0u8; 64];
+        b[..4].copy_from_slice(&n.to_le_bytes());
+        TlFlit::from_bytes(&b, n & 1 == 1, n & 2 == 2)
+    };
+    /// Records what the DL takes from the source.
+    struct Tap<'a> {
+        q: &'a mut VecDeque<TlFlit>,
+        log: &'a mut VecDeque<TlFlit>,
+    }
+    impl ualink_flit::dl::TlSource for Tap<'_> {
+        fn has_flit(&self) -> bool {
+            !self.q.is_empty()
+        }
+        fn next_flit(&mut self) -> Option<TlFlit> {
+            let f = self.q.pop_front()?;
+            self.log.push_back(f);
+            Some(f)
+        }
+    }
+    let mut u = Unstructured::new(data);
+    let Ok(mode) = u.int_in_range(0u8..=1) else { return };
+    if mode == 0 {
+        let cfg = DlConfig {
+            rx_replay_limit: u.arbitrary().unwrap_or(50),
+            tx_ack_time_out: u.int_in_range(0..=200).unwrap_or(40),
+            interleave: u.arbitrary().unwrap_or(4),
+        };
+        let mut p = new_port(cfg);
+        let mut src: VecDeque<TlFlit> = VecDeque::new();
+        let mut log = VecDeque::new();
+        let mut n = 0;
+        while !u.is_empty() {
+            let mut out = [0u8; FLIT_LEN];
+            match u.int_in_range(0u8..=8).unwrap_or(0) {
+                0 | 1 => {
+                    let mut f = [0u8; FLIT_LEN];
+                    let take = u.int_in_range(0..=FLIT_LEN).unwrap_or(0);
+                    for b in f.iter_mut().take(take) {
+                        *b = u.arbitrary().unwrap_or(0);
+                    }
+                    if u.arbitrary().unwrap_or(true) {
+                        let c = flit_crc(&f);
+                        f[FLIT_LEN - 4..].copy_from_slice(&c);
+                    }
+                    let _ = p.receive(&f, &mut Delivered::default());
+                }
+                2 => {
+                    let _ = p.receive_lost();
+                }
+                3 => p.receive_control(),
+                4 => p.rs_fault(u.arbitrary().unwrap_or(false)),
+                5 => {
+                    let _ = p.enable();
+                }
+                6 => p.contain(),
+                _ => {
+                    while src.len() < 8 {
+                        src.push_back(tl(n));
+                        n += 1;
+                    }
+                    let _ = p.transmit(&mut Tap { q: &mut src, log: &mut log }, &mut out);
+                    log.clear();
+                }
+            }
+            assert!(p.unacknowledged() <= 32);
+            assert!(!(p.state() != LinkState::Up && p.can_accept()));
+        }
+        return;
+    }
+    let delay = u.int_in_range(1usize..=8).unwrap_or(1);
+    let cfg = DlConfig { rx_replay_limit: (4 * delay + 24) as u8, ..DlConfig::default() };
+    let mut ports = [new_port(cfg), new_port(cfg)];
+    let mut wire: [VecDeque<Option<[u8; FLIT_LEN]>>; 2] =
+        [(0..delay).map(|_| None).collect(), (0..delay).map(|_| None).collect()];
+    let mut src: [VecDeque<TlFlit>; 2] = [VecDeque::new(), VecDeque::new()];
+    let mut next = [0u32; 2];
+    let mut in_flight: [VecDeque<TlFlit>; 2] = [VecDeque::new(), VecDeque::new()];
+    let mut delivered = [0u32; 2];
+    let mut ticks = 0u32;
+    let mut clean = 0u32;
+    let limit = 200;
+    while clean < 600 {
+        // While input lasts, it decides the damage per direction: 0 fine, 1 bit flip, 2 lost.
+        let damage: [u8; 2] = if u.is_empty() {
+            clean += 1;
+            [0, 0]
+        } else {
+            let b: u8 = u.arbitrary().unwrap_or(0);
+            [b & 3, (b >> 2) & 3]
+        };
+        ticks += 1;
+        if ticks > 20_000 {
+            break;
+        }
+        for d in 0..2 {
+            while next[d] < limit && src[d].len() < 16 {
+                src[d].push_back(tl(next[d]));
+                next[d] += 1;
+            }
+            let mut out = [0u8; FLIT_LEN];
+            let t = ports[d].transmit(&mut Tap { q: &mut src[d], log: &mut in_flight[d] }, &mut out);
+            wire[d].push_back(matches!(t, Transmitted::Flit { .. }).then_some(out));
+        }
+        for d in 0..2 {
+            let Some(mut f) = wire[1 - d].pop_front().flatten() else {
+                ports[d].receive_control();
+                continue;
+            };
+            match damage[d] {
+                2 => {
+                    ports[d].receive_lost();
+                    continue;
+                }
+                1 | 3 => f[usize::from(damage[d]) * 97 % FLIT_LEN] ^= 0x04,
+                _ => {}
+            }
+            let mut got = Delivered::default();
+            let _ = ports[d].receive(&f, &mut got);
+            for g in &got.flits {
+                let want = in_flight[1 - d].pop_front();
+                assert_eq!(want.as_ref(), Some(g), "TL flits delivered exactly once, in order");
+                delivered[d] += 1;
+            }
+        }
+    }
+    for (d, p) in ports.iter().enumerate() {
+        assert_eq!(p.state(), LinkState::Up, "port {d} stays up");
+    }
+    if ticks <= 20_000 {
+        assert_eq!(delivered, [limit, limit], "a clean stretch delivers everything");
+    }
 }
