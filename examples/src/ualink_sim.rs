@@ -9,8 +9,8 @@
 //!
 //! What the ports do: each issues `requests_per_port` requests (reads of 64..256 bytes, partial
 //! writes, 256-byte WriteFulls, 8-byte AtomicRs), at most `max_outstanding` at a time. The
-//! completer serves at most one request per `service_interval` flit times and only then returns
-//! the request's TL credits, so with small receive buffers (`rx_credits`) the senders run out
+//! completer serves at most `service_per_slot` requests every `service_interval` flit times and
+//! only then returns the request's TL credits, so with small receive buffers (`rx_credits`) the senders run out
 //! of credits and wait: credit starvation.
 //!
 //! Checked as it runs (a broken invariant panics): requests arrive exactly once and in issue
@@ -66,7 +66,9 @@ pub struct UaSimConfig {
     pub delay: usize,
     /// Requests in flight per port.
     pub max_outstanding: usize,
-    /// Flit times between two requests served by a completer.
+    /// Requests a completer serves per service slot.
+    pub service_per_slot: u32,
+    /// Flit times between two service slots.
     pub service_interval: u64,
     /// Receive buffers each port advertises.
     pub rx_credits: RxBuffers,
@@ -84,9 +86,10 @@ impl UaSimConfig {
             bit_error_rate,
             fec_loss_rate: bit_error_rate / 4.0,
             delay: 20,
-            max_outstanding: 256,
+            max_outstanding: 1024,
+            service_per_slot: 16,
             service_interval: 1,
-            rx_credits: RxBuffers { req_cmd: 64, req_data: 128, rsp_cmd: 64, rsp_data: 128 },
+            rx_credits: RxBuffers { req_cmd: 256, req_data: 512, rsp_cmd: 256, rsp_data: 512 },
             dl: DlConfig { rx_replay_limit: 90, ..DlConfig::default() },
         }
     }
@@ -117,6 +120,10 @@ pub struct UaSimReport {
     pub credit_waits: u64,
     /// Request latencies (issue to completion), in flit times, sorted.
     pub latencies: Vec<u64>,
+    /// Requests completed by kind: loads (reads), stores (writes and WriteFulls), atomics.
+    pub kinds: [u64; 3],
+    /// TL efficiency (§5.4: data bytes over TL flit bytes), both ports together.
+    pub tl_efficiency: f64,
 }
 
 impl UaSimReport {
@@ -127,6 +134,18 @@ impl UaSimReport {
         }
         let i = ((self.latencies.len() - 1) as f64 * p).round() as usize;
         self.latencies[i] * FLIT_NS
+    }
+
+    /// DL efficiency: TL bytes delivered over the bytes of the payload flits sent (first
+    /// transmissions and replays; 628/640 = 98.125 % at best).
+    pub fn dl_efficiency(&self) -> f64 {
+        let payload = self.dl_payload + self.dl_replayed;
+        if payload == 0 { 0.0 } else { (self.tl_flits * 64) as f64 / (payload * 640) as f64 }
+    }
+
+    /// The share of flit times that carried payload (the rest were NOP flits).
+    pub fn link_busy(&self) -> f64 {
+        if self.dl_flits == 0 { 0.0 } else { (self.dl_payload + self.dl_replayed) as f64 / self.dl_flits as f64 }
     }
 
     /// Data goodput in Gb/s (both directions together).
@@ -276,7 +295,7 @@ impl Port {
 
     /// Issues requests while tags, queue room and the budget allow.
     fn issue(&mut self, now: u64, budget: u64, peer: u16) {
-        while self.issued < budget && self.tx.queued().0 < 32 {
+        while self.issued < budget && self.tx.queued().0 < 48 {
             let Some(tag) = self.free_tags.pop() else { return };
             let seq = self.issued;
             let req = self.make_request(seq, tag, peer);
@@ -287,13 +306,26 @@ impl Port {
         }
     }
 
-    /// The completer: serves the oldest complete request, answers it, frees its buffers.
-    fn serve(&mut self, now: u64, interval: u64) {
-        if now < self.next_service || self.tx.queued().1 >= 32 {
+    /// The completer: serves up to `n` of the oldest complete requests, answers them, frees
+    /// their buffers.
+    fn serve(&mut self, now: u64, n: u32, interval: u64) {
+        if now < self.next_service {
             return;
         }
-        let Some(w) = self.work.pop_front() else { return };
         self.next_service = now + interval;
+        for _ in 0..n {
+            if !self.serve_one() {
+                return;
+            }
+        }
+    }
+
+    /// Serves the oldest complete request, if there is one and room for its response.
+    fn serve_one(&mut self) -> bool {
+        if self.tx.queued().1 >= 48 {
+            return false;
+        }
+        let Some(w) = self.work.pop_front() else { return false };
         let r = w.req;
         let rsp = if r.response_beats() > 0 {
             let n = r.response_beats();
@@ -324,6 +356,7 @@ impl Port {
         let t = Target::of(r.pool, r.vc);
         self.tx.owed.release(Class::ReqCmd, t, 1).unwrap();
         self.tx.owed.release(Class::ReqData, t, u16::from(r.data_beats())).unwrap();
+        true
     }
 
     /// Takes one TL flit from the DL.
@@ -401,6 +434,12 @@ impl Port {
         self.free_tags.push(tag);
         self.completed += 1;
         report.latencies.push(now - o.issued);
+        let kind = match o.req.cmd {
+            Command::Read => 0,
+            Command::AtomicR => 2,
+            _ => 1,
+        };
+        report.kinds[kind] += 1;
     }
 }
 
@@ -442,7 +481,7 @@ impl UaSim {
             let peer = self.ports[1 - d].acc;
             let p = &mut self.ports[d];
             p.issue(now, self.cfg.requests_per_port, peer);
-            p.serve(now, self.cfg.service_interval);
+            p.serve(now, self.cfg.service_per_slot, self.cfg.service_interval);
             if !p.tx.has_work() && p.tx.queued().0 > 0 {
                 self.report.credit_waits += 1;
             }
@@ -521,6 +560,8 @@ impl UaSim {
             r.bad_flits += s.crc_errors;
         }
         r.latencies.sort_unstable();
+        let (data, flits) = self.ports.iter().fold((0, 0), |(d, f), p| (d + p.tx.stats.data_halves, f + p.tx.stats.flits));
+        r.tl_efficiency = if flits == 0 { 0.0 } else { data as f64 / (2 * flits) as f64 };
         r
     }
 

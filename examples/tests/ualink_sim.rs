@@ -41,6 +41,7 @@ fn bit_errors_are_replayed_and_every_tl_flit_arrives_once() {
 fn credit_starvation_throttles_without_loss_or_leak() {
     let cfg = UaSimConfig {
         rx_credits: RxBuffers { req_cmd: 4, req_data: 4, rsp_cmd: 4, rsp_data: 4 },
+        service_per_slot: 1,
         service_interval: 3,
         ..UaSimConfig::new(5, 30_000, 1e-2)
     };
