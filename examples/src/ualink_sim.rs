@@ -560,7 +560,8 @@ impl UaSim {
             r.bad_flits += s.crc_errors;
         }
         r.latencies.sort_unstable();
-        let (data, flits) = self.ports.iter().fold((0, 0), |(d, f), p| (d + p.tx.stats.data_halves, f + p.tx.stats.flits));
+        let (data, flits) =
+            self.ports.iter().fold((0, 0), |(d, f), p| (d + p.tx.stats.data_halves, f + p.tx.stats.flits));
         r.tl_efficiency = if flits == 0 { 0.0 } else { data as f64 / (2 * flits) as f64 };
         r
     }

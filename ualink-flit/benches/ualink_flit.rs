@@ -5,6 +5,10 @@
 //! * `dl/frame`: placing 628 payload bytes, five segment headers and the flit header per
 //!   Figure 6-4, and the CRC.
 //! * `dl/deframe`: checking the CRC and reading everything back.
+//! * `dl/link_flit_time`: one flit time of a link carrying TL flits one way: port A packs 9.8
+//!   TL flits into a payload DL flit (stored in TxReplay, framed, CRC), port B checks and
+//!   unpacks it, and B's flit back (a NOP flit carrying the Ack) is framed and taken by A,
+//!   which releases TxReplay. Throughput counts the 640 bytes one way.
 //!
 //! TL packing and unpacking per request, credits returned on receipt, beside a plain 64-byte copy:
 //!
@@ -21,7 +25,11 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use ualink_flit::dl::crc::flit_crc;
-use ualink_flit::dl::{FLIT_LEN, FlitHeader, MBits, PAYLOAD_LEN, SegmentHeader, deframe, frame};
+use ualink_flit::dl::link::REPLAY_ENTRY_LEN;
+use ualink_flit::dl::{
+    DataLink, Delivered, DlConfig, FLIT_LEN, FlitHeader, LinkState, MBits, PAYLOAD_LEN, SegmentHeader, TlSource,
+    deframe, frame,
+};
 use ualink_flit::tl::compress::{Indexing, RxDecompressor, TxCompressor};
 use ualink_flit::tl::credit::{Class, Target};
 use ualink_flit::tl::{Beat, BeatSource, Packer, PackerConfig, Response, RxHalf, RxItem, TlFlit, Unpacked, Unpacker};
@@ -115,7 +123,62 @@ fn benches(c: &mut Criterion) {
         let mut p = [0u8; PAYLOAD_LEN];
         b.iter(|| black_box(deframe(black_box(&flit), &mut p).unwrap()))
     });
+    g.bench_function("link_flit_time", |b| {
+        let (mut a, mut z) = (link(), link());
+        let mut wire = [[0u8; FLIT_LEN]; 2];
+        let mut got = Delivered::default();
+        let mut tl = Endless(TlFlit::default());
+        // Bring both up: ten NOP flits each way.
+        for _ in 0..12 {
+            a.transmit(&mut Nothing, &mut wire[0]);
+            z.transmit(&mut Nothing, &mut wire[1]);
+            a.receive(&wire[1], &mut got);
+            z.receive(&wire[0], &mut got);
+        }
+        assert_eq!((a.state(), z.state()), (LinkState::Up, LinkState::Up));
+        b.iter(|| {
+            a.transmit(&mut tl, &mut wire[0]);
+            z.receive(black_box(&wire[0]), &mut got);
+            z.transmit(&mut Nothing, &mut wire[1]);
+            a.receive(black_box(&wire[1]), &mut got);
+            black_box(&got);
+        });
+        assert!(a.unacknowledged() <= 2, "Acks keep TxReplay empty");
+    });
     g.finish();
+}
+
+type Link = DataLink<Vec<u8>, 64, 4>;
+
+fn link() -> Link {
+    let mut l = Link::new(DlConfig::default(), vec![0; REPLAY_ENTRY_LEN * 64]);
+    l.rs_fault(false);
+    l.enable().unwrap();
+    l
+}
+
+/// A TL source that always has the same TL flit ready.
+struct Endless(TlFlit);
+
+impl TlSource for Endless {
+    fn has_flit(&self) -> bool {
+        true
+    }
+    fn next_flit(&mut self) -> Option<TlFlit> {
+        Some(self.0)
+    }
+}
+
+/// A TL source with nothing.
+struct Nothing;
+
+impl TlSource for Nothing {
+    fn has_flit(&self) -> bool {
+        false
+    }
+    fn next_flit(&mut self) -> Option<TlFlit> {
+        None
+    }
 }
 
 fn tl_benches(c: &mut Criterion) {
