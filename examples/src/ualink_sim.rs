@@ -51,6 +51,18 @@ pub struct RxBuffers {
     pub rsp_data: u16,
 }
 
+impl RxBuffers {
+    /// The counts by TL credit class.
+    pub fn by_class(&self) -> [(Class, u16); 4] {
+        [
+            (Class::ReqCmd, self.req_cmd),
+            (Class::ReqData, self.req_data),
+            (Class::RspCmd, self.rsp_cmd),
+            (Class::RspData, self.rsp_data),
+        ]
+    }
+}
+
 /// The simulation's knobs.
 #[derive(Clone, Debug)]
 pub struct UaSimConfig {
@@ -248,13 +260,7 @@ impl Port {
     fn new(acc: u16, cfg: &UaSimConfig, seed: u64) -> Port {
         let mut tx =
             Tx::new(PackerConfig { auth: false, compress_responses: true }, TxCompressor::new(Indexing::ByDst, true));
-        let b = cfg.rx_credits;
-        for (class, n) in [
-            (Class::ReqCmd, b.req_cmd),
-            (Class::ReqData, b.req_data),
-            (Class::RspCmd, b.rsp_cmd),
-            (Class::RspData, b.rsp_data),
-        ] {
+        for (class, n) in cfg.rx_credits.by_class() {
             tx.owed.release(class, Target::Pool, n).unwrap();
         }
         tx.send_message(Message::new(MessageType::InitialCreditReleaseComplete)).unwrap();
@@ -568,14 +574,8 @@ impl UaSim {
 
     /// The credits each port advertises.
     fn advertised(&self) -> Ledger {
-        let b = self.cfg.rx_credits;
         let mut l = Ledger::EMPTY;
-        for (class, n) in [
-            (Class::ReqCmd, b.req_cmd),
-            (Class::ReqData, b.req_data),
-            (Class::RspCmd, b.rsp_cmd),
-            (Class::RspData, b.rsp_data),
-        ] {
+        for (class, n) in self.cfg.rx_credits.by_class() {
             l.add(class, Target::Pool, n).unwrap();
         }
         l
