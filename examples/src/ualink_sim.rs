@@ -27,7 +27,7 @@ use ualink_flit::tl::credit::{Class, Ledger, Target};
 use ualink_flit::tl::{
     Beat, BeatSource, Message, MessageType, Packer, PackerConfig, Response, RxHalf, RxItem, TlFlit, Unpacked, Unpacker,
 };
-use ualink_flit::upli::{AtomicAttr, AtomicOp, Command, OpSize, ReadResponse, Request, Status, WriteResponse};
+use ualink_flit::upli::{AtomicAttr, AtomicOp, Command, OpSize, ReadResponse, Request, WriteResponse};
 
 /// Nanoseconds per flit time.
 pub const FLIT_NS: u64 = 25;
@@ -333,30 +333,9 @@ impl Port {
         }
         let Some(w) = self.work.pop_front() else { return false };
         let r = w.req;
-        let rsp = if r.response_beats() > 0 {
-            let n = r.response_beats();
-            Response::Read(ReadResponse {
-                tag: r.tag,
-                src: self.acc,
-                dst: r.src,
-                status: Status::Okay,
-                num_beats: n - 1,
-                offset: 0,
-                last: true,
-                vc: r.vc,
-                pool: false,
-                auth_tag: 0,
-            })
-        } else {
-            Response::Write(WriteResponse {
-                tag: r.tag,
-                src: self.acc,
-                dst: r.src,
-                status: Status::Okay,
-                vc: r.vc,
-                pool: false,
-                auth_tag: 0,
-            })
+        let rsp = match r.response_beats() {
+            0 => Response::Write(WriteResponse { vc: r.vc, ..WriteResponse::new(r.tag, self.acc, r.src) }),
+            n => Response::Read(ReadResponse { vc: r.vc, ..ReadResponse::new(r.tag, self.acc, r.src, n) }),
         };
         self.tx.push_response(RESPONSE_ID | w.seq as u32, rsp).unwrap();
         let t = Target::of(r.pool, r.vc);

@@ -33,7 +33,7 @@ use ualink_flit::dl::{
 use ualink_flit::tl::compress::{Indexing, RxDecompressor, TxCompressor};
 use ualink_flit::tl::credit::{Class, Target};
 use ualink_flit::tl::{Beat, BeatSource, Packer, PackerConfig, Response, RxHalf, RxItem, TlFlit, Unpacked, Unpacker};
-use ualink_flit::upli::{Command, ReadResponse, Request, Status};
+use ualink_flit::upli::{Command, ReadResponse, Request};
 
 /// Four beats of data, lent for every item.
 struct Beats([[u8; 64]; 4]);
@@ -205,18 +205,7 @@ fn tl_benches(c: &mut Criterion) {
             black_box(drain(&mut p, &mut u, &src))
         })
     });
-    let rsp = Response::Read(ReadResponse {
-        tag: 5,
-        src: 0,
-        dst: 1,
-        status: Status::Okay,
-        num_beats: 3,
-        offset: 0,
-        last: true,
-        vc: 0,
-        pool: false,
-        auth_tag: 0,
-    });
+    let rsp = Response::Read(ReadResponse::new(5, 0, 1, 4));
     g.bench_function("read_response_256", |b| {
         let (mut p, mut u) = tl_pair();
         b.iter(|| {

@@ -524,6 +524,23 @@ pub struct ReadResponse {
 }
 
 impl ReadResponse {
+    /// An OKAY response to a request from `dst`, returning all `beats` (1..=4) of data in one
+    /// multi-beat response (offset 0, last), on VC 0 without pool or authentication tag.
+    pub const fn new(tag: u16, src: u16, dst: u16, beats: u8) -> Self {
+        ReadResponse {
+            tag,
+            src,
+            dst,
+            status: Status::Okay,
+            num_beats: beats.saturating_sub(1),
+            offset: 0,
+            last: true,
+            vc: 0,
+            pool: false,
+            auth_tag: 0,
+        }
+    }
+
     /// Beats of data this response carries.
     pub const fn beats(&self) -> u8 {
         self.num_beats + 1
@@ -580,6 +597,11 @@ pub struct WriteResponse {
 }
 
 impl WriteResponse {
+    /// An OKAY response to a request from `dst`, on VC 0 without pool or authentication tag.
+    pub const fn new(tag: u16, src: u16, dst: u16) -> Self {
+        WriteResponse { tag, src, dst, status: Status::Okay, vc: 0, pool: false, auth_tag: 0 }
+    }
+
     /// Checks field widths.
     pub fn check(&self) -> Result<(), Error> {
         check_width(u64::from(self.tag), 11, "WrRspTag")?;
@@ -657,18 +679,8 @@ mod tests {
 
     #[test]
     fn response_rules() {
-        let r = ReadResponse {
-            tag: 5,
-            src: 0,
-            dst: 1,
-            status: Status::Okay,
-            num_beats: 3,
-            offset: 0,
-            last: true,
-            vc: 0,
-            pool: false,
-            auth_tag: 0,
-        };
+        let r = ReadResponse::new(5, 0, 1, 4);
+        assert_eq!((r.num_beats, r.offset, r.last, r.status), (3, 0, true, Status::Okay));
         assert_eq!(r.check(), Ok(()));
         assert!(ReadResponse { offset: 1, ..r }.check().is_err());
         assert!(ReadResponse { status: Status::Isolate, ..r }.check().is_err());

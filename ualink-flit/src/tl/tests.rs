@@ -81,22 +81,11 @@ fn write_full_256(addr: u64, tag: u16) -> Request {
 }
 
 fn wr_rsp(tag: u16) -> Response {
-    Response::Write(WriteResponse { tag, src: 0, dst: 1, status: Status::Okay, vc: 0, pool: false, auth_tag: 0 })
+    Response::Write(WriteResponse::new(tag, 0, 1))
 }
 
 fn rd_rsp(tag: u16, num_beats: u8) -> Response {
-    Response::Read(ReadResponse {
-        tag,
-        src: 0,
-        dst: 1,
-        status: Status::Okay,
-        num_beats,
-        offset: 0,
-        last: true,
-        vc: 0,
-        pool: false,
-        auth_tag: 0,
-    })
+    Response::Read(ReadResponse::new(tag, 0, 1, num_beats + 1))
 }
 
 /// Packs until idle, unpacking each flit; returns the flits and what each carried (halves only).
