@@ -448,6 +448,15 @@ pub fn uet_pds(data: &[u8]) {
         (Err(a), Err(b)) => assert_eq!(a, b),
         (a, b) => panic!("view {a:?} and Repr {b:?} disagree"),
     }
+    // The fused request + standard SES fast path gives what the two views give one at a time.
+    let each = uet_wire::pds::RequestView::parse(data).and_then(|(pds, rest)| {
+        if pds.next_header() != uet_wire::pds::NextHeader::ReqStd {
+            return Err(uet_wire::Error::Mismatch { field: "next header is not a standard SES request" });
+        }
+        let (ses, rest) = uet_wire::ses::StandardView::parse(rest)?;
+        Ok((pds, ses, rest))
+    });
+    assert_eq!(format!("{:?}", uet_wire::parse_request_std(data)), format!("{each:?}"));
 }
 
 /// SES headers after any next-header value: never panic; parsed bytes re-emit identically.

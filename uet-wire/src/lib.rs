@@ -26,7 +26,9 @@
 //! * **Validated views** on the receive fast path ([`pds::RequestView`], [`ses::StandardView`]):
 //!   one pass makes every check the Repr's `parse` makes (that parse is built on the view), then
 //!   accessors read the borrowed bytes without failing and without copying the header. A failed
-//!   check takes a cold path that names the field.
+//!   check takes a cold path that names the field. [`parse_request_std`] returns both views of
+//!   the commonest data packet (a RUD/ROD request with a standard SES request) from one length
+//!   check, every field tested as masks on whole words.
 //!
 //! ## Verified versus project-defined
 //!
@@ -53,7 +55,7 @@ pub mod tss;
 
 pub use error::Error;
 pub use linklayer;
-pub use packet::{Body, PacketRepr, UetPacket, WalkConfig};
+pub use packet::{Body, PacketRepr, UetPacket, WalkConfig, parse_request_std};
 
 #[cfg(test)]
 mod tests {

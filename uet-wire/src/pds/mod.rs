@@ -42,6 +42,7 @@ mod rudi;
 pub use ack::{Ack, AckCc, AckCcx, AckExtension, AckFlags, AckRequest, CcState};
 pub use control::{Control, ControlFlags, ControlType};
 pub use nack::{Nack, NackCcx, NackClass, NackCode, NackFlags, NackTarget};
+pub(crate) use request::RequestRaw;
 pub use request::{Request, RequestCc, RequestFlags, RequestView};
 pub use rudi::{Rudi, RudiFlags, Uud};
 

@@ -214,6 +214,37 @@ impl<'a> RequestView<'a> {
         Ok((RequestView { raw, cc, mode, next_header }, rest))
     }
 
+    /// The view of `raw` if it is a valid RUD or ROD request without CC fields whose next header is
+    /// a standard SES request; `None` for anything else, valid or not, which [`RequestView::parse`]
+    /// then handles.
+    ///
+    /// The checks are made on the bytes read as little-endian words (one load each on a
+    /// little-endian core), so each big-endian field's mask is byte-swapped into place and no
+    /// field is extracted: byte 0 is `type 5 | next 3 high bits`, byte 1 `next low bit | flags 7`,
+    /// bytes 10–11 the SYN form's `use_rsv_pdc | rsvd 3 | psn_offset 12`.
+    #[inline(always)]
+    pub(crate) fn std_without_cc(raw: &'a RequestRaw) -> Option<Self> {
+        const STD: u16 = (NextHeader::ReqStd as u16) << 7;
+        const RUD: u16 = ((PacketType::RudReq as u16) << 11 | STD).swap_bytes();
+        const ROD: u16 = ((PacketType::RodReq as u16) << 11 | STD).swap_bytes();
+        const TYPE_NEXT: u16 = 0xFF80u16.swap_bytes();
+        const FLAGS_RESERVED: u16 = (RESERVED as u16).swap_bytes();
+        const FLAGS_SYN: u16 = (SYN as u16).swap_bytes();
+        let bytes = raw.as_bytes();
+        let head = u16::from_le_bytes(*bytes.first_chunk::<2>()?);
+        let dest = u16::from_le_bytes(*bytes.last_chunk::<2>()?);
+        // The SYN form's reserved bits, masked to nothing when SYN is clear.
+        let syn = 0u16.wrapping_sub(u16::from(head & FLAGS_SYN != 0));
+        let reserved = head & FLAGS_RESERVED | dest & 0x7000u16.swap_bytes() & syn;
+        let type_next = head & TYPE_NEXT;
+        if ((type_next == RUD) | (type_next == ROD)) & (reserved == 0) {
+            let mode = if type_next == ROD { DeliveryMode::Rod } else { DeliveryMode::Rud };
+            Some(RequestView { raw, cc: None, mode, next_header: NextHeader::ReqStd })
+        } else {
+            None
+        }
+    }
+
     /// Every check at once, with bit masks rather than jump tables: the hot path of `parse`.
     #[inline(always)]
     fn is_valid(raw: &RequestRaw) -> bool {

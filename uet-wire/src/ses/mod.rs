@@ -34,6 +34,7 @@ mod request;
 mod response;
 
 pub use ext::{AtomicExt, AtomicOpcode, Datatype, Extension, RendezvousExt, SemanticControl};
+pub(crate) use request::{CommonRaw, StandardRaw};
 pub use request::{MediumRequest, RequestCommon, SesFlags, SmallRequest, StandardRequest, StandardTail, StandardView};
 pub use response::{Response, ResponseDataSmall, ResponseList, ResponseOpcode, ResponseWithData, ReturnCode};
 

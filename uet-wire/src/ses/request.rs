@@ -16,7 +16,7 @@
 
 use super::{Extension, Opcode, check_bits, check_len14, len14};
 use crate::error::{Error, reserved_zero};
-use crate::pds::{defmt_bits, read, u24_from, u24_to, view, write};
+use crate::pds::{defmt_bits, read, view, write};
 use bitflags::bitflags;
 use zerocopy::byteorder::network_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
@@ -52,10 +52,8 @@ pub struct CommonRaw {
     pub flags: u8,
     /// Message id, or reserved ‖ request length.
     pub word2: U16,
-    /// RI generation.
-    pub ri_generation: u8,
-    /// JobID.
-    pub job_id: [u8; 3],
+    /// RI generation ‖ JobID (24 bits): one word, so the JobID is read with one load.
+    pub generation_job: U32,
     /// Reserved ‖ PIDonFEP.
     pub pid_on_fep: U16,
     /// Reserved ‖ resource index.
@@ -122,8 +120,8 @@ impl RequestCommon {
         RequestCommon {
             opcode: Opcode::from_valid(raw.opcode),
             flags: SesFlags::from_bits_truncate(raw.flags),
-            ri_generation: raw.ri_generation,
-            job_id: u24_from(raw.job_id),
+            ri_generation: (raw.generation_job.get() >> 24) as u8,
+            job_id: raw.generation_job.get() & 0xFF_FFFF,
             pid_on_fep: raw.pid_on_fep.get(),
             resource_index: raw.resource_index.get(),
         }
@@ -135,8 +133,7 @@ impl RequestCommon {
             opcode: self.opcode.to_u8()?,
             flags: self.flags.bits(),
             word2: U16::new(word2),
-            ri_generation: self.ri_generation,
-            job_id: u24_to(self.job_id, "SES JobID")?,
+            generation_job: U32::new(u32::from(self.ri_generation) << 24 | check_bits(self.job_id, 24, "SES JobID")?),
             pid_on_fep: U16::new(check_bits(u32::from(self.pid_on_fep), 12, "SES PIDonFEP")? as u16),
             resource_index: U16::new(check_bits(u32::from(self.resource_index), 12, "SES resource index")? as u16),
         })
@@ -321,6 +318,46 @@ impl<'a> StandardView<'a> {
         Ok((StandardView { common, body, ext }, rest))
     }
 
+    /// The view of `common` and `body` if they are a valid standard request that carries no
+    /// extension; `None` for anything else, valid or not, which [`StandardView::parse`] then
+    /// handles.
+    ///
+    /// The reserved bits are tested on the bytes read as little-endian words, each big-endian
+    /// field's mask byte-swapped into place: bytes 0–1 `rsvd 2 | opcode 6` ‖ `version 2 | flags 6`,
+    /// bytes 8 and 10 the high bytes of `rsvd 4 | PIDonFEP 12` and `rsvd 4 | resource index 12`,
+    /// and (SOM clear) tail bytes 0–2, `rsvd 18` of `rsvd 18 | payload length 14`.
+    #[inline(always)]
+    pub(crate) fn without_ext(common: &'a CommonRaw, body: &'a StandardRaw) -> Option<Self> {
+        /// The valid 6-bit opcodes as a set of bits.
+        const VALID: u64 = {
+            let mut set = 0u64;
+            let mut v = 0u8;
+            while v < 64 {
+                if Opcode::is_valid(v) {
+                    set |= 1 << v;
+                }
+                v += 1;
+            }
+            set
+        };
+        let bytes = common.as_bytes();
+        let head = u16::from_le_bytes(*bytes.first_chunk::<2>()?);
+        let ids = u32::from_le_bytes(*bytes.last_chunk::<4>()?);
+        let tail = u32::from_le_bytes(*body.tail.as_bytes().first_chunk::<4>()?);
+        let som = common.flags & SesFlags::SOM.bits() != 0;
+        // SOM clear: the tail's reserved bits count. SOM set: an extended opcode would bring an
+        // extension, so only the others take the fast path.
+        let tail_reserved = if som { 0 } else { tail & 0xFFFF_C000u32.swap_bytes() };
+        let allowed = if som { VALID & !Opcode::EXTENDED } else { VALID };
+        let reserved = u32::from(head & 0xC0C0) | ids & 0xF000_F000u32.swap_bytes() | tail_reserved;
+        // `opcode & 63` keeps the shift in range; a reserved bit there fails `reserved` instead.
+        if (reserved == 0) & (allowed >> (common.opcode & 63) & 1 != 0) {
+            Some(StandardView { common, body, ext: &[] })
+        } else {
+            None
+        }
+    }
+
     /// Operation.
     #[inline]
     pub const fn opcode(&self) -> Opcode {
@@ -342,13 +379,13 @@ impl<'a> StandardView<'a> {
     /// Resource-index generation.
     #[inline]
     pub const fn ri_generation(&self) -> u8 {
-        self.common.ri_generation
+        (self.common.generation_job.get() >> 24) as u8
     }
 
     /// JobID (24 bits).
     #[inline]
     pub const fn job_id(&self) -> u32 {
-        u24_from(self.common.job_id)
+        self.common.generation_job.get() & 0xFF_FFFF
     }
 
     /// Process on the fabric endpoint (12 bits).
