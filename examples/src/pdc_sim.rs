@@ -9,9 +9,14 @@
 //! drops those) and trims (cuts the payload and marks the packet, as a switch's DSCP mark would)
 //! packets at configured rates.
 //!
+//! Every `response_every`-th packet stands for an operation whose SES answer needs guaranteed
+//! delivery (an atomic): the target refuses it NO_GTD_DEL_AVAIL while its response slots are full,
+//! holds the response when it delivers it, and sends it after the ACK; the initiator records it.
+//!
 //! The harness checks, and panics on, any breach: every packet index of every flow is delivered
-//! exactly once; ROD flows deliver in packet order; no PDC fails; at the end every PDC on both
-//! sides is closed and both tables are empty.
+//! exactly once; ROD flows deliver in packet order; no PDC fails; every guaranteed-delivery
+//! response reaches the initiator; at the end every PDC on both sides is closed and both tables
+//! are empty.
 
 pub use crate::fabric::FabricConfig;
 use crate::fabric::{Fabric, InFlight, percentile};
@@ -23,6 +28,7 @@ use uet_wire::pdc::{
     Target, TargetEvent, TargetKey, TargetTx, ipv4,
 };
 use uet_wire::pds::{DeliveryMode, Nack, NackCode, NackTarget, NextHeader, PdcDest, PdsHeader};
+use uet_wire::ses::{Response, ResponseList, ResponseOpcode, ReturnCode, SesHeader};
 
 /// Bytes of the tag that stands in for the SES header and payload.
 const TAG_LEN: usize = 20;
@@ -48,6 +54,8 @@ pub struct PdcSimConfig {
     pub link_gbps: u64,
     /// Share of flows the target closes (CLOSE_REQ) rather than the initiator.
     pub target_close_share: f64,
+    /// Every this many packets, one needs a guaranteed-delivery response (0: none).
+    pub response_every: u64,
     /// The fabric.
     pub fabric: FabricConfig,
     /// PDC timers and limits.
@@ -67,6 +75,7 @@ impl PdcSimConfig {
             packet_bytes: 4096,
             link_gbps: 800,
             target_close_share: 0.5,
+            response_every: 0,
             fabric: FabricConfig::sprayed(loss),
             pdc: PdcConfig {
                 max_rto_retx: 15,
@@ -107,6 +116,12 @@ pub struct PdcSimReport {
     pub trimmed: u64,
     /// Packets corrupted (and dropped by the CRC check).
     pub corrupted: u64,
+    /// Guaranteed-delivery responses the targets held, and how many reached the initiator.
+    pub responses_held: u64,
+    /// Distinct guaranteed-delivery responses the initiator received.
+    pub responses_received: u64,
+    /// Requests refused NO_GTD_DEL_AVAIL (every response slot in use).
+    pub response_refusals: u64,
     /// PDCs closed on each side.
     pub initiators_closed: u64,
     /// Target PDCs closed.
@@ -136,6 +151,8 @@ struct Flow {
     first_sent: Vec<u64>,
     delivered_count: u64,
     next_in_order: u64,
+    /// Initiator side: which guaranteed-delivery responses arrived.
+    responses: Vec<bool>,
 }
 
 /// The simulation.
@@ -172,6 +189,7 @@ impl PdcSim {
                 first_sent: vec![0; cfg.packets_per_flow as usize],
                 delivered_count: 0,
                 next_in_order: 0,
+                responses: vec![false; cfg.packets_per_flow as usize],
             })
             .collect();
         PdcSim {
@@ -195,12 +213,27 @@ impl PdcSim {
     /// Puts a packet on the fabric: entropy picks the path; loss, duplication, trimming and
     /// corruption as configured.
     fn transmit(&mut self, to_target: bool, header: PdsHeader, tag: Option<[u8; TAG_LEN]>, entropy: Option<u32>) {
-        let mut bytes = vec![0u8; header.buffer_len() + TAG_LEN + 4];
+        self.transmit_with(to_target, header, tag, None, entropy);
+    }
+
+    /// [`PdcSim::transmit`], with an SES response after an ACK that carries one.
+    fn transmit_with(
+        &mut self,
+        to_target: bool,
+        header: PdsHeader,
+        tag: Option<[u8; TAG_LEN]>,
+        rsp: Option<Response>,
+        entropy: Option<u32>,
+    ) {
+        let mut bytes = vec![0u8; header.buffer_len() + TAG_LEN + Response::LEN + 4];
         let n = header.emit(&mut bytes).unwrap();
         let mut len = n;
         if let Some(tag) = tag {
             bytes[n..n + TAG_LEN].copy_from_slice(&tag);
             len += TAG_LEN;
+        }
+        if let Some(rsp) = rsp {
+            len += SesHeader::Response(rsp).emit(&mut bytes[len..]).unwrap();
         }
         let crc = crc32c(&[], &bytes[..len]);
         bytes[len..len + 4].copy_from_slice(&crc.to_be_bytes());
@@ -300,7 +333,7 @@ impl PdcSim {
         }
     }
 
-    fn deliver_to_initiator(&mut self, header: PdsHeader) {
+    fn deliver_to_initiator(&mut self, header: PdsHeader, rest: &[u8]) {
         let now = self.now;
         let cfg = self.cfg;
         let id = match header {
@@ -323,6 +356,18 @@ impl PdcSim {
                 // cannot happen on a CRC-checked fabric.
                 if let Err(e) = pdc.handle_ack(now, &cfg.pdc, &a) {
                     assert!(!matches!(e, uet_wire::pdc::PdcError::Ack(_)), "{e:?} for {a:?}");
+                }
+                if a.next_header == NextHeader::Rsp {
+                    let Ok((Some(SesHeader::Response(rsp)), _)) = SesHeader::parse(NextHeader::Rsp, rest) else {
+                        panic!("ACK announcing a response without one: {a:?}")
+                    };
+                    let index = u64::from(rsp.modified_length);
+                    let flow = &mut self.flows[rsp.job_id as usize];
+                    assert_eq!(index.wrapping_sub(self.cfg.response_every - 1) % self.cfg.response_every, 0);
+                    if !flow.responses[index as usize] {
+                        flow.responses[index as usize] = true;
+                        self.report.responses_received += 1;
+                    }
                 }
             }
             PdsHeader::Nack(n) => {
@@ -391,7 +436,21 @@ impl PdcSim {
             }
             return;
         };
+        // A guaranteed-delivery operation waits for a free response slot.
+        let needs_response = match header {
+            PdsHeader::Request(_) if !trimmed => self.response_of(tag),
+            _ => None,
+        };
         let pdc = self.targets.get_mut(id).unwrap();
+        if let (Some(_), PdsHeader::Request(r)) = (needs_response, header)
+            && let Some(n) = pdc.check_response_room(&r)
+        {
+            self.report.response_refusals += 1;
+            self.report.nacks += 1;
+            self.transmit(false, PdsHeader::Nack(n), None, None);
+            self.target_output(id);
+            return;
+        }
         let verdict = match header {
             PdsHeader::Request(r) if trimmed => pdc.handle_trimmed(&r, false).ok(),
             PdsHeader::Request(r) => pdc.handle_request(now, &cfg.pdc, &r, cfg.packet_bytes, false).ok(),
@@ -404,7 +463,13 @@ impl PdcSim {
         };
         if let Some(v) = verdict {
             match v.delivery {
-                Delivery::New if matches!(header, PdsHeader::Request(_)) => self.record_delivery(tag),
+                Delivery::New if matches!(header, PdsHeader::Request(_)) => {
+                    self.record_delivery(tag);
+                    if let (Some(rsp), PdsHeader::Request(r)) = (needs_response, header) {
+                        self.targets.get_mut(id).unwrap().hold_response(r.psn, rsp).unwrap();
+                        self.report.responses_held += 1;
+                    }
+                }
                 Delivery::Duplicate | Delivery::Stale => self.report.filtered += 1,
                 _ => {}
             }
@@ -414,6 +479,23 @@ impl PdcSim {
             }
         }
         self.target_output(id);
+    }
+
+    /// The guaranteed-delivery response the request with `tag` needs, if its index is one of
+    /// every `response_every`: it names the flow (JobID) and the packet index (modified length).
+    fn response_of(&self, tag: &[u8]) -> Option<Response> {
+        let every = self.cfg.response_every;
+        let flow = u32::from_be_bytes(tag.get(..4)?.try_into().ok()?);
+        let index = u64::from_be_bytes(tag.get(4..12)?.try_into().ok()?);
+        (every > 0 && index % every == every - 1).then_some(Response {
+            list: ResponseList::Expected,
+            opcode: ResponseOpcode::Response,
+            return_code: ReturnCode::Ok,
+            message_id: 0,
+            ri_generation: 0,
+            job_id: flow,
+            modified_length: index as u32,
+        })
     }
 
     fn record_delivery(&mut self, tag: &[u8]) {
@@ -455,15 +537,16 @@ impl PdcSim {
             out.push(match tx {
                 TargetTx::Ack(a) => {
                     self.report.acks += 1;
-                    PdsHeader::Ack(a)
+                    let rsp = (a.next_header == NextHeader::Rsp).then(|| pdc.held_response(a.ack_psn()).unwrap());
+                    (PdsHeader::Ack(a), rsp)
                 }
                 TargetTx::Control(c) => {
                     self.report.controls += 1;
-                    PdsHeader::Control(c)
+                    (PdsHeader::Control(c), None)
                 }
                 TargetTx::Nack(n) => {
                     self.report.nacks += 1;
-                    PdsHeader::Nack(n)
+                    (PdsHeader::Nack(n), None)
                 }
             });
         }
@@ -479,8 +562,8 @@ impl PdcSim {
             self.targets.remove(id);
             self.report.targets_closed += 1;
         }
-        for h in out {
-            self.transmit(false, h, None, None);
+        for (h, rsp) in out {
+            self.transmit_with(false, h, None, rsp, None);
         }
     }
 
@@ -499,7 +582,7 @@ impl PdcSim {
         if p.to == 1 {
             self.deliver_to_target(header, rest, trimmed);
         } else {
-            self.deliver_to_initiator(header);
+            self.deliver_to_initiator(header, rest);
         }
     }
 
@@ -566,6 +649,14 @@ impl PdcSim {
             self.flows.iter().all(|f| f.delivered_count == self.cfg.packets_per_flow && f.pdc.is_none())
                 && self.initiators.is_empty()
                 && self.targets.is_empty();
+        if self.report.completed {
+            let every = self.cfg.response_every;
+            for (k, f) in self.flows.iter().enumerate() {
+                for index in (0..self.cfg.packets_per_flow).filter(|i| every > 0 && i % every == every - 1) {
+                    assert!(f.responses[index as usize], "flow {k}: response to packet {index} never arrived");
+                }
+            }
+        }
         let mut r = self.report.clone();
         r.latencies_ns.sort_unstable();
         r

@@ -66,6 +66,26 @@ fn rud_30_percent_loss() {
     run(PdcSimConfig::new(2, DeliveryMode::Rud, 8, 40_000, 0.30));
 }
 
+/// Every 64th packet needs a guaranteed-delivery response (an atomic): each one reaches the
+/// initiator through lost ACKs, and no operation is delivered twice.
+#[test]
+fn rud_guaranteed_delivery_responses_under_loss() {
+    let mut cfg = PdcSimConfig::new(7, DeliveryMode::Rud, 8, 10_000, 0.05);
+    cfg.response_every = 64;
+    let r = run(cfg);
+    assert_eq!(r.responses_held, 8 * (10_000 / 64));
+    assert_eq!(r.responses_received, r.responses_held);
+}
+
+#[test]
+fn rod_guaranteed_delivery_responses_under_loss() {
+    let mut cfg = PdcSimConfig::new(8, DeliveryMode::Rod, 4, 5_000, 0.05);
+    cfg.response_every = 16;
+    let r = run(cfg);
+    assert_eq!(r.responses_received, r.responses_held);
+    assert_eq!(r.responses_held, 4 * (5_000 / 16));
+}
+
 mod endpoints {
     //! The same fabric with two `Endpoint`s exchanging messages both ways.
     use super::*;

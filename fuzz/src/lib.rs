@@ -662,7 +662,27 @@ pub fn pdc_pair(data: &[u8]) {
             7 => {
                 if let Some(t) = tgt.as_mut() {
                     let before = t.clone();
-                    if t.request_close(now, &cfg).is_err() {
+                    let r = if u.arbitrary().unwrap_or(true) {
+                        t.request_close(now, &cfg)
+                    } else {
+                        // A guaranteed-delivery response for the newest PSN, or for any PSN.
+                        let psn = if u.arbitrary().unwrap_or(true) {
+                            t.window().max_rcvd()
+                        } else {
+                            u.arbitrary().unwrap_or(0)
+                        };
+                        let rsp = uet_wire::ses::Response {
+                            list: uet_wire::ses::ResponseList::Expected,
+                            opcode: uet_wire::ses::ResponseOpcode::Response,
+                            return_code: uet_wire::ses::ReturnCode::Ok,
+                            message_id: 0,
+                            ri_generation: 0,
+                            job_id: 0,
+                            modified_length: psn,
+                        };
+                        t.hold_response(psn, rsp)
+                    };
+                    if r.is_err() {
                         assert_eq!(*t, before);
                     }
                 }

@@ -326,6 +326,8 @@ impl<const W: usize> Initiator<W> {
         if cfg.limit_psn_range && self.psn_range_used() {
             self.want_close();
         }
+        // The request carries CLEAR_PSN, so a CLEAR the target asked for is no longer needed.
+        self.tx_pending &= !TX_CLEAR;
         let flags = if ar { RequestFlags::AR } else { RequestFlags::empty() };
         Ok(self.stamp(psn, flags))
     }
@@ -665,10 +667,12 @@ impl<const W: usize> Initiator<W> {
         }
     }
 
-    /// Whether a resend or control packet is waiting for [`Initiator::poll_transmit`] (ignoring a
-    /// `NACK_Retx_Time` hold).
+    /// Whether a resend or control packet is waiting for [`Initiator::poll_transmit`]. Resends
+    /// held back by `NACK_Retx_Time` are not: the hold's end is a [`Initiator::poll_timeout`]
+    /// deadline, and [`Initiator::handle_timeout`] at it makes them pending.
     pub fn has_pending(&self) -> bool {
-        self.tx_pending != 0 || (self.state != InitiatorState::Closed && self.tx.lost_count() > 0)
+        self.tx_pending != 0
+            || (self.state != InitiatorState::Closed && self.tx.lost_count() > 0 && self.hold_until.is_none())
     }
 
     /// The next deadline: RTO, tail-loss probe, end of a reorder window, or end of a NACK hold.
@@ -711,6 +715,9 @@ impl<const W: usize> Initiator<W> {
             self.tx.mark_all_lost();
             self.hold_until = None;
             self.rto_at = Some(now.saturating_add(cfg.rto));
+        }
+        if self.hold_until.is_some_and(|t| t <= now) {
+            self.hold_until = None;
         }
         if self.reorder_at.is_some_and(|t| t <= now) {
             self.reorder_at = None;

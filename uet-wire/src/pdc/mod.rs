@@ -19,6 +19,7 @@
 //! Still to come (issue 4): the `Endpoint` glue (segmentation, message order, RUDI and UUD).
 
 pub mod config;
+pub mod held;
 pub mod initiator;
 pub mod table;
 pub mod target;
@@ -71,6 +72,14 @@ pub enum PdcError {
     },
     /// The send window (local or the peer's MP_RANGE) has no room.
     WindowFull,
+    /// A guaranteed-delivery response cannot be held for this PSN (see
+    /// [`Target::hold_response`]).
+    CannotHold {
+        /// The request's PSN.
+        psn: u32,
+        /// Why.
+        why: &'static str,
+    },
 }
 
 impl From<AckError> for PdcError {

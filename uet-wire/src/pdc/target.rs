@@ -38,18 +38,24 @@
 //! * **Idle timeout** (*project-defined* default 60 s, from the Linux RFC draft; the spec table has
 //!   none): a target PDC that hears nothing from its initiator that long closes, so a PDC created
 //!   by a stray late SYN, or left by an initiator that vanished, does not leak.
+//! * **Guaranteed-delivery responses** ([`held`](super::held)): [`Target::hold_response`] keeps
+//!   the SES response to a request until `CLEAR_PSN` (from any request, or a CLEAR) passes it; an
+//!   ACK carrying it goes out at once and again for every duplicate, and every other ACK leaves
+//!   its PSN unacknowledged.
 //! * ACKs are coalesced by [`AckCoalescer`]; a duplicate, a probe and a CLOSE are answered at once,
 //!   and so is a new packet that fills a gap behind the newest PSN the last ACK reported
 //!   (*project-defined*, after RFC 5681 §4.2).
 //!   Every ACK is an ACK_CC carrying the SACK bitmap and this PDC's MPR.
 
 use super::config::{MPR_GRANULARITY, PdcConfig};
-use super::window::{AckCoalescer, AckTriggers, Arrival, RxWindow, psn_after};
+use super::held::HeldResponses;
+use super::window::{AckCoalescer, AckTriggers, Arrival, RxWindow, Sack, psn_after};
 use super::{Failure, PdcError, PdcState};
 use crate::pds::{
     Ack, AckCc, AckExtension, AckFlags, AckRequest, CcState, Control, ControlFlags, ControlType, DeliveryMode, Nack,
     NackCode, NackFlags, NextHeader, PdcDest, Request, RequestFlags,
 };
+use crate::ses::{Response, ResponseOpcode};
 use linklayer::Instant;
 
 /// The states of a target PDC.
@@ -194,6 +200,12 @@ pub struct Target<const W: usize = 2> {
     tx_pending: u8,
     events: u8,
     failure: Option<Failure>,
+    /// `CLEAR_PSN`: the initiator has every response up to it.
+    clear_psn: u32,
+    /// The PSN `handle_request` last delivered as new, until the next ACK goes out: the one
+    /// request whose response may still be held.
+    last_new: Option<u32>,
+    held: HeldResponses,
 }
 
 impl<const W: usize> Target<W> {
@@ -254,6 +266,9 @@ impl<const W: usize> Target<W> {
             tx_pending: 0,
             events: if established { EV_ESTABLISHED } else { 0 },
             failure: None,
+            clear_psn: required.wrapping_sub(1),
+            last_new: None,
+            held: HeldResponses::default(),
         })
     }
 
@@ -365,7 +380,11 @@ impl<const W: usize> Target<W> {
             },
         };
         self.state = next;
+        if arrival != Arrival::OutOfWindow {
+            self.apply_clear(req.psn.wrapping_add(i32::from(req.clear_psn_offset) as u32));
+        }
         let delivery = match arrival {
+            Arrival::Duplicate | Arrival::Stale if self.held.resend(req.psn) => Delivery::Duplicate,
             Arrival::New => {
                 let triggers = AckTriggers { ar: req.flags.contains(RequestFlags::AR), syn, ecn, needs_clear: false };
                 // A packet that fills a gap behind what the last ACK reported is ACKed at once
@@ -375,6 +394,7 @@ impl<const W: usize> Target<W> {
                 if self.coalescer.on_packet(&cfg.ack, payload_len, triggers) || fills_gap {
                     self.ack_due = true;
                 }
+                self.last_new = Some(req.psn);
                 Delivery::New
             }
             Arrival::Duplicate => {
@@ -500,8 +520,10 @@ impl<const W: usize> Target<W> {
                 Ok(answered)
             }
             ControlType::Clear | ControlType::Noop => {
-                // No guaranteed-delivery responses are held at this layer, so CLEAR releases
-                // nothing here; the message layer may act on its payload.
+                if ctl.ctl_type == ControlType::Clear {
+                    // The payload is the initiator's CLEAR_PSN (its left edge − 1).
+                    self.apply_clear(ctl.payload);
+                }
                 if ctl.flags.contains(ControlFlags::AR) {
                     self.ack_now(self.rx.cack_psn(), retx);
                 }
@@ -558,6 +580,7 @@ impl<const W: usize> Target<W> {
             self.close_req_at = None;
             self.idle_at = None;
             self.tx_pending &= TX_CLOSING_IN_ERR;
+            self.held.clear();
         }
         self.state = next;
     }
@@ -583,25 +606,113 @@ impl<const W: usize> Target<W> {
                 payload: 0,
             }));
         }
-        if !self.ack_due {
+        let carried = self.held.take_unsent();
+        if carried.is_none() && !self.ack_due {
             return None;
         }
+        self.last_new = None;
+        let ack = match carried {
+            // The ACK a duplicate or an AR owes for this very PSN is this one.
+            Some(psn) if !(self.ack_due && self.ack_psn == psn) => {
+                return Some(TargetTx::Ack(self.ack_for(psn, AckFlags::empty(), carried)));
+            }
+            _ => self.ack_for(self.ack_psn, self.ack_flags, carried),
+        };
         self.ack_due = false;
         self.coalescer.sent();
         self.acked_max = self.rx.max_rcvd();
-        Some(TargetTx::Ack(self.ack()))
+        Some(TargetTx::Ack(ack))
+    }
+
+    /// Keeps `rsp`, the guaranteed-delivery SES response (opcode `RESPONSE`) to the request `psn`,
+    /// until `CLEAR_PSN` passes it, and makes an ACK carrying it due (see [`held`](super::held)):
+    /// the ACK comes from [`Target::poll_transmit`] with `next_header` RSP, and the caller emits
+    /// [`Target::held_response`] of its `ack_psn` after it.
+    ///
+    /// `psn` must be the request [`Target::handle_request`] just delivered as new, before the next
+    /// `poll_transmit`: an ACK sent since may have acknowledged it already. A request that needs a
+    /// response while none can be held is refused first with [`Target::check_response_room`].
+    pub fn hold_response(&mut self, psn: u32, rsp: Response) -> Result<(), PdcError> {
+        let why = if rsp.opcode != ResponseOpcode::Response {
+            "only a RESPONSE needs guaranteed delivery"
+        } else if self.last_new != Some(psn) {
+            "not the request just delivered, or acknowledged since"
+        } else if !self.held.hold(psn, rsp) {
+            "every response slot is in use"
+        } else {
+            return Ok(());
+        };
+        Err(PdcError::CannotHold { psn, why })
+    }
+
+    /// For a request whose SES answer needs guaranteed delivery: NACK NO_GTD_DEL_AVAIL when it
+    /// would be delivered but no response can be held (retransmit class: the initiator resends
+    /// after `NACK_Retx_Time`). `None` when the request may go ahead.
+    pub fn check_response_room(&self, req: &Request) -> Option<Nack> {
+        // The last free slot is kept for the oldest PSN not yet received (see `held`).
+        let room = match self.held.free() {
+            0 => false,
+            1 => req.psn == self.rx.cack_psn().wrapping_add(1),
+            _ => true,
+        };
+        if !room && self.would_deliver(req) {
+            self.refuse(NackCode::NoGtdDelAvail, req.psn, req.flags.contains(RequestFlags::RETX)).nack
+        } else {
+            None
+        }
+    }
+
+    /// The response held for the request `psn`: what follows an ACK with `next_header` RSP.
+    pub fn held_response(&self, psn: u32) -> Option<Response> {
+        self.held.get(psn)
+    }
+
+    /// `CLEAR_PSN` moved to `clear` (ignored unless it moves forward and stays within what
+    /// arrived): the responses it passes are released.
+    fn apply_clear(&mut self, clear: u32) {
+        if psn_after(clear, self.clear_psn) && !psn_after(clear, self.rx.max_rcvd()) {
+            self.clear_psn = clear;
+            self.held.release_through(clear);
+        }
     }
 
     /// The ACK_CC this PDC would send now.
     pub fn ack(&self) -> Ack {
-        let cack = self.rx.cack_psn();
-        let sack = self.rx.sack();
+        self.ack_for(self.ack_psn, self.ack_flags, None)
+    }
+
+    /// The ACK_CC for `ack_psn`, carrying the held response of `carried` if any. The PSNs of the
+    /// other held responses read as not received: `CACK_PSN` stops before the oldest, and their
+    /// SACK bits are 0.
+    fn ack_for(&self, ack_psn: u32, flags: AckFlags, carried: Option<u32>) -> Ack {
+        let (cack, sack) = if self.held.is_empty() {
+            (self.rx.cack_psn(), self.rx.sack())
+        } else {
+            let (cack, mut sack) = match self.held.oldest_except(carried) {
+                Some(p) if !psn_after(p, self.rx.cack_psn()) => (p.wrapping_sub(1), self.rx.sack_from(p)),
+                _ => (self.rx.cack_psn(), self.rx.sack()),
+            };
+            // The ACK carrying a response must acknowledge its PSN: move the SACK to cover it.
+            if let Some(c) = carried
+                && psn_after(c, cack)
+                && c.wrapping_sub(sack.base) >= 64
+            {
+                let lowest = cack.wrapping_add(1);
+                let base = if psn_after(c.wrapping_sub(63), lowest) { c.wrapping_sub(63) } else { lowest };
+                sack = self.rx.sack_from(base);
+            }
+            (cack, self.held.mask(sack, carried))
+        };
+        self.ack_with(ack_psn, flags, carried.is_some(), cack, sack)
+    }
+
+    fn ack_with(&self, ack_psn: u32, flags: AckFlags, carries: bool, cack: u32, sack: Sack) -> Ack {
         let offset = |psn: u32| -> i16 { i16::try_from(psn.wrapping_sub(cack) as i32).unwrap_or(0) };
         Ack {
-            next_header: NextHeader::None,
-            flags: self.ack_flags,
-            request: AckRequest::None,
-            ack_psn_offset: offset(self.ack_psn),
+            next_header: if carries { NextHeader::Rsp } else { NextHeader::None },
+            flags,
+            request: if self.held.is_empty() { AckRequest::None } else { AckRequest::Clear },
+            ack_psn_offset: offset(ack_psn),
             cack_psn: cack,
             spdcid: self.local,
             dpdcid: self.remote,

@@ -644,3 +644,107 @@ fn quiet_target_pdc_closes_after_the_idle_timeout() {
     let tg = Target::<2>::new(t(0), &off, 19, &r, StartPolicy::Open, 2).unwrap();
     assert_eq!(tg.poll_timeout(), None);
 }
+
+fn atomic_response(len: u32) -> crate::ses::Response {
+    crate::ses::Response {
+        list: crate::ses::ResponseList::Expected,
+        opcode: crate::ses::ResponseOpcode::Response,
+        return_code: crate::ses::ReturnCode::Ok,
+        message_id: 3,
+        ri_generation: 0,
+        job_id: 9,
+        modified_length: len,
+    }
+}
+
+/// A guaranteed-delivery response (digest §4.4, §5.4): the ACK carrying it is lost; later ACKs
+/// leave its PSN unacknowledged, so the initiator resends the request; the duplicate brings the
+/// held response back (not a second delivery); the initiator's CLEAR then releases it.
+#[test]
+fn guaranteed_delivery_response_survives_a_lost_ack_until_cleared() {
+    use crate::pds::AckRequest;
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    let s5 = i.send(t(3), &cfg, false).unwrap();
+    let r5 = req(s5);
+    assert_eq!(tg.check_response_room(&r5), None);
+    assert_eq!(tg.handle_request(t(3), &cfg, &r5, 8, false).unwrap().delivery, Delivery::New);
+    // Only the request just delivered, and only a RESPONSE, can be held.
+    let mut default = atomic_response(8);
+    default.opcode = crate::ses::ResponseOpcode::DefaultResponse;
+    assert!(matches!(tg.hold_response(5, default), Err(PdcError::CannotHold { psn: 5, .. })));
+    assert!(matches!(tg.hold_response(4, atomic_response(8)), Err(PdcError::CannotHold { psn: 4, .. })));
+    tg.hold_response(5, atomic_response(8)).unwrap();
+    let lost = ack_of(tg.poll_transmit(t(3)).unwrap());
+    assert_eq!((lost.next_header, lost.ack_psn(), lost.request), (NextHeader::Rsp, 5, AckRequest::Clear));
+    assert_eq!(tg.held_response(5), Some(atomic_response(8)));
+    assert_eq!(tg.poll_transmit(t(3)), None);
+    // PSN 6 arrives (AR): its ACK stops CACK before 5 and leaves 5's SACK bit clear.
+    let r6 = req(i.send(t(4), &cfg, true).unwrap());
+    assert_eq!(tg.handle_request(t(4), &cfg, &r6, 8, false).unwrap().delivery, Delivery::New);
+    let a6 = ack_of(tg.poll_transmit(t(4)).unwrap());
+    assert_eq!((a6.cack_psn, a6.next_header, a6.request), (4, NextHeader::None, AckRequest::Clear));
+    i.handle_ack(t(4), &cfg, &a6).unwrap();
+    assert!(!i.is_acked(5) && i.is_acked(6));
+    // The RTO resends 5; the target answers the duplicate with the held response.
+    let mut resent = None;
+    while resent.is_none() {
+        let now = i.poll_timeout().unwrap();
+        i.handle_timeout(now, &cfg);
+        while let Some(tx) = i.poll_transmit(now) {
+            // The tail-loss probe (ACK_REQ for 6) may come first; only the resend matters here.
+            if let InitiatorTx::Resend(s) = tx {
+                resent = Some(s);
+            }
+        }
+    }
+    let r5b = req(resent.unwrap());
+    assert_eq!(r5b.psn, 5);
+    assert_eq!(tg.handle_request(t(1100), &cfg, &r5b, 8, false).unwrap().delivery, Delivery::Duplicate);
+    let again = ack_of(tg.poll_transmit(t(1100)).unwrap());
+    assert_eq!((again.next_header, again.ack_psn(), again.cack_psn), (NextHeader::Rsp, 5, 6));
+    i.handle_ack(t(1101), &cfg, &again).unwrap();
+    assert_eq!(i.outstanding(), 0);
+    // REQ = Clear: the initiator, with no request to carry CLEAR_PSN, sends CLEAR.
+    let InitiatorTx::Control(clear) = i.poll_transmit(t(1101)).unwrap() else { panic!("no CLEAR") };
+    let clear = ctl(clear);
+    assert_eq!((clear.ctl_type, clear.payload), (ControlType::Clear, 6));
+    tg.handle_control(t(1102), &cfg, &clear).unwrap();
+    assert_eq!(tg.held_response(5), None);
+    assert_eq!(tg.ack().request, AckRequest::None);
+}
+
+/// Every response slot in use: a request that needs one is refused NO_GTD_DEL_AVAIL before it is
+/// delivered; a request carrying a CLEAR_PSN past the held PSNs frees them.
+#[test]
+fn held_responses_are_bounded_and_freed_by_clear_psn() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    for k in 0..held::HELD_RESPONSES as u32 {
+        let r = req(i.send(t(3), &cfg, false).unwrap());
+        assert_eq!(tg.check_response_room(&r), None);
+        tg.handle_request(t(3), &cfg, &r, 8, false).unwrap();
+        tg.hold_response(r.psn, atomic_response(k)).unwrap();
+    }
+    let full = req(i.send(t(3), &cfg, false).unwrap());
+    let n = tg.check_response_room(&full).unwrap();
+    assert_eq!(n.code, NackCode::NoGtdDelAvail);
+    assert!(matches!(n.target, NackTarget::Pdc { psn, .. } if psn == full.psn));
+    assert_eq!(n.code.class(), NackClass::Retransmit);
+    // Every held response goes out once, each in its own ACK; the last ACK acknowledges all.
+    let mut last = None;
+    while let Some(tx) = tg.poll_transmit(t(3)) {
+        let a = ack_of(tx);
+        assert_eq!(a.next_header, NextHeader::Rsp);
+        assert!(tg.held_response(a.ack_psn()).is_some());
+        i.handle_ack(t(4), &cfg, &a).unwrap();
+        last = Some(a);
+    }
+    assert_eq!(last.map(|a| a.ack_psn()), Some(4 + held::HELD_RESPONSES as u32));
+    // The next request carries CLEAR_PSN = the initiator's left edge − 1, past all four.
+    assert_eq!(tg.handle_request(t(5), &cfg, &full, 8, false).unwrap().delivery, Delivery::New);
+    let r = req(i.send(t(5), &cfg, false).unwrap());
+    tg.handle_request(t(5), &cfg, &r, 8, false).unwrap();
+    assert!((5..5 + held::HELD_RESPONSES as u32).all(|p| tg.held_response(p).is_none()));
+    assert_eq!(tg.check_response_room(&req(i.send(t(6), &cfg, false).unwrap())), None);
+}

@@ -277,6 +277,26 @@ impl<const W: usize> RxWindow<W> {
         Sack { base, bitmap: self.above.word_at(base.wrapping_sub(first)) }
     }
 
+    /// The SACK based at `base`, any PSN of the current window or the prior one (from `base` to
+    /// `CACK_PSN` every PSN reads as received): for an ACK whose `CACK_PSN` a held
+    /// guaranteed-delivery response stops early, or that must cover the PSN whose response it
+    /// carries. A base outside both windows gives [`RxWindow::sack`].
+    pub fn sack_from(&self, base: u32) -> Sack {
+        let first = self.cack.wrapping_add(1);
+        let ahead = base.wrapping_sub(first);
+        if ahead < Self::MP_RANGE {
+            return Sack { base, bitmap: self.above.word_at(ahead) };
+        }
+        let below = first.wrapping_sub(base);
+        if below == 0 || below > Self::MP_RANGE {
+            return self.sack();
+        }
+        if below >= 64 {
+            return Sack { base, bitmap: u64::MAX };
+        }
+        Sack { base, bitmap: ((1u64 << below) - 1) | (self.above.word_at(0) << below) }
+    }
+
     /// PSNs received past `CACK_PSN` (out of order).
     pub fn out_of_order(&self) -> u32 {
         self.above.count()

@@ -1,0 +1,164 @@
+//! Guaranteed-delivery SES responses a target PDC holds until `CLEAR_PSN` passes them (digest
+//! `shared/spec/uet.md` §4.4 "CLEAR_PSN", §5.4 "Guaranteed delivery"; UE 1.0 §3.4.3.3,
+//! §3.5.11.4.4).
+//!
+//! A response other than DEFAULT_RESPONSE and NO_RESPONSE must reach the initiator even when the
+//! ACK carrying it is lost, and the request must not be executed twice. So the target keeps the
+//! response, answers a duplicate of its request with the response again, and forgets it only when
+//! the initiator's `CLEAR_PSN` (carried by every request, or by a CLEAR control packet) says the
+//! initiator has it. Until then every ACK that does not carry the response leaves its PSN
+//! unacknowledged: `CACK_PSN` stops before it (as the digest's reference implementation does) and
+//! its SACK bit reads 0. The initiator therefore releases the PSN only on the ACK that carries
+//! the response, resends it after a timeout otherwise, and its `CLEAR_PSN` (its left edge − 1)
+//! passes the PSN only after that.
+//!
+//! *Project-defined*, here only:
+//!
+//! * A target PDC holds at most [`HELD_RESPONSES`] responses. A request the SES would answer with
+//!   a guaranteed-delivery response while all are in use is refused with NACK NO_GTD_DEL_AVAIL
+//!   (retransmit class) before it is delivered ([`Target::check_response_room`]).
+//! * The last free slot is kept for the oldest PSN not yet received (`CACK_PSN + 1`). Responses
+//!   held for later PSNs cannot be cleared while the initiator's left edge waits on that PSN, so
+//!   if it could be refused for want of a slot the PDC would deadlock (the PDC simulation found
+//!   this); with the slot kept, the PSN the window waits on always gets through.
+//! * Held are responses without data (RSP, `RESPONSE` opcode). A response with data (RSP_DATA)
+//!   carries the caller's payload bytes, which this crate does not store.
+//! * While a response is held, ACKs carry `REQ = Clear`, so an initiator with no request to send
+//!   sends a CLEAR control packet.
+//! * NACK GTD_DEL_RESP_UNAVAIL is never sent: a response is released only after the initiator
+//!   acknowledged the ACK carrying it, so a well-behaved initiator never resends its request.
+//!
+//! [`Target::check_response_room`]: super::Target::check_response_room
+
+use super::window::{Sack, psn_after};
+use crate::ses::Response;
+
+/// How many guaranteed-delivery responses one target PDC holds (project-defined).
+pub const HELD_RESPONSES: usize = 4;
+
+/// One held response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Held {
+    psn: u32,
+    rsp: Response,
+    /// An ACK carrying it is due.
+    unsent: bool,
+}
+
+/// The responses one target PDC holds, by request PSN.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HeldResponses {
+    held: heapless::Vec<Held, HELD_RESPONSES>,
+}
+
+impl HeldResponses {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+
+    /// Slots not in use.
+    pub(crate) fn free(&self) -> usize {
+        HELD_RESPONSES - self.held.len()
+    }
+
+    /// The response held for `psn`.
+    pub(crate) fn get(&self, psn: u32) -> Option<Response> {
+        self.held.iter().find(|h| h.psn == psn).map(|h| h.rsp)
+    }
+
+    /// Holds `rsp` for `psn` and makes an ACK carrying it due; false when full or held already.
+    pub(crate) fn hold(&mut self, psn: u32, rsp: Response) -> bool {
+        self.get(psn).is_none() && self.held.push(Held { psn, rsp, unsent: true }).is_ok()
+    }
+
+    /// A duplicate of `psn` arrived: if its response is held, an ACK carrying it is due again.
+    pub(crate) fn resend(&mut self, psn: u32) -> bool {
+        match self.held.iter_mut().find(|h| h.psn == psn) {
+            Some(h) => {
+                h.unsent = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The PSN of a response whose ACK is due, marked sent.
+    pub(crate) fn take_unsent(&mut self) -> Option<u32> {
+        let h = self.held.iter_mut().find(|h| h.unsent)?;
+        h.unsent = false;
+        Some(h.psn)
+    }
+
+    /// Forgets every response for a PSN up to `clear` (serial order).
+    pub(crate) fn release_through(&mut self, clear: u32) {
+        self.held.retain(|h| psn_after(h.psn, clear));
+    }
+
+    /// Forgets them all (the PDC closed).
+    pub(crate) fn clear(&mut self) {
+        self.held.clear();
+    }
+
+    /// The oldest held PSN other than `carried`, which the ACK being built carries.
+    pub(crate) fn oldest_except(&self, carried: Option<u32>) -> Option<u32> {
+        self.held
+            .iter()
+            .map(|h| h.psn)
+            .filter(|&p| Some(p) != carried)
+            .reduce(|a, b| if psn_after(a, b) { b } else { a })
+    }
+
+    /// `sack` with the bits of the held PSNs other than `carried` cleared.
+    pub(crate) fn mask(&self, sack: Sack, carried: Option<u32>) -> Sack {
+        let mut bitmap = sack.bitmap;
+        for h in self.held.iter().filter(|h| Some(h.psn) != carried) {
+            let bit = h.psn.wrapping_sub(sack.base);
+            if bit < 64 {
+                bitmap &= !(1 << bit);
+            }
+        }
+        Sack { base: sack.base, bitmap }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ses::{ResponseList, ResponseOpcode, ReturnCode};
+
+    fn rsp(len: u32) -> Response {
+        Response {
+            list: ResponseList::Expected,
+            opcode: ResponseOpcode::Response,
+            return_code: ReturnCode::Ok,
+            message_id: 1,
+            ri_generation: 0,
+            job_id: 7,
+            modified_length: len,
+        }
+    }
+
+    #[test]
+    fn hold_resend_release() {
+        let mut h = HeldResponses::default();
+        assert!(h.hold(u32::MAX, rsp(1)));
+        assert!(!h.hold(u32::MAX, rsp(2)), "one response per PSN");
+        assert!(h.hold(2, rsp(3)));
+        assert_eq!(h.take_unsent(), Some(u32::MAX));
+        assert_eq!(h.take_unsent(), Some(2));
+        assert_eq!(h.take_unsent(), None);
+        assert!(h.resend(2) && !h.resend(5));
+        assert_eq!(h.take_unsent(), Some(2));
+        // Serial order across the wrap: u32::MAX is older than 2.
+        assert_eq!(h.oldest_except(None), Some(u32::MAX));
+        assert_eq!(h.oldest_except(Some(u32::MAX)), Some(2));
+        let s = h.mask(Sack { base: u32::MAX - 1, bitmap: u64::MAX }, Some(2));
+        assert_eq!(s.bitmap, !0b10);
+        h.release_through(0);
+        assert_eq!((h.get(u32::MAX), h.get(2)), (None, Some(rsp(3))));
+        assert!(h.hold(3, rsp(0)) && h.hold(4, rsp(0)) && h.hold(5, rsp(0)));
+        assert!(h.free() == 0 && !h.hold(6, rsp(0)));
+        h.clear();
+        assert!(h.is_empty());
+    }
+}
