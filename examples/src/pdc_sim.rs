@@ -116,7 +116,7 @@ pub struct PdcSimReport {
     pub trimmed: u64,
     /// Packets corrupted (and dropped by the CRC check).
     pub corrupted: u64,
-    /// Guaranteed-delivery responses the targets held, and how many reached the initiator.
+    /// Guaranteed-delivery responses the targets held.
     pub responses_held: u64,
     /// Distinct guaranteed-delivery responses the initiator received.
     pub responses_received: u64,

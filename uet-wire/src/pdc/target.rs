@@ -49,7 +49,7 @@
 
 use super::config::{MPR_GRANULARITY, PdcConfig};
 use super::held::HeldResponses;
-use super::window::{AckCoalescer, AckTriggers, Arrival, RxWindow, Sack, psn_after};
+use super::window::{AckCoalescer, AckTriggers, Arrival, RxWindow, psn_after};
 use super::{Failure, PdcError, PdcState};
 use crate::pds::{
     Ack, AckCc, AckExtension, AckFlags, AckRequest, CcState, Control, ControlFlags, ControlType, DeliveryMode, Nack,
@@ -647,9 +647,10 @@ impl<const W: usize> Target<W> {
 
     /// For a request whose SES answer needs guaranteed delivery: NACK NO_GTD_DEL_AVAIL when it
     /// would be delivered but no response can be held (retransmit class: the initiator resends
-    /// after `NACK_Retx_Time`). `None` when the request may go ahead.
+    /// after `NACK_Retx_Time`). `None` when the request may go ahead. The last free slot is kept
+    /// for the oldest PSN not yet received (`CACK_PSN + 1`; project-defined, see
+    /// [`held`](super::held)).
     pub fn check_response_room(&self, req: &Request) -> Option<Nack> {
-        // The last free slot is kept for the oldest PSN not yet received (see `held`).
         let room = match self.held.free() {
             0 => false,
             1 => req.psn == self.rx.cack_psn().wrapping_add(1),
@@ -685,6 +686,7 @@ impl<const W: usize> Target<W> {
     /// other held responses read as not received: `CACK_PSN` stops before the oldest, and their
     /// SACK bits are 0.
     fn ack_for(&self, ack_psn: u32, flags: AckFlags, carried: Option<u32>) -> Ack {
+        // Nothing held (the common case): the window's own CACK and SACK.
         let (cack, sack) = if self.held.is_empty() {
             (self.rx.cack_psn(), self.rx.sack())
         } else {
@@ -703,13 +705,9 @@ impl<const W: usize> Target<W> {
             }
             (cack, self.held.mask(sack, carried))
         };
-        self.ack_with(ack_psn, flags, carried.is_some(), cack, sack)
-    }
-
-    fn ack_with(&self, ack_psn: u32, flags: AckFlags, carries: bool, cack: u32, sack: Sack) -> Ack {
         let offset = |psn: u32| -> i16 { i16::try_from(psn.wrapping_sub(cack) as i32).unwrap_or(0) };
         Ack {
-            next_header: if carries { NextHeader::Rsp } else { NextHeader::None },
+            next_header: if carried.is_some() { NextHeader::Rsp } else { NextHeader::None },
             flags,
             request: if self.held.is_empty() { AckRequest::None } else { AckRequest::Clear },
             ack_psn_offset: offset(ack_psn),

@@ -748,3 +748,33 @@ fn held_responses_are_bounded_and_freed_by_clear_psn() {
     assert!((5..5 + held::HELD_RESPONSES as u32).all(|p| tg.held_response(p).is_none()));
     assert_eq!(tg.check_response_room(&req(i.send(t(6), &cfg, false).unwrap())), None);
 }
+
+/// While an older response is held (CACK stays before it), the ACK carrying a response for a PSN
+/// more than 64 past it still acknowledges that PSN: its SACK is moved to cover it.
+#[test]
+fn response_ack_covers_its_psn_beyond_an_older_held_one() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    let r5 = req(i.send(t(3), &cfg, false).unwrap());
+    tg.handle_request(t(3), &cfg, &r5, 8, false).unwrap();
+    tg.hold_response(5, atomic_response(5)).unwrap();
+    let _lost = tg.poll_transmit(t(3)).unwrap();
+    let mut last = None;
+    for _ in 6..=80 {
+        let r = req(i.send(t(4), &cfg, false).unwrap());
+        tg.handle_request(t(4), &cfg, &r, 8, false).unwrap();
+        while let Some(tx) = tg.poll_transmit(t(4)) {
+            i.handle_ack(t(4), &cfg, &ack_of(tx)).unwrap();
+        }
+        last = Some(r.psn);
+    }
+    assert_eq!(last, Some(80));
+    assert!(!i.is_acked(5));
+    let r81 = req(i.send(t(5), &cfg, false).unwrap());
+    tg.handle_request(t(5), &cfg, &r81, 8, false).unwrap();
+    tg.hold_response(81, atomic_response(81)).unwrap();
+    let a = ack_of(tg.poll_transmit(t(5)).unwrap());
+    assert_eq!((a.next_header, a.ack_psn(), a.cack_psn), (NextHeader::Rsp, 81, 4));
+    i.handle_ack(t(5), &cfg, &a).unwrap();
+    assert!(i.is_acked(81) && !i.is_acked(5));
+}
