@@ -298,11 +298,11 @@ fn loopback(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTi
     g.bench_function("loopback_send_ack", |b| {
         b.iter(|| {
             let stamp = ini.send(now, &cfg, false).unwrap();
-            let n = PdsHeader::Request(stamp.request(NextHeader::ReqStd, None)).emit(&mut buf).unwrap();
+            let n = stamp.request(NextHeader::ReqStd, None).emit(&mut buf).unwrap();
             let (view, _) = RequestView::parse(black_box(&buf[..n])).unwrap();
             let v = tgt.handle_request(now, &cfg, &view.to_repr(), 4096, false).unwrap();
             if let Some(TargetTx::Ack(a)) = tgt.poll_transmit(now) {
-                let n = PdsHeader::Ack(a).emit(&mut buf).unwrap();
+                let n = a.emit(&mut buf).unwrap();
                 let Ok((PdsHeader::Ack(a), _)) = PdsHeader::parse(black_box(&buf[..n])) else { panic!() };
                 ini.handle_ack(now, &cfg, &a).unwrap();
             }
@@ -332,13 +332,13 @@ fn loopback(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTi
     let mut k = 0u32;
     g.bench_function("reference/codec_only", |b| {
         b.iter(|| {
-            let n = PdsHeader::Request(black_box(stamp)).emit(&mut buf).unwrap();
+            let n = black_box(stamp).emit(&mut buf).unwrap();
             let (view, _) = RequestView::parse(black_box(&buf[..n])).unwrap();
             black_box(view.psn());
             // One ACK per four packets, as in the loopback.
             k = k.wrapping_add(1);
             if k % 4 == 0 {
-                let n = PdsHeader::Ack(black_box(ack)).emit(&mut buf).unwrap();
+                let n = black_box(ack).emit(&mut buf).unwrap();
                 black_box(PdsHeader::parse(black_box(&buf[..n])).unwrap());
             }
         })

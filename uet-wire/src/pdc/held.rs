@@ -52,6 +52,7 @@ pub(crate) struct HeldResponses {
 }
 
 impl HeldResponses {
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.held.is_empty()
     }
@@ -83,14 +84,22 @@ impl HeldResponses {
     }
 
     /// The PSN of a response whose ACK is due, marked sent.
+    #[inline]
     pub(crate) fn take_unsent(&mut self) -> Option<u32> {
+        if self.held.is_empty() {
+            return None;
+        }
         let h = self.held.iter_mut().find(|h| h.unsent)?;
         h.unsent = false;
         Some(h.psn)
     }
 
     /// Forgets every response for a PSN up to `clear` (serial order).
+    #[inline]
     pub(crate) fn release_through(&mut self, clear: u32) {
+        if self.held.is_empty() {
+            return;
+        }
         self.held.retain(|h| psn_after(h.psn, clear));
     }
 

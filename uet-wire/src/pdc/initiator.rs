@@ -300,8 +300,13 @@ impl<const W: usize> Initiator<W> {
     /// (while SYN is set) the 12-bit `psn_offset` and (with `Limit_PSN_Range`) the 2^31 PSN range
     /// are not used up.
     pub fn can_send(&self, cfg: &PdcConfig) -> bool {
-        self.transition(Ev::Send).is_ok()
-            && self.tx.can_send(self.peer_range)
+        self.transition(Ev::Send).is_ok() && self.has_room(cfg)
+    }
+
+    /// Both windows, the SYN form's 12-bit `psn_offset` and the 2^31 PSN range allow one more PSN.
+    #[inline(always)]
+    fn has_room(&self, cfg: &PdcConfig) -> bool {
+        self.tx.can_send(self.peer_range)
             && (self.remote != 0 || self.tx.next_psn().wrapping_sub(self.start_psn) < SYN_PSN_SPAN)
             && !(cfg.limit_psn_range && self.psn_range_used())
     }
@@ -314,14 +319,18 @@ impl<const W: usize> Initiator<W> {
     /// Takes the next PSN for a new request and stamps it. `ar` asks for an immediate ACK (set it
     /// on the last packet of a message). Once `Limit_PSN_Range` is used up, the PDC moves to
     /// Quiesce by itself.
+    // Fast path: see "Speed" in the module doc of `pdc`.
+    #[inline(always)]
     pub fn send(&mut self, now: Instant, cfg: &PdcConfig, ar: bool) -> Result<Stamp, PdcError> {
         let next = self.transition(Ev::Send)?;
-        if !self.can_send(cfg) {
+        if !self.has_room(cfg) {
             return Err(PdcError::WindowFull);
         }
         let psn = self.tx.send(self.peer_range).ok_or(PdcError::WindowFull)?;
         self.state = next;
-        self.rto_at.get_or_insert(now.saturating_add(cfg.rto));
+        if self.rto_at.is_none() {
+            self.rto_at = Some(now.saturating_add(cfg.rto));
+        }
         self.probe_at = Some(now.saturating_add(cfg.tail_loss_time));
         if cfg.limit_psn_range && self.psn_range_used() {
             self.want_close();
@@ -369,6 +378,8 @@ impl<const W: usize> Initiator<W> {
     }
 
     /// Processes an ACK addressed to this PDC (DPDCID = our id).
+    // Fast path: see "Speed" in the module doc of `pdc`.
+    #[inline(always)]
     pub fn handle_ack(&mut self, now: Instant, cfg: &PdcConfig, ack: &Ack) -> Result<AckOutcome, PdcError> {
         if ack.dpdcid != self.local {
             return Err(PdcError::WrongPdc { expected: self.local, got: ack.dpdcid });

@@ -334,6 +334,8 @@ impl<const W: usize> Target<W> {
 
     /// Classifies a request for this PDC (found by DPDCID, or by the SYN key) and records it.
     /// `payload_len` feeds ACK coalescing; `ecn` says the packet arrived CE-marked.
+    // Fast path: see "Speed" in the module doc of `pdc`.
+    #[inline(always)]
     pub fn handle_request(
         &mut self,
         now: Instant,
@@ -586,6 +588,8 @@ impl<const W: usize> Target<W> {
     }
 
     /// The next packet to send: NACK CLOSING_IN_ERR, CLOSE_REQ, or the ACK that is due.
+    // Fast path: see "Speed" in the module doc of `pdc`.
+    #[inline(always)]
     pub fn poll_transmit(&mut self, _now: Instant) -> Option<TargetTx> {
         if self.tx_pending & TX_CLOSING_IN_ERR != 0 {
             self.tx_pending &= !TX_CLOSING_IN_ERR;
@@ -685,6 +689,7 @@ impl<const W: usize> Target<W> {
     /// The ACK_CC for `ack_psn`, carrying the held response of `carried` if any. The PSNs of the
     /// other held responses read as not received: `CACK_PSN` stops before the oldest, and their
     /// SACK bits are 0.
+    #[inline(always)]
     fn ack_for(&self, ack_psn: u32, flags: AckFlags, carried: Option<u32>) -> Ack {
         // Nothing held (the common case): the window's own CACK and SACK.
         let (cack, sack) = if self.held.is_empty() {
