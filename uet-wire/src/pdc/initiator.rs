@@ -443,6 +443,7 @@ impl<const W: usize> Initiator<W> {
     /// SACK-driven loss detection (RUD only; a ROD target keeps no SACK): arms the reorder window
     /// for the current candidates, or marks them at once when the window is zero. Returns how
     /// many PSNs it marked.
+    #[inline]
     fn detect_losses(&mut self, now: Instant, cfg: &PdcConfig) -> u32 {
         if self.mode != DeliveryMode::Rud || self.reorder_at.is_some() {
             return 0;

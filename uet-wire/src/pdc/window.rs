@@ -241,6 +241,7 @@ impl<const W: usize> RxWindow<W> {
     }
 
     /// Records `psn` if it is new, advancing `CACK_PSN` over every contiguous arrival.
+    #[inline]
     pub fn receive(&mut self, psn: u32) -> Arrival {
         // The common case: the next PSN in order with nothing held above it.
         if psn == self.cack.wrapping_add(1) && self.above.0.iter().all(|&w| w == 0) {
@@ -282,6 +283,7 @@ impl<const W: usize> RxWindow<W> {
     }
 
     /// The SACK to send now: based at `max(max_rcvd − 63, CACK + 1)`.
+    #[inline]
     pub fn sack(&self) -> Sack {
         let first = self.cack.wrapping_add(1);
         let newest_fit = self.max_rcvd.wrapping_sub(63);
@@ -377,16 +379,19 @@ impl<const W: usize> TxWindow<W> {
     }
 
     /// Packets sent and not yet acknowledged.
+    #[inline]
     pub fn outstanding(&self) -> u32 {
         self.next.wrapping_sub(self.base).saturating_sub(self.acked.count())
     }
 
     /// Whether a new PSN may be sent, given the peer's advertised range `peer_mp_range`.
+    #[inline]
     pub fn can_send(&self, peer_mp_range: u32) -> bool {
         self.next.wrapping_sub(self.base) < Self::MP_RANGE && self.next.wrapping_sub(self.max_cack) <= peer_mp_range
     }
 
     /// Takes the next PSN if [`TxWindow::can_send`] allows it.
+    #[inline]
     pub fn send(&mut self, peer_mp_range: u32) -> Option<u32> {
         if !self.can_send(peer_mp_range) {
             return None;
@@ -409,6 +414,7 @@ impl<const W: usize> TxWindow<W> {
     /// Applies an ACK: cumulative `cack_psn`, then the SACK bitmap if any. Returns how many sent
     /// PSNs became acknowledged. A stale cumulative PSN (not newer than one already seen) is
     /// ignored, but its SACK bits still count.
+    #[inline]
     pub fn on_ack(&mut self, cack_psn: u32, sack: Option<Sack>) -> Result<u32, AckError> {
         let last_sent = self.next.wrapping_sub(1);
         if psn_after(cack_psn, last_sent) {

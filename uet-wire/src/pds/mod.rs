@@ -46,7 +46,7 @@ pub(crate) use request::RequestRaw;
 pub use request::{Request, RequestCc, RequestFlags, RequestView};
 pub use rudi::{Rudi, RudiFlags, Uud};
 
-use crate::error::{Error, take};
+use crate::error::Error;
 
 /// PDS packet types (5 bits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -211,10 +211,12 @@ impl Prologue {
     }
 
     /// Reads the prologue at the front of `bytes`.
+    #[inline]
     pub fn peek(bytes: &[u8]) -> Result<Self, Error> {
-        let (p, _) = take(bytes, Self::LEN, "PDS prologue")?;
-        let [a, b] = <[u8; 2]>::try_from(p).map_err(|_| Error::Mismatch { field: "PDS prologue" })?;
-        Ok(Self::from_word(u16::from_be_bytes([a, b])))
+        match bytes.first_chunk::<2>() {
+            Some(&w) => Ok(Self::from_word(u16::from_be_bytes(w))),
+            None => Err(Error::Truncated { field: "PDS prologue", needed: Self::LEN, got: bytes.len() }),
+        }
     }
 }
 
