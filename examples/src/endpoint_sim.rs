@@ -19,7 +19,7 @@ use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, MsgHandle, Ser
 use uet_wire::packet::crc32c;
 use uet_wire::pdc::{IpAddr, PdcConfig, ipv4};
 use uet_wire::pds::{DeliveryMode, PdsHeader, RequestFlags};
-use uet_wire::ses::{Opcode, RequestCommon, SesFlags, StandardRequest, StandardTail};
+use uet_wire::ses::{Opcode, RequestCommon, ReturnCode, SesFlags, StandardRequest, StandardTail};
 
 type Ep = Endpoint<16, 64, 128>;
 
@@ -46,6 +46,10 @@ pub struct EndpointSimConfig {
     pub fabric: FabricConfig,
     /// PDC timers and limits.
     pub pdc: PdcConfig,
+    /// Every `response_every`-th message (by number; 0: none) is answered, when its last packet
+    /// arrives, with a guaranteed-delivery SES RESPONSE carrying its length
+    /// ([`Endpoint::respond`]).
+    pub response_every: u64,
 }
 
 impl EndpointSimConfig {
@@ -63,6 +67,7 @@ impl EndpointSimConfig {
             link_gbps: 800,
             fabric: base.fabric,
             pdc: base.pdc,
+            response_every: 0,
         }
     }
 }
@@ -90,6 +95,10 @@ pub struct EndpointSimReport {
     pub trimmed: u64,
     /// Corrupted.
     pub corrupted: u64,
+    /// Guaranteed-delivery responses the targets held, and those the initiators reported.
+    pub responses_held: u64,
+    /// Responses reported (each exactly once, checked).
+    pub responses_received: u64,
     /// Message latency, `send` to `Received`, in ns, sorted.
     pub latencies_ns: Vec<u64>,
 }
@@ -113,6 +122,8 @@ struct Side {
     /// Per JobID, the last message number received from the other side.
     last_per_job: HashMap<u32, u64>,
     received: Vec<bool>,
+    /// Per message number sent, whether its response arrived.
+    answered: Vec<bool>,
 }
 
 /// The simulation.
@@ -150,6 +161,7 @@ impl EndpointSim {
             buffers: HashMap::new(),
             last_per_job: HashMap::new(),
             received: vec![false; cfg.messages_per_side as usize],
+            answered: vec![false; cfg.messages_per_side as usize],
         };
         let sides = [side(0, &mut rng), side(1, &mut rng)];
         let plan = [0, 1].map(|_| {
@@ -264,6 +276,13 @@ impl EndpointSim {
                     .or_insert_with(|| (pl.header.match_bits, vec![0; pl.header.request_length as usize]));
                 assert_eq!(*message, pl.header.match_bits, "two messages share a PDC and message id");
                 buf[pl.offset as usize..pl.offset as usize + pl.payload.len()].copy_from_slice(pl.payload);
+                let last = pl.offset as usize + pl.payload.len() == pl.header.request_length as usize;
+                let every = self.cfg.response_every;
+                if last && every > 0 && pl.header.match_bits % every == 0 {
+                    let len = pl.header.request_length;
+                    side.ep.respond(&pl, ReturnCode::Ok, len).expect("a delivered request can be answered");
+                    self.report.responses_held += 1;
+                }
             }
             Ok(None) => {}
             Err(uet_wire::msg::EndpointError::EventsFull | uet_wire::msg::EndpointError::ResponsesFull) => {}
@@ -275,9 +294,24 @@ impl EndpointSim {
         while let Some(ev) = self.sides[i].ep.poll_event() {
             match ev {
                 Event::Sent(h) => {
-                    self.sides[i].sending.remove(&h).expect("a known message");
+                    let (message, _) = self.sides[i].sending.remove(&h).expect("a known message");
+                    let every = self.cfg.response_every;
+                    if every > 0 && message % every == 0 {
+                        assert!(self.sides[i].answered[message as usize], "message {message} sent before its response");
+                    }
                 }
                 Event::Failed(h, why) => panic!("side {i} message {h:?} failed: {why:?}"),
+                Event::Response { msg, response, .. } => {
+                    let (message, _) = self.sides[i].sending[&msg];
+                    let every = self.cfg.response_every;
+                    assert!(every > 0 && message % every == 0, "message {message} was not answered");
+                    assert_eq!(response.return_code, ReturnCode::Ok);
+                    assert_eq!(response.modified_length, self.plan[i][message as usize].0);
+                    let answered = &mut self.sides[i].answered[message as usize];
+                    assert!(!*answered, "side {i} message {message}: response reported twice");
+                    *answered = true;
+                    self.report.responses_received += 1;
+                }
                 Event::Received { pdc, message_id, len, .. } => {
                     let side = &mut self.sides[i];
                     // Every message, even an empty one, has its packets placed before release.

@@ -95,14 +95,19 @@ mod endpoints {
         let r = EndpointSim::new(cfg).run(Duration::from_millis(60_000));
         assert!(r.completed, "not completed: {} of {} messages; {r:?}", r.messages, 2 * cfg.messages_per_side);
         assert_eq!(r.messages, 2 * cfg.messages_per_side);
+        assert_eq!(r.responses_received, r.responses_held);
+        let every = cfg.response_every;
+        let answered = if every == 0 { 0 } else { 2 * cfg.messages_per_side.div_ceil(every) };
+        assert_eq!(r.responses_held, answered);
         eprintln!(
-            "endpoints {:?} loss {:.0} %: {} messages, {} B, {} requests ({} resends), latency p50 {:?} p99 {:?}",
+            "endpoints {:?} loss {:.0} %: {} messages, {} B, {} requests ({} resends), {} responses, latency p50 {:?} p99 {:?}",
             cfg.mode,
             cfg.fabric.loss * 100.0,
             r.messages,
             r.bytes,
             r.requests,
             r.resends,
+            r.responses_received,
             r.latency_percentile(50.0),
             r.latency_percentile(99.0)
         );
@@ -121,5 +126,15 @@ mod endpoints {
     #[test]
     fn rod_messages_2_percent_loss() {
         run(EndpointSimConfig::new(13, DeliveryMode::Rod, 200, 0.02));
+    }
+
+    #[test]
+    fn rud_guaranteed_delivery_responses_10_percent_loss() {
+        run(EndpointSimConfig { response_every: 10, ..EndpointSimConfig::new(14, DeliveryMode::Rud, 500, 0.10) });
+    }
+
+    #[test]
+    fn rod_guaranteed_delivery_responses_2_percent_loss() {
+        run(EndpointSimConfig { response_every: 2, ..EndpointSimConfig::new(15, DeliveryMode::Rod, 200, 0.02) });
     }
 }

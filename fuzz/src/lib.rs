@@ -797,7 +797,9 @@ pub fn pdc_pair(data: &[u8]) {
 /// with arbitrary bytes injected at either, over all four services. Invariants: no panic; every
 /// placement lies inside its message; each message handle completes or fails at most once;
 /// messages on a PDC complete once each, in message order, only after all their bytes were
-/// placed; a UUD datagram is reported only after it was placed.
+/// placed; a UUD datagram is reported only after it was placed; a placement the input answers
+/// with a guaranteed-delivery response can always hold it, and the initiator reports each
+/// response at most once, before its message completes.
 pub fn endpoint(data: &[u8]) {
     use std::collections::{HashMap, HashSet};
     use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, Service};
@@ -815,6 +817,7 @@ pub fn endpoint(data: &[u8]) {
     // Per receiver and (PDC, message id): bytes placed, and the last message id released.
     let mut placed: HashMap<(usize, u16, u16), u64> = HashMap::new();
     let mut last_released: HashMap<(usize, u16), u16> = HashMap::new();
+    let mut responses: HashSet<(usize, uet_wire::msg::MsgHandle, u32)> = HashSet::new();
     let mut out = [0u8; 128];
     while !u.is_empty() {
         match u.int_in_range(0u8..=6).unwrap_or(0) {
@@ -873,16 +876,16 @@ pub fn endpoint(data: &[u8]) {
                         net.swap_remove(k);
                     }
                     1 => net.push(net[k].clone()),
-                    _ => {
+                    r => {
                         let (to, pkt) = net.swap_remove(k);
-                        deliver(&mut eps, now, &addrs, to, &pkt, &mut placed);
+                        deliver(&mut eps, now, &addrs, to, &pkt, &mut placed, r == 3);
                     }
                 }
             }
             3 => {
                 let to = usize::from(u.arbitrary::<bool>().unwrap_or(false));
                 let pkt: Vec<u8> = u.arbitrary().unwrap_or_default();
-                deliver(&mut eps, now, &addrs, to, &pkt, &mut placed);
+                deliver(&mut eps, now, &addrs, to, &pkt, &mut placed, false);
             }
             4 => {
                 now = now.saturating_add(Duration::from_micros(u.int_in_range(0u64..=3000).unwrap_or(0)));
@@ -897,6 +900,10 @@ pub fn endpoint(data: &[u8]) {
                 match ev {
                     Event::Sent(h) | Event::Failed(h, _) => {
                         assert!(live.remove(&(side, h)), "an unknown message completed, or one completed twice");
+                    }
+                    Event::Response { msg, psn, .. } => {
+                        assert!(live.contains(&(side, msg)), "a response for a message not in flight");
+                        assert!(responses.insert((side, msg, psn)), "a response reported twice");
                     }
                     Event::Received { pdc: 0, message_id, len, .. } => {
                         // A UUD datagram: best effort, so a duplicate may arrive (and be reported)
@@ -930,11 +937,16 @@ pub fn endpoint(data: &[u8]) {
         to: usize,
         pkt: &[u8],
         placed: &mut std::collections::HashMap<(usize, u16, u16), u64>,
+        respond: bool,
     ) {
         if let Ok(Some(p)) = eps[to].handle_packet(now, addrs[1 - to], pkt) {
             let end = u64::from(p.offset) + p.payload.len() as u64;
             assert!(end <= u64::from(p.header.request_length), "placement past the message end");
             *placed.entry((to, p.pdc, p.message_id)).or_insert(0) += p.payload.len() as u64;
+            if respond && p.pdc != 0 {
+                let held = eps[to].respond(&p, uet_wire::ses::ReturnCode::Ok, p.payload.len() as u32);
+                assert!(held.is_ok(), "a delivered request could not be answered: {held:?}");
+            }
         }
     }
 }

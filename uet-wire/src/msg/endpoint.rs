@@ -24,7 +24,14 @@
 //! * A PDC the target asked to close (CLOSE_REQ) finishes the message in progress; the messages
 //!   after it wait for that PDC to close and then open a new one.
 //! * A stale duplicate (a PSN of the prior window) is answered by an ACK carrying the SES
-//!   DEFAULT_RESPONSE with RC_NULL (digest §4.4); other ACKs carry no SES response.
+//!   DEFAULT_RESPONSE with RC_NULL (digest §4.4).
+//! * **Guaranteed-delivery responses** (digest §4.4, §5: any response but DEFAULT_RESPONSE and
+//!   NO_RESPONSE is kept until cleared): the caller answers a placed request with
+//!   [`Endpoint::respond`]; the target PDC holds the RESPONSE (four per PDC,
+//!   [`HELD_RESPONSES`](crate::pdc::held::HELD_RESPONSES)) and the request's ACK carries it. Since
+//!   any request may need one, a request is delivered only while a response could be held for it,
+//!   else NACKed NO_GTD_DEL_AVAIL. The initiator reports it once as [`Event::Response`], before its
+//!   message's `Sent`.
 //! * A request the event queue has no room for is dropped unanswered (its resend comes back once
 //!   the caller has polled events), so no event is ever lost.
 //!
@@ -155,6 +162,9 @@ pub struct Placement<'a> {
     pub pdc: u16,
     /// The sender's message id on that PDC.
     pub message_id: u16,
+    /// The request's PSN, which [`Endpoint::respond`] answers (0 for RUDI and UUD, which have
+    /// no PDC and no guaranteed-delivery response).
+    pub psn: u32,
     /// The whole request header, for the SES (opcode, buffer offset, match bits, ...).
     pub header: StandardRequest,
     /// Byte offset of the payload in the message.
@@ -171,6 +181,17 @@ pub enum Event {
     Sent(MsgHandle),
     /// A sent message failed: its PDC closed in error.
     Failed(MsgHandle, Failure),
+    /// The target answered a packet of a sent message with a guaranteed-delivery SES response
+    /// (any opcode but DEFAULT_RESPONSE and NO_RESPONSE), reported once, before the message's
+    /// `Sent`.
+    Response {
+        /// The message.
+        msg: MsgHandle,
+        /// The PSN of the packet answered.
+        psn: u32,
+        /// The response.
+        response: Response,
+    },
     /// A received message is complete (reported in message order per PDC).
     Received {
         /// Sender address.
@@ -205,6 +226,8 @@ pub enum EndpointError {
     ResponsesFull,
     /// The output buffer cannot hold the headers.
     BufferTooShort,
+    /// [`Endpoint::respond`] cannot hold the response (see [`Target::hold_response`]).
+    Respond(crate::pdc::PdcError),
 }
 
 impl From<Error> for EndpointError {
@@ -419,13 +442,7 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
             let Some(tx) = p.pdc.poll_transmit(now) else { continue };
             let t = match tx {
                 InitiatorTx::Resend(stamp) => {
-                    // The message holding this PSN (PSNs of a PDC's messages are consecutive).
-                    let found = self.msgs.iter().enumerate().find_map(|(slot, m)| {
-                        let m = m.as_ref()?;
-                        let i = stamp.psn.wrapping_sub(m.first_psn);
-                        (m.pdc == Some(id) && i < m.sent).then_some((slot, i))
-                    });
-                    let Some((slot, index)) = found else { continue };
+                    let Some((slot, index)) = self.message_at(id, stamp.psn) else { continue };
                     self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, None))?
                 }
                 InitiatorTx::Control(c) => {
@@ -446,7 +463,12 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
             let Some(p) = self.targets.get_mut(id) else { continue };
             let Some(tx) = p.pdc.poll_transmit(now) else { continue };
             let t = match tx {
-                TargetTx::Ack(mut a) => match p.default_response.take() {
+                TargetTx::Ack(mut a) => match if a.next_header == NextHeader::Rsp {
+                    // The ACK carries the guaranteed-delivery response held for its PSN.
+                    p.pdc.held_response(a.ack_psn())
+                } else {
+                    p.default_response.take()
+                } {
                     Some(rsp) => {
                         a.next_header = NextHeader::Rsp;
                         let n = emit(out, &PdsHeader::Ack(a))?;
@@ -455,7 +477,10 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
                             .map_err(|_| EndpointError::BufferTooShort)?;
                         Transmit { dst, header_len: n + k, payload: None }
                     }
-                    None => Transmit { dst, header_len: emit(out, &PdsHeader::Ack(a))?, payload: None },
+                    None => {
+                        a.next_header = NextHeader::None;
+                        Transmit { dst, header_len: emit(out, &PdsHeader::Ack(a))?, payload: None }
+                    }
                 },
                 TargetTx::Control(c) => Transmit { dst, header_len: emit(out, &PdsHeader::Control(c))?, payload: None },
                 TargetTx::Nack(n) => Transmit { dst, header_len: emit(out, &PdsHeader::Nack(n))?, payload: None },
@@ -464,6 +489,16 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
             return Ok(Some(t));
         }
         Ok(None)
+    }
+
+    /// The message slot holding PSN `psn` of initiator PDC `id`, and the packet's index in it
+    /// (PSNs of a PDC's messages are consecutive).
+    fn message_at(&self, id: u16, psn: u32) -> Option<(usize, u32)> {
+        self.msgs.iter().enumerate().find_map(|(slot, m)| {
+            let m = m.as_ref()?;
+            let i = psn.wrapping_sub(m.first_psn);
+            (m.pdc == Some(id) && i < m.sent).then_some((slot, i))
+        })
     }
 
     /// Writes the PDS request and the SES header of packet `index` of message `slot`.
@@ -667,6 +702,10 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
         self.now = self.now.max(now);
         match pds {
             PdsHeader::Request(r) => self.handle_request(now, src, r, rest),
+            PdsHeader::Ack(a) if a.next_header != NextHeader::None && self.initiators.get(a.dpdcid).is_some() => {
+                self.response_ack(now, &a, rest)?;
+                Ok(None)
+            }
             PdsHeader::Ack(a) => {
                 self.on_initiator(
                     now,
@@ -815,7 +854,15 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
                 self.events.push_back(ev).map_err(|_| EndpointError::EventsFull)?;
             }
         }
-        Ok(Some(Placement { src, pdc: 0, message_id: ses.message_id, header: ses, offset: seg.offset, payload }))
+        Ok(Some(Placement {
+            src,
+            pdc: 0,
+            message_id: ses.message_id,
+            psn: 0,
+            header: ses,
+            offset: seg.offset,
+            payload,
+        }))
     }
 
     /// Applies `f` to initiator PDC `id` (or `g` to target PDC `id` for an ACK of a CLOSE_REQ),
@@ -835,6 +882,73 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
         } else if let Some(t) = self.targets.get_mut(id) {
             let _ = g(&mut t.pdc, &cfg);
             self.after_target_change(id);
+        }
+    }
+
+    /// An ACK carrying an SES response to initiator PDC `a.dpdcid`. A guaranteed-delivery
+    /// response is reported the first time its PSN is acknowledged (the target acknowledges it
+    /// only with its response, and resends that ACK on every duplicate); later copies, and the
+    /// DEFAULT_RESPONSE a stale duplicate draws, only acknowledge.
+    fn response_ack(&mut self, now: Instant, a: &crate::pds::Ack, rest: &[u8]) -> Result<(), EndpointError> {
+        let response = match SesHeader::parse(a.next_header, rest)? {
+            (Some(SesHeader::Response(r)), _) => {
+                Some(r).filter(|r| !matches!(r.opcode, ResponseOpcode::DefaultResponse | ResponseOpcode::NoResponse))
+            }
+            _ => return Err(EndpointError::Unsupported),
+        };
+        let id = a.dpdcid;
+        let psn = a.ack_psn();
+        let cfg = self.cfg.pdc;
+        let Some(p) = self.initiators.get_mut(id) else { return Ok(()) };
+        let first = !p.pdc.is_acked(psn);
+        if response.is_some() && first && self.events.is_full() {
+            // Nothing changed: the response comes again with the ACK of the packet's resend.
+            return Err(EndpointError::EventsFull);
+        }
+        // A refused ACK changes nothing; there is nothing to answer.
+        let accepted = p.pdc.handle_ack(now, &cfg, a).is_ok() && p.pdc.is_acked(psn);
+        if let Some(response) = response.filter(|_| first && accepted) {
+            if let Some((slot, _)) = self.message_at(id, psn) {
+                let generation = self.msgs.get(slot).and_then(Option::as_ref).map_or(0, |m| m.generation);
+                let msg = MsgHandle { slot: slot as u16, generation };
+                // Room was checked above.
+                let _ = self.events.push_back(Event::Response { msg, psn, response });
+            }
+        }
+        self.after_initiator_change(now, id);
+        Ok(())
+    }
+
+    /// Answers the request `placement` came from with a guaranteed-delivery SES RESPONSE carrying
+    /// `return_code` and `modified_length`: the target PDC holds it until the initiator's
+    /// `CLEAR_PSN` passes the request, and the ACK of the request carries it (again on every
+    /// duplicate). Call it after [`Endpoint::handle_packet`] returned `placement` and before the
+    /// next [`Endpoint::poll_transmit`]: an ACK sent since may have acknowledged the request
+    /// already. The endpoint delivers a request only while a response could be held for it.
+    pub fn respond(
+        &mut self,
+        placement: &Placement<'_>,
+        return_code: ReturnCode,
+        modified_length: u32,
+    ) -> Result<(), EndpointError> {
+        let rsp = Response {
+            list: ResponseList::Expected,
+            opcode: ResponseOpcode::Response,
+            return_code,
+            message_id: placement.message_id,
+            ri_generation: placement.header.common.ri_generation,
+            job_id: placement.header.common.job_id,
+            modified_length,
+        };
+        let from = self.targets.key(placement.pdc).map(|k| k.src);
+        match self.targets.get_mut(placement.pdc) {
+            Some(t) if from == Some(placement.src) => {
+                t.pdc.hold_response(placement.psn, rsp).map_err(EndpointError::Respond)
+            }
+            _ => Err(EndpointError::Respond(crate::pdc::PdcError::CannotHold {
+                psn: placement.psn,
+                why: "no such target PDC",
+            })),
         }
     }
 
@@ -914,6 +1028,12 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
                 self.queue_nack(src, refusal(code, &r, id));
                 return Ok(None);
             }
+            // Any request may need a guaranteed-delivery response: none is delivered unless one
+            // could be held for it.
+            if let Some(n) = t.pdc.check_response_room(&r) {
+                self.queue_nack(src, n);
+                return Ok(None);
+            }
         }
         let verdict = t.pdc.handle_request(now, &cfg, &r, u32::from(seg.len), false);
         let mut placement = None;
@@ -928,6 +1048,7 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
                     src,
                     pdc: id,
                     message_id: ses.message_id,
+                    psn: r.psn,
                     header: ses,
                     offset: seg.offset,
                     payload,
@@ -1246,6 +1367,7 @@ mod tests {
                             sent += 1;
                         }
                         Event::Failed(h, f) => panic!("message {h:?} failed: {f:?}"),
+                        Event::Response { .. } => panic!("no request was answered"),
                         Event::Received { pdc, message_id, len, .. } => {
                             let (index, buf) = buffers.remove(&(pdc, message_id)).expect("placed");
                             assert_eq!(buf.len(), len as usize);
@@ -1290,6 +1412,48 @@ mod tests {
         let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
         assert_eq!(received, want);
         assert_eq!((a.initiator_pdcs(), a.target_pdcs(), b.initiator_pdcs(), b.target_pdcs()), (0, 0, 0, 0));
+    }
+
+    #[test]
+    fn guaranteed_delivery_response_reaches_the_initiator_once() {
+        let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+        let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
+        let mut out = [0u8; 256];
+        let h = a.send(desc(b_addr, Service::Rud, 0, 100)).unwrap();
+        let n = a.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap().header_len;
+        let mut req = out[..n].to_vec();
+        req.extend((0..100).map(|i| byte(0, i)));
+        let pl = b.handle_packet(Instant::ZERO, a_addr, &req).unwrap().unwrap();
+        b.respond(&pl, ReturnCode::NoMatch, 7).unwrap();
+        assert!(matches!(b.respond(&pl, ReturnCode::Ok, 7), Err(EndpointError::Respond(_))), "one per request");
+        let wrong_src = Placement { src: b_addr, ..pl };
+        assert!(matches!(b.respond(&wrong_src, ReturnCode::Ok, 7), Err(EndpointError::Respond(_))));
+        // The ACK carries the response, and is lost.
+        let t = b.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap();
+        let (PdsHeader::Ack(ack), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("an ACK") };
+        assert_eq!(ack.next_header, NextHeader::Rsp);
+        let Ok((Some(SesHeader::Response(rsp)), _)) = SesHeader::parse(NextHeader::Rsp, rest) else { panic!() };
+        assert_eq!(
+            (rsp.opcode, rsp.return_code, rsp.modified_length),
+            (ResponseOpcode::Response, ReturnCode::NoMatch, 7)
+        );
+        assert_eq!(b.poll_transmit(Instant::ZERO, &mut out).unwrap(), None);
+        // The RTO resends the request; its duplicate draws the response again.
+        let later = a.poll_timeout().unwrap();
+        a.handle_timeout(later);
+        let resend = a.poll_transmit(later, &mut out).unwrap().unwrap();
+        let mut req = out[..resend.header_len].to_vec();
+        req.extend((0..100).map(|i| byte(0, i)));
+        assert!(b.handle_packet(later, a_addr, &req).unwrap().is_none(), "a duplicate is not placed again");
+        let t = b.poll_transmit(later, &mut out).unwrap().unwrap();
+        let ack = out[..t.header_len].to_vec();
+        a.handle_packet(later, b_addr, &ack).unwrap();
+        let psn = pl.psn;
+        assert_eq!(a.poll_event(), Some(Event::Response { msg: h, psn, response: rsp }));
+        assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+        // A copy of that ACK reports nothing more.
+        a.handle_packet(later, b_addr, &ack).unwrap();
+        assert_eq!(a.poll_event(), None);
     }
 
     #[test]
