@@ -890,11 +890,12 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
     /// only with its response, and resends that ACK on every duplicate); later copies, and the
     /// DEFAULT_RESPONSE a stale duplicate draws, only acknowledge.
     fn response_ack(&mut self, now: Instant, a: &crate::pds::Ack, rest: &[u8]) -> Result<(), EndpointError> {
+        // Other response forms (with data: this endpoint issues no reads) still acknowledge.
         let response = match SesHeader::parse(a.next_header, rest)? {
             (Some(SesHeader::Response(r)), _) => {
                 Some(r).filter(|r| !matches!(r.opcode, ResponseOpcode::DefaultResponse | ResponseOpcode::NoResponse))
             }
-            _ => return Err(EndpointError::Unsupported),
+            _ => None,
         };
         let id = a.dpdcid;
         let psn = a.ack_psn();
