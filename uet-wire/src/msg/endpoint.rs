@@ -1458,6 +1458,29 @@ mod tests {
     }
 
     #[test]
+    fn no_request_is_delivered_once_no_response_could_be_held() {
+        let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+        let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
+        let mut out = [0u8; 256];
+        for i in 0..5 {
+            a.send(desc(b_addr, Service::Rud, i, 10)).unwrap();
+        }
+        for i in 0..5u64 {
+            let n = a.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap().header_len;
+            let mut req = out[..n].to_vec();
+            req.extend((0..10).map(|k| byte(i, k)));
+            match b.handle_packet(Instant::ZERO, a_addr, &req).unwrap() {
+                // Four slots: every request but the fifth is delivered and answered.
+                Some(pl) => b.respond(&pl, ReturnCode::Ok, 10).unwrap(),
+                None => assert_eq!(i, 4, "request {i} refused with a slot free"),
+            }
+        }
+        let t = b.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap();
+        let Ok((PdsHeader::Nack(n), _)) = PdsHeader::parse(&out[..t.header_len]) else { panic!("a NACK first") };
+        assert_eq!(n.code, NackCode::NoGtdDelAvail);
+    }
+
+    #[test]
     fn rud_messages_complete_in_order_despite_reordering_and_loss() {
         let l = lens(60);
         let (received, sent, _, _, _) = exchange(Service::Rud, &l, 100, true);
