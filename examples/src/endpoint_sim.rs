@@ -17,11 +17,13 @@ use linklayer::{Duration, Instant};
 use std::collections::HashMap;
 use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, MsgHandle, Service};
 use uet_wire::packet::crc32c;
+use uet_wire::pdc::held::HELD_RESPONSES;
 use uet_wire::pdc::{IpAddr, PdcConfig, ipv4};
 use uet_wire::pds::{DeliveryMode, PdsHeader, RequestFlags};
 use uet_wire::ses::{Opcode, RequestCommon, ReturnCode, SesFlags, StandardRequest, StandardTail};
 
-type Ep = Endpoint<16, 64, 128>;
+/// The endpoints, with `R` guaranteed-delivery response slots per target PDC.
+type Ep<const R: usize> = Endpoint<16, 64, 128, R>;
 
 /// One run.
 #[derive(Clone, Copy, Debug)]
@@ -110,8 +112,8 @@ impl EndpointSimReport {
     }
 }
 
-struct Side {
-    ep: Ep,
+struct Side<const R: usize> {
+    ep: Ep<R>,
     addr: IpAddr,
     next_message: u64,
     tx_free_at: Instant,
@@ -126,14 +128,15 @@ struct Side {
     answered: Vec<bool>,
 }
 
-/// The simulation.
-pub struct EndpointSim {
+/// The simulation, with `R` guaranteed-delivery response slots per target PDC (default: the
+/// crate's).
+pub struct EndpointSim<const R: usize = HELD_RESPONSES> {
     /// Its configuration.
     pub cfg: EndpointSimConfig,
     rng: Rng,
     now: Instant,
     fabric: Fabric,
-    sides: [Side; 2],
+    sides: [Side<R>; 2],
     /// Per direction, message number → (length, JobID, send time).
     plan: [Vec<(u32, u32, u64)>; 2],
     report: EndpointSimReport,
@@ -144,13 +147,13 @@ fn byte(side: usize, message: u64, offset: u32) -> u8 {
     (x >> 13) as u8
 }
 
-impl EndpointSim {
+impl<const R: usize> EndpointSim<R> {
     /// Two endpoints, nothing sent yet.
     pub fn new(cfg: EndpointSimConfig) -> Self {
         let mut rng = Rng::new(cfg.seed);
         let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
         let side = |i: usize, rng: &mut Rng| Side {
-            ep: Ep::new(
+            ep: Ep::<R>::new(
                 EndpointConfig { addr: addrs[i], mtu: cfg.mtu, pdc: cfg.pdc, close_when_idle: true },
                 rng.next_u64(),
             ),

@@ -89,10 +89,16 @@ fn rod_guaranteed_delivery_responses_under_loss() {
 mod endpoints {
     //! The same fabric with two `Endpoint`s exchanging messages both ways.
     use super::*;
-    use xlink_examples::endpoint_sim::{EndpointSim, EndpointSimConfig};
+    use uet_wire::pdc::held::HELD_RESPONSES;
+    use xlink_examples::endpoint_sim::{EndpointSim, EndpointSimConfig, EndpointSimReport};
 
-    fn run(cfg: EndpointSimConfig) {
-        let r = EndpointSim::new(cfg).run(Duration::from_millis(60_000));
+    fn run(cfg: EndpointSimConfig) -> EndpointSimReport {
+        run_with::<HELD_RESPONSES>(cfg)
+    }
+
+    /// With `R` response slots per target PDC.
+    fn run_with<const R: usize>(cfg: EndpointSimConfig) -> EndpointSimReport {
+        let r = EndpointSim::<R>::new(cfg).run(Duration::from_millis(60_000));
         assert!(r.completed, "not completed: {} of {} messages; {r:?}", r.messages, 2 * cfg.messages_per_side);
         assert_eq!(r.messages, 2 * cfg.messages_per_side);
         assert_eq!(r.responses_received, r.responses_held);
@@ -100,7 +106,7 @@ mod endpoints {
         let answered = if every == 0 { 0 } else { 2 * cfg.messages_per_side.div_ceil(every) };
         assert_eq!(r.responses_held, answered);
         eprintln!(
-            "endpoints {:?} loss {:.0} %: {} messages, {} B, {} requests ({} resends), {} responses, latency p50 {:?} p99 {:?}",
+            "endpoints {:?} loss {:.0} %, {R} response slots: {} messages, {} B, {} requests ({} resends), {} responses, latency p50 {:?} p99 {:?}",
             cfg.mode,
             cfg.fabric.loss * 100.0,
             r.messages,
@@ -111,6 +117,7 @@ mod endpoints {
             r.latency_percentile(50.0),
             r.latency_percentile(99.0)
         );
+        r
     }
 
     #[test]
@@ -136,5 +143,22 @@ mod endpoints {
     #[test]
     fn rod_guaranteed_delivery_responses_2_percent_loss() {
         run(EndpointSimConfig { response_every: 2, ..EndpointSimConfig::new(15, DeliveryMode::Rod, 200, 0.02) });
+    }
+
+    /// Every message answered, at 10 % loss, with the default four slots: a target PDC whose slots
+    /// are all held must still take the request whose `CLEAR_PSN` frees them (before that was
+    /// counted, a message here failed with its RTO retries exhausted).
+    #[test]
+    fn rud_every_message_answered_10_percent_loss() {
+        run(EndpointSimConfig { response_every: 1, ..EndpointSimConfig::new(16, DeliveryMode::Rud, 300, 0.10) });
+    }
+
+    /// Sixteen slots let every message be answered with no NACK NO_GTD_DEL_AVAIL resend at
+    /// 800 Gb/s, where four cannot (an RTT holds more answered messages than four).
+    #[test]
+    fn response_slots_bound_guaranteed_delivery_rate() {
+        let cfg = EndpointSimConfig { response_every: 1, ..EndpointSimConfig::new(17, DeliveryMode::Rud, 300, 0.0) };
+        assert!(run_with::<4>(cfg).resends > 0);
+        assert_eq!(run_with::<16>(cfg).resends, 0);
     }
 }

@@ -178,7 +178,7 @@ fn messages(seed: u64) {
         [(DeliveryMode::Rud, 0.0), (DeliveryMode::Rud, 0.01), (DeliveryMode::Rud, 0.10), (DeliveryMode::Rod, 0.01)]
     {
         let cfg = EndpointSimConfig::new(seed, mode, per_side, loss);
-        let r = EndpointSim::new(cfg).run(Duration::from_millis(60_000));
+        let r = <EndpointSim>::new(cfg).run(Duration::from_millis(60_000));
         assert!(r.completed, "every message delivered exactly once, every PDC closed");
         println!(
             "| {mode:?} | {:.0} % | {} | {:.1} | {} | {} | {} | {} | {} |",

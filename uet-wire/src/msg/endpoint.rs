@@ -27,8 +27,8 @@
 //!   DEFAULT_RESPONSE with RC_NULL (digest §4.4).
 //! * **Guaranteed-delivery responses** (digest §4.4, §5: any response but DEFAULT_RESPONSE and
 //!   NO_RESPONSE is kept until cleared): the caller answers a placed request with
-//!   [`Endpoint::respond`]; the target PDC holds the RESPONSE (four per PDC,
-//!   [`HELD_RESPONSES`](crate::pdc::held::HELD_RESPONSES)) and the request's ACK carries it. Since
+//!   [`Endpoint::respond`]; the target PDC holds the RESPONSE (`R` per PDC, by default
+//!   [`HELD_RESPONSES`]) and the request's ACK carries it. Since
 //!   any request may need one, a request is delivered only while a response could be held for it,
 //!   else NACKed NO_GTD_DEL_AVAIL. The initiator reports it once as [`Event::Response`], before its
 //!   message's `Sent`.
@@ -50,6 +50,7 @@
 use super::order::{MessageOrder, OrderError};
 use super::segment::{Segment, SegmentError, Segmenter};
 use crate::Error;
+use crate::pdc::held::HELD_RESPONSES;
 use crate::pdc::{
     Delivery, Failure, Initiator, InitiatorEvent, InitiatorKey, InitiatorState, InitiatorTx, IpAddr, PdcConfig,
     PdcTable, StartPolicy, Target, TargetEvent, TargetKey, TargetTx, psn_after,
@@ -256,19 +257,20 @@ struct IniPdc {
     active: Option<u16>,
 }
 
-struct TgtPdc {
-    pdc: Target,
+struct TgtPdc<const R: usize> {
+    pdc: Target<2, R>,
     order: MessageOrder<ORDER_WINDOW>,
     /// A stale duplicate arrived: the next ACK carries the SES DEFAULT_RESPONSE (RC_NULL) for it.
     default_response: Option<Response>,
 }
 
 /// One fabric endpoint with up to `P` initiator and `P` target PDCs, `M` messages being sent,
-/// and `E` undelivered events.
-pub struct Endpoint<const P: usize, const M: usize, const E: usize> {
+/// `E` undelivered events, and room for `R` guaranteed-delivery responses per target PDC (see
+/// [`held`](crate::pdc::held); more slots let more answered requests wait for their CLEAR at once).
+pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usize = HELD_RESPONSES> {
     cfg: EndpointConfig,
     initiators: PdcTable<InitiatorKey, IniPdc, P>,
-    targets: PdcTable<TargetKey, TgtPdc, P>,
+    targets: PdcTable<TargetKey, TgtPdc<R>, P>,
     msgs: [Option<SendMsg>; M],
     generations: [u16; M],
     next_seq: u64,
@@ -304,7 +306,7 @@ struct RudiOut {
 /// NACKs an endpoint holds for sending.
 const NACK_QUEUE: usize = 16;
 
-impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
+impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
     const SIZES_OK: () = assert!(M >= 1 && M <= 1 << 15 && E > ORDER_WINDOW, "bad endpoint capacities");
 
     /// An endpoint with no PDC and no message. `seed` feeds the start PSNs.
@@ -872,7 +874,7 @@ impl<const P: usize, const M: usize, const E: usize> Endpoint<P, M, E> {
         now: Instant,
         id: u16,
         f: impl FnOnce(&mut Initiator, &PdcConfig) -> Result<(), crate::pdc::PdcError>,
-        g: impl FnOnce(&mut Target, &PdcConfig) -> Result<(), crate::pdc::PdcError>,
+        g: impl FnOnce(&mut Target<2, R>, &PdcConfig) -> Result<(), crate::pdc::PdcError>,
     ) {
         let cfg = self.cfg.pdc;
         if let Some(p) = self.initiators.get_mut(id) {

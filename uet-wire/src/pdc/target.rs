@@ -48,7 +48,7 @@
 //!   Every ACK is an ACK_CC carrying the SACK bitmap and this PDC's MPR.
 
 use super::config::{MPR_GRANULARITY, PdcConfig};
-use super::held::HeldResponses;
+use super::held::{HELD_RESPONSES, HeldResponses};
 use super::window::{AckCoalescer, AckTriggers, Arrival, RxWindow, psn_after};
 use super::{Failure, PdcError, PdcState};
 use crate::pds::{
@@ -167,9 +167,10 @@ enum Ev {
     Fail,
 }
 
-/// The target end of one PDC, with a receive window of `64 × W` PSNs.
+/// The target end of one PDC, with a receive window of `64 × W` PSNs and room for `R`
+/// guaranteed-delivery responses (see [`held`](super::held)).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Target<const W: usize = 2> {
+pub struct Target<const W: usize = 2, const R: usize = HELD_RESPONSES> {
     state: TargetState,
     mode: DeliveryMode,
     /// This PDC's id (TPDCID).
@@ -205,17 +206,20 @@ pub struct Target<const W: usize = 2> {
     /// The PSN `handle_request` last delivered as new, until the next ACK goes out: the one
     /// request whose response may still be held.
     last_new: Option<u32>,
-    held: HeldResponses,
+    held: HeldResponses<R>,
 }
 
-impl<const W: usize> Target<W> {
+impl<const W: usize, const R: usize> Target<W, R> {
     /// `MP_RANGE` of this PDC, in PSNs.
     pub const MP_RANGE: u32 = RxWindow::<W>::MP_RANGE;
 
-    const SIZE_OK: () = assert!(
-        W >= 2 && W % 2 == 0 && 64 * W <= 32768,
-        "the window must be a whole number of MPR units (128 PSNs) and fit the 16-bit offsets"
-    );
+    const SIZE_OK: () = {
+        assert!(
+            W >= 2 && W % 2 == 0 && 64 * W <= 32768,
+            "the window must be a whole number of MPR units (128 PSNs) and fit the 16-bit offsets"
+        );
+        assert!(R >= 1, "a target PDC must be able to hold at least one response");
+    };
 
     /// A PDC for the SYN request `req` (digest §4.3 target step 1): `Start_PSN = PSN − psn_offset`.
     /// `local` is its id (never 0), `own_start` the first PSN of its return direction. Established
@@ -654,8 +658,21 @@ impl<const W: usize> Target<W> {
     /// after `NACK_Retx_Time`). `None` when the request may go ahead. The last free slot is kept
     /// for the oldest PSN not yet received (`CACK_PSN + 1`; project-defined, see
     /// [`held`](super::held)).
+    ///
+    /// The slots the request's own `CLEAR_PSN` releases count as free: `handle_request` applies it
+    /// when it takes the request. (Were they not counted, a PDC whose slots are all held would
+    /// refuse every new request, and with it the `CLEAR_PSN` that frees them: the initiator would
+    /// only get out of it with a CLEAR control packet, after ACKs it may never get.)
     pub fn check_response_room(&self, req: &Request) -> Option<Nack> {
-        let room = match self.held.free() {
+        let clear = req.psn.wrapping_add(i32::from(req.clear_psn_offset) as u32);
+        // As `apply_clear` would after `handle_request` received the request.
+        let newest = if psn_after(req.psn, self.rx.max_rcvd()) { req.psn } else { self.rx.max_rcvd() };
+        let free = if psn_after(clear, self.clear_psn) && !psn_after(clear, newest) {
+            self.held.free_after_release_through(clear)
+        } else {
+            self.held.free()
+        };
+        let room = match free {
             0 => false,
             1 => req.psn == self.rx.cack_psn().wrapping_add(1),
             _ => true,

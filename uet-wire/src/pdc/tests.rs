@@ -603,6 +603,9 @@ fn pdc_sizes() {
     );
     assert!(size_of::<Initiator<2>>() <= 256);
     assert!(size_of::<Target<2>>() <= 256);
+    // Each further response slot costs 28 B.
+    std::println!("Target<2, 16>: {} B", size_of::<Target<2, 16>>());
+    assert_eq!(size_of::<Target<2, 16>>() - size_of::<Target<2>>(), 12 * 28);
 }
 
 #[test]
@@ -715,7 +718,7 @@ fn guaranteed_delivery_response_survives_a_lost_ack_until_cleared() {
 }
 
 /// Every response slot in use: a request that needs one is refused NO_GTD_DEL_AVAIL before it is
-/// delivered; a request carrying a CLEAR_PSN past the held PSNs frees them.
+/// delivered; a request carrying a CLEAR_PSN past the held PSNs frees them, and is let in for it.
 #[test]
 fn held_responses_are_bounded_and_freed_by_clear_psn() {
     let cfg = cfg();
@@ -741,10 +744,14 @@ fn held_responses_are_bounded_and_freed_by_clear_psn() {
         last = Some(a);
     }
     assert_eq!(last.map(|a| a.ack_psn()), Some(4 + held::HELD_RESPONSES as u32));
-    // The next request carries CLEAR_PSN = the initiator's left edge − 1, past all four.
-    assert_eq!(tg.handle_request(t(5), &cfg, &full, 8, false).unwrap().delivery, Delivery::New);
+    // The next request carries CLEAR_PSN = the initiator's left edge − 1, past all four: it is
+    // let in while all four are still held, since taking it frees them; `full`, sent before the
+    // ACKs, carries an older CLEAR_PSN and is still refused.
     let r = req(i.send(t(5), &cfg, false).unwrap());
+    assert_eq!(tg.check_response_room(&r), None);
+    assert!(tg.check_response_room(&full).is_some());
     tg.handle_request(t(5), &cfg, &r, 8, false).unwrap();
+    assert_eq!(tg.handle_request(t(5), &cfg, &full, 8, false).unwrap().delivery, Delivery::New);
     assert!((5..5 + held::HELD_RESPONSES as u32).all(|p| tg.held_response(p).is_none()));
     assert_eq!(tg.check_response_room(&req(i.send(t(6), &cfg, false).unwrap())), None);
 }
