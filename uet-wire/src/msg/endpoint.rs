@@ -32,6 +32,13 @@
 //!   any request may need one, a request is delivered only while a response could be held for it,
 //!   else NACKed NO_GTD_DEL_AVAIL. The initiator reports it once as [`Event::Response`], before its
 //!   message's `Sent`.
+//! * **Late SYNs.** A SYN request for no open target PDC opens one, so a copy of a packet of a
+//!   PDC that already closed (a fabric duplicate, or one delayed past the close) would open a
+//!   new PDC and be delivered again. The endpoint remembers its last 16 closed target PDCs for
+//!   `New_PDC_Time` (default 5 ms) after the close, and drops unanswered a SYN request with the
+//!   same key (source, destination, SPDCID) and start PSN (its PSN − psn_offset). A new PDC from
+//!   the same initiator PDC id picks a fresh start PSN (random, digest §4.3 initiator step 1, or
+//!   above `Expected_PSN` under secure start, §2.3), so it is not mistaken for one.
 //! * A request the event queue has no room for is dropped unanswered (its resend comes back once
 //!   the caller has polled events), so no event is ever lost.
 //!
@@ -288,7 +295,21 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     next_connectionless_id: u16,
     /// RUDI responses waiting to go.
     rudi_responses: heapless::Deque<(IpAddr, Rudi, Response), NACK_QUEUE>,
+    /// Target PDCs closed lately, newest last.
+    closed_targets: heapless::Deque<ClosedTarget, CLOSED_MEMORY>,
 }
+
+/// A target PDC closed lately: a SYN request for its key and start PSN before `until` is a late
+/// copy of one of its packets.
+#[derive(Clone, Copy, Debug)]
+struct ClosedTarget {
+    key: TargetKey,
+    start_psn: u32,
+    until: Instant,
+}
+
+/// Closed target PDCs an endpoint remembers (the oldest is forgotten first).
+const CLOSED_MEMORY: usize = 16;
 
 /// RUDI packets an endpoint keeps in flight.
 const RUDI_IN_FLIGHT: usize = 32;
@@ -327,6 +348,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             next_pkt_id: (seed >> 32) as u32,
             next_connectionless_id: 0,
             rudi_responses: heapless::Deque::new(),
+            closed_targets: heapless::Deque::new(),
         }
     }
 
@@ -487,7 +509,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 TargetTx::Control(c) => Transmit { dst, header_len: emit(out, &PdsHeader::Control(c))?, payload: None },
                 TargetTx::Nack(n) => Transmit { dst, header_len: emit(out, &PdsHeader::Nack(n))?, payload: None },
             };
-            self.after_target_change(id);
+            self.after_target_change(now, id);
             return Ok(Some(t));
         }
         Ok(None)
@@ -883,7 +905,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             self.after_initiator_change(now, id);
         } else if let Some(t) = self.targets.get_mut(id) {
             let _ = g(&mut t.pdc, &cfg);
-            self.after_target_change(id);
+            self.after_target_change(now, id);
         }
     }
 
@@ -966,7 +988,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 self.queue_nack(src, n);
             }
         }
-        self.after_target_change(id);
+        self.after_target_change(now, id);
     }
 
     fn handle_request<'a>(
@@ -1002,6 +1024,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 let key = TargetKey { src, dst: self.cfg.addr, spdcid: r.spdcid };
                 match self.targets.find(&key) {
                     Some(id) => id,
+                    None if r.start_psn().is_some_and(|s| self.is_late_syn(now, &key, s)) => return Ok(None),
                     None => {
                         let Some(id) = self.targets.next_id() else {
                             self.queue_nack(src, refusal(NackCode::NoPdcAvail, &r, 0));
@@ -1074,7 +1097,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 self.queue_nack(src, n);
             }
         }
-        self.after_target_change(id);
+        self.after_target_change(now, id);
         Ok(placement)
     }
 
@@ -1147,16 +1170,29 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
     }
 
-    /// Reports a target PDC's events and frees it once closed.
-    fn after_target_change(&mut self, id: u16) {
+    /// Reports a target PDC's events and frees it once closed, remembering it for late SYNs.
+    fn after_target_change(&mut self, now: Instant, id: u16) {
         let Some(t) = self.targets.get_mut(id) else { return };
         let mut closed = false;
         while let Some(ev) = t.pdc.poll_event() {
             closed |= ev == TargetEvent::Closed;
         }
         if closed {
-            self.targets.remove(id);
+            let start_psn = t.pdc.start_psn();
+            if let (Some(key), Some(_)) = (self.targets.key(id).copied(), self.targets.remove(id)) {
+                if self.closed_targets.is_full() {
+                    self.closed_targets.pop_front();
+                }
+                let until = now.saturating_add(self.cfg.pdc.new_pdc_time);
+                let _ = self.closed_targets.push_back(ClosedTarget { key, start_psn, until });
+            }
         }
+    }
+
+    /// Whether a SYN request with `start_psn` for `key` is a late copy of a packet of a target
+    /// PDC closed at most `New_PDC_Time` ago (see the module doc).
+    fn is_late_syn(&self, now: Instant, key: &TargetKey, start_psn: u32) -> bool {
+        self.closed_targets.iter().any(|c| c.key == *key && c.start_psn == start_psn && now < c.until)
     }
 
     /// The next deadline of any PDC.
@@ -1193,7 +1229,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             if let Some(p) = self.targets.get_mut(id) {
                 p.pdc.handle_timeout(now, &cfg);
             }
-            self.after_target_change(id);
+            self.after_target_change(now, id);
         }
     }
 
@@ -1557,6 +1593,44 @@ mod tests {
             (rsp.opcode, rsp.return_code, rsp.message_id, rsp.job_id),
             (ResponseOpcode::DefaultResponse, ReturnCode::Null, 0, 42)
         );
+    }
+
+    /// A copy of a PDC's first packet arriving after the PDC closed opens no new PDC and is not
+    /// delivered again; a SYN with the same key and another start PSN (a new PDC) is let in.
+    #[test]
+    fn late_syn_after_close_is_not_delivered_again() {
+        let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+        let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
+        let mut out = [0u8; 256];
+        let now = Instant::ZERO;
+        a.send(desc(b_addr, Service::Rud, 0, 100)).unwrap();
+        let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+        let mut syn = out[..t.header_len].to_vec();
+        syn.extend([0u8; 100]);
+        assert!(b.handle_packet(now, a_addr, &syn).unwrap().is_some());
+        // ACK, CLOSE, close ACK: both ends close.
+        for _ in 0..8 {
+            while let Some(t) = b.poll_transmit(now, &mut out).unwrap() {
+                a.handle_packet(now, b_addr, &out[..t.header_len]).unwrap();
+            }
+            while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
+                b.handle_packet(now, a_addr, &out[..t.header_len]).unwrap();
+            }
+        }
+        assert_eq!((a.initiator_pdcs(), b.target_pdcs()), (0, 0));
+        assert!(matches!(b.poll_event(), Some(Event::Received { .. })));
+        // The copy, at once and just before New_PDC_Time has passed: dropped unanswered.
+        let until = now.saturating_add(config(b_addr).pdc.new_pdc_time);
+        for at in [now, Instant::from_nanos(until.as_nanos() - 1)] {
+            assert!(b.handle_packet(at, a_addr, &syn).unwrap().is_none());
+            assert_eq!((b.target_pdcs(), b.poll_event(), b.poll_transmit(at, &mut out).unwrap()), (0, None, None));
+        }
+        // A SYN of the same initiator PDC with another start PSN opens a PDC.
+        let (PdsHeader::Request(mut r), _) = PdsHeader::parse(&syn).unwrap() else { panic!("a request") };
+        r.psn = r.psn.wrapping_add(1000);
+        r.emit(&mut syn).unwrap();
+        assert!(b.handle_packet(now, a_addr, &syn).unwrap().is_some());
+        assert_eq!(b.target_pdcs(), 1);
     }
 
     #[test]
