@@ -15,7 +15,7 @@
 //! | 24–31 | ACK_CC: CC state (NSCC or credit) |
 //! | 24–39 | ACK_CCX: CCX state, opaque (open questions 15, 17: 40 bytes, contents unknown) |
 
-use super::{NextHeader, PacketType, Prologue, check_flags, defmt_bits, read, u24_from, u24_to, write};
+use super::{NextHeader, PacketType, Prologue, check_flags, defmt_bits, u24_from, u24_to, view, write};
 use crate::error::{Error, reserved_zero};
 use bitflags::bitflags;
 use zerocopy::byteorder::network_endian::{I16, U16, U32, U64};
@@ -213,7 +213,7 @@ impl Ack {
     /// Parses an ACK header from the front of `bytes`.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
-        let (raw, rest) = read::<AckRaw>(bytes, "PDS ACK")?;
+        let (raw, rest) = view::<AckRaw>(bytes, "PDS ACK")?;
         let p = Prologue::from_word(raw.prologue.get());
         let kind = PacketType::try_from(p.packet_type)?;
         let next_header = NextHeader::try_from(p.next)?;
@@ -230,10 +230,10 @@ impl Ack {
         let (ext, rest) = match kind {
             PacketType::Ack => (AckExtension::None, rest),
             PacketType::AckCc => {
-                let (e, rest) = read::<AckExtRaw>(rest, "PDS ACK_CC")?;
-                let (state, rest) = read::<[u8; 8]>(rest, "PDS ACK_CC state")?;
+                let (e, rest) = view::<AckExtRaw>(rest, "PDS ACK_CC")?;
+                let (state, rest) = view::<[u8; 8]>(rest, "PDS ACK_CC state")?;
                 reserved_zero(u64::from(e.kind & 0x0F), "ACK_CC cc_flags")?;
-                let [s0, s1, s2, s3, s4, s5, s6, s7] = state;
+                let [s0, s1, s2, s3, s4, s5, s6, s7] = *state;
                 let ooo_count = u16::from_be_bytes([s6, s7]);
                 let state = match e.kind >> 4 {
                     0 => CcState::Nscc {
@@ -258,15 +258,15 @@ impl Ack {
                 (AckExtension::Cc(cc), rest)
             }
             PacketType::AckCcx => {
-                let (e, rest) = read::<AckExtRaw>(rest, "PDS ACK_CCX")?;
-                let (state, rest) = read::<[u8; 16]>(rest, "PDS ACK_CCX state")?;
+                let (e, rest) = view::<AckExtRaw>(rest, "PDS ACK_CCX")?;
+                let (state, rest) = view::<[u8; 16]>(rest, "PDS ACK_CCX state")?;
                 reserved_zero(u64::from(e.kind & 0x0F), "ACK_CCX flags")?;
                 let ccx = AckCcx {
                     ccx_type: e.kind >> 4,
                     mpr: e.mpr,
                     sack_psn_offset: e.sack_psn_offset.get(),
                     sack_bitmap: e.sack_bitmap.get(),
-                    state,
+                    state: *state,
                 };
                 (AckExtension::Ccx(ccx), rest)
             }
@@ -295,7 +295,7 @@ impl Ack {
     }
 
     /// Writes the header to the front of `out`.
-    #[inline]
+    #[inline(always)]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         if !self.next_header.is_response_or_none() {
             return Err(Error::Mismatch { field: "ACK next header is an SES request" });

@@ -9,7 +9,7 @@
 //! | 10–11 | DPDCID, or the SYN form ([`PdcDest`]) |
 //! | 12–15 | payload, per control type |
 
-use super::{PacketType, PdcDest, Prologue, check_flags, defmt_bits, read, write};
+use super::{PacketType, PdcDest, Prologue, check_flags, defmt_bits, view, write};
 use crate::error::Error;
 use bitflags::bitflags;
 use zerocopy::byteorder::network_endian::{U16, U32};
@@ -128,7 +128,7 @@ impl Control {
     /// Parses a control packet from the front of `bytes`.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
-        let (raw, rest) = read::<ControlRaw>(bytes, "PDS control packet")?;
+        let (raw, rest) = view::<ControlRaw>(bytes, "PDS control packet")?;
         let p = Prologue::from_word(raw.prologue.get());
         if PacketType::try_from(p.packet_type)? != PacketType::Control {
             return Err(Error::Mismatch { field: "PDS type is not a control packet" });

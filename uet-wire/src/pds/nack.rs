@@ -11,7 +11,7 @@
 //! | 12–15 | payload, meaning per code (open question 27) |
 //! | 16–31 | NACK_CCX: `nccx_type` (high nibble of byte 16) ‖ state (opaque; open questions 16, 17) |
 
-use super::{NextHeader, PacketType, Prologue, check_flags, defmt_bits, read, write};
+use super::{NextHeader, PacketType, Prologue, check_flags, defmt_bits, read, view, write};
 use crate::error::{Error, reserved_zero};
 use bitflags::bitflags;
 use zerocopy::byteorder::network_endian::{U16, U32};
@@ -245,7 +245,7 @@ impl Nack {
     /// Parses a NACK header from the front of `bytes`.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
-        let (raw, rest) = read::<NackRaw>(bytes, "PDS NACK")?;
+        let (raw, rest) = view::<NackRaw>(bytes, "PDS NACK")?;
         let p = Prologue::from_word(raw.prologue.get());
         let is_ccx = match PacketType::try_from(p.packet_type)? {
             PacketType::Nack => false,

@@ -4,7 +4,7 @@
 //! RUDI: prologue (flags M 0x20, RETX 0x10; 0x4F reserved) ‖ 16 reserved bits ‖ 32-bit packet id.
 //! UUD: prologue (flags all reserved) ‖ 16 reserved bits.
 
-use super::{NextHeader, PacketType, Prologue, check_flags, defmt_bits, read, write};
+use super::{NextHeader, PacketType, Prologue, check_flags, defmt_bits, view, write};
 use crate::error::{Error, reserved_zero};
 use bitflags::bitflags;
 use zerocopy::byteorder::network_endian::{U16, U32};
@@ -77,7 +77,7 @@ impl Rudi {
     /// Parses a RUDI header from the front of `bytes`.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
-        let (raw, rest) = read::<RudiRaw>(bytes, "PDS RUDI")?;
+        let (raw, rest) = view::<RudiRaw>(bytes, "PDS RUDI")?;
         let p = Prologue::from_word(raw.prologue.get());
         let response = match PacketType::try_from(p.packet_type)? {
             PacketType::RudiReq => false,
@@ -126,7 +126,7 @@ impl Uud {
     /// Parses a UUD header from the front of `bytes`.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
-        let (raw, rest) = read::<UudRaw>(bytes, "PDS UUD")?;
+        let (raw, rest) = view::<UudRaw>(bytes, "PDS UUD")?;
         let p = Prologue::from_word(raw.prologue.get());
         if PacketType::try_from(p.packet_type)? != PacketType::UudReq {
             return Err(Error::Mismatch { field: "PDS type is not UUD" });

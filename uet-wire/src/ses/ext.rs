@@ -10,7 +10,7 @@
 
 use super::{Opcode, check_bits, codepoints};
 use crate::error::{Error, reserved_zero};
-use crate::pds::{defmt_bits, read, write};
+use crate::pds::{defmt_bits, read, view, write};
 use bitflags::bitflags;
 use zerocopy::byteorder::network_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
@@ -222,7 +222,7 @@ impl Extension {
             return Ok((None, bytes));
         }
         if opcode.has_atomic_ext() {
-            let (raw, rest) = read::<AtomicRaw>(bytes, "SES atomic extension")?;
+            let (raw, rest) = view::<AtomicRaw>(bytes, "SES atomic extension")?;
             reserved_zero(u64::from(raw.reserved), "atomic extension reserved byte")?;
             reserved_zero(u64::from(raw.semantic_control & !0x03), "atomic semantic control reserved bits")?;
             let atomic = AtomicExt {
@@ -238,7 +238,7 @@ impl Extension {
             return Ok((Some(Extension::Atomic(atomic)), rest));
         }
         if opcode.has_rendezvous_ext() {
-            let (raw, rest) = read::<RendezvousRaw>(bytes, "SES rendezvous extension")?;
+            let (raw, rest) = view::<RendezvousRaw>(bytes, "SES rendezvous extension")?;
             let t = raw.read_target.get();
             let ext = RendezvousExt {
                 eager_length: raw.eager_length.get(),

@@ -16,7 +16,7 @@
 
 use super::{Extension, Opcode, check_bits, check_len14, len14};
 use crate::error::{Error, reserved_zero};
-use crate::pds::{defmt_bits, read, view, write};
+use crate::pds::{defmt_bits, view, write};
 use bitflags::bitflags;
 use zerocopy::byteorder::network_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
@@ -526,7 +526,7 @@ impl MediumRequest {
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (common, word2, rest) = RequestCommon::parse(bytes, "SES medium request")?;
         let request_length = len14(word2, "SES request length reserved bits")?;
-        let (raw, rest) = read::<MediumRaw>(rest, "SES medium request")?;
+        let (raw, rest) = view::<MediumRaw>(rest, "SES medium request")?;
         let (ext, rest) = Extension::parse_for(common.opcode, common.som(), rest)?;
         let h = MediumRequest {
             common,
@@ -584,7 +584,7 @@ impl SmallRequest {
             return Err(Error::Reserved { field: "SES small request HD flag" });
         }
         let request_length = len14(word2, "SES request length reserved bits")?;
-        let (raw, rest) = read::<U64>(rest, "SES small request")?;
+        let (raw, rest) = view::<U64>(rest, "SES small request")?;
         let (ext, rest) = Extension::parse_for(common.opcode, common.som(), rest)?;
         Ok((SmallRequest { common, request_length, buffer_offset: raw.get(), ext }, rest))
     }

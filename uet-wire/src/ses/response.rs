@@ -13,7 +13,7 @@
 
 use super::{check_len14, codepoints, len14};
 use crate::error::{Error, reserved_zero};
-use crate::pds::{read, u24_from, u24_to, write};
+use crate::pds::{u24_from, u24_to, view, write};
 use zerocopy::byteorder::network_endian::{U16, U32};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
@@ -188,7 +188,7 @@ impl Response {
     /// Parses a response from the front of `bytes`.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
-        let (raw, rest) = read::<ResponseRaw>(bytes, "SES response")?;
+        let (raw, rest) = view::<ResponseRaw>(bytes, "SES response")?;
         let (list, opcode, return_code) = parse_head(raw.opcode, raw.return_code)?;
         let h = Response {
             list,
@@ -279,7 +279,7 @@ impl ResponseWithData {
     /// Parses a response with data from the front of `bytes`.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
-        let (raw, rest) = read::<ResponseWithDataRaw>(bytes, "SES response with data")?;
+        let (raw, rest) = view::<ResponseWithDataRaw>(bytes, "SES response with data")?;
         let (list, opcode, return_code) = parse_head(raw.opcode, raw.return_code)?;
         reserved_zero(u64::from(raw.reserved), "SES response with data reserved byte")?;
         let h = ResponseWithData {
@@ -364,7 +364,7 @@ impl ResponseDataSmall {
     /// Parses a small response with data from the front of `bytes`.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
-        let (raw, rest) = read::<ResponseDataSmallRaw>(bytes, "SES small response with data")?;
+        let (raw, rest) = view::<ResponseDataSmallRaw>(bytes, "SES small response with data")?;
         let (list, opcode, return_code) = parse_head(raw.opcode, raw.return_code)?;
         reserved_zero(u64::from(raw.reserved), "SES small response reserved byte")?;
         let h = ResponseDataSmall {
