@@ -90,13 +90,14 @@ impl ControlHalfFlit {
     /// Where the non-NOP fields sit, read from sector 7 down (a field's FTYPE is in its highest
     /// sector): `(lowest sector, sectors)` in ascending order. Footprints are checked; all-zero
     /// sectors are NOPs and left out.
-    pub fn layout(bytes: &[u8; HALF_FLIT_LEN]) -> Result<heapless::Vec<(u8, u8), 8>, Error> {
-        let mut found = [(0u8, 0u8); 8];
-        let mut n_found = 0;
+    pub fn layout(bytes: &[u8; HALF_FLIT_LEN]) -> Result<Layout, Error> {
+        let words = sectors(bytes);
+        // Filled from the end, so the footprints found top-down read in ascending order.
+        let mut found = Layout { footprints: [(0, 0); 8], next: SECTORS };
         let mut top = SECTORS;
         while top > 0 {
             let high = top - 1;
-            let w = sector(bytes, high);
+            let w = words.get(usize::from(high)).copied().unwrap_or(0);
             if w == 0 {
                 top = high;
                 continue;
@@ -109,23 +110,25 @@ impl ControlHalfFlit {
             if !legal_footprint(low, n) {
                 return Err(Error::BadValue { field: "control field footprint", value: u32::from(low) });
             }
-            if let Some(slot) = found.get_mut(n_found) {
+            // At most 8 fields fit in 8 sectors, so `next` never underflows.
+            found.next = found.next.saturating_sub(1);
+            if let Some(slot) = found.footprints.get_mut(usize::from(found.next)) {
                 *slot = (low, n);
-                n_found += 1;
             }
             top = low;
         }
-        Ok(found.iter().take(n_found).rev().copied().collect())
+        Ok(found)
     }
 
     /// Decodes the field of `n` sectors starting at sector `low` (a footprint from
     /// [`Self::layout`]).
     pub fn field_at(bytes: &[u8; HALF_FLIT_LEN], low: u8, n: u8) -> Result<ControlField, Error> {
-        let mut w = 0u128;
-        for s in (low..low.saturating_add(n).min(SECTORS)).rev() {
-            w = w << 32 | u128::from(sector(bytes, s));
+        let at = 4 * usize::from(low);
+        let mut w = [0u8; 16];
+        if let (Some(dst), Some(src)) = (w.get_mut(..4 * usize::from(n)), bytes.get(at..at + 4 * usize::from(n))) {
+            dst.copy_from_slice(src);
         }
-        ControlField::from_word(w, n)
+        ControlField::from_word(u128::from_le_bytes(w), n)
     }
 
     /// Reads a control half-flit. NOP sectors are skipped.
@@ -144,14 +147,28 @@ impl ControlHalfFlit {
     }
 }
 
-/// Sector `s` of a half-flit as a little-endian word.
-fn sector(bytes: &[u8; HALF_FLIT_LEN], s: u8) -> u32 {
-    let at = 4 * usize::from(s);
-    let mut w = [0u8; 4];
-    if let Some(b) = bytes.get(at..at + 4) {
-        w.copy_from_slice(b);
+/// The sectors of a half-flit as little-endian words.
+fn sectors(bytes: &[u8; HALF_FLIT_LEN]) -> [u32; SECTORS as usize] {
+    core::array::from_fn(|i| bytes.get(4 * i..).and_then(|b| b.first_chunk()).map_or(0, |w| u32::from_le_bytes(*w)))
+}
+
+/// The footprints of a control half-flit's fields, `(lowest sector, sectors)` in ascending
+/// order ([`ControlHalfFlit::layout`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    footprints: [(u8, u8); SECTORS as usize],
+    /// The first footprint not yet read; the found ones end at the array's end.
+    next: u8,
+}
+
+impl Iterator for Layout {
+    type Item = (u8, u8);
+
+    fn next(&mut self) -> Option<(u8, u8)> {
+        let f = *self.footprints.get(usize::from(self.next))?;
+        self.next += 1;
+        Some(f)
     }
-    u32::from_le_bytes(w)
 }
 
 /// The one-credit-field-per-class-and-target rule of a control half-flit, checked field by field.
