@@ -80,6 +80,16 @@ impl Command {
         }
     }
 
+    /// Whether this is the command its code reads back as: a vendor number fits its bits (3 for
+    /// reads, 2 for writes and atomics). Any other would be sent as a different command.
+    pub const fn is_canonical(self) -> bool {
+        match self {
+            Command::VendorRead(v) => v <= 0x7,
+            Command::VendorWrite(v) | Command::VendorAtomic(v) => v <= 0x3,
+            _ => true,
+        }
+    }
+
     /// The command for a 6-bit code; reserved codes are refused.
     pub const fn from_code(c: u8) -> Result<Self, Error> {
         Ok(match c {
@@ -321,6 +331,15 @@ impl Status {
         }
     }
 
+    /// Whether this is the status its code reads back as: a vendor code fits 4 bits and is none
+    /// of the named ones. Any other would be sent as a different status.
+    pub const fn is_canonical(self) -> bool {
+        match self {
+            Status::Vendor(v) => v <= 0xF && matches!(Status::from_code(v), Status::Vendor(_)),
+            _ => true,
+        }
+    }
+
     /// The status for a 4-bit code (every code has a meaning).
     pub const fn from_code(c: u8) -> Self {
         match c & 0xF {
@@ -439,7 +458,12 @@ impl Request {
         check_width(u64::from(self.dst), 10, "ReqDstPhysAccID")?;
         check_width(u64::from(self.asi), 2, "ReqASI")?;
         check_width(u64::from(self.vc), 2, "ReqVC")?;
-        Command::from_code(self.cmd.code())?;
+        if !self.cmd.is_canonical() {
+            return Err(Error::BadValue {
+                field: "ReqCmd (vendor number wider than its bits)",
+                value: u32::from(self.cmd.code()),
+            });
+        }
         if self.addr % MAX_TRANSFER + self.bytes() > MAX_TRANSFER {
             return Err(Error::BadValue { field: "ReqLen (crosses a 256-byte boundary)", value: u32::from(self.len) });
         }
@@ -558,6 +582,9 @@ impl ReadResponse {
         if matches!(self.status, Status::Isolate) {
             return Err(Error::BadValue { field: "RdRspStatus (ISOLATE)", value: 0xF });
         }
+        if !self.status.is_canonical() {
+            return Err(Error::BadValue { field: "RdRspStatus (vendor code)", value: u32::from(self.status.code()) });
+        }
         if self.num_beats != 0 && (self.offset != 0 || !self.last) {
             return Err(Error::BadValue { field: "RdRspOffset/Last (multi-beat)", value: u32::from(self.offset) });
         }
@@ -607,7 +634,11 @@ impl WriteResponse {
         check_width(u64::from(self.tag), 11, "WrRspTag")?;
         check_width(u64::from(self.src), 10, "WrRspSrcPhysAccID")?;
         check_width(u64::from(self.dst), 10, "WrRspDstPhysAccID")?;
-        check_width(u64::from(self.vc), 2, "WrRspVC")
+        check_width(u64::from(self.vc), 2, "WrRspVC")?;
+        if !self.status.is_canonical() {
+            return Err(Error::BadValue { field: "WrRspStatus (vendor code)", value: u32::from(self.status.code()) });
+        }
+        Ok(())
     }
 }
 
@@ -675,6 +706,10 @@ mod tests {
         m.metadata = 0x02;
         assert_eq!(m.check(), Ok(()));
         assert_eq!(m.response_channel(), ResponseChannel::Read);
+        // A vendor number wider than its bits would go out as another command.
+        assert_eq!(req(Command::VendorRead(7), 0, 0, 0).check(), Ok(()));
+        assert!(req(Command::VendorRead(9), 0, 0, 0).check().is_err());
+        assert!(req(Command::VendorAtomic(4), 0, 0, 0).check().is_err());
     }
 
     #[test]
@@ -685,12 +720,17 @@ mod tests {
         assert!(ReadResponse { offset: 1, ..r }.check().is_err());
         assert!(ReadResponse { status: Status::Isolate, ..r }.check().is_err());
         assert_eq!(ReadResponse { num_beats: 0, offset: 2, last: false, ..r }.check(), Ok(()));
+        // A vendor status must be a 4-bit code with no name of its own.
+        assert_eq!(ReadResponse { status: Status::Vendor(0b0101), ..r }.check(), Ok(()));
+        assert!(ReadResponse { status: Status::Vendor(0), ..r }.check().is_err(), "OKAY's code");
+        assert!(ReadResponse { status: Status::Vendor(0x15), ..r }.check().is_err(), "5 bits");
     }
 
     proptest! {
         #[test]
         fn status_codes_round_trip(c in 0u8..16) {
             prop_assert_eq!(Status::from_code(c).code(), c);
+            prop_assert!(Status::from_code(c).is_canonical());
         }
 
         #[test]
