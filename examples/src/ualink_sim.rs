@@ -7,6 +7,12 @@
 //! `bit_error_rate` (the CRC catches it) and is lost in the PCS with probability `fec_loss_rate`
 //! (reported to the DL with `receive_lost`).
 //!
+//! The link starts as the specification has it after reset, every DL channel offline (§6.4.3.2):
+//! each port runs a DL message service; port 1 asks for its partner's Device ID and negotiates
+//! Channel 0 (TL flits) online, then Channel 4 (the DL UART), all over the same lossy link. Once
+//! Channel 4 is online each port streams `uart_words` numbered words to the other through the
+//! UART (its credits, its 128-word buffers), and the receiver reads a few each flit time.
+//!
 //! What the ports do: each issues `requests_per_port` requests (reads of 64..256 bytes, partial
 //! writes, 256-byte WriteFulls, 8-byte AtomicRs), at most `max_outstanding` at a time. The
 //! completer serves at most `service_per_slot` requests every `service_interval` flit times and
@@ -16,11 +22,13 @@
 //! Checked as it runs (a broken invariant panics): requests arrive exactly once and in issue
 //! order (the address carries the issue number); every response matches an outstanding request
 //! exactly once; every data beat of requests and read responses arrives intact; no TL receive
-//! error. Checked at the end: nothing outstanding, every credit back where it started.
+//! error; UART words arrive exactly once and in order. Checked at the end: nothing outstanding,
+//! every credit back where it started, every UART word delivered, no TL flit discarded.
 
 use crate::link_sim::Rng;
 use std::collections::{HashMap, VecDeque};
 use ualink_flit::dl::link::REPLAY_ENTRY_LEN;
+use ualink_flit::dl::service::{CHANNEL_TL, CHANNEL_UART, MessageService, ServiceConfig, ServiceEvent};
 use ualink_flit::dl::{DataLink, Delivered, DlConfig, FLIT_LEN, LinkState, Received, TlSource, Transmitted};
 use ualink_flit::tl::compress::{Indexing, RxDecompressor, TxCompressor};
 use ualink_flit::tl::credit::{Class, Ledger, Target};
@@ -29,6 +37,11 @@ use ualink_flit::tl::{
 };
 use ualink_flit::upli::{AtomicAttr, AtomicOp, Command, OpSize, ReadResponse, Request, WriteResponse};
 
+/// The `i`th UART word a port sends.
+fn uart_word(i: u32) -> u32 {
+    i.wrapping_mul(0x9E37_79B9) ^ 0x5A5A
+}
+
 /// Nanoseconds per flit time.
 pub const FLIT_NS: u64 = 25;
 /// TxReplay entries per port (covers a round trip of up to 128 flit times).
@@ -36,7 +49,10 @@ pub const REPLAY_ENTRIES: usize = 128;
 
 type Tx = Packer<16, 4, 64>;
 type Rx = Unpacker<16, 4>;
-type Dl = DataLink<Vec<u8>, REPLAY_ENTRIES, 16>;
+type Dl = DataLink<Vec<u8>, REPLAY_ENTRIES, 40>;
+type Svc = MessageService<128>;
+/// UART words the receiver reads per flit time.
+const UART_READS_PER_FLIT: usize = 2;
 
 /// Receive buffers a port advertises, per class (all as pool credits).
 #[derive(Clone, Copy, Debug)]
@@ -86,6 +102,8 @@ pub struct UaSimConfig {
     pub rx_credits: RxBuffers,
     /// DL configuration.
     pub dl: DlConfig,
+    /// Words each port sends through the DL UART.
+    pub uart_words: u32,
 }
 
 impl UaSimConfig {
@@ -103,6 +121,7 @@ impl UaSimConfig {
             service_interval: 1,
             rx_credits: RxBuffers { req_cmd: 256, req_data: 512, rsp_cmd: 256, rsp_data: 512 },
             dl: DlConfig { rx_replay_limit: 90, ..DlConfig::default() },
+            uart_words: 2000,
         }
     }
 }
@@ -136,6 +155,12 @@ pub struct UaSimReport {
     pub kinds: [u64; 3],
     /// TL efficiency (§5.4: data bytes over TL flit bytes), both ports together.
     pub tl_efficiency: f64,
+    /// Flit times until Channel 0 was online at both ports.
+    pub tl_online_at: u64,
+    /// UART words delivered (both directions).
+    pub uart_words: u64,
+    /// DL message words sent (both ports, UART payload included).
+    pub dl_message_words: u64,
 }
 
 impl UaSimReport {
@@ -238,6 +263,10 @@ struct Port {
     tx: Tx,
     rx: Rx,
     dl: Dl,
+    svc: Svc,
+    /// UART words written so far, and the next one expected from the partner.
+    uart_written: u32,
+    uart_expect: u32,
     /// Issued so far; the next issue number.
     issued: u64,
     /// Completed so far.
@@ -267,11 +296,20 @@ impl Port {
         let mut dl = Dl::new(cfg.dl, vec![0; REPLAY_ENTRY_LEN * REPLAY_ENTRIES]);
         dl.rs_fault(false);
         dl.enable().unwrap();
+        let mut svc = Svc::new(ServiceConfig { device_id: Some(acc), port: Some(acc), ..ServiceConfig::default() });
+        if acc == 1 {
+            svc.request_device_id().unwrap();
+            svc.request_channel(CHANNEL_TL, true).unwrap();
+        }
         Port {
             acc,
             tx,
             rx: Rx::new(false, RxDecompressor::new(Indexing::ByDst)),
             dl,
+            svc,
+            uart_written: 0,
+            uart_expect: 0,
+
             issued: 0,
             completed: 0,
             free_tags: (0..cfg.max_outstanding as u16).rev().collect(),
@@ -300,6 +338,42 @@ impl Port {
     }
 
     /// Issues requests while tags, queue room and the budget allow.
+    /// The DL message service's part of a flit time before transmitting: UART words written,
+    /// messages queued for the link, Channel 0's gates applied.
+    fn pump_messages(&mut self, uart_words: u32) {
+        if self.svc.channel_online(CHANNEL_UART) && self.uart_written < uart_words {
+            let next: Vec<u32> = (self.uart_written..uart_words.min(self.uart_written + 64)).map(uart_word).collect();
+            self.uart_written += self.svc.uart_write(&next) as u32;
+        }
+        self.svc.pump(self.dl.messages());
+        let (tx, rx) = self.svc.tl_gates();
+        self.dl.set_tl_channel(tx, rx);
+    }
+
+    /// The alt-sector words of a received DL flit, and the UART words read this flit time.
+    fn take_messages(&mut self, alt: &[u32], now: u64, report: &mut UaSimReport) {
+        for w in alt {
+            match self.svc.receive(*w).expect("DL messages from a conforming partner") {
+                Some(ServiceEvent::Channel { channel: CHANNEL_TL, online: true }) => {
+                    report.tl_online_at = report.tl_online_at.max(now);
+                    if self.acc == 1 {
+                        self.svc.request_channel(CHANNEL_UART, true).unwrap();
+                    }
+                }
+                Some(ServiceEvent::PeerDeviceId { id, response: true, .. }) => {
+                    assert_eq!(id, Some(3 - self.acc), "the partner's Device ID");
+                }
+                _ => {}
+            }
+        }
+        for _ in 0..UART_READS_PER_FLIT {
+            let Some(w) = self.svc.uart_read() else { break };
+            assert_eq!(w, uart_word(self.uart_expect), "UART words arrive once, in order");
+            self.uart_expect += 1;
+            report.uart_words += 1;
+        }
+    }
+
     fn issue(&mut self, now: u64, budget: u64, peer: u16) {
         while self.issued < budget && self.tx.queued().0 < 48 {
             let Some(tag) = self.free_tags.pop() else { return };
@@ -470,6 +544,7 @@ impl UaSim {
             if !p.tx.has_work() && p.tx.queued().0 > 0 {
                 self.report.credit_waits += 1;
             }
+            p.pump_messages(self.cfg.uart_words);
             let mut out = [0u8; FLIT_LEN];
             let sent = match p
                 .dl
@@ -498,6 +573,7 @@ impl UaSim {
             let mut delivered = Delivered::default();
             let r = p.dl.receive(&f, &mut delivered);
             assert_ne!(r, Received::Contained, "no unpacking error");
+            p.take_messages(&delivered.alt, now, &mut self.report);
             for tl in &delivered.flits {
                 let sent = self.in_flight[1 - d].pop_front();
                 assert_eq!(sent.as_ref(), Some(tl), "the DL delivers TL flits exactly once, in order");
@@ -510,7 +586,9 @@ impl UaSim {
 
     /// Whether every request has been issued and completed.
     pub fn done(&self) -> bool {
-        self.ports.iter().all(|p| p.issued == self.cfg.requests_per_port && p.outstanding.is_empty())
+        self.ports.iter().all(|p| {
+            p.issued == self.cfg.requests_per_port && p.outstanding.is_empty() && p.uart_expect == self.cfg.uart_words
+        })
     }
 
     /// Runs until done (or `max_flit_times`), then lets the last credits return, and checks that
@@ -532,6 +610,9 @@ impl UaSim {
             assert!(p.work.is_empty() && p.arriving.is_empty() && p.answering.is_empty());
             assert!(p.tx.is_idle(), "port {d} has nothing left to send");
             assert_eq!(p.tx.credits.held, self.advertised(), "port {d}: every credit came back");
+            assert_eq!(p.dl.stats().tl_discarded, 0, "port {d}: no TL flit arrived at a closed channel");
+            let s = p.svc.stats();
+            assert_eq!((s.unsolicited, s.uart_overruns, s.uart_dropped), (0, 0, 0), "port {d}: {s:?}");
         }
         let mut r = self.report.clone();
         r.flit_times = finished;
@@ -543,6 +624,7 @@ impl UaSim {
             r.dl_replayed += s.replayed;
             r.replays += s.replays;
             r.bad_flits += s.crc_errors;
+            r.dl_message_words += p.svc.stats().words_sent;
         }
         r.latencies.sort_unstable();
         let (data, flits) =
@@ -566,7 +648,24 @@ impl UaSim {
         self.ports.iter().all(|p| p.tx.is_idle() && p.tx.credits.held == want)
     }
 
-    fn progress(&self) -> Vec<(u64, u64, usize, LinkState)> {
-        self.ports.iter().map(|p| (p.issued, p.completed, p.outstanding.len(), p.dl.state())).collect()
+    fn progress(&self) -> Vec<String> {
+        self.ports
+            .iter()
+            .map(|p| {
+                format!(
+                    "issued {} completed {} outstanding {} {:?}; UART written {} read {} fill {:?} channels {}/{} {:?}",
+                    p.issued,
+                    p.completed,
+                    p.outstanding.len(),
+                    p.dl.state(),
+                    p.uart_written,
+                    p.uart_expect,
+                    p.svc.uart_fill(),
+                    p.svc.channel_online(CHANNEL_TL),
+                    p.svc.channel_online(CHANNEL_UART),
+                    p.svc.stats()
+                )
+            })
+            .collect()
     }
 }

@@ -1,7 +1,8 @@
 //! Seeded UALink link simulations (issue 5): two ports over a link with bit errors that corrupt
 //! DL flits and with credit starvation; at least 10^6 TL flits across the suite, each delivered
 //! exactly once and in order, every request answered, no credit leaked (checked inside
-//! [`UaSim::run`]).
+//! [`UaSim::run`]). Every run starts with the DL channels offline and negotiates them over the
+//! same lossy link, then carries DL UART words both ways beside the TL traffic.
 
 // Test code: a broken invariant should stop the run loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
@@ -12,6 +13,8 @@ fn run(cfg: UaSimConfig) -> UaSimReport {
     let mut sim = UaSim::new(cfg);
     let r = sim.run(5_000_000);
     assert_eq!(r.completed, 2 * sim.cfg.requests_per_port);
+    assert_eq!(r.uart_words, 2 * u64::from(sim.cfg.uart_words), "every UART word delivered");
+    assert!(r.tl_online_at > 0, "Channel 0 came online by negotiation");
     r
 }
 
@@ -19,7 +22,9 @@ fn run(cfg: UaSimConfig) -> UaSimReport {
 fn a_clean_link_needs_no_replay() {
     let r = run(UaSimConfig { fec_loss_rate: 0.0, ..UaSimConfig::new(1, 20_000, 0.0) });
     assert_eq!((r.replays, r.dl_replayed, r.bad_flits), (0, 0, 0));
-    println!("clean: {r:?}", r = (r.tl_flits, r.flit_times, r.goodput_gbps()));
+    // Request, Ack, confirm: Channel 0 is online within a few round trips (20 flit times each way).
+    assert!(r.tl_online_at < 200, "{}", r.tl_online_at);
+    println!("clean: {r:?}", r = (r.tl_flits, r.flit_times, r.goodput_gbps(), r.tl_online_at));
 }
 
 #[test]

@@ -36,6 +36,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ualink_dl", ualink_dl),
     ("ualink_tl", ualink_tl),
     ("ualink_link", ualink_link),
+    ("ualink_dl_service", ualink_dl_service),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits byte for byte.
@@ -1181,6 +1182,7 @@ pub fn ualink_link(data: &[u8]) {
         let mut p = Port::new(cfg, vec![0; REPLAY_ENTRY_LEN * 32]);
         p.rs_fault(false);
         p.enable().unwrap();
+        p.set_tl_channel(true, true);
         p
     };
     let tl = |n: u32| {
@@ -1217,7 +1219,7 @@ pub fn ualink_link(data: &[u8]) {
         let mut n = 0;
         while !u.is_empty() {
             let mut out = [0u8; FLIT_LEN];
-            match u.int_in_range(0u8..=8).unwrap_or(0) {
+            match u.int_in_range(0u8..=9).unwrap_or(0) {
                 0 | 1 => {
                     let mut f = [0u8; FLIT_LEN];
                     let take = u.int_in_range(0..=FLIT_LEN).unwrap_or(0);
@@ -1239,6 +1241,7 @@ pub fn ualink_link(data: &[u8]) {
                     let _ = p.enable();
                 }
                 6 => p.contain(),
+                7 => p.set_tl_channel(u.arbitrary().unwrap_or(true), u.arbitrary().unwrap_or(true)),
                 _ => {
                     while src.len() < 8 {
                         src.push_back(tl(n));
@@ -1314,5 +1317,127 @@ pub fn ualink_link(data: &[u8]) {
     }
     if ticks <= 20_000 {
         assert_eq!(delivered, [limit, limit], "a clean stretch delivers everything");
+    }
+}
+
+/// DL message service (UALink §6.4). Mode 0: one service fed arbitrary alt-sector words and
+/// calls; never panics, the UART receive buffer stays within its size, a channel's gates agree
+/// with its state whenever no negotiation is in flight. Mode 1: two services joined by a lossless
+/// alt-sector wire (what a data link with replay gives), the input choosing calls and how many
+/// words cross each flit time: UART words arrive once and in order, no response goes unasked, no
+/// UART word is overrun, and once quiet both ends agree on every channel.
+pub fn ualink_dl_service(data: &[u8]) {
+    use ualink_flit::dl::message::AltQueue;
+    use ualink_flit::dl::packing::AltSource;
+    use ualink_flit::dl::service::{CHANNEL_TL, CHANNEL_UART, MessageService, ServiceConfig};
+    type S = MessageService<16>;
+    let mut u = Unstructured::new(data);
+    let Ok(mode) = u.int_in_range(0u8..=1) else { return };
+    // One call chosen by the input; returns whether it was a reset (UART or link).
+    let call = |s: &mut S, u: &mut Unstructured<'_>, next: &mut u32| -> bool {
+        let op = u.int_in_range(0u8..=7).unwrap_or(0);
+        match op {
+            0 => {
+                let ch = if u.arbitrary().unwrap_or(true) { CHANNEL_TL } else { CHANNEL_UART };
+                let _ = s.request_channel(ch, u.arbitrary().unwrap_or(true));
+            }
+            1 => {
+                let _ = s.request_device_id();
+            }
+            2 => {
+                let _ = s.request_port_number();
+            }
+            3 => {
+                let _ = s.notify_tl_rate(u.arbitrary().unwrap_or(3125));
+            }
+            4 => s.uart_reset(),
+            5 => s.link_reset(),
+            _ => {
+                let n = u.int_in_range(0u32..=40).unwrap_or(0);
+                let words: Vec<u32> = (*next..*next + n).collect();
+                *next += s.uart_write(&words) as u32;
+            }
+        }
+        op == 4 || op == 5
+    };
+    if mode == 0 {
+        let mut s = S::new(ServiceConfig { device_id: Some(3), port: Some(7), ..ServiceConfig::default() });
+        let mut q: AltQueue<40> = AltQueue::new();
+        let mut next = 0;
+        while !u.is_empty() {
+            match u.int_in_range(0u8..=3).unwrap_or(0) {
+                0 => {
+                    let _ = s.receive(u.arbitrary().unwrap_or(0));
+                }
+                1 => {
+                    call(&mut s, &mut u, &mut next);
+                }
+                2 => {
+                    let _ = s.uart_read();
+                }
+                _ => {
+                    s.pump(&mut q);
+                    while q.next_alt().is_some() {}
+                }
+            }
+            assert!(s.uart_fill().1 <= 16);
+            if !s.negotiating() {
+                let (tx, _) = s.tl_gates();
+                assert!(!tx || s.channel_online(CHANNEL_TL), "transmit open only online");
+            }
+        }
+        return;
+    }
+    let cfg = ServiceConfig { uart_reset_timeout: 200, ..ServiceConfig::default() };
+    let mut s = [S::new(cfg), S::new(cfg)];
+    let mut q: [AltQueue<40>; 2] = [AltQueue::new(), AltQueue::new()];
+    let mut next = [0u32; 2];
+    let mut expect = [0u32; 2];
+    let mut quiet = 0;
+    let mut resets = false;
+    while quiet < 2000 {
+        let (calls, cross) = if u.is_empty() {
+            quiet += 1;
+            (0, [5, 5])
+        } else {
+            (
+                u.int_in_range(0u8..=2).unwrap_or(0),
+                [u.int_in_range(0usize..=5).unwrap_or(5), u.int_in_range(0usize..=5).unwrap_or(5)],
+            )
+        };
+        for _ in 0..calls {
+            let d = usize::from(u.arbitrary::<bool>().unwrap_or(false));
+            // A reset flushes words on purpose and a one-sided link reset leaves the ends
+            // disagreeing: the checks that assume neither are skipped from then on.
+            resets |= call(&mut s[d], &mut u, &mut next[d]);
+        }
+        for d in 0..2 {
+            s[d].pump(&mut q[d]);
+        }
+        for d in 0..2 {
+            for _ in 0..cross[d] {
+                let Some(w) = q[d].next_alt() else { break };
+                let r = s[1 - d].receive(w);
+                // After a one-sided link reset the receiver may be mid-way through a UART stream.
+                assert!(resets || r.is_ok(), "a conforming partner's words parse: {r:?}");
+            }
+            while let Some(w) = s[1 - d].uart_read() {
+                if !resets {
+                    assert_eq!(w, expect[1 - d], "UART words once and in order");
+                }
+                expect[1 - d] = w.wrapping_add(1);
+            }
+        }
+        for x in &s {
+            assert_eq!(x.stats().uart_overruns, 0);
+        }
+    }
+    if !resets {
+        for d in 0..2 {
+            assert_eq!(s[d].stats().unsolicited, 0);
+            for ch in [CHANNEL_TL, CHANNEL_UART] {
+                assert_eq!(s[d].channel_online(ch), s[1 - d].channel_online(ch), "both ends agree on channel {ch}");
+            }
+        }
     }
 }

@@ -154,6 +154,8 @@ fn link() -> Link {
     let mut l = Link::new(DlConfig::default(), vec![0; REPLAY_ENTRY_LEN * 64]);
     l.rs_fault(false);
     l.enable().unwrap();
+    // Channel 0 online, as a negotiation would leave it.
+    l.set_tl_channel(true, true);
     l
 }
 

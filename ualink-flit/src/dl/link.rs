@@ -66,12 +66,15 @@
 //! * **`Tx_ack_counter`** is armed to `Tx_ack_time_out` when a flit enters an empty TxReplay and
 //!   when an Ack releases flits (§6.6.6.8 rearms on the latter; its default of 0 would otherwise
 //!   expire at once).
-//! * **Entering DL NOP** resets every replay flag and counter to its default and empties TxReplay
-//!   and the carried-over TL flit, on both directions: the link partner starts afresh too, and
+//! * **Entering DL NOP** resets every replay flag and counter to its default and empties TxReplay,
+//!   the carried-over TL flit and the alt-sector queue, on both directions: the link partner starts afresh too, and
 //!   the TL above re-initialises its credits after a link down.
 //! * **"Two consecutive DL flits received"** means two flits in a row that pass CRC.
 //! * **Error containment** ([`DataLink::contain`]): the next flit goes out as a NOP flit with its
 //!   CRC inverted, then the link goes to DL Idle and sends nothing more.
+//! * **Channel 0** (§6.4.3.2) is offline after reset: until [`DataLink::set_tl_channel`] opens
+//!   its gates (a [`MessageService`](super::service::MessageService) negotiates them), no TL
+//!   flit is sent and any received is discarded. DL messages flow regardless.
 //! * **A TL flit the unpacker cannot place** (a segment header against §6.3.4 in a flit that
 //!   passed CRC) is error containment on the receive side (§6.7.4.2): nothing of the flit is
 //!   delivered and the link goes to DL Idle.
@@ -223,6 +226,8 @@ pub struct DlStats {
     pub tl_delivered: u64,
     /// TL flits started in transmitted DL flits.
     pub tl_sent: u64,
+    /// TL flits received while Channel 0's receive gate was closed, discarded.
+    pub tl_discarded: u64,
 }
 
 /// The §6.6.4–6.6.5 flags and counters, at their defaults. `Tx_last_seq` and `Tx_replay` are
@@ -287,7 +292,26 @@ pub struct DataLink<B, const N: usize, const A: usize> {
     /// Control codeword groups received in a row (saturating).
     control_in_a_row: u8,
     contain: bool,
+    /// Channel 0 (TL flits) transmit and receive gates (§6.4.3.2).
+    tl_tx: bool,
+    tl_rx: bool,
     stats: DlStats,
+}
+
+/// A [`TlSource`] behind Channel 0's transmit gate.
+struct Gate<'a, T> {
+    source: &'a mut T,
+    open: bool,
+}
+
+impl<T: TlSource> TlSource for Gate<'_, T> {
+    fn has_flit(&self) -> bool {
+        self.open && self.source.has_flit()
+    }
+
+    fn next_flit(&mut self) -> Option<crate::tl::TlFlit> {
+        if self.open { self.source.next_flit() } else { None }
+    }
 }
 
 impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N, A> {
@@ -310,8 +334,26 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
             rx_in_a_row: 0,
             control_in_a_row: 0,
             contain: false,
+            tl_tx: false,
+            tl_rx: false,
             stats: DlStats::default(),
         }
+    }
+
+    /// Sets Channel 0's gates (§6.4.3.2): with `tx` closed no new TL flit is packed (one already
+    /// begun is finished), with `rx` closed received TL flits are discarded (counted in
+    /// [`DlStats::tl_discarded`]). Both start closed: every channel is offline after reset. A
+    /// [`MessageService`](super::service::MessageService) negotiates them
+    /// ([`tl_gates`](super::service::MessageService::tl_gates)); a port whose partner is known to
+    /// have Channel 0 online may open both.
+    pub fn set_tl_channel(&mut self, tx: bool, rx: bool) {
+        self.tl_tx = tx;
+        self.tl_rx = rx;
+    }
+
+    /// Channel 0's gates, `(transmit, receive)`.
+    pub fn tl_channel(&self) -> (bool, bool) {
+        (self.tl_tx, self.tl_rx)
     }
 
     /// The link state.
@@ -409,6 +451,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
         self.tx_replay_buf.reset_to(DlSeq::FIRST);
         self.packer = FlitPacker::new();
         self.unpacker = FlitUnpacker::new();
+        // Words queued before the link went down may be the rest of a UART stream whose start was
+        // lost with TxReplay; the partner's message service starts afresh too.
+        self.alt.clear();
         self.c = Counters::default();
         self.nop_sent_in_nop = 0;
         self.rx_in_a_row = 0;
@@ -470,6 +515,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
         }
         // Tx source (§6.6.6.6): a replay flit, a new payload flit, or a NOP flit.
         let mut new_payload = false;
+        let tl = &mut Gate { source: tl, open: self.tl_tx };
         if self.can_accept() && self.packer.has_payload(tl, &self.alt) {
             let was_empty = self.tx_replay_buf.is_empty();
             let (packer, alt, stats) = (&mut self.packer, &mut self.alt, &mut self.stats);
@@ -697,7 +743,12 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
         self.stats.payload_received += 1;
         match self.unpacker.unpack(segments, payload, out) {
             Ok(()) => {
-                self.stats.tl_delivered += out.flits.len() as u64;
+                if self.tl_rx {
+                    self.stats.tl_delivered += out.flits.len() as u64;
+                } else {
+                    self.stats.tl_discarded += out.flits.len() as u64;
+                    out.flits.clear();
+                }
                 Received::Payload
             }
             Err(e) => {
@@ -760,6 +811,8 @@ mod tests {
         let mut p = Port::new(cfg, [0; REPLAY_ENTRY_LEN * 64]);
         p.rs_fault(false);
         p.enable().unwrap();
+        // These tests are about replay: Channel 0 is online from the start.
+        p.set_tl_channel(true, true);
         p
     }
 

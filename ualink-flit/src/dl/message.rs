@@ -269,6 +269,11 @@ impl<const N: usize> AltQueue<N> {
         self.words.is_empty()
     }
 
+    /// Drops every queued word.
+    pub fn clear(&mut self) {
+        self.words.clear();
+    }
+
     /// Queues a one-word message. A UART Stream Transport header is refused here (use
     /// [`AltQueue::send_uart`], which queues its payload with it).
     pub fn send(&mut self, m: DlMessage) -> Result<(), Error> {

@@ -8,6 +8,9 @@
 //! * [`packing`]: TL flits and alt sectors into DL flit payloads and back (§6.3.3–6.3.5).
 //! * [`seq`]: the replay sequence space and its acceptance windows (§6.6).
 //! * [`link`]: the data link of one port: link-level replay (§6.6) and the link states (§6.7).
+//! * [`service`]: the DL message service of a port (§6.4): arbitration, requests and their
+//!   answers, channel negotiation, the UART stream.
+//! * [`pacing`]: transmitter pacing to the link partner's TL rate (§6.5).
 
 pub mod crc;
 pub mod flit;
@@ -15,8 +18,10 @@ pub mod header;
 pub mod layout;
 pub mod link;
 pub mod message;
+pub mod pacing;
 pub mod packing;
 pub mod seq;
+pub mod service;
 
 pub use flit::{DlFlit, deframe, frame};
 pub use header::{FlitHeader, MBits, SegmentHeader};
