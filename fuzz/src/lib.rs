@@ -1350,7 +1350,9 @@ pub fn ualink_dl_service(data: &[u8]) {
             3 => {
                 let _ = s.notify_tl_rate(u.arbitrary().unwrap_or(3125));
             }
-            4 => s.uart_reset(),
+            4 => {
+                let _ = s.uart_reset();
+            }
             5 => s.link_reset(),
             _ => {
                 let n = u.int_in_range(0u32..=40).unwrap_or(0);

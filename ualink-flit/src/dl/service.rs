@@ -484,9 +484,14 @@ impl<const U: usize> MessageService<U> {
 
     /// Starts a UART stream reset (§6.4.4.1.2): buffers flushed, credits zeroed, every DL message
     /// blocked while 40 No-Ops and the Reset Request go out, then the Reset Response awaited.
-    pub fn uart_reset(&mut self) {
+    /// Refused while Channel 4 is offline: no UART message may be sent then (§6.4.3.2).
+    pub fn uart_reset(&mut self) -> Result<(), Error> {
+        if !self.uart_tx_online() {
+            return Err(Error::BadValue { field: "UART reset with Channel 4 offline", value: u32::from(CHANNEL_UART) });
+        }
         self.uart_flush();
         self.reset = UartReset::Flushing(UART_RESET_NO_OPS);
+        Ok(())
     }
 
     /// Steps 2–4 of either side of the reset: buffers empty, counters zero.
@@ -662,6 +667,9 @@ impl<const U: usize> MessageService<U> {
     }
 
     fn next_reset_response<const A: usize>(&mut self, alt: &mut AltQueue<A>) -> bool {
+        if !self.uart_tx_online() {
+            return false;
+        }
         let Some(&all_streams) = self.reset_responses.front() else { return false };
         if alt.send(DlMessage::UartResetRsp { stream: 0, all_streams, status: 0 }).is_err() {
             return false;
@@ -747,13 +755,13 @@ impl<const U: usize> MessageService<U> {
                 (!ack || response).then_some(ServiceEvent::PeerPort { port: valid.then_some(port), response })
             }
             DlMessage::ChannelNegotiation { target_state, command, response } => {
-                self.negotiation(target_state, command, response)
+                self.on_negotiation(target_state, command, response)
             }
             m => self.uart_message(m),
         }
     }
 
-    fn negotiation(&mut self, target_state: u8, command: u8, response: u8) -> Option<ServiceEvent> {
+    fn on_negotiation(&mut self, target_state: u8, command: u8, response: u8) -> Option<ServiceEvent> {
         match command {
             CMD_REQUEST => {
                 let (channel, online) = (target_state & 7, target_state & 8 != 0);
@@ -1176,12 +1184,15 @@ mod tests {
     #[test]
     fn uart_reset_flushes_both_sides_and_resumes() {
         let mut p = Pair::new();
+        assert!(p.s[0].uart_reset().is_err(), "no UART message while Channel 4 is offline");
+        p.run(5);
+        assert!(p.sent[0].is_empty());
         p.online(CHANNEL_UART);
         let words: Vec<u32> = (0..300).collect();
         let _ = uart_transfer(&mut p, &words, 0, 60);
         assert!(p.q[0].is_empty(), "the credits ran out and the last stream has gone");
         let mark = p.sent[0].len();
-        p.s[0].uart_reset();
+        p.s[0].uart_reset().unwrap();
         assert_eq!(p.s[0].uart_write(&[1]), 0, "writes are discarded until the reset completes");
         // The partner's reset response goes missing: the request is sent again after the time-out.
         p.s[0].cfg.uart_reset_timeout = 50;
