@@ -1,7 +1,10 @@
 //! DL flit framing and deframing, CRC included, beside a plain 640-byte copy in the same run.
 //!
 //! * `dl/reference/copy_640`: copying 640 bytes (what framing costs at the very least).
-//! * `dl/crc_640`: the flit CRC alone (portable `crc` backend, `Table<16>`).
+//! * `dl/crc_640`: the flit CRC alone (the portable `crc` `Table<16>`, or crc32fast with
+//!   `simd-crc`).
+//! * `dl/reference/crc32fast_640` and `dl/reference/crc32fast_64k`: the SIMD crate itself on
+//!   one flit and on 64 KiB: the CRC's ceiling on the machine, whatever backend the crate uses.
 //! * `dl/frame`: placing 628 payload bytes, five segment headers and the flit header per
 //!   Figure 6-4, and the CRC.
 //! * `dl/deframe`: checking the CRC and reading everything back.
@@ -15,6 +18,9 @@
 //! * `tl/reference/copy_64`: copying one TL flit.
 //! * `tl/read_compressed`: one compressed 256-byte read request packed into a TL flit and
 //!   unpacked (decompressed through the Rx cache) again.
+//! * `tl/read_compressed/pack_only` and `tl/read_compressed/unpack_only`: the two sides of
+//!   the above apart: pushing and packing the request (its command credit handed back after each
+//!   flit), and unpacking that same flit again and again.
 //! * `tl/read_response_256`: one compressed read response with its four data beats: five flits
 //!   packed and unpacked, 256 data bytes copied in and out.
 //! * `tl/writefull_256`: one compressed 256-byte WriteFull with its data, the same way.
@@ -112,6 +118,13 @@ fn benches(c: &mut Criterion) {
         })
     });
     g.bench_function("crc_640", |b| b.iter(|| black_box(flit_crc(black_box(&flit)))));
+    // The CRC's ceiling on this machine: the SIMD crate on one flit, and on 64 KiB, where its
+    // per-call set-up no longer counts.
+    g.bench_function("reference/crc32fast_640", |b| b.iter(|| black_box(crc32fast::hash(black_box(&flit)))));
+    let big: Vec<u8> = (0..65536u32).map(|i| (i * 7) as u8).collect();
+    g.throughput(Throughput::Bytes(big.len() as u64));
+    g.bench_function("reference/crc32fast_64k", |b| b.iter(|| black_box(crc32fast::hash(black_box(&big)))));
+    g.throughput(Throughput::Bytes(FLIT_LEN as u64));
     g.bench_function("frame", |b| {
         let mut out = [0u8; FLIT_LEN];
         b.iter(|| {
@@ -205,6 +218,29 @@ fn tl_benches(c: &mut Criterion) {
         b.iter(|| {
             p.push_request(0, black_box(read)).unwrap();
             black_box(drain(&mut p, &mut u, &src))
+        })
+    });
+    // The two sides apart: the sender's packing (a credit handed back after each flit, as the
+    // receiver's flow-control field would) and the receiver's unpacking of that same flit.
+    g.bench_function("read_compressed/pack_only", |b| {
+        let (mut p, _) = tl_pair();
+        let mut f = TlFlit::default();
+        b.iter(|| {
+            p.push_request(0, black_box(read)).unwrap();
+            p.pack(&src, &mut f).unwrap();
+            p.credits.held.add(Class::ReqCmd, Target::Pool, 1).unwrap();
+            black_box(&f);
+        })
+    });
+    g.bench_function("read_compressed/unpack_only", |b| {
+        let (mut p, mut u) = tl_pair();
+        let mut f = TlFlit::default();
+        p.push_request(0, read).unwrap();
+        p.pack(&src, &mut f).unwrap();
+        b.iter(|| {
+            let mut out = Unpacked::default();
+            u.unpack(black_box(&f), &mut out).unwrap();
+            black_box(out.items.len())
         })
     });
     let rsp = Response::Read(ReadResponse::new(5, 0, 1, 4));

@@ -445,6 +445,15 @@ impl Request {
         }
     }
 
+    /// The one rule of [`Self::check`] a request rebuilt from a compressed field can break: the
+    /// transfer stays within one 256-byte block.
+    pub(crate) fn check_span(&self) -> Result<(), Error> {
+        if self.addr % MAX_TRANSFER + self.bytes() > MAX_TRANSFER {
+            return Err(Error::BadValue { field: "ReqLen (crosses a 256-byte boundary)", value: u32::from(self.len) });
+        }
+        Ok(())
+    }
+
     /// Checks the request against §2.7 and §2.8.
     pub fn check(&self) -> Result<(), Error> {
         check_width(self.addr, 57, "ReqAddr")?;
@@ -464,9 +473,7 @@ impl Request {
                 value: u32::from(self.cmd.code()),
             });
         }
-        if self.addr % MAX_TRANSFER + self.bytes() > MAX_TRANSFER {
-            return Err(Error::BadValue { field: "ReqLen (crosses a 256-byte boundary)", value: u32::from(self.len) });
-        }
+        self.check_span()?;
         let spanned = beats_spanned(self.addr, self.bytes());
         match self.cmd {
             Command::WriteFull if self.addr % 64 != 0 || self.bytes() % 64 != 0 => {

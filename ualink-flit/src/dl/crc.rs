@@ -16,30 +16,47 @@ use super::layout::{CRC_AT, FLIT_LEN};
 #[cfg(any(not(feature = "simd-crc"), test))]
 const ISO_HDLC: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISO_HDLC);
 
-/// The CRC bytes CRC0..CRC3 of a flit (its own CRC field is read as zero). When the field is
-/// zero already (as when framing), the flit is read in one pass.
+/// The same polynomial and bit order with no preset and no final complement: the register's
+/// share of the last four bytes alone, which is linear in them.
+const RAW: crc::Algorithm<u32> = crc::Algorithm {
+    width: 32,
+    poly: 0x04C1_1DB7,
+    init: 0,
+    refin: true,
+    refout: true,
+    xorout: 0,
+    check: 0x2DFD_2D88,
+    residue: 0,
+};
+
+/// The table for [`RAW`] (it reads four bytes a flit).
+const RAW_CRC: crc::Crc<u32, crc::Table<1>> = crc::Crc::<u32, crc::Table<1>>::new(&RAW);
+
+/// The CRC bytes CRC0..CRC3 of a flit (its own CRC field is read as zero).
+///
+/// The flit is read in one pass as it stands, CRC field included. A CRC is affine, so reading
+/// the field's bytes `F` instead of zeros changes the result by `RAW(F)` alone; that term is
+/// taken back out. Checking a received flit thus costs one pass, not a pass over the 636
+/// covered bytes and a second over four zeros.
 pub fn flit_crc(flit: &[u8; FLIT_LEN]) -> [u8; 4] {
-    let (covered, field) = flit.split_at(CRC_AT);
-    let v = if field == [0; 4] { iso_hdlc(flit, &[]) } else { iso_hdlc(covered, &[0; 4]) };
+    let (_, field) = flit.split_at(CRC_AT);
+    let mut v = iso_hdlc(flit);
+    if field != [0; 4] {
+        v ^= RAW_CRC.checksum(field);
+    }
     v.reverse_bits().to_le_bytes()
 }
 
-/// CRC-32/ISO-HDLC of `a` followed by `b`: the portable table backend.
+/// CRC-32/ISO-HDLC of `bytes`: the portable table backend.
 #[cfg(not(feature = "simd-crc"))]
-fn iso_hdlc(a: &[u8], b: &[u8]) -> u32 {
-    let mut d = ISO_HDLC.digest();
-    d.update(a);
-    d.update(b);
-    d.finalize()
+fn iso_hdlc(bytes: &[u8]) -> u32 {
+    ISO_HDLC.checksum(bytes)
 }
 
-/// CRC-32/ISO-HDLC of `a` followed by `b`: the SIMD backend (`simd-crc` feature).
+/// CRC-32/ISO-HDLC of `bytes`: the SIMD backend (`simd-crc` feature).
 #[cfg(feature = "simd-crc")]
-fn iso_hdlc(a: &[u8], b: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(a);
-    h.update(b);
-    h.finalize()
+fn iso_hdlc(bytes: &[u8]) -> u32 {
+    crc32fast::hash(bytes)
 }
 
 #[cfg(test)]
@@ -51,9 +68,24 @@ mod tests {
     #[test]
     fn backend_is_the_802_3_crc() {
         assert_eq!(ISO_HDLC.checksum(b"123456789"), 0xCBF4_3926);
-        assert_eq!(iso_hdlc(b"12345", b"6789"), 0xCBF4_3926);
+        assert_eq!(iso_hdlc(b"123456789"), 0xCBF4_3926);
         let flit: [u8; FLIT_LEN] = core::array::from_fn(|i| (i * 13) as u8);
-        assert_eq!(iso_hdlc(&flit, &[]), ISO_HDLC.checksum(&flit));
+        assert_eq!(iso_hdlc(&flit), ISO_HDLC.checksum(&flit));
+        assert_eq!(RAW_CRC.checksum(b"123456789"), RAW.check);
+    }
+
+    /// The one-pass form equals the definition: the CRC of the 636 covered bytes followed by
+    /// four zeros, whatever the field holds.
+    #[test]
+    fn one_pass_equals_a_zeroed_field() {
+        let mut flit: [u8; FLIT_LEN] = core::array::from_fn(|i| (i * 29 + 5) as u8);
+        let mut zeroed = flit;
+        zeroed[CRC_AT..].fill(0);
+        let want = ISO_HDLC.checksum(&zeroed).reverse_bits().to_le_bytes();
+        for field in [[0u8; 4], [1, 0, 0, 0], [0, 0, 0, 0x80], [0xFF; 4], [0x12, 0x34, 0x56, 0x78]] {
+            flit[CRC_AT..].copy_from_slice(&field);
+            assert_eq!(flit_crc(&flit), want, "field {field:02x?}");
+        }
     }
 
     /// Placement: a flit of zeros, and a change in any byte changes the CRC.

@@ -33,11 +33,14 @@ use super::layout::PAYLOAD_LEN;
 use crate::Error;
 use crate::tl::TlFlit;
 use crate::tl::flit::TL_FLIT_LEN;
+use crate::tl::half::HALF_FLIT_LEN;
 
 /// Sectors in a TL flit.
 pub const TL_SECTORS: u8 = 16;
 /// Bytes in a sector.
 const SECTOR: usize = 4;
+/// Sectors in a TL half-flit.
+const HALF_SECTORS: u8 = (HALF_FLIT_LEN / SECTOR) as u8;
 
 /// One segment's payload sectors: `start..end`, the second half starting at `half` (Table 6-1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -231,12 +234,15 @@ impl FlitPacker {
                 let m = MBits { m0: f.m0, m1: f.m1 };
                 *tl_bits = Some(m);
                 out.started += 1;
-                let bytes = f.to_bytes();
                 let n = TL_SECTORS.min(seg.end - at);
-                put(payload, at, sectors(&bytes, 0, n));
                 if n == TL_SECTORS {
+                    // A whole TL flit (the common case): two fixed-size copies.
+                    put(payload, at, &f.lower);
+                    put(payload, at + HALF_SECTORS, &f.upper);
                     out.finished += 1;
                 } else {
+                    let bytes = f.to_bytes();
+                    put(payload, at, sectors(&bytes, 0, n));
                     self.carry = Some(Partial { bytes, m, done: n });
                 }
             }
@@ -252,6 +258,7 @@ fn sectors(bytes: &[u8; TL_FLIT_LEN], from: u8, n: u8) -> &[u8] {
 }
 
 /// Writes `src` into the payload from sector `at`.
+#[inline]
 fn put(payload: &mut [u8; PAYLOAD_LEN], at: u8, src: &[u8]) {
     let a = usize::from(at) * SECTOR;
     if let Some(dst) = payload.get_mut(a..a + src.len()) {
@@ -338,12 +345,19 @@ impl FlitUnpacker {
             }
             for (start, named) in p.starts.iter().zip(sh.tl_flits) {
                 let (Some(at), Some(m)) = (*start, named) else { continue };
-                let mut c = Partial { bytes: [0; TL_FLIT_LEN], m, done: 0 };
                 let n = TL_SECTORS.min(seg.end - at);
-                take(&mut c, get(payload, at, n), n);
-                if c.left() == 0 {
-                    deliver(&c, out)?;
+                if n == TL_SECTORS {
+                    // A whole TL flit: read straight out of the payload.
+                    let f = TlFlit {
+                        lower: get_half(payload, at),
+                        upper: get_half(payload, at + HALF_SECTORS),
+                        m0: m.m0,
+                        m1: m.m1,
+                    };
+                    out.flits.push(f).map_err(|_| Error::Full { queue: "TL flits" })?;
                 } else {
+                    let mut c = Partial { bytes: [0; TL_FLIT_LEN], m, done: 0 };
+                    take(&mut c, get(payload, at, n), n);
                     carry = Some(c);
                 }
             }
@@ -351,6 +365,11 @@ impl FlitUnpacker {
         self.carry = carry;
         Ok(())
     }
+}
+
+/// The half-flit at payload sector `at` (zeros if out of range, which a plan never gives).
+fn get_half(payload: &[u8; PAYLOAD_LEN], at: u8) -> [u8; HALF_FLIT_LEN] {
+    payload.get(usize::from(at) * SECTOR..).and_then(|b| b.first_chunk()).copied().unwrap_or([0; HALF_FLIT_LEN])
 }
 
 /// `n` sectors of the payload from sector `at`.

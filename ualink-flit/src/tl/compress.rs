@@ -245,6 +245,7 @@ impl<const ROWS: usize, const WAYS: usize> RxDecompressor<ROWS, WAYS> {
                 r
             }
             ControlField::CompressedRequest(c) => {
+                c.check()?;
                 let row = self.cache.row(c.src, c.dst);
                 let region = self
                     .cache
@@ -270,7 +271,12 @@ impl<const ROWS: usize, const WAYS: usize> RxDecompressor<ROWS, WAYS> {
                     pool: c.pool,
                     auth_tag: 0,
                 };
-                r.check()?;
+                // Every other rule of `Request::check` holds by construction: the entry came
+                // from a checked request's ReqAddr[56:20] and the field's bits fit; the command is
+                // Read/Write/WriteFull on whole aligned beats with NUMBEATS = LEN (writes) or 0
+                // (reads) and ReqAttr as Table 5-32 fixes it. Only LEN against the block's
+                // place in its 256 bytes is left.
+                r.check_span()?;
                 r
             }
             _ => return Ok(None),
@@ -311,6 +317,44 @@ mod tests {
         for way in 0..4 {
             assert_eq!(tx.cache.get(3, way), rx.cache.get(3, way));
         }
+    }
+
+    /// A compressed field is refused, cache untouched, when a value is wider than its bits (a
+    /// caller may build one by hand) or when LEN carries the transfer past its 256-byte block;
+    /// the rest of `Request::check` holds by construction.
+    #[test]
+    fn compressed_fields_out_of_range_or_crossing_256_bytes_are_refused() {
+        let mut tx = TxCompressor::<16, 4>::new(Indexing::ByDst, true);
+        let mut rx = RxDecompressor::<16, 4>::new(Indexing::ByDst);
+        rx.decode(&tx.encode(&read(0x1230_0000, 3)).unwrap()).unwrap();
+        let ControlField::CompressedRequest(ok) = tx.encode(&read(0x1230_0100, 3)).unwrap() else {
+            panic!("a hit compresses")
+        };
+        assert_eq!(rx.decode(&ControlField::CompressedRequest(ok)).unwrap().unwrap().addr, 0x1230_0100);
+        let before = rx.clone();
+        for (bad, field) in [
+            (CompressedRequest { len: 4, ..ok }, "LEN"),
+            (CompressedRequest { len: 255, ..ok }, "LEN"),
+            (CompressedRequest { addr_block: 1 << 14, ..ok }, "ADDR"),
+            (CompressedRequest { tag: 2048, ..ok }, "TAG"),
+            (CompressedRequest { metadata: 8, ..ok }, "METADATA"),
+            (CompressedRequest { dst: 1024, ..ok }, "DSTACCID"),
+        ] {
+            assert!(
+                matches!(rx.decode(&ControlField::CompressedRequest(bad)), Err(Error::BadValue { field: f, .. }) if f == field),
+                "{field}"
+            );
+        }
+        // Block 3 of its 256 bytes with two beats: 192 + 128 > 256.
+        let crossing = CompressedRequest { addr_block: ok.addr_block | 3, len: 1, ..ok };
+        assert_eq!(
+            rx.decode(&ControlField::CompressedRequest(crossing)),
+            Err(Error::BadValue { field: "ReqLen (crosses a 256-byte boundary)", value: 31 })
+        );
+        // The last beat of the block alone is fine.
+        let last = CompressedRequest { addr_block: ok.addr_block | 3, len: 0, ..ok };
+        assert_eq!(rx.decode(&ControlField::CompressedRequest(last)).unwrap().unwrap().addr & 0xFF, 0xC0);
+        assert_eq!(rx.cache, before.cache);
     }
 
     #[test]

@@ -128,7 +128,8 @@ impl Ledger {
 
     /// Whether every count is zero.
     pub fn is_empty(&self) -> bool {
-        self.counts.iter().flatten().all(|c| *c == 0)
+        // One comparison of the whole array (a few vector compares), not twenty.
+        self.counts == Self::EMPTY.counts
     }
 }
 

@@ -220,6 +220,22 @@ pub struct CompressedRequest {
     pub way: u8,
 }
 
+impl CompressedRequest {
+    /// Checks that every value fits its bits (a field read off the wire always does).
+    pub fn check(&self) -> Result<(), Error> {
+        fits(u64::from(self.vc), 2, "VCHAN")?;
+        fits(u64::from(self.asi), 2, "ASI")?;
+        fits(u64::from(self.tag), 11, "TAG")?;
+        fits(u64::from(self.len), 2, "LEN")?;
+        fits(u64::from(self.metadata), 3, "METADATA")?;
+        fits(u64::from(self.addr_block), 14, "ADDR")?;
+        fits(u64::from(self.src), 10, "SRCACCID")?;
+        fits(u64::from(self.dst), 10, "DSTACCID")?;
+        fits(u64::from(self.way), 2, "CWAY")?;
+        Ok(())
+    }
+}
+
 /// Compressed response for a single-beat read (FTYPE 0x4, 1 sector, Table 5-34; status OKAY).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

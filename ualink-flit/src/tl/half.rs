@@ -77,12 +77,7 @@ impl ControlHalfFlit {
         self.check()?;
         *out = [0; HALF_FLIT_LEN];
         for (low, f) in &self.fields {
-            let bytes = f.to_word()?.to_le_bytes();
-            let at = 4 * usize::from(*low);
-            let n = 4 * usize::from(f.sectors());
-            if let (Some(dst), Some(src)) = (out.get_mut(at..at + n), bytes.get(..n)) {
-                dst.copy_from_slice(src);
-            }
+            put_field(out, *low, f)?;
         }
         Ok(())
     }
@@ -124,11 +119,13 @@ impl ControlHalfFlit {
     /// [`Self::layout`]).
     pub fn field_at(bytes: &[u8; HALF_FLIT_LEN], low: u8, n: u8) -> Result<ControlField, Error> {
         let at = 4 * usize::from(low);
-        let mut w = [0u8; 16];
-        if let (Some(dst), Some(src)) = (w.get_mut(..4 * usize::from(n)), bytes.get(at..at + 4 * usize::from(n))) {
-            dst.copy_from_slice(src);
-        }
-        ControlField::from_word(u128::from_le_bytes(w), n)
+        let w = match n {
+            1 => u128::from(u32::from_le_bytes(take(bytes, at))),
+            2 => u128::from(u64::from_le_bytes(take(bytes, at))),
+            4 => u128::from_le_bytes(take(bytes, at)),
+            _ => return Err(Error::BadValue { field: "control field sectors", value: u32::from(n) }),
+        };
+        ControlField::from_word(w, n)
     }
 
     /// Reads a control half-flit. NOP sectors are skipped.
@@ -145,6 +142,35 @@ impl ControlHalfFlit {
         }
         Ok(h)
     }
+}
+
+/// Writes `f` little-endian over its sectors from `low` up. The caller keeps to the footprint
+/// and overlap rules ([`ControlHalfFlit::check`]); the packer does so by construction, and
+/// [`ControlHalfFlit::emit`] checks first.
+pub(crate) fn put_field(out: &mut [u8; HALF_FLIT_LEN], low: u8, f: &ControlField) -> Result<(), Error> {
+    let w = f.to_word()?;
+    let at = 4 * usize::from(low);
+    // One fixed-size copy per field size, so no call to `memcpy`.
+    match f.sectors() {
+        1 => put(out, at, &(w as u32).to_le_bytes()),
+        2 => put(out, at, &(w as u64).to_le_bytes()),
+        _ => put(out, at, &w.to_le_bytes()),
+    }
+    Ok(())
+}
+
+/// Copies `N` bytes to `out[at..]` (nothing when they would not fit).
+#[inline(always)]
+fn put<const N: usize>(out: &mut [u8; HALF_FLIT_LEN], at: usize, bytes: &[u8; N]) {
+    if let Some(dst) = out.get_mut(at..at + N) {
+        dst.copy_from_slice(bytes);
+    }
+}
+
+/// `N` bytes from `bytes[at..]`, zeros when out of range.
+#[inline(always)]
+fn take<const N: usize>(bytes: &[u8; HALF_FLIT_LEN], at: usize) -> [u8; N] {
+    bytes.get(at..).and_then(|b| b.first_chunk::<N>()).copied().unwrap_or([0; N])
 }
 
 /// The sectors of a half-flit as little-endian words.

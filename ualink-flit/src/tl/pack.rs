@@ -22,7 +22,7 @@ use super::compress::TxCompressor;
 use super::credit::{Class, Owed, TxCredits};
 use super::field::ControlField;
 use super::flit::{Message, MessageType, TlFlit, emit_auth_tags, put_beat_byte_enables};
-use super::half::{ControlHalfFlit, HALF_FLIT_LEN, SECTORS};
+use super::half::{HALF_FLIT_LEN, SECTORS, put_field};
 use super::response::Response;
 use super::sequence::{DataPlan, MAX_AUTH_ITEMS, RateLimit, Tenure};
 use crate::Error;
@@ -76,6 +76,17 @@ impl PackStats {
     /// Data bytes over all bytes sent (the §5.4 efficiency).
     pub fn efficiency(&self) -> f64 {
         if self.flits == 0 { 0.0 } else { self.data_halves as f64 * 32.0 / (self.flits as f64 * 64.0) }
+    }
+}
+
+/// Guards the one thing direct writing relies on: the field takes the `n` sectors its slot was
+/// found for (a mismatch would be a bug in this crate, refused rather than written over a
+/// neighbour).
+fn same_size(f: &ControlField, n: u8) -> Result<(), Error> {
+    if f.sectors() == n {
+        Ok(())
+    } else {
+        Err(Error::BadValue { field: "control field size (packer slot)", value: u32::from(f.sectors()) })
     }
 }
 
@@ -236,7 +247,10 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
             usize::from(SECTORS)
         };
         let mut used = 0u8;
-        let mut half = ControlHalfFlit::default();
+        // Fields are written straight into `out`: the footprints below are legal and disjoint by
+        // construction (`slot_up`/`slot_down` and the `used` mask), and `Owed::next_field` keeps
+        // the one-field-per-credit-class rule, so nothing is left for `ControlHalfFlit::check`.
+        *out = [0; HALF_FLIT_LEN];
         let mut placed: heapless::Vec<(u8, Tenure, u64), 8> = heapless::Vec::new();
         let (mut n_req, mut n_rsp) = (0u8, 0u8);
 
@@ -256,8 +270,9 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
             };
             r.set_pool(pool);
             let f = r.to_field(self.config.compress_responses)?;
+            same_size(&f, n)?;
             used |= (((1u16 << n) - 1) << low) as u8;
-            let _ = half.fields.push((low, f));
+            put_field(out, low, &f)?;
             let _ = placed.push((low, Tenure::new(id, beats, false, 0), r.auth_tag()));
             self.responses.remove(i);
             n_rsp += 1;
@@ -273,9 +288,10 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
             let Some(pool) = self.credits.take(Class::ReqCmd, Class::ReqData, r.vc, u16::from(beats)) else { break };
             r.pool = pool;
             let f = self.compressor.encode_checked(&r)?;
+            same_size(&f, n)?;
             used |= (((1u16 << n) - 1) << low) as u8;
             cursor = low + n;
-            let _ = half.fields.push((low, f));
+            put_field(out, low, &f)?;
             let _ = placed.push((low, Tenure::new(id, beats, r.cmd.has_byte_enables(), r.addr), r.auth_tag));
             self.requests.pop_front();
             n_req += 1;
@@ -283,15 +299,14 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
 
         // Credit returns in the free sectors.
         let mut targets = [0u8; 4];
-        while let Some(low) = slot_up(used, 1, 0) {
+        while !self.owed.is_empty() {
+            let Some(low) = slot_up(used, 1, 0) else { break };
             let Some(fc) = self.owed.next_field(&mut targets) else { break };
             used |= 1 << low;
-            let _ = half.fields.push((low, ControlField::FlowControl(fc)));
+            put_field(out, low, &ControlField::FlowControl(fc))?;
         }
 
-        half.fields.sort_unstable_by_key(|(low, _)| *low);
         placed.sort_unstable_by_key(|(low, _, _)| *low);
-        half.emit(out)?;
         for (_, t, tag) in &placed {
             if !self.plan.push(*t) {
                 return Err(Error::Full { queue: "TL data plan" });

@@ -186,7 +186,6 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
 
     fn control_half(&mut self, bytes: &[u8; HALF_FLIT_LEN], swap: bool, out: &mut Unpacked<'_>) -> Result<(), Error> {
         let (mut n_req, mut n_rsp) = (0u8, 0u8);
-        let mut tenures: heapless::Vec<Tenure, 8> = heapless::Vec::new();
         let mut rule = CreditRule::default();
         for (low, n) in ControlHalfFlit::layout(bytes)? {
             let field = &ControlHalfFlit::field_at(bytes, low, n)?;
@@ -196,17 +195,21 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
                 continue;
             }
             let id = self.next_id;
-            let item = if let Some(req) = self.decompressor.decode(field)? {
+            let (item, tenure) = if let Some(req) = self.decompressor.decode(field)? {
                 n_req += 1;
-                let _ = tenures.push(Tenure::new(id, req.data_beats(), req.cmd.has_byte_enables(), req.addr));
-                RxItem::Request { id, req }
+                (RxItem::Request { id, req }, Tenure::new(id, req.data_beats(), req.cmd.has_byte_enables(), req.addr))
             } else if let Some(rsp) = Response::from_field(field)? {
                 n_rsp += 1;
-                let _ = tenures.push(Tenure::new(id, rsp.data_beats(), false, 0));
-                RxItem::Response { id, rsp }
+                (RxItem::Response { id, rsp }, Tenure::new(id, rsp.data_beats(), false, 0))
             } else {
                 continue;
             };
+            // Straight into the plan: any refusal below stops the unpacker for good, so a plan
+            // left half-filled is never read. (A control slot has at most one tenure owed and a
+            // half-flit at most eight items, so the plan has room.)
+            if !self.plan.push(tenure) {
+                return Err(Error::Full { queue: "TL data plan" });
+            }
             self.next_id = self.next_id.wrapping_add(1);
             let _ = out.items.push(item);
         }
@@ -225,11 +228,6 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
                 field: "items in a control half-flit under a swapped data half",
                 value: items as u32,
             });
-        }
-        for t in tenures {
-            if !self.plan.push(t) {
-                return Err(Error::Full { queue: "TL data plan" });
-            }
         }
         Ok(())
     }
