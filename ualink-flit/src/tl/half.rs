@@ -175,7 +175,7 @@ fn take<const N: usize>(bytes: &[u8; HALF_FLIT_LEN], at: usize) -> [u8; N] {
 
 /// The sectors of a half-flit as little-endian words.
 fn sectors(bytes: &[u8; HALF_FLIT_LEN]) -> [u32; SECTORS as usize] {
-    core::array::from_fn(|i| bytes.get(4 * i..).and_then(|b| b.first_chunk()).map_or(0, |w| u32::from_le_bytes(*w)))
+    core::array::from_fn(|i| u32::from_le_bytes(take(bytes, 4 * i)))
 }
 
 /// The footprints of a control half-flit's fields, `(lowest sector, sectors)` in ascending
