@@ -1,10 +1,11 @@
 //! DL flit framing and deframing, CRC included, beside a plain 640-byte copy in the same run.
 //!
 //! * `dl/reference/copy_640`: copying 640 bytes (what framing costs at the very least).
-//! * `dl/crc_640`: the flit CRC alone (the portable `crc` `Table<16>`, or crc32fast with
+//! * `dl/crc_640`: the flit CRC alone (the portable `crc` `Table<16>`, or libdeflate with
 //!   `simd-crc`).
-//! * `dl/reference/crc32fast_640` and `dl/reference/crc32fast_64k`: the SIMD crate itself on
+//! * `dl/reference/libdeflate_640` and `dl/reference/libdeflate_64k`: the SIMD crate itself on
 //!   one flit and on 64 KiB: the CRC's ceiling on the machine, whatever backend the crate uses.
+//! * `dl/reference/crc32fast_640`: the other SIMD CRC-32 crate on one flit, for the choice.
 //! * `dl/frame`: placing 628 payload bytes, five segment headers and the flit header per
 //!   Figure 6-4, and the CRC.
 //! * `dl/deframe`: checking the CRC and reading everything back.
@@ -21,6 +22,8 @@
 //! * `tl/read_compressed/pack_only` and `tl/read_compressed/unpack_only`: the two sides of
 //!   the above apart: pushing and packing the request (its command credit handed back after each
 //!   flit), and unpacking that same flit again and again.
+//! * `tl/read_compressed/stream_16` and `.../stream_16/pack_only`: sixteen compressed reads
+//!   queued at once and drained: the rate rule (§5.7) keeps a request to a flit on average.
 //! * `tl/read_response_256`: one compressed read response with its four data beats: five flits
 //!   packed and unpacked, 256 data bytes copied in and out.
 //! * `tl/writefull_256`: one compressed 256-byte WriteFull with its data, the same way.
@@ -119,11 +122,12 @@ fn benches(c: &mut Criterion) {
     });
     g.bench_function("crc_640", |b| b.iter(|| black_box(flit_crc(black_box(&flit)))));
     // The CRC's ceiling on this machine: the SIMD crate on one flit, and on 64 KiB, where its
-    // per-call set-up no longer counts.
+    // per-call set-up no longer counts; and the other SIMD crate on one flit.
+    g.bench_function("reference/libdeflate_640", |b| b.iter(|| black_box(libdeflater::crc32(black_box(&flit)))));
     g.bench_function("reference/crc32fast_640", |b| b.iter(|| black_box(crc32fast::hash(black_box(&flit)))));
     let big: Vec<u8> = (0..65536u32).map(|i| (i * 7) as u8).collect();
     g.throughput(Throughput::Bytes(big.len() as u64));
-    g.bench_function("reference/crc32fast_64k", |b| b.iter(|| black_box(crc32fast::hash(black_box(&big)))));
+    g.bench_function("reference/libdeflate_64k", |b| b.iter(|| black_box(libdeflater::crc32(black_box(&big)))));
     g.throughput(Throughput::Bytes(FLIT_LEN as u64));
     g.bench_function("frame", |b| {
         let mut out = [0u8; FLIT_LEN];
@@ -243,6 +247,35 @@ fn tl_benches(c: &mut Criterion) {
             black_box(out.items.len())
         })
     });
+    // Saturated: a full queue of compressed reads (different tags, the same cached region) packed
+    // as densely as the sequencing and rate rules allow, then unpacked; per request.
+    let reads: [Request; 16] =
+        core::array::from_fn(|i| Request::new(Command::Read, 0x400 + 256 * (i as u64 % 4), 63, i as u16, 1, 2));
+    g.throughput(Throughput::Elements(reads.len() as u64));
+    g.bench_function("read_compressed/stream_16", |b| {
+        let (mut p, mut u) = tl_pair();
+        b.iter(|| {
+            for r in black_box(&reads) {
+                p.push_request(0, *r).unwrap();
+            }
+            black_box(drain(&mut p, &mut u, &src))
+        })
+    });
+    g.bench_function("read_compressed/stream_16/pack_only", |b| {
+        let (mut p, _) = tl_pair();
+        let mut f = TlFlit::default();
+        b.iter(|| {
+            for r in black_box(&reads) {
+                p.push_request(0, *r).unwrap();
+            }
+            while !p.is_idle() {
+                p.pack(&src, &mut f).unwrap();
+                black_box(&f);
+            }
+            p.credits.held.add(Class::ReqCmd, Target::Pool, 16).unwrap();
+        })
+    });
+    g.throughput(Throughput::Elements(1));
     let rsp = Response::Read(ReadResponse::new(5, 0, 1, 4));
     g.bench_function("read_response_256", |b| {
         let (mut p, mut u) = tl_pair();

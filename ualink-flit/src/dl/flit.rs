@@ -38,7 +38,9 @@ pub fn frame(
     payload: &[u8; PAYLOAD_LEN],
     out: &mut [u8; FLIT_LEN],
 ) -> Result<(), Error> {
-    frame_bytes(header, &segments.map(|s| s.to_byte()), payload, out)
+    // Spelled out: `array::map` here compiled to an out-of-line call (perf: 8 % of a frame).
+    let [s0, s1, s2, s3, s4] = segments;
+    frame_bytes(header, &[s0.to_byte(), s1.to_byte(), s2.to_byte(), s3.to_byte(), s4.to_byte()], payload, out)
 }
 
 /// [`frame`] with the segment headers already as bytes (as the replay buffer keeps them).
@@ -84,12 +86,11 @@ pub fn deframe(
     payload: &mut [u8; PAYLOAD_LEN],
 ) -> Result<(FlitHeader, [SegmentHeader; 5]), Error> {
     let expected = flit_crc(bytes);
-    let [c0, c1, c2, c3] = [0, 1, 2, 3].map(|i| bytes.get(CRC_AT + i).copied().unwrap_or(0));
-    let got = [c0, c1, c2, c3];
+    let got = bytes.get(CRC_AT..).and_then(|b| b.first_chunk::<4>()).copied().unwrap_or([0; 4]);
     if expected != got {
         return Err(Error::Crc { expected, got });
     }
-    let fh = [0, 1, 2].map(|i| bytes.get(FLIT_HEADER_AT + i).copied().unwrap_or(0));
+    let fh = bytes.get(FLIT_HEADER_AT..).and_then(|b| b.first_chunk::<3>()).copied().unwrap_or([0; 3]);
     let header = FlitHeader::from_bytes(fh)?;
     let mut segments = [SegmentHeader::default(); 5];
     for (sh, at) in segments.iter_mut().zip(SEGMENT_HEADER_AT) {
