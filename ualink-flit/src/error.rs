@@ -34,10 +34,10 @@ pub enum Error {
 }
 
 /// `v` checked to fit in `bits` bits, or a `BadValue` naming `field`.
-pub(crate) fn fits(v: u64, bits: u32, field: &'static str) -> Result<u128, Error> {
+pub(crate) fn fits(v: u64, bits: u32, field: &'static str) -> Result<u64, Error> {
     if bits < 64 && v >> bits != 0 {
         Err(Error::BadValue { field, value: v.min(u64::from(u32::MAX)) as u32 })
     } else {
-        Ok(u128::from(v))
+        Ok(v)
     }
 }

@@ -123,6 +123,22 @@ pub const fn compressible(r: &Request) -> bool {
     attr_ok && r.addr % 64 == 0 && r.len % 16 == 15 && r.metadata >> 2 == 0
 }
 
+/// What the Tx cache holds for a request: its row, the way holding its 1 MB region (when
+/// compression is on), and whether the request travels compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Lookup {
+    row: usize,
+    way: Option<u8>,
+    compressed: bool,
+}
+
+impl Lookup {
+    /// Sectors the request's field takes: 2 compressed, 4 uncompressed.
+    pub(crate) const fn sectors(&self) -> u8 {
+        if self.compressed { 2 } else { 4 }
+    }
+}
+
 /// The sending side: turns requests into request fields, compressed when the cache allows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TxCompressor<const ROWS: usize, const WAYS: usize> {
@@ -141,23 +157,30 @@ impl<const ROWS: usize, const WAYS: usize> TxCompressor<ROWS, WAYS> {
     /// Sectors `r`'s field would take now (2 compressed, 4 uncompressed), without changing
     /// anything.
     pub fn sectors(&self, r: &Request) -> u8 {
-        let hit = self.enabled && self.cache.find(self.cache.row(r.src, r.dst), r.addr >> REGION_SHIFT).is_some();
-        if hit && compressible(r) { 2 } else { 4 }
+        self.lookup(r).sectors()
+    }
+
+    /// What the Tx cache holds for `r` now.
+    pub(crate) fn lookup(&self, r: &Request) -> Lookup {
+        let row = self.cache.row(r.src, r.dst);
+        let way = if self.enabled { self.cache.find(row, r.addr >> REGION_SHIFT) } else { None };
+        Lookup { row, way, compressed: way.is_some() && compressible(r) }
     }
 
     /// The field for `r` (whose `pool` is the TL credit used), updating the Tx cache as the
     /// receiver's will be updated. Call in issue order.
     pub fn encode(&mut self, r: &Request) -> Result<ControlField, Error> {
         r.check()?;
-        self.encode_checked(r)
+        let found = self.lookup(r);
+        self.encode_found(r, found)
     }
 
-    /// [`Self::encode`] for a request already checked.
-    pub(crate) fn encode_checked(&mut self, r: &Request) -> Result<ControlField, Error> {
+    /// [`Self::encode`] for a request already checked, with `found`, its [`Self::lookup`] taken
+    /// since the cache last changed (so the packer sizes a slot and fills it with one lookup).
+    pub(crate) fn encode_found(&mut self, r: &Request, found: Lookup) -> Result<ControlField, Error> {
+        let Lookup { row, way: hit, compressed } = found;
         let region = r.addr >> REGION_SHIFT;
-        let row = self.cache.row(r.src, r.dst);
-        let hit = if self.enabled { self.cache.find(row, region) } else { None };
-        if let (Some(way), true) = (hit, compressible(r)) {
+        if let (Some(way), true) = (hit, compressed) {
             let cmd = match r.cmd {
                 Command::Read => CompressedCmd::Read,
                 Command::Write => CompressedCmd::Write,

@@ -70,7 +70,7 @@ impl CreditReturn {
     pub const NONE: Self = CreditReturn { target: CreditTarget::Pool, credits: 0 };
 
     /// `tvv` followed by `count_bits` of credits.
-    fn encode(self, count_bits: u32, field: &'static str) -> Result<u128, Error> {
+    fn encode(self, count_bits: u32, field: &'static str) -> Result<u64, Error> {
         let (t, vv) = match self.target {
             CreditTarget::Pool => (0, 0),
             CreditTarget::Vc(v) => (1, fits(u64::from(v), 2, "FC VC")?),
@@ -319,15 +319,16 @@ impl ControlField {
     pub fn to_word(&self) -> Result<u128, Error> {
         let bits = 32 * u32::from(self.sectors());
         let top = u128::from(self.ftype()) << (bits - 4);
-        let pool = |p: bool| u128::from(p);
+        let pool = |p: bool| u64::from(p);
+        // Every field but the uncompressed request fits in 64 bits: built there, widened once.
         Ok(top
             | match *self {
-                ControlField::FlowControl(f) => {
+                ControlField::FlowControl(f) => u128::from(
                     f.req_cmd.encode(3, "FC ReqCmd credits")? << 22
                         | f.rsp_cmd.encode(3, "FC RspCmd credits")? << 16
                         | f.req_data.encode(5, "FC ReqData credits")? << 8
-                        | f.rsp_data.encode(5, "FC RspData credits")?
-                }
+                        | f.rsp_data.encode(5, "FC RspData credits")?,
+                ),
                 ControlField::UncompressedRequest(r) => {
                     if r.addr & 0b11 != 0 {
                         return Err(Error::BadValue {
@@ -335,71 +336,74 @@ impl ControlField {
                             value: (r.addr & 0b11) as u32,
                         });
                     }
+                    let w = u128::from;
                     let (cload, cway) = match r.cache_load {
-                        Some(w) => (1, fits(u64::from(w), 2, "CWAY")?),
+                        Some(way) => (1, fits(u64::from(way), 2, "CWAY")?),
                         None => (0, 0),
                     };
-                    fits(u64::from(r.cmd), 6, "CMD")? << 118
-                        | fits(u64::from(r.vc), 2, "VCHAN")? << 116
-                        | fits(u64::from(r.asi), 2, "ASI")? << 114
-                        | fits(u64::from(r.tag), 11, "TAG")? << 103
-                        | pool(r.pool) << 102
+                    w(fits(u64::from(r.cmd), 6, "CMD")?) << 118
+                        | w(fits(u64::from(r.vc), 2, "VCHAN")?) << 116
+                        | w(fits(u64::from(r.asi), 2, "ASI")?) << 114
+                        | w(fits(u64::from(r.tag), 11, "TAG")?) << 103
+                        | w(pool(r.pool)) << 102
                         | u128::from(r.attr) << 94
-                        | fits(u64::from(r.len), 6, "LEN")? << 88
+                        | w(fits(u64::from(r.len), 6, "LEN")?) << 88
                         | u128::from(r.metadata) << 80
-                        | fits(r.addr >> 2, 55, "ReqAddr")? << 25
-                        | fits(u64::from(r.src), 10, "SRCACCID")? << 15
-                        | fits(u64::from(r.dst), 10, "DSTACCID")? << 5
-                        | cload << 4
-                        | cway << 2
-                        | fits(u64::from(r.num_beats), 2, "NUMBEATS")?
+                        | w(fits(r.addr >> 2, 55, "ReqAddr")?) << 25
+                        | w(fits(u64::from(r.src), 10, "SRCACCID")?) << 15
+                        | w(fits(u64::from(r.dst), 10, "DSTACCID")?) << 5
+                        | w(cload) << 4
+                        | w(cway) << 2
+                        | w(fits(u64::from(r.num_beats), 2, "NUMBEATS")?)
                 }
-                ControlField::UncompressedResponse(r) => {
+                ControlField::UncompressedResponse(r) => u128::from(
                     fits(u64::from(r.vc), 2, "VCHAN")? << 58
                         | fits(u64::from(r.tag), 11, "TAG")? << 47
                         | pool(r.pool) << 46
                         | fits(u64::from(r.len), 2, "LEN")? << 44
                         | fits(u64::from(r.offset), 2, "OFFSET")? << 42
                         | fits(u64::from(r.status), 4, "STATUS")? << 38
-                        | u128::from(r.read) << 37
-                        | u128::from(r.last) << 36
+                        | u64::from(r.read) << 37
+                        | u64::from(r.last) << 36
                         | fits(u64::from(r.src), 10, "SRCACCID")? << 26
-                        | fits(u64::from(r.dst), 10, "DSTACCID")? << 16
-                }
+                        | fits(u64::from(r.dst), 10, "DSTACCID")? << 16,
+                ),
                 ControlField::CompressedRequest(r) => {
                     let cmd = match r.cmd {
                         CompressedCmd::Read => 0b000,
                         CompressedCmd::Write => 0b100,
                         CompressedCmd::WriteFull => 0b110,
                     };
-                    cmd << 57
-                        | fits(u64::from(r.vc), 2, "VCHAN")? << 55
-                        | fits(u64::from(r.asi), 2, "ASI")? << 53
-                        | fits(u64::from(r.tag), 11, "TAG")? << 42
-                        | pool(r.pool) << 41
-                        | fits(u64::from(r.len), 2, "LEN")? << 39
-                        | fits(u64::from(r.metadata), 3, "METADATA")? << 36
-                        | fits(u64::from(r.addr_block), 14, "ADDR")? << 22
-                        | fits(u64::from(r.src), 10, "SRCACCID")? << 12
-                        | fits(u64::from(r.dst), 10, "DSTACCID")? << 2
-                        | fits(u64::from(r.way), 2, "CWAY")?
+                    u128::from(
+                        cmd << 57
+                            | fits(u64::from(r.vc), 2, "VCHAN")? << 55
+                            | fits(u64::from(r.asi), 2, "ASI")? << 53
+                            | fits(u64::from(r.tag), 11, "TAG")? << 42
+                            | pool(r.pool) << 41
+                            | fits(u64::from(r.len), 2, "LEN")? << 39
+                            | fits(u64::from(r.metadata), 3, "METADATA")? << 36
+                            | fits(u64::from(r.addr_block), 14, "ADDR")? << 22
+                            | fits(u64::from(r.src), 10, "SRCACCID")? << 12
+                            | fits(u64::from(r.dst), 10, "DSTACCID")? << 2
+                            | fits(u64::from(r.way), 2, "CWAY")?,
+                    )
                 }
-                ControlField::CompressedReadResponse(r) => {
+                ControlField::CompressedReadResponse(r) => u128::from(
                     fits(u64::from(r.vc), 2, "VCHAN")? << 26
                         | fits(u64::from(r.tag), 11, "TAG")? << 15
                         | pool(r.pool) << 14
                         | fits(u64::from(r.dst), 10, "DSTACCID")? << 4
                         | fits(u64::from(r.offset), 2, "OFFSET")? << 2
-                        | u128::from(r.last) << 1
-                }
-                ControlField::CompressedResponse(r) => {
+                        | u64::from(r.last) << 1,
+                ),
+                ControlField::CompressedResponse(r) => u128::from(
                     fits(u64::from(r.vc), 2, "VCHAN")? << 26
                         | fits(u64::from(r.tag), 11, "TAG")? << 15
                         | pool(r.pool) << 14
                         | fits(u64::from(r.dst), 10, "DSTACCID")? << 4
                         | fits(u64::from(r.len), 2, "LEN")? << 2
-                        | u128::from(r.read) << 1
-                }
+                        | u64::from(r.read) << 1,
+                ),
             })
     }
 

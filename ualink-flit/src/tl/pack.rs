@@ -282,12 +282,13 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
         let mut cursor = 0u8;
         while n_req < self.rate.requests && placed.len() < max_items {
             let Some(&(id, mut r)) = self.requests.front() else { break };
-            let n = self.compressor.sectors(&r);
+            let found = self.compressor.lookup(&r);
+            let n = found.sectors();
             let Some(low) = slot_up(used, n, cursor) else { break };
             let beats = r.data_beats();
             let Some(pool) = self.credits.take(Class::ReqCmd, Class::ReqData, r.vc, u16::from(beats)) else { break };
             r.pool = pool;
-            let f = self.compressor.encode_checked(&r)?;
+            let f = self.compressor.encode_found(&r, found)?;
             same_size(&f, n)?;
             used |= (((1u16 << n) - 1) << low) as u8;
             cursor = low + n;
