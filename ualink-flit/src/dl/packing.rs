@@ -79,6 +79,12 @@ pub struct Plan {
 /// sectors of a TL flit are still to be placed, and `start(i)` whether TL Flit\[i\] starts now
 /// (asked only when a sector is free for it, in order 0 then 1).
 pub fn plan(seg: Segment, alt: bool, carry_in: u8, mut start: impl FnMut(usize) -> bool) -> Plan {
+    plan_at(seg, alt, carry_in, |slot, _| start(slot))
+}
+
+/// [`plan`], telling `start` the sector where TL Flit\[i\] would start (so the packer can put it
+/// there at once).
+pub fn plan_at(seg: Segment, alt: bool, carry_in: u8, mut start: impl FnMut(usize, u8) -> bool) -> Plan {
     let mut pos = seg.start;
     let mut p = Plan::default();
     if alt {
@@ -93,7 +99,7 @@ pub fn plan(seg: Segment, alt: bool, carry_in: u8, mut start: impl FnMut(usize) 
         if pos >= seg.end {
             break;
         }
-        if start(slot) {
+        if start(slot, pos) {
             if let Some(s) = p.starts.get_mut(slot) {
                 *s = Some(pos);
             }
@@ -204,17 +210,29 @@ impl FlitPacker {
         let mut out = Packed::default();
         for (seg, sh) in SEGMENTS.iter().zip(segments.iter_mut()) {
             let word = alt.next_alt();
-            let carry_in = self.carry.map_or(0, |c| c.left());
-            let mut fresh: [Option<TlFlit>; 2] = [None, None];
-            let p = plan(*seg, word.is_some(), carry_in, |slot| {
-                let f = tl.next_flit();
-                let got = f.is_some();
+            let carry_in = self.carry.as_ref().map_or(0, Partial::left);
+            let mut fresh: [Option<MBits>; 2] = [None, None];
+            let mut split = None;
+            // Each TL flit goes straight to the sector the plan gives it, as it is taken.
+            let p = plan_at(*seg, word.is_some(), carry_in, |slot, at| {
+                let Some(f) = tl.next_flit() else { return false };
+                let m = MBits { m0: f.m0, m1: f.m1 };
                 if let Some(x) = fresh.get_mut(slot) {
-                    *x = f;
+                    *x = Some(m);
                 }
-                got
+                let n = TL_SECTORS.min(seg.end - at);
+                if n == TL_SECTORS {
+                    // A whole TL flit (the common case): two fixed-size copies.
+                    put(payload, at, &f.lower);
+                    put(payload, at + HALF_SECTORS, &f.upper);
+                } else {
+                    let bytes = f.to_bytes();
+                    put(payload, at, sectors(&bytes, 0, n));
+                    split = Some(Partial { bytes, m, done: n });
+                }
+                true
             });
-            *sh = SegmentHeader::default();
+            *sh = SegmentHeader { alt_sector: false, tl_flits: fresh };
             if let (Some(at), Some(w)) = (p.alt, word) {
                 put(payload, at, &w.to_le_bytes());
                 sh.alt_sector = true;
@@ -229,22 +247,13 @@ impl FlitPacker {
                     out.finished += 1;
                 }
             }
-            for ((start, f), tl_bits) in p.starts.iter().zip(fresh).zip(sh.tl_flits.iter_mut()) {
-                let (Some(at), Some(f)) = (*start, f) else { continue };
-                let m = MBits { m0: f.m0, m1: f.m1 };
-                *tl_bits = Some(m);
-                out.started += 1;
-                let n = TL_SECTORS.min(seg.end - at);
-                if n == TL_SECTORS {
-                    // A whole TL flit (the common case): two fixed-size copies.
-                    put(payload, at, &f.lower);
-                    put(payload, at + HALF_SECTORS, &f.upper);
-                    out.finished += 1;
-                } else {
-                    let bytes = f.to_bytes();
-                    put(payload, at, sectors(&bytes, 0, n));
-                    self.carry = Some(Partial { bytes, m, done: n });
-                }
+            let started = fresh.iter().filter(|m| m.is_some()).count() as u8;
+            out.started += started;
+            out.finished += started - u8::from(split.is_some());
+            // A flit split here starts the next carry; the old one finished first, since a carry
+            // that does not finish fills its segment and no flit starts there.
+            if split.is_some() {
+                self.carry = split;
             }
         }
         out
@@ -356,9 +365,8 @@ impl FlitUnpacker {
                     };
                     out.flits.push(f).map_err(|_| Error::Full { queue: "TL flits" })?;
                 } else {
-                    let mut c = Partial { bytes: [0; TL_FLIT_LEN], m, done: 0 };
-                    take(&mut c, get(payload, at, n), n);
-                    carry = Some(c);
+                    let c = carry.insert(Partial { bytes: [0; TL_FLIT_LEN], m, done: 0 });
+                    take(c, get(payload, at, n), n);
                 }
             }
         }
