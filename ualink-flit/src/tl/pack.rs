@@ -370,4 +370,20 @@ mod tests {
         assert_eq!(slot_down(0b0001_0000, 4), Some(0));
         assert_eq!(slot_down(0b0001_0001, 4), None);
     }
+
+    /// The size guard passes a field into a slot of its own size and refuses any other, naming
+    /// the field's real size (the packer cannot reach the refusal; this is its only check).
+    #[test]
+    fn size_guard_refuses_a_field_of_another_size() {
+        use crate::tl::field::FlowControl;
+        let one = ControlField::FlowControl(FlowControl::NOP);
+        assert_eq!(one.sectors(), 1);
+        assert_eq!(same_size(&one, 1), Ok(()));
+        for n in [2, 4] {
+            assert_eq!(
+                same_size(&one, n),
+                Err(Error::BadValue { field: "control field size (packer slot)", value: 1 })
+            );
+        }
+    }
 }
