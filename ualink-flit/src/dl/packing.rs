@@ -249,6 +249,7 @@ impl FlitPacker {
             }
             let started = fresh.iter().filter(|m| m.is_some()).count() as u8;
             out.started += started;
+            // Every flit that started here also ended here, but the one split at the segment's end.
             out.finished += started - u8::from(split.is_some());
             // A flit split here starts the next carry; the old one finished first, since a carry
             // that does not finish fills its segment and no flit starts there.

@@ -180,6 +180,7 @@ impl<const ROWS: usize, const WAYS: usize> TxCompressor<ROWS, WAYS> {
     pub(crate) fn encode_found(&mut self, r: &Request, found: Lookup) -> Result<ControlField, Error> {
         let Lookup { row, way: hit, compressed } = found;
         let region = r.addr >> REGION_SHIFT;
+        // `compressed` implies a hit.
         if let (Some(way), true) = (hit, compressed) {
             let cmd = match r.cmd {
                 Command::Read => CompressedCmd::Read,

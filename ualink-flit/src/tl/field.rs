@@ -320,7 +320,8 @@ impl ControlField {
         let bits = 32 * u32::from(self.sectors());
         let top = u128::from(self.ftype()) << (bits - 4);
         let pool = |p: bool| u64::from(p);
-        // Every field but the uncompressed request fits in 64 bits: built there, widened once.
+        // Every field but the uncompressed request fits in 64 bits, so it is built in a `u64` and
+        // widened once.
         Ok(top
             | match *self {
                 ControlField::FlowControl(f) => u128::from(
