@@ -164,7 +164,17 @@ impl SegmentHeader {
 
     /// Decodes a header byte: bit 1 is reserved, and so are the Message bits of a TL flit that is
     /// not present.
-    pub const fn from_byte(b: u8) -> Result<Self, Error> {
+    #[inline]
+    pub fn from_byte(b: u8) -> Result<Self, Error> {
+        // One table load for the usual valid byte; the rules below name the fault otherwise.
+        match DECODED.get(usize::from(b)) {
+            Some(Some(h)) => Ok(*h),
+            _ => Self::decode(b),
+        }
+    }
+
+    /// [`Self::from_byte`] by the rules, for the table and for naming a fault.
+    const fn decode(b: u8) -> Result<Self, Error> {
         if b & 0b10 != 0 {
             return Err(Error::Reserved { field: "segment header bit 1" });
         }
@@ -179,6 +189,20 @@ impl SegmentHeader {
         Ok(SegmentHeader { alt_sector: b & 1 != 0, tl_flits: [f0, f1] })
     }
 }
+
+/// Every segment-header byte decoded at compile time (`None` where a reserved bit is set).
+#[allow(clippy::indexing_slicing, reason = "compile-time table construction")]
+const DECODED: [Option<SegmentHeader>; 256] = {
+    let mut t = [None; 256];
+    let mut b = 0;
+    while b < 256 {
+        if let Ok(h) = SegmentHeader::decode(b as u8) {
+            t[b] = Some(h);
+        }
+        b += 1;
+    }
+    t
+};
 
 /// A TL flit's 3 bits of a segment header: Message (M0 low, M1 high), then present.
 const fn tl_bits(f: Option<MBits>) -> u8 {
@@ -220,6 +244,22 @@ mod tests {
         assert!(FlitHeader::from_bits(0b001 << 21).is_err());
         assert!(FlitHeader::Nop { seq: 512 }.to_bits().is_err());
         assert!(FlitHeader::Ack { payload: true, ack_seq: 1, seq_lo: 8 }.to_bits().is_err());
+    }
+
+    /// The table behind `from_byte` says what the rules say, for every byte: the same header,
+    /// or the same named fault.
+    #[test]
+    fn segment_header_table_follows_the_rules() {
+        let mut valid = 0;
+        for b in 0..=255u8 {
+            assert_eq!(SegmentHeader::from_byte(b), SegmentHeader::decode(b), "byte {b:#04x}");
+            if let Ok(h) = SegmentHeader::from_byte(b) {
+                assert_eq!(h.to_byte(), b);
+                valid += 1;
+            }
+        }
+        // Bit 0 free, bit 1 clear, and per TL flit absent (1 way) or present with any M bits (4).
+        assert_eq!(valid, 2 * 5 * 5);
     }
 
     #[test]
