@@ -78,7 +78,7 @@ fn scale_up(seed: u64) {
     );
     println!();
     println!(
-        "| flit error rate | credits | loads | stores | atomics | TL flits | DL flits | replays | flits replayed | bad flits | TL eff. | DL eff. | link busy | Gb/s data | latency p50 | p99 | channel 0 online | UART words | DL msg words | wall time |"
+        "| flit error rate | credits | loads | stores | atomics | TL flits | DL flits | replays | flits replayed | bad flits | TL eff. | DL eff. | link busy | Gb/s data (both ways) | latency p50 | p99 | channel 0 online | UART words | DL msg words | wall time |"
     );
     println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let starved = RxBuffers { req_cmd: 4, req_data: 4, rsp_cmd: 4, rsp_data: 4 };
