@@ -87,13 +87,16 @@ impl ControlHalfFlit {
     /// sectors are NOPs and left out.
     pub fn layout(bytes: &[u8; HALF_FLIT_LEN]) -> Result<Layout, Error> {
         let words = sectors(bytes);
-        // A bit per non-NOP sector, so the walk visits only the fields' top sectors.
-        let mut live = words.iter().rev().fold(0u8, |m, w| m << 1 | u8::from(*w != 0));
         // Filled from the end, so the footprints found top-down read in ascending order.
         let mut found = Layout { footprints: [(0, 0); 8], next: SECTORS };
-        while live != 0 {
-            let high = (u8::BITS - 1 - live.leading_zeros()) as u8;
+        let mut top = SECTORS;
+        while top > 0 {
+            let high = top - 1;
             let w = words.get(usize::from(high)).copied().unwrap_or(0);
+            if w == 0 {
+                top = high;
+                continue;
+            }
             let t = (w >> 28) as u8;
             let n = ftype::sectors(t).ok_or(Error::BadValue { field: "FTYPE", value: u32::from(t) })?;
             let low = (high + 1)
@@ -107,8 +110,7 @@ impl ControlHalfFlit {
             if let Some(slot) = found.footprints.get_mut(usize::from(found.next)) {
                 *slot = (low, n);
             }
-            // The field takes sectors `low..=high`; look below it.
-            live &= ((1u16 << low) - 1) as u8;
+            top = low;
         }
         Ok(found)
     }
