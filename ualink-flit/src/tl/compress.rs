@@ -137,6 +137,41 @@ impl Lookup {
     pub(crate) const fn sectors(&self) -> u8 {
         if self.compressed { 2 } else { 4 }
     }
+
+    /// The way holding the request's region, when the request travels compressed.
+    const fn compressed_way(&self) -> Option<u8> {
+        if self.compressed { self.way } else { None }
+    }
+
+    /// The compressed field's value (FTYPE included) for `r`, the checked request this lookup
+    /// was taken for, when it travels compressed. A hit changes nothing in the cache, so this
+    /// is all [`TxCompressor::encode_found`] would do, and the packer writes the value straight
+    /// into its slot.
+    pub(crate) fn compressed_word(&self, r: &Request) -> Option<u64> {
+        self.compressed_way().map(|way| compress(r, way).word())
+    }
+}
+
+/// `r` in its compressed form through `way` (Table 5-31); `r` is [`compressible`].
+const fn compress(r: &Request, way: u8) -> CompressedRequest {
+    let cmd = match r.cmd {
+        Command::Read => CompressedCmd::Read,
+        Command::Write => CompressedCmd::Write,
+        _ => CompressedCmd::WriteFull,
+    };
+    CompressedRequest {
+        cmd,
+        vc: r.vc,
+        asi: r.asi,
+        tag: r.tag,
+        pool: r.pool,
+        len: r.len / 16,
+        metadata: r.metadata,
+        addr_block: (r.addr >> 6 & 0x3FFF) as u16,
+        src: r.src,
+        dst: r.dst,
+        way,
+    }
 }
 
 /// The sending side: turns requests into request fields, compressed when the cache allows.
@@ -178,29 +213,11 @@ impl<const ROWS: usize, const WAYS: usize> TxCompressor<ROWS, WAYS> {
     /// [`Self::encode`] for a request already checked, with `found`, its [`Self::lookup`] taken
     /// since the cache last changed (so the packer sizes a slot and fills it with one lookup).
     pub(crate) fn encode_found(&mut self, r: &Request, found: Lookup) -> Result<ControlField, Error> {
-        let Lookup { row, way: hit, compressed } = found;
-        let region = r.addr >> REGION_SHIFT;
-        // `compressed` implies a hit.
-        if let (Some(way), true) = (hit, compressed) {
-            let cmd = match r.cmd {
-                Command::Read => CompressedCmd::Read,
-                Command::Write => CompressedCmd::Write,
-                _ => CompressedCmd::WriteFull,
-            };
-            return Ok(ControlField::CompressedRequest(CompressedRequest {
-                cmd,
-                vc: r.vc,
-                asi: r.asi,
-                tag: r.tag,
-                pool: r.pool,
-                len: r.len / 16,
-                metadata: r.metadata,
-                addr_block: (r.addr >> 6 & 0x3FFF) as u16,
-                src: r.src,
-                dst: r.dst,
-                way,
-            }));
+        if let Some(way) = found.compressed_way() {
+            return Ok(ControlField::CompressedRequest(compress(r, way)));
         }
+        let Lookup { row, way: hit, .. } = found;
+        let region = r.addr >> REGION_SHIFT;
         let cache_load = match (self.enabled, hit) {
             (true, None) => {
                 let way = self.cache.victim(row);
@@ -432,7 +449,16 @@ mod tests {
             let mut plain_tx = TxCompressor::<8, 2>::new(Indexing::ByDst, false);
             let mut plain_rx = RxDecompressor::<8, 2>::new(Indexing::ByDst);
             for r in &reqs {
+                // The packer's shortcut: a compressed request's value, written without `encode`.
+                let direct = tx.lookup(r).compressed_word(r);
+                let before = tx.cache.clone();
                 let f = tx.encode(r).unwrap();
+                prop_assert_eq!(direct.is_some(), matches!(f, ControlField::CompressedRequest(_)));
+                if let Some(w) = direct {
+                    prop_assert_eq!(f.to_word(), Ok(u128::from(w)));
+                    // A hit leaves the cache as it was, which is why the shortcut may skip `encode`.
+                    prop_assert_eq!(&tx.cache, &before);
+                }
                 prop_assert_eq!(rx.decode(&f).unwrap(), Some(*r));
                 let p = plain_tx.encode(r).unwrap();
                 prop_assert_eq!(plain_rx.decode(&p).unwrap(), Some(*r));

@@ -16,6 +16,11 @@ const fn get(w: u128, lo: u32, n: u32) -> u64 {
     (w >> lo) as u64 & ((1u64 << n) - 1)
 }
 
+/// The low `n` bits of `v`, placed at bit `at`.
+const fn bits(v: u64, n: u32, at: u32) -> u64 {
+    (v & ((1 << n) - 1)) << at
+}
+
 /// Field types (FTYPE, Table 5-27).
 pub mod ftype {
     /// Flow control / NOP (1 sector).
@@ -221,6 +226,28 @@ pub struct CompressedRequest {
 }
 
 impl CompressedRequest {
+    /// The field's value, FTYPE included, for a request that passes [`Self::check`] (a wider
+    /// value would be cut to its bits, never spill into a neighbour).
+    pub(crate) const fn word(&self) -> u64 {
+        let cmd = match self.cmd {
+            CompressedCmd::Read => 0b000,
+            CompressedCmd::Write => 0b100,
+            CompressedCmd::WriteFull => 0b110,
+        };
+        (ftype::COMPRESSED_REQUEST as u64) << 60
+            | cmd << 57
+            | bits(self.vc as u64, 2, 55)
+            | bits(self.asi as u64, 2, 53)
+            | bits(self.tag as u64, 11, 42)
+            | (self.pool as u64) << 41
+            | bits(self.len as u64, 2, 39)
+            | bits(self.metadata as u64, 3, 36)
+            | bits(self.addr_block as u64, 14, 22)
+            | bits(self.src as u64, 10, 12)
+            | bits(self.dst as u64, 10, 2)
+            | bits(self.way as u64, 2, 0)
+    }
+
     /// Checks that every value fits its bits (a field read off the wire always does).
     pub fn check(&self) -> Result<(), Error> {
         fits(u64::from(self.vc), 2, "VCHAN")?;
@@ -370,24 +397,8 @@ impl ControlField {
                         | fits(u64::from(r.dst), 10, "DSTACCID")? << 16,
                 ),
                 ControlField::CompressedRequest(r) => {
-                    let cmd = match r.cmd {
-                        CompressedCmd::Read => 0b000,
-                        CompressedCmd::Write => 0b100,
-                        CompressedCmd::WriteFull => 0b110,
-                    };
-                    u128::from(
-                        cmd << 57
-                            | fits(u64::from(r.vc), 2, "VCHAN")? << 55
-                            | fits(u64::from(r.asi), 2, "ASI")? << 53
-                            | fits(u64::from(r.tag), 11, "TAG")? << 42
-                            | pool(r.pool) << 41
-                            | fits(u64::from(r.len), 2, "LEN")? << 39
-                            | fits(u64::from(r.metadata), 3, "METADATA")? << 36
-                            | fits(u64::from(r.addr_block), 14, "ADDR")? << 22
-                            | fits(u64::from(r.src), 10, "SRCACCID")? << 12
-                            | fits(u64::from(r.dst), 10, "DSTACCID")? << 2
-                            | fits(u64::from(r.way), 2, "CWAY")?,
-                    )
+                    r.check()?;
+                    u128::from(r.word())
                 }
                 ControlField::CompressedReadResponse(r) => u128::from(
                     fits(u64::from(r.vc), 2, "VCHAN")? << 26
@@ -576,6 +587,32 @@ mod tests {
         assert_eq!(
             ControlField::from_word(0x1 << 124 | 0b01 << 2, 4),
             Err(Error::Reserved { field: "CWAY without CLOAD" })
+        );
+    }
+
+    /// The unchecked value cuts a too-wide value to its bits: it never reaches a neighbour.
+    #[test]
+    fn compressed_request_word_keeps_each_value_in_its_bits() {
+        let zero = CompressedRequest {
+            cmd: CompressedCmd::Read,
+            vc: 0,
+            asi: 0,
+            tag: 0,
+            pool: false,
+            len: 0,
+            metadata: 0,
+            addr_block: 0,
+            src: 0,
+            dst: 0,
+            way: 0,
+        };
+        assert_eq!(zero.word(), 0x3 << 60);
+        let wide = CompressedRequest { vc: 0xFF, tag: 0xFFFF, addr_block: 0xFFFF, way: 0xFF, ..zero };
+        assert_eq!(wide.word(), 0x3 << 60 | 0b11 << 55 | 0x7FF << 42 | 0x3FFF << 22 | 0b11);
+        assert!(wide.check().is_err());
+        assert_eq!(
+            ControlField::CompressedRequest(wide).to_word(),
+            Err(Error::BadValue { field: "VCHAN", value: 0xFF })
         );
     }
 

@@ -159,6 +159,12 @@ pub(crate) fn put_field(out: &mut [u8; HALF_FLIT_LEN], low: u8, f: &ControlField
     Ok(())
 }
 
+/// Writes a 2-sector field's little-endian value `w` from sector `low` up (the caller keeps to
+/// the footprint rules, as for [`put_field`]).
+pub(crate) fn put_two_sectors(out: &mut [u8; HALF_FLIT_LEN], low: u8, w: u64) {
+    put(out, 4 * usize::from(low), &w.to_le_bytes());
+}
+
 /// Copies `N` bytes to `out[at..]` (nothing when they would not fit).
 #[inline(always)]
 fn put<const N: usize>(out: &mut [u8; HALF_FLIT_LEN], at: usize, bytes: &[u8; N]) {

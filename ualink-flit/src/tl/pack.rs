@@ -22,7 +22,7 @@ use super::compress::TxCompressor;
 use super::credit::{Class, Owed, TxCredits};
 use super::field::ControlField;
 use super::flit::{Message, MessageType, TlFlit, emit_auth_tags, put_beat_byte_enables};
-use super::half::{HALF_FLIT_LEN, SECTORS, put_field};
+use super::half::{HALF_FLIT_LEN, SECTORS, put_field, put_two_sectors};
 use super::response::Response;
 use super::sequence::{DataPlan, MAX_AUTH_ITEMS, RateLimit, Tenure};
 use crate::Error;
@@ -288,11 +288,15 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
             let beats = r.data_beats();
             let Some(pool) = self.credits.take(Class::ReqCmd, Class::ReqData, r.vc, u16::from(beats)) else { break };
             r.pool = pool;
-            let f = self.compressor.encode_found(&r, found)?;
-            same_size(&f, n)?;
+            if let Some(w) = found.compressed_word(&r) {
+                put_two_sectors(out, low, w);
+            } else {
+                let f = self.compressor.encode_found(&r, found)?;
+                same_size(&f, n)?;
+                put_field(out, low, &f)?;
+            }
             used |= (((1u16 << n) - 1) << low) as u8;
             cursor = low + n;
-            put_field(out, low, &f)?;
             let _ = placed.push((low, Tenure::new(id, beats, r.cmd.has_byte_enables(), r.addr), r.auth_tag));
             self.requests.pop_front();
             n_req += 1;
