@@ -397,6 +397,7 @@ impl ControlField {
                         | fits(u64::from(r.dst), 10, "DSTACCID")? << 16,
                 ),
                 ControlField::CompressedRequest(r) => {
+                    // `word` carries FTYPE too (the same bits as `top`).
                     r.check()?;
                     u128::from(r.word())
                 }
