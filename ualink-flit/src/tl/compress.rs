@@ -287,42 +287,49 @@ impl<const ROWS: usize, const WAYS: usize> RxDecompressor<ROWS, WAYS> {
             }
             ControlField::CompressedRequest(c) => {
                 c.check()?;
-                let row = self.cache.row(c.src, c.dst);
-                let region = self
-                    .cache
-                    .get(row, c.way)
-                    .ok_or(Error::BadValue { field: "CWAY (entry never loaded)", value: u32::from(c.way) })?;
-                let (cmd, attr, num_beats) = match c.cmd {
-                    CompressedCmd::Read => (Command::Read, 0xFF, 0),
-                    CompressedCmd::Write => (Command::Write, 0x00, c.len),
-                    CompressedCmd::WriteFull => (Command::WriteFull, 0x00, c.len),
-                };
-                let r = Request {
-                    cmd,
-                    addr: region << REGION_SHIFT | u64::from(c.addr_block) << 6,
-                    len: 16 * (c.len + 1) - 1,
-                    num_beats,
-                    tag: c.tag,
-                    src: c.src,
-                    dst: c.dst,
-                    attr,
-                    metadata: c.metadata,
-                    asi: c.asi,
-                    vc: c.vc,
-                    pool: c.pool,
-                    auth_tag: 0,
-                };
-                // Every other rule of `Request::check` holds by construction: the entry came
-                // from a checked request's ReqAddr[56:20] and the field's bits fit; the command is
-                // Read/Write/WriteFull on whole aligned beats with NUMBEATS = LEN (writes) or 0
-                // (reads) and ReqAttr as Table 5-32 fixes it. Only LEN against the block's
-                // place in its 256 bytes is left.
-                r.check_span()?;
-                r
+                self.decompress(&c)?
             }
             _ => return Ok(None),
         };
         Ok(Some(r))
+    }
+
+    /// The request a compressed field carries, its values known to fit their bits (as read off
+    /// the wire; [`Self::decode`] checks them first otherwise). A refused request leaves the
+    /// cache untouched.
+    pub(crate) fn decompress(&self, c: &CompressedRequest) -> Result<Request, Error> {
+        let row = self.cache.row(c.src, c.dst);
+        let region = self
+            .cache
+            .get(row, c.way)
+            .ok_or(Error::BadValue { field: "CWAY (entry never loaded)", value: u32::from(c.way) })?;
+        let (cmd, attr, num_beats) = match c.cmd {
+            CompressedCmd::Read => (Command::Read, 0xFF, 0),
+            CompressedCmd::Write => (Command::Write, 0x00, c.len),
+            CompressedCmd::WriteFull => (Command::WriteFull, 0x00, c.len),
+        };
+        let r = Request {
+            cmd,
+            addr: region << REGION_SHIFT | u64::from(c.addr_block) << 6,
+            len: 16 * (c.len + 1) - 1,
+            num_beats,
+            tag: c.tag,
+            src: c.src,
+            dst: c.dst,
+            attr,
+            metadata: c.metadata,
+            asi: c.asi,
+            vc: c.vc,
+            pool: c.pool,
+            auth_tag: 0,
+        };
+        // Every other rule of `Request::check` holds by construction: the entry came from a
+        // checked request's ReqAddr[56:20] and the field's bits fit; the command is
+        // Read/Write/WriteFull on whole aligned beats with NUMBEATS = LEN (writes) or 0 (reads)
+        // and ReqAttr as Table 5-32 fixes it. Only LEN against the block's place in its 256
+        // bytes is left.
+        r.check_span()?;
+        Ok(r)
     }
 }
 

@@ -248,6 +248,30 @@ impl CompressedRequest {
             | bits(self.way as u64, 2, 0)
     }
 
+    /// Reads the field from its 2-sector value, FTYPE included (the caller has seen that FTYPE
+    /// is [`ftype::COMPRESSED_REQUEST`]). Every value read this way fits its bits.
+    pub(crate) fn from_word(w: u64) -> Result<Self, Error> {
+        let g = |lo: u32, n: u32| w >> lo & ((1 << n) - 1);
+        Ok(CompressedRequest {
+            cmd: match g(57, 3) {
+                0b000 => CompressedCmd::Read,
+                0b100 => CompressedCmd::Write,
+                0b110 => CompressedCmd::WriteFull,
+                c => return Err(Error::BadValue { field: "compressed CMD", value: c as u32 }),
+            },
+            vc: g(55, 2) as u8,
+            asi: g(53, 2) as u8,
+            tag: g(42, 11) as u16,
+            pool: w >> 41 & 1 != 0,
+            len: g(39, 2) as u8,
+            metadata: g(36, 3) as u8,
+            addr_block: g(22, 14) as u16,
+            src: g(12, 10) as u16,
+            dst: g(2, 10) as u16,
+            way: g(0, 2) as u8,
+        })
+    }
+
     /// Checks that every value fits its bits (a field read off the wire always does).
     pub fn check(&self) -> Result<(), Error> {
         fits(u64::from(self.vc), 2, "VCHAN")?;
@@ -477,24 +501,7 @@ impl ControlField {
                     dst: g(16, 10) as u16,
                 })
             }
-            ftype::COMPRESSED_REQUEST => ControlField::CompressedRequest(CompressedRequest {
-                cmd: match g(57, 3) {
-                    0b000 => CompressedCmd::Read,
-                    0b100 => CompressedCmd::Write,
-                    0b110 => CompressedCmd::WriteFull,
-                    c => return Err(Error::BadValue { field: "compressed CMD", value: c as u32 }),
-                },
-                vc: g(55, 2) as u8,
-                asi: g(53, 2) as u8,
-                tag: g(42, 11) as u16,
-                pool: flag(41),
-                len: g(39, 2) as u8,
-                metadata: g(36, 3) as u8,
-                addr_block: g(22, 14) as u16,
-                src: g(12, 10) as u16,
-                dst: g(2, 10) as u16,
-                way: g(0, 2) as u8,
-            }),
+            ftype::COMPRESSED_REQUEST => ControlField::CompressedRequest(CompressedRequest::from_word(w as u64)?),
             ftype::COMPRESSED_READ_RESPONSE => {
                 if flag(0) {
                     return Err(Error::Reserved { field: "compressed read response SPARE" });
@@ -629,6 +636,17 @@ mod tests {
     }
 
     proptest! {
+        /// A compressed request read from its bits always fits them: the receiver's shortcut may
+        /// skip `check`.
+        #[test]
+        fn compressed_requests_read_from_bits_fit(w in any::<u64>()) {
+            let w = w & !(0xF << 60) | 0x3 << 60;
+            if let Ok(c) = CompressedRequest::from_word(w) {
+                prop_assert_eq!(c.check(), Ok(()));
+                prop_assert_eq!(c.word(), w);
+            }
+        }
+
         /// Every value that decodes re-encodes to itself, for every size.
         #[test]
         fn accepted_words_re_encode(w in any::<u128>(), s in prop_oneof![Just(1u8), Just(2), Just(4)]) {

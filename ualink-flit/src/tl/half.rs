@@ -128,6 +128,17 @@ impl ControlHalfFlit {
         ControlField::from_word(w, n)
     }
 
+    /// The value of the field of `n` sectors at sector `low` when it is a compressed request
+    /// (the receiver's shortcut: [`CompressedRequest::from_word`](super::field::CompressedRequest)
+    /// reads it without the generic [`ControlField`]).
+    pub(crate) fn compressed_request_at(bytes: &[u8; HALF_FLIT_LEN], low: u8, n: u8) -> Option<u64> {
+        if n != 2 {
+            return None;
+        }
+        let w = u64::from_le_bytes(take(bytes, 4 * usize::from(low)));
+        (w >> 60 == u64::from(ftype::COMPRESSED_REQUEST)).then_some(w)
+    }
+
     /// Reads a control half-flit. NOP sectors are skipped.
     pub fn parse(bytes: &[u8; HALF_FLIT_LEN]) -> Result<Self, Error> {
         let mut h = ControlHalfFlit::default();

@@ -408,6 +408,21 @@ fn illegal_sequences_are_refused_and_stop_the_receiver() {
         feed(false, &[control_flit(&[(0, c)])]),
         Err(Error::BadValue { field: "CWAY (entry never loaded)", value: 1 })
     );
+    // The receiver reads compressed requests straight from their bits: an undefined command,
+    // and a transfer past its 256-byte block after the way was loaded, are refused there too.
+    let mut undefined = TlFlit::default();
+    undefined.lower[..8].copy_from_slice(&(0x3u64 << 60 | 0b001 << 57).to_le_bytes());
+    assert_eq!(feed(false, &[undefined]), Err(Error::BadValue { field: "compressed CMD", value: 1 }));
+    let mut tx = TxCompressor::<16, 4>::new(Indexing::ByDst, true);
+    let load = control_flit(&[(0, tx.encode(&read(0x1230_0000, 2, 1)).unwrap())]);
+    let ControlField::CompressedRequest(hit) = tx.encode(&read(0x1230_0100, 2, 2)).unwrap() else {
+        panic!("a hit compresses")
+    };
+    let crossing = ControlField::CompressedRequest(CompressedRequest { addr_block: hit.addr_block | 3, len: 1, ..hit });
+    assert_eq!(
+        feed(false, &[load, TlFlit::default(), control_flit(&[(0, crossing)])]),
+        Err(Error::BadValue { field: "ReqLen (crosses a 256-byte boundary)", value: 31 })
+    );
     // After a refusal, nothing more is read.
     let mut u = U::new(false, RxDecompressor::new(Indexing::ByDst));
     assert!(u.unpack(&f, &mut Unpacked::default()).is_err());

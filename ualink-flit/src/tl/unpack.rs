@@ -14,7 +14,7 @@
 //! [`Error::Stopped`].
 
 use super::compress::RxDecompressor;
-use super::field::{ControlField, FlowControl};
+use super::field::{CompressedRequest, ControlField, FlowControl};
 use super::flit::{Message, MessageType, TlFlit, parse_auth_tags};
 use super::half::{ControlHalfFlit, CreditRule, HALF_FLIT_LEN};
 use super::response::Response;
@@ -188,30 +188,31 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
         let (mut n_req, mut n_rsp) = (0u8, 0u8);
         let mut rule = CreditRule::default();
         for (low, n) in ControlHalfFlit::layout(bytes)? {
-            let field = &ControlHalfFlit::field_at(bytes, low, n)?;
-            if let ControlField::FlowControl(fc) = field {
-                rule.admit(fc)?;
-                let _ = out.credits.push(*fc);
-                continue;
-            }
             let id = self.next_id;
-            let (item, tenure) = if let Some(req) = self.decompressor.decode(field)? {
-                n_req += 1;
-                (RxItem::Request { id, req }, Tenure::new(id, req.data_beats(), req.cmd.has_byte_enables(), req.addr))
-            } else if let Some(rsp) = Response::from_field(field)? {
-                n_rsp += 1;
-                (RxItem::Response { id, rsp }, Tenure::new(id, rsp.data_beats(), false, 0))
+            let req = if let Some(w) = ControlHalfFlit::compressed_request_at(bytes, low, n) {
+                // The usual request on a busy link, read straight from its bits: a field read off
+                // the wire always fits, so the generic field and its width checks are skipped.
+                self.decompressor.decompress(&CompressedRequest::from_word(w)?)?
             } else {
-                continue;
+                let field = &ControlHalfFlit::field_at(bytes, low, n)?;
+                if let ControlField::FlowControl(fc) = field {
+                    rule.admit(fc)?;
+                    let _ = out.credits.push(*fc);
+                    continue;
+                }
+                match self.decompressor.decode(field)? {
+                    Some(req) => req,
+                    None => {
+                        let Some(rsp) = Response::from_field(field)? else { continue };
+                        n_rsp += 1;
+                        self.admit(RxItem::Response { id, rsp }, Tenure::new(id, rsp.data_beats(), false, 0), out)?;
+                        continue;
+                    }
+                }
             };
-            // Straight into the plan: any refusal below stops the unpacker for good, so a plan
-            // left half-filled is never read. (A control slot has at most one tenure owed and a
-            // half-flit at most eight items, so the plan has room.)
-            if !self.plan.push(tenure) {
-                return Err(Error::Full { queue: "TL data plan" });
-            }
-            self.next_id = self.next_id.wrapping_add(1);
-            let _ = out.items.push(item);
+            n_req += 1;
+            let tenure = Tenure::new(id, req.data_beats(), req.cmd.has_byte_enables(), req.addr);
+            self.admit(RxItem::Request { id, req }, tenure, out)?;
         }
         if n_req > self.rate.requests {
             return Err(Error::BadValue { field: "requests beyond the §5.7 rate limit", value: u32::from(n_req) });
@@ -229,6 +230,19 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
                 value: items as u32,
             });
         }
+        Ok(())
+    }
+
+    /// Takes an item with the data it owes, under the next id.
+    fn admit(&mut self, item: RxItem, tenure: Tenure, out: &mut Unpacked<'_>) -> Result<(), Error> {
+        // Straight into the plan: any refusal after this stops the unpacker for good, so a plan
+        // left half-filled is never read. (A control slot has at most one tenure owed and a
+        // half-flit at most eight items, so the plan has room.)
+        if !self.plan.push(tenure) {
+            return Err(Error::Full { queue: "TL data plan" });
+        }
+        self.next_id = self.next_id.wrapping_add(1);
+        let _ = out.items.push(item);
         Ok(())
     }
 
