@@ -61,16 +61,23 @@ impl Tenure {
 pub(crate) const MAX_TENURES: usize = 9;
 
 /// The data half-flits owed, in order.
+///
+/// The tenure being sent or received is kept apart from the ones queued behind it, so each data
+/// half-flit reads and advances it directly; the queue is touched only when a tenure starts or
+/// ends.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct DataPlan {
-    tenures: heapless::Deque<Tenure, MAX_TENURES>,
+    /// The tenure the next owed half-flit belongs to; `None` only when nothing is queued.
+    current: Option<Tenure>,
+    /// The tenures after it.
+    queued: heapless::Deque<Tenure, { MAX_TENURES - 1 }>,
     /// Half-flits owed in all.
     pub remaining: u16,
 }
 
 impl DataPlan {
     pub const fn new() -> Self {
-        DataPlan { tenures: heapless::Deque::new(), remaining: 0 }
+        DataPlan { current: None, queued: heapless::Deque::new(), remaining: 0 }
     }
 
     /// Queues a tenure; `false` if the plan is full (cannot happen within the rules above).
@@ -79,7 +86,9 @@ impl DataPlan {
         if n == 0 {
             return true;
         }
-        if self.tenures.push_back(t).is_err() {
+        if self.current.is_none() {
+            self.current = Some(t);
+        } else if self.queued.push_back(t).is_err() {
             return false;
         }
         self.remaining += n;
@@ -88,16 +97,16 @@ impl DataPlan {
 
     /// The tenure the next owed half-flit belongs to.
     pub fn front_mut(&mut self) -> Option<&mut Tenure> {
-        self.tenures.front_mut()
+        self.current.as_mut()
     }
 
     /// Marks the front tenure's next half-flit delivered.
     pub fn advance(&mut self) {
-        if let Some(t) = self.tenures.front_mut() {
+        if let Some(t) = self.current.as_mut() {
             t.next += 1;
             self.remaining = self.remaining.saturating_sub(1);
             if u16::from(t.next) >= t.halves() {
-                self.tenures.pop_front();
+                self.current = self.queued.pop_front();
             }
         }
     }
@@ -135,6 +144,36 @@ impl RateLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Tenures come out in order, each half-flit by half-flit, with `remaining` counting them
+    /// down; empty tenures are skipped, and a tenth is refused.
+    #[test]
+    fn plan_walks_tenures_in_order() {
+        let mut plan = DataPlan::new();
+        assert!(plan.push(Tenure::new(7, 0, false, 0)), "nothing owed: nothing queued");
+        assert!(plan.front_mut().is_none());
+        assert!(plan.push(Tenure::new(1, 1, true, 0)));
+        assert!(plan.push(Tenure::new(2, 2, false, 0)));
+        assert_eq!(plan.remaining, 3 + 4);
+        let mut seen = Vec::new();
+        while let Some(t) = plan.front_mut() {
+            seen.push((t.id, t.next, t.at_byte_enables()));
+            plan.advance();
+        }
+        assert_eq!(
+            seen,
+            [(1, 0, false), (1, 1, false), (1, 2, true), (2, 0, false), (2, 1, false), (2, 2, false), (2, 3, false)]
+        );
+        assert_eq!(plan.remaining, 0);
+        plan.advance();
+        assert_eq!(plan.remaining, 0);
+        for id in 0..MAX_TENURES as u32 {
+            assert!(plan.push(Tenure::new(id, 1, false, 0)));
+        }
+        assert!(!plan.push(Tenure::new(99, 1, false, 0)));
+        assert_eq!(plan.remaining, 2 * MAX_TENURES as u16);
+        assert_eq!(plan.front_mut().map(|t| t.id), Some(0));
+    }
 
     #[test]
     fn request_allowance_follows_table_5_24() {
