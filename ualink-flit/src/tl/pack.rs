@@ -269,7 +269,8 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
                 continue;
             };
             r.set_pool(pool);
-            let f = r.to_field(self.config.compress_responses)?;
+            // Checked when queued; taking the credit changed only its pool bit.
+            let f = r.field(self.config.compress_responses);
             same_size(&f, n)?;
             used |= (((1u16 << n) - 1) << low) as u8;
             put_field(out, low, &f)?;

@@ -96,8 +96,13 @@ impl Response {
     /// The field for this response; compressed when `compress` and the status is OKAY.
     pub fn to_field(&self, compress: bool) -> Result<ControlField, Error> {
         self.check()?;
+        Ok(self.field(compress))
+    }
+
+    /// [`Self::to_field`] for a response already checked (the packer checks each when queued).
+    pub(crate) const fn field(&self, compress: bool) -> ControlField {
         let c = compress && self.compressible();
-        Ok(match *self {
+        match *self {
             Response::Read(r) if c && r.num_beats == 0 => {
                 ControlField::CompressedReadResponse(CompressedReadResponse {
                     vc: r.vc,
@@ -148,7 +153,7 @@ impl Response {
                 src: w.src,
                 dst: w.dst,
             }),
-        })
+        }
     }
 
     /// The response a field carries, or `None` for a field that is not a response. `auth_tag`

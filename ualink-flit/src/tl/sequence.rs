@@ -135,6 +135,7 @@ impl RateLimit {
     pub const START: Self = RateLimit { requests: MAX_REQUESTS, responses: MAX_RESPONSES };
 
     /// Moves to the next flit after one that carried `req` requests and `rsp` responses.
+    #[inline]
     pub fn advance(&mut self, req: u8, rsp: u8) {
         self.requests = (self.requests.saturating_sub(req) + 1).min(MAX_REQUESTS);
         self.responses = (self.responses.saturating_sub(rsp) + 1).min(MAX_RESPONSES);
