@@ -306,6 +306,23 @@ pub struct CompressedReadResponse {
     pub last: bool,
 }
 
+impl CompressedReadResponse {
+    /// Reads the field from its 1-sector value (FTYPE 0x4 on top, which the caller has seen).
+    pub(crate) fn from_word(w: u32) -> Result<Self, Error> {
+        if w & 1 != 0 {
+            return Err(Error::Reserved { field: "compressed read response SPARE" });
+        }
+        Ok(CompressedReadResponse {
+            vc: (w >> 26 & 0b11) as u8,
+            tag: (w >> 15 & 0x7FF) as u16,
+            pool: w >> 14 & 1 != 0,
+            dst: (w >> 4 & 0x3FF) as u16,
+            offset: (w >> 2 & 0b11) as u8,
+            last: w >> 1 & 1 != 0,
+        })
+    }
+}
+
 /// Compressed response for a write or a multi-beat read (FTYPE 0x5, 1 sector, Table 5-36;
 /// status OKAY).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -324,6 +341,23 @@ pub struct CompressedResponse {
     pub len: u8,
     /// Read (true) or write.
     pub read: bool,
+}
+
+impl CompressedResponse {
+    /// Reads the field from its 1-sector value (FTYPE 0x5 on top, which the caller has seen).
+    pub(crate) fn from_word(w: u32) -> Result<Self, Error> {
+        if w & 1 != 0 {
+            return Err(Error::Reserved { field: "compressed response SPARE" });
+        }
+        Ok(CompressedResponse {
+            vc: (w >> 26 & 0b11) as u8,
+            tag: (w >> 15 & 0x7FF) as u16,
+            pool: w >> 14 & 1 != 0,
+            dst: (w >> 4 & 0x3FF) as u16,
+            len: (w >> 2 & 0b11) as u8,
+            read: w >> 1 & 1 != 0,
+        })
+    }
 }
 
 /// Any control-half-flit field.
@@ -503,31 +537,9 @@ impl ControlField {
             }
             ftype::COMPRESSED_REQUEST => ControlField::CompressedRequest(CompressedRequest::from_word(w as u64)?),
             ftype::COMPRESSED_READ_RESPONSE => {
-                if flag(0) {
-                    return Err(Error::Reserved { field: "compressed read response SPARE" });
-                }
-                ControlField::CompressedReadResponse(CompressedReadResponse {
-                    vc: g(26, 2) as u8,
-                    tag: g(15, 11) as u16,
-                    pool: flag(14),
-                    dst: g(4, 10) as u16,
-                    offset: g(2, 2) as u8,
-                    last: flag(1),
-                })
+                ControlField::CompressedReadResponse(CompressedReadResponse::from_word(w as u32)?)
             }
-            _ => {
-                if flag(0) {
-                    return Err(Error::Reserved { field: "compressed response SPARE" });
-                }
-                ControlField::CompressedResponse(CompressedResponse {
-                    vc: g(26, 2) as u8,
-                    tag: g(15, 11) as u16,
-                    pool: flag(14),
-                    dst: g(4, 10) as u16,
-                    len: g(2, 2) as u8,
-                    read: flag(1),
-                })
-            }
+            _ => ControlField::CompressedResponse(CompressedResponse::from_word(w as u32)?),
         })
     }
 }

@@ -139,6 +139,17 @@ impl ControlHalfFlit {
         (w >> 60 == u64::from(ftype::COMPRESSED_REQUEST)).then_some(w)
     }
 
+    /// The value of the field of `n` sectors at sector `low` when it is a compressed response
+    /// (the receiver's shortcut: `Response::from_compressed_word` reads it).
+    pub(crate) fn compressed_response_at(bytes: &[u8; HALF_FLIT_LEN], low: u8, n: u8) -> Option<u32> {
+        if n != 1 {
+            return None;
+        }
+        let w = u32::from_le_bytes(take(bytes, 4 * usize::from(low)));
+        let t = (w >> 28) as u8;
+        (t == ftype::COMPRESSED_READ_RESPONSE || t == ftype::COMPRESSED_RESPONSE).then_some(w)
+    }
+
     /// Reads a control half-flit. NOP sectors are skipped.
     pub fn parse(bytes: &[u8; HALF_FLIT_LEN]) -> Result<Self, Error> {
         let mut h = ControlHalfFlit::default();

@@ -9,7 +9,7 @@
 //!   OFFSET and LAST. A 1-beat read at offset 0 with LAST travels as the single-beat compressed
 //!   form. Write responses carry LEN = OFFSET = LAST = 0, and other values are refused.
 
-use super::field::{CompressedReadResponse, CompressedResponse, ControlField, UncompressedResponse};
+use super::field::{CompressedReadResponse, CompressedResponse, ControlField, UncompressedResponse, ftype};
 use crate::Error;
 use crate::upli::{ReadResponse, Status, WriteResponse};
 
@@ -175,22 +175,72 @@ impl Response {
                 }
                 write(u.tag, u.src, u.dst, Status::from_code(u.status), u.vc, u.pool)
             }
-            ControlField::CompressedReadResponse(c) => {
-                read(c.tag, 0, c.dst, Status::Okay, 0, c.offset, c.last, c.vc, c.pool)
-            }
-            ControlField::CompressedResponse(c) if c.read => {
-                read(c.tag, 0, c.dst, Status::Okay, c.len, 0, true, c.vc, c.pool)
-            }
-            ControlField::CompressedResponse(c) => {
-                if c.len != 0 {
-                    return Err(Error::Reserved { field: "LEN of a compressed write response" });
-                }
-                write(c.tag, 0, c.dst, Status::Okay, c.vc, c.pool)
-            }
+            ControlField::CompressedReadResponse(c) => Self::from_compressed_read(&c),
+            ControlField::CompressedResponse(c) => Self::from_compressed(&c)?,
             _ => return Ok(None),
         };
         r.check()?;
         Ok(Some(r))
+    }
+
+    /// The response a 1-sector compressed field carries, read straight from its value (FTYPE
+    /// 0x4 or 0x5 on top, which the caller has seen): the receiver's shortcut past
+    /// [`ControlField`], decoding as [`Self::from_field`] does.
+    pub(crate) fn from_compressed_word(w: u32) -> Result<Self, Error> {
+        let r = if w >> 28 == u32::from(ftype::COMPRESSED_READ_RESPONSE) {
+            Self::from_compressed_read(&CompressedReadResponse::from_word(w)?)
+        } else {
+            Self::from_compressed(&CompressedResponse::from_word(w)?)?
+        };
+        r.check()?;
+        Ok(r)
+    }
+
+    /// A single-beat read response with status OKAY (not yet checked).
+    const fn from_compressed_read(c: &CompressedReadResponse) -> Self {
+        Response::Read(ReadResponse {
+            tag: c.tag,
+            src: 0,
+            dst: c.dst,
+            status: Status::Okay,
+            num_beats: 0,
+            offset: c.offset,
+            last: c.last,
+            vc: c.vc,
+            pool: c.pool,
+            auth_tag: 0,
+        })
+    }
+
+    /// A multi-beat read or a write response with status OKAY (not yet checked).
+    const fn from_compressed(c: &CompressedResponse) -> Result<Self, Error> {
+        if !c.read {
+            if c.len != 0 {
+                return Err(Error::Reserved { field: "LEN of a compressed write response" });
+            }
+            let w = WriteResponse {
+                tag: c.tag,
+                src: 0,
+                dst: c.dst,
+                status: Status::Okay,
+                vc: c.vc,
+                pool: c.pool,
+                auth_tag: 0,
+            };
+            return Ok(Response::Write(w));
+        }
+        Ok(Response::Read(ReadResponse {
+            tag: c.tag,
+            src: 0,
+            dst: c.dst,
+            status: Status::Okay,
+            num_beats: c.len,
+            offset: 0,
+            last: true,
+            vc: c.vc,
+            pool: c.pool,
+            auth_tag: 0,
+        }))
     }
 }
 
@@ -224,6 +274,16 @@ mod tests {
     }
 
     proptest! {
+        /// The receiver's shortcut reads any 1-sector compressed response value as the generic
+        /// field decoder and `from_field` do, refusals included.
+        #[test]
+        fn compressed_words_decode_as_fields_do(w in any::<u32>(), read_form in prop::bool::ANY) {
+            let t = if read_form { ftype::COMPRESSED_READ_RESPONSE } else { ftype::COMPRESSED_RESPONSE };
+            let w = w & 0x0FFF_FFFF | u32::from(t) << 28;
+            let generic = ControlField::from_word(u128::from(w), 1).and_then(|f| Response::from_field(&f));
+            prop_assert_eq!(Response::from_compressed_word(w).map(Some), generic);
+        }
+
         #[test]
         fn compressed_and_uncompressed_forms_decode_to_the_response(r in any_response()) {
             for compress in [false, true] {

@@ -413,6 +413,16 @@ fn illegal_sequences_are_refused_and_stop_the_receiver() {
     let mut undefined = TlFlit::default();
     undefined.lower[..8].copy_from_slice(&(0x3u64 << 60 | 0b001 << 57).to_le_bytes());
     assert_eq!(feed(false, &[undefined]), Err(Error::BadValue { field: "compressed CMD", value: 1 }));
+    // So are compressed responses: a SPARE bit set, or a write response with a length.
+    for (word, field) in [
+        (0x4u32 << 28 | 1, "compressed read response SPARE"),
+        (0x5 << 28 | 1, "compressed response SPARE"),
+        (0x5 << 28 | 1 << 2, "LEN of a compressed write response"),
+    ] {
+        let mut f = TlFlit::default();
+        f.lower[28..].copy_from_slice(&word.to_le_bytes());
+        assert_eq!(feed(false, &[f]), Err(Error::Reserved { field }), "{field}");
+    }
     let mut tx = TxCompressor::<16, 4>::new(Indexing::ByDst, true);
     let load = control_flit(&[(0, tx.encode(&read(0x1230_0000, 2, 1)).unwrap())]);
     let ControlField::CompressedRequest(hit) = tx.encode(&read(0x1230_0100, 2, 2)).unwrap() else {

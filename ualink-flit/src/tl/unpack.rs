@@ -189,10 +189,16 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
         let mut rule = CreditRule::default();
         for (low, n) in ControlHalfFlit::layout(bytes)? {
             let id = self.next_id;
+            // The usual requests and responses on a busy link, compressed, are read straight
+            // from their bits: a field read off the wire always fits, so the generic field and
+            // its width checks are skipped (the same decoders serve `ControlField::from_word`).
             let req = if let Some(w) = ControlHalfFlit::compressed_request_at(bytes, low, n) {
-                // The usual request on a busy link, read straight from its bits: a field read off
-                // the wire always fits, so the generic field and its width checks are skipped.
                 self.decompressor.decompress(&CompressedRequest::from_word(w)?)?
+            } else if let Some(w) = ControlHalfFlit::compressed_response_at(bytes, low, n) {
+                let rsp = Response::from_compressed_word(w)?;
+                n_rsp += 1;
+                self.admit(RxItem::Response { id, rsp }, Tenure::new(id, rsp.data_beats(), false, 0), out)?;
+                continue;
             } else {
                 let field = &ControlHalfFlit::field_at(bytes, low, n)?;
                 if let ControlField::FlowControl(fc) = field {
