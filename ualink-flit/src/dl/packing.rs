@@ -199,6 +199,10 @@ impl FlitPacker {
 
     /// Fills one DL flit payload (`payload` is overwritten, zero-filled where empty) and its
     /// segment headers.
+    ///
+    /// Only the sectors no TL flit or alternative sector takes are zeroed: a segment is
+    /// zero-filled from where a TL flit could have started and none was ready, and any flit
+    /// placed later in the segment goes over those zeros. A saturated link writes each byte once.
     pub fn pack(
         &mut self,
         tl: &mut impl TlSource,
@@ -206,7 +210,6 @@ impl FlitPacker {
         segments: &mut [SegmentHeader; 5],
         payload: &mut [u8; PAYLOAD_LEN],
     ) -> Packed {
-        payload.fill(0);
         let mut out = Packed::default();
         for (seg, sh) in SEGMENTS.iter().zip(segments.iter_mut()) {
             let word = alt.next_alt();
@@ -215,7 +218,11 @@ impl FlitPacker {
             let mut split = None;
             // Each TL flit goes straight to the sector the plan gives it, as it is taken.
             let p = plan_at(*seg, word.is_some(), carry_in, |slot, at| {
-                let Some(f) = tl.next_flit() else { return false };
+                let Some(f) = tl.next_flit() else {
+                    // The plan zero-fills from here (to the half-segment or the segment's end).
+                    zero(payload, at, seg.end);
+                    return false;
+                };
                 let m = MBits { m0: f.m0, m1: f.m1 };
                 if let Some(x) = fresh.get_mut(slot) {
                     *x = Some(m);
@@ -265,6 +272,13 @@ impl FlitPacker {
 fn sectors(bytes: &[u8; TL_FLIT_LEN], from: u8, n: u8) -> &[u8] {
     let a = usize::from(from) * SECTOR;
     bytes.get(a..a + usize::from(n) * SECTOR).unwrap_or(&[])
+}
+
+/// Zeroes payload sectors `from..to`.
+fn zero(payload: &mut [u8; PAYLOAD_LEN], from: u8, to: u8) {
+    if let Some(dst) = payload.get_mut(usize::from(from) * SECTOR..usize::from(to) * SECTOR) {
+        dst.fill(0);
+    }
 }
 
 /// Writes `src` into the payload from sector `at`.
@@ -549,6 +563,7 @@ mod tests {
             ready in prop::collection::vec(any::<bool>(), 64),
         ) {
             /// TL flits, some ticks not ready.
+            #[derive(Clone)]
             struct Gappy { q: Deque<TlFlit, 64>, ready: Vec<bool>, tick: usize }
             impl TlSource for Gappy {
                 fn has_flit(&self) -> bool { !self.q.is_empty() }
@@ -568,8 +583,12 @@ mod tests {
                 guard += 1;
                 prop_assert!(guard < 1000);
                 let mut sh = [SegmentHeader::default(); 5];
-                let mut payload = [0u8; PAYLOAD_LEN];
+                // Packed over stale bytes: every byte is written, the same as over zeros.
+                let mut clean = [0u8; PAYLOAD_LEN];
+                tx.clone().pack(&mut tl.clone(), &mut alt.clone(), &mut sh, &mut clean);
+                let mut payload = [0xA5u8; PAYLOAD_LEN];
                 tx.pack(&mut tl, &mut alt, &mut sh, &mut payload);
+                prop_assert_eq!(payload, clean);
                 // Through the segment-header bytes, as on the wire.
                 let sh = sh.map(|h| SegmentHeader::from_byte(h.to_byte()).unwrap());
                 rx.unpack(&sh, &payload, &mut out).unwrap();
