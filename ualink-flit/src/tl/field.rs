@@ -306,20 +306,39 @@ pub struct CompressedReadResponse {
     pub last: bool,
 }
 
-impl CompressedReadResponse {
-    /// Reads the field from its 1-sector value (FTYPE 0x4 on top, which the caller has seen).
-    pub(crate) fn from_word(w: u32) -> Result<Self, Error> {
+/// The bits both compressed responses share (Tables 5-34, 5-36): VCHAN 27:26, TAG 25:15,
+/// POOL 14, DSTACCID 13:4, a 2-bit value at 3:2 (OFFSET or LEN), a flag at 1 (LAST or RD/WR) and
+/// SPARE at 0, refused when set.
+struct ResponseBits {
+    vc: u8,
+    tag: u16,
+    pool: bool,
+    dst: u16,
+    two: u8,
+    flag: bool,
+}
+
+impl ResponseBits {
+    fn read(w: u32, spare: &'static str) -> Result<Self, Error> {
         if w & 1 != 0 {
-            return Err(Error::Reserved { field: "compressed read response SPARE" });
+            return Err(Error::Reserved { field: spare });
         }
-        Ok(CompressedReadResponse {
+        Ok(ResponseBits {
             vc: (w >> 26 & 0b11) as u8,
             tag: (w >> 15 & 0x7FF) as u16,
             pool: w >> 14 & 1 != 0,
             dst: (w >> 4 & 0x3FF) as u16,
-            offset: (w >> 2 & 0b11) as u8,
-            last: w >> 1 & 1 != 0,
+            two: (w >> 2 & 0b11) as u8,
+            flag: w >> 1 & 1 != 0,
         })
+    }
+}
+
+impl CompressedReadResponse {
+    /// Reads the field from its 1-sector value (FTYPE 0x4 on top, which the caller has seen).
+    pub(crate) fn from_word(w: u32) -> Result<Self, Error> {
+        let b = ResponseBits::read(w, "compressed read response SPARE")?;
+        Ok(CompressedReadResponse { vc: b.vc, tag: b.tag, pool: b.pool, dst: b.dst, offset: b.two, last: b.flag })
     }
 }
 
@@ -346,17 +365,8 @@ pub struct CompressedResponse {
 impl CompressedResponse {
     /// Reads the field from its 1-sector value (FTYPE 0x5 on top, which the caller has seen).
     pub(crate) fn from_word(w: u32) -> Result<Self, Error> {
-        if w & 1 != 0 {
-            return Err(Error::Reserved { field: "compressed response SPARE" });
-        }
-        Ok(CompressedResponse {
-            vc: (w >> 26 & 0b11) as u8,
-            tag: (w >> 15 & 0x7FF) as u16,
-            pool: w >> 14 & 1 != 0,
-            dst: (w >> 4 & 0x3FF) as u16,
-            len: (w >> 2 & 0b11) as u8,
-            read: w >> 1 & 1 != 0,
-        })
+        let b = ResponseBits::read(w, "compressed response SPARE")?;
+        Ok(CompressedResponse { vc: b.vc, tag: b.tag, pool: b.pool, dst: b.dst, len: b.two, read: b.flag })
     }
 }
 
