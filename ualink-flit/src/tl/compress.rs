@@ -295,8 +295,7 @@ impl<const ROWS: usize, const WAYS: usize> RxDecompressor<ROWS, WAYS> {
     }
 
     /// The request a compressed field carries, its values known to fit their bits (as read off
-    /// the wire; [`Self::decode`] checks them first otherwise). A refused request leaves the
-    /// cache untouched.
+    /// the wire; [`Self::decode`] checks them first otherwise). It only reads the cache.
     pub(crate) fn decompress(&self, c: &CompressedRequest) -> Result<Request, Error> {
         let row = self.cache.row(c.src, c.dst);
         let region = self

@@ -646,6 +646,73 @@ mod tests {
         );
     }
 
+    /// Every field of the compressed forms at the bits Tables 5-31, 5-34 and 5-36 give, each set
+    /// alone to its widest value: written there, and read back from there. (Encoder and decoder
+    /// share nothing but these tables, so a shift wrong in both would still fail here.)
+    #[test]
+    fn compressed_fields_sit_where_tables_5_31_5_34_5_36_put_them() {
+        let r0 = CompressedRequest {
+            cmd: CompressedCmd::Read,
+            vc: 0,
+            asi: 0,
+            tag: 0,
+            pool: false,
+            len: 0,
+            metadata: 0,
+            addr_block: 0,
+            src: 0,
+            dst: 0,
+            way: 0,
+        };
+        let ftype3 = 0x3u64 << 60;
+        for (r, bits) in [
+            (CompressedRequest { cmd: CompressedCmd::WriteFull, ..r0 }, 0b110u64 << 57),
+            (CompressedRequest { cmd: CompressedCmd::Write, ..r0 }, 0b100 << 57),
+            (CompressedRequest { vc: 3, ..r0 }, 0b11 << 55),
+            (CompressedRequest { asi: 3, ..r0 }, 0b11 << 53),
+            (CompressedRequest { tag: 0x7FF, ..r0 }, 0x7FF << 42),
+            (CompressedRequest { pool: true, ..r0 }, 1 << 41),
+            (CompressedRequest { len: 3, ..r0 }, 0b11 << 39),
+            (CompressedRequest { metadata: 7, ..r0 }, 0b111 << 36),
+            (CompressedRequest { addr_block: 0x3FFF, ..r0 }, 0x3FFF << 22),
+            (CompressedRequest { src: 0x3FF, ..r0 }, 0x3FF << 12),
+            (CompressedRequest { dst: 0x3FF, ..r0 }, 0x3FF << 2),
+            (CompressedRequest { way: 3, ..r0 }, 0b11),
+        ] {
+            assert_eq!(r.word(), ftype3 | bits, "{r:?}");
+            assert_eq!(CompressedRequest::from_word(ftype3 | bits), Ok(r));
+        }
+        let rr0 = CompressedReadResponse { vc: 0, tag: 0, pool: false, dst: 0, offset: 0, last: false };
+        let ftype4 = 0x4u32 << 28;
+        for (r, bits) in [
+            (CompressedReadResponse { vc: 3, ..rr0 }, 0b11u32 << 26),
+            (CompressedReadResponse { tag: 0x7FF, ..rr0 }, 0x7FF << 15),
+            (CompressedReadResponse { pool: true, ..rr0 }, 1 << 14),
+            (CompressedReadResponse { dst: 0x3FF, ..rr0 }, 0x3FF << 4),
+            (CompressedReadResponse { offset: 3, ..rr0 }, 0b11 << 2),
+            (CompressedReadResponse { last: true, ..rr0 }, 1 << 1),
+        ] {
+            assert_eq!(ControlField::CompressedReadResponse(r).to_word(), Ok(u128::from(ftype4 | bits)), "{r:?}");
+            assert_eq!(CompressedReadResponse::from_word(ftype4 | bits), Ok(r));
+        }
+        let c0 = CompressedResponse { vc: 0, tag: 0, pool: false, dst: 0, len: 0, read: false };
+        let ftype5 = 0x5u32 << 28;
+        for (r, bits) in [
+            (CompressedResponse { vc: 3, ..c0 }, 0b11u32 << 26),
+            (CompressedResponse { tag: 0x7FF, ..c0 }, 0x7FF << 15),
+            (CompressedResponse { pool: true, ..c0 }, 1 << 14),
+            (CompressedResponse { dst: 0x3FF, ..c0 }, 0x3FF << 4),
+            (CompressedResponse { len: 3, ..c0 }, 0b11 << 2),
+            (CompressedResponse { read: true, ..c0 }, 1 << 1),
+        ] {
+            assert_eq!(ControlField::CompressedResponse(r).to_word(), Ok(u128::from(ftype5 | bits)), "{r:?}");
+            assert_eq!(CompressedResponse::from_word(ftype5 | bits), Ok(r));
+        }
+        // SPARE (bit 0) is refused in both response forms.
+        assert!(CompressedReadResponse::from_word(ftype4 | 1).is_err());
+        assert!(CompressedResponse::from_word(ftype5 | 1).is_err());
+    }
+
     #[test]
     fn reserved_types_and_commands_are_refused() {
         assert_eq!(ControlField::from_word(0x6 << 28, 1), Err(Error::BadValue { field: "FTYPE", value: 6 }));
