@@ -22,8 +22,17 @@ use crate::Error;
 pub const TL_FLIT_LEN: usize = 64;
 
 /// A TL flit with its two message bits.
+///
+/// `repr(C)` keeps the fields in this order, the half-flits at offsets 0 and 32. Rust's own
+/// layout put the two flags first, so every copy of a flit (as a [`TlSource`] hands one over)
+/// was read back with 16-byte loads that straddled the copy's own stores and waited for them:
+/// perf had 60 % of `to_bytes` on one such load. With `repr(C)`, `dl/link_flit_time` went from
+/// 461 to 429 ns (medians of eight alternating runs).
+///
+/// [`TlSource`]: crate::dl::TlSource
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(C)]
 pub struct TlFlit {
     /// The lower half-flit: sectors 0..=7, sector k at bytes 4k..4k+4.
     pub lower: [u8; HALF_FLIT_LEN],
