@@ -3,7 +3,7 @@
 
 use super::crc::flit_crc;
 use super::header::{FlitHeader, SegmentHeader};
-use super::layout::{CRC_AT, FLIT_HEADER_AT, FLIT_LEN, PAYLOAD_LEN, SEGMENT_HEADER_AT, gather_payload, place_payload};
+use super::layout::{CRC_AT, FLIT_HEADER_AT, FLIT_LEN, PAYLOAD_LEN, SEGMENT_HEADER_AT, gather_payload, place_flit};
 use crate::Error;
 
 /// A DL flit with its payload in sector order.
@@ -51,19 +51,7 @@ pub fn frame_bytes(
     out: &mut [u8; FLIT_LEN],
 ) -> Result<(), Error> {
     let fh = header.to_bytes()?;
-    place_payload(payload, out);
-    for (at, sh) in SEGMENT_HEADER_AT.iter().zip(segments) {
-        if let Some(b) = out.get_mut(*at) {
-            *b = *sh;
-        }
-    }
-    if let Some(dst) = out.get_mut(FLIT_HEADER_AT..FLIT_HEADER_AT + 3) {
-        dst.copy_from_slice(&fh);
-    }
-    // A zero CRC field lets the CRC read the flit in one pass.
-    if let Some(dst) = out.get_mut(CRC_AT..) {
-        dst.fill(0);
-    }
+    place_flit(payload, segments, &fh, out);
     let crc = flit_crc(out);
     if let Some(dst) = out.get_mut(CRC_AT..) {
         dst.copy_from_slice(&crc);
