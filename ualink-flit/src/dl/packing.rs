@@ -359,15 +359,15 @@ impl FlitUnpacker {
                 match o {
                     Open::Here { first, done, .. } if first + done == at => {
                         // No alternative sector between the parts: one run of the payload.
-                        f.lower = get_half(payload, first);
-                        f.upper = get_half(payload, first + HALF_SECTORS);
+                        half_into(&mut f.lower, payload, first);
+                        half_into(&mut f.upper, payload, first + HALF_SECTORS);
                     }
                     Open::Here { first, done, .. } => {
                         put_sectors(f, 0, get(payload, first, done));
                         put_sectors(f, done, get(payload, at, n));
                     }
                     Open::Saved(c) => {
-                        *f = TlFlit::from_bytes(&c.bytes, f.m0, f.m1);
+                        put_sectors(f, 0, &c.bytes);
                         put_sectors(f, c.done, get(payload, at, n));
                     }
                 }
@@ -386,8 +386,8 @@ impl FlitUnpacker {
                 if n == TL_SECTORS {
                     // A whole TL flit: read straight out of the payload.
                     let f = push_flit(out, m)?;
-                    f.lower = get_half(payload, at);
-                    f.upper = get_half(payload, at + HALF_SECTORS);
+                    half_into(&mut f.lower, payload, at);
+                    half_into(&mut f.upper, payload, at + HALF_SECTORS);
                 } else {
                     open = Some(Open::Here { first: at, done: n, m });
                 }
@@ -395,17 +395,18 @@ impl FlitUnpacker {
         }
         // Only a flit begun in the last segment is still open; its first part is saved for the
         // next DL flit.
-        self.carry = match open {
-            None => None,
-            Some(Open::Saved(c)) => Some(*c),
+        match open {
+            None => self.carry = None,
+            // Never (a carried flit ends in segment 0); nothing was added to it either way.
+            Some(Open::Saved(_)) => {}
             Some(Open::Here { first, done, m }) => {
-                let mut bytes = [0u8; TL_FLIT_LEN];
-                if let Some(dst) = bytes.get_mut(..usize::from(done) * SECTOR) {
+                // Written where it is kept: built first and then moved, it went through the stack.
+                let c = self.carry.insert(Partial { bytes: [0; TL_FLIT_LEN], m, done });
+                if let Some(dst) = c.bytes.get_mut(..usize::from(done) * SECTOR) {
                     dst.copy_from_slice(get(payload, first, done));
                 }
-                Some(Partial { bytes, m, done })
             }
-        };
+        }
         Ok(())
     }
 }
@@ -471,9 +472,13 @@ fn put_sectors(f: &mut TlFlit, from: u8, src: &[u8]) {
     }
 }
 
-/// The half-flit at payload sector `at` (zeros if out of range, which a plan never gives).
-fn get_half(payload: &[u8; PAYLOAD_LEN], at: u8) -> [u8; HALF_FLIT_LEN] {
-    payload.get(usize::from(at) * SECTOR..).and_then(|b| b.first_chunk()).copied().unwrap_or([0; HALF_FLIT_LEN])
+/// Copies the half-flit at payload sector `at` into `dst` (a plan never gives one out of
+/// range). Copied straight across: returning it by value went through the stack.
+fn half_into(dst: &mut [u8; HALF_FLIT_LEN], payload: &[u8; PAYLOAD_LEN], at: u8) {
+    let a = usize::from(at) * SECTOR;
+    if let Some(src) = payload.get(a..a + HALF_FLIT_LEN) {
+        dst.copy_from_slice(src);
+    }
 }
 
 /// `n` sectors of the payload from sector `at`.
