@@ -620,22 +620,25 @@ mod tests {
         );
     }
 
+    /// A compressed read with every field zero.
+    const ZERO_REQUEST: CompressedRequest = CompressedRequest {
+        cmd: CompressedCmd::Read,
+        vc: 0,
+        asi: 0,
+        tag: 0,
+        pool: false,
+        len: 0,
+        metadata: 0,
+        addr_block: 0,
+        src: 0,
+        dst: 0,
+        way: 0,
+    };
+
     /// The unchecked value cuts a too-wide value to its bits: it never reaches a neighbour.
     #[test]
     fn compressed_request_word_keeps_each_value_in_its_bits() {
-        let zero = CompressedRequest {
-            cmd: CompressedCmd::Read,
-            vc: 0,
-            asi: 0,
-            tag: 0,
-            pool: false,
-            len: 0,
-            metadata: 0,
-            addr_block: 0,
-            src: 0,
-            dst: 0,
-            way: 0,
-        };
+        let zero = ZERO_REQUEST;
         assert_eq!(zero.word(), 0x3 << 60);
         let wide = CompressedRequest { vc: 0xFF, tag: 0xFFFF, addr_block: 0xFFFF, way: 0xFF, ..zero };
         assert_eq!(wide.word(), 0x3 << 60 | 0b11 << 55 | 0x7FF << 42 | 0x3FFF << 22 | 0b11);
@@ -651,19 +654,7 @@ mod tests {
     /// share nothing but these tables, so a shift wrong in both would still fail here.)
     #[test]
     fn compressed_fields_sit_where_tables_5_31_5_34_5_36_put_them() {
-        let r0 = CompressedRequest {
-            cmd: CompressedCmd::Read,
-            vc: 0,
-            asi: 0,
-            tag: 0,
-            pool: false,
-            len: 0,
-            metadata: 0,
-            addr_block: 0,
-            src: 0,
-            dst: 0,
-            way: 0,
-        };
+        let r0 = ZERO_REQUEST;
         let ftype3 = 0x3u64 << 60;
         for (r, bits) in [
             (CompressedRequest { cmd: CompressedCmd::WriteFull, ..r0 }, 0b110u64 << 57),
@@ -682,32 +673,53 @@ mod tests {
             assert_eq!(r.word(), ftype3 | bits, "{r:?}");
             assert_eq!(CompressedRequest::from_word(ftype3 | bits), Ok(r));
         }
-        let rr0 = CompressedReadResponse { vc: 0, tag: 0, pool: false, dst: 0, offset: 0, last: false };
-        let ftype4 = 0x4u32 << 28;
-        for (r, bits) in [
-            (CompressedReadResponse { vc: 3, ..rr0 }, 0b11u32 << 26),
-            (CompressedReadResponse { tag: 0x7FF, ..rr0 }, 0x7FF << 15),
-            (CompressedReadResponse { pool: true, ..rr0 }, 1 << 14),
-            (CompressedReadResponse { dst: 0x3FF, ..rr0 }, 0x3FF << 4),
-            (CompressedReadResponse { offset: 3, ..rr0 }, 0b11 << 2),
-            (CompressedReadResponse { last: true, ..rr0 }, 1 << 1),
-        ] {
-            assert_eq!(ControlField::CompressedReadResponse(r).to_word(), Ok(u128::from(ftype4 | bits)), "{r:?}");
-            assert_eq!(CompressedReadResponse::from_word(ftype4 | bits), Ok(r));
+        // Tables 5-34 and 5-36 share every position (VCHAN 27:26, TAG 25:15, POOL 14,
+        // DSTACCID 13:4, OFFSET or LEN 3:2, LAST or RD/WR 1); only the last two are named apart.
+        // Each field alone at its widest value, given as [vc, tag, pool, dst, 3:2, 1].
+        fn pinned<R: Copy + PartialEq + core::fmt::Debug>(
+            ftype: u32,
+            make: impl Fn([u16; 6]) -> R,
+            field: impl Fn(R) -> ControlField,
+            from_word: impl Fn(u32) -> Result<R, Error>,
+        ) {
+            let widest =
+                [(3, 0b11 << 26), (0x7FF, 0x7FF << 15), (1, 1 << 14), (0x3FF, 0x3FF << 4), (3, 0b11 << 2), (1, 1 << 1)];
+            for (k, (v, bits)) in widest.into_iter().enumerate() {
+                let mut values = [0u16; 6];
+                values[k] = v;
+                let r = make(values);
+                let w = ftype << 28 | bits;
+                assert_eq!(field(r).to_word(), Ok(u128::from(w)), "{r:?}");
+                assert_eq!(from_word(w), Ok(r));
+            }
         }
-        let c0 = CompressedResponse { vc: 0, tag: 0, pool: false, dst: 0, len: 0, read: false };
-        let ftype5 = 0x5u32 << 28;
-        for (r, bits) in [
-            (CompressedResponse { vc: 3, ..c0 }, 0b11u32 << 26),
-            (CompressedResponse { tag: 0x7FF, ..c0 }, 0x7FF << 15),
-            (CompressedResponse { pool: true, ..c0 }, 1 << 14),
-            (CompressedResponse { dst: 0x3FF, ..c0 }, 0x3FF << 4),
-            (CompressedResponse { len: 3, ..c0 }, 0b11 << 2),
-            (CompressedResponse { read: true, ..c0 }, 1 << 1),
-        ] {
-            assert_eq!(ControlField::CompressedResponse(r).to_word(), Ok(u128::from(ftype5 | bits)), "{r:?}");
-            assert_eq!(CompressedResponse::from_word(ftype5 | bits), Ok(r));
-        }
+        pinned(
+            0x4,
+            |[vc, tag, pool, dst, offset, last]| CompressedReadResponse {
+                vc: vc as u8,
+                tag,
+                pool: pool == 1,
+                dst,
+                offset: offset as u8,
+                last: last == 1,
+            },
+            ControlField::CompressedReadResponse,
+            CompressedReadResponse::from_word,
+        );
+        pinned(
+            0x5,
+            |[vc, tag, pool, dst, len, read]| CompressedResponse {
+                vc: vc as u8,
+                tag,
+                pool: pool == 1,
+                dst,
+                len: len as u8,
+                read: read == 1,
+            },
+            ControlField::CompressedResponse,
+            CompressedResponse::from_word,
+        );
+        let (ftype4, ftype5) = (0x4u32 << 28, 0x5u32 << 28);
         // SPARE (bit 0) is refused in both response forms.
         assert!(CompressedReadResponse::from_word(ftype4 | 1).is_err());
         assert!(CompressedResponse::from_word(ftype5 | 1).is_err());
