@@ -1158,7 +1158,7 @@ mod tests {
         let mut p = Pair::new();
         let words: Vec<u32> = (0..2000).map(|i| i * 7 + 1).collect();
         // Channel 4 offline: nothing moves.
-        assert_eq!(uart_transfer(&mut p, &words[..10], 1, 20), []);
+        assert_eq!(uart_transfer(&mut p, &words[..10], 1, 20), [0u32; 0]);
         assert!(p.sent[0].is_empty());
         let mut p = Pair::new();
         p.online(CHANNEL_UART);
