@@ -145,6 +145,8 @@ pub struct UaSimReport {
     pub replays: u64,
     /// Flits that failed CRC or were lost in the PCS.
     pub bad_flits: u64,
+    /// Payload flits (first sends and replays) the wire corrupted or lost.
+    pub damaged_payload: u64,
     /// Data bytes moved (request data and read data).
     pub data_bytes: u64,
     /// Flit times some request waited at the head of a TL queue for lack of credits.
@@ -502,12 +504,16 @@ impl Port {
     }
 }
 
+/// A flit on the wire, and whether it carries payload.
+type OnWire = ([u8; FLIT_LEN], bool);
+
 /// Two ports and the wire between them.
 pub struct UaSim {
     /// The configuration.
     pub cfg: UaSimConfig,
     ports: [Port; 2],
-    wire: [VecDeque<Option<[u8; FLIT_LEN]>>; 2],
+    /// Flits in flight; `None` where the port sent Idle.
+    wire: [VecDeque<Option<OnWire>>; 2],
     /// TL flits each port's DL took and the other's has not delivered yet.
     in_flight: [VecDeque<TlFlit>; 2],
     data: Patterns,
@@ -550,7 +556,7 @@ impl UaSim {
                 .dl
                 .transmit(&mut Feed { tx: &mut p.tx, data: &self.data, in_flight: &mut self.in_flight[d] }, &mut out)
             {
-                Transmitted::Flit { .. } => Some(out),
+                Transmitted::Flit { header, .. } => Some((out, header.has_payload())),
                 Transmitted::Idle => None,
             };
             self.wire[d].push_back(sent);
@@ -558,15 +564,17 @@ impl UaSim {
         for d in 0..2 {
             let arriving = self.wire[1 - d].pop_front().flatten();
             let p = &mut self.ports[d];
-            let Some(mut f) = arriving else {
+            let Some((mut f, payload)) = arriving else {
                 p.dl.receive_control();
                 continue;
             };
             if self.rng.chance(self.cfg.fec_loss_rate) {
                 p.dl.receive_lost();
+                self.report.damaged_payload += u64::from(payload);
                 continue;
             }
             if self.rng.chance(self.cfg.bit_error_rate) {
+                self.report.damaged_payload += u64::from(payload);
                 let bit = self.rng.below(FLIT_LEN as u64 * 8) as usize;
                 f[bit / 8] ^= 1 << (bit % 8);
             }

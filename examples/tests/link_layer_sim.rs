@@ -18,8 +18,19 @@ fn run(cfg: SimConfig) -> (Sim, SimReport) {
     if sim.cfg.exactly_once {
         assert_eq!(r.delivered, 2 * frames, "{r:?}");
         assert_eq!(r.flushes, 0, "{r:?}");
+        // Every frame arrived, so every corrupted transmission was followed by another
+        // transmission of the same frame: a replay. This holds whatever the seed did.
+        assert!(r.frames_replayed >= r.corrupted, "{r:?}");
     }
     (sim, r)
+}
+
+/// What a pinned seed exercises. Unlike the checks in [`run`], which hold for every seed, these
+/// are facts of one seed's run (deterministic, so never flaky): they keep a test from passing
+/// vacuously, and a change that re-rolls the random stream fails them loudly until the seed or
+/// the bound is chosen again.
+fn covers(what: &str, holds: bool, r: &SimReport) {
+    assert!(holds, "this seed no longer exercises {what}: {r:?}");
 }
 
 /// After the traffic, every credit must come back: the receivers have drained, so once a
@@ -49,7 +60,7 @@ fn million_frames_at_fer_1e3_with_control_loss() {
     cfg.ctl_loss_rate = 1e-3;
     cfg.ctl_corrupt_rate = 1e-3;
     let (mut sim, r) = run(cfg);
-    assert!(r.corrupted > 500 && r.nacks > 500 && r.ctl_damaged > 50, "{r:?}");
+    covers("frame and CtlOS damage", r.corrupted > 500 && r.nacks > 500 && r.ctl_damaged > 50, &r);
     assert_no_credit_leak(&mut sim, ONE_ROUND);
 }
 
@@ -58,7 +69,7 @@ fn million_frames_at_fer_1e5_with_control_loss() {
     let mut cfg = SimConfig::new(0x5EED_0002, 500_000, 1e-5);
     cfg.ctl_loss_rate = 1e-4;
     let (mut sim, r) = run(cfg);
-    assert!(r.corrupted > 0 && r.replays > 0, "{r:?}");
+    covers("a corrupted frame", r.corrupted > 0, &r);
     assert_no_credit_leak(&mut sim, ONE_ROUND);
 }
 
@@ -71,7 +82,7 @@ fn hostile_link_many_seeds() {
         cfg.ctl_corrupt_rate = 5e-2;
         cfg.llr.replay_count_max = 64;
         let (mut sim, r) = run(cfg);
-        assert!(r.replays > 100, "{r:?}");
+        covers("many replays", r.replays > 100, &r);
         assert_no_credit_leak(&mut sim, ONE_ROUND);
     }
 }
@@ -97,7 +108,7 @@ fn credit_starvation_throttles_without_loss() {
     cfg.drain_time = Duration::from_nanos(250);
     cfg.vcs = vec![(0, 16), (31, 10)];
     let (mut sim, r) = run(cfg);
-    assert!(r.credit_stalls > 10_000, "{r:?}");
+    covers("credit starvation", r.credit_stalls > 10_000, &r);
     assert_no_credit_leak(&mut sim, ONE_ROUND);
 }
 
@@ -112,8 +123,9 @@ fn flush_loses_frames_and_cc_update_recovers_their_credits() {
     cfg.llr.reinit_on_flush = true;
     cfg.llr.flush_action = FrameAction::Block;
     let (mut sim, r) = run(cfg);
-    assert!(r.flushes > 0 && r.lost > 0, "{r:?}");
-    assert!(r.credits_recovered > 0, "{r:?}");
+    covers("a FLUSH that loses frames", r.flushes > 0 && r.lost > 0, &r);
+    // Frames lost in FLUSH held credits that only a CC_Update gives back.
+    assert!(r.lost == 0 || r.credits_recovered > 0, "{r:?}");
     assert_eq!(r.delivered + r.lost, 40_000);
     assert_no_credit_leak(&mut sim, Duration::from_millis(20));
 }

@@ -15,6 +15,9 @@ fn run(cfg: UaSimConfig) -> UaSimReport {
     assert_eq!(r.completed, 2 * sim.cfg.requests_per_port);
     assert_eq!(r.uart_words, 2 * u64::from(sim.cfg.uart_words), "every UART word delivered");
     assert!(r.tl_online_at > 0, "Channel 0 came online by negotiation");
+    // Every TL flit arrived, so every payload flit the wire damaged was sent again: each damaged
+    // transmission is followed by a replayed one of the same flit. True for every seed.
+    assert!(r.dl_replayed >= r.damaged_payload, "{r:?}", r = (r.dl_replayed, r.damaged_payload));
     r
 }
 
@@ -32,7 +35,8 @@ fn bit_errors_are_replayed_and_every_tl_flit_arrives_once() {
     let mut tl_flits = 0;
     for (seed, ber) in [(2, 1e-3), (3, 1e-2), (4, 5e-2)] {
         let r = run(UaSimConfig::new(seed, 60_000, ber));
-        assert!(r.replays > 0 && r.bad_flits > 0, "seed {seed}: errors happened: {r:?}", r = (r.replays, r.bad_flits));
+        // What this pinned seed exercises (a fact of its run, not a promise of the protocol).
+        assert!(r.damaged_payload > 0, "seed {seed} no longer damages a payload flit");
         tl_flits += r.tl_flits;
         println!(
             "seed {seed} ber {ber}: tl {} dl {} replays {} bad {}",
