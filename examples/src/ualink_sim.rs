@@ -5,7 +5,12 @@
 //! What the wire does, per direction: a fixed delay in flit times (one flit time is 25 ns, the
 //! 200GAUI-1 figure of UALink 1.0 §6.6.5.8); each DL flit has one bit flipped with probability
 //! `bit_error_rate` (the CRC catches it) and is lost in the PCS with probability `fec_loss_rate`
-//! (reported to the DL with `receive_lost`).
+//! (reported to the DL with `receive_lost`). On top of that, bursts: the link loses every flit
+//! in both directions for `burst_len` flit times, starting with probability `burst_rate` each
+//! flit time and once at the very start, while the link comes up (`initial_burst`). Seven or
+//! more losses in a row make the receivers' `flitSeqLo` ambiguous (§6.6.6.2), and the Replay
+//! Requests such a burst leaves behind outlive their need: the pattern with which the
+//! `ualink_link` fuzz target once made the DL deliver an old flit as new.
 //!
 //! The link starts as the specification has it after reset, every DL channel offline (§6.4.3.2):
 //! each port runs a DL message service; port 1 asks for its partner's Device ID and negotiates
@@ -104,6 +109,12 @@ pub struct UaSimConfig {
     pub dl: DlConfig,
     /// Words each port sends through the DL UART.
     pub uart_words: u32,
+    /// Probability per flit time that a burst of losses starts.
+    pub burst_rate: f64,
+    /// Flit times a burst lasts.
+    pub burst_len: u32,
+    /// Whether the run starts with a burst.
+    pub initial_burst: bool,
 }
 
 impl UaSimConfig {
@@ -122,6 +133,9 @@ impl UaSimConfig {
             rx_credits: RxBuffers { req_cmd: 256, req_data: 512, rsp_cmd: 256, rsp_data: 512 },
             dl: DlConfig { rx_replay_limit: 90, ..DlConfig::default() },
             uart_words: 2000,
+            burst_rate: 0.0,
+            burst_len: 0,
+            initial_burst: false,
         }
     }
 }
@@ -519,6 +533,8 @@ pub struct UaSim {
     data: Patterns,
     rng: Rng,
     now: u64,
+    /// Flit times left in the current burst of losses.
+    burst_left: u32,
     report: UaSimReport,
 }
 
@@ -531,6 +547,7 @@ impl UaSim {
             in_flight: [VecDeque::new(), VecDeque::new()],
             data: Patterns::new(cfg.seed),
             rng: Rng::new(cfg.seed),
+            burst_left: if cfg.initial_burst { cfg.burst_len } else { 0 },
             cfg,
             ports,
             wire,
@@ -561,6 +578,11 @@ impl UaSim {
             };
             self.wire[d].push_back(sent);
         }
+        if self.burst_left == 0 && self.cfg.burst_rate > 0.0 && self.rng.chance(self.cfg.burst_rate) {
+            self.burst_left = self.cfg.burst_len;
+        }
+        let in_burst = self.burst_left > 0;
+        self.burst_left = self.burst_left.saturating_sub(1);
         for d in 0..2 {
             let arriving = self.wire[1 - d].pop_front().flatten();
             let p = &mut self.ports[d];
@@ -568,7 +590,7 @@ impl UaSim {
                 p.dl.receive_control();
                 continue;
             };
-            if self.rng.chance(self.cfg.fec_loss_rate) {
+            if in_burst || self.rng.chance(self.cfg.fec_loss_rate) {
                 p.dl.receive_lost();
                 self.report.damaged_payload += u64::from(payload);
                 continue;

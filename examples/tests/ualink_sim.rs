@@ -46,6 +46,20 @@ fn bit_errors_are_replayed_and_every_tl_flit_arrives_once() {
     assert!(tl_flits >= 700_000, "{tl_flits}");
 }
 
+/// Bursts that lose every flit both ways, one while the link comes up: losses of seven flits or
+/// more in a row make the receivers' `flitSeqLo` ambiguous, and the Replay Requests they send
+/// outlive their need (the damage with which the `ualink_link` fuzz target once made the DL
+/// deliver an old flit as new).
+#[test]
+fn loss_bursts_while_coming_up_and_after() {
+    for (seed, burst_len) in [(6, 8), (7, 12), (8, 30)] {
+        let cfg =
+            UaSimConfig { burst_rate: 2e-3, burst_len, initial_burst: true, ..UaSimConfig::new(seed, 20_000, 1e-3) };
+        let r = run(cfg);
+        println!("seed {seed} bursts of {burst_len}: tl {} replays {} bad {}", r.tl_flits, r.replays, r.bad_flits);
+    }
+}
+
 #[test]
 fn credit_starvation_throttles_without_loss_or_leak() {
     let cfg = UaSimConfig {

@@ -257,15 +257,20 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
     }
 
     /// Go-back-N: the next frame transmitted will be `from`, which must be a stored frame already
-    /// sent, or the frame after the newest sent (a no-op). Anything else is
-    /// [`Error::OutOfWindow`] and changes nothing. Frames before `from` stay stored until
+    /// sent, or the frame after the newest sent (which ends a replay in progress). Anything else
+    /// is [`Error::OutOfWindow`] and changes nothing. Frames before `from` stay stored until
     /// acknowledged.
+    ///
+    /// A rewind during a replay moves the cursor to `from` either way, back or forward: the
+    /// newer request says what the receiver has now (UALink 1.0 §6.6.6.3 schedules the replay
+    /// "with the ackReqSeq from the received Flit"), and frames it already holds need not go
+    /// again.
     pub fn rewind(&mut self, from: Seq<S>) -> Result<(), Error> {
         let i = self.base.distance_to(from);
         if i > self.sent as u64 {
             return Err(Error::OutOfWindow { field: "replay", seq: from.value() });
         }
-        self.cursor = self.cursor.min(i as usize);
+        self.cursor = i as usize;
         Ok(())
     }
 
@@ -332,6 +337,29 @@ mod tests {
         assert!(b.is_empty());
         assert_eq!(b.bytes(), 0);
         assert_eq!(b.next_seq(), s(104));
+    }
+
+    /// A second rewind during a replay moves the cursor to its frame, forward as well as back.
+    #[test]
+    fn a_later_rewind_moves_the_cursor_to_its_frame() {
+        let mut b = Buf::new([0; 64], s(10));
+        for i in 0..5u8 {
+            b.push(T, &[i; 4]).unwrap();
+            b.poll_next().unwrap();
+        }
+        b.rewind(s(10)).unwrap();
+        assert_eq!(b.poll_next().unwrap().seq, s(10));
+        // The receiver now has up to 12: the replay goes on from 13, not from 11.
+        b.rewind(s(13)).unwrap();
+        assert_eq!(b.replays_pending(), 2);
+        assert_eq!(b.poll_next().map(|o| (o.seq, o.replay)), Some((s(13), true)));
+        // And back again.
+        b.rewind(s(11)).unwrap();
+        assert_eq!(b.poll_next().unwrap().seq, s(11));
+        // The frame after the newest sent ends the replay.
+        b.rewind(s(15)).unwrap();
+        assert!(!b.is_replaying());
+        assert_eq!(b.rewind(s(16)), Err(Error::OutOfWindow { field: "replay", seq: 16 }));
     }
 
     #[test]

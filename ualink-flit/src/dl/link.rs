@@ -15,10 +15,14 @@
 //!   `Rx_unexpected_count`.
 //! * **Ack and Replay Request processing** (§6.6.6.3): the acceptance windows of [`seq`](super::seq);
 //!   an accepted Ack releases TxReplay up to its number, an accepted Replay Request rewinds
-//!   TxReplay (it is not an Ack) and opens the 12-flit ignore window.
-//! * **Rx enqueuing** (§6.6.6.4): an expected flit (a NOP repeating `Rx_last_seq_calc`, a payload
-//!   flit one after it) is taken; anything else starts a replay (three Replay Requests), or during
-//!   one counts towards `Rx_replay_limit`, which re-sends them.
+//!   TxReplay to its `ackReqSeq` (it is not an Ack; during a replay it moves the replay there,
+//!   forward or back) and opens the 12-flit ignore window.
+//! * **Rx enqueuing** (§6.6.6.4, Figure 6-20): an expected flit (a NOP repeating
+//!   `Rx_last_seq_calc`, a payload flit one after it) is taken. A command flit whose `flitSeqLo`
+//!   is not trusted (`Rx_ambiguous` or `Rx_replay`) is dropped: during a replay it counts towards
+//!   `Rx_replay_limit`, otherwise the receiver waits for an explicit flit and asks for nothing.
+//!   Any other unexpected flit starts a replay (three Replay Requests), or during one counts
+//!   towards `Rx_replay_limit`, which re-sends them.
 //! * **Tx enqueue and source** (§6.6.6.5–6): new payload only when not replaying, TxReplay not
 //!   full and at most 255 flits unacknowledged; otherwise NOP flits.
 //! * **Tx scheduling** (§6.6.6.7): first flit of a replay explicit, an explicit flit at least every
@@ -51,6 +55,23 @@
 //!   flit never sent (possible only 256 ahead with nothing in flight) is ignored as unexpected.
 //! * **Replay Request copies** still pending when the expected flit arrives are cancelled: the
 //!   gap they ask about is filled, and a stale copy would only cause a needless replay.
+//! * **`Rx_unexpected_count` counts every flit time of a replay that delivers nothing.** The
+//!   text and Figure 6-20 disagree on which flits count: the text increments it for a flit
+//!   whose sequence number is unexpected, the figure for a command flit it cannot number, and
+//!   each drops the other kind without counting. Both count a CRC failure. Here every one of
+//!   them counts, which makes `Rx_replay_limit` the limit "in Flit times" §6.6.4.6 calls it.
+//! * **A stale Replay Request.** A Replay Request copy already on the wire when the flit it asks
+//!   for arrives (by the replay it started, or because it was never lost: a receiver that went
+//!   ambiguous during bring-up asks for flit 1 before any was sent) can still be accepted,
+//!   once the partner's ignore window has passed, and start a replay of flits the receiver
+//!   already holds. Such a replay begins with an explicit flit, which the receiver refuses as
+//!   unexpected; but if that flit is lost, its next flit is a command flit whose 3-bit
+//!   `flitSeqLo` can alias as the expected one (one time in eight), and an old flit's payload
+//!   would be delivered as new. The `ualink_link` fuzz target found this. So for
+//!   `Rx_replay_limit` flit times after sending a Replay Request (at least the round trip, as
+//!   §6.6.4.6 asks), a lost flit sets `Rx_ambiguous` at once rather than after seven: command
+//!   flits are then dropped until an explicit flit shows where the stream is. It costs at most a
+//!   replay, and only in that window.
 //! * **`Rx_replay_limit` is a period.** When `Rx_unexpected_count` reaches the limit, the three
 //!   Replay Requests are re-armed *and the count restarts from 0*, so they are re-sent once per
 //!   `Rx_replay_limit` flit times while the replay does not arrive. Read literally, §6.6.6.4
@@ -246,6 +267,9 @@ struct Counters {
     tx_first_replay: bool,
     tx_explicit_count: u8,
     tx_ack_counter: u32,
+    /// Flit times left in which a Replay Request already sent may still start a replay at the
+    /// partner (project-defined, see the module doc).
+    rx_stale_request: u8,
     /// Flits sent since the reset (for codeword groups).
     tx_flits: u64,
     /// The codeword group of the last Replay Request sent.
@@ -267,6 +291,7 @@ impl Default for Counters {
             tx_first_replay: false,
             tx_explicit_count: EXPLICIT_EVERY,
             tx_ack_counter: 0,
+            rx_stale_request: 0,
             tx_flits: 0,
             last_request_group: None,
         }
@@ -595,8 +620,11 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
         self.rx_in_a_row = 0;
         let c = &mut self.c;
         c.rx_replay_ignore_count = c.rx_replay_ignore_count.saturating_sub(1);
+        c.rx_stale_request = c.rx_stale_request.saturating_sub(1);
         c.rx_bad_crc_count = (c.rx_bad_crc_count + 1).min(7);
-        if c.rx_bad_crc_count >= 7 {
+        // Seven losses in a row could hide eight sequence numbers from flitSeqLo (§6.6.6.2); one
+        // loss could hide the start of a replay a stale Replay Request began (module doc).
+        if c.rx_bad_crc_count >= 7 || c.rx_stale_request > 0 {
             c.rx_ambiguous = true;
         }
         if c.rx_replay {
@@ -646,6 +674,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
     /// Ingress bookkeeping common to every flit that passed CRC.
     fn good_flit(&mut self) {
         self.c.rx_replay_ignore_count = self.c.rx_replay_ignore_count.saturating_sub(1);
+        self.c.rx_stale_request = self.c.rx_stale_request.saturating_sub(1);
         self.control_in_a_row = 0;
         self.rx_in_a_row = self.rx_in_a_row.saturating_add(1);
         self.maybe_up();
@@ -693,7 +722,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
         }
     }
 
-    /// Rx enqueuing (§6.6.6.4).
+    /// Rx enqueuing (§6.6.6.4, Figure 6-20).
     fn enqueue(
         &mut self,
         header: &FlitHeader,
@@ -713,24 +742,29 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
             }
             _ => None,
         };
-        let expected =
-            calc.filter(|&s| if has_payload { s == next(c.rx_last_seq_calc) } else { s == c.rx_last_seq_calc });
-        let Some(seq) = expected else {
-            if !c.rx_replay {
-                c.tx_replay_req_count = REPLAY_REQUEST_COPIES;
-                c.rx_replay = true;
-                c.rx_unexpected_count = 0;
-            } else {
-                c.rx_unexpected_count = c.rx_unexpected_count.saturating_add(1);
-                if c.rx_unexpected_count >= self.cfg.rx_replay_limit {
-                    c.tx_replay_req_count = REPLAY_REQUEST_COPIES;
-                    c.rx_bad_crc_count = 0;
-                    c.rx_unexpected_count = 0;
-                }
+        let Some(calc) = calc else {
+            // A command flit whose flitSeqLo cannot be trusted: dropped. In a replay it counts
+            // towards Rx_replay_limit; otherwise (Rx_ambiguous alone) the receiver waits for an
+            // explicit flit and asks for nothing (Figure 6-20).
+            if c.rx_replay {
+                self.count_unexpected();
             }
             self.stats.unexpected += 1;
             return Received::Unexpected;
         };
+        let expected = if has_payload { calc == next(c.rx_last_seq_calc) } else { calc == c.rx_last_seq_calc };
+        if !expected {
+            if c.rx_replay {
+                self.count_unexpected();
+            } else {
+                c.tx_replay_req_count = REPLAY_REQUEST_COPIES;
+                c.rx_replay = true;
+                c.rx_unexpected_count = 0;
+            }
+            self.stats.unexpected += 1;
+            return Received::Unexpected;
+        }
+        let seq = calc;
         c.rx_unexpected_count = 0;
         c.rx_last_seq_calc = seq;
         c.rx_replay = false;
@@ -755,6 +789,18 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
                 self.go_down(DownReason::Unpacking(e));
                 Received::Contained
             }
+        }
+    }
+
+    /// An unexpected flit during a replay (§6.6.6.4): counts towards `Rx_replay_limit`, where
+    /// the Replay Requests go out again and the count starts over (module doc).
+    fn count_unexpected(&mut self) {
+        let c = &mut self.c;
+        c.rx_unexpected_count = c.rx_unexpected_count.saturating_add(1);
+        if c.rx_unexpected_count >= self.cfg.rx_replay_limit {
+            c.tx_replay_req_count = REPLAY_REQUEST_COPIES;
+            c.rx_bad_crc_count = 0;
+            c.rx_unexpected_count = 0;
         }
     }
 }
@@ -789,6 +835,7 @@ fn schedule(
         }
         c.tx_replay_req_count -= 1;
         c.last_request_group = Some(group);
+        c.rx_stale_request = cfg.rx_replay_limit;
         stats.replay_requests_sent += 1;
         FlitHeader::ReplayRequest { payload, from_seq: c.tx_replay_req_seq_no, seq_lo }
     } else {
@@ -1111,12 +1158,7 @@ mod tests {
         let p = &mut pair.ports[0];
         let last = p.tx_last_seq();
         let before = (p.unacknowledged(), p.rx_last_ack(), p.tx_replay());
-        let mut out = Delivered::default();
-        let mut send = |h: FlitHeader, p: &mut Port| {
-            let mut f = [0u8; FLIT_LEN];
-            crate::dl::flit::frame_bytes(&h, &[0; 5], &[0; PAYLOAD_LEN], &mut f).unwrap();
-            p.receive(&f, &mut out)
-        };
+        let send = |h: FlitHeader, p: &mut Port| feed(p, h);
         let ignored = p.stats().acks_ignored;
         send(FlitHeader::Ack { payload: false, ack_seq: last + 1, seq_lo: 0 }, p);
         assert_eq!(p.stats().acks_ignored, ignored + 1);
@@ -1126,6 +1168,109 @@ mod tests {
         send(FlitHeader::ReplayRequest { payload: false, from_seq: last + 1, seq_lo: 0 }, p);
         assert_eq!(p.stats().replay_requests_ignored, rr_ignored + 1);
         assert_eq!((p.unacknowledged(), p.rx_last_ack(), p.tx_replay()), before);
+    }
+
+    /// A flit with header `h` and an empty payload, framed and received by `p`.
+    fn feed(p: &mut Port, h: FlitHeader) -> Received {
+        let mut f = [0u8; FLIT_LEN];
+        crate::dl::flit::frame_bytes(&h, &[0; 5], &[0; PAYLOAD_LEN], &mut f).unwrap();
+        p.receive(&f, &mut Delivered::default())
+    }
+
+    /// The headers of the next `n` flits `p` sends (with nothing to send from the TL).
+    fn headers_sent(p: &mut Port, n: usize) -> Vec<FlitHeader> {
+        let mut none: Deque<TlFlit, 1> = Deque::new();
+        let mut out = [0u8; FLIT_LEN];
+        (0..n)
+            .filter_map(|_| match p.transmit(&mut none, &mut out) {
+                Transmitted::Flit { header, .. } => Some(header),
+                Transmitted::Idle => None,
+            })
+            .collect()
+    }
+
+    /// Figure 6-20: with `Rx_ambiguous` set and no replay under way, a command flit is dropped
+    /// and the receiver waits for an explicit flit; it does not ask for a replay.
+    #[test]
+    fn an_ambiguous_receiver_drops_command_flits_and_waits_for_an_explicit_one() {
+        let mut p = port(DlConfig::default());
+        for _ in 0..7 {
+            p.receive_lost();
+        }
+        assert!(p.rx_ambiguous());
+        // A NOP command flit that numbers as expected (flitSeqLo 7 = 511's): not trusted.
+        assert_eq!(feed(&mut p, FlitHeader::Ack { payload: false, ack_seq: 511, seq_lo: 7 }), Received::Unexpected);
+        assert!(!p.rx_replay(), "no replay started");
+        assert!(headers_sent(&mut p, 12).iter().all(|h| !matches!(h, FlitHeader::ReplayRequest { .. })));
+        // The explicit NOP flit settles it.
+        assert_eq!(feed(&mut p, FlitHeader::Nop { seq: 511 }), Received::Nop);
+        assert!(!p.rx_ambiguous());
+        assert_eq!(feed(&mut p, FlitHeader::Ack { payload: false, ack_seq: 511, seq_lo: 7 }), Received::Nop);
+    }
+
+    /// §6.6.6.3: an accepted Replay Request schedules the replay from its own `ackReqSeq`, also
+    /// when a replay is already under way: forward past flits the receiver now has, or back.
+    #[test]
+    fn a_later_replay_request_moves_the_replay_to_its_flit() {
+        let mut pair = Pair::new(DlConfig::default(), 1, [200, 0]);
+        pair.run(12, &mut clean);
+        // Nothing from port 1 arrives from now on: port 0 keeps its flits unacknowledged.
+        pair.run(10, &mut |d, _, _| d == 1);
+        let p = &mut pair.ports[0];
+        let base = p.rx_last_ack() % 511 + 1;
+        assert!(p.unacknowledged() >= 8, "{}", p.unacknowledged());
+        let rr = |from_seq| FlitHeader::ReplayRequest { payload: false, from_seq, seq_lo: 7 };
+        let ack = FlitHeader::Ack { payload: false, ack_seq: p.rx_last_ack(), seq_lo: 7 };
+        feed(p, rr(base));
+        assert_eq!(
+            headers_sent(p, 2),
+            [
+                FlitHeader::Replay { seq: base },
+                FlitHeader::Ack { payload: true, ack_seq: 511, seq_lo: ((base + 1) & 7) as u8 }
+            ]
+        );
+        // After the 12-flit ignore window, a request from five further on: the replay jumps there.
+        for _ in 0..12 {
+            feed(p, ack);
+        }
+        feed(p, rr(base + 5));
+        assert_eq!(headers_sent(p, 1), [FlitHeader::Replay { seq: base + 5 }]);
+        for _ in 0..12 {
+            feed(p, ack);
+        }
+        feed(p, rr(base + 1));
+        assert_eq!(headers_sent(p, 1), [FlitHeader::Replay { seq: base + 1 }]);
+        assert_eq!(p.stats().replays, 3);
+    }
+
+    /// The `ualink_link` fuzz finding (its minimised input, as a damage schedule): during bring-up
+    /// seven bad CRCs in a row make one port's receiver ambiguous, and its Replay Requests for
+    /// flit 1 outlive their need; the last copy reaches the partner just after it sent flit 1,
+    /// which accepts it and starts a replay the receiver never needed. That replay's explicit first
+    /// flit is lost, and its next flit, a command flit carrying an old flit's `flitSeqLo`, aliased
+    /// as the expected one: a TL flit was delivered with half of another inside it.
+    #[test]
+    fn a_stale_replay_request_cannot_deliver_an_old_flit_as_new() {
+        // Per flit time, the damage to the flit arriving then: bits 1..0 at port 0, bits 3..2 at
+        // port 1, non-zero meaning lost.
+        const ARRIVING: [u8; 34] = [
+            0xae, 0x1f, 0xfb, 0x74, 0x44, 0x47, 0x47, 0x47, 0x47, 0x47, 0x47, 0x47, 0x47, 0x75, 0x02, 0x00, 0x00, 0x00,
+            0x00, 0x00, 0x0a, 0x00, 0x00, 0x13, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0a,
+        ];
+        let delay = 8;
+        let cfg = DlConfig { rx_replay_limit: 4 * 8 + 24, ..DlConfig::default() };
+        let mut pair = Pair::new(cfg, delay, [200, 200]);
+        let mut lost = |d: usize, t: u64, _: &FlitHeader| {
+            let at = usize::try_from(t).unwrap() + delay;
+            ARRIVING.get(at).is_some_and(|b| b >> (2 * (1 - d)) & 3 != 0)
+        };
+        pair.run(600, &mut lost);
+        pair.check_delivered();
+        pair.check_replays_owed();
+        for p in &pair.ports {
+            assert_eq!(p.state(), LinkState::Up);
+            assert_eq!(p.unacknowledged(), 0);
+        }
     }
 
     /// Flit times of random damage in [`error_pattern_run`]. Far more than a clean link needs for
@@ -1139,17 +1284,27 @@ mod tests {
     const RECOVERY_TICKS: u64 = 2_000;
 
     /// Two ports exchanging 1 500 and 700 TL flits over a wire `delay` flit times long that
-    /// corrupts each flit in either direction with probability `per_mille`/1000 (a xorshift
-    /// stream seeded with `seed`) for [`NOISY_TICKS`], then is clean for [`RECOVERY_TICKS`], plus a
-    /// quiet tail for the last Acks. Whether everything arrives does not depend on luck: the
+    /// damages flits with probability `per_mille`/1000 per draw (a xorshift stream seeded with
+    /// `seed`) for [`NOISY_TICKS`], then is clean for [`RECOVERY_TICKS`], plus a quiet tail for
+    /// the last Acks. With `burst` 0 each flit in either direction is drawn alone; otherwise a hit
+    /// loses every flit in both directions for `burst` flit times (from 7 on, the receivers'
+    /// `flitSeqLo` becomes ambiguous). Whether everything arrives does not depend on luck: the
     /// damage stops, and recovery from any state it left is bounded.
-    fn error_pattern_run(seed: u64, per_mille: u64, delay: usize) -> Pair {
+    fn error_pattern_run(seed: u64, per_mille: u64, delay: usize, burst: u64) -> Pair {
         let mut x = seed | 1;
-        let mut corrupt = |_: usize, _: u64, _: &FlitHeader| {
+        let mut until = 0;
+        let mut corrupt = |_: usize, t: u64, _: &FlitHeader| {
+            if t < until {
+                return true;
+            }
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            x % 1000 < per_mille
+            let hit = x % 1000 < per_mille;
+            if hit {
+                until = t + burst;
+            }
+            hit
         };
         // Rx_replay_limit at twice the round trip (§6.6.4.6), with some margin.
         let limit = u8::try_from(4 * delay + 20).expect("a delay the 8-bit Rx_replay_limit can cover");
@@ -1172,7 +1327,7 @@ mod tests {
     /// replay. Kept with its shrunk values so it outlives a change of the property's strategy.
     #[test]
     fn corrupted_nop_flits_owe_no_replay() {
-        let pair = error_pattern_run(4569498972679728514, 50, 1);
+        let pair = error_pattern_run(4569498972679728514, 50, 1, 0);
         pair.check_delivered();
         pair.check_replays_owed();
         assert!(!pair.corrupted[0].is_empty());
@@ -1183,11 +1338,17 @@ mod tests {
     }
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
-        /// Random bit errors on both directions (so Acks and Replay Requests are lost too), any
-        /// delay: every TL flit arrives exactly once and in order, and TxReplay drains.
+        /// Random bit errors on both directions (so Acks and Replay Requests are lost too), alone
+        /// or in bursts, any delay: every TL flit arrives exactly once and in order, and TxReplay
+        /// drains.
         #[test]
-        fn any_error_pattern_delivers_exactly_once(seed in 0u64.., per_mille in 0u64..200, delay in 1usize..40) {
-            let pair = error_pattern_run(seed, per_mille, delay);
+        fn any_error_pattern_delivers_exactly_once(
+            seed in 0u64..,
+            per_mille in 0u64..200,
+            delay in 1usize..40,
+            burst in proptest::prop_oneof![proptest::strategy::Just(0u64), 1u64..16],
+        ) {
+            let pair = error_pattern_run(seed, per_mille, delay, burst);
             pair.check_delivered();
             pair.check_replays_owed();
             for p in &pair.ports {
