@@ -7,6 +7,14 @@
 //!   FH1 = bits 15..8, FH2 = bits 23..16;
 //! * in a segment header, of each 2-bit Message field the lower bit (2, 5) is M0, the message
 //!   flag of the TL flit's lower half, and the upper bit (3, 6) is M1.
+//!
+//! **Reserved bits are sent as zero and ignored on receive** (§6.4: reserved fields "shall be
+//! ignored by receiving link partner"): flit-header bits 7..0, bits 19..17 of an explicit
+//! sequence number header, segment-header bit 1, and the Message bits of a TL flit that is not
+//! present. A flit carrying them is taken as if they were zero, so a partner (or a later
+//! revision) that uses them does not stop the link. [`FlitHeader::check_reserved`] and
+//! [`SegmentHeader::check_reserved`] name the first one set, for conformance tests and
+//! warnings. A reserved `op` cannot be read at all and is refused.
 
 use crate::Error;
 
@@ -84,21 +92,16 @@ impl FlitHeader {
         })
     }
 
-    /// Decodes a 24-bit header word (bits above 23 must be zero).
+    /// Decodes a 24-bit header word (bits above 23 must be zero), ignoring its reserved bits. A
+    /// reserved `op` (or op 001 on a NOP flit) is refused.
     pub fn from_bits(w: u32) -> Result<Self, Error> {
         if w >> 24 != 0 {
             return Err(Error::BadValue { field: "flit header", value: w });
         }
         let op = w >> 21;
         let payload = w >> 20 & 1 != 0;
-        if w & 0xFF != 0 {
-            return Err(Error::Reserved { field: "flit header bits 7..0" });
-        }
         match op {
             0b000 | 0b001 => {
-                if w >> 17 & 0b111 != 0 {
-                    return Err(Error::Reserved { field: "flit header bits 19..17" });
-                }
                 let seq = (w >> 8 & SEQ_MASK) as u16;
                 match (op, payload) {
                     (0b000, false) => Ok(FlitHeader::Nop { seq }),
@@ -120,15 +123,34 @@ impl FlitHeader {
         }
     }
 
+    /// The first reserved bit set in a 24-bit header word, by name: bits 7..0 in every header,
+    /// bits 19..17 in an explicit sequence number header. For conformance checks and warnings;
+    /// [`Self::from_bits`] ignores them.
+    pub fn check_reserved(w: u32) -> Result<(), Error> {
+        if w & 0xFF != 0 {
+            return Err(Error::Reserved { field: "flit header bits 7..0" });
+        }
+        let explicit = w >> 21 & 0b111 <= 0b001;
+        if explicit && w >> 17 & 0b111 != 0 {
+            return Err(Error::Reserved { field: "flit header bits 19..17" });
+        }
+        Ok(())
+    }
+
     /// FH0, FH1, FH2 (project-defined order: least significant byte first).
     pub fn to_bytes(&self) -> Result<[u8; 3], Error> {
         let [b0, b1, b2, _] = self.to_bits()?.to_le_bytes();
         Ok([b0, b1, b2])
     }
 
-    /// Decodes FH0, FH1, FH2.
+    /// Decodes FH0, FH1, FH2, ignoring reserved bits.
     pub fn from_bytes(b: [u8; 3]) -> Result<Self, Error> {
-        Self::from_bits(u32::from_le_bytes([b[0], b[1], b[2], 0]))
+        Self::from_bits(Self::word(b))
+    }
+
+    /// The 24-bit header word of FH0, FH1, FH2.
+    pub fn word(b: [u8; 3]) -> u32 {
+        u32::from_le_bytes([b[0], b[1], b[2], 0])
     }
 }
 
@@ -162,47 +184,25 @@ impl SegmentHeader {
         self.alt_sector as u8 | tl_bits(f0) << 2 | tl_bits(f1) << 5
     }
 
-    /// Decodes a header byte: bit 1 is reserved, and so are the Message bits of a TL flit that is
-    /// not present.
+    /// Decodes a header byte, ignoring its reserved bits (bit 1, and the Message bits of a TL
+    /// flit that is not present).
     #[inline]
-    pub fn from_byte(b: u8) -> Result<Self, Error> {
-        // One table load for the usual valid byte; the rules below name the fault otherwise.
-        match DECODED.get(usize::from(b)) {
-            Some(Some(h)) => Ok(*h),
-            _ => Self::decode(b),
-        }
+    pub const fn from_byte(b: u8) -> Self {
+        SegmentHeader { alt_sector: b & 1 != 0, tl_flits: [tl_from_bits(b >> 2), tl_from_bits(b >> 5)] }
     }
 
-    /// [`Self::from_byte`] by the rules, for the table and for naming a fault.
-    const fn decode(b: u8) -> Result<Self, Error> {
+    /// The first reserved bit set in a header byte, by name. For conformance checks and
+    /// warnings; [`Self::from_byte`] ignores them.
+    pub const fn check_reserved(b: u8) -> Result<(), Error> {
         if b & 0b10 != 0 {
             return Err(Error::Reserved { field: "segment header bit 1" });
         }
-        let f0 = match tl_from_bits(b >> 2) {
-            Ok(f) => f,
-            Err(e) => return Err(e),
-        };
-        let f1 = match tl_from_bits(b >> 5) {
-            Ok(f) => f,
-            Err(e) => return Err(e),
-        };
-        Ok(SegmentHeader { alt_sector: b & 1 != 0, tl_flits: [f0, f1] })
+        if (b & 0b1_0000 == 0 && b & 0b1100 != 0) || (b & 0b1000_0000 == 0 && b & 0b110_0000 != 0) {
+            return Err(Error::Reserved { field: "segment header Message bits of an absent TL flit" });
+        }
+        Ok(())
     }
 }
-
-/// Every segment-header byte decoded at compile time (`None` where a reserved bit is set).
-#[allow(clippy::indexing_slicing, reason = "compile-time table construction")]
-const DECODED: [Option<SegmentHeader>; 256] = {
-    let mut t = [None; 256];
-    let mut b = 0;
-    while b < 256 {
-        if let Ok(h) = SegmentHeader::decode(b as u8) {
-            t[b] = Some(h);
-        }
-        b += 1;
-    }
-    t
-};
 
 /// A TL flit's 3 bits of a segment header: Message (M0 low, M1 high), then present.
 const fn tl_bits(f: Option<MBits>) -> u8 {
@@ -212,16 +212,10 @@ const fn tl_bits(f: Option<MBits>) -> u8 {
     }
 }
 
-/// Decodes the low 3 bits of `b` as [`tl_bits`] wrote them.
-const fn tl_from_bits(b: u8) -> Result<Option<MBits>, Error> {
-    let m = b & 0b11;
-    if b & 0b100 != 0 {
-        Ok(Some(MBits { m0: m & 1 != 0, m1: m & 2 != 0 }))
-    } else if m != 0 {
-        Err(Error::Reserved { field: "segment header Message bits of an absent TL flit" })
-    } else {
-        Ok(None)
-    }
+/// Decodes the low 3 bits of `b` as [`tl_bits`] wrote them (Message bits of an absent flit
+/// ignored).
+const fn tl_from_bits(b: u8) -> Option<MBits> {
+    if b & 0b100 != 0 { Some(MBits { m0: b & 1 != 0, m1: b & 2 != 0 }) } else { None }
 }
 
 #[cfg(test)]
@@ -239,27 +233,46 @@ mod tests {
         let a = FlitHeader::Ack { payload: false, ack_seq: 511, seq_lo: 3 };
         assert_eq!(a.to_bits(), Ok(0b010 << 21 | 511 << 11 | 3 << 8));
         assert_eq!(FlitHeader::from_bits(0b100 << 21), Err(Error::BadValue { field: "flit header op", value: 0b100 }));
-        assert_eq!(FlitHeader::from_bits(0x10_0501), Err(Error::Reserved { field: "flit header bits 7..0" }));
-        assert_eq!(FlitHeader::from_bits(0x12_0500), Err(Error::Reserved { field: "flit header bits 19..17" }));
-        assert!(FlitHeader::from_bits(0b001 << 21).is_err());
+        assert!(FlitHeader::from_bits(0b001 << 21).is_err(), "a replayed NOP flit");
         assert!(FlitHeader::Nop { seq: 512 }.to_bits().is_err());
         assert!(FlitHeader::Ack { payload: true, ack_seq: 1, seq_lo: 8 }.to_bits().is_err());
     }
 
-    /// The table behind `from_byte` says what the rules say, for every byte: the same header,
-    /// or the same named fault.
+    /// §6.4: reserved bits are ignored on receive, and the strict check names them.
     #[test]
-    fn segment_header_table_follows_the_rules() {
-        let mut valid = 0;
+    fn reserved_flit_header_bits_are_ignored_and_named() {
+        let h = FlitHeader::Original { seq: 5 };
+        for (w, field) in [(0x10_0501, "flit header bits 7..0"), (0x12_0500, "flit header bits 19..17")] {
+            assert_eq!(FlitHeader::from_bits(w), Ok(h));
+            assert_eq!(FlitHeader::check_reserved(w), Err(Error::Reserved { field }));
+        }
+        assert_eq!(FlitHeader::check_reserved(0x10_0500), Ok(()));
+        // In a command flit bits 19..17 are ackReqSeq, not reserved.
+        let a = FlitHeader::Ack { payload: true, ack_seq: 0x1FF, seq_lo: 1 };
+        let w = a.to_bits().unwrap();
+        assert_eq!(FlitHeader::check_reserved(w), Ok(()));
+        assert_eq!(FlitHeader::from_bits(w | 0x80), Ok(a));
+    }
+
+    #[test]
+    fn segment_header_bytes_all_decode_and_the_strict_check_names_reserved_bits() {
+        let mut clean = 0;
         for b in 0..=255u8 {
-            assert_eq!(SegmentHeader::from_byte(b), SegmentHeader::decode(b), "byte {b:#04x}");
-            if let Ok(h) = SegmentHeader::from_byte(b) {
-                assert_eq!(h.to_byte(), b);
-                valid += 1;
+            let h = SegmentHeader::from_byte(b);
+            // Re-encoding gives the byte with its reserved bits cleared.
+            let mut cleared = b & !0b10;
+            if b & 0b1_0000 == 0 {
+                cleared &= !0b1100;
             }
+            if b & 0b1000_0000 == 0 {
+                cleared &= !0b110_0000;
+            }
+            assert_eq!(h.to_byte(), cleared, "byte {b:#04x}");
+            assert_eq!(SegmentHeader::check_reserved(b).is_ok(), cleared == b, "byte {b:#04x}");
+            clean += u32::from(cleared == b);
         }
         // Bit 0 free, bit 1 clear, and per TL flit absent (1 way) or present with any M bits (4).
-        assert_eq!(valid, 2 * 5 * 5);
+        assert_eq!(clean, 2 * 5 * 5);
     }
 
     #[test]
@@ -270,8 +283,10 @@ mod tests {
             tl_flits: [Some(MBits { m0: true, m1: false }), Some(MBits { m0: false, m1: true })],
         };
         assert_eq!(h.to_byte(), 0b1101_0101);
-        assert_eq!(SegmentHeader::from_byte(0b10), Err(Error::Reserved { field: "segment header bit 1" }));
-        assert!(SegmentHeader::from_byte(0b0000_0100).is_err());
+        assert_eq!(SegmentHeader::from_byte(0b1101_0111), h);
+        assert_eq!(SegmentHeader::check_reserved(0b10), Err(Error::Reserved { field: "segment header bit 1" }));
+        assert_eq!(SegmentHeader::from_byte(0b0000_1100), SegmentHeader::default());
+        assert!(SegmentHeader::check_reserved(0b0000_1100).is_err());
     }
 
     fn arb_header() -> impl Strategy<Value = FlitHeader> {
@@ -299,17 +314,15 @@ mod tests {
             prop_assert_eq!(FlitHeader::from_bytes(b), Ok(h));
         }
 
+        /// Every header word that decodes re-encodes to itself with its reserved bits cleared,
+        /// and exactly when none is set, to itself.
         #[test]
         fn every_accepted_header_word_re_encodes(w in 0u32..1 << 24) {
             if let Ok(h) = FlitHeader::from_bits(w) {
-                prop_assert_eq!(h.to_bits(), Ok(w));
-            }
-        }
-
-        #[test]
-        fn every_accepted_segment_byte_re_encodes(b in any::<u8>()) {
-            if let Ok(h) = SegmentHeader::from_byte(b) {
-                prop_assert_eq!(h.to_byte(), b);
+                let again = h.to_bits().unwrap();
+                prop_assert_eq!(FlitHeader::from_bits(again), Ok(h));
+                prop_assert_eq!(FlitHeader::check_reserved(again), Ok(()));
+                prop_assert_eq!(again == w, FlitHeader::check_reserved(w).is_ok());
             }
         }
     }

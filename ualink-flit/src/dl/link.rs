@@ -49,8 +49,9 @@
 //!   as a bad CRC, or eight lost flits in a row could alias in the 3-bit `flitSeqLo`: report it
 //!   with [`DataLink::receive_lost`].
 //! * **Dropped flits.** A command flit with `ackReqSeq` 0, an explicit flit with `flitSeqNo` 0,
-//!   or a flit whose header or segment headers are malformed (a reserved op, a reserved bit set),
-//!   passes CRC but is dropped whole (counted), as if not received.
+//!   or a flit header with a reserved `op` passes CRC but is dropped whole (counted), as if not
+//!   received. Reserved *bits* in the flit and segment headers are ignored (§6.4), counted in
+//!   [`DlStats::reserved_ignored`].
 //! * **Windows at their edge.** An Ack or Replay Request the §6.6.6.3 windows admit but naming a
 //!   flit never sent (possible only 256 ahead with nothing in flight) is ignored as unexpected.
 //! * **Replay Request copies** still pending when the expected flit arrives are cancelled: the
@@ -100,7 +101,7 @@
 //!   passed CRC) is error containment on the receive side (§6.7.4.2): nothing of the flit is
 //!   delivered and the link goes to DL Idle.
 
-use super::flit::{deframe, frame_bytes, invert_crc};
+use super::flit::{check_reserved, deframe, frame_bytes, invert_crc};
 use super::header::{FlitHeader, SegmentHeader};
 use super::layout::{FLIT_LEN, PAYLOAD_LEN};
 use super::message::AltQueue;
@@ -239,6 +240,8 @@ pub struct DlStats {
     pub crc_errors: u64,
     /// Flits dropped whole after passing CRC.
     pub dropped: u64,
+    /// Flits taken although a reserved header bit was set (ignored, §6.4; for warnings).
+    pub reserved_ignored: u64,
     /// Unexpected flits discarded.
     pub unexpected: u64,
     /// Payload flits received and unpacked.
@@ -647,13 +650,16 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
             Ok(x) => x,
             Err(Error::Crc { .. }) => return self.receive_lost(),
             Err(_) => {
-                // Passed CRC, malformed header: dropped whole.
+                // Passed CRC, a reserved op: dropped whole.
                 self.good_flit();
                 self.stats.dropped += 1;
                 return Received::Dropped;
             }
         };
         self.good_flit();
+        if check_reserved(flit).is_err() {
+            self.stats.reserved_ignored += 1;
+        }
         // Sequence number 0 in either header form: dropped whole (§6.6.6.3, §6.6.6.4).
         let explicit_seq = match header {
             FlitHeader::Nop { seq } | FlitHeader::Original { seq } | FlitHeader::Replay { seq } => Some(seq),
@@ -882,6 +888,8 @@ mod tests {
         headers: [Vec<FlitHeader>; 2],
         /// Flits corrupted on the wire in each direction: their header and whether it was a replay.
         corrupted: [Vec<(FlitHeader, bool)>; 2],
+        /// Ports whose flits go out with every reserved header bit set (and a CRC covering them).
+        reserved_bits: [bool; 2],
         received: [Vec<Received>; 2],
         tick: u64,
     }
@@ -897,6 +905,7 @@ mod tests {
                 got: [Vec::new(), Vec::new()],
                 headers: [Vec::new(), Vec::new()],
                 corrupted: [Vec::new(), Vec::new()],
+                reserved_bits: [false; 2],
                 received: [Vec::new(), Vec::new()],
                 tick: 0,
             }
@@ -912,6 +921,9 @@ mod tests {
                 let sent = match t {
                     Transmitted::Flit { header, replay } => {
                         self.headers[d].push(header);
+                        if self.reserved_bits[d] {
+                            set_reserved_bits(&mut out);
+                        }
                         if corrupt(d, self.tick, &header) {
                             out[100] ^= 0x10;
                             self.corrupted[d].push((header, replay));
@@ -972,6 +984,59 @@ mod tests {
 
     fn clean(_: usize, _: u64, _: &FlitHeader) -> bool {
         false
+    }
+
+    /// Sets every reserved bit of a framed flit's headers (flit header bits 7..0, and 19..17 in
+    /// an explicit header; segment header bit 1 and the Message bits of absent TL flits), then
+    /// makes its CRC good again.
+    fn set_reserved_bits(f: &mut [u8; FLIT_LEN]) {
+        use crate::dl::layout::{CRC_AT, FLIT_HEADER_AT, SEGMENT_HEADER_AT};
+        f[FLIT_HEADER_AT] = 0xFF;
+        if f[FLIT_HEADER_AT + 2] >> 5 <= 0b001 {
+            f[FLIT_HEADER_AT + 2] |= 0b1110;
+        }
+        for at in SEGMENT_HEADER_AT {
+            let b = f[at] | 0b10;
+            let absent0 = if b & 0b1_0000 == 0 { 0b1100 } else { 0 };
+            let absent1 = if b & 0b1000_0000 == 0 { 0b110_0000 } else { 0 };
+            f[at] = b | absent0 | absent1;
+        }
+        let c = crate::dl::crc::flit_crc(f);
+        f[CRC_AT..].copy_from_slice(&c);
+    }
+
+    /// §6.4: a partner that sets every reserved header bit is understood as if it sent zeros,
+    /// first sends and replays alike, and the link stays up.
+    #[test]
+    fn a_partner_setting_reserved_header_bits_is_understood() {
+        let mut pair = Pair::new(DlConfig::default(), 3, [400, 300]);
+        pair.reserved_bits = [true, false];
+        // One first transmission of a payload flit lost: the replay carries the bits too.
+        let mut hit = false;
+        let mut once = |d: usize, _: u64, h: &FlitHeader| {
+            let lose = d == 0 && !hit && h.has_payload() && pair_seq_is(h, 6);
+            hit |= lose;
+            lose
+        };
+        pair.run(300, &mut once);
+        pair.check_delivered();
+        assert!(pair.ports[0].stats().replays > 0);
+        let rx = pair.ports[1].stats();
+        assert_eq!(rx.dropped, 0);
+        // Every flit that arrived (all but the 3 still on the wire) and passed CRC had them.
+        assert_eq!(rx.reserved_ignored, pair.headers[0].len() as u64 - 3 - rx.crc_errors);
+        for p in &pair.ports {
+            assert_eq!(p.state(), LinkState::Up);
+        }
+    }
+
+    /// Whether a payload flit's header names sequence number `seq` (fully or by flitSeqLo).
+    fn pair_seq_is(h: &FlitHeader, seq: u16) -> bool {
+        match *h {
+            FlitHeader::Original { seq: s } | FlitHeader::Replay { seq: s } => s == seq,
+            FlitHeader::Ack { seq_lo, .. } | FlitHeader::ReplayRequest { seq_lo, .. } => u16::from(seq_lo) == seq & 7,
+            FlitHeader::Nop { .. } => false,
+        }
     }
 
     #[test]
