@@ -5,9 +5,14 @@
 //! write it through [`BitField::get`] and [`BitField::set`], never through shifts scattered over the
 //! code.
 //!
-//! Numbering is network order: bit 0 is the most significant bit of byte 0, and a field's bits
-//! are read from its first (most significant) bit to its last. Formats whose specification numbers
-//! bits the other way convert at their `field` table, in one place.
+//! Two numberings, one per way specifications draw their formats:
+//!
+//! * [`BitField`]: network order over bytes. Bit 0 is the most significant bit of byte 0, and a
+//!   field's bits are read from its first (most significant) bit to its last.
+//! * [`WordField`]: positions `[hi:lo]` within an integer value, bit 0 least significant, as
+//!   UALink's control fields (UALink 1.0 Tables 5-29 … 5-38) and PCIe-style flit headers give
+//!   them. The format says once how its bytes make the value (little-endian for UALink TL
+//!   fields); every field is then a constant written as the specification's table writes it.
 
 use crate::Error;
 
@@ -83,6 +88,66 @@ impl BitField {
     }
 }
 
+/// A field of an integer value (up to 128 bits): `width` bits from bit `lo`, bit 0 least
+/// significant. Written as the specification writes it: [`WordField::bits`]`(hi, lo)` for
+/// `[hi:lo]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct WordField {
+    /// The least significant bit.
+    pub lo: u32,
+    /// Width in bits, 1..=64.
+    pub width: u32,
+}
+
+impl WordField {
+    /// The field `[hi:lo]` (`hi >= lo`, at most 64 bits wide, within 128 bits; checked when the
+    /// constant is built).
+    pub const fn bits(hi: u32, lo: u32) -> Self {
+        assert!(hi >= lo && hi - lo < 64 && hi < 128, "a field [hi:lo] of 1..=64 bits within 128");
+        WordField { lo, width: hi - lo + 1 }
+    }
+
+    /// The one-bit field `[bit]`.
+    pub const fn bit(bit: u32) -> Self {
+        Self::bits(bit, bit)
+    }
+
+    /// The largest value the field holds.
+    pub const fn max_value(self) -> u64 {
+        if self.width >= 64 { u64::MAX } else { (1u64 << self.width) - 1 }
+    }
+
+    /// The field's value in `w`.
+    #[inline(always)]
+    pub const fn get(self, w: u128) -> u64 {
+        (w >> self.lo) as u64 & self.max_value()
+    }
+
+    /// Whether the field's bits of `w` are set (for one-bit fields: the flag).
+    #[inline(always)]
+    pub const fn is_set(self, w: u128) -> bool {
+        self.get(w) != 0
+    }
+
+    /// Whether `v` fits the field.
+    pub const fn fits(self, v: u64) -> bool {
+        v <= self.max_value()
+    }
+
+    /// `v` at the field's place; bits of `v` beyond the width are dropped, never spilled into a
+    /// neighbour (check with [`Self::fits`] first where `v` comes from outside).
+    #[inline(always)]
+    pub const fn place(self, v: u64) -> u128 {
+        ((v & self.max_value()) as u128) << self.lo
+    }
+
+    /// The mask of the field's bits.
+    pub const fn mask(self) -> u128 {
+        self.place(u64::MAX)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,7 +184,32 @@ mod tests {
         assert_eq!(b[8], 0b1110_0000);
     }
 
+    #[test]
+    fn word_fields_are_numbered_as_the_tables_write_them() {
+        // UALink Table 5-29: FTYPE [127:124], TAG [113:103], NUMBEATS [1:0].
+        let ftype = WordField::bits(127, 124);
+        let tag = WordField::bits(113, 103);
+        assert_eq!((ftype.lo, ftype.width, tag.width), (124, 4, 11));
+        let w = ftype.place(0x1) | tag.place(0x7FF) | WordField::bits(1, 0).place(3);
+        assert_eq!(w, 1 << 124 | 0x7FF << 103 | 3);
+        assert_eq!((ftype.get(w), tag.get(w)), (1, 0x7FF));
+        assert_eq!(tag.mask(), 0x7FF << 103);
+        assert!(WordField::bit(4).fits(1) && !WordField::bit(4).fits(2));
+        // A value too wide is cut to the field, never spilled.
+        assert_eq!(WordField::bits(5, 4).place(0xFF), 0b11 << 4);
+        assert_eq!(WordField::bits(63, 0).get(u128::MAX), u64::MAX);
+    }
+
     proptest! {
+        #[test]
+        fn word_field_place_then_get(lo in 0u32..64, width in 1u32..=64, v in any::<u64>(), w in any::<u128>()) {
+            let f = WordField::bits(lo + width - 1, lo);
+            let v = v & f.max_value();
+            let w2 = (w & !f.mask()) | f.place(v);
+            prop_assert_eq!(f.get(w2), v);
+            prop_assert_eq!(w2 & !f.mask(), w & !f.mask());
+        }
+
         #[test]
         fn set_then_get_round_trips(bit in 0usize..64, width in 1u32..=64, value in any::<u64>(), fill in any::<u8>()) {
             let f = BitField::new(bit, width);

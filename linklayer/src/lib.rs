@@ -40,6 +40,7 @@ pub mod seq;
 pub mod time;
 pub mod wire;
 
+pub use bits::{BitField, WordField};
 pub use error::Error;
 pub use seq::{Bits, NonZeroBits, Seq, SeqSpace};
 pub use time::{Duration, Instant, LinkRate};

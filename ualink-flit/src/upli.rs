@@ -240,18 +240,18 @@ impl AtomicAttr {
         (op & 0xF) << 4 | size << 2 | op >> 4
     }
 
-    /// Reads a ReqAttr byte; the reserved bit 1 must be zero.
-    pub const fn from_attr(a: u8) -> Result<Self, Error> {
-        if a & 0b10 != 0 {
-            return Err(Error::Reserved { field: "ReqAttr[1] (atomic)" });
-        }
+    /// The reserved bit of an atomic's ReqAttr (Table 2-5): bit 1.
+    pub const RESERVED: u8 = 0b10;
+
+    /// Reads a ReqAttr byte, ignoring the reserved bit 1 ([`Request::check_reserved`] names it).
+    pub const fn from_attr(a: u8) -> Self {
         let size = match a >> 2 & 0b11 {
             0 => OpSize::Bits32,
             1 => OpSize::Bits64,
             2 => OpSize::Bits16,
             _ => OpSize::Bits8,
         };
-        Ok(AtomicAttr { op: AtomicOp::from_code(a >> 4 | (a & 1) << 4), size })
+        AtomicAttr { op: AtomicOp::from_code(a >> 4 | (a & 1) << 4), size }
     }
 }
 
@@ -482,14 +482,8 @@ impl Request {
                     value: u32::from(self.len),
                 });
             }
-            Command::AtomicR | Command::AtomicNR => {
-                AtomicAttr::from_attr(self.attr)?;
-                if spanned != 1 {
-                    return Err(Error::BadValue {
-                        field: "atomic (crosses a 64-byte beat)",
-                        value: u32::from(self.len),
-                    });
-                }
+            Command::AtomicR | Command::AtomicNR if spanned != 1 => {
+                return Err(Error::BadValue { field: "atomic (crosses a 64-byte beat)", value: u32::from(self.len) });
             }
             Command::WriteMessage => {
                 let t = WriteMessageType::from_metadata(self.metadata)?;
@@ -503,9 +497,24 @@ impl Request {
             }
             _ => {}
         }
-        let want = if self.cmd.has_data() { spanned - 1 } else { 0 };
-        if u64::from(self.num_beats) != want {
+        // ReqNumBeats is valid only when ReqCmd[5] = 1 (Table 2-2): a command without data
+        // leaves it open (sent as zero, see `check_reserved`).
+        if self.cmd.has_data() && u64::from(self.num_beats) != spanned - 1 {
             return Err(Error::BadValue { field: "ReqNumBeats", value: u32::from(self.num_beats) });
+        }
+        Ok(())
+    }
+
+    /// The first bit set that the specification leaves open in this request, by name: ReqNumBeats
+    /// of a command without data (valid only when ReqCmd\[5\] = 1), and ReqAttr\[1\] of an atomic
+    /// (reserved, Table 2-5). A sender keeps them zero ([`crate::tl::Packer::push_request`]
+    /// refuses a request that sets one); a receiver ignores them.
+    pub fn check_reserved(&self) -> Result<(), Error> {
+        if !self.cmd.has_data() && self.num_beats != 0 {
+            return Err(Error::Reserved { field: "ReqNumBeats of a command without data" });
+        }
+        if self.cmd.is_atomic() && self.attr & AtomicAttr::RESERVED != 0 {
+            return Err(Error::Reserved { field: "ReqAttr[1] (atomic)" });
         }
         Ok(())
     }
@@ -681,8 +690,11 @@ mod tests {
         // OpType 0b1_0011 (19), OpSize 64 bits: bits 7:4 = 0011, 3:2 = 01, bit 0 = 1.
         let a = AtomicAttr { op: AtomicOp::Other(19), size: OpSize::Bits64 };
         assert_eq!(a.to_attr(), 0b0011_0101);
-        assert_eq!(AtomicAttr::from_attr(0b0011_0101), Ok(a));
-        assert!(AtomicAttr::from_attr(0b10).is_err(), "reserved bit 1");
+        assert_eq!(AtomicAttr::from_attr(0b0011_0101), a);
+        assert_eq!(AtomicAttr::from_attr(0b0011_0111), a, "reserved bit 1 ignored");
+        let atomic = Request { attr: 0b10, ..req(Command::AtomicR, 32, 7, 0) };
+        assert_eq!(atomic.check(), Ok(()));
+        assert_eq!(atomic.check_reserved(), Err(Error::Reserved { field: "ReqAttr[1] (atomic)" }));
         for c in 0..32 {
             assert_eq!(AtomicOp::from_code(c).code(), c);
         }
@@ -701,7 +713,12 @@ mod tests {
         assert!(req(Command::Read, 0xFC, 1, 0).check().is_err());
         assert!(req(Command::Read, 0x2, 0, 0).check().is_err(), "DWord alignment");
         assert!(req(Command::Read, 1 << 57, 0, 0).check().is_err(), "57-bit address");
-        assert!(req(Command::Read, 0, 0, 1).check().is_err(), "NumBeats without data");
+        let numbeats_on_a_read = req(Command::Read, 0, 0, 1);
+        assert_eq!(numbeats_on_a_read.check(), Ok(()), "open: ignored on receive");
+        assert_eq!(
+            numbeats_on_a_read.check_reserved(),
+            Err(Error::Reserved { field: "ReqNumBeats of a command without data" })
+        );
         // Atomics stay in one beat.
         assert_eq!(req(Command::AtomicR, 32, 7, 0).check(), Ok(()));
         assert!(req(Command::AtomicR, 48, 7, 0).check().is_err());
@@ -742,9 +759,7 @@ mod tests {
 
         #[test]
         fn atomic_attr_round_trips(a in any::<u8>()) {
-            if let Ok(x) = AtomicAttr::from_attr(a) {
-                prop_assert_eq!(x.to_attr(), a);
-            }
+            prop_assert_eq!(AtomicAttr::from_attr(a).to_attr(), a & !AtomicAttr::RESERVED);
         }
     }
 }

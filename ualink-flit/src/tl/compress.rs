@@ -206,6 +206,7 @@ impl<const ROWS: usize, const WAYS: usize> TxCompressor<ROWS, WAYS> {
     /// receiver's will be updated. Call in issue order.
     pub fn encode(&mut self, r: &Request) -> Result<ControlField, Error> {
         r.check()?;
+        r.check_reserved()?;
         let found = self.lookup(r);
         self.encode_found(r, found)
     }

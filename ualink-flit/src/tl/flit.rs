@@ -155,18 +155,25 @@ pub fn emit_auth_tags(tags: &[u64], out: &mut [u8; HALF_FLIT_LEN]) {
     }
 }
 
-/// Reads the four tags of an AuthTags half-flit; tags past the first `used` must be zero.
-pub fn parse_auth_tags(h: &[u8; HALF_FLIT_LEN], used: usize) -> Result<[u64; 4], Error> {
+/// Reads the four tags of an AuthTags half-flit. Tags past the first `used` are sent as zero
+/// (§5.1.2: "unused = 0") and ignored here; [`check_auth_tags_reserved`] names one that is not.
+pub fn parse_auth_tags(h: &[u8; HALF_FLIT_LEN]) -> [u64; 4] {
     let mut tags = [0u64; 4];
-    for (i, (t, b)) in tags.iter_mut().zip(h.chunks_exact(8)).enumerate() {
+    for (t, b) in tags.iter_mut().zip(h.chunks_exact(8)) {
         let mut w = [0u8; 8];
         w.copy_from_slice(b);
         *t = u64::from_le_bytes(w);
-        if i >= used && *t != 0 {
-            return Err(Error::Reserved { field: "unused AuthTag" });
-        }
     }
-    Ok(tags)
+    tags
+}
+
+/// The strict check of an AuthTags half-flit whose first `used` tags are in use: an unused tag
+/// that is not zero.
+pub fn check_auth_tags_reserved(h: &[u8; HALF_FLIT_LEN], used: usize) -> Result<(), Error> {
+    if parse_auth_tags(h).iter().skip(used).any(|&t| t != 0) {
+        return Err(Error::Reserved { field: "unused AuthTag" });
+    }
+    Ok(())
 }
 
 /// The byte offset in a byte-enable half-flit of the enables of beat `beat` of a transfer at
@@ -219,8 +226,9 @@ mod tests {
         h[0] = 0x21;
         assert!(Message::parse(&h).is_err());
         emit_auth_tags(&[7, 9], &mut h);
-        assert_eq!(parse_auth_tags(&h, 2), Ok([7, 9, 0, 0]));
-        assert!(parse_auth_tags(&h, 1).is_err(), "a tag beyond the fields present");
+        assert_eq!(parse_auth_tags(&h), [7, 9, 0, 0]);
+        assert_eq!(check_auth_tags_reserved(&h, 2), Ok(()));
+        assert!(check_auth_tags_reserved(&h, 1).is_err(), "a tag beyond the fields present");
         let mut f = TlFlit::default();
         f.half_mut(true)[0] = 5;
         assert_eq!(f.to_bytes()[32], 5);

@@ -143,9 +143,12 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
         }
     }
 
-    /// Queues a request; its data beats (if any) are read from the [`BeatSource`] by `id`.
+    /// Queues a request; its data beats (if any) are read from the [`BeatSource`] by `id`. A
+    /// request that breaks §2.7, or sets a bit the specification leaves open
+    /// ([`Request::check_reserved`]), is refused.
     pub fn push_request(&mut self, id: u32, r: Request) -> Result<(), Error> {
         r.check()?;
+        r.check_reserved()?;
         self.requests.push_back((id, r)).map_err(|_| Error::Full { queue: "TL requests" })
     }
 

@@ -7,7 +7,8 @@
 //! * *Project-defined* (open question 13 and §2.7.8): RD/WR = 1 for reads; a multi-beat read is one
 //!   field with LEN = beats − 1, OFFSET = 0 and LAST = 1; a single-beat read has LEN = 0 with its
 //!   OFFSET and LAST. A 1-beat read at offset 0 with LAST travels as the single-beat compressed
-//!   form. Write responses carry LEN = OFFSET = LAST = 0, and other values are refused.
+//!   form. Write responses carry LEN = OFFSET = LAST = 0; on receive those bits are ignored (the
+//!   field decoders clear them, [`ControlField::check_reserved`] names them).
 
 use super::field::{CompressedReadResponse, CompressedResponse, ControlField, UncompressedResponse, ftype};
 use crate::Error;
@@ -170,13 +171,10 @@ impl Response {
                 read(u.tag, u.src, u.dst, Status::from_code(u.status), u.len, u.offset, u.last, u.vc, u.pool)
             }
             ControlField::UncompressedResponse(u) => {
-                if u.len != 0 || u.offset != 0 || u.last {
-                    return Err(Error::Reserved { field: "LEN/OFFSET/LAST of a write response" });
-                }
                 write(u.tag, u.src, u.dst, Status::from_code(u.status), u.vc, u.pool)
             }
             ControlField::CompressedReadResponse(c) => Self::from_compressed_read(&c),
-            ControlField::CompressedResponse(c) => Self::from_compressed(&c)?,
+            ControlField::CompressedResponse(c) => Self::from_compressed(&c),
             _ => return Ok(None),
         };
         r.check()?;
@@ -188,9 +186,9 @@ impl Response {
     /// [`ControlField`], decoding as [`Self::from_field`] does.
     pub(crate) fn from_compressed_word(w: u32) -> Result<Self, Error> {
         let r = if w >> 28 == u32::from(ftype::COMPRESSED_READ_RESPONSE) {
-            Self::from_compressed_read(&CompressedReadResponse::from_word(w)?)
+            Self::from_compressed_read(&CompressedReadResponse::from_word(w))
         } else {
-            Self::from_compressed(&CompressedResponse::from_word(w)?)?
+            Self::from_compressed(&CompressedResponse::from_word(w))
         };
         r.check()?;
         Ok(r)
@@ -213,11 +211,8 @@ impl Response {
     }
 
     /// A multi-beat read or a write response with status OKAY (not yet checked).
-    const fn from_compressed(c: &CompressedResponse) -> Result<Self, Error> {
+    const fn from_compressed(c: &CompressedResponse) -> Self {
         if !c.read {
-            if c.len != 0 {
-                return Err(Error::Reserved { field: "LEN of a compressed write response" });
-            }
             let w = WriteResponse {
                 tag: c.tag,
                 src: 0,
@@ -227,9 +222,9 @@ impl Response {
                 pool: c.pool,
                 auth_tag: 0,
             };
-            return Ok(Response::Write(w));
+            return Response::Write(w);
         }
-        Ok(Response::Read(ReadResponse {
+        Response::Read(ReadResponse {
             tag: c.tag,
             src: 0,
             dst: c.dst,
@@ -240,7 +235,7 @@ impl Response {
             vc: c.vc,
             pool: c.pool,
             auth_tag: 0,
-        }))
+        })
     }
 }
 
@@ -304,8 +299,12 @@ mod tests {
         ));
         let bad = Response::Write(WriteResponse { status: Status::DecodeError, ..ok });
         let Ok(ControlField::UncompressedResponse(mut u)) = bad.to_field(true) else { panic!("errors never compress") };
-        // A write response with LAST set is refused.
+        // LAST on a write response is open: the field decoder clears it, and a response
+        // rebuilt from a record that kept it still reads as the write response.
+        let clean = Response::from_field(&ControlField::UncompressedResponse(u));
         u.last = true;
-        assert!(Response::from_field(&ControlField::UncompressedResponse(u)).is_err());
+        assert_eq!(Response::from_field(&ControlField::UncompressedResponse(u)), clean);
+        let w = ControlField::UncompressedResponse(u).to_word().unwrap();
+        assert_eq!(ControlField::from_word(w, 2).and_then(|f| Response::from_field(&f)), clean);
     }
 }

@@ -12,10 +12,14 @@
 //! Poisoned Data message in place of byte enables or in half a beat, an undefined message type.
 //! A refusal is fatal (§5.3: the TL receiver stops forwarding flits): every later call returns
 //! [`Error::Stopped`].
+//!
+//! Bits the specification leaves open are ignored, never a refusal: the don't-care bits of the
+//! control fields ([`super::field`]), ReqAttr\[1\] of an atomic, and unused AuthTags. Each flit
+//! that carried one is counted ([`Unpacker::reserved_ignored`]), for warnings.
 
 use super::compress::RxDecompressor;
 use super::field::{CompressedRequest, ControlField, FlowControl};
-use super::flit::{Message, MessageType, TlFlit, parse_auth_tags};
+use super::flit::{Message, MessageType, TlFlit, check_auth_tags_reserved, parse_auth_tags};
 use super::half::{ControlHalfFlit, CreditRule, HALF_FLIT_LEN};
 use super::response::Response;
 use super::sequence::{DataPlan, MAX_AUTH_ITEMS, RateLimit, Tenure};
@@ -106,12 +110,26 @@ pub struct Unpacker<const ROWS: usize, const WAYS: usize> {
     rate: RateLimit,
     next_id: u32,
     stopped: bool,
+    reserved_ignored: u64,
 }
 
 impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
     /// An unpacker; `auth` must match the sender's.
     pub const fn new(auth: bool, decompressor: RxDecompressor<ROWS, WAYS>) -> Self {
-        Unpacker { auth, decompressor, plan: DataPlan::new(), rate: RateLimit::START, next_id: 0, stopped: false }
+        Unpacker {
+            auth,
+            decompressor,
+            plan: DataPlan::new(),
+            rate: RateLimit::START,
+            next_id: 0,
+            stopped: false,
+            reserved_ignored: 0,
+        }
+    }
+
+    /// Flits taken although they set a bit the specification leaves open (ignored; module doc).
+    pub fn reserved_ignored(&self) -> u64 {
+        self.reserved_ignored
     }
 
     /// Data half-flits still owed.
@@ -158,7 +176,10 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
             if f.m1 {
                 return Err(Error::BadValue { field: "message in place of AuthTags", value: 1 });
             }
-            let tags = parse_auth_tags(&f.upper, out.items.len())?;
+            let tags = parse_auth_tags(&f.upper);
+            if check_auth_tags_reserved(&f.upper, out.items.len()).is_err() {
+                self.reserved_ignored += 1;
+            }
             for (item, tag) in out.items.iter_mut().zip(tags) {
                 match item {
                     RxItem::Request { req, .. } => req.auth_tag = tag,
@@ -187,6 +208,8 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
     fn control_half(&mut self, bytes: &[u8; HALF_FLIT_LEN], swap: bool, out: &mut Unpacked<'_>) -> Result<(), Error> {
         let (mut n_req, mut n_rsp) = (0u8, 0u8);
         let mut rule = CreditRule::default();
+        // Whether a field set a bit its table leaves open (ignored, counted).
+        let mut open = false;
         for (low, n) in ControlHalfFlit::layout(bytes)? {
             let id = self.next_id;
             // The usual requests and responses on a busy link, compressed, are read straight
@@ -195,12 +218,15 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
             let req = if let Some(w) = ControlHalfFlit::compressed_request_at(bytes, low, n) {
                 self.decompressor.decompress(&CompressedRequest::from_word(w)?)?
             } else if let Some(w) = ControlHalfFlit::compressed_response_at(bytes, low, n) {
+                open |= ControlField::check_reserved(u128::from(w), 1).is_err();
                 let rsp = Response::from_compressed_word(w)?;
                 n_rsp += 1;
                 self.admit(RxItem::Response { id, rsp }, Tenure::new(id, rsp.data_beats(), false, 0), out)?;
                 continue;
             } else {
-                let field = &ControlHalfFlit::field_at(bytes, low, n)?;
+                let w = ControlHalfFlit::word_at(bytes, low, n)?;
+                open |= ControlField::check_reserved(w, n).is_err();
+                let field = &ControlField::from_word(w, n)?;
                 if let ControlField::FlowControl(fc) = field {
                     rule.admit(fc)?;
                     let _ = out.credits.push(*fc);
@@ -217,6 +243,7 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
                 }
             };
             n_req += 1;
+            open |= req.check_reserved().is_err();
             let tenure = Tenure::new(id, req.data_beats(), req.cmd.has_byte_enables(), req.addr);
             self.admit(RxItem::Request { id, req }, tenure, out)?;
         }
@@ -235,6 +262,9 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
                 field: "items in a control half-flit under a swapped data half",
                 value: items as u32,
             });
+        }
+        if open {
+            self.reserved_ignored += 1;
         }
         Ok(())
     }
