@@ -188,6 +188,13 @@ impl SegmentHeader {
     /// flit that is not present).
     #[inline]
     pub const fn from_byte(b: u8) -> Self {
+        // One load from the table [`Self::decode`] built at compile time (256 entries: any byte).
+        #[allow(clippy::indexing_slicing, reason = "a u8 indexes a 256-entry table")]
+        DECODED[b as usize]
+    }
+
+    /// [`Self::from_byte`] by the rule.
+    const fn decode(b: u8) -> Self {
         SegmentHeader { alt_sector: b & 1 != 0, tl_flits: [tl_from_bits(b >> 2), tl_from_bits(b >> 5)] }
     }
 
@@ -203,6 +210,18 @@ impl SegmentHeader {
         Ok(())
     }
 }
+
+/// Every segment-header byte decoded at compile time by [`SegmentHeader::decode`].
+#[allow(clippy::indexing_slicing, reason = "compile-time table construction")]
+const DECODED: [SegmentHeader; 256] = {
+    let mut t = [SegmentHeader { alt_sector: false, tl_flits: [None, None] }; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = SegmentHeader::decode(b as u8);
+        b += 1;
+    }
+    t
+};
 
 /// A TL flit's 3 bits of a segment header: Message (M0 low, M1 high), then present.
 const fn tl_bits(f: Option<MBits>) -> u8 {
@@ -259,6 +278,7 @@ mod tests {
         let mut clean = 0;
         for b in 0..=255u8 {
             let h = SegmentHeader::from_byte(b);
+            assert_eq!(h, SegmentHeader::decode(b), "the table follows the rule");
             // Re-encoding gives the byte with its reserved bits cleared.
             let mut cleared = b & !0b10;
             if b & 0b1_0000 == 0 {

@@ -11,10 +11,12 @@
 //! * CRC0..CRC3 at 636..639;
 //! * the 628 payload bytes (157 sectors) everywhere else, in the order [`PAYLOAD_AT`] gives.
 //!
-//! The table is built at compile time from the row list transcribed from Figure 6-4, and the
-//! tests check it against that list. Two derived forms make the copies few and wide: framing
-//! writes the flit row by row ([`ROW_PAYLOAD`]), deframing reads it back in [`RUNS`] of
-//! consecutive bytes.
+//! Figure 6-4 lives in one table, [`SPECIAL`]: the nine special words, byte by byte. Everything
+//! else is derived from it at compile time, each form with a test against the figure:
+//! [`PAYLOAD_AT`] (where each payload byte goes), [`FLIT_BYTES`] (what each flit byte holds) and
+//! [`ROW_PAYLOAD`] (the row form the copies use). Framing writes each row with one 16-byte copy
+//! and then the special words over it; deframing copies the rows back and then takes the bytes
+//! of the split sectors out of the special words.
 
 /// Bytes in a DL flit.
 pub const FLIT_LEN: usize = 640;
@@ -22,41 +24,86 @@ pub const FLIT_LEN: usize = 640;
 pub const PAYLOAD_LEN: usize = 628;
 /// Payload sectors in a DL flit.
 pub const SECTORS: usize = 157;
-/// Byte offset of segment header SHk.
-pub const SEGMENT_HEADER_AT: [usize; 5] = [67, 195, 323, 451, 579];
-/// Byte offset of FH0 (FH1 and FH2 follow).
-pub const FLIT_HEADER_AT: usize = 624;
+/// Byte offset of segment header SHk (from [`SPECIAL`]: 67, 195, 323, 451, 579).
+pub const SEGMENT_HEADER_AT: [usize; 5] = [
+    at(Slot::SegmentHeader(0)),
+    at(Slot::SegmentHeader(1)),
+    at(Slot::SegmentHeader(2)),
+    at(Slot::SegmentHeader(3)),
+    at(Slot::SegmentHeader(4)),
+];
+/// Byte offset of FH0 (from [`SPECIAL`]: 624; FH1 and FH2 follow).
+pub const FLIT_HEADER_AT: usize = at(Slot::FlitHeader(0));
 /// Byte offset of CRC0 (CRC1..CRC3 follow).
 pub const CRC_AT: usize = 636;
 
 /// What one byte of a special word holds.
-#[derive(Clone, Copy)]
-enum Slot {
-    /// Byte `b` of payload sector `s`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// Byte `b` of payload sector `s`: `Sector(s, b)`.
     Sector(u8, u8),
-    /// A segment or flit header, or CRC byte: not payload.
-    Other,
+    /// Segment header SHk.
+    SegmentHeader(u8),
+    /// Flit header byte FHk.
+    FlitHeader(u8),
 }
 
-/// The special first words of rows 4, 8, …, 36 and 39 (Figure 6-4).
-const SPECIAL: [(usize, [Slot; 4]); 9] = {
-    use Slot::{Other as O, Sector as S};
+/// Figure 6-4, the one table of the flit layout: the rows that start with a special word, and
+/// that word's four bytes. Every other byte of the flit is the next payload sector in order
+/// (four to a row, three after a special word), but the CRC in the last four bytes.
+pub const SPECIAL: [(usize, [Slot; 4]); 9] = {
+    use Slot::{FlitHeader as Fh, Sector as S, SegmentHeader as Sh};
     [
-        (4, [S(31, 0), S(31, 1), S(31, 2), O]),
+        (4, [S(31, 0), S(31, 1), S(31, 2), Sh(0)]),
         (8, [S(47, 0), S(47, 1), S(47, 2), S(31, 3)]),
-        (12, [S(63, 0), S(63, 1), S(47, 3), O]),
+        (12, [S(63, 0), S(63, 1), S(47, 3), Sh(1)]),
         (16, [S(79, 0), S(79, 1), S(63, 2), S(63, 3)]),
-        (20, [S(95, 0), S(79, 2), S(79, 3), O]),
+        (20, [S(95, 0), S(79, 2), S(79, 3), Sh(2)]),
         (24, [S(111, 0), S(95, 1), S(95, 2), S(95, 3)]),
-        (28, [S(111, 1), S(111, 2), S(111, 3), O]),
-        (36, [S(156, 0), S(156, 1), S(156, 2), O]),
-        (39, [O, O, O, S(156, 3)]),
+        (28, [S(111, 1), S(111, 2), S(111, 3), Sh(3)]),
+        (36, [S(156, 0), S(156, 1), S(156, 2), Sh(4)]),
+        (39, [Fh(0), Fh(1), Fh(2), S(156, 3)]),
     ]
 };
 
-/// Sectors split across special words (placed by [`SPECIAL`], skipped by the row filler).
+/// The flit byte of a header byte in [`SPECIAL`] (the build fails if it is not there).
+#[allow(clippy::indexing_slicing, clippy::panic, reason = "compile-time table construction")]
+const fn at(slot: Slot) -> usize {
+    let mut k = 0;
+    while k < SPECIAL.len() {
+        let mut b = 0;
+        while b < 4 {
+            let same = match (SPECIAL[k].1[b], slot) {
+                (Slot::SegmentHeader(x), Slot::SegmentHeader(y)) | (Slot::FlitHeader(x), Slot::FlitHeader(y)) => x == y,
+                _ => false,
+            };
+            if same {
+                return 16 * SPECIAL[k].0 + b;
+            }
+            b += 1;
+        }
+        k += 1;
+    }
+    panic!("a header byte missing from SPECIAL")
+}
+
+/// Whether sector `s` has bytes in a special word (it is split; the row filler skips it).
+#[allow(clippy::indexing_slicing, reason = "compile-time table construction")]
 const fn is_split(s: usize) -> bool {
-    matches!(s, 31 | 47 | 63 | 79 | 95 | 111 | 156)
+    let mut k = 0;
+    while k < SPECIAL.len() {
+        let mut b = 0;
+        while b < 4 {
+            if let Slot::Sector(x, _) = SPECIAL[k].1[b] {
+                if x as usize == s {
+                    return true;
+                }
+            }
+            b += 1;
+        }
+        k += 1;
+    }
+    false
 }
 
 // The builders below run only at compile time: an index out of range fails the build.
@@ -82,8 +129,8 @@ const fn build_payload_at() -> [u16; PAYLOAD_LEN] {
             }
             k += 1;
         }
-        // Row 39 ends with two sectors and the CRC.
-        let end = if row == FLIT_LEN / 16 - 1 { 12 } else { 16 };
+        // The last row ends with the CRC.
+        let end = if base + 16 > CRC_AT { CRC_AT - base } else { 16 };
         while col < end {
             while is_split(next) {
                 next += 1;
@@ -129,15 +176,21 @@ const fn build_flit_bytes() -> [FlitByte; FLIT_LEN] {
         i += 1;
     }
     let mut k = 0;
-    while k < 5 {
-        t[SEGMENT_HEADER_AT[k]] = FlitByte::SegmentHeader(k as u8);
+    while k < SPECIAL.len() {
+        let mut b = 0;
+        while b < 4 {
+            let at = 16 * SPECIAL[k].0 + b;
+            match SPECIAL[k].1[b] {
+                Slot::SegmentHeader(h) => t[at] = FlitByte::SegmentHeader(h),
+                Slot::FlitHeader(h) => t[at] = FlitByte::FlitHeader(h),
+                Slot::Sector(..) => {}
+            }
+            b += 1;
+        }
         k += 1;
     }
     let mut k = 0;
     while k < 4 {
-        if k < 3 {
-            t[FLIT_HEADER_AT + k] = FlitByte::FlitHeader(k as u8);
-        }
         t[CRC_AT + k] = FlitByte::Crc(k as u8);
         k += 1;
     }
@@ -166,9 +219,8 @@ const fn build_row_payload() -> [u16; ROWS] {
 /// `p + 4 .. p + 12`, and so do the rest of its bytes except a special word (bytes 0..4 of the
 /// rows that start with one) and the CRC (bytes 12..16 of the last row). The tests check it.
 ///
-/// This makes framing one 16-byte copy per row, then a 4-byte word for each special word and
-/// the CRC field: 50 stores, where copying the [`RUNS`] took 64 of up to 16 bytes, many of
-/// them straddling rows. `dl/frame` went from 48–49 to 40–41 ns with the `simd-crc` backend.
+/// So a flit is 40 copies of 16 bytes, one per row, with the nine special words written over
+/// them: wide, aligned copies instead of many short ones.
 pub const ROW_PAYLOAD: [u16; ROWS] = build_row_payload();
 
 /// Whether each row starts with a special word.
@@ -189,61 +241,10 @@ const fn four<T: Copy, const N: usize>(t: &[T; N], i: usize) -> [T; 4] {
     [t[i], t[i + 1], t[i + 2], t[i + 3]]
 }
 
-/// A run of payload bytes that are consecutive in the flit too.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Run {
-    /// First payload byte.
-    pub payload: u16,
-    /// Its flit byte.
-    pub flit: u16,
-    /// Bytes.
-    pub len: u16,
-}
-
-#[allow(clippy::indexing_slicing, reason = "compile-time table construction")]
-const fn count_runs() -> usize {
-    let mut n = 1;
-    let mut i = 1;
-    while i < PAYLOAD_LEN {
-        if PAYLOAD_AT[i] != PAYLOAD_AT[i - 1] + 1 {
-            n += 1;
-        }
-        i += 1;
-    }
-    n
-}
-
-/// How many runs [`RUNS`] has.
-pub const RUN_COUNT: usize = count_runs();
-
-#[allow(clippy::indexing_slicing, reason = "compile-time table construction")]
-const fn build_runs() -> [Run; RUN_COUNT] {
-    let mut runs = [Run { payload: 0, flit: 0, len: 0 }; RUN_COUNT];
-    let mut r = 0;
-    runs[0] = Run { payload: 0, flit: PAYLOAD_AT[0], len: 1 };
-    let mut i = 1;
-    while i < PAYLOAD_LEN {
-        if PAYLOAD_AT[i] == PAYLOAD_AT[i - 1] + 1 {
-            runs[r].len += 1;
-        } else {
-            r += 1;
-            runs[r] = Run { payload: i as u16, flit: PAYLOAD_AT[i], len: 1 };
-        }
-        i += 1;
-    }
-    runs
-}
-
-/// [`PAYLOAD_AT`] as runs of consecutive bytes, in payload order.
-pub const RUNS: [Run; RUN_COUNT] = build_runs();
-
-// Figure 6-4 gives 21 runs; the copies below are unrolled for exactly those.
-const _: () = assert!(RUN_COUNT == 21, "the unrolled copies below expect 21 runs");
-
 /// Copies `N` bytes from `src[s..]` to `dst[d..]`; with constant offsets the bounds checks fold
-/// away and the copy becomes one or a few moves.
+/// away and the copy becomes one or two moves.
 #[inline(always)]
-fn copy_run<const N: usize>(dst: &mut [u8], d: usize, src: &[u8], s: usize) {
+fn copy<const N: usize>(dst: &mut [u8], d: usize, src: &[u8], s: usize) {
     if let (Some(to), Some(from)) = (dst.get_mut(d..d + N), src.get(s..s + N)) {
         to.copy_from_slice(from);
     }
@@ -261,8 +262,21 @@ fn part(b: FlitByte, payload: &[u8; PAYLOAD_LEN], segments: &[u8; 5], header: &[
     }
 }
 
+/// Runs `f::<R>(args)` for each of the 40 rows, so that every offset in it is a constant, every
+/// copy a fixed-size move and every bounds check folded away. Against a loop over the rows this
+/// saves about a fifth of a link's flit time (`BENCHMARKS.md`, "DL flit layout").
+macro_rules! each_row {
+    ($f:ident $args:tt) => {
+        each_row!(@ $f $args 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39)
+    };
+    (@ $f:ident $args:tt $($r:literal)*) => { $( $f::<$r> $args; )* };
+}
+const _: () = assert!(ROWS == 40, "each_row! lists 40 rows");
+
 /// Writes a whole flit but its CRC, which is left zero: the 628 payload bytes (sector order),
-/// segment headers SH0..SH4 and flit header FH0..FH2, where Figure 6-4 puts them.
+/// segment headers SH0..SH4 and flit header FH0..FH2, where Figure 6-4 puts them. Each row is
+/// one 16-byte copy ([`ROW_PAYLOAD`]); a special word, built from [`FLIT_BYTES`], then goes over
+/// the start of its row.
 #[inline]
 pub fn place_flit(payload: &[u8; PAYLOAD_LEN], segments: &[u8; 5], header: &[u8; 3], flit: &mut [u8; FLIT_LEN]) {
     #[inline(always)]
@@ -273,38 +287,55 @@ pub fn place_flit(payload: &[u8; PAYLOAD_LEN], segments: &[u8; 5], header: &[u8;
         header: &[u8; 3],
         flit: &mut [u8; FLIT_LEN],
     ) {
-        copy_run::<16>(flit, 16 * R, payload, usize::from(const { ROW_PAYLOAD[R] }));
+        copy::<16>(flit, 16 * R, payload, usize::from(const { ROW_PAYLOAD[R] }));
         if const { SPECIAL_ROW[R] } {
             let [b0, b1, b2, b3] = const { four(&FLIT_BYTES, 16 * R) };
-            // Spelled out: `array::map` stays an out-of-line call here. Written right after its
-            // row and as one `u32`: otherwise it was stored a byte at a time.
-            let at_part = |b| u32::from(part(b, payload, segments, header));
-            let word = at_part(b0) | at_part(b1) << 8 | at_part(b2) << 16 | at_part(b3) << 24;
-            copy_run::<4>(flit, 16 * R, &word.to_le_bytes(), 0);
+            // One `u32`, written right after its row: byte by byte it was four stores.
+            let at = |b| u32::from(part(b, payload, segments, header));
+            let word = at(b0) | at(b1) << 8 | at(b2) << 16 | at(b3) << 24;
+            copy::<4>(flit, 16 * R, &word.to_le_bytes(), 0);
         }
     }
-    macro_rules! rows {
-        ($($r:literal)*) => { $( row::<$r>(payload, segments, header, flit); )* };
-    }
-    rows!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39);
+    each_row!(row(payload, segments, header, flit));
     if let Some(crc) = flit.get_mut(CRC_AT..) {
         crc.fill(0);
     }
 }
 
-/// Reads the 628 payload bytes out of `flit` into sector order.
+/// Reads the 628 payload bytes out of `flit` into sector order: each row's payload bytes with
+/// one copy ([`ROW_PAYLOAD`]: 16 bytes, 12 after a special word, 8 in the last row before the
+/// CRC), and the split sectors' bytes out of the special words ([`FLIT_BYTES`]).
 #[inline]
 pub fn gather_payload(flit: &[u8; FLIT_LEN], payload: &mut [u8; PAYLOAD_LEN]) {
     #[inline(always)]
-    fn run<const N: usize>(flit: &[u8; FLIT_LEN], payload: &mut [u8; PAYLOAD_LEN], k: usize) {
-        if let Some(r) = RUNS.get(k) {
-            copy_run::<N>(payload, usize::from(r.payload), flit, usize::from(r.flit));
+    #[allow(clippy::indexing_slicing, reason = "in const blocks: an index out of range fails the build")]
+    fn row<const R: usize>(flit: &[u8; FLIT_LEN], payload: &mut [u8; PAYLOAD_LEN]) {
+        let (p, j) = (usize::from(const { ROW_PAYLOAD[R] }), 16 * R);
+        if const { 16 * R + 16 > CRC_AT } {
+            copy::<{ CRC_AT % 16 - 4 }>(payload, p + 4, flit, j + 4);
+        } else if const { SPECIAL_ROW[R] } {
+            copy::<12>(payload, p + 4, flit, j + 4);
+        } else {
+            copy::<16>(payload, p, flit, j);
+        }
+        if const { SPECIAL_ROW[R] } {
+            let [b0, b1, b2, b3] = const { four(&FLIT_BYTES, 16 * R) };
+            take(b0, flit, j, payload);
+            take(b1, flit, j + 1, payload);
+            take(b2, flit, j + 2, payload);
+            take(b3, flit, j + 3, payload);
         }
     }
-    macro_rules! go {
-        ($($k:literal)*) => { $( run::<{ RUNS[$k].len as usize }>(flit, payload, $k); )* };
+    /// Flit byte `j` into the payload, if `b` (what it holds) is payload.
+    #[inline(always)]
+    fn take(b: FlitByte, flit: &[u8; FLIT_LEN], j: usize, payload: &mut [u8; PAYLOAD_LEN]) {
+        if let (FlitByte::Payload(i), Some(&x)) = (b, flit.get(j)) {
+            if let Some(dst) = payload.get_mut(usize::from(i)) {
+                *dst = x;
+            }
+        }
     }
-    go!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20);
+    each_row!(row(flit, payload));
 }
 
 #[cfg(test)]
@@ -331,9 +362,12 @@ mod tests {
         assert!(used.iter().all(|&u| u == 1), "{used:?}");
     }
 
-    /// Spot checks against the rows of Figure 6-4, as transcribed in the digest.
+    /// Spot checks against the rows of Figure 6-4.
     #[test]
     fn matches_the_figure_rows() {
+        assert_eq!(SEGMENT_HEADER_AT, [67, 195, 323, 451, 579]);
+        assert_eq!(FLIT_HEADER_AT, 624);
+        assert_eq!(CRC_AT, 636);
         let at = |s: usize, b: usize| usize::from(PAYLOAD_AT[s * 4 + b]);
         // Rows 0–3: S0..S15 in order.
         for s in 0..16 {
@@ -364,8 +398,9 @@ mod tests {
         assert_eq!((at(156, 3), at(154, 0), at(155, 3)), (627, 628, 635));
     }
 
+    /// The row copies put every byte where the table says, and read it back.
     #[test]
-    fn unrolled_copies_match_the_table() {
+    fn row_copies_match_the_table() {
         let payload: [u8; PAYLOAD_LEN] = core::array::from_fn(|i| (i * 5 + 1) as u8);
         let segments = [0xA0, 0xA1, 0xA2, 0xA3, 0xA4];
         let header = [0xF0, 0xF1, 0xF2];
@@ -384,36 +419,22 @@ mod tests {
         assert_eq!(back, payload);
     }
 
-    #[test]
-    fn runs_cover_the_payload_in_order() {
-        let mut i = 0;
-        for r in RUNS {
-            assert_eq!(usize::from(r.payload), i);
-            for k in 0..r.len {
-                assert_eq!(PAYLOAD_AT[i + usize::from(k)], r.flit + k);
-            }
-            i += usize::from(r.len);
-        }
-        assert_eq!(i, PAYLOAD_LEN);
-        const { assert!(RUN_COUNT < 50) };
-    }
-
     /// The rule the row copies rely on: past a special word and short of the CRC, row `r`
     /// holds payload bytes `ROW_PAYLOAD[r] + k` at its byte `k`; the special words sit at the
     /// rows the figure lists, and every split sector has a byte in one.
     #[test]
     fn rows_follow_the_payload() {
-        for r in 0..ROWS {
+        for (r, &p) in ROW_PAYLOAD.iter().enumerate() {
             for k in 0..16 {
                 let j = 16 * r + k;
                 let special = SPECIAL_ROW[r] && k < 4;
                 match FLIT_BYTES[j] {
-                    FlitByte::Payload(i) if !special => assert_eq!(i, ROW_PAYLOAD[r] + k as u16, "row {r} byte {k}"),
+                    FlitByte::Payload(i) if !special => assert_eq!(i, p + k as u16, "row {r} byte {k}"),
                     FlitByte::Crc(_) => assert!(r == ROWS - 1 && k >= 12),
                     _ => assert!(special, "row {r} byte {k}"),
                 }
             }
-            assert!(usize::from(ROW_PAYLOAD[r]) + 16 <= PAYLOAD_LEN);
+            assert!(usize::from(p) + 16 <= PAYLOAD_LEN);
         }
         // Exactly the sectors not laid out whole in one row are split, and each has a byte in
         // a special word.
