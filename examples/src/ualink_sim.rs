@@ -24,6 +24,15 @@
 //! only then returns the request's TL credits, so with small receive buffers (`rx_credits`) the senders run out
 //! of credits and wait: credit starvation.
 //!
+//! Link down and up (`link_downs`): at each of those flit times port 1's RS reports a fault for a
+//! few flit times, so its DL drops to DL Fault and its partner, seeing Idle, to DL Idle. Each port
+//! then does what UALink 1.0 §3.1.4.3 asks of an accelerator: its TL enters Drop Mode
+//! ([`Packer::link_down`], [`Unpacker::link_down`]), its completer drops the requests it holds,
+//! and its originator, put into Isolation Mode by the TL's ISOLATE write response, ends every
+//! outstanding request with a Completion Timeout. Once both ends are down the management layer
+//! enables both links again; each advertises its receive buffers afresh, renegotiates Channel 0,
+//! and issues new requests. Every request ends exactly once, answered or failed.
+//!
 //! Checked as it runs (a broken invariant panics): requests arrive exactly once and in issue
 //! order (the address carries the issue number); every response matches an outstanding request
 //! exactly once; every data beat of requests and read responses arrives intact; no TL receive
@@ -115,6 +124,8 @@ pub struct UaSimConfig {
     pub burst_len: u32,
     /// Whether the run starts with a burst.
     pub initial_burst: bool,
+    /// Flit times at which the link goes down (port 1's RS reports a fault for a few flit times).
+    pub link_downs: Vec<u64>,
 }
 
 impl UaSimConfig {
@@ -136,6 +147,7 @@ impl UaSimConfig {
             burst_rate: 0.0,
             burst_len: 0,
             initial_burst: false,
+            link_downs: Vec::new(),
         }
     }
 }
@@ -161,6 +173,12 @@ pub struct UaSimReport {
     pub bad_flits: u64,
     /// Payload flits (first sends and replays) the wire corrupted or lost.
     pub damaged_payload: u64,
+    /// Times a port's link left DL Up.
+    pub link_downs: u64,
+    /// Requests ended by a Completion Timeout at a link down (both ports).
+    pub failed: u64,
+    /// Items the packers still held at a link down (queued, or sent without all their data).
+    pub dropped_by_tl: u64,
     /// Data bytes moved (request data and read data).
     pub data_bytes: u64,
     /// Flit times some request waited at the head of a TL queue for lack of credits.
@@ -295,8 +313,14 @@ struct Port {
     work: VecDeque<Work>,
     /// Responses received, by the unpacker's item id (read data still arriving).
     answering: HashMap<u32, u16>,
-    /// The issue number the next received request must carry.
+    /// The issue number the next received request must carry; after a link down, any later one
+    /// (the requests in between were dropped with the link).
     expect_seq: u64,
+    resync: bool,
+    /// Requests ended (answered or failed), by issue number: each must end exactly once.
+    endings: Vec<u8>,
+    /// Whether the data link was up at the last flit time.
+    was_up: bool,
     next_service: u64,
     rng: Rng,
 }
@@ -305,18 +329,12 @@ impl Port {
     fn new(acc: u16, cfg: &UaSimConfig, seed: u64) -> Port {
         let mut tx =
             Tx::new(PackerConfig { auth: false, compress_responses: true }, TxCompressor::new(Indexing::ByDst, true));
-        for (class, n) in cfg.rx_credits.by_class() {
-            tx.owed.release(class, Target::Pool, n).unwrap();
-        }
-        tx.send_message(Message::new(MessageType::InitialCreditReleaseComplete)).unwrap();
+        advertise(&mut tx, cfg);
         let mut dl = Dl::new(cfg.dl, vec![0; REPLAY_ENTRY_LEN * REPLAY_ENTRIES]);
         dl.rs_fault(false);
         dl.enable().unwrap();
         let mut svc = Svc::new(ServiceConfig { device_id: Some(acc), port: Some(acc), ..ServiceConfig::default() });
-        if acc == 1 {
-            svc.request_device_id().unwrap();
-            svc.request_channel(CHANNEL_TL, true).unwrap();
-        }
+        negotiate(&mut svc, acc);
         Port {
             acc,
             tx,
@@ -334,6 +352,9 @@ impl Port {
             work: VecDeque::new(),
             answering: HashMap::new(),
             expect_seq: 0,
+            resync: false,
+            endings: vec![0; cfg.requests_per_port as usize],
+            was_up: false,
             next_service: 0,
             rng: Rng::new(seed),
         }
@@ -445,8 +466,13 @@ impl Port {
             match *item {
                 RxItem::Request { id, req } => {
                     let seq = req.addr >> 8;
-                    assert_eq!(seq, self.expect_seq, "requests arrive once each, in issue order");
-                    self.expect_seq += 1;
+                    if self.resync {
+                        assert!(seq >= self.expect_seq, "requests arrive once each, in issue order");
+                        self.resync = false;
+                    } else {
+                        assert_eq!(seq, self.expect_seq, "requests arrive once each, in issue order");
+                    }
+                    self.expect_seq = seq + 1;
                     let w = Work { req, seq, beats_left: req.data_beats() };
                     if w.beats_left == 0 {
                         self.work.push_back(w);
@@ -508,6 +534,7 @@ impl Port {
         let o = self.outstanding.remove(&tag).unwrap();
         self.free_tags.push(tag);
         self.completed += 1;
+        self.endings[o.seq as usize] += 1;
         report.latencies.push(now - o.issued);
         let kind = match o.req.cmd {
             Command::Read => 0,
@@ -516,10 +543,62 @@ impl Port {
         };
         report.kinds[kind] += 1;
     }
+
+    /// The data link left DL Up (§3.1.4.3): TL Drop Mode at both halves, the completer drops
+    /// what it holds, the originator (in Isolation Mode) ends every outstanding request with a
+    /// Completion Timeout; then the receive buffers are advertised afresh, to go out once the
+    /// link is back.
+    fn link_down(&mut self, cfg: &UaSimConfig, report: &mut UaSimReport) {
+        report.link_downs += 1;
+        self.tx.link_down(|_| report.dropped_by_tl += 1);
+        self.rx.link_down(|_| {});
+        self.arriving.clear();
+        self.answering.clear();
+        self.work.clear();
+        for (tag, o) in self.outstanding.drain() {
+            self.free_tags.push(tag);
+            self.endings[o.seq as usize] += 1;
+            report.failed += 1;
+        }
+        self.resync = true;
+        advertise(&mut self.tx, cfg);
+    }
+
+    /// The link is enabled again: the DL message service starts over with it (after
+    /// [`DataLink::enable`], which empties the DL's message queue), and Channel 0 is negotiated
+    /// again.
+    fn link_enabled(&mut self) {
+        self.dl.enable().unwrap();
+        self.svc.link_reset();
+        negotiate(&mut self.svc, self.acc);
+        self.uart_written = 0;
+        self.uart_expect = 0;
+    }
+}
+
+/// A port's receive buffers, advertised as TL credits to its partner, then Initial Credit
+/// Release Complete (§5.8): at reset, and again after every link down.
+fn advertise(tx: &mut Tx, cfg: &UaSimConfig) {
+    for (class, n) in cfg.rx_credits.by_class() {
+        tx.owed.release(class, Target::Pool, n).unwrap();
+    }
+    tx.send_message(Message::new(MessageType::InitialCreditReleaseComplete)).unwrap();
+}
+
+/// Port 1 asks for its partner's Device ID and for Channel 0 (the TL) to come online: at reset,
+/// and again after every link down.
+fn negotiate(svc: &mut Svc, acc: u16) {
+    if acc == 1 {
+        svc.request_device_id().unwrap();
+        svc.request_channel(CHANNEL_TL, true).unwrap();
+    }
 }
 
 /// A flit on the wire, and whether it carries payload.
 type OnWire = ([u8; FLIT_LEN], bool);
+
+/// Flit times an injected RS fault lasts.
+const FAULT_FLIT_TIMES: u64 = 5;
 
 /// Two ports and the wire between them.
 pub struct UaSim {
@@ -556,8 +635,34 @@ impl UaSim {
         }
     }
 
+    /// The link's management: faults injected at `link_downs`, each port's reaction to its link
+    /// leaving DL Up, and both links enabled again once both are down.
+    fn manage_links(&mut self) {
+        let now = self.now;
+        let faulted = self.cfg.link_downs.iter().any(|&t| (t..t + FAULT_FLIT_TIMES).contains(&now));
+        self.ports[0].dl.rs_fault(faulted);
+        self.ports[1].dl.rs_fault(false);
+        for p in &mut self.ports {
+            let up = p.dl.state() == LinkState::Up;
+            if p.was_up && !up {
+                p.link_down(&self.cfg, &mut self.report);
+            }
+            p.was_up = up;
+        }
+        if self.ports.iter().all(|p| p.dl.state() == LinkState::Idle) {
+            for (d, p) in self.ports.iter_mut().enumerate() {
+                p.link_enabled();
+                // What this DL held and the partner never got is gone with its TxReplay, and
+                // the link retrained: nothing sent before is still on the wire.
+                self.in_flight[d].clear();
+                self.wire[d].iter_mut().for_each(|f| *f = None);
+            }
+        }
+    }
+
     /// One flit time.
     fn step(&mut self) {
+        self.manage_links();
         let now = self.now;
         for d in 0..2 {
             let peer = self.ports[1 - d].acc;
@@ -636,7 +741,8 @@ impl UaSim {
             waited += 1;
         }
         for (d, p) in self.ports.iter().enumerate() {
-            assert_eq!(p.dl.state(), LinkState::Up, "port {d} stayed up");
+            assert!(p.endings.iter().all(|&e| e == 1), "port {d}: every request ended exactly once");
+            assert_eq!(p.dl.state(), LinkState::Up, "port {d} is up");
             assert!(p.work.is_empty() && p.arriving.is_empty() && p.answering.is_empty());
             assert!(p.tx.is_idle(), "port {d} has nothing left to send");
             assert_eq!(p.tx.credits.held, self.advertised(), "port {d}: every credit came back");

@@ -12,7 +12,10 @@ use xlink_examples::ualink_sim::{RxBuffers, UaSim, UaSimConfig, UaSimReport};
 fn run(cfg: UaSimConfig) -> UaSimReport {
     let mut sim = UaSim::new(cfg);
     let r = sim.run(5_000_000);
-    assert_eq!(r.completed, 2 * sim.cfg.requests_per_port);
+    assert_eq!(r.completed + r.failed, 2 * sim.cfg.requests_per_port);
+    if sim.cfg.link_downs.is_empty() {
+        assert_eq!(r.failed, 0);
+    }
     assert_eq!(r.uart_words, 2 * u64::from(sim.cfg.uart_words), "every UART word delivered");
     assert!(r.tl_online_at > 0, "Channel 0 came online by negotiation");
     // Every TL flit arrived, so every payload flit the wire damaged was sent again: each damaged
@@ -58,6 +61,24 @@ fn loss_bursts_while_coming_up_and_after() {
         let r = run(cfg);
         println!("seed {seed} bursts of {burst_len}: tl {} replays {} bad {}", r.tl_flits, r.replays, r.bad_flits);
     }
+}
+
+/// The link goes down and up three times mid-run, with bit errors: each time both TLs drop what
+/// they hold (§3.1.4.3), every outstanding request ends with a Completion Timeout, credits and
+/// Channel 0 start afresh, and traffic resumes. Every request ends exactly once, answered or
+/// failed; no credit is left over.
+#[test]
+fn link_down_and_up_mid_run_ends_every_request_once() {
+    let cfg = UaSimConfig { uart_words: 0, link_downs: vec![1_500, 3_500, 5_500], ..UaSimConfig::new(9, 20_000, 1e-3) };
+    let requests = 2 * cfg.requests_per_port;
+    let r = run(cfg);
+    assert_eq!(r.link_downs, 6, "both ports, three times");
+    assert!(r.failed > 0, "requests were in flight each time");
+    assert_eq!(r.completed + r.failed, requests);
+    println!(
+        "link resets: completed {} failed {} dropped by the TL {} in {} flit times",
+        r.completed, r.failed, r.dropped_by_tl, r.flit_times
+    );
 }
 
 #[test]

@@ -49,7 +49,9 @@
 //!   transmit buffer. Words in flight when Channel 4 goes offline are dropped by the receiver
 //!   while their credits stay spent, so take it online again with a UART stream reset.
 //! * **Link down.** [`MessageService::link_reset`] returns every channel to offline and the UART to
-//!   its initial state; call it when the data link leaves DL Up.
+//!   its initial state; call it when the data link is enabled again
+//!   ([`DataLink::enable`](super::link::DataLink::enable) empties the DL's message queue, so
+//!   words pumped into it while the link was down would be lost), then ask for the channels again.
 
 use super::message::{AltItem, AltQueue, AltReceiver, DlMessage, UART_MAX_WORDS};
 use super::pacing::TxPacer;
@@ -309,7 +311,9 @@ impl<const U: usize> MessageService<U> {
         }
     }
 
-    /// Back to the state after reset, keeping the configuration (call when the link goes down).
+    /// Back to the state after reset, keeping the configuration: call it right after
+    /// [`DataLink::enable`](super::link::DataLink::enable) brings the link back from a link
+    /// down (module doc).
     pub fn link_reset(&mut self) {
         *self = Self::new(self.cfg);
     }

@@ -26,7 +26,7 @@ pub use field::{
 };
 pub use flit::{Message, MessageType, TlFlit};
 pub use half::ControlHalfFlit;
-pub use pack::{Beat, BeatSource, PackStats, Packer, PackerConfig};
+pub use pack::{Beat, BeatSource, Dropped, PackStats, Packer, PackerConfig};
 pub use response::Response;
 pub use unpack::{RxHalf, RxItem, Unpacked, Unpacker};
 

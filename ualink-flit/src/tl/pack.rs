@@ -17,6 +17,15 @@
 //! the id given at [`Packer::push_request`] / [`Packer::push_response`]. A beat marked in error is
 //! sent as two Poisoned Data messages (§5.3). *Project-defined*: a beat the source no longer has
 //! is sent poisoned too, and counted in [`PackStats::missing_beats`].
+//!
+//! **Link down** ([`Packer::link_down`]): when the data link leaves DL Up, the TL enters Drop
+//! Mode (§3.1.4.3): everything not yet sent is dropped, and the link starts afresh, with no
+//! credits, empty address caches and the sequencing at its start, at both ends. What the packer
+//! still held is handed back item by item ([`Dropped`]), so none is lost silently. The
+//! specification's rule for the requests in flight: the TL sends the UPLI Originator an ISOLATE
+//! write response, and the Originator, in Isolation Mode, ends every outstanding request with a
+//! Completion Timeout (CMPTO) response (§3.1.3). Once the link is back up, each end advertises its
+//! receive buffers again ([`Owed::release`], then the Initial Credit Release Complete message).
 
 use super::compress::TxCompressor;
 use super::credit::{Class, Owed, TxCredits};
@@ -43,6 +52,18 @@ pub struct Beat<'a> {
 pub trait BeatSource {
     /// Beat `beat` of the item pushed with `id`, or `None` if it is gone.
     fn beat(&self, id: u32, beat: u8) -> Option<Beat<'_>>;
+}
+
+/// An item a link down took from a [`Packer`] before it was all sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Dropped {
+    /// A request still queued (never sent), by the id it was pushed with.
+    Request(u32),
+    /// A response still queued (never sent).
+    Response(u32),
+    /// A request or response whose control field went out but not all of its data.
+    Unfinished(u32),
 }
 
 /// Packer options.
@@ -167,6 +188,26 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
         }
         self.message = Some(m);
         Ok(())
+    }
+
+    /// The link went down (module doc): drops every queued request and response, the data
+    /// still owed, a pending message, every credit held and owed, and the Tx address cache, and
+    /// restarts the sequencing and rate limits. Each item dropped is handed to `dropped` once:
+    /// unfinished ones first, then queued requests and responses in order. Statistics are kept.
+    pub fn link_down(&mut self, mut dropped: impl FnMut(Dropped)) {
+        self.plan.drain(|id| dropped(Dropped::Unfinished(id)));
+        while let Some((id, _)) = self.requests.pop_front() {
+            dropped(Dropped::Request(id));
+        }
+        for (id, _) in self.responses.iter() {
+            dropped(Dropped::Response(*id));
+        }
+        self.responses.clear();
+        self.credits = TxCredits { held: super::credit::Ledger::EMPTY };
+        self.owed = Owed { owed: super::credit::Ledger::EMPTY };
+        self.compressor.cache.clear();
+        self.rate = RateLimit::START;
+        self.message = None;
     }
 
     /// Requests and responses still queued.

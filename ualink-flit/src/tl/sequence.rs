@@ -115,6 +115,17 @@ impl DataPlan {
     pub const fn lower_is_data(&self) -> bool {
         self.remaining >= 2
     }
+
+    /// Empties the plan, handing each tenure still owed (its item's id) to `f`, oldest first.
+    pub fn drain(&mut self, mut f: impl FnMut(u32)) {
+        if let Some(t) = self.current.take() {
+            f(t.id);
+        }
+        while let Some(t) = self.queued.pop_front() {
+            f(t.id);
+        }
+        self.remaining = 0;
+    }
 }
 
 /// Requests one control half-flit may carry with authentication on.

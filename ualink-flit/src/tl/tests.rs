@@ -335,6 +335,58 @@ fn initial_credit_release_complete_follows_the_credits() {
     );
 }
 
+/// Link down mid-transfer (§3.1.4.3): the packer hands back every item it still held, once; the
+/// unpacker names the item whose data was cut off; both start afresh, with no credits and empty
+/// address caches, and the next request after the credits are advertised again goes through.
+#[test]
+fn link_down_drops_everything_held_once_and_the_link_starts_afresh() {
+    let (mut p, mut u) = warm_pair(false, 0, 2);
+    let mut store = Store::default();
+    store.0.insert(1, beats_for(1, 4, 0));
+    p.push_request(1, write_full_256(0, 1)).unwrap();
+    for id in 2..=7u32 {
+        p.push_request(id, read(0x100 * u64::from(id), 2, id as u16)).unwrap();
+    }
+    p.push_response(9, wr_rsp(9)).unwrap();
+    // Two flits: the response, the WriteFull and its first data half-flits go out, and as many
+    // reads as the §5.7 rate limit lets through (five in two flits); the rest wait.
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let mut f = TlFlit::default();
+        p.pack(&store, &mut f).unwrap();
+        let mut got = Unpacked::default();
+        u.unpack(&f, &mut got).unwrap();
+        ids.extend(got.items.iter().map(|i| match i {
+            RxItem::Request { id, .. } | RxItem::Response { id, .. } => *id,
+        }));
+    }
+    assert!(u.owed_halves() > 0, "the WriteFull's data is still owed");
+    let mut dropped = Vec::new();
+    p.link_down(|d| dropped.push(d));
+    // Every item pushed was either sent whole or is handed back, once.
+    assert_eq!(dropped[0], Dropped::Unfinished(1), "the WriteFull whose data was cut off");
+    let queued_requests = dropped.iter().filter(|d| matches!(d, Dropped::Request(_))).count();
+    let queued_responses = dropped.iter().filter(|d| matches!(d, Dropped::Response(9))).count();
+    assert_eq!(queued_requests as u64, 7 - p.stats.requests, "{dropped:?}");
+    assert_eq!(queued_responses as u64, 1 - p.stats.responses, "{dropped:?}");
+    assert_eq!(dropped.len(), 1 + queued_requests + queued_responses, "{dropped:?}");
+    assert!(queued_requests > 0, "the reads were still queued");
+    let mut unfinished = Vec::new();
+    u.link_down(|id| unfinished.push(id));
+    let wf_id = ids.iter().copied().find(|&id| unfinished.contains(&id));
+    assert_eq!(unfinished.len(), 1);
+    assert!(wf_id.is_some());
+    // Afresh: nothing queued, no credits, the caches empty (the first read after reset travels
+    // uncompressed and loads them again).
+    assert!(p.is_idle());
+    assert_eq!(p.credits.held, super::credit::Ledger::EMPTY);
+    flush_credits(&mut p);
+    p.push_request(4, read(0x300, 2, 4)).unwrap();
+    let (flits, kinds) = run(&mut p, &mut u, &store);
+    assert_eq!(flits[0].lower[15] >> 4, 0x1, "uncompressed: the caches were cleared");
+    assert_eq!(kinds[0], (RxHalf::Control, RxHalf::MandatoryNop));
+}
+
 /// Feeds hand-made flits to a fresh unpacker.
 fn feed(auth: bool, flits: &[TlFlit]) -> Result<(), Error> {
     let mut u = U::new(auth, RxDecompressor::new(Indexing::ByDst));

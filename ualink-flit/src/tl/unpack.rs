@@ -137,6 +137,18 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
         self.plan.remaining
     }
 
+    /// The link went down (TL Drop Mode, §3.1.4.3; see [`super::pack`]): forgets the data still
+    /// owed, the Rx address cache (the sender's Tx cache starts empty too), the rate limits and a
+    /// stop after a receive error, so the next flit is read as the first after reset. Each item
+    /// whose data had not all arrived is handed to `unfinished` (by the id [`Unpacker::unpack`]
+    /// gave it), so the completer or originator can drop its partial data. Item ids keep counting.
+    pub fn link_down(&mut self, unfinished: impl FnMut(u32)) {
+        self.plan.drain(unfinished);
+        self.decompressor.cache.clear();
+        self.rate = RateLimit::START;
+        self.stopped = false;
+    }
+
     /// Reads one TL flit into `out` (whose previous contents are replaced).
     pub fn unpack<'a>(&mut self, f: &'a TlFlit, out: &mut Unpacked<'a>) -> Result<(), Error> {
         if self.stopped {
