@@ -36,7 +36,7 @@ const RAW: crc::Crc<u32, crc::Table<1>> = crc::Crc::<u32, crc::Table<1>>::new(&c
 /// length, `crc(M) = L(M) ^ K`, with `L` linear and `K` fixed by the preset and the final
 /// complement. The flit as received, `M_F`, and the flit with a zero CRC field, `M_0`, differ
 /// only in those last four bytes, so `crc(M_0) = crc(M_F) ^ L(0…0 ‖ F)`; and `L(0…0 ‖ F)` is
-/// the CRC of `F` alone with no preset and no complement ([`RAW`]), since leading zeros leave a
+/// the CRC of `F` alone with no preset and no complement (`RAW` here), since leading zeros leave a
 /// zero register at zero. A framed flit's field is still zero, and the term drops out. Streaming
 /// the 636 bytes and then four zeros through the CRC instead measured 25–40 % slower on a deframe
 /// (`BENCHMARKS.md`).
