@@ -1079,15 +1079,17 @@ fn tl_response(u: &mut Unstructured<'_>) -> arbitrary::Result<ualink_flit::tl::R
     })
 }
 
-/// TL unpacking and packing. Mode 0: arbitrary flits into an unpacker: no panic, and after a
-/// refusal it stays stopped. Mode 1: traffic shaped by the input (requests of every command,
-/// responses, poisoned beats, credit drips, messages) through a packer into an unpacker: the
-/// packer never fails, the unpacker accepts every flit, requests arrive in order, every response
-/// arrives, and every credit comes back.
+/// TL unpacking and packing. Mode 0: arbitrary flits into an unpacker, with link downs: no
+/// panic, and after a refusal it stays stopped until a link down. Mode 1: traffic shaped by the
+/// input (requests of every command, responses, poisoned beats, credit drips, messages, link
+/// downs) through a packer into an unpacker: the packer never fails, the unpacker accepts every
+/// flit, requests arrive in order (but those a link down handed back), every response arrives
+/// (but those handed back), a link down's cut-off items are named at both ends, and every credit
+/// comes back.
 pub fn ualink_tl(data: &[u8]) {
     use ualink_flit::tl::compress::{Indexing, RxDecompressor, TxCompressor};
     use ualink_flit::tl::credit::{Class, Target};
-    use ualink_flit::tl::{Message, MessageType, Packer, PackerConfig, TlFlit, Unpacker};
+    use ualink_flit::tl::{Dropped, Message, MessageType, Packer, PackerConfig, TlFlit, Unpacker};
     let mut u = Unstructured::new(data);
     let Ok(mode) = u.arbitrary::<u8>() else { return };
     let auth = mode & 2 != 0;
@@ -1097,6 +1099,11 @@ pub fn ualink_tl(data: &[u8]) {
         while u.len() >= 65 {
             let Ok(bytes) = u.arbitrary::<[u8; 64]>() else { break };
             let m = u.arbitrary::<u8>().unwrap_or(0);
+            if m & 0x80 != 0 {
+                // A link down lifts a stop and starts the receiver afresh.
+                rx.link_down(|_| {});
+                stopped = false;
+            }
             let f = TlFlit::from_bytes(&bytes, m & 1 != 0, m & 2 != 0);
             let r = rx.unpack(&f, &mut ualink_flit::tl::Unpacked::default());
             if stopped {
@@ -1139,7 +1146,7 @@ pub fn ualink_tl(data: &[u8]) {
                     }
                     if tx.push_request(id, r).is_ok() {
                         beats.0.push(beat(r.data_beats()));
-                        sent_req.push(r);
+                        sent_req.push((id, r));
                     }
                 }
             }
@@ -1157,6 +1164,22 @@ pub fn ualink_tl(data: &[u8]) {
             2 if action & 0x80 != 0 => {
                 let _ = tx.send_message(Message::new(MessageType::InitialCreditReleaseComplete));
             }
+            3 if action & 0x40 != 0 => {
+                // Link down at both ends: what the packer still held comes back once; what it cut
+                // off mid-data, the unpacker names; both restart, and the credits are advertised
+                // again.
+                let mut cut = 0;
+                tx.link_down(|d| match d {
+                    Dropped::Request(id) => sent_req.retain(|(i, _)| *i != id),
+                    Dropped::Response(_) => sent_rsp -= 1,
+                    Dropped::Unfinished(_) => cut += 1,
+                });
+                let mut named = 0;
+                rx.link_down(|_| named += 1);
+                assert_eq!(cut, named, "the unpacker names what the packer cut off");
+                assert!(tx.is_idle());
+                tx.credits = initial;
+            }
             _ => {}
         }
         if action == 255 && tx.is_idle() && rx.owed_halves() == 0 {
@@ -1170,6 +1193,7 @@ pub fn ualink_tl(data: &[u8]) {
         assert!(n < 10_000, "the packer drains");
         tl_step(&mut tx, &mut rx, &beats, &mut got_req, &mut got_rsp);
     }
+    let sent_req: Vec<_> = sent_req.into_iter().map(|(_, r)| r).collect();
     assert_eq!(got_req, sent_req, "requests in order");
     assert_eq!(got_rsp, sent_rsp, "every response");
     assert_eq!(tx.credits, initial, "every credit back");
