@@ -1,4 +1,4 @@
-//! UPLI, the protocol-level interface (UALink 1.0 §2.7; digest `shared/spec/ualink-ethx.md` §1.2):
+//! UPLI, the protocol-level interface (UALink 1.0 §2.7):
 //! the records an accelerator exchanges with its TL on the four channels.
 //!
 //! | channel | record | direction |
@@ -16,7 +16,7 @@
 //! widths, DWord alignment, the 256-byte boundary, the beat count a transfer needs, the WriteFull
 //! and atomic shapes, the defined command, status and write-message codes.
 //!
-//! *Project-defined* (digest open questions 7, 8, 9, 12):
+//! *Project-defined*:
 //! * Atomic OpType values: [`AtomicOp`], the AXI ATOP operations numbered 0..=9, other values kept
 //!   as [`AtomicOp::Other`].
 //! * An unsupported atomic is answered with [`Status::TargetAbort`] (the text's "SLVERR" has no
@@ -112,7 +112,7 @@ impl Command {
     }
 
     /// Whether a byte-enable half-flit follows the data on the TL (§5.1.1): writes, atomics and
-    /// vendor commands with data; not WriteFull, not a Write Message (open question 12).
+    /// vendor commands with data; not WriteFull, not a Write Message.
     pub const fn has_byte_enables(self) -> bool {
         self.has_data() && !matches!(self, Command::WriteFull | Command::WriteMessage)
     }
@@ -150,7 +150,7 @@ impl OpSize {
     }
 }
 
-/// Atomic operations. *Project-defined* (open question 7): UALink leaves OpType\[4:0\] to the
+/// Atomic operations. *Project-defined*: UALink leaves OpType\[4:0\] to the
 /// implementation; these are the AXI ATOP operations, so PAXI/AXI bridges map one to one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -1,4 +1,4 @@
-//! The DL flit CRC (UALink 1.0 §6.3.7; digest `shared/spec/ualink-ethx.md` §1.4, open question 4).
+//! The DL flit CRC (UALink 1.0 §6.3.7).
 //!
 //! The specification fixes: the IEEE 802.3 clause 3.2.9 FCS (CRC-32, G(x) = 0x04C11DB7, register
 //! preset to ones, result complemented), over the whole 640-byte flit with the CRC field taken as
@@ -37,9 +37,8 @@ const RAW: crc::Crc<u32, crc::Table<1>> = crc::Crc::<u32, crc::Table<1>>::new(&c
 /// complement. The flit as received, `M_F`, and the flit with a zero CRC field, `M_0`, differ
 /// only in those last four bytes, so `crc(M_0) = crc(M_F) ^ L(0…0 ‖ F)`; and `L(0…0 ‖ F)` is
 /// the CRC of `F` alone with no preset and no complement (`RAW` here), since leading zeros leave a
-/// zero register at zero. A framed flit's field is still zero, and the term drops out. Streaming
-/// the 636 bytes and then four zeros through the CRC instead measured 25–40 % slower on a deframe
-/// (`BENCHMARKS.md`).
+/// zero register at zero. A framed flit's field is still zero, and the term drops out. (Streaming
+/// the 636 bytes and then four zeros through the CRC is measurably slower: `BENCHMARKS.md`.)
 pub fn flit_crc(flit: &[u8; FLIT_LEN]) -> [u8; 4] {
     let field = flit.get(CRC_AT..).and_then(|b| b.first_chunk::<4>()).copied().unwrap_or([0; 4]);
     let mut v = iso_hdlc(flit);

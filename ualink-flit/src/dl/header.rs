@@ -1,7 +1,7 @@
 //! The DL flit header (24 bits, UALink 1.0 §6.6.2, Tables 6-14 and 6-15) and the segment header
-//! (8 bits, §6.3, Table 6-2); digest `shared/spec/ualink-ethx.md` §1.4.
+//! (8 bits, §6.3, Table 6-2).
 //!
-//! *Project-defined* (open questions 2 and 3):
+//! *Project-defined*, where the text does not say:
 //!
 //! * the 24 header bits go to the flit bytes least significant first: FH0 = bits 7..0,
 //!   FH1 = bits 15..8, FH2 = bits 23..16;

@@ -1,5 +1,4 @@
-//! Where every byte of a 640-byte DL flit sits (UALink 1.0 §6.3, Figure 6-4; digest
-//! `shared/spec/ualink-ethx.md` §1.4, open question 5).
+//! Where every byte of a 640-byte DL flit sits (UALink 1.0 §6.3, Figure 6-4).
 //!
 //! The flit is 40 rows of 16 bytes, sent row by row, byte 0 first. Most rows hold four whole
 //! payload sectors (4 bytes each, in order). Nine rows start with a special 4-byte word that holds
@@ -263,8 +262,8 @@ fn part(b: FlitByte, payload: &[u8; PAYLOAD_LEN], segments: &[u8; 5], header: &[
 }
 
 /// Runs `f::<R>(args)` for each of the 40 rows, so that every offset in it is a constant, every
-/// copy a fixed-size move and every bounds check folded away. Against a loop over the rows this
-/// saves about a fifth of a link's flit time (`BENCHMARKS.md`, "DL flit layout").
+/// copy a fixed-size move and every bounds check folded away (against a loop over the rows:
+/// `BENCHMARKS.md`, "DL flit layout").
 macro_rules! each_row {
     ($f:ident $args:tt) => {
         each_row!(@ $f $args 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39)

@@ -1,6 +1,5 @@
 //! The data link of one UALink port: link-level replay (UALink 1.0 §6.6) and the DL link states
-//! (§6.7), over the flit packing of [`packing`](super::packing); digest
-//! `shared/spec/ualink-ethx.md` §1.4 ("Link-level replay", "DL link states").
+//! (§6.7), over the flit packing of [`packing`](super::packing).
 //!
 //! [`DataLink`] is driven one flit time at a time: [`DataLink::transmit`] fills the next
 //! 640-byte flit to send (every flit interval has one while the link is not down) and
@@ -13,10 +12,10 @@
 //! * **Rx ingress** (§6.6.6.2): `Rx_replay_ignore_count` counts down on every flit; a CRC failure
 //!   counts in `Rx_bad_crc_count` (7 makes `Rx_ambiguous`) and, during a replay, in
 //!   `Rx_unexpected_count`.
-//! * **Ack and Replay Request processing** (§6.6.6.3): the acceptance windows of [`seq`](super::seq);
-//!   an accepted Ack releases TxReplay up to its number, an accepted Replay Request rewinds
-//!   TxReplay to its `ackReqSeq` (it is not an Ack; during a replay it moves the replay there,
-//!   forward or back) and opens the 12-flit ignore window.
+//! * **Ack and Replay Request processing** (§6.6.6.3): the acceptance windows of
+//!   [`seq`](super::seq); an accepted Ack releases TxReplay up to its number, an accepted Replay
+//!   Request rewinds TxReplay to its `ackReqSeq` (it is not an Ack; during a replay it moves the
+//!   replay there, forward or back) and opens the 12-flit ignore window.
 //! * **Rx enqueuing** (§6.6.6.4, Figure 6-20): an expected flit (a NOP repeating
 //!   `Rx_last_seq_calc`, a payload flit one after it) is taken. A command flit whose `flitSeqLo`
 //!   is not trusted (`Rx_ambiguous` or `Rx_replay`) is dropped: during a replay it counts towards

@@ -1,4 +1,4 @@
-//! DL messages (UALink 1.0 §6.4; digest `shared/spec/ualink-ethx.md` §1.4): one 32-bit word in a
+//! DL messages (UALink 1.0 §6.4): one 32-bit word in a
 //! segment's alt sector. Bit 0 "Compressed" is 0, bit 1 is reserved, mclass is bits 5..2, mtype
 //! bits 8..6; each message adds the fields below, and every other bit is reserved (sent as 0,
 //! refused if set).
@@ -15,8 +15,8 @@
 //! | UART 0001 | 110 | Reset Request | StreamID 11..9, allStreams 12 |
 //! | UART 0001 | 111 | Reset Response | StreamID 11..9, allStreams 12, Status 15..13 |
 //!
-//! *Project-defined*: the word sits in its sector least significant byte first (open question 1);
-//! the Port Number field is read as 12 bits and written only below 1024 (open question 18).
+//! *Project-defined*: the word sits in its sector least significant byte first;
+//! the Port Number field is read as 12 bits and written only below 1024.
 
 use crate::Error;
 

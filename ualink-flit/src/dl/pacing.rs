@@ -1,18 +1,18 @@
-//! Transmitter pacing (UALink 1.0 §6.5; digest `shared/spec/ualink-ethx.md` §1.4 "Tx pacing"):
+//! Transmitter pacing (UALink 1.0 §6.5):
 //! a port whose link partner runs its UPLI clock below full rate admits TL flits to the DL no
 //! faster than the partner's TL can take them, so the partner's DL Rx FIFO never overflows.
 //!
 //! The rate is the link partner's, from its TL Rate Notification: 50 kHz units, full rate
 //! 1562.5 MHz = [`FULL_RATE`], the reference clock 156.25 MHz = [`REFERENCE_RATE`] (the lowest a
 //! device must support). At full rate the TL moves one 64-byte TL flit per UPLI clock, ten in the
-//! time the link carries one 640-byte DL flit; at rate `r` it takes `10 × r / 31250` TL flits per DL
-//! flit time, whatever the data-path width (§6.4.2.2 normalises every width to the link's rate).
+//! time the link carries one 640-byte DL flit; at rate `r` it takes `10 × r / 31250` TL flits per
+//! DL flit time, whatever the data-path width (§6.4.2.2 normalises every width to the link's rate).
 //!
 //! *Project-defined*: [`TxPacer`] is a token bucket counted in exact integer units: every DL flit
 //! time adds `10 × r`, a TL flit costs [`FULL_RATE`], and the bucket holds at most one DL flit's
-//! worth at full rate (a burst of ten TL flits, what the link carries in one DL flit time). A rate below the
-//! reference clock is treated as the reference clock, and one above full rate as full rate.
-//! At full rate pacing never binds (the DL carries at most 9.8 TL flits per flit time).
+//! worth at full rate (a burst of ten TL flits, what the link carries in one DL flit time). A rate
+//! below the reference clock is treated as the reference clock, and one above full rate as full
+//! rate. At full rate pacing never binds (the DL carries at most 9.8 TL flits per flit time).
 
 use super::packing::TlSource;
 use crate::tl::TlFlit;

@@ -1,6 +1,5 @@
 //! TL flits and DL message sectors into the payload of DL flits, and back (UALink 1.0 §6.3.1,
-//! §6.3.3–6.3.5, Table 6-1, Figures 6-5 … 6-8; digest `shared/spec/ualink-ethx.md` §1.4, open
-//! question 6).
+//! §6.3.3–6.3.5, Table 6-1, Figures 6-5 … 6-8).
 //!
 //! The payload of a DL flit is 157 four-byte sectors in five segments (Table 6-1). Each segment
 //! is filled in this order, which [`plan`] computes for both directions, so the transmitter and
@@ -372,8 +371,7 @@ impl FlitUnpacker {
                     }
                 }
             }
-            // By slot rather than by zipped iterators, which compiled to a copy of the plan
-            // through the stack and a stalled reload (perf: a third of this function's time).
+            // By slot rather than by zipped iterators, which copied the plan through the stack.
             for slot in 0..2 {
                 let Some(m) = sh.tl_flits.get(slot).copied().flatten() else { continue };
                 let Some(at) = p.starts.get(slot).copied().flatten() else {
@@ -400,7 +398,7 @@ impl FlitUnpacker {
             // Never (a carried flit ends in segment 0); nothing was added to it either way.
             Some(Open::Saved(_)) => {}
             Some(Open::Here { first, done, m }) => {
-                // Written where it is kept: built first and then moved, it went through the stack.
+                // Written where it is kept, not built and then moved (a copy through the stack).
                 let c = self.carry.insert(Partial { bytes: [0; TL_FLIT_LEN], m, done });
                 if let Some(dst) = c.bytes.get_mut(..usize::from(done) * SECTOR) {
                     dst.copy_from_slice(get(payload, first, done));
@@ -451,8 +449,8 @@ const REST_FITS: () = {
 };
 const _: () = REST_FITS;
 
-/// Appends a TL flit with message bits `m` (its bytes to be written) and returns it. Written in
-/// place: a flit built first and then moved was copied through the stack.
+/// Appends a TL flit with message bits `m` (its bytes to be written) and returns it, so the flit
+/// is written in place rather than built and then moved.
 fn push_flit(out: &mut Delivered, m: MBits) -> Result<&mut TlFlit, Error> {
     let full = Error::Full { queue: "TL flits" };
     out.flits.push(TlFlit { m0: m.m0, m1: m.m1, ..TlFlit::default() }).map_err(|_| full)?;
@@ -473,7 +471,7 @@ fn put_sectors(f: &mut TlFlit, from: u8, src: &[u8]) {
 }
 
 /// Copies the half-flit at payload sector `at` into `dst` (a plan never gives one out of
-/// range). Copied straight across: returning it by value went through the stack.
+/// range), straight across rather than returned by value.
 fn half_into(dst: &mut [u8; HALF_FLIT_LEN], payload: &[u8; PAYLOAD_LEN], at: u8) {
     let a = usize::from(at) * SECTOR;
     if let Some(src) = payload.get(a..a + HALF_FLIT_LEN) {

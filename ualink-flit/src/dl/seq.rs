@@ -1,8 +1,7 @@
-//! The link-level replay sequence space (UALink 1.0 §6.6; digest `shared/spec/ualink-ethx.md`
-//! §1.4, open question 16): flit sequence numbers are 1..=511 (0 is reserved; 511 wraps to 1), and
-//! comparisons use differences modulo 511, except the reconstruction of a command flit's sequence
-//! number from its 3 low bits, which the text writes modulo 512. Both rules are implemented
-//! exactly as written, here only.
+//! The link-level replay sequence space (UALink 1.0 §6.6): flit sequence numbers are 1..=511 (0 is
+//! reserved; 511 wraps to 1), and comparisons use differences modulo 511, except the reconstruction
+//! of a command flit's sequence number from its 3 low bits, which the text writes modulo 512. Both
+//! rules are implemented exactly as written, here only.
 
 /// The largest sequence number; the one after it is 1.
 pub const MAX_SEQ: u16 = 511;

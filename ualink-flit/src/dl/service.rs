@@ -1,5 +1,4 @@
-//! The DL message service of one port (UALink 1.0 §6.2.2, §6.4; digest
-//! `shared/spec/ualink-ethx.md` §1.4 "DL messages"): what the alt-sector messages of
+//! The DL message service of one port (UALink 1.0 §6.2.2, §6.4): what the alt-sector messages of
 //! [`message`](super::message) are for.
 //!
 //! [`MessageService`] is driven once per flit time, beside [`DataLink`](super::DataLink):
@@ -40,9 +39,9 @@
 //! * **Unsolicited responses** (an Ack nobody asked for) are counted and otherwise ignored.
 //!   Requests beyond [`MAX_PENDING`] unanswered ones of one type are dropped and counted.
 //! * **UART timing.** The Credit Update rule's "4 Flits have been Transmitted" counts calls of
-//!   `pump` since the last update. The Reset Response time-out is [`ServiceConfig::uart_reset_timeout`]
-//!   flit times (default 400 000, 10 ms at 25 ns a flit). Only stream 0 is defined; words for other
-//!   streams are dropped and counted.
+//!   `pump` since the last update. The Reset Response time-out is
+//!   [`ServiceConfig::uart_reset_timeout`] flit times (default 400 000, 10 ms at 25 ns a flit).
+//!   Only stream 0 is defined; words for other streams are dropped and counted.
 //! * **Channel 4 and the UART counters.** The counters start at reset ([`MessageService::new`],
 //!   [`MessageService::uart_reset`]), not when the channel comes online: the first Credit Update
 //!   goes out once Channel 4 is online. Words written while Channel 4 is offline wait in the

@@ -1,6 +1,5 @@
-//! Address compression (UALink 1.0 §5.5–5.6, Tables 5-31 … 5-33; digest §1.3 "TL address cache",
-//! open questions 10 and 15): a Tx address cache at the sender and an Rx address cache at the
-//! receiver, kept in lockstep by the requests themselves.
+//! Address compression (UALink 1.0 §5.5–5.6, Tables 5-31 … 5-33): a Tx address cache at the sender
+//! and an Rx address cache at the receiver, kept in lockstep by the requests themselves.
 //!
 //! * A cache has up to 1024 rows (congruence classes) of up to 4 ways. Each entry holds
 //!   ReqAddr\[56:20\], a 1 MB region.
@@ -22,7 +21,7 @@
 //! * Load policy: every uncompressed request that misses loads its region, into an invalid way if
 //!   the row has one, else round-robin. The Tx cache never has to keep an entry for a later
 //!   request, because [`TxCompressor::encode`] decides and updates in one step, in issue order.
-//! * Compress only when ReqMetaData\[7:2\] = 0 (open question 10); on receive, METADATA\[2:0\] is
+//! * Compress only when ReqMetaData\[7:2\] = 0; on receive, METADATA\[2:0\] is
 //!   taken as carried.
 
 use super::field::{CompressedCmd, CompressedRequest, ControlField, UncompressedRequest};

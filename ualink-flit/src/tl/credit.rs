@@ -1,5 +1,5 @@
-//! TL flow control (UALink 1.0 §5.8, Table 5-26, Table 5-38; digest §1.3 "TL flow control", open
-//! question 17): credits per class, each either a pool credit (any VC) or a credit of one VC.
+//! TL flow control (UALink 1.0 §5.8, Table 5-26, Table 5-38): credits per class, each either a pool
+//! credit (any VC) or a credit of one VC.
 //!
 //! * Four classes: request fields, response fields, request data (64-byte buffers for write data,
 //!   atomic operands and write messages) and response data (64-byte buffers for read data). One

@@ -3,9 +3,9 @@
 //! carries its type (FTYPE) in its top four bits.
 //!
 //! Each field form's bit positions are one table in [`layout`], written as the specification's
-//! table writes them (`[hi:lo]`); the encoder, the decoders (the generic [`ControlField::from_word`]
-//! and the receiver's shortcuts for compressed requests and responses, which call the same
-//! per-form decoders) and the strict check all read those tables.
+//! table writes them (`[hi:lo]`); the encoder, the decoders (the generic
+//! [`ControlField::from_word`] and the receiver's shortcuts for compressed requests and responses,
+//! which call the same per-form decoders) and the strict check all read those tables.
 //!
 //! **Receive tolerance.** Bits a table leaves open are sent as zero and ignored on receive (§6.4's
 //! convention: reserved fields are ignored by the receiving link partner): the SPARE bits of the
@@ -16,7 +16,7 @@
 //! value with those bits zero. [`ControlField::check_reserved`] names the first one set, for
 //! conformance tests and warnings.
 //!
-//! *Project-defined* (open question 1): a field is a little-endian value over its sectors: bit 0
+//! *Project-defined*: a field is a little-endian value over its sectors: bit 0
 //! is bit 0 of the lowest byte of its lowest sector, so FTYPE sits in the high nibble of the last
 //! byte of the field's highest sector.
 
@@ -336,7 +336,7 @@ pub struct UncompressedResponse {
     pub offset: u8,
     /// Status (4 bits).
     pub status: u8,
-    /// A read response (true; AtomicR included) or a write response (open question 13).
+    /// A read response (true; AtomicR included) or a write response.
     pub read: bool,
     /// RdRspLast (0 for writes).
     pub last: bool,

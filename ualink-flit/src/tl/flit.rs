@@ -10,7 +10,7 @@
 //! * A byte-enable half-flit: one bit per byte of the 256-byte block the transfer lies in, so the
 //!   enables of a 64-byte beat at block offset 128 are bytes 16..24.
 //!
-//! *Project-defined* (open questions 1 and 11): a tag is a little-endian `u64` at bytes 8i..8i+8
+//! *Project-defined*: a tag is a little-endian `u64` at bytes 8i..8i+8
 //! and a beat's enables a little-endian `u64` (bit n = lane n); a data beat's lower 32 bytes
 //! travel in the first of its two data half-flits; unused bytes are sent as zero and ignored on
 //! receipt; a Poisoned Data message carries zeros after its type byte.
@@ -23,11 +23,9 @@ pub const TL_FLIT_LEN: usize = 64;
 
 /// A TL flit with its two message bits.
 ///
-/// `repr(C)` keeps the fields in this order, the half-flits at offsets 0 and 32. Rust's own
-/// layout put the two flags first, so every copy of a flit (as a [`TlSource`] hands one over)
-/// was read back with 16-byte loads that straddled the copy's own stores and waited for them:
-/// perf had 60 % of `to_bytes` on one such load. With `repr(C)`, `dl/link_flit_time` went from
-/// 461 to 429 ns (medians of eight alternating runs).
+/// `repr(C)` keeps the fields in this order, the half-flits at offsets 0 and 32, so a flit
+/// copied by value (as a [`TlSource`] hands one over) is read back with loads that match the
+/// copy's own stores (`BENCHMARKS.md`, "TlFlit layout").
 ///
 /// [`TlSource`]: crate::dl::TlSource
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

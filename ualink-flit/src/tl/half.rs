@@ -1,6 +1,5 @@
-//! Control half-flits (UALink 1.0 §5.1, §5.9, Table 5-2; digest `shared/spec/ualink-ethx.md`
-//! §1.3): 8 sectors (32 bytes) holding control fields at legal footprints, every unused sector a
-//! NOP (all zero).
+//! Control half-flits (UALink 1.0 §5.1, §5.9, Table 5-2): 8 sectors (32 bytes) holding control
+//! fields at legal footprints, every unused sector a NOP (all zero).
 //!
 //! Footprints: a 4-sector field at sectors 3..0 or 7..4; a 2-sector field at 1..0, 3..2, 5..4 or
 //! 7..6; a 1-sector field anywhere. A field's FTYPE sits in the top nibble of its highest sector,

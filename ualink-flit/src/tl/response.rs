@@ -4,7 +4,7 @@
 //!
 //! * A compressed response drops SRCACCID, which is for debugging only and may be zeroed (§2.7):
 //!   it decodes with `src` = 0.
-//! * *Project-defined* (open question 13 and §2.7.8): RD/WR = 1 for reads; a multi-beat read is one
+//! * *Project-defined* (§2.7.8): RD/WR = 1 for reads; a multi-beat read is one
 //!   field with LEN = beats − 1, OFFSET = 0 and LAST = 1; a single-beat read has LEN = 0 with its
 //!   OFFSET and LAST. A 1-beat read at offset 0 with LAST travels as the single-beat compressed
 //!   form. Write responses carry LEN = OFFSET = LAST = 0; on receive those bits are ignored (the

@@ -1,6 +1,6 @@
-//! Half-flit sequencing (UALink 1.0 §5.1.1–5.1.2, §5.2, §5.7; digest §1.3 "Half-flit sequencing
-//! state machine"), shared by the [`Packer`](super::pack::Packer) and the
-//! [`Unpacker`](super::unpack::Unpacker) so both read the same rules from one place.
+//! Half-flit sequencing (UALink 1.0 §5.1.1–5.1.2, §5.2, §5.7), shared by the
+//! [`Packer`](super::pack::Packer) and the [`Unpacker`](super::unpack::Unpacker) so both read the
+//! same rules from one place.
 //!
 //! A half-flit's kind is never written down; it follows from the ones before it:
 //!
