@@ -89,11 +89,10 @@
 //!   expire at once).
 //! * **Entering DL NOP** resets every replay flag and counter to its default and empties TxReplay,
 //!   the carried-over TL flit and the alt-sector queue, on both directions: the link partner
-//!   starts afresh too. Flits in TxReplay are not delivered; the TL above learns what it lost
-//!   when it leaves the link for DL Drop Mode on leaving DL Up
-//!   ([`Packer::link_down`](crate::tl::Packer::link_down),
-//!   [`Unpacker::link_down`](crate::tl::Unpacker::link_down): the requests in flight end with a
-//!   Completion Timeout at the UPLI Originator, §3.1.4.3). Enable the link again only once the
+//!   starts afresh too. Flits in TxReplay are not delivered. The embedder takes the TL into Drop
+//!   Mode when the link leaves DL Up ([`Packer::link_down`](crate::tl::Packer::link_down),
+//!   [`Unpacker::link_down`](crate::tl::Unpacker::link_down)), which hands back what it held;
+//!   the requests in flight end with a Completion Timeout at the UPLI Originator (§3.1.4.3). Enable the link again only once the
 //!   partner has left DL Up too and the channel has retrained (nothing sent before is still on
 //!   the wire), then reset the [`MessageService`](super::service::MessageService).
 //! * **"Two consecutive DL flits received"** means two flits in a row that pass CRC.
