@@ -121,6 +121,23 @@ impl Command {
     pub const fn is_atomic(self) -> bool {
         matches!(self, Command::AtomicR | Command::AtomicNR | Command::VendorAtomic(_))
     }
+
+    /// Whether this is a vendor-defined command (§2.8: its ReqAddr, ReqLen, ReqAttr and
+    /// ReqMetaData are vendor-defined, and ReqNumBeats alone sets its data beats).
+    pub const fn is_vendor(self) -> bool {
+        matches!(self, Command::VendorRead(_) | Command::VendorWrite(_) | Command::VendorAtomic(_))
+    }
+
+    /// Whether ReqNumBeats is valid for this command (Table 2-2): commands with data
+    /// (ReqCmd\[5\] = 1) and read-class vendor-defined commands; the others drive it to 0.
+    pub const fn num_beats_valid(self) -> bool {
+        num_beats_valid(self.code())
+    }
+}
+
+/// [`Command::num_beats_valid`] for a raw ReqCmd code (the TL decoder's view of a field).
+pub const fn num_beats_valid(code: u8) -> bool {
+    code & 0x20 != 0 || code & 0x38 == 0x08
 }
 
 /// Atomic operation sizes (ReqAttr\[3:2\], Table 2-5).
@@ -216,8 +233,8 @@ impl AtomicOp {
     }
 }
 
-/// ReqAttr of an atomic (Table 2-5): OpType\[3:0\] in bits 7:4, OpSize in 3:2, bit 1 reserved,
-/// OpType\[4\] in bit 0.
+/// ReqAttr of an atomic (Table 2-4): OpType\[3:0\] in bits 7:4, OpSize (Table 2-5) in 3:2, bit 1
+/// reserved, OpType\[4\] in bit 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct AtomicAttr {
@@ -240,7 +257,7 @@ impl AtomicAttr {
         (op & 0xF) << 4 | size << 2 | op >> 4
     }
 
-    /// The reserved bit of an atomic's ReqAttr (Table 2-5): bit 1.
+    /// The reserved bit of an atomic's ReqAttr (Table 2-4): bit 1.
     pub const RESERVED: u8 = 0b10;
 
     /// Reads a ReqAttr byte, ignoring the reserved bit 1 ([`Request::check_reserved`] names it).
@@ -440,7 +457,10 @@ impl Request {
         match self.response_channel() {
             ResponseChannel::Write => 0,
             ResponseChannel::Read if self.cmd.is_atomic() => 1,
-            ResponseChannel::Read if matches!(self.cmd, Command::WriteMessage) => self.num_beats + 1,
+            ResponseChannel::Read if matches!(self.cmd, Command::WriteMessage | Command::VendorRead(_)) => {
+                // A read-class vendor command's ReqNumBeats gives the beats returned (Table 2-2).
+                self.num_beats + 1
+            }
             ResponseChannel::Read => beats_spanned(self.addr, self.bytes()) as u8,
         }
     }
@@ -454,7 +474,8 @@ impl Request {
         Ok(())
     }
 
-    /// Checks the request against §2.7 and §2.8.
+    /// Checks the request against §2.7 and §2.8. A vendor-defined command's address, length and
+    /// attributes are the vendor's (§2.8): only their widths are checked.
     pub fn check(&self) -> Result<(), Error> {
         check_width(self.addr, 57, "ReqAddr")?;
         if self.addr & 0b11 != 0 {
@@ -472,6 +493,9 @@ impl Request {
                 field: "ReqCmd (vendor number wider than its bits)",
                 value: u32::from(self.cmd.code()),
             });
+        }
+        if self.cmd.is_vendor() {
+            return Ok(());
         }
         self.check_span()?;
         let spanned = beats_spanned(self.addr, self.bytes());
@@ -506,14 +530,15 @@ impl Request {
     }
 
     /// The first bit set that the specification leaves open in this request, by name: ReqNumBeats
-    /// of a command without data (valid only when ReqCmd\[5\] = 1), and ReqAttr\[1\] of an atomic
-    /// (reserved, Table 2-5). A sender keeps them zero ([`crate::tl::Packer::push_request`]
-    /// refuses a request that sets one); a receiver ignores them.
+    /// of a command for which it is not valid ([`Command::num_beats_valid`]), and ReqAttr\[1\] of
+    /// AtomicR or AtomicNR (reserved, Table 2-4; a vendor atomic's ReqAttr is the vendor's). A
+    /// sender keeps them zero ([`crate::tl::Packer::push_request`] refuses a request that sets
+    /// one); a receiver ignores them.
     pub fn check_reserved(&self) -> Result<(), Error> {
-        if !self.cmd.has_data() && self.num_beats != 0 {
+        if !self.cmd.num_beats_valid() && self.num_beats != 0 {
             return Err(Error::Reserved { field: "ReqNumBeats of a command without data" });
         }
-        if self.cmd.is_atomic() && self.attr & AtomicAttr::RESERVED != 0 {
+        if matches!(self.cmd, Command::AtomicR | Command::AtomicNR) && self.attr & AtomicAttr::RESERVED != 0 {
             return Err(Error::Reserved { field: "ReqAttr[1] (atomic)" });
         }
         Ok(())
@@ -732,6 +757,15 @@ mod tests {
         assert_eq!(m.response_channel(), ResponseChannel::Read);
         // A vendor number wider than its bits would go out as another command.
         assert_eq!(req(Command::VendorRead(7), 0, 0, 0).check(), Ok(()));
+        // Vendor-defined commands: address, length and attributes are the vendor's (§2.8), a
+        // read-class one's ReqNumBeats is valid (Table 2-2), a vendor atomic's ReqAttr[1] is not
+        // reserved.
+        let vendor_read = req(Command::VendorRead(1), 0xFC, 63, 3);
+        assert_eq!((vendor_read.check(), vendor_read.check_reserved()), (Ok(()), Ok(())));
+        assert_eq!(vendor_read.response_beats(), 4);
+        let vendor_atomic = Request { attr: 0xFF, ..req(Command::VendorAtomic(0), 0x3C, 40, 2) };
+        assert_eq!((vendor_atomic.check(), vendor_atomic.check_reserved()), (Ok(()), Ok(())));
+        assert_eq!(vendor_atomic.data_beats(), 3);
         assert!(req(Command::VendorRead(9), 0, 0, 0).check().is_err());
         assert!(req(Command::VendorAtomic(4), 0, 0, 0).check().is_err());
     }

@@ -8,10 +8,10 @@
 //! * in a segment header, of each 2-bit Message field the lower bit (2, 5) is M0, the message
 //!   flag of the TL flit's lower half, and the upper bit (3, 6) is M1.
 //!
-//! **Reserved bits are sent as zero and ignored on receive** (§6.4: reserved fields "shall be
-//! ignored by receiving link partner"): flit-header bits 7..0, bits 19..17 of an explicit
-//! sequence number header, segment-header bit 1, and the Message bits of a TL flit that is not
-//! present. A flit carrying them is taken as if they were zero, so a partner (or a later
+//! **Reserved bits are sent as zero and ignored on receive** (*project-defined*: §6.4 states this
+//! rule for the fields of DL messages; the header tables do not say, and this crate applies the
+//! same rule to them): flit-header bits 7..0, bits 19..17 of an explicit sequence number header,
+//! segment-header bit 1, and the Message bits of a TL flit that is not present. A flit carrying them is taken as if they were zero, so a partner (or a later
 //! revision) that uses them does not stop the link. [`FlitHeader::check_reserved`] and
 //! [`SegmentHeader::check_reserved`] name the first one set, for conformance tests and
 //! warnings. A reserved `op` cannot be read at all and is refused.

@@ -23,7 +23,8 @@
 //!   Any other unexpected flit starts a replay (three Replay Requests), or during one counts
 //!   towards `Rx_replay_limit`, which re-sends them.
 //! * **Tx enqueue and source** (§6.6.6.5–6): new payload only when not replaying, TxReplay not
-//!   full and at most 255 flits unacknowledged; otherwise NOP flits.
+//!   full and at most 255 flits unacknowledged (§6.6.6.5 admits a flit while no more than 255 are
+//!   held, so 256 in all; this stops at 255, one short and harmless); otherwise NOP flits.
 //! * **Tx scheduling** (§6.6.6.7): first flit of a replay explicit, an explicit flit at least every
 //!   7th flit, then Replay Requests (one per FEC codeword group), else an Ack of
 //!   `Rx_last_seq_calc`.
@@ -49,17 +50,19 @@
 //!   with [`DataLink::receive_lost`].
 //! * **Dropped flits.** A command flit with `ackReqSeq` 0, an explicit flit with `flitSeqNo` 0,
 //!   or a flit header with a reserved `op` passes CRC but is dropped whole (counted), as if not
-//!   received. Reserved *bits* in the flit and segment headers are ignored (§6.4), counted in
-//!   [`DlStats::reserved_ignored`].
+//!   received. Reserved *bits* in the flit and segment headers are ignored (see
+//!   [`header`](super::header)), counted in [`DlStats::reserved_ignored`].
 //! * **Windows at their edge.** An Ack or Replay Request the §6.6.6.3 windows admit but naming a
-//!   flit never sent (possible only 256 ahead with nothing in flight) is ignored as unexpected.
+//!   flit never sent (possible only near 256 ahead, with at most one flit in flight) is ignored
+//!   as unexpected.
 //! * **Replay Request copies** still pending when the expected flit arrives are cancelled: the
 //!   gap they ask about is filled, and a stale copy would only cause a needless replay.
 //! * **`Rx_unexpected_count` counts every flit time of a replay that delivers nothing.** The
-//!   text and Figure 6-20 disagree on which flits count: the text increments it for a flit
-//!   whose sequence number is unexpected, the figure for a command flit it cannot number, and
-//!   each drops the other kind without counting. Both count a CRC failure. Here every one of
-//!   them counts, which makes `Rx_replay_limit` the limit "in Flit times" §6.6.4.6 calls it.
+//!   rules of §6.6.6.2 and §6.6.6.4 (and Figure 6-20) count a CRC failure and a command flit that
+//!   cannot be numbered, and drop an explicit flit with an unexpected number without counting
+//!   it; §6.6.4.5 describes the counter as counting "Flits with unexpected sequence number while
+//!   the Rx is in the replay state". Here that explicit flit counts too, so the counter counts
+//!   every flit time and `Rx_replay_limit` is the limit "in Flit times" §6.6.4.6 calls it.
 //! * **A stale Replay Request.** A Replay Request copy already on the wire when the flit it asks
 //!   for arrives (by the replay it started, or because it was never lost: a receiver that went
 //!   ambiguous during bring-up asks for flit 1 before any was sent) can still be accepted,
@@ -92,12 +95,15 @@
 //!   starts afresh too. Flits in TxReplay are not delivered. The embedder takes the TL into Drop
 //!   Mode when the link leaves DL Up ([`Packer::link_down`](crate::tl::Packer::link_down),
 //!   [`Unpacker::link_down`](crate::tl::Unpacker::link_down)), which hands back what it held;
-//!   the requests in flight end with a Completion Timeout at the UPLI Originator (§3.1.4.3). Enable the link again only once the
+//!   on an accelerator the requests in flight end with a Completion Timeout at the UPLI
+//!   Originator (§3.1.3, §3.1.4.3). Enable the link again only once the
 //!   partner has left DL Up too and the channel has retrained (nothing sent before is still on
 //!   the wire), then reset the [`MessageService`](super::service::MessageService).
 //! * **"Two consecutive DL flits received"** means two flits in a row that pass CRC.
 //! * **Error containment** ([`DataLink::contain`]): the next flit goes out as a NOP flit with its
-//!   CRC inverted, then the link goes to DL Idle and sends nothing more.
+//!   CRC inverted, then the link goes to DL Idle and sends nothing more. From DL NOP too, and so
+//!   does an unpacking error below: Figure 6-23 gives DL NOP only the exits to DL Fault and DL
+//!   Up, but a link that must not send payload any more cannot stay in either.
 //! * **Channel 0** (§6.4.3.2) is offline after reset: until [`DataLink::set_tl_channel`] opens
 //!   its gates (a [`MessageService`](super::service::MessageService) negotiates them), no TL
 //!   flit is sent and any received is discarded. DL messages flow regardless.
@@ -244,7 +250,7 @@ pub struct DlStats {
     pub crc_errors: u64,
     /// Flits dropped whole after passing CRC.
     pub dropped: u64,
-    /// Flits taken although a reserved header bit was set (ignored, §6.4; for warnings).
+    /// Flits taken although a reserved header bit was set (ignored; for warnings).
     pub reserved_ignored: u64,
     /// Unexpected flits discarded.
     pub unexpected: u64,
@@ -1009,7 +1015,7 @@ mod tests {
         f[CRC_AT..].copy_from_slice(&c);
     }
 
-    /// §6.4: a partner that sets every reserved header bit is understood as if it sent zeros,
+    /// A partner that sets every reserved header bit is understood as if it sent zeros,
     /// first sends and replays alike, and the link stays up.
     #[test]
     fn a_partner_setting_reserved_header_bits_is_understood() {

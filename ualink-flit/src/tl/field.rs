@@ -8,19 +8,22 @@
 //! which call the same per-form decoders) and the strict check all read those tables.
 //!
 //! **Receive tolerance.** Bits a table leaves open are sent as zero and ignored on receive (§6.4's
-//! convention: reserved fields are ignored by the receiving link partner): the SPARE bits of the
-//! response forms, CWAY when CLOAD = 0 (Table 5-29, §5.6.1), NUMBEATS of a command without data
-//! (it is valid only when ReqCmd\[5\] = 1, §2.7.4), the FC `vv` bits when `t` = 0 (pool, Table
-//! 5-38), and LEN, OFFSET and LAST of a write response (Tables 5-30 and 5-36: "00 for writes",
-//! valid only for a read response). A decoded field has them cleared, so re-encoding it gives the
-//! value with those bits zero. [`ControlField::check_reserved`] names the first one set, for
-//! conformance tests and warnings.
+//! convention for DL messages, applied here as a *project-defined* rule: the tables do not call
+//! these bits reserved, but give them no meaning): the SPARE ("unassigned") bits of the response
+//! forms; CWAY when CLOAD = 0 (Table 5-29: meaningful only with CLOAD = 1); NUMBEATS of a command
+//! for which it is not valid (Table 2-2: valid for commands with data and read-class vendor
+//! commands); the FC `vv` bits when `t` = 0 (Table 5-38: valid only with `t` = 1); LEN, OFFSET and
+//! LAST of a write response (Tables 5-30 and 5-36 give them only for read responses), and OFFSET
+//! of a multi-beat read response (Table 5-30: not valid there). A decoded field has them cleared,
+//! so re-encoding it gives the value with those bits zero. [`ControlField::check_reserved`] names
+//! the first one set, for conformance tests and warnings.
 //!
 //! *Project-defined*: a field is a little-endian value over its sectors: bit 0
 //! is bit 0 of the lowest byte of its lowest sector, so FTYPE sits in the high nibble of the last
 //! byte of the field's highest sector.
 
 use crate::Error;
+use crate::upli::num_beats_valid;
 use linklayer::WordField;
 
 /// Field types (FTYPE, Table 5-27).
@@ -77,8 +80,6 @@ pub mod layout {
         pub const FTYPE: WordField = WordField::bits(127, 124);
         /// ReqCmd.
         pub const CMD: WordField = WordField::bits(123, 118);
-        /// ReqCmd\[5\]: the command carries data (NUMBEATS is valid).
-        pub const CMD_HAS_DATA: WordField = WordField::bit(123);
         /// ReqVC.
         pub const VCHAN: WordField = WordField::bits(117, 116);
         /// ReqASI.
@@ -103,7 +104,7 @@ pub mod layout {
         pub const CLOAD: WordField = WordField::bit(4);
         /// The way to load (valid only when CLOAD = 1).
         pub const CWAY: WordField = WordField::bits(3, 2);
-        /// ReqNumBeats (valid only when ReqCmd\[5\] = 1).
+        /// ReqNumBeats (valid only when ReqCmd\[5\] = 1 or for a read-class vendor command).
         pub const NUMBEATS: WordField = WordField::bits(1, 0);
     }
 
@@ -675,18 +676,20 @@ impl ControlField {
                 src: uq::SRCACCID.get(w) as u16,
                 dst: uq::DSTACCID.get(w) as u16,
                 cache_load: if uq::CLOAD.is_set(w) { Some(uq::CWAY.get(w) as u8) } else { None },
-                num_beats: if uq::CMD_HAS_DATA.is_set(w) { uq::NUMBEATS.get(w) as u8 } else { 0 },
+                num_beats: if num_beats_valid(uq::CMD.get(w) as u8) { uq::NUMBEATS.get(w) as u8 } else { 0 },
             }),
             ftype::UNCOMPRESSED_RESPONSE => {
                 let read = ur::RD_WR.is_set(w);
-                // LEN, OFFSET and LAST are a read response's; a write response's are ignored.
+                // LEN, OFFSET and LAST are a read response's; a write response's are ignored, and
+                // so is a multi-beat read's OFFSET.
                 let of_read = |f: WordField| if read { f.get(w) } else { 0 };
+                let single_beat = ur::LEN.get(w) == 0;
                 ControlField::UncompressedResponse(UncompressedResponse {
                     vc: ur::VCHAN.get(w) as u8,
                     tag: ur::TAG.get(w) as u16,
                     pool: ur::POOL.is_set(w),
                     len: of_read(ur::LEN) as u8,
-                    offset: of_read(ur::OFFSET) as u8,
+                    offset: if single_beat { of_read(ur::OFFSET) as u8 } else { 0 },
                     status: ur::STATUS.get(w) as u8,
                     read,
                     last: of_read(ur::LAST) != 0,
@@ -718,7 +721,7 @@ impl ControlField {
                 if !uq::CLOAD.is_set(w) && uq::CWAY.is_set(w) {
                     return reserved("CWAY without CLOAD");
                 }
-                if !uq::CMD_HAS_DATA.is_set(w) && uq::NUMBEATS.is_set(w) {
+                if !num_beats_valid(uq::CMD.get(w) as u8) && uq::NUMBEATS.is_set(w) {
                     return reserved("NUMBEATS of a command without data");
                 }
             }
@@ -729,6 +732,9 @@ impl ControlField {
                 let read_only = ur::LEN.mask() | ur::OFFSET.mask() | ur::LAST.mask();
                 if !ur::RD_WR.is_set(w) && w & read_only != 0 {
                     return reserved("LEN/OFFSET/LAST of a write response");
+                }
+                if ur::LEN.is_set(w) && ur::OFFSET.is_set(w) {
+                    return reserved("OFFSET of a multi-beat read response");
                 }
             }
             ftype::COMPRESSED_REQUEST => {

@@ -18,14 +18,21 @@
 //! sent as two Poisoned Data messages (§5.3). *Project-defined*: a beat the source no longer has
 //! is sent poisoned too, and counted in [`PackStats::missing_beats`].
 //!
-//! **Link down** ([`Packer::link_down`]): when the data link leaves DL Up, the TL enters Drop
-//! Mode (§3.1.4.3): everything not yet sent is dropped, and the link starts afresh, with no
-//! credits, empty address caches and the sequencing at its start, at both ends. What the packer
-//! still held is handed back item by item ([`Dropped`]), so none is lost silently. The
-//! specification's rule for the requests in flight: the TL sends the UPLI Originator an ISOLATE
-//! write response, and the Originator, in Isolation Mode, ends every outstanding request with a
-//! Completion Timeout (CMPTO) response (§3.1.3). Once the link is back up, each end advertises its
-//! receive buffers again ([`Owed::release`], then the Initial Credit Release Complete message).
+//! **Link down** ([`Packer::link_down`]). When the data link leaves DL Up, the TL enters Drop
+//! Mode (§3.1.3, §3.1.4.3): traffic in both directions is dropped, on an accelerator's TL for
+//! every port of the station, on a switch's for the affected port only. An accelerator's TL
+//! sends its UPLI Originator an ISOLATE write response; the Originator, in Isolation Mode, ends
+//! every outstanding request with a dummy Completion Timeout (CMPTO) response, and its partner's
+//! requests end when the partner's watchdog timer expires. `link_down` is the flush at that
+//! moment: what the packer still held is handed back item by item ([`Dropped`]), so none is lost
+//! silently. Drop Mode itself lasts until management software recovers the link; until then the
+//! embedder keeps dropping (pushes nothing, packs nothing).
+//!
+//! *Project-defined*: what the packer is after the flush, for the restart. It holds no credits
+//! (the partner advertises its buffers again: [`Owed::release`], then the Initial Credit Release
+//! Complete message, as after reset) and its Tx address cache is empty: requests carrying CLOAD
+//! may have been lost with the link, so no entry is trusted (Tx entries may be invalidated at any
+//! time, §5.6.2). The sequencing and rate limits start over.
 
 use super::compress::TxCompressor;
 use super::credit::{Class, Owed, TxCredits};
@@ -190,10 +197,11 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
         Ok(())
     }
 
-    /// The link went down (module doc): drops every queued request and response, the data
-    /// still owed, a pending message, every credit held and owed, and the Tx address cache, and
-    /// restarts the sequencing and rate limits. Each item dropped is handed to `dropped` once:
-    /// unfinished ones first, then queued requests and responses in order. Statistics are kept.
+    /// The link went down (module doc): the flush on entering Drop Mode. Drops every queued
+    /// request and response, the data still owed, a pending message, every credit held and owed,
+    /// and the Tx address cache, and restarts the sequencing and rate limits. Each item dropped is
+    /// handed to `dropped` once: unfinished ones first, then queued requests and responses in
+    /// order. Statistics are kept.
     pub fn link_down(&mut self, mut dropped: impl FnMut(Dropped)) {
         self.plan.drain(|id| dropped(Dropped::Unfinished(id)));
         while let Some((id, _)) = self.requests.pop_front() {

@@ -8,7 +8,8 @@
 //!   field with LEN = beats − 1, OFFSET = 0 and LAST = 1; a single-beat read has LEN = 0 with its
 //!   OFFSET and LAST. A 1-beat read at offset 0 with LAST travels as the single-beat compressed
 //!   form. Write responses carry LEN = OFFSET = LAST = 0; on receive those bits are ignored (the
-//!   field decoders clear them, [`ControlField::check_reserved`] names them).
+//!   field decoders clear them, [`ControlField::check_reserved`] names them), and so are a
+//!   multi-beat read's OFFSET and LAST (taken as 0 and 1: the field carries every beat).
 
 use super::field::{CompressedReadResponse, CompressedResponse, ControlField, UncompressedResponse, ftype};
 use crate::Error;
@@ -168,7 +169,10 @@ impl Response {
         };
         let r = match *f {
             ControlField::UncompressedResponse(u) if u.read => {
-                read(u.tag, u.src, u.dst, Status::from_code(u.status), u.len, u.offset, u.last, u.vc, u.pool)
+                // A multi-beat read carries every beat, so its last one: its OFFSET and LAST have
+                // no meaning of their own (Table 5-30) and are taken as 0 and 1.
+                let (offset, last) = if u.len == 0 { (u.offset, u.last) } else { (0, true) };
+                read(u.tag, u.src, u.dst, Status::from_code(u.status), u.len, offset, last, u.vc, u.pool)
             }
             ControlField::UncompressedResponse(u) => {
                 write(u.tag, u.src, u.dst, Status::from_code(u.status), u.vc, u.pool)
@@ -306,5 +310,13 @@ mod tests {
         assert_eq!(Response::from_field(&ControlField::UncompressedResponse(u)), clean);
         let w = ControlField::UncompressedResponse(u).to_word().unwrap();
         assert_eq!(ControlField::from_word(w, 2).and_then(|f| Response::from_field(&f)), clean);
+        // A multi-beat read whose OFFSET and LAST a partner left at the first beat's values
+        // reads as the response it is.
+        let multi = Response::Read(ReadResponse::new(3, 0, 1, 4));
+        let Ok(ControlField::UncompressedResponse(mut m)) = multi.to_field(false) else { panic!("uncompressed") };
+        (m.offset, m.last) = (2, false);
+        let w = ControlField::UncompressedResponse(m).to_word().unwrap();
+        assert!(ControlField::check_reserved(w, 2).is_err(), "OFFSET of a multi-beat read");
+        assert_eq!(ControlField::from_word(w, 2).and_then(|f| Response::from_field(&f)), Ok(Some(multi)));
     }
 }

@@ -424,7 +424,7 @@ fn set_field_bits(half: &mut [u8; 32], low: usize, mask: u128) {
     }
 }
 
-/// §6.4's convention on the TL: every bit the tables leave open is ignored on receive, the flit
+/// Every bit the tables leave open is ignored on receive (§6.4's convention, applied to the TL), the flit
 /// reads as its clean twin, and the unpacker counts it for warnings.
 #[test]
 fn open_bits_are_ignored_on_receive_and_counted() {

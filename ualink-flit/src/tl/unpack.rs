@@ -10,8 +10,9 @@
 //! than the rate limits or the AuthTags half-flit allow, items under a swapped data half-flit with
 //! authentication, a mandatory NOP that is not all zero, a message in place of AuthTags, a
 //! Poisoned Data message in place of byte enables or in half a beat, an undefined message type.
-//! A refusal is fatal (§5.3: the TL receiver stops forwarding flits): every later call returns
-//! [`Error::Stopped`].
+//! A refusal is fatal, as §5.3 has it for errors a TL detects (the receiver stops forwarding
+//! flits; *project-defined* that a protocol violation counts as one): every later call returns
+//! [`Error::Stopped`], until a link down ([`Unpacker::link_down`]).
 //!
 //! Bits the specification leaves open are ignored, never a refusal: the don't-care bits of the
 //! control fields ([`super::field`]), ReqAttr\[1\] of an atomic, and unused AuthTags. Each flit
@@ -138,13 +139,14 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
     }
 
     /// The link went down (TL Drop Mode, §3.1.4.3; see [`super::pack`]): forgets the data still
-    /// owed, the Rx address cache (the sender's Tx cache starts empty too), the rate limits and a
-    /// stop after a receive error, so the next flit is read as the first after reset. Each item
-    /// whose data had not all arrived is handed to `unfinished` (by the id [`Unpacker::unpack`]
-    /// gave it), so the completer or originator can drop its partial data. Item ids keep counting.
+    /// owed, the rate limits and a stop after a receive error, so the next flit is read as the
+    /// first after reset (*project-defined*, for the restart). Each item whose data had not all
+    /// arrived is handed to `unfinished` (by the id [`Unpacker::unpack`] gave it), so the
+    /// completer or originator can drop its partial data. Item ids keep counting. The Rx address
+    /// cache is kept: its entries are never invalidated, only overwritten (§5.6.2), and a sender
+    /// that restarts with an empty Tx cache loads every entry again before it uses one.
     pub fn link_down(&mut self, unfinished: impl FnMut(u32)) {
         self.plan.drain(unfinished);
-        self.decompressor.cache.clear();
         self.rate = RateLimit::START;
         self.stopped = false;
     }
