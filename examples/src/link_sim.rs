@@ -131,7 +131,7 @@ enum WireItem {
     /// A CtlOS, as its 8 bytes.
     Ctl([u8; CTLOS_LEN]),
     /// A frame: its LLR sequence number (preamble) and its bytes with FCS.
-    Frame { seq: u16, bytes: Vec<u8> },
+    Frame { seq: u32, bytes: Vec<u8> },
 }
 
 impl WireItem {
@@ -188,7 +188,7 @@ pub struct LinkEnd {
 }
 
 impl LinkEnd {
-    fn new(cfg: &SimConfig, first_seq: u16) -> LinkEnd {
+    fn new(cfg: &SimConfig, first_seq: u32) -> LinkEnd {
         let storage = vec![0u8; REPLAY_BYTES].into_boxed_slice();
         let seq = Seq::new(u32::from(first_seq)).expect("16-bit sequence number");
         let llr_tx = LlrTx::new(cfg.llr, storage, seq).expect("valid LLR configuration");
@@ -243,7 +243,7 @@ impl LinkEnd {
             return Some(WireItem::Ctl(b));
         }
         if let Some(out) = self.llr_tx.poll_transmit(now) {
-            return Some(WireItem::Frame { seq: out.seq.value() as u16, bytes: Self::seal(out.frame) });
+            return Some(WireItem::Frame { seq: out.seq.value(), bytes: Self::seal(out.frame) });
         }
         // CC_Updates are LLR frames, in order with the data of their VCs.
         if let Some(msg) = self.cbfc_tx.poll_cc_update(now) {
@@ -282,7 +282,7 @@ impl LinkEnd {
                 self.stats.offered += 1;
                 self.llr_tx
                     .poll_transmit(now)
-                    .map(|out| WireItem::Frame { seq: out.seq.value() as u16, bytes: Self::seal(out.frame) })
+                    .map(|out| WireItem::Frame { seq: out.seq.value(), bytes: Self::seal(out.frame) })
             }
             Ok(other) => panic!("unexpected admission {other:?}"),
             Err(linklayer::Error::WindowFull) | Err(linklayer::Error::InvalidState { .. }) => {
@@ -302,7 +302,7 @@ impl LinkEnd {
                 };
                 // Errors here are counted by the engines (stale ACKs after a replay, ...).
                 let _ = match ctl {
-                    CtlOs::LlrInit { seq } => self.llr_rx.handle_init(now, seq),
+                    CtlOs::LlrInit { seq } => self.llr_rx.handle_init(now, seq).map(|_| ()),
                     CtlOs::LlrInitEcho { seq } => self.llr_tx.handle_init_echo(now, seq),
                     CtlOs::LlrAck { seq } => self.llr_tx.handle_ack(now, seq).map(|_| ()),
                     CtlOs::LlrNack { seq } => self.llr_tx.handle_nack(now, seq),
@@ -312,7 +312,6 @@ impl LinkEnd {
             WireItem::Frame { seq, bytes } => {
                 let (frame, fcs) = bytes.split_at(bytes.len() - 4);
                 let check = if FCS.checksum(frame).to_le_bytes() == fcs { FrameCheck::Good } else { FrameCheck::Bad };
-                let seq = Seq::new(u32::from(seq)).expect("16-bit sequence number");
                 if self.llr_rx.handle_frame(now, seq, check) != RxVerdict::Deliver {
                     return;
                 }
@@ -415,8 +414,8 @@ impl Sim {
     /// A link in its initial state; both ends enable LLR at time zero.
     pub fn new(cfg: SimConfig) -> Sim {
         let mut rng = Rng::new(cfg.seed);
-        let a = LinkEnd::new(&cfg, rng.below(1 << 16) as u16);
-        let b = LinkEnd::new(&cfg, rng.below(1 << 16) as u16);
+        let a = LinkEnd::new(&cfg, rng.below(1 << 20) as u32);
+        let b = LinkEnd::new(&cfg, rng.below(1 << 20) as u32);
         let mut sim = Sim { cfg, ends: [a, b], in_flight: [VecDeque::new(), VecDeque::new()], rng, now: Instant::ZERO };
         for end in &mut sim.ends {
             end.llr_tx.enable(Instant::ZERO).expect("OFF -> INIT");
@@ -510,7 +509,7 @@ impl Sim {
         let mut r = SimReport { elapsed: self.now.saturating_duration_since(Instant::ZERO), ..Default::default() };
         for e in &self.ends {
             r.delivered += e.stats.delivered;
-            r.replays += e.llr_tx.stats().replays;
+            r.replays += e.llr_tx.stats().replays_started;
             r.frames_replayed += e.llr_tx.stats().frames_replayed;
             r.nacks += e.llr_rx.stats().nack_tx;
             r.corrupted += e.stats.corrupted;

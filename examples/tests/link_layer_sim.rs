@@ -8,7 +8,7 @@
 use linklayer::Duration;
 use linklayer::cbfc::Vc;
 use linklayer::llr::FrameAction;
-use xlink_examples::link_sim::{Sim, SimConfig, SimReport};
+use xlink_examples::link_sim::{REPLAY_SLOTS, Sim, SimConfig, SimReport};
 
 fn run(cfg: SimConfig) -> (Sim, SimReport) {
     let frames = cfg.frames_per_end;
@@ -93,7 +93,7 @@ fn long_link_delay() {
     let mut cfg = SimConfig::new(7, 50_000, 1e-3);
     cfg.delay = Duration::from_micros(10);
     cfg.llr.replay_timeout = Duration::from_micros(25);
-    cfg.llr.outstanding_frames_max = 1024;
+    cfg.llr.outstanding_frames_max = REPLAY_SLOTS as u32;
     cfg.llr.outstanding_bytes_max = 256 * 1024;
     cfg.vcs = vec![(3, 4000)];
     cfg.ctl_loss_rate = 1e-3;

@@ -10,7 +10,8 @@
 use arbitrary::{Arbitrary, Unstructured};
 use linklayer::cbfc::{CbfcReceiver, CbfcReceiverConfig, CbfcSender, CbfcSenderConfig, CreditRule, Vc, VcMode};
 use linklayer::llr::{
-    Admit, FrameAction, FrameCheck, LlrRx, LlrRxConfig, LlrTx, LlrTxConfig, ReplayBuffer, RxVerdict, TxState,
+    Admit, FrameAction, FrameCheck, LlrRx, LlrRxConfig, LlrTx, LlrTxConfig, REPLAY_COUNT_UNLIMITED, ReplayBuffer,
+    RxVerdict, TxState,
 };
 use linklayer::wire::{CC_UPDATE_LEN, CTLOS_LEN, CcUpdate, CtlOs};
 use linklayer::{Bits, Duration, Instant, LinkRate, Seq};
@@ -187,7 +188,7 @@ pub fn llr(data: &[u8]) {
             }
             LlrOp::DeliverFrame => {
                 if let Some((seq, frame, check)) = wire.pop_front() {
-                    if rx.handle_frame(now, seq, check) == RxVerdict::Deliver && check == FrameCheck::Good {
+                    if rx.handle_frame(now, seq.value(), check) == RxVerdict::Deliver && check == FrameCheck::Good {
                         let tag = u16::from_be_bytes([frame[0], frame[1]]);
                         if honest && tx.stats().flushes == 0 && tx.state() != TxState::Off {
                             assert_eq!(tag, expected_tag, "LLR delivered out of order or twice");
@@ -258,7 +259,7 @@ pub fn llr(data: &[u8]) {
             }
             LlrOp::RawFrame(s, check) => {
                 honest = false;
-                let _ = rx.handle_frame(now, Seq::from_index(u64::from(s)), check);
+                let _ = rx.handle_frame(now, u32::from(s), check);
             }
         }
         let b = tx.buffer();
@@ -284,20 +285,28 @@ struct LlrConfigInput {
     init_action: FrameAction,
     flush_action: FrameAction,
     reinit_on_flush: bool,
+    link_down_action: FrameAction,
 }
 
 impl LlrConfigInput {
     fn into_config(self) -> LlrTxConfig {
         LlrTxConfig {
-            outstanding_frames_max: u32::from(self.frames_max.max(1)),
-            outstanding_bytes_max: u32::from(self.bytes_max.max(1)),
+            // Within the 16 slots and 512 bytes of replay storage the target gives it.
+            outstanding_frames_max: u32::from(self.frames_max % 16 + 1),
+            outstanding_bytes_max: u32::from(self.bytes_max % 512 + 1),
             replay_timeout: Duration::from_nanos(u64::from(self.replay_timeout.max(1))),
-            replay_count_max: self.replay_count_max % 8,
+            // Small limits, and now and then no limit at all.
+            replay_count_max: if self.replay_count_max >= 248 {
+                REPLAY_COUNT_UNLIMITED
+            } else {
+                self.replay_count_max % 8
+            },
             pcs_lost_timeout: self.pcs_lost.map(|n| Duration::from_nanos(u64::from(n))),
             data_age_timeout: self.data_age.map(|n| Duration::from_nanos(u64::from(n))),
             init_action: self.init_action,
             flush_action: self.flush_action,
             reinit_on_flush: self.reinit_on_flush,
+            link_down_action: self.link_down_action,
             init_interval: Duration::from_nanos(100),
         }
     }

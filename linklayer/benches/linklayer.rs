@@ -77,7 +77,7 @@ fn llr(c: &mut Criterion) {
                 let out = tx.poll_transmit(t).unwrap();
                 let seq = out.seq;
                 black_box(out.frame);
-                black_box(rx.handle_frame(t, seq, FrameCheck::Good));
+                black_box(rx.handle_frame(t, seq.value(), FrameCheck::Good));
                 if now % every == 0 {
                     // Force the ACK out regardless of spacing: the cost measured is the ACK path.
                     let t_ack = Instant::from_nanos(now * 1_000_000);

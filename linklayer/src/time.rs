@@ -98,6 +98,19 @@ impl Duration {
     }
 }
 
+impl From<core::time::Duration> for Duration {
+    /// Saturates at `u64::MAX` nanoseconds (584 years).
+    fn from(d: core::time::Duration) -> Self {
+        Duration::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    }
+}
+
+impl From<Duration> for core::time::Duration {
+    fn from(d: Duration) -> Self {
+        core::time::Duration::from_nanos(d.as_nanos())
+    }
+}
+
 impl fmt::Display for Instant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}ns", self.0)
@@ -150,6 +163,15 @@ impl LinkRate {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn converts_to_and_from_core_durations() {
+        use super::Duration;
+        let d: Duration = core::time::Duration::from_micros(10).into();
+        assert_eq!(d, Duration::from_micros(10));
+        assert_eq!(core::time::Duration::from(Duration::from_nanos(7)), core::time::Duration::from_nanos(7));
+        assert_eq!(Duration::from(core::time::Duration::MAX).as_nanos(), u64::MAX);
+    }
+
     use super::*;
 
     #[test]

@@ -53,13 +53,15 @@ mod rx;
 mod tx;
 
 pub use replay::{Outgoing, ReplayBuffer};
-pub use rx::{FrameCheck, LlrRx, LlrRxConfig, RxState, RxStats, RxVerdict};
-pub use tx::{Admit, FlushReason, LlrTx, LlrTxConfig, LlrTxEvent, ReplayCause, TxState, TxStats};
+pub use rx::{FrameCheck, InitOutcome, LlrRx, LlrRxConfig, RxState, RxStats, RxVerdict};
+pub use tx::{
+    Admit, FlushReason, LlrTx, LlrTxConfig, LlrTxEvent, REPLAY_COUNT_UNLIMITED, ReplayCause, TxState, TxStats,
+};
 
 use crate::seq::Bits;
 
 /// The UE LLR sequence space: 16 bits (project-defined; the width is not public).
-pub type UeLlrSpace = Bits<16>;
+pub type UeLlrSpace = Bits<20>;
 
 /// What happens to an LLR-eligible frame offered while the transmitter is in INIT or FLUSH
 /// (SAI `sai_llr_frame_action_t`).

@@ -40,6 +40,7 @@ struct Slot {
     offset: usize,
     len: usize,
     stored_at: Instant,
+    mark: bool,
 }
 
 /// A frame handed out for transmission.
@@ -51,6 +52,9 @@ pub struct Outgoing<'a, S: SeqSpace> {
     pub frame: &'a [u8],
     /// Whether the frame was transmitted before (this is a replay).
     pub replay: bool,
+    /// The owner's flag stored with the frame ([`ReplayBuffer::push_marked_with`]; UE LLR: a
+    /// poisoned frame, sent with its FCS stomped every time).
+    pub mark: bool,
 }
 
 /// Go-back-N replay buffer over sequence space `S`, byte storage `B` and `N` frame slots.
@@ -198,6 +202,18 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
         len: usize,
         fill: impl FnOnce(Seq<S>, &mut [u8]),
     ) -> Result<Seq<S>, Error> {
+        self.push_marked_with(now, len, false, fill)
+    }
+
+    /// [`ReplayBuffer::push_with`] with the owner's flag `mark` stored beside the frame and handed
+    /// back with every transmission of it ([`Outgoing::mark`]).
+    pub fn push_marked_with(
+        &mut self,
+        now: Instant,
+        len: usize,
+        mark: bool,
+        fill: impl FnOnce(Seq<S>, &mut [u8]),
+    ) -> Result<Seq<S>, Error> {
         if len == 0 {
             return Err(Error::BadValue { field: "frame length", value: 0 });
         }
@@ -207,7 +223,7 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
         let offset = self.place(len).ok_or(Error::WindowFull)?;
         let seq = self.next_seq();
         let buf = self.storage.as_mut().get_mut(offset..offset + len).ok_or(Error::WindowFull)?;
-        self.slots.push_back(Slot { offset, len, stored_at: now }).map_err(|_| Error::WindowFull)?;
+        self.slots.push_back(Slot { offset, len, stored_at: now, mark }).map_err(|_| Error::WindowFull)?;
         fill(seq, buf);
         self.bytes += len;
         Ok(seq)
@@ -226,7 +242,7 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
         self.cursor += 1;
         self.sent = self.sent.max(self.cursor);
         let frame = self.bytes_of(slot)?;
-        Some(Outgoing { seq, frame, replay })
+        Some(Outgoing { seq, frame, replay, mark: slot.mark })
     }
 
     /// Index of `seq` among the frames sent, if `base - 1 <= seq <= last_sent`, as the number of

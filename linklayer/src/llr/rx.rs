@@ -55,8 +55,25 @@ pub enum RxVerdict {
     DropPoisoned,
     /// Drop it: already delivered (a replay overlapping frames received before).
     Duplicate,
-    /// Drop it: bad FCS, out of sequence, or waiting for the expected frame after a NACK.
+    /// Drop it: bad FCS, out of sequence, waiting for the expected frame after a NACK, or an LLR
+    /// frame before the INIT handshake.
     Discard,
+}
+
+/// What an LLR_INIT meant to the receiver ([`LlrRx::handle_init`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum InitOutcome {
+    /// The first handshake since reset or since the receiver was enabled.
+    First,
+    /// The same number again: the peer repeats LLR_INIT until its echo arrives.
+    Repeated,
+    /// A different first number while the receiver was running: the peer's transmitter started
+    /// over (a restart or a re-initialisation), and what it sent before is gone.
+    PeerRestarted {
+        /// The number the receiver expected next.
+        was_expecting: u32,
+    },
 }
 
 /// Receiver configuration.
@@ -77,32 +94,41 @@ impl Default for LlrRxConfig {
     }
 }
 
-/// Receiver counters (SAI `LLR_RX_*` and `LLR_TX_*ACK*` statistics of the receive side).
+/// Receiver counters: the SAI `SAI_PORT_STAT_LLR_*` statistics of the receive side, each named
+/// in its doc, and one of this crate's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RxStats {
-    /// LLR_INIT received.
+    /// LLR_INIT received (`LLR_RX_INIT_CTL_OS`).
     pub init_rx: u64,
-    /// LLR_INIT_ECHO sent.
+    /// LLR_INIT_ECHO sent (`LLR_TX_INIT_ECHO_CTL_OS`).
     pub init_echo_tx: u64,
-    /// LLR_ACK sent.
+    /// LLR_ACK sent (`LLR_TX_ACK_CTL_OS`).
     pub ack_tx: u64,
-    /// LLR_NACK sent.
+    /// LLR_NACK sent (`LLR_TX_NACK_CTL_OS`).
     pub nack_tx: u64,
-    /// Frames with a good FCS (`LLR_RX_OK`).
+    /// LLR frames with a good FCS (`LLR_RX_OK`).
     pub ok: u64,
-    /// Frames with a bad FCS (`LLR_RX_BAD`).
+    /// LLR frames with a bad FCS (`LLR_RX_BAD`).
     pub bad: u64,
-    /// Frames with a poisoned FCS (`LLR_RX_POISONED`).
+    /// LLR frames with a poisoned FCS (`LLR_RX_POISONED`).
     pub poisoned: u64,
-    /// Frames delivered in sequence (`LLR_RX_EXPECTED_SEQ_GOOD`).
+    /// Frames with the expected number and a good FCS (`LLR_RX_EXPECTED_SEQ_GOOD`).
     pub expected_seq_good: u64,
-    /// Frames with a number beyond the expected one (`LLR_RX_MISSING_SEQ`).
+    /// Frames with the expected number and a poisoned FCS (`LLR_RX_EXPECTED_SEQ_POISONED`).
+    pub expected_seq_poisoned: u64,
+    /// Frames with the expected number and a bad FCS (`LLR_RX_EXPECTED_SEQ_BAD`).
+    pub expected_seq_bad: u64,
+    /// Frames whose number shows a missing frame, whatever their FCS (`LLR_RX_MISSING_SEQ`).
     pub missing_seq: u64,
-    /// Frames with a number already received (`LLR_RX_DUPLICATE_SEQ`).
+    /// Frames with a number already received, whatever their FCS (`LLR_RX_DUPLICATE_SEQ`).
     pub duplicate_seq: u64,
-    /// Replays detected: the expected frame arrived after a NACK (`LLR_RX_REPLAY`).
-    pub replays: u64,
+    /// Replays seen starting, after an LLR_NACK or on the sender's replay timer: a frame
+    /// numbered at or before the one received just before it, or the expected frame after a
+    /// NACK (`LLR_RX_REPLAY`).
+    pub rx_replay: u64,
+    /// LLR frames discarded because they came before the INIT handshake (this crate's).
+    pub before_init: u64,
 }
 
 /// Inputs that change the receiver's state; see [`transition`].
@@ -143,6 +169,10 @@ pub struct LlrRx<S: SeqSpace> {
     ack_pending: bool,
     last_ack_at: Option<Instant>,
     echo_pending: Option<Seq<S>>,
+    /// The number of the last LLR frame received with a trustworthy number, to see replays start.
+    last_seen: Option<Seq<S>>,
+    /// Whether a replay was seen start since the receiver last found a gap.
+    replay_seen: bool,
     stats: RxStats,
 }
 
@@ -157,6 +187,8 @@ impl<S: SeqSpace> LlrRx<S> {
             ack_pending: false,
             last_ack_at: None,
             echo_pending: None,
+            last_seen: None,
+            replay_seen: false,
             stats: RxStats::default(),
         }
     }
@@ -178,6 +210,9 @@ impl<S: SeqSpace> LlrRx<S> {
 
     fn apply(&mut self, input: RxInput) {
         if let Some(to) = transition(self.state, input) {
+            if to == RxState::SendNack {
+                self.replay_seen = false;
+            }
             self.state = to;
         }
     }
@@ -193,29 +228,74 @@ impl<S: SeqSpace> LlrRx<S> {
     }
 
     /// Handles LLR_INIT: adopts `seq` as the next expected number, enters SEND_ACKS and echoes.
-    /// Refused with [`Error::InvalidState`] when reception is disabled.
-    pub fn handle_init(&mut self, _now: Instant, seq: u32) -> Result<(), Error> {
+    /// Says whether this is the first handshake, a repeat, or the peer starting over with a new
+    /// number ([`InitOutcome`]). Refused with [`Error::InvalidState`] when reception is disabled.
+    pub fn handle_init(&mut self, _now: Instant, seq: u32) -> Result<InitOutcome, Error> {
         self.stats.init_rx += 1;
         if !self.config.enabled {
             return Err(Error::InvalidState { state: self.state.name(), input: "LLR_INIT" });
         }
-        let seq = Seq::new(seq).ok_or(Error::OutOfWindow { field: "LLR_INIT", seq })?;
+        let announced = Seq::new(seq).ok_or(Error::OutOfWindow { field: "LLR_INIT", seq })?;
+        let outcome = match self.state {
+            RxState::Off => InitOutcome::First,
+            // The number a repeated LLR_INIT carries is the one adopted, until a frame arrives.
+            _ if announced == self.expected => InitOutcome::Repeated,
+            _ => InitOutcome::PeerRestarted { was_expecting: self.expected.value() },
+        };
         self.apply(RxInput::Init);
-        self.expected = seq;
+        self.expected = announced;
+        self.last_seen = None;
         self.ack_pending = false;
-        self.echo_pending = Some(seq);
-        Ok(())
+        self.echo_pending = Some(announced);
+        Ok(outcome)
     }
 
-    /// Handles one received LLR frame carrying `seq`, whose FCS check gave `check`.
-    pub fn handle_frame(&mut self, _now: Instant, seq: Seq<S>, check: FrameCheck) -> RxVerdict {
+    /// Handles one received LLR frame numbered `seq` (as its preamble carries it), whose FCS
+    /// check gave `check`. With LLR reception disabled the frame is an ordinary one (delivered if
+    /// its FCS is good); enabled, nothing is delivered before the INIT handshake.
+    pub fn handle_frame(&mut self, _now: Instant, seq: u32, check: FrameCheck) -> RxVerdict {
+        if !self.config.enabled {
+            return if check == FrameCheck::Good { RxVerdict::Deliver } else { RxVerdict::Discard };
+        }
         match check {
             FrameCheck::Good => self.stats.ok += 1,
             FrameCheck::Bad => self.stats.bad += 1,
             FrameCheck::Poisoned => self.stats.poisoned += 1,
         }
         if self.state == RxState::Off {
-            return if check == FrameCheck::Good { RxVerdict::Deliver } else { RxVerdict::Discard };
+            self.stats.before_init += 1;
+            return RxVerdict::Discard;
+        }
+        let Some(seq) = Seq::<S>::new(seq) else {
+            // A number outside the space: nothing in the frame can be trusted.
+            self.stats.missing_seq += 1;
+            if self.state == RxState::SendAcks {
+                self.apply(RxInput::Gap);
+            }
+            return RxVerdict::Discard;
+        };
+        let expected = seq == self.expected;
+        // A replay starts where a number steps back, or with the expected frame after a NACK
+        // (only a replay can bring it then); a bad frame's number is not trusted for either.
+        if check != FrameCheck::Bad {
+            let stepped_back = self.last_seen.is_some_and(|last| !last.is_before(seq));
+            let after_nack = expected && self.state != RxState::SendAcks && !self.replay_seen;
+            if stepped_back || after_nack {
+                self.stats.rx_replay += 1;
+                self.replay_seen = true;
+            }
+            self.last_seen = Some(seq);
+        }
+        if expected {
+            match check {
+                FrameCheck::Good => self.stats.expected_seq_good += 1,
+                FrameCheck::Poisoned => self.stats.expected_seq_poisoned += 1,
+                FrameCheck::Bad => self.stats.expected_seq_bad += 1,
+            }
+        } else if seq.is_before(self.expected) {
+            self.stats.duplicate_seq += 1;
+        } else {
+            self.stats.missing_seq += 1;
         }
         if check == FrameCheck::Bad {
             // Nothing in a bad frame can be trusted, its number included.
@@ -224,25 +304,19 @@ impl<S: SeqSpace> LlrRx<S> {
             }
             return RxVerdict::Discard;
         }
-        if seq == self.expected {
-            if self.state != RxState::SendAcks {
-                self.stats.replays += 1;
-            }
+        if expected {
             self.apply(RxInput::Expected);
             self.expected = self.expected.next();
             self.ack_pending = true;
-            self.stats.expected_seq_good += 1;
             return if check == FrameCheck::Poisoned { RxVerdict::DropPoisoned } else { RxVerdict::Deliver };
         }
         if seq.is_before(self.expected) {
-            self.stats.duplicate_seq += 1;
             if self.state == RxState::SendAcks {
                 // The sender replayed what we have: tell it again where we are.
                 self.ack_pending = true;
             }
             return RxVerdict::Duplicate;
         }
-        self.stats.missing_seq += 1;
         if self.state == RxState::SendAcks {
             self.apply(RxInput::Gap);
         }
@@ -310,22 +384,61 @@ mod tests {
         rx
     }
 
+    /// `LLR_RX_REPLAY` counts every replay the receiver sees start, timer-started ones too (the
+    /// SONiC test plan expects it to equal the peer's `LLR_TX_REPLAY`); frames with the expected
+    /// number count by their FCS.
     #[test]
-    fn off_passes_frames_through() {
+    fn rx_counters_follow_sai() {
+        let mut rx = ready();
+        for seq in 100..104 {
+            assert_eq!(rx.handle_frame(T, seq, FrameCheck::Good), RxVerdict::Deliver);
+        }
+        // A timer replay of frames the receiver has: duplicates, one replay seen.
+        for seq in 101..104 {
+            assert_eq!(rx.handle_frame(T, seq, FrameCheck::Good), RxVerdict::Duplicate);
+        }
+        assert_eq!(rx.stats().rx_replay, 1);
+        // The expected frame, bad then poisoned.
+        assert_eq!(rx.handle_frame(T, 104, FrameCheck::Bad), RxVerdict::Discard);
+        rx.poll_control(T); // the NACK
+        assert_eq!(rx.handle_frame(T, 104, FrameCheck::Poisoned), RxVerdict::DropPoisoned);
+        let s = rx.stats();
+        assert_eq!((s.expected_seq_good, s.expected_seq_bad, s.expected_seq_poisoned), (4, 1, 1));
+        assert_eq!((s.duplicate_seq, s.rx_replay), (3, 2), "the NACKed frame's return is a replay too");
+    }
+
+    /// LLR_INIT: the first, a repeat, and a new number from a running peer (it restarted).
+    #[test]
+    fn init_outcomes() {
         let mut rx = Rx::new(LlrRxConfig::default());
-        assert_eq!(rx.handle_frame(T, s(5), FrameCheck::Good), RxVerdict::Deliver);
-        assert_eq!(rx.handle_frame(T, s(5), FrameCheck::Bad), RxVerdict::Discard);
+        assert_eq!(rx.handle_init(T, 100), Ok(InitOutcome::First));
+        assert_eq!(rx.handle_init(T, 100), Ok(InitOutcome::Repeated));
+        rx.handle_frame(T, 100, FrameCheck::Good);
+        assert_eq!(rx.handle_init(T, 7), Ok(InitOutcome::PeerRestarted { was_expecting: 101 }));
+        assert_eq!(rx.expected().value(), 7);
+        assert_eq!(rx.handle_frame(T, 7, FrameCheck::Good), RxVerdict::Deliver);
+    }
+
+    /// An enabled receiver delivers no LLR frame before the INIT handshake (a restarted end
+    /// must not pass its peer's replays up unchecked); a disabled one passes frames as ordinary.
+    #[test]
+    fn nothing_is_delivered_before_the_handshake() {
+        let mut rx = Rx::new(LlrRxConfig::default());
+        assert_eq!(rx.handle_frame(T, 5, FrameCheck::Good), RxVerdict::Discard);
+        assert_eq!(rx.stats().before_init, 1);
         assert_eq!(rx.poll_control(T), None);
         rx.set_enabled(false);
+        assert_eq!(rx.handle_frame(T, 5, FrameCheck::Good), RxVerdict::Deliver);
+        assert_eq!(rx.handle_frame(T, 5, FrameCheck::Bad), RxVerdict::Discard);
         assert!(rx.handle_init(T, 1).is_err());
     }
 
     #[test]
     fn acks_in_sequence_with_spacing() {
         let mut rx = ready();
-        assert_eq!(rx.handle_frame(T, s(100), FrameCheck::Good), RxVerdict::Deliver);
+        assert_eq!(rx.handle_frame(T, 100, FrameCheck::Good), RxVerdict::Deliver);
         assert_eq!(rx.poll_control(T), Some(CtlOs::LlrAck { seq: 100 }));
-        assert_eq!(rx.handle_frame(T, s(101), FrameCheck::Good), RxVerdict::Deliver);
+        assert_eq!(rx.handle_frame(T, 101, FrameCheck::Good), RxVerdict::Deliver);
         // 2048 bytes at 800 Gb/s: 21 ns between ACKs.
         assert_eq!(rx.poll_control(Instant::from_nanos(20)), None);
         assert_eq!(rx.poll_timeout(), Some(Instant::from_nanos(21)));
@@ -336,43 +449,43 @@ mod tests {
     #[test]
     fn nack_then_discard_until_expected() {
         let mut rx = ready();
-        rx.handle_frame(T, s(100), FrameCheck::Good);
-        assert_eq!(rx.handle_frame(T, s(101), FrameCheck::Bad), RxVerdict::Discard);
+        rx.handle_frame(T, 100, FrameCheck::Good);
+        assert_eq!(rx.handle_frame(T, 101, FrameCheck::Bad), RxVerdict::Discard);
         assert_eq!(rx.state(), RxState::SendNack);
         assert_eq!(rx.poll_control(T), Some(CtlOs::LlrNack { seq: 100 }));
         assert_eq!(rx.state(), RxState::NackSent);
         // Frames after the lost one are discarded, and no ACK or NACK goes out meanwhile.
-        assert_eq!(rx.handle_frame(T, s(102), FrameCheck::Good), RxVerdict::Discard);
-        assert_eq!(rx.handle_frame(T, s(100), FrameCheck::Good), RxVerdict::Duplicate);
-        assert_eq!(rx.handle_frame(T, s(101), FrameCheck::Bad), RxVerdict::Discard);
+        assert_eq!(rx.handle_frame(T, 102, FrameCheck::Good), RxVerdict::Discard);
+        assert_eq!(rx.handle_frame(T, 100, FrameCheck::Good), RxVerdict::Duplicate);
+        assert_eq!(rx.handle_frame(T, 101, FrameCheck::Bad), RxVerdict::Discard);
         assert_eq!(rx.poll_control(Instant::from_nanos(1000)), None);
         // The replay arrives.
-        assert_eq!(rx.handle_frame(T, s(101), FrameCheck::Good), RxVerdict::Deliver);
+        assert_eq!(rx.handle_frame(T, 101, FrameCheck::Good), RxVerdict::Deliver);
         assert_eq!(rx.state(), RxState::SendAcks);
-        assert_eq!(rx.stats().replays, 1);
+        assert_eq!(rx.stats().rx_replay, 1);
         assert_eq!(rx.poll_control(Instant::from_nanos(1000)), Some(CtlOs::LlrAck { seq: 101 }));
     }
 
     #[test]
     fn gap_and_duplicates() {
         let mut rx = ready();
-        assert_eq!(rx.handle_frame(T, s(103), FrameCheck::Good), RxVerdict::Discard);
+        assert_eq!(rx.handle_frame(T, 103, FrameCheck::Good), RxVerdict::Discard);
         assert_eq!(rx.stats().missing_seq, 1);
         assert_eq!(rx.poll_control(T), Some(CtlOs::LlrNack { seq: 99 }));
-        assert_eq!(rx.handle_frame(T, s(100), FrameCheck::Poisoned), RxVerdict::DropPoisoned);
+        assert_eq!(rx.handle_frame(T, 100, FrameCheck::Poisoned), RxVerdict::DropPoisoned);
         assert_eq!(rx.expected(), s(101));
         // A duplicate in SEND_ACKS re-arms the ACK so a sender that lost ACKs learns the state.
         assert_eq!(rx.poll_control(Instant::from_nanos(100)), Some(CtlOs::LlrAck { seq: 100 }));
-        assert_eq!(rx.handle_frame(T, s(100), FrameCheck::Good), RxVerdict::Duplicate);
+        assert_eq!(rx.handle_frame(T, 100, FrameCheck::Good), RxVerdict::Duplicate);
         assert_eq!(rx.poll_control(Instant::from_nanos(200)), Some(CtlOs::LlrAck { seq: 100 }));
     }
 
     #[test]
     fn expected_frame_cancels_an_unsent_nack() {
         let mut rx = ready();
-        rx.handle_frame(T, s(100), FrameCheck::Bad);
+        rx.handle_frame(T, 100, FrameCheck::Bad);
         assert_eq!(rx.state(), RxState::SendNack);
-        assert_eq!(rx.handle_frame(T, s(100), FrameCheck::Good), RxVerdict::Deliver);
+        assert_eq!(rx.handle_frame(T, 100, FrameCheck::Good), RxVerdict::Deliver);
         assert_eq!(rx.state(), RxState::SendAcks);
         assert_eq!(rx.poll_control(T), Some(CtlOs::LlrAck { seq: 100 }));
     }
@@ -380,7 +493,7 @@ mod tests {
     #[test]
     fn init_restarts_in_any_state() {
         let mut rx = ready();
-        rx.handle_frame(T, s(104), FrameCheck::Good);
+        rx.handle_frame(T, 104, FrameCheck::Good);
         rx.poll_control(T);
         assert_eq!(rx.state(), RxState::NackSent);
         rx.handle_init(T, 7).unwrap();

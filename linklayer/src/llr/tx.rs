@@ -93,7 +93,9 @@ pub struct LlrTxConfig {
     /// `REPLAY_TIMER_MAX`: time without progress before the buffer is replayed. Must exceed the
     /// link round trip plus the ACK spacing.
     pub replay_timeout: Duration,
-    /// `REPLAY_COUNT_MAX`: timer replays without an ACK before FLUSH (default 1).
+    /// `REPLAY_COUNT_MAX`: replays (started by the replay timer or by an LLR_NACK) without an
+    /// LLR_ACK making progress before FLUSH (default 1); [`REPLAY_COUNT_UNLIMITED`] (255) means
+    /// no maximum (SAI `inc/saiport.h`).
     pub replay_count_max: u8,
     /// `PCS_LOST_TIMEOUT`, or `None` to never flush for PCS loss.
     pub pcs_lost_timeout: Option<Duration>,
@@ -105,6 +107,10 @@ pub struct LlrTxConfig {
     pub flush_action: FrameAction,
     /// `RE_INIT_ON_FLUSH` (default false).
     pub reinit_on_flush: bool,
+    /// What happens to an LLR-eligible frame offered while the PCS reports the link down
+    /// ([`LlrTx::set_pcs_status`]), in ADVANCE or REPLAY (default discard, as HPE's Slingshot
+    /// driver programs its link-down behaviour; project-defined, SAI has no such attribute).
+    pub link_down_action: FrameAction,
     /// How often LLR_INIT is repeated until echoed (project-defined).
     pub init_interval: Duration,
 }
@@ -121,33 +127,42 @@ impl Default for LlrTxConfig {
             init_action: FrameAction::BestEffort,
             flush_action: FrameAction::BestEffort,
             reinit_on_flush: false,
+            link_down_action: FrameAction::Discard,
             init_interval: Duration::from_micros(10),
         }
     }
 }
 
-/// Transmitter counters (SAI `LLR_TX_*` / `LLR_RX_*` statistics of the transmit side).
+/// `REPLAY_COUNT_MAX` = 255: no maximum, the transmitter never flushes for the replay count.
+pub const REPLAY_COUNT_UNLIMITED: u8 = 255;
+
+/// Transmitter counters: the SAI `SAI_PORT_STAT_LLR_*` statistics of the transmit side, each
+/// named in its doc, and a few of this crate's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TxStats {
-    /// LLR_INIT sent.
+    /// LLR_INIT sent (`LLR_TX_INIT_CTL_OS`).
     pub init_tx: u64,
-    /// LLR_INIT_ECHO received.
+    /// LLR_INIT_ECHO received (`LLR_RX_INIT_ECHO_CTL_OS`).
     pub init_echo_rx: u64,
-    /// LLR_ACK received.
+    /// LLR_ACK received (`LLR_RX_ACK_CTL_OS`).
     pub ack_rx: u64,
-    /// LLR_NACK received.
+    /// LLR_NACK received (`LLR_RX_NACK_CTL_OS`).
     pub nack_rx: u64,
-    /// ACK/NACK with an unexpected sequence number (`LLR_RX_ACK_NACK_SEQ_ERROR`).
+    /// LLR_ACK or LLR_NACK with an unexpected sequence number (`LLR_RX_ACK_NACK_SEQ_ERROR`).
     pub ack_nack_seq_errors: u64,
-    /// Frames transmitted for the first time (`LLR_TX_OK`).
-    pub frames_tx: u64,
-    /// Frames retransmitted.
+    /// Frames sent with a good FCS, first sends and replays alike (`LLR_TX_OK`).
+    pub tx_ok: u64,
+    /// Frames sent with a poisoned FCS, first sends and replays alike (`LLR_TX_POISONED`).
+    pub tx_poisoned: u64,
+    /// Frames sent again in replays (this crate's).
     pub frames_replayed: u64,
-    /// Replays started (`LLR_TX_REPLAY`).
-    pub replays: u64,
-    /// Frames discarded by the INIT/FLUSH frame action (`LLR_TX_DISCARD`).
-    pub discards: u64,
+    /// Replays started, by the replay timer or by an LLR_NACK (this crate's).
+    pub replays_started: u64,
+    /// Replays completed: the last frame to resend went out (`LLR_TX_REPLAY`).
+    pub tx_replay: u64,
+    /// Frames discarded by the INIT, FLUSH or link-down frame action (`LLR_TX_DISCARD`).
+    pub tx_discard: u64,
     /// Frames dropped by FLUSH.
     pub flushed_frames: u64,
     /// Times FLUSH was entered.
@@ -235,6 +250,16 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
         if config.init_interval == Duration::ZERO {
             return Err(Error::BadConfig { field: "init_interval" });
         }
+        // The limits must fit the storage: more would be refused by the buffer with WindowFull
+        // long before the configured limit, and the configuration would not say what happens.
+        if config.outstanding_frames_max as usize > ReplayBuffer::<S, B, N>::MAX_FRAMES {
+            return Err(Error::BadConfig {
+                field: "outstanding_frames_max (beyond the frame slots or half the sequence space)",
+            });
+        }
+        if config.outstanding_bytes_max as usize > storage.as_ref().len() {
+            return Err(Error::BadConfig { field: "outstanding_bytes_max (beyond the replay storage)" });
+        }
         Ok(LlrTx {
             config,
             state: TxState::Off,
@@ -314,30 +339,51 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
         self.send_with(now, frame.len(), |_, buf| buf.copy_from_slice(frame))
     }
 
-    /// [`LlrTx::send`] for a frame built in place by `fill` (called only if the frame is stored).
+    /// [`LlrTx::send`] for a frame the sender marks bad on purpose: stored and numbered like any
+    /// other, and handed out by [`LlrTx::poll_transmit`] with [`Outgoing::mark`] set every time
+    /// it goes out, for the embedder to send with a poisoned FCS (`LLR_TX_POISONED`). The
+    /// receiver consumes its number and does not deliver it.
+    pub fn send_poisoned(&mut self, now: Instant, frame: &[u8]) -> Result<Admit<S>, Error> {
+        self.offer(now, frame.len(), true, |_, buf| buf.copy_from_slice(frame))
+    }
+
+    /// [`LlrTx::send`] for a frame built in place by `fill`, which is called only when the frame
+    /// is stored ([`Admit::Queued`]). On [`Admit::SendPlain`] nothing was stored and `fill` was not
+    /// called: the caller builds the frame itself and sends it without a sequence number.
     pub fn send_with(
         &mut self,
         now: Instant,
         len: usize,
         fill: impl FnOnce(Seq<S>, &mut [u8]),
     ) -> Result<Admit<S>, Error> {
+        self.offer(now, len, false, fill)
+    }
+
+    fn offer(
+        &mut self,
+        now: Instant,
+        len: usize,
+        poisoned: bool,
+        fill: impl FnOnce(Seq<S>, &mut [u8]),
+    ) -> Result<Admit<S>, Error> {
         let action = match self.state {
             TxState::Off => return Ok(Admit::SendPlain),
             TxState::Init => self.config.init_action,
             TxState::Flush => self.config.flush_action,
+            TxState::Advance | TxState::Replay if self.pcs_down_since.is_some() => self.config.link_down_action,
             TxState::Advance | TxState::Replay => {
                 if self.buf.len() >= self.config.outstanding_frames_max as usize
                     || self.buf.bytes().saturating_add(len) > self.config.outstanding_bytes_max as usize
                 {
                     return Err(Error::WindowFull);
                 }
-                return self.buf.push_with(now, len, fill).map(Admit::Queued);
+                return self.buf.push_marked_with(now, len, poisoned, fill).map(Admit::Queued);
             }
         };
         match action {
             FrameAction::BestEffort => Ok(Admit::SendPlain),
             FrameAction::Discard => {
-                self.stats.discards += 1;
+                self.stats.tx_discard += 1;
                 Ok(Admit::Discarded)
             }
             FrameAction::Block => Err(Error::InvalidState { state: self.state.name(), input: "send (blocked)" }),
@@ -354,7 +400,7 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
         }
         // The replay completes with the last frame it resends.
         if self.state == TxState::Replay && self.buf.replays_pending() <= 1 {
-            let _ = self.apply(TxInput::ReplayCaughtUp, "replay caught up");
+            self.replay_done();
         }
         if self.replay_deadline.is_none() {
             self.replay_deadline = Some(now.saturating_add(self.config.replay_timeout));
@@ -362,8 +408,11 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
         let out = self.buf.poll_next()?;
         if out.replay {
             self.stats.frames_replayed += 1;
+        }
+        if out.mark {
+            self.stats.tx_poisoned += 1;
         } else {
-            self.stats.frames_tx += 1;
+            self.stats.tx_ok += 1;
         }
         Some(out)
     }
@@ -406,10 +455,17 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
         }
     }
 
+    /// REPLAY → ADVANCE: a replay completed (`LLR_TX_REPLAY`).
+    fn replay_done(&mut self) {
+        if self.apply(TxInput::ReplayCaughtUp, "replay caught up").is_ok() {
+            self.stats.tx_replay += 1;
+        }
+    }
+
     fn after_progress(&mut self, now: Instant, released: usize) {
         // An ACK may release every frame a replay still had to resend.
         if self.state == TxState::Replay && !self.buf.is_replaying() {
-            let _ = self.apply(TxInput::ReplayCaughtUp, "replay caught up");
+            self.replay_done();
         }
         if released > 0 {
             self.replay_count = 0;
@@ -444,7 +500,14 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
         Ok(())
     }
 
+    /// Starts a go-back-N replay, or flushes when it would be one more than `REPLAY_COUNT_MAX`
+    /// without progress. Replays started by an LLR_NACK count like timer replays (the SONiC LLR
+    /// test plan's persistent-loss case: `LLR_TX_REPLAY` never exceeds `REPLAY_COUNT_MAX`).
     fn start_replay(&mut self, now: Instant, cause: ReplayCause) {
+        let max = self.config.replay_count_max;
+        if max != REPLAY_COUNT_UNLIMITED && self.replay_count >= max {
+            return self.flush(now, FlushReason::ReplayCountExceeded);
+        }
         let input = match cause {
             ReplayCause::Nack => TxInput::Nack,
             ReplayCause::Timer => TxInput::ReplayTimer,
@@ -452,9 +515,10 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
         if self.apply(input, "replay").is_err() {
             return;
         }
+        self.replay_count = self.replay_count.saturating_add(1);
         self.buf.rewind_all();
         self.replay_deadline = Some(now.saturating_add(self.config.replay_timeout));
-        self.stats.replays += 1;
+        self.stats.replays_started += 1;
         self.emit(LlrTxEvent::ReplayStarted { from: self.buf.base().value(), cause });
     }
 
@@ -520,10 +584,7 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
         if self.replay_deadline.is_some_and(|d| now >= d) {
             if self.buf.in_flight() == 0 {
                 self.replay_deadline = None;
-            } else if self.replay_count >= self.config.replay_count_max {
-                self.flush(now, FlushReason::ReplayCountExceeded);
             } else {
-                self.replay_count += 1;
                 self.start_replay(now, ReplayCause::Timer);
             }
         }
@@ -546,6 +607,11 @@ mod tests {
         Instant::from_nanos(ns)
     }
 
+    /// The default configuration with limits that fit the tests' 8-slot, 256-byte storage.
+    fn small() -> LlrTxConfig {
+        LlrTxConfig { outstanding_frames_max: 8, outstanding_bytes_max: 256, ..LlrTxConfig::default() }
+    }
+
     fn advancing(config: LlrTxConfig) -> Tx {
         let mut tx = Tx::new(config, [0; 256], Seq::new(10).unwrap()).unwrap();
         tx.enable(t(0)).unwrap();
@@ -561,7 +627,7 @@ mod tests {
 
     #[test]
     fn init_handshake() {
-        let mut tx = Tx::new(LlrTxConfig::default(), [0; 256], Seq::new(10).unwrap()).unwrap();
+        let mut tx = Tx::new(small(), [0; 256], Seq::new(10).unwrap()).unwrap();
         assert_eq!(tx.send(t(0), &[1; 8]).unwrap(), Admit::SendPlain);
         assert!(tx.handle_init_echo(t(0), 10).is_err());
         tx.enable(t(0)).unwrap();
@@ -581,7 +647,7 @@ mod tests {
 
     #[test]
     fn ack_releases_and_nack_goes_back() {
-        let mut tx = advancing(LlrTxConfig::default());
+        let mut tx = advancing(small());
         for i in 0..4u8 {
             assert_eq!(tx.send(t(2), &[i; 16]).unwrap(), Admit::Queued(Seq::new(10 + u32::from(i)).unwrap()));
         }
@@ -607,7 +673,7 @@ mod tests {
 
     #[test]
     fn replay_timer_then_flush() {
-        let cfg = LlrTxConfig { replay_count_max: 2, ..LlrTxConfig::default() };
+        let cfg = LlrTxConfig { replay_count_max: 2, ..small() };
         let mut tx = advancing(cfg);
         tx.send(t(0), &[1; 16]).unwrap();
         tx.send(t(0), &[2; 16]).unwrap();
@@ -637,9 +703,85 @@ mod tests {
         assert_eq!(tx.poll_control(now), Some(CtlOs::LlrInit { seq: 12 }));
     }
 
+    /// A replay started by an LLR_NACK counts towards `REPLAY_COUNT_MAX` like a timer replay
+    /// (SONiC LLR test plan, persistent loss: `LLR_TX_REPLAY` never exceeds the maximum; Scale-Up
+    /// LLR-02: one NACK, one retry).
+    #[test]
+    fn nack_replays_count_towards_the_maximum() {
+        let mut tx = advancing(LlrTxConfig { replay_count_max: 3, ..small() });
+        tx.send(t(0), &[1; 16]).unwrap();
+        drain(&mut tx, t(0));
+        tx.handle_nack(t(1), 9).unwrap(); // nothing received: the newest good frame is 9
+        assert_eq!(tx.stats().replays_started, 1, "one NACK, one retry");
+        drain(&mut tx, t(1));
+        for _ in 0..2 {
+            tx.handle_timeout(tx.poll_timeout().unwrap());
+            drain(&mut tx, t(1));
+        }
+        assert_eq!(tx.stats().replays_started, 3);
+        assert_eq!(tx.stats().tx_replay, 3, "each replay completed");
+        tx.handle_timeout(tx.poll_timeout().unwrap());
+        assert_eq!(tx.state(), TxState::Flush, "a fourth would exceed REPLAY_COUNT_MAX");
+        assert!(tx.stats().tx_replay <= 3);
+    }
+
+    /// `REPLAY_COUNT_MAX` = 255 means no maximum (SAI `inc/saiport.h`).
+    #[test]
+    fn replay_count_255_never_flushes() {
+        let mut tx = advancing(LlrTxConfig { replay_count_max: REPLAY_COUNT_UNLIMITED, ..small() });
+        tx.send(t(0), &[1; 16]).unwrap();
+        drain(&mut tx, t(0));
+        for _ in 0..1000 {
+            tx.handle_timeout(tx.poll_timeout().unwrap());
+            drain(&mut tx, t(0));
+        }
+        assert_eq!(tx.state(), TxState::Advance);
+        assert_eq!((tx.stats().replays_started, tx.stats().flushes), (1000, 0));
+    }
+
+    /// `LLR_TX_OK` counts every frame sent with a good FCS, replays included; a poisoned frame
+    /// goes out marked every time and counts in `LLR_TX_POISONED`.
+    #[test]
+    fn tx_counters_follow_sai() {
+        let mut tx = advancing(small());
+        tx.send(t(0), &[1; 16]).unwrap();
+        tx.send_poisoned(t(0), &[2; 16]).unwrap();
+        let marks: heapless::Vec<bool, 4> = core::iter::from_fn(|| tx.poll_transmit(t(0)).map(|o| o.mark)).collect();
+        assert_eq!(&marks[..], &[false, true]);
+        tx.handle_timeout(tx.poll_timeout().unwrap());
+        let marks: heapless::Vec<bool, 4> = core::iter::from_fn(|| tx.poll_transmit(t(0)).map(|o| o.mark)).collect();
+        assert_eq!(&marks[..], &[false, true], "the replay carries the poison again");
+        let s = tx.stats();
+        assert_eq!((s.tx_ok, s.tx_poisoned, s.frames_replayed, s.tx_replay), (2, 2, 2, 1));
+    }
+
+    /// Limits beyond the storage are refused when the transmitter is made.
+    #[test]
+    fn limits_must_fit_the_storage() {
+        let too_many = LlrTxConfig { outstanding_frames_max: 9, ..small() };
+        assert!(matches!(Tx::new(too_many, [0; 256], Seq::FIRST), Err(Error::BadConfig { .. })));
+        let too_big = LlrTxConfig { outstanding_bytes_max: 257, ..small() };
+        assert!(matches!(Tx::new(too_big, [0; 256], Seq::FIRST), Err(Error::BadConfig { .. })));
+        assert!(Tx::new(small(), [0; 256], Seq::FIRST).is_ok());
+    }
+
+    /// While the PCS reports the link down, offered frames meet the link-down action.
+    #[test]
+    fn frames_offered_while_the_link_is_down() {
+        let mut tx = advancing(LlrTxConfig { link_down_action: FrameAction::Block, ..small() });
+        tx.set_pcs_status(t(0), false);
+        assert!(matches!(tx.send(t(0), &[1; 4]), Err(Error::InvalidState { .. })));
+        let mut tx = advancing(small());
+        tx.set_pcs_status(t(0), false);
+        assert_eq!(tx.send(t(0), &[1; 4]), Ok(Admit::Discarded));
+        assert_eq!(tx.stats().tx_discard, 1);
+        tx.set_pcs_status(t(1), true);
+        assert!(matches!(tx.send(t(1), &[1; 4]), Ok(Admit::Queued(_))));
+    }
+
     #[test]
     fn ack_progress_resets_the_replay_count() {
-        let mut tx = advancing(LlrTxConfig::default());
+        let mut tx = advancing(small());
         tx.send(t(0), &[1; 16]).unwrap();
         tx.send(t(0), &[2; 16]).unwrap();
         drain(&mut tx, t(0));
@@ -663,12 +805,12 @@ mod tests {
             init_action: FrameAction::Discard,
             flush_action: FrameAction::Block,
             data_age_timeout: Some(Duration::from_micros(1)),
-            ..LlrTxConfig::default()
+            ..small()
         };
         let mut tx = Tx::new(cfg, [0; 256], Seq::FIRST).unwrap();
         tx.enable(t(0)).unwrap();
         assert_eq!(tx.send(t(0), &[0; 8]).unwrap(), Admit::Discarded);
-        assert_eq!(tx.stats().discards, 1);
+        assert_eq!(tx.stats().tx_discard, 1);
         tx.handle_init_echo(t(0), 0).unwrap();
         tx.send(t(0), &[0; 30]).unwrap();
         assert_eq!(tx.send(t(0), &[0; 11]), Err(Error::WindowFull));
@@ -683,11 +825,7 @@ mod tests {
 
     #[test]
     fn pcs_loss_flushes_and_reinit_on_flush() {
-        let cfg = LlrTxConfig {
-            pcs_lost_timeout: Some(Duration::from_nanos(500)),
-            reinit_on_flush: true,
-            ..LlrTxConfig::default()
-        };
+        let cfg = LlrTxConfig { pcs_lost_timeout: Some(Duration::from_nanos(500)), reinit_on_flush: true, ..small() };
         let mut tx = advancing(cfg);
         tx.send(t(0), &[0; 8]).unwrap();
         tx.set_pcs_status(t(100), false);
@@ -713,9 +851,6 @@ mod tests {
         assert_eq!(transition(S::Flush, I::Enable), None);
         assert_eq!(transition(S::Replay, I::Disable), Some(S::Off));
         assert_eq!(transition(S::Advance, I::ReplayCaughtUp), None);
-        assert!(
-            Tx::new(LlrTxConfig { replay_timeout: Duration::ZERO, ..Default::default() }, [0; 256], Seq::FIRST)
-                .is_err()
-        );
+        assert!(Tx::new(LlrTxConfig { replay_timeout: Duration::ZERO, ..small() }, [0; 256], Seq::FIRST).is_err());
     }
 }
