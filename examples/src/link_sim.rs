@@ -250,10 +250,11 @@ impl LinkEnd {
             let mut frame = [0u8; 1 + CC_UPDATE_LEN];
             frame[0] = 1;
             msg.emit(&mut frame[1..]).expect("46-byte buffer");
-            // Not admitted (INIT or a full window): this round is skipped, the next one repairs.
+            // Not admitted (INIT or a full window): it stays pending and is offered again.
             if let Ok(Admit::Queued(_)) = self.llr_tx.send(now, &frame) {
                 return self.next_item(now, cfg, rng);
             }
+            self.cbfc_tx.unsent_cc_update(&msg);
         }
         if self.next_id >= cfg.frames_per_end {
             return None;
@@ -318,7 +319,8 @@ impl LinkEnd {
                 match frame[0] {
                     1 => {
                         let (msg, _) = CcUpdate::parse(&frame[1..]).expect("CC_Update from our own sender");
-                        self.cbfc_rx.handle_cc_update(&msg).expect("in-order CC_Update is consistent");
+                        let out = self.cbfc_rx.handle_cc_update(&msg);
+                        assert!(out.is_ok(), "an in-order CC_Update is consistent: {out:?}");
                     }
                     _ => {
                         let vc = Vc::new(frame[1]).expect("VC below 32");

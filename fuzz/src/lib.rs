@@ -10,10 +10,11 @@
 use arbitrary::{Arbitrary, Unstructured};
 use linklayer::cbfc::{CbfcReceiver, CbfcReceiverConfig, CbfcSender, CbfcSenderConfig, CreditRule, Vc, VcMode};
 use linklayer::llr::{
-    Admit, FrameAction, FrameCheck, LlrRx, LlrRxConfig, LlrTx, LlrTxConfig, REPLAY_COUNT_UNLIMITED, ReplayBuffer,
+    Admit, FrameAction, FrameCheck, LlrRx, LlrRxConfig, LlrSizing, LlrTx, LlrTxConfig, REPLAY_COUNT_UNLIMITED, ReplayBuffer,
     RxVerdict, TxState,
 };
-use linklayer::wire::{CC_UPDATE_LEN, CTLOS_LEN, CcUpdate, CtlOs};
+use linklayer::wire::{CC_UPDATE_FRAME_LEN, CC_UPDATE_LEN, CTLOS_LEN, CcUpdate, CcUpdateFrame, CtlOs};
+use linklayer::link::{Link, LinkConfig, LinkEvent, Received};
 use linklayer::{Bits, Duration, Instant, LinkRate, Seq};
 use std::collections::VecDeque;
 
@@ -27,6 +28,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("replay_buffer", replay_buffer),
     ("llr", llr),
     ("cbfc", cbfc),
+    ("link", link),
     ("uet_pds", uet_pds),
     ("uet_ses", uet_ses),
     ("uet_tss_entropy", uet_tss_entropy),
@@ -40,24 +42,35 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ualink_dl_service", ualink_dl_service),
 ];
 
-/// CtlOS parser: never panics; whatever parses re-emits byte for byte.
+/// CtlOS parser: never panics; whatever parses re-emits the same bytes with its reserved bits
+/// cleared (byte for byte when the strict check finds none set), and re-parses equal.
 pub fn ctlos(data: &[u8]) {
     if let Ok((msg, rest)) = CtlOs::parse(data) {
         let mut out = [0u8; CTLOS_LEN];
         assert_eq!(msg.emit(&mut out), Ok(CTLOS_LEN));
-        assert_eq!(&out[..], &data[..CTLOS_LEN]);
+        assert_eq!(CtlOs::parse(&out).map(|(m, _)| m), Ok(msg));
+        assert_eq!(CtlOs::check_reserved(&out), Ok(()));
+        assert_eq!(out[..] == data[..CTLOS_LEN], CtlOs::check_reserved(data).is_ok());
         assert_eq!(rest, &data[CTLOS_LEN..]);
     }
 }
 
-/// CC_Update parser: never panics; whatever parses re-emits byte for byte.
+/// CC_Update parsers (the frame and its payload): never panic; whatever parses re-emits byte for
+/// byte (the format has no reserved bits).
 pub fn cc_update(data: &[u8]) {
+    if let Ok((frame, rest)) = CcUpdateFrame::parse(data) {
+        let mut out = [0u8; CC_UPDATE_FRAME_LEN];
+        assert_eq!(frame.emit(&mut out), Ok(CC_UPDATE_FRAME_LEN));
+        assert_eq!(&out[..], &data[..CC_UPDATE_FRAME_LEN]);
+        assert_eq!(rest.len(), data.len() - CC_UPDATE_FRAME_LEN);
+    }
     if let Ok((msg, rest)) = CcUpdate::parse(data) {
         let mut out = [0u8; CC_UPDATE_LEN];
         assert_eq!(msg.emit(&mut out), Ok(CC_UPDATE_LEN));
         assert_eq!(&out[..], &data[..CC_UPDATE_LEN]);
         assert_eq!(rest.len(), data.len() - CC_UPDATE_LEN);
-        assert!(msg.entries().all(|(vc, _)| usize::from(vc.index()) / 16 == usize::from(msg.group())));
+        assert_eq!(msg.entries().count(), 16);
+        assert!(msg.entries().all(|(vc, _)| CcUpdate::group_of(vc) == msg.group()));
     }
 }
 
@@ -323,16 +336,22 @@ enum CbfcOp {
     RawCf { vc: u8, freed: u32 },
     RawCc(Vec<u8>),
     RawFree { vc: u8, credits: u16 },
+    Resync { vc: u8 },
 }
 
 enum CbfcItem {
     Frame(Vc, usize),
     Cc([u8; CC_UPDATE_LEN]),
+    /// A VC's new epoch, as an LLR_INIT marks it on a link (never lost: LLR_INIT repeats).
+    Epoch(Vc),
 }
 
-/// A CBFC sender and receiver over a lossy link, driven by arbitrary calls. Invariants: no
-/// panic; while nothing hostile was injected, a frame the sender admitted always fits the
-/// receiver's buffer, and neither side ever holds more than its limit.
+/// A CBFC sender and receiver over a lossy link, driven by arbitrary calls, with VCs
+/// re-initialised at any moment as the link object does it (sender held, an epoch marker in order
+/// with the data, receiver re-initialised when it arrives, CF_Updates from before it never
+/// delivered). Invariants: no panic; while nothing hostile was injected, a frame the sender
+/// admitted always fits the receiver's buffer, every update is accepted, and neither side ever
+/// holds more than its limit.
 pub fn cbfc(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let Ok(rule) = CreditRule::arbitrary(&mut u) else { return };
@@ -341,6 +360,8 @@ pub fn cbfc(data: &[u8]) {
     let mut now = Instant::ZERO;
     let mut link: VecDeque<CbfcItem> = VecDeque::new();
     let mut buffers: Vec<VecDeque<usize>> = vec![VecDeque::new(); 32];
+    // Epoch markers of each VC still on the link: its CF_Updates are from the old epoch.
+    let mut markers = [0u32; 32];
     let mut honest = true;
     // `arbitrary` yields defaults once the input is used up: stop there.
     while !u.is_empty() {
@@ -349,15 +370,11 @@ pub fn cbfc(data: &[u8]) {
             CbfcOp::Mode { vc, limit } => {
                 let Ok(vc) = Vc::new(vc % 32) else { continue };
                 let mode = VcMode::Lossless { credit_limit: Some(u32::from(limit.unwrap_or(u16::MAX))) };
-                // Both ends must agree; a change refused at either end is left at both.
-                if tx.in_use(vc) == 0 && rx.occupancy(vc) == 0 && link.is_empty() {
-                    tx.set_vc_mode(now, vc, mode).unwrap();
-                    rx.set_vc_mode(now, vc, mode).unwrap();
-                } else {
-                    // A change under load may take at one end and not the other: the ends disagree.
-                    let _ = (tx.set_vc_mode(now, vc, mode), rx.set_vc_mode(now, vc, mode));
-                    honest = false;
-                }
+                // A mode change at both ends at once is exact only while none of the VC's frames
+                // is in flight or buffered: unlike a resync, it does not hold the sender.
+                honest &= tx.in_use(vc) == 0 && rx.occupancy(vc) == 0 && link.is_empty();
+                tx.set_vc_mode(now, vc, mode).unwrap();
+                rx.set_vc_mode(now, vc, mode).unwrap();
             }
             CbfcOp::Send { vc, len } => {
                 let Ok(vc) = Vc::new(vc % 32) else { continue };
@@ -381,8 +398,18 @@ pub fn cbfc(data: &[u8]) {
                     let r = rx.handle_cc_update(&CcUpdate::parse(&b).unwrap().0);
                     assert!(r.is_ok() || !honest, "in-order CC_Update rejected: {r:?}");
                 }
+                Some(CbfcItem::Epoch(vc)) => {
+                    rx.resync_vc(now, vc);
+                    markers[usize::from(vc.index())] -= 1;
+                }
                 _ => {}
             },
+            CbfcOp::Resync { vc } => {
+                let Ok(vc) = Vc::new(vc % 32) else { continue };
+                tx.resync_vc(vc);
+                markers[usize::from(vc.index())] += 1;
+                link.push_back(CbfcItem::Epoch(vc));
+            }
             CbfcOp::Drain { vc } => {
                 let Ok(vc) = Vc::new(vc % 32) else { continue };
                 if let Some(len) = buffers[usize::from(vc.index())].pop_front() {
@@ -392,7 +419,7 @@ pub fn cbfc(data: &[u8]) {
             }
             CbfcOp::Cf { lose } => {
                 if let Some(update) = rx.poll_cf_update(now) {
-                    if !lose {
+                    if !lose && markers[usize::from(update.vc.index())] == 0 {
                         let r = tx.handle_cf_update(update.vc, update.freed);
                         assert!(r.is_ok() || !honest, "honest CF_Update rejected: {r:?}");
                     }
@@ -432,6 +459,152 @@ pub fn cbfc(data: &[u8]) {
             }
         }
         let _ = (tx.poll_timeout(), rx.poll_timeout());
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+enum LinkOp {
+    Send { end: bool, vc: u8, len: u16 },
+    Transmit { end: bool, lose: bool, corrupt: bool },
+    Control { end: bool, lose: bool, flip: u8 },
+    Arrive { to: bool },
+    Drain { end: bool, vc: u8 },
+    Advance(u16),
+    Restart { end: bool, first: u32 },
+    Pcs { end: bool, up: bool },
+    RawControl { end: bool, msg: CtlOs },
+}
+
+enum LinkItem {
+    Frame { seq: Option<u32>, check: FrameCheck, bytes: Vec<u8> },
+    Ctl([u8; CTLOS_LEN]),
+}
+
+const LINK_VCS: u8 = 4;
+
+fn link_end(now: Instant, first: u32) -> Link<Vec<u8>, 32> {
+    let sizing = LlrSizing::software(Duration::from_micros(1), LinkRate::GBPS_100).with_frame_slots(32);
+    let config = LinkConfig::software(&sizing, LinkRate::GBPS_100, [2, 0, 0, 0, 0, 1]);
+    let mut l = Link::new(config, vec![0; sizing.replay_bytes as usize], first % (1 << 20)).unwrap();
+    for vc in 0..LINK_VCS {
+        l.set_vc_mode(now, Vc::new(vc).unwrap(), VcMode::Lossless { credit_limit: Some(32) }).unwrap();
+    }
+    l.enable(now).unwrap();
+    l
+}
+
+/// Two ends of a link object ([`linklayer::link::Link`]) over a lossy, corrupting FIFO wire,
+/// driven by arbitrary calls, with either end rebuilt at any moment. Invariants: no panic; while
+/// no hostile CtlOS injected, no frame is delivered twice or out of order (ids per direction and VC
+/// only grow, across restarts) and no receive buffer is overrun.
+pub fn link(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let mut now = Instant::ZERO;
+    let mut ends = [link_end(now, 1), link_end(now, 700_000)];
+    let mut wires: [VecDeque<LinkItem>; 2] = [VecDeque::new(), VecDeque::new()];
+    let mut buffers: [Vec<VecDeque<usize>>; 2] = [vec![VecDeque::new(); 4], vec![VecDeque::new(); 4]];
+    let mut next_id = [[0u32; 4]; 2];
+    let mut last = [[None::<u32>; 4]; 2];
+    let mut honest = true;
+    while !u.is_empty() {
+        let Ok(op) = LinkOp::arbitrary(&mut u) else { break };
+        match op {
+            LinkOp::Send { end, vc, len } => {
+                let i = usize::from(end);
+                let slot = vc % LINK_VCS;
+                let mut bytes = vec![0u8; 5 + usize::from(len % 2048)];
+                bytes[0] = slot;
+                bytes[1..5].copy_from_slice(&next_id[i][usize::from(slot)].to_be_bytes());
+                match ends[i].send(now, Vc::new(slot).unwrap(), &bytes) {
+                    Ok(Admit::Queued(_) | Admit::Discarded) => next_id[i][usize::from(slot)] += 1,
+                    Ok(Admit::SendPlain) => {
+                        next_id[i][usize::from(slot)] += 1;
+                        wires[i].push_back(LinkItem::Frame { seq: None, check: FrameCheck::Good, bytes });
+                    }
+                    Err(_) => {}
+                }
+            }
+            LinkOp::Transmit { end, lose, corrupt } => {
+                let i = usize::from(end);
+                if let Some(out) = ends[i].poll_transmit(now) {
+                    let item = LinkItem::Frame {
+                        seq: Some(out.seq.value()),
+                        check: if corrupt { FrameCheck::Bad } else { FrameCheck::Good },
+                        bytes: out.frame.to_vec(),
+                    };
+                    if !lose {
+                        wires[i].push_back(item);
+                    }
+                }
+            }
+            LinkOp::Control { end, lose, flip } => {
+                let i = usize::from(end);
+                if let Some(c) = ends[i].poll_control(now) {
+                    let mut b = [0u8; CTLOS_LEN];
+                    c.emit(&mut b).unwrap();
+                    b[usize::from(flip % 8)] ^= flip & 0xF0;
+                    if !lose {
+                        wires[i].push_back(LinkItem::Ctl(b));
+                    }
+                }
+            }
+            LinkOp::Arrive { to } => {
+                let i = usize::from(to);
+                let from = 1 - i;
+                match wires[from].pop_front() {
+                    Some(LinkItem::Ctl(b)) => {
+                        if let Ok((msg, _)) = CtlOs::parse(&b) {
+                            let _ = ends[i].handle_control(now, msg);
+                        }
+                    }
+                    Some(LinkItem::Frame { seq, check, bytes }) => {
+                        let slot = bytes.first().copied().unwrap_or(0) % LINK_VCS;
+                        let vc = Vc::new(slot).unwrap();
+                        let r = ends[i].handle_frame(now, seq, check, vc, &bytes);
+                        if r == Received::Deliver {
+                            assert_eq!(check, FrameCheck::Good);
+                            let id = u32::from_be_bytes(bytes[1..5].try_into().unwrap());
+                            let l = &mut last[from][usize::from(slot)];
+                            // A hostile LLR_INIT can make a receiver take old frames as new.
+                            assert!(!honest || l.is_none_or(|l| id > l), "frame {id} delivered after {l:?}");
+                            *l = Some(id);
+                            buffers[i][usize::from(slot)].push_back(bytes.len());
+                        }
+                    }
+                    None => {}
+                }
+            }
+            LinkOp::Drain { end, vc } => {
+                let i = usize::from(end);
+                let slot = vc % LINK_VCS;
+                if let Some(len) = buffers[i][usize::from(slot)].pop_front() {
+                    let r = ends[i].on_drained(Vc::new(slot).unwrap(), len);
+                    assert!(r.is_ok() || !honest, "{r:?}");
+                }
+            }
+            LinkOp::Advance(ns) => {
+                now = now.saturating_add(Duration::from_nanos(u64::from(ns)));
+                for e in &mut ends {
+                    e.handle_timeout(now);
+                }
+            }
+            LinkOp::Restart { end, first } => {
+                let i = usize::from(end);
+                ends[i] = link_end(now, first);
+                buffers[i] = vec![VecDeque::new(); 4];
+            }
+            LinkOp::Pcs { end, up } => ends[usize::from(end)].set_pcs_status(now, up),
+            LinkOp::RawControl { end, msg } => {
+                honest = false;
+                let _ = ends[usize::from(end)].handle_control(now, msg);
+            }
+        }
+        for e in &mut ends {
+            while let Some(ev) = e.poll_event() {
+                assert!(!matches!(ev, LinkEvent::Overrun { .. }) || !honest, "an honest sender overran: {ev:?}");
+            }
+            let _ = e.poll_timeout();
+        }
     }
 }
 

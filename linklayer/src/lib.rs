@@ -9,6 +9,7 @@ extern crate std;
 pub mod bits;
 pub mod cbfc;
 mod error;
+pub mod link;
 pub mod llr;
 pub mod seq;
 pub mod time;

@@ -159,6 +159,13 @@ impl LinkRate {
         let ns = bits.div_ceil(rate);
         Duration(if ns > u64::MAX as u128 { u64::MAX } else { ns as u64 })
     }
+
+    /// Bytes the link carries in `d`, rounded up.
+    pub const fn bytes_in(self, d: Duration) -> u64 {
+        let bits = (d.0 as u128) * (self.bits_per_second() as u128);
+        let bytes = bits.div_ceil(8 * 1_000_000_000);
+        if bytes > u64::MAX as u128 { u64::MAX } else { bytes as u64 }
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,11 @@
 //! 2. credits are conserved: after any number of lost frames, CF_Updates and CC_Updates, once the
 //!    receiver has drained and one CC_Update and then one CF_Update per VC get through, the sender
 //!    has every credit back;
-//! 3. the 20-bit counters wrap without effect on either.
+//! 3. the 20-bit counters wrap without effect on either;
+//! 4. any VC may be re-initialised at any moment (the sender holds it, an epoch marker travels
+//!    in order with the data, the receiver re-initialises when it arrives and its buffer has
+//!    drained, and its `R_CF = 0` report releases the sender once the marker's echo is back):
+//!    credits are still conserved and no VC stays stuck.
 
 // Test code: a broken invariant should stop the run loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
@@ -35,6 +39,10 @@ enum Op {
     Cf { lose: bool },
     /// Let time pass so periodic updates fall due.
     Tick { ns: u32 },
+    /// Deliver the next item of the control channel.
+    Ctl,
+    /// Re-initialise a VC at the sender (recovery step 1); its epoch marker follows the data.
+    Resync { vc: u8 },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -44,12 +52,23 @@ fn op() -> impl Strategy<Value = Op> {
         4 => any::<u8>().prop_map(|vc| Op::Drain { vc }),
         3 => prop::bool::weighted(0.3).prop_map(|lose| Op::Cf { lose }),
         1 => (1u32..500_000).prop_map(|ns| Op::Tick { ns }),
+        4 => Just(Op::Ctl),
+        1 => any::<u8>().prop_map(|vc| Op::Resync { vc }),
     ]
 }
 
 enum Item {
     Frame { vc: Vc, len: usize },
     Cc([u8; CC_UPDATE_LEN]),
+    /// The sender's new epoch of a VC, as the LLR_INIT marks it on a link: never lost (LLR_INIT
+    /// repeats until echoed).
+    Epoch { vc: Vc, epoch: u32 },
+}
+
+/// Receiver → sender.
+enum Ctl {
+    Cf([u8; 8]),
+    Echo { vc: Vc, epoch: u32 },
 }
 
 struct Link {
@@ -57,7 +76,10 @@ struct Link {
     rx: CbfcReceiver,
     vcs: Vec<(Vc, u32)>,
     data: VecDeque<Item>,
+    ctl: VecDeque<Ctl>,
     buffered: Vec<VecDeque<usize>>,
+    /// Per VC: the sender's current epoch, and whether its marker's echo is back.
+    epoch: Vec<(u32, bool)>,
     now: Instant,
 }
 
@@ -73,7 +95,16 @@ impl Link {
             rx.set_vc_mode(Instant::ZERO, vc, mode).unwrap();
             list.push((vc, limit));
         }
-        Link { tx, rx, vcs: list, data: VecDeque::new(), buffered: vec![VecDeque::new(); MAX_VCS], now: Instant::ZERO }
+        Link {
+            tx,
+            rx,
+            vcs: list,
+            data: VecDeque::new(),
+            ctl: VecDeque::new(),
+            buffered: vec![VecDeque::new(); MAX_VCS],
+            epoch: vec![(0, true); MAX_VCS],
+            now: Instant::ZERO,
+        }
     }
 
     fn pick(&self, vc: u8) -> (Vc, u32) {
@@ -88,15 +119,33 @@ impl Link {
         }
     }
 
-    fn deliver_cf(&mut self, lose: bool) -> bool {
+    fn emit_cf(&mut self, lose: bool) -> bool {
         let Some(update) = self.rx.poll_cf_update(self.now) else { return false };
         let mut b = [0u8; 8];
         CtlOs::CfUpdate(update).emit(&mut b).unwrap();
         if !lose {
-            let (CtlOs::CfUpdate(u), _) = CtlOs::parse(&b).unwrap() else { panic!("a CF_Update parses as one") };
-            self.tx.handle_cf_update(u.vc, u.freed).unwrap();
+            self.ctl.push_back(Ctl::Cf(b));
         }
         true
+    }
+
+    fn deliver_ctl(&mut self) {
+        match self.ctl.pop_front() {
+            Some(Ctl::Cf(b)) => {
+                let (CtlOs::CfUpdate(u), _) = CtlOs::parse(&b).unwrap() else { panic!("a CF_Update parses as one") };
+                // As the link object does: no CF_Update reaches a VC whose handshake is open.
+                if self.epoch[usize::from(u.vc.index())].1 {
+                    self.tx.handle_cf_update(u.vc, u.freed).unwrap();
+                }
+            }
+            Some(Ctl::Echo { vc, epoch }) => {
+                let e = &mut self.epoch[usize::from(vc.index())];
+                if e.0 == epoch {
+                    e.1 = true;
+                }
+            }
+            None => {}
+        }
     }
 
     fn step(&mut self, op: Op) {
@@ -121,7 +170,12 @@ impl Link {
                 }
                 Some(Item::Cc(b)) if !lose => {
                     let (msg, _) = CcUpdate::parse(&b).unwrap();
-                    self.rx.handle_cc_update(&msg).unwrap();
+                    let out = self.rx.handle_cc_update(&msg);
+                    assert!(out.is_ok(), "{out:?}");
+                }
+                Some(Item::Epoch { vc, epoch }) => {
+                    self.rx.resync_vc(self.now, vc);
+                    self.ctl.push_back(Ctl::Echo { vc, epoch });
                 }
                 _ => {}
             },
@@ -132,7 +186,15 @@ impl Link {
                 }
             }
             Op::Cf { lose } => {
-                self.deliver_cf(lose);
+                self.emit_cf(lose);
+            }
+            Op::Ctl => self.deliver_ctl(),
+            Op::Resync { vc } => {
+                let (vc, _) = self.pick(vc);
+                self.tx.resync_vc(vc);
+                let e = &mut self.epoch[usize::from(vc.index())];
+                *e = (e.0 + 1, false);
+                self.data.push_back(Item::Epoch { vc, epoch: e.0 });
             }
             Op::Tick { ns } => {
                 self.now = self.now.saturating_add(linklayer::Duration::from_nanos(u64::from(ns)));
@@ -161,9 +223,14 @@ impl Link {
         while !self.data.is_empty() {
             self.step(Op::Data { lose: false });
         }
+        while !self.ctl.is_empty() {
+            self.deliver_ctl();
+        }
         for _ in 0..MAX_VCS {
             self.now = self.now.saturating_add(linklayer::Duration::from_micros(1));
-            self.deliver_cf(false);
+            if self.emit_cf(false) {
+                self.deliver_ctl();
+            }
         }
     }
 }
@@ -187,11 +254,14 @@ proptest! {
             link.step(op);
         }
         link.settle();
-        for &(vc, _) in &link.vcs {
-            // Property 2: every credit came back, lost frames and lost updates included.
+        for &(vc, limit) in &link.vcs {
+            // Property 2: every credit came back, lost frames and lost updates included; and
+            // property 4: no VC is left held by a re-initialisation.
             prop_assert_eq!(link.rx.occupancy(vc), 0);
             prop_assert_eq!(link.tx.in_use(vc), 0, "vc {:?}", vc);
             prop_assert_eq!(link.tx.consumed(vc), link.rx.consumed(vc));
+            prop_assert!(!link.tx.is_held(vc) && !link.rx.is_draining(vc), "vc {:?} stuck", vc);
+            prop_assert_eq!(link.tx.available(vc), Some(limit));
         }
     }
 
@@ -204,6 +274,7 @@ proptest! {
             link.step(Op::Data { lose });
             link.step(Op::Drain { vc: 0 });
             link.step(Op::Cf { lose: false });
+            link.step(Op::Ctl);
         }
         link.settle();
         let (v, _) = link.pick(0);

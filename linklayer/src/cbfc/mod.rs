@@ -45,7 +45,7 @@
 mod receiver;
 mod sender;
 
-pub use receiver::{CbfcReceiver, CbfcReceiverConfig, CfUpdate, ReceiverStats};
+pub use receiver::{CbfcReceiver, CbfcReceiverConfig, CcUpdateOutcome, CfUpdate, ReceiverStats};
 pub use sender::{CbfcSender, CbfcSenderConfig, SenderStats};
 
 use crate::Error;

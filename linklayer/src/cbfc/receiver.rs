@@ -53,12 +53,42 @@ pub struct ReceiverStats {
     pub overruns: u64,
     /// CF_Updates produced.
     pub cf_updates_tx: u64,
-    /// CC_Updates applied.
+    /// CC_Updates handled.
     pub cc_updates_rx: u64,
-    /// CC_Updates rejected as stale or impossible.
-    pub cc_updates_rejected: u64,
+    /// CC_Update entries refused as stale or impossible (the other entries of the message still
+    /// apply).
+    pub cc_entries_rejected: u64,
+    /// CC_Update entries ignored: the VC is being re-initialised, or not lossless here and
+    /// reported as zero.
+    pub cc_entries_ignored: u64,
     /// Credits recovered by CC_Updates (credits of frames lost on the link).
     pub credits_recovered: u64,
+    /// Per-VC re-initialisations ([`CbfcReceiver::set_vc_mode`], [`CbfcReceiver::resync_vc`]).
+    pub vc_reinits: u64,
+}
+
+/// What a CC_Update did, entry by entry (bit *i* of each mask is VC *i*).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CcUpdateOutcome {
+    /// VCs whose entry was applied.
+    pub applied: u32,
+    /// VCs whose entry was ignored: being re-initialised, or not lossless here and reported as
+    /// zero.
+    pub ignored: u32,
+    /// VCs whose entry was refused; each left its VC unchanged.
+    pub rejected: u32,
+    /// The first refused entry's VC and reason.
+    pub first_error: Option<(Vc, Error)>,
+    /// Credits of frames lost on the link, recovered by the applied entries.
+    pub credits_recovered: u32,
+}
+
+impl CcUpdateOutcome {
+    /// Whether every entry was applied or ignored.
+    pub const fn is_ok(&self) -> bool {
+        self.rejected == 0
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,11 +102,27 @@ struct ReceiverVc {
     reported: CreditCounter,
     /// When `R_CF` was last reported.
     reported_at: Instant,
+    /// `R_CF` must be reported even if unchanged (after a re-initialisation).
+    report_due: bool,
+    /// Credits of frames buffered before the last re-initialisation, still to drain. While
+    /// nonzero the VC sends no CF_Update and ignores CC_Update entries.
+    draining: u32,
+    /// The largest buffer occupancy since the watermark was last cleared.
+    watermark: u32,
 }
 
 impl ReceiverVc {
-    fn occupancy(&self) -> u32 {
+    /// Credits of frames in the buffer, counted since the last re-initialisation.
+    fn counted(&self) -> u32 {
         self.freed.distance_to(self.consumed) as u32
+    }
+
+    fn occupancy(&self) -> u32 {
+        self.counted().saturating_add(self.draining)
+    }
+
+    fn needs_report(&self) -> bool {
+        self.lossless() && self.draining == 0 && (self.freed != self.reported || self.report_due)
     }
 
     fn lossless(&self) -> bool {
@@ -137,20 +183,62 @@ impl CbfcReceiver {
         self.vcs.get_mut(usize::from(vc.index()))
     }
 
-    /// Sets how `vc` is treated. A lossless VC's `credit_limit` here is the buffer the receiver
-    /// dedicates to it (frames beyond it are refused as overruns); `None` disables that check.
-    /// Making a VC lossless clears its counters; a VC holding frames cannot be reconfigured.
+    /// Sets how `vc` is treated and re-initialises it: `R_CC` and `R_CF` start at zero (the SAI
+    /// "lossless VC initialization" workflow clears `CONSUMED` and `FREED` for that one VC); the
+    /// other VCs are untouched. A lossless VC's `credit_limit` is the buffer, in credits, the
+    /// receiver dedicates to it: the same number the sender uses as its limit. Frames already in
+    /// the buffer stay accounted until drained, and the VC reports nothing until they are
+    /// ([`CbfcReceiver::resync_vc`]).
     pub fn set_vc_mode(&mut self, now: Instant, vc: Vc, mode: VcMode) -> Result<(), Error> {
         if let VcMode::Lossless { credit_limit: Some(limit) } = mode {
             check_limit(limit, "vc credit_limit")?;
         }
-        if self.vc(vc).occupancy() != 0 {
-            return Err(Error::InvalidState { state: "frames buffered", input: "set_vc_mode" });
-        }
-        if let Some(v) = self.vc_mut(vc) {
-            *v = ReceiverVc { mode, reported_at: now, ..ReceiverVc::default() };
-        }
+        self.clear_vc(now, vc, mode);
         Ok(())
+    }
+
+    /// Re-initialises `vc` in its current mode, the receiver's half of recovering from a peer
+    /// restart: the frames in the buffer are drained as usual, then `R_CC` and `R_CF` restart
+    /// from zero and a CF_Update reporting `R_CF = 0` is sent, which releases the sender held by
+    /// [`CbfcSender::resync_vc`]. Until then the VC sends no CF_Update and ignores CC_Update
+    /// entries, whose counters belong to the sender's previous life.
+    ///
+    /// [`CbfcSender::resync_vc`]: super::CbfcSender::resync_vc
+    pub fn resync_vc(&mut self, now: Instant, vc: Vc) {
+        let mode = self.vc(vc).mode;
+        self.clear_vc(now, vc, mode);
+    }
+
+    /// [`CbfcReceiver::resync_vc`] for every lossless VC.
+    pub fn resync_all(&mut self, now: Instant) {
+        for vc in Vc::all() {
+            if self.vc(vc).lossless() {
+                self.resync_vc(now, vc);
+            }
+        }
+    }
+
+    /// Reports every lossless VC's `R_CF` again at the next opportunities, changed or not (for
+    /// example when CF_Updates may have been ignored by a sender still completing its LLR
+    /// handshake).
+    pub fn report_all(&mut self) {
+        for v in self.vcs.iter_mut().filter(|v| v.lossless()) {
+            v.report_due = true;
+        }
+    }
+
+    /// Whether `vc` is still draining frames from before its last re-initialisation.
+    pub fn is_draining(&self, vc: Vc) -> bool {
+        self.vc(vc).draining != 0
+    }
+
+    fn clear_vc(&mut self, now: Instant, vc: Vc, mode: VcMode) {
+        let held = self.vc(vc).occupancy();
+        if let Some(v) = self.vc_mut(vc) {
+            let watermark = v.watermark;
+            *v = ReceiverVc { mode, reported_at: now, report_due: true, draining: held, watermark, ..ReceiverVc::default() };
+        }
+        self.stats.vc_reinits += 1;
     }
 
     /// `R_CC - R_CF` of `vc`: credits of frames in the buffer.
@@ -166,6 +254,18 @@ impl CbfcReceiver {
     /// `R_CC` of `vc`.
     pub fn consumed(&self, vc: Vc) -> CreditCounter {
         self.vc(vc).consumed
+    }
+
+    /// The largest occupancy of `vc`'s buffer since its watermark was last cleared.
+    pub fn occupancy_watermark(&self, vc: Vc) -> u32 {
+        self.vc(vc).watermark
+    }
+
+    /// Restarts `vc`'s watermark from its current occupancy.
+    pub fn clear_occupancy_watermark(&mut self, vc: Vc) {
+        if let Some(v) = self.vc_mut(vc) {
+            v.watermark = v.occupancy();
+        }
     }
 
     /// Accounts a frame of `len` bytes stored in `vc`'s buffer (`R_CC += pkt_credits`) and returns
@@ -184,68 +284,95 @@ impl CbfcReceiver {
         }
         if let Some(v) = self.vc_mut(vc) {
             v.consumed = v.consumed.wrapping_add(u64::from(credits));
+            v.watermark = v.watermark.max(v.occupancy());
         }
         self.stats.frames_received += 1;
         Ok(credits)
     }
 
-    /// Records that `credits` of `vc`'s buffer were drained (`R_CF += credits`). Freeing more than
-    /// the buffer holds is [`Error::CounterMismatch`] and changes nothing.
+    /// Records that `credits` of `vc`'s buffer were drained (`R_CF += credits`; credits of frames
+    /// from before a re-initialisation drain first and do not count). Freeing more than the
+    /// buffer holds is [`Error::CounterMismatch`] and changes nothing.
     pub fn on_freed(&mut self, vc: Vc, credits: u32) -> Result<(), Error> {
         let v = *self.vc(vc);
-        if !v.lossless() {
-            return if credits == 0 {
-                Ok(())
-            } else {
-                Err(Error::InvalidState { state: "best-effort VC", input: "on_freed" })
-            };
-        }
         let held = v.occupancy();
         if credits > held {
-            return Err(Error::CounterMismatch { field: "R_CF", distance: credits, limit: held });
+            return Err(if v.lossless() || held != 0 {
+                Error::CounterMismatch { field: "R_CF", distance: credits, limit: held }
+            } else {
+                Error::InvalidState { state: "best-effort VC", input: "on_freed" }
+            });
         }
         if let Some(v) = self.vc_mut(vc) {
-            v.freed = v.freed.wrapping_add(u64::from(credits));
+            let old = credits.min(v.draining);
+            v.draining -= old;
+            v.freed = v.freed.wrapping_add(u64::from(credits - old));
         }
         Ok(())
     }
 
     /// [`CbfcReceiver::on_freed`] for a drained frame of `len` bytes.
     pub fn on_frame_freed(&mut self, vc: Vc, len: usize) -> Result<(), Error> {
-        let credits = if self.vc(vc).lossless() { self.config.rule.credits_for(len)? } else { 0 };
+        let credits = if self.vc(vc).occupancy() != 0 { self.config.rule.credits_for(len)? } else { 0 };
         self.on_freed(vc, credits)
     }
 
-    /// Applies a CC_Update: for each VC it names, `R_CF += S_CC - R_CC; R_CC = S_CC`. The message
-    /// is checked whole before anything changes: a counter behind `R_CC` (stale), an entry for a
-    /// VC that is not lossless, or a jump larger than half the counter space is rejected.
-    pub fn handle_cc_update(&mut self, msg: &CcUpdate) -> Result<(), Error> {
+    /// Applies a CC_Update: for each lossless VC, `R_CF += S_CC - R_CC; R_CC = S_CC`, recovering
+    /// the credits of frames lost on the link. Each entry stands alone: one refused (a counter
+    /// behind `R_CC`, a jump larger than the VC's buffer, a nonzero counter for a VC that is not
+    /// lossless here) leaves its VC unchanged and the others still apply. Entries of VCs being
+    /// re-initialised are ignored.
+    pub fn handle_cc_update(&mut self, msg: &CcUpdate) -> CcUpdateOutcome {
+        let mut out = CcUpdateOutcome::default();
         for (vc, consumed) in msg.entries() {
-            let v = self.vc(vc);
-            if !v.lossless() {
-                self.stats.cc_updates_rejected += 1;
-                return Err(Error::InvalidState { state: "best-effort VC", input: "CC_Update" });
-            }
-            let lost = v.consumed.distance_to(consumed);
-            let limit = match v.mode {
-                VcMode::Lossless { credit_limit: Some(l) } => u64::from(l),
-                _ => CreditCounter::MODULUS / 2 - 1,
-            };
-            if lost > limit {
-                self.stats.cc_updates_rejected += 1;
-                return Err(Error::CounterMismatch { field: "S_CC", distance: lost as u32, limit: limit as u32 });
-            }
-        }
-        for (vc, consumed) in msg.entries() {
-            if let Some(v) = self.vc_mut(vc) {
-                let lost = v.consumed.distance_to(consumed);
-                v.freed = v.freed.wrapping_add(lost);
-                v.consumed = consumed;
-                self.stats.credits_recovered += lost;
+            let bit = 1u32 << vc.index();
+            match self.check_cc_entry(vc, consumed) {
+                Ok(None) => {
+                    out.ignored |= bit;
+                    self.stats.cc_entries_ignored += 1;
+                }
+                Ok(Some(lost)) => {
+                    if let Some(v) = self.vc_mut(vc) {
+                        v.freed = v.freed.wrapping_add(u64::from(lost));
+                        v.consumed = consumed;
+                    }
+                    out.applied |= bit;
+                    out.credits_recovered = out.credits_recovered.saturating_add(lost);
+                    self.stats.credits_recovered += u64::from(lost);
+                }
+                Err(e) => {
+                    out.rejected |= bit;
+                    out.first_error = out.first_error.or(Some((vc, e)));
+                    self.stats.cc_entries_rejected += 1;
+                }
             }
         }
         self.stats.cc_updates_rx += 1;
-        Ok(())
+        out
+    }
+
+    /// The credits one CC_Update entry recovers, `None` if the entry is to be ignored.
+    fn check_cc_entry(&self, vc: Vc, consumed: CreditCounter) -> Result<Option<u32>, Error> {
+        let v = self.vc(vc);
+        if !v.lossless() {
+            return if consumed == CreditCounter::FIRST {
+                Ok(None)
+            } else {
+                Err(Error::InvalidState { state: "best-effort VC", input: "CC_Update" })
+            };
+        }
+        if v.draining != 0 {
+            return Ok(None);
+        }
+        let lost = v.consumed.distance_to(consumed);
+        let limit = match v.mode {
+            VcMode::Lossless { credit_limit: Some(l) } => u64::from(l),
+            _ => CreditCounter::MODULUS / 2 - 1,
+        };
+        if lost > limit {
+            return Err(Error::CounterMismatch { field: "S_CC", distance: lost as u32, limit: limit as u32 });
+        }
+        Ok(Some(lost as u32))
     }
 
     /// The next CF_Update to send at `now`, if any: a VC whose `R_CF` changed since its last report
@@ -258,17 +385,19 @@ impl CbfcReceiver {
             }
         }
         let start = usize::from(self.cursor);
-        let changed = (0..MAX_VCS)
-            .map(|k| (start + k) % MAX_VCS)
-            .find(|&i| self.vcs.get(i).is_some_and(|v| v.lossless() && v.freed != v.reported));
+        let changed =
+            (0..MAX_VCS).map(|k| (start + k) % MAX_VCS).find(|&i| self.vcs.get(i).is_some_and(|v| v.needs_report()));
         let pick = changed.or_else(|| {
             (0..MAX_VCS).map(|k| (start + k) % MAX_VCS).find(|&i| {
-                self.vcs.get(i).is_some_and(|v| v.lossless() && now >= v.reported_at.saturating_add(self.max_spacing))
+                self.vcs.get(i).is_some_and(|v| {
+                    v.lossless() && v.draining == 0 && now >= v.reported_at.saturating_add(self.max_spacing)
+                })
             })
         })?;
         let v = self.vcs.get_mut(pick)?;
         v.reported = v.freed;
         v.reported_at = now;
+        v.report_due = false;
         let update = CfUpdate { vc: Vc::new(pick as u8).ok()?, freed: v.freed };
         self.last_cf_at = Some(now);
         self.cursor = ((pick + 1) % MAX_VCS) as u8;
@@ -280,9 +409,9 @@ impl CbfcReceiver {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let gate = self.last_cf_at.map_or(Instant::ZERO, |t| t.saturating_add(self.min_spacing));
         let mut earliest: Option<Instant> = None;
-        for v in self.vcs.iter().filter(|v| v.lossless()) {
+        for v in self.vcs.iter().filter(|v| v.lossless() && v.draining == 0) {
             let due =
-                if v.freed != v.reported { gate } else { v.reported_at.saturating_add(self.max_spacing).max(gate) };
+                if v.needs_report() { gate } else { v.reported_at.saturating_add(self.max_spacing).max(gate) };
             earliest = Some(earliest.map_or(due, |e| e.min(due)));
         }
         earliest
@@ -317,6 +446,8 @@ mod tests {
     fn cf_updates_respect_min_and_max_spacing() {
         let (mut r, vc) = rx();
         let t = |ns| Instant::from_nanos(ns);
+        // A VC just made lossless reports its R_CF = 0 at once: the sender may start.
+        assert_eq!(r.poll_cf_update(t(0)), Some(CfUpdate { vc, freed: CreditCounter::FIRST }));
         // Nothing freed, nothing to report until the max spacing (262144 B at 800G = 2622 ns).
         assert_eq!(r.poll_cf_update(t(10)), None);
         assert_eq!(r.poll_timeout(), Some(t(2622)));
@@ -330,7 +461,15 @@ mod tests {
         let u = r.poll_cf_update(t(2686)).unwrap();
         assert_eq!(u.freed.value(), 1);
         assert_eq!(r.poll_cf_update(t(2686)), None);
-        assert_eq!(r.stats().cf_updates_tx, 2);
+        assert_eq!(r.stats().cf_updates_tx, 3);
+    }
+
+    fn update(entries: &[(u8, u32)]) -> CcUpdate {
+        let mut msg = CcUpdate::new(0).unwrap();
+        for &(vc, c) in entries {
+            msg.set(Vc::new(vc).unwrap(), CreditCounter::new(c).unwrap()).unwrap();
+        }
+        msg
     }
 
     #[test]
@@ -338,27 +477,77 @@ mod tests {
         let (mut r, vc) = rx();
         r.on_received(vc, 128).unwrap();
         // The sender consumed 5 credits: 4 were lost on the link.
-        let mut msg = CcUpdate::new(0).unwrap();
-        msg.set(vc, Some(CreditCounter::new(5).unwrap())).unwrap();
-        r.handle_cc_update(&msg).unwrap();
+        let out = r.handle_cc_update(&update(&[(5, 5)]));
+        assert_eq!(out.applied, 1 << 5);
+        assert_eq!(out.credits_recovered, 4);
+        assert_eq!(out.ignored, 0xFFFF & !(1 << 5));
+        assert!(out.is_ok());
         assert_eq!(r.consumed(vc).value(), 5);
         assert_eq!(r.freed(vc).value(), 4);
         assert_eq!(r.occupancy(vc), 1);
         assert_eq!(r.stats().credits_recovered, 4);
         // A stale update (behind R_CC) is refused and changes nothing.
-        msg.set(vc, Some(CreditCounter::new(2).unwrap())).unwrap();
-        assert!(r.handle_cc_update(&msg).is_err());
+        let out = r.handle_cc_update(&update(&[(5, 2)]));
+        assert_eq!(out.rejected, 1 << 5);
+        assert!(matches!(out.first_error, Some((v, Error::CounterMismatch { .. })) if v == vc));
         assert_eq!(r.consumed(vc).value(), 5);
     }
 
     #[test]
-    fn cc_update_is_checked_whole() {
+    fn one_bad_cc_update_entry_spares_the_others() {
         let (mut r, vc) = rx();
-        let mut msg = CcUpdate::new(0).unwrap();
-        msg.set(vc, Some(CreditCounter::new(3).unwrap())).unwrap();
-        msg.set(Vc::new(6).unwrap(), Some(CreditCounter::new(3).unwrap())).unwrap();
-        assert!(r.handle_cc_update(&msg).is_err());
+        let other = Vc::new(7).unwrap();
+        r.set_vc_mode(Instant::ZERO, other, VcMode::Lossless { credit_limit: Some(8) }).unwrap();
+        // VC 5 jumps past its 8-credit buffer (impossible); VC 7 lost 3 credits; VC 6 is
+        // best-effort here but the sender counts it: a configuration mismatch, reported too.
+        let out = r.handle_cc_update(&update(&[(5, 9), (6, 1), (7, 3)]));
+        assert_eq!(out.applied, 1 << 7);
+        assert_eq!(out.rejected, (1 << 5) | (1 << 6));
+        assert!(matches!(out.first_error, Some((v, Error::CounterMismatch { distance: 9, limit: 8, .. })) if v == vc));
         assert_eq!(r.consumed(vc).value(), 0);
+        assert_eq!(r.consumed(other).value(), 3);
+        assert_eq!(r.stats().cc_entries_rejected, 2);
+    }
+
+    #[test]
+    fn resync_drains_the_old_frames_then_restarts_the_counters() {
+        let (mut r, vc) = rx();
+        let t = Instant::ZERO;
+        r.poll_cf_update(t).unwrap();
+        r.on_received(vc, 512).unwrap();
+        r.on_received(vc, 256).unwrap();
+        r.on_frame_freed(vc, 512).unwrap();
+        // The peer restarted with 2 credits still buffered.
+        r.resync_vc(t, vc);
+        assert!(r.is_draining(vc));
+        assert_eq!((r.consumed(vc).value(), r.freed(vc).value(), r.occupancy(vc)), (0, 0, 2));
+        // The buffer still counts against the VC's 8 credits.
+        assert_eq!(r.on_received(vc, 7 * 128), Err(Error::CreditOverrun { vc: 5 }));
+        // The old sender's counters are ignored; nothing is reported while draining.
+        let out = r.handle_cc_update(&update(&[(5, 700)]));
+        assert_eq!(out.ignored & (1 << 5), 1 << 5);
+        assert_eq!(r.poll_cf_update(Instant::from_nanos(1_000_000)), None);
+        assert_eq!(r.poll_timeout(), None);
+        // Drained: R_CF = 0 is reported, and the VC counts afresh.
+        r.on_frame_freed(vc, 256).unwrap();
+        assert!(!r.is_draining(vc));
+        let later = Instant::from_nanos(1_000_000);
+        assert_eq!(r.poll_cf_update(later), Some(CfUpdate { vc, freed: CreditCounter::FIRST }));
+        assert_eq!(r.on_received(vc, 8 * 128), Ok(8));
+        assert_eq!(r.occupancy_watermark(vc), 8);
+        assert_eq!(r.stats().vc_reinits, 2);
+    }
+
+    #[test]
+    fn a_mode_change_keeps_old_frames_accounted_until_drained() {
+        let (mut r, vc) = rx();
+        r.on_received(vc, 128).unwrap();
+        r.set_vc_mode(Instant::ZERO, vc, VcMode::BestEffort).unwrap();
+        assert_eq!(r.occupancy(vc), 1);
+        assert_eq!(r.on_frame_freed(vc, 128), Ok(()));
+        assert_eq!(r.occupancy(vc), 0);
+        assert_eq!(r.on_freed(vc, 1), Err(Error::InvalidState { state: "best-effort VC", input: "on_freed" }));
+        assert_eq!(r.on_received(vc, 9000), Ok(0));
     }
 
     #[test]

@@ -45,6 +45,11 @@ pub struct SenderStats {
     pub cf_updates_rejected: u64,
     /// CC_Update messages produced.
     pub cc_updates_tx: u64,
+    /// CC_Update messages handed back unsent ([`CbfcSender::unsent_cc_update`]).
+    pub cc_updates_unsent: u64,
+    /// Per-VC re-initialisations ([`CbfcSender::set_vc_mode`], [`CbfcSender::reinit_vc`],
+    /// [`CbfcSender::resync_vc`]).
+    pub vc_reinits: u64,
     /// The largest number of port credits ever in use.
     pub port_in_use_watermark: u32,
 }
@@ -56,6 +61,10 @@ struct SenderVc {
     consumed: CreditCounter,
     /// `S_CF`: credits freed as last reported by the receiver.
     freed: CreditCounter,
+    /// Held by [`CbfcSender::resync_vc`]: no credit until the receiver confirms its reset.
+    held: bool,
+    /// The largest `S_CU` since the watermark was last cleared.
+    watermark: u32,
 }
 
 impl SenderVc {
@@ -120,9 +129,11 @@ impl CbfcSender {
         self.vcs.get_mut(usize::from(vc.index()))
     }
 
-    /// Sets how `vc` is treated. Making a VC lossless starts its counters at zero, as the SAI
-    /// initialisation workflow clears them; the receiver must do the same. A lossless VC with
-    /// credits still in use cannot be reconfigured ([`Error::InvalidState`]).
+    /// Sets how `vc` is treated and re-initialises it: `S_CC`, `S_CF` and `S_CU` start at zero, as
+    /// the SAI "lossless VC initialization" workflow clears `CREDITS_USED`, `CONSUMED` and `FREED`
+    /// for that one VC. The other VCs are untouched and may carry traffic meanwhile. Credits the
+    /// VC had in use are forgotten: the receiver must re-initialise the same VC at a point where
+    /// none of its frames is in flight (or use [`CbfcSender::resync_vc`], which waits for it).
     pub fn set_vc_mode(&mut self, now: Instant, vc: Vc, mode: VcMode) -> Result<(), Error> {
         if let VcMode::Lossless { credit_limit: Some(limit) } = mode {
             check_limit(limit, "vc credit_limit")?;
@@ -132,12 +143,7 @@ impl CbfcSender {
                 return Err(Error::BadConfig { field: "vc credit_limit (no port limit to share)" });
             }
         }
-        if self.vc(vc).in_use() != 0 {
-            return Err(Error::InvalidState { state: "credits in use", input: "set_vc_mode" });
-        }
-        if let Some(v) = self.vc_mut(vc) {
-            *v = SenderVc { mode, ..SenderVc::default() };
-        }
+        self.clear_vc(vc, mode, false);
         if self.next_cc_at.is_none() && self.any_lossless() {
             self.next_cc_at = Some(now.saturating_add(self.config.cc_update_interval));
         } else if !self.any_lossless() {
@@ -145,6 +151,56 @@ impl CbfcSender {
             self.cc_pending = 0;
         }
         Ok(())
+    }
+
+    /// Re-initialises `vc` in its current mode (SAI "lossless VC initialization"): its counters
+    /// start at zero and it may send at once. See [`CbfcSender::set_vc_mode`] for what the
+    /// receiver must do.
+    pub fn reinit_vc(&mut self, vc: Vc) {
+        let mode = self.vc(vc).mode;
+        self.clear_vc(vc, mode, false);
+    }
+
+    /// Re-initialises `vc` and holds it until the receiver has re-initialised too: the VC takes
+    /// no credit until a CF_Update reports `R_CF = 0`, the value a receiver reports once its
+    /// buffer of the VC has drained and its counters restarted ([`CbfcReceiver::resync_vc`]).
+    /// A best-effort VC is not held.
+    ///
+    /// This is the sender's half of recovering from a peer restart or an LLR re-initialisation
+    /// (see the crate's recovery sequence): call it when this end's LLR transmitter starts a new
+    /// handshake, and pass CF_Updates to [`CbfcSender::handle_cf_update`] only once that
+    /// handshake has completed, so that a CF_Update from before the peer's reset cannot release
+    /// the VC.
+    ///
+    /// [`CbfcReceiver::resync_vc`]: super::CbfcReceiver::resync_vc
+    pub fn resync_vc(&mut self, vc: Vc) {
+        let mode = self.vc(vc).mode;
+        let lossless = matches!(mode, VcMode::Lossless { .. });
+        self.clear_vc(vc, mode, lossless);
+    }
+
+    /// [`CbfcSender::resync_vc`] for every lossless VC.
+    pub fn resync_all(&mut self) {
+        for vc in Vc::all() {
+            if matches!(self.vc(vc).mode, VcMode::Lossless { .. }) {
+                self.resync_vc(vc);
+            }
+        }
+    }
+
+    /// Whether `vc` is held waiting for the receiver's re-initialisation.
+    pub fn is_held(&self, vc: Vc) -> bool {
+        self.vc(vc).held
+    }
+
+    fn clear_vc(&mut self, vc: Vc, mode: VcMode, held: bool) {
+        let in_use = self.vc(vc).in_use();
+        self.port_in_use = self.port_in_use.saturating_sub(in_use);
+        if let Some(v) = self.vc_mut(vc) {
+            // The watermark is a management statistic, not state: it outlives the counters.
+            *v = SenderVc { mode, held, watermark: v.watermark, ..SenderVc::default() };
+        }
+        self.stats.vc_reinits += 1;
     }
 
     /// The mode of `vc`.
@@ -171,6 +227,24 @@ impl CbfcSender {
         self.vc(vc).consumed
     }
 
+    /// `S_CF` of `vc`: the receiver's credits-freed counter as last reported.
+    pub fn freed(&self, vc: Vc) -> CreditCounter {
+        self.vc(vc).freed
+    }
+
+    /// The largest `S_CU` of `vc` since its watermark was last cleared (SAI per-VC
+    /// `CREDITS_USED` watermark).
+    pub fn in_use_watermark(&self, vc: Vc) -> u32 {
+        self.vc(vc).watermark
+    }
+
+    /// Restarts `vc`'s watermark from its current `S_CU`.
+    pub fn clear_in_use_watermark(&mut self, vc: Vc) {
+        if let Some(v) = self.vc_mut(vc) {
+            v.watermark = v.in_use();
+        }
+    }
+
     /// Credits a frame of `len` bytes costs.
     pub fn credits_for(&self, len: usize) -> Result<u32, Error> {
         self.config.rule.credits_for(len)
@@ -181,6 +255,9 @@ impl CbfcSender {
     pub fn available(&self, vc: Vc) -> Option<u32> {
         let v = self.vc(vc);
         let VcMode::Lossless { credit_limit } = v.mode else { return None };
+        if v.held {
+            return Some(0);
+        }
         let own = credit_limit.map(|l| l.saturating_sub(v.in_use()));
         let port = self.config.port_credit_limit.map(|l| l.saturating_sub(self.port_in_use));
         Some(match (own, port) {
@@ -209,6 +286,7 @@ impl CbfcSender {
         }
         if let Some(v) = self.vc_mut(vc) {
             v.consumed = v.consumed.wrapping_add(u64::from(needed));
+            v.watermark = v.watermark.max(v.in_use());
         }
         self.port_in_use = self.port_in_use.saturating_add(needed);
         self.stats.frames_sent += 1;
@@ -220,12 +298,25 @@ impl CbfcSender {
     /// Applies a CF_Update carrying the receiver's `R_CF` for `vc`: `S_CU -= R_CF - S_CF;
     /// S_CF = R_CF`. Returns the credits returned. An update that would free more than is in use
     /// (stale, reordered or corrupt) is rejected with [`Error::CounterMismatch`] and changes
-    /// nothing; an update on a best-effort VC is [`Error::InvalidState`].
+    /// nothing; an update on a best-effort VC is [`Error::InvalidState`]. On a held VC
+    /// ([`CbfcSender::resync_vc`]) only `R_CF = 0` is accepted, and it releases the VC.
     pub fn handle_cf_update(&mut self, vc: Vc, freed: CreditCounter) -> Result<u32, Error> {
         let v = *self.vc(vc);
         if !matches!(v.mode, VcMode::Lossless { .. }) {
             self.stats.cf_updates_rejected += 1;
             return Err(Error::InvalidState { state: "best-effort VC", input: "CF_Update" });
+        }
+        if v.held {
+            if freed != CreditCounter::FIRST {
+                self.stats.cf_updates_rejected += 1;
+                let distance = freed.value();
+                return Err(Error::CounterMismatch { field: "R_CF (VC held for re-initialisation)", distance, limit: 0 });
+            }
+            if let Some(v) = self.vc_mut(vc) {
+                v.held = false;
+            }
+            self.stats.cf_updates_rx += 1;
+            return Ok(0);
         }
         let returned = v.freed.distance_to(freed) as u32;
         let in_use = v.in_use();
@@ -244,7 +335,10 @@ impl CbfcSender {
 
     /// The next CC_Update message to send, if one is due at `now`. A round covers every lossless
     /// VC; with lossless VCs in both halves of the VC space a round is two messages, returned by
-    /// consecutive calls.
+    /// consecutive calls. Each carries `S_CC` of every VC of its group (zero for a VC that is not
+    /// lossless). A message that cannot be sent now goes back with
+    /// [`CbfcSender::unsent_cc_update`] and comes out again, with fresh counters, from the next
+    /// call.
     pub fn poll_cc_update(&mut self, now: Instant) -> Option<CcUpdate> {
         if self.cc_pending == 0 {
             let due = self.next_cc_at?;
@@ -264,11 +358,18 @@ impl CbfcSender {
         let start = group * VC_GROUP_SIZE;
         for (i, v) in self.vcs.iter().enumerate().skip(start).take(VC_GROUP_SIZE) {
             if matches!(v.mode, VcMode::Lossless { .. }) {
-                msg.set(Vc::new(i as u8).ok()?, Some(v.consumed)).ok()?;
+                msg.set(Vc::new(i as u8).ok()?, v.consumed).ok()?;
             }
         }
         self.stats.cc_updates_tx += 1;
         Some(msg)
+    }
+
+    /// Hands back a CC_Update from [`CbfcSender::poll_cc_update`] that could not be sent (the
+    /// LLR transmitter refused it, the link is down): its group is due again at once.
+    pub fn unsent_cc_update(&mut self, msg: &CcUpdate) {
+        self.cc_pending |= 1 << (msg.group() & 1);
+        self.stats.cc_updates_unsent += 1;
     }
 
     /// When [`CbfcSender::poll_cc_update`] next has something to send.
@@ -348,9 +449,73 @@ mod tests {
         let vc = Vc::new(0).unwrap();
         assert!(s.set_vc_mode(Instant::ZERO, vc, VcMode::Lossless { credit_limit: None }).is_err());
         assert!(s.set_vc_mode(Instant::ZERO, vc, lossless(1 << 20)).is_err());
-        s.set_vc_mode(Instant::ZERO, vc, lossless(4)).unwrap();
-        s.on_sent(vc, 1).unwrap();
-        assert!(s.set_vc_mode(Instant::ZERO, vc, VcMode::BestEffort).is_err());
+    }
+
+    #[test]
+    fn one_vc_re_initialises_while_the_others_carry_traffic() {
+        let cfg = CbfcSenderConfig { port_credit_limit: Some(20), ..Default::default() };
+        let mut s = CbfcSender::new(cfg).unwrap();
+        let (a, b) = (Vc::new(1).unwrap(), Vc::new(2).unwrap());
+        s.set_vc_mode(Instant::ZERO, a, lossless(10)).unwrap();
+        s.set_vc_mode(Instant::ZERO, b, lossless(10)).unwrap();
+        s.on_sent(a, 10 * 128).unwrap();
+        s.on_sent(b, 4 * 128).unwrap();
+        assert_eq!(s.in_use_watermark(a), 10);
+        // SAI "lossless VC initialization" of VC 1 alone: its counters clear, VC 2 keeps its own.
+        s.reinit_vc(a);
+        assert_eq!((s.in_use(a), s.consumed(a).value(), s.freed(a).value()), (0, 0, 0));
+        assert_eq!((s.in_use(b), s.port_in_use()), (4, 4));
+        assert_eq!(s.available(a), Some(10));
+        // A mode change re-initialises too, credits in use or not.
+        s.on_sent(a, 128).unwrap();
+        s.set_vc_mode(Instant::ZERO, a, VcMode::BestEffort).unwrap();
+        assert_eq!(s.port_in_use(), 4);
+        assert_eq!(s.stats().vc_reinits, 4);
+    }
+
+    #[test]
+    fn a_resynchronising_vc_waits_for_the_receivers_reset() {
+        let mut s = CbfcSender::new(CbfcSenderConfig::default()).unwrap();
+        let (a, b) = (Vc::new(1).unwrap(), Vc::new(2).unwrap());
+        s.set_vc_mode(Instant::ZERO, a, lossless(10)).unwrap();
+        s.set_vc_mode(Instant::ZERO, b, lossless(10)).unwrap();
+        s.on_sent(a, 5 * 128).unwrap();
+        s.resync_vc(a);
+        assert!(s.is_held(a));
+        assert_eq!(s.available(a), Some(0));
+        assert!(matches!(s.on_sent(a, 1), Err(Error::NoCredit { .. })));
+        assert_eq!(s.on_sent(b, 128), Ok(1));
+        // A CF_Update from the receiver's previous life is refused; its reset releases the VC.
+        assert!(matches!(s.handle_cf_update(a, CreditCounter::new(3).unwrap()), Err(Error::CounterMismatch { .. })));
+        assert!(s.is_held(a));
+        assert_eq!(s.handle_cf_update(a, CreditCounter::FIRST), Ok(0));
+        assert!(!s.is_held(a));
+        assert_eq!(s.available(a), Some(10));
+        assert_eq!(s.in_use_watermark(a), 5);
+        s.clear_in_use_watermark(a);
+        assert_eq!(s.in_use_watermark(a), 0);
+        // Best-effort VCs are never held.
+        let be = Vc::new(9).unwrap();
+        s.resync_vc(be);
+        assert!(!s.is_held(be));
+    }
+
+    #[test]
+    fn an_unsent_cc_update_comes_out_again() {
+        let mut s = CbfcSender::new(CbfcSenderConfig::default()).unwrap();
+        let vc = Vc::new(20).unwrap();
+        s.set_vc_mode(Instant::ZERO, vc, lossless(100)).unwrap();
+        let due = s.poll_timeout().unwrap();
+        let first = s.poll_cc_update(due).unwrap();
+        assert_eq!(s.poll_cc_update(due), None);
+        s.unsent_cc_update(&first);
+        assert_eq!(s.poll_timeout(), Some(Instant::ZERO));
+        s.on_sent(vc, 128).unwrap();
+        // Fresh counters in the retried message.
+        let again = s.poll_cc_update(due).unwrap();
+        assert_eq!(again.get(vc), Some(CreditCounter::new(1).unwrap()));
+        assert_eq!(again.get(Vc::new(21).unwrap()), Some(CreditCounter::FIRST));
+        assert_eq!((s.stats().cc_updates_tx, s.stats().cc_updates_unsent), (2, 1));
     }
 
     #[test]
@@ -370,7 +535,7 @@ mod tests {
         assert_eq!(first.group(), 0);
         assert_eq!(second.group(), 1);
         let entries: heapless::Vec<_, 32> = first.entries().chain(second.entries()).collect();
-        assert_eq!(entries.len(), 3);
+        assert_eq!(entries.len(), 32);
         assert!(entries.contains(&(Vc::new(17).unwrap(), CreditCounter::new(3).unwrap())));
         assert_eq!(s.stats().cc_updates_tx, 2);
     }

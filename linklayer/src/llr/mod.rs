@@ -48,10 +48,12 @@
 //! The split between the generic [`ReplayBuffer`] and the UE machines ([`LlrTx`], [`LlrRx`]) is
 //! what UALink's DL replay and UCIe's retry reuse; see the table in [`replay`].
 
+mod profile;
 pub mod replay;
 mod rx;
 mod tx;
 
+pub use profile::{LlrSizing, OUTSTANDING_FRAMES_LIMIT};
 pub use replay::{Outgoing, ReplayBuffer};
 pub use rx::{FrameCheck, InitOutcome, LlrRx, LlrRxConfig, RxState, RxStats, RxVerdict};
 pub use tx::{

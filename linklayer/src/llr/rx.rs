@@ -66,10 +66,12 @@ pub enum RxVerdict {
 pub enum InitOutcome {
     /// The first handshake since reset or since the receiver was enabled.
     First,
-    /// The same number again: the peer repeats LLR_INIT until its echo arrives.
+    /// The same number again with no frame received since: the peer repeats LLR_INIT until its
+    /// echo arrives (the echo, or what followed it, was lost).
     Repeated,
-    /// A different first number while the receiver was running: the peer's transmitter started
-    /// over (a restart or a re-initialisation), and what it sent before is gone.
+    /// A new handshake while the receiver was running (a different number, or frames received
+    /// since the last one): the peer's transmitter started over, after a restart of that end or
+    /// a re-initialisation, and what it sent before the LLR_INIT is gone.
     PeerRestarted {
         /// The number the receiver expected next.
         was_expecting: u32,
@@ -239,7 +241,7 @@ impl<S: SeqSpace> LlrRx<S> {
         let outcome = match self.state {
             RxState::Off => InitOutcome::First,
             // The number a repeated LLR_INIT carries is the one adopted, until a frame arrives.
-            _ if announced == self.expected => InitOutcome::Repeated,
+            _ if announced == self.expected && self.last_seen.is_none() => InitOutcome::Repeated,
             _ => InitOutcome::PeerRestarted { was_expecting: self.expected.value() },
         };
         self.apply(RxInput::Init);

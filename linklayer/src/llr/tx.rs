@@ -80,6 +80,12 @@ pub enum LlrTxEvent {
         /// Frames dropped from the replay buffer.
         frames_dropped: u32,
     },
+    /// [`LlrTx::restart`] started a new handshake and dropped `frames_dropped` unacknowledged
+    /// frames.
+    Restarted {
+        /// Frames dropped from the replay buffer.
+        frames_dropped: u32,
+    },
 }
 
 /// Transmitter configuration (SAI port LLR profile).
@@ -163,10 +169,12 @@ pub struct TxStats {
     pub tx_replay: u64,
     /// Frames discarded by the INIT, FLUSH or link-down frame action (`LLR_TX_DISCARD`).
     pub tx_discard: u64,
-    /// Frames dropped by FLUSH.
+    /// Frames dropped by FLUSH or [`LlrTx::restart`].
     pub flushed_frames: u64,
     /// Times FLUSH was entered.
     pub flushes: u64,
+    /// Handshakes restarted by [`LlrTx::restart`].
+    pub restarts: u64,
     /// Events dropped because the event queue was full.
     pub events_dropped: u64,
 }
@@ -194,6 +202,7 @@ enum TxInput {
     ReplayCaughtUp,
     Fault,
     Reinit,
+    Restart,
 }
 
 /// Every state change of the transmitter, in one place. `None`: not allowed.
@@ -208,6 +217,7 @@ fn transition(state: TxState, input: TxInput) -> Option<TxState> {
         (S::Replay, I::ReplayCaughtUp) => S::Advance,
         (S::Advance | S::Replay, I::Fault) => S::Flush,
         (S::Flush, I::Reinit) => S::Init,
+        (S::Init | S::Advance | S::Replay | S::Flush, I::Restart) => S::Init,
         _ => return None,
     })
 }
@@ -328,6 +338,27 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
         self.apply(TxInput::Reinit, "reinit")?;
         self.init_due = Some(now);
         Ok(())
+    }
+
+    /// Starts a new INIT handshake from any enabled state (OFF stays OFF, [`Error::InvalidState`]),
+    /// dropping the unacknowledged frames (returned, and reported by [`LlrTxEvent::Restarted`]).
+    /// Numbering continues after the last number used, so frames of the old handshake still on
+    /// the wire arrive behind the receiver's new expected number and are dropped as duplicates.
+    ///
+    /// This is the response to a peer that restarted ([`super::InitOutcome::PeerRestarted`]):
+    /// its receiver lost its state, so this transmitter must announce itself again. The dropped
+    /// frames were not acknowledged; whether the old peer delivered them is unknown, so sending
+    /// them to the new one could duplicate them.
+    pub fn restart(&mut self, now: Instant) -> Result<u32, Error> {
+        self.apply(TxInput::Restart, "restart")?;
+        let dropped = self.buf.clear() as u32;
+        self.replay_deadline = None;
+        self.replay_count = 0;
+        self.init_due = Some(now);
+        self.stats.restarts += 1;
+        self.stats.flushed_frames += u64::from(dropped);
+        self.emit(LlrTxEvent::Restarted { frames_dropped: dropped });
+        Ok(dropped)
     }
 
     /// Offers an LLR-eligible frame. In ADVANCE and REPLAY it is stored and numbered
