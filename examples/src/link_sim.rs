@@ -190,7 +190,7 @@ pub struct LinkEnd {
 impl LinkEnd {
     fn new(cfg: &SimConfig, first_seq: u32) -> LinkEnd {
         let storage = vec![0u8; REPLAY_BYTES].into_boxed_slice();
-        let seq = Seq::new(u32::from(first_seq)).expect("16-bit sequence number");
+        let seq = Seq::new(first_seq).expect("a 20-bit sequence number");
         let llr_tx = LlrTx::new(cfg.llr, storage, seq).expect("valid LLR configuration");
         let llr_rx = LlrRx::new(LlrRxConfig { enabled: true, ack_spacing: 2048, link_rate: cfg.rate });
         let mut cbfc_tx =

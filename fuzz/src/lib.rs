@@ -9,12 +9,12 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use linklayer::cbfc::{CbfcReceiver, CbfcReceiverConfig, CbfcSender, CbfcSenderConfig, CreditRule, Vc, VcMode};
+use linklayer::link::{Link, LinkConfig, LinkEvent, Received};
 use linklayer::llr::{
-    Admit, FrameAction, FrameCheck, LlrRx, LlrRxConfig, LlrSizing, LlrTx, LlrTxConfig, REPLAY_COUNT_UNLIMITED, ReplayBuffer,
-    RxVerdict, TxState,
+    Admit, FrameAction, FrameCheck, LlrRx, LlrRxConfig, LlrSizing, LlrTx, LlrTxConfig, REPLAY_COUNT_UNLIMITED,
+    ReplayBuffer, RxVerdict, TxState,
 };
 use linklayer::wire::{CC_UPDATE_FRAME_LEN, CC_UPDATE_LEN, CTLOS_LEN, CcUpdate, CcUpdateFrame, CtlOs};
-use linklayer::link::{Link, LinkConfig, LinkEvent, Received};
 use linklayer::{Bits, Duration, Instant, LinkRate, Seq};
 use std::collections::VecDeque;
 

@@ -23,7 +23,7 @@
 //!    every lossless VC of its CBFC sender is re-initialised and *held*
 //!    ([`CbfcSender::resync_vc`]): nothing is sent on it until the peer's receiver confirms it has
 //!    re-initialised too. Frames offered meanwhile are refused with [`Error::NoCredit`]; LLR holds
-//!    its own frames in INIT when the profile says [`FrameAction::Block`].
+//!    its own frames in INIT when the profile says [`FrameAction::Block`](crate::llr::FrameAction::Block).
 //! 2. **The receiver learns of the new epoch from the LLR_INIT** ([`InitOutcome::First`] or
 //!    [`InitOutcome::PeerRestarted`]). Frames of the old epoch are no longer delivered (their
 //!    numbers are behind the new expected one; a fresh receiver delivers nothing before the
@@ -50,8 +50,8 @@
 use crate::Error;
 use crate::cbfc::{CbfcReceiver, CbfcReceiverConfig, CbfcSender, CbfcSenderConfig, Vc, VcMode};
 use crate::llr::{
-    Admit, FrameCheck, InitOutcome, LlrRx, LlrRxConfig, LlrSizing, LlrTx, LlrTxConfig, LlrTxEvent,
-    Outgoing, ReplayCause, RxVerdict, TxState, UeLlrSpace,
+    Admit, FrameCheck, InitOutcome, LlrRx, LlrRxConfig, LlrSizing, LlrTx, LlrTxConfig, LlrTxEvent, Outgoing,
+    ReplayCause, RxVerdict, TxState, UeLlrSpace,
 };
 use crate::seq::Seq;
 use crate::time::{Duration, Instant, LinkRate};
@@ -437,10 +437,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Link<B, N> {
     /// [`Link::poll_control`] has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let cc = if self.can_queue() { self.sender.poll_timeout() } else { None };
-        [self.tx.poll_timeout(), self.rx.poll_timeout(), self.receiver.poll_timeout(), cc]
-            .into_iter()
-            .flatten()
-            .min()
+        [self.tx.poll_timeout(), self.rx.poll_timeout(), self.receiver.poll_timeout(), cc].into_iter().flatten().min()
     }
 
     /// Runs the timers due at `now`.

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | UE PDS packet sequence numbers | 32 bits, 0 allowed | `Seq<Bits<32>>` |
 //! | UE CBFC credits consumed / freed (UE 1.0 §5.2) | 20 bits, cyclic | [`crate::cbfc::CreditCounter`] |
-//! | UE LLR frame sequence numbers (UE 1.0 §5.1) | width not public; project-defined | [`crate::llr::UeLlrSpace`] |
+//! | UE LLR frame sequence numbers (UE 1.0 §5.1) | 20 bits, wrapping (SONiC LLR test plan, OTG model) | [`crate::llr::UeLlrSpace`] |
 //! | UALink DL replay (UALink 1.0 §6.6) | 1..=511, 0 reserved, "%511" arithmetic | `Seq<NonZeroBits<9>>` |
 //! | UCIe retry (UCIe 2.0 §3.8) | 1..=255, 0 reserved | `Seq<NonZeroBits<8>>` |
 //!

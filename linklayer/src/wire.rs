@@ -15,7 +15,8 @@
 //!   peer's own address) carrying the **UEC Company ID FA-7A-CB**, one message (OTG "type1") for
 //!   VCs 0–15 and another ("type2") for VCs 16–31, each with every VC's 20-bit `S_CC`.
 //!
-//! Everything else is **project-defined** (no public source gives the bit layouts; marked \[I\]):
+//! Everything else is **project-defined** (no public source gives the bit layouts; marked \[I\],
+//! inferred, in the tables):
 //!
 //! ## CtlOS: 8 bytes
 //!
@@ -365,7 +366,8 @@ impl CcUpdate {
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let body = bytes.get(..CC_UPDATE_LEN).ok_or(Error::Truncated { needed: CC_UPDATE_LEN, got: bytes.len() })?;
         let rest = bytes.get(CC_UPDATE_LEN..).unwrap_or(&[]);
-        let (head, _) = CcHeader::ref_from_prefix(body).map_err(|_| Error::Truncated { needed: CC_UPDATE_LEN, got: 0 })?;
+        let (head, _) =
+            CcHeader::ref_from_prefix(body).map_err(|_| Error::Truncated { needed: CC_UPDATE_LEN, got: 0 })?;
         let opcode = head.opcode.get();
         if opcode != ORGANIZATION_SPECIFIC_OPCODE {
             return Err(Error::BadValue { field: "MAC Control opcode", value: u32::from(opcode) });

@@ -58,11 +58,17 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 enum Item {
-    Frame { vc: Vc, len: usize },
+    Frame {
+        vc: Vc,
+        len: usize,
+    },
     Cc([u8; CC_UPDATE_LEN]),
     /// The sender's new epoch of a VC, as the LLR_INIT marks it on a link: never lost (LLR_INIT
     /// repeats until echoed).
-    Epoch { vc: Vc, epoch: u32 },
+    Epoch {
+        vc: Vc,
+        epoch: u32,
+    },
 }
 
 /// Receiver → sender.

@@ -1,7 +1,11 @@
 //! Credit-based flow control (CBFC), Ultra Ethernet 1.0 §5.2.
 //!
-//! Facts implemented (digest `shared/spec/uet.md` §6.2, tag \[B\], from the OCP SAI CBFC proposal
-//! citing UE 1.0 §5.2):
+//! Sources: the OCP SAI CBFC proposal (`doc/CBFC/SAI-Credit_Based_Flow_Control.md`) and the
+//! merged `inc/saiport.h` and `inc/saivirtualchannel.h` (opencomputeproject/SAI), which cite
+//! UE 1.0 §5.2; the SONiC Scale-Up test standard's CBFC cases (sonic-net/SONiC); the Open
+//! Traffic Generator model `ultra_ethernet/ultraethernet.yaml` (open-traffic-generator/models).
+//!
+//! Facts implemented:
 //!
 //! * up to 32 virtual channels per port, each lossless (flow-controlled) or best-effort;
 //! * cyclic 20-bit *credits consumed* (CC) and *credits freed* (CF) counters per VC at both ends;
@@ -17,20 +21,39 @@
 //!   frees credits of frames lost on the link (credit-leak recovery);
 //! * CF_Update spacing: at least `CF_min_spacing` bytes apart (default 6400, at least 800), and at
 //!   most `CF_max_spacing` bytes apart (default 262 144, 16 KiB to 1 MiB in 16 KiB steps) so that a
-//!   lost update is repaired.
+//!   lost update is repaired;
+//! * the SAI "lossless VC initialization" workflow clears one VC's sender `CREDITS_USED`,
+//!   `CONSUMED`, `FREED` and receiver `CONSUMED`, `FREED`, the other VCs untouched
+//!   ([`CbfcSender::set_vc_mode`], [`CbfcSender::resync_vc`], [`CbfcReceiver::resync_vc`]);
+//! * the statistics are SAI's `SAI_VIRTUAL_CHANNEL_STAT_*`: [`CbfcSender::in_use`]
+//!   (`SENDER_CREDITS_USED`), [`CbfcSender::consumed`], [`CbfcSender::freed`],
+//!   [`CbfcSender::in_use_watermark`], [`CbfcReceiver::consumed`], [`CbfcReceiver::freed`].
 //!
 //! Project-defined choices (the public record does not settle them; each is marked where it is
 //! made):
 //!
+//! * **One number per lossless VC.** [`VcMode::Lossless`]'s `credit_limit` is the sender's limit
+//!   `S_CL_vc` and the receiver's buffer for the VC, in credits; configure both ends with the
+//!   same value (SAI splits it into the receiver's native limit and the sender's profile).
 //! * *Credits in use* `S_CU` is not stored per VC: it is `S_CC - S_CF`, exactly as the SAI text
 //!   defines it, so it can never drift. The port's in-use sum is kept as a cache of the per-VC sums.
 //! * A frame costs at least one credit even if `len + overhead <= 0` (a zero-cost frame could
 //!   overrun the receiver; a peer that charges 0 only makes this end more conservative).
 //! * `CF_max_spacing` is applied per VC: every lossless VC is refreshed at least that often, and
 //!   `CF_min_spacing` is applied per port, between any two CF_Updates.
-//! * The CC_Update reconciliation is only sound when the CC_Update travels in order with the data
-//!   frames of its VC (on an LLR link, in the same LLR sequence). The receiver rejects an update
-//!   whose counter is behind its own as stale ([`Error::CounterMismatch`]).
+//! * **CC_Update, entry by entry.** The reconciliation is only sound when the CC_Update travels in
+//!   order with the data frames of its VC (on an LLR link, in the same LLR sequence:
+//!   [`crate::link::Link`] sends it so). Each VC's entry stands alone: one refused (a counter
+//!   behind `R_CC`, a jump beyond the VC's buffer) leaves that VC unchanged, the others apply,
+//!   and the [`CcUpdateOutcome`] names it. A CC_Update reports all sixteen VCs of its group,
+//!   zero for those not lossless at the sender. One that cannot be sent now is handed back
+//!   ([`CbfcSender::unsent_cc_update`]) and stays pending.
+//! * **Resynchronisation after a peer restart.** [`CbfcSender::resync_vc`] re-initialises a VC
+//!   and *holds* it until the peer's receiver reports `R_CF = 0`, which
+//!   [`CbfcReceiver::resync_vc`] sends once the frames of the old epoch have drained; meanwhile
+//!   the receiver ignores the VC's CC_Update entries. [`crate::link`] says when to call them.
+//! * **Counter width.** The OTG model gives CF as 15 bits in one place; the SAI text says 20
+//!   for both counters, which this crate follows.
 //! * The byte layouts of both messages are in [`crate::wire`].
 //!
 //! Credit pools and profiles (the SAI management objects that carve a port limit into reserved and

@@ -236,7 +236,14 @@ impl CbfcReceiver {
         let held = self.vc(vc).occupancy();
         if let Some(v) = self.vc_mut(vc) {
             let watermark = v.watermark;
-            *v = ReceiverVc { mode, reported_at: now, report_due: true, draining: held, watermark, ..ReceiverVc::default() };
+            *v = ReceiverVc {
+                mode,
+                reported_at: now,
+                report_due: true,
+                draining: held,
+                watermark,
+                ..ReceiverVc::default()
+            };
         }
         self.stats.vc_reinits += 1;
     }
@@ -410,8 +417,7 @@ impl CbfcReceiver {
         let gate = self.last_cf_at.map_or(Instant::ZERO, |t| t.saturating_add(self.min_spacing));
         let mut earliest: Option<Instant> = None;
         for v in self.vcs.iter().filter(|v| v.lossless() && v.draining == 0) {
-            let due =
-                if v.needs_report() { gate } else { v.reported_at.saturating_add(self.max_spacing).max(gate) };
+            let due = if v.needs_report() { gate } else { v.reported_at.saturating_add(self.max_spacing).max(gate) };
             earliest = Some(earliest.map_or(due, |e| e.min(due)));
         }
         earliest

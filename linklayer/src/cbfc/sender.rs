@@ -310,7 +310,11 @@ impl CbfcSender {
             if freed != CreditCounter::FIRST {
                 self.stats.cf_updates_rejected += 1;
                 let distance = freed.value();
-                return Err(Error::CounterMismatch { field: "R_CF (VC held for re-initialisation)", distance, limit: 0 });
+                return Err(Error::CounterMismatch {
+                    field: "R_CF (VC held for re-initialisation)",
+                    distance,
+                    limit: 0,
+                });
             }
             if let Some(v) = self.vc_mut(vc) {
                 v.held = false;

@@ -42,7 +42,13 @@ impl LlrSizing {
     /// LLR_INIT_ECHO back) is `loop_time`: the timer clamped to 1–15.5 µs.
     pub const fn hardware(loop_time: Duration, rate: LinkRate) -> Self {
         let timer = Self::timer(loop_time).as_nanos();
-        let timer = if timer < 1_000 { 1_000 } else if timer > 15_500 { 15_500 } else { timer };
+        let timer = if timer < 1_000 {
+            1_000
+        } else if timer > 15_500 {
+            15_500
+        } else {
+            timer
+        };
         Self::with_timer(loop_time, rate, Duration::from_nanos(timer))
     }
 
