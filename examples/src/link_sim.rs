@@ -20,7 +20,9 @@
 //! byte 1 VC, bytes 2..10 message id, then padding; the FCS follows on the wire.
 
 use linklayer::cbfc::{CbfcReceiver, CbfcReceiverConfig, CbfcSender, CbfcSenderConfig, CreditRule, Vc, VcMode};
-use linklayer::llr::{Admit, FrameAction, FrameCheck, LlrRx, LlrRxConfig, LlrTx, LlrTxConfig, RxVerdict, UeLlrSpace};
+use linklayer::llr::{
+    Admit, FrameAction, FrameCheck, LlrRx, LlrRxConfig, LlrSizing, LlrTx, LlrTxConfig, RxVerdict, UeLlrSpace,
+};
 use linklayer::wire::{CC_UPDATE_LEN, CTLOS_LEN, CcUpdate, CtlOs};
 use linklayer::{Duration, Instant, LinkRate, Seq};
 use std::collections::VecDeque;
@@ -117,7 +119,7 @@ impl SimConfig {
                 init_action: FrameAction::Block,
                 flush_action: FrameAction::Block,
                 init_interval: Duration::from_micros(2),
-                ..LlrTxConfig::default()
+                ..LlrTxConfig::hardware(&LlrSizing::hardware(Duration::ZERO, LinkRate::GBPS_100))
             },
             credit_rule: CreditRule::new(64, 0).expect("valid rule"),
             exactly_once: true,

@@ -114,12 +114,12 @@ fn credit_starvation_throttles_without_loss() {
 
 #[test]
 fn flush_loses_frames_and_cc_update_recovers_their_credits() {
-    // No timer replay is allowed and a tenth of frames are corrupted: LLR gives up (FLUSH),
+    // One replay is allowed and a tenth of frames are corrupted: LLR gives up (FLUSH),
     // re-initialises, and the frames it dropped are gone. CBFC's CC_Update must recover their
     // credits, or the link would run out of credit and stall.
     let mut cfg = SimConfig::new(3, 20_000, 0.1);
     cfg.exactly_once = false;
-    cfg.llr.replay_count_max = 0;
+    cfg.llr.replay_count_max = 1;
     cfg.llr.reinit_on_flush = true;
     cfg.llr.flush_action = FrameAction::Block;
     let (mut sim, r) = run(cfg);

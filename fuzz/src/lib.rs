@@ -308,11 +308,11 @@ impl LlrConfigInput {
             outstanding_frames_max: u32::from(self.frames_max % 16 + 1),
             outstanding_bytes_max: u32::from(self.bytes_max % 512 + 1),
             replay_timeout: Duration::from_nanos(u64::from(self.replay_timeout.max(1))),
-            // Small limits, and now and then no limit at all.
+            // Small limits (at least one replay), and now and then no limit at all.
             replay_count_max: if self.replay_count_max >= 248 {
                 REPLAY_COUNT_UNLIMITED
             } else {
-                self.replay_count_max % 8
+                self.replay_count_max % 8 + 1
             },
             pcs_lost_timeout: self.pcs_lost.map(|n| Duration::from_nanos(u64::from(n))),
             data_age_timeout: self.data_age.map(|n| Duration::from_nanos(u64::from(n))),

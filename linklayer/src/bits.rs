@@ -34,7 +34,7 @@ impl BitField {
 
     /// The bit just past the field.
     pub const fn end(self) -> usize {
-        self.bit + self.width as usize
+        self.bit.saturating_add(self.width as usize)
     }
 
     /// Bytes a buffer needs to hold the field.
@@ -51,13 +51,17 @@ impl BitField {
         if self.width == 0 || self.width > 64 {
             return Err(Error::BadValue { field: "bit-field width", value: self.width });
         }
-        let needed = self.bytes_needed();
+        let end = self
+            .bit
+            .checked_add(self.width as usize)
+            .ok_or(Error::BadValue { field: "bit-field position", value: u32::MAX })?;
+        let needed = end.div_ceil(8);
         if len < needed {
             return Err(Error::Truncated { needed, got: len });
         }
         let first = self.bit / 8;
         // Bits between the field's end and the end of its last byte.
-        let shift = (needed * 8 - self.end()) as u32;
+        let shift = ((8 - end % 8) % 8) as u32;
         Ok((first, needed, shift))
     }
 
@@ -101,8 +105,12 @@ pub struct WordField {
 }
 
 impl WordField {
-    /// The field `[hi:lo]` (`hi >= lo`, at most 64 bits wide, within 128 bits; checked when the
-    /// constant is built).
+    /// The field `[hi:lo]` (`hi >= lo`, at most 64 bits wide, within 128 bits).
+    ///
+    /// # Panics
+    ///
+    /// On bounds outside these: the fields of a format are constants, where that is a compile
+    /// error, never a run-time one.
     pub const fn bits(hi: u32, lo: u32) -> Self {
         assert!(hi >= lo && hi - lo < 64 && hi < 128, "a field [hi:lo] of 1..=64 bits within 128");
         WordField { lo, width: hi - lo + 1 }
@@ -121,7 +129,11 @@ impl WordField {
     /// The field's value in `w`.
     #[inline(always)]
     pub const fn get(self, w: u128) -> u64 {
-        (w >> self.lo) as u64 & self.max_value()
+        // A field beyond bit 127 (possible only through the public fields) reads as zero.
+        match w.checked_shr(self.lo) {
+            Some(v) => v as u64 & self.max_value(),
+            None => 0,
+        }
     }
 
     /// Whether the field's bits of `w` are set (for one-bit fields: the flag).
@@ -139,7 +151,10 @@ impl WordField {
     /// neighbour (check with [`Self::fits`] first where `v` comes from outside).
     #[inline(always)]
     pub const fn place(self, v: u64) -> u128 {
-        ((v & self.max_value()) as u128) << self.lo
+        match ((v & self.max_value()) as u128).checked_shl(self.lo) {
+            Some(w) => w,
+            None => 0,
+        }
     }
 
     /// The mask of the field's bits.

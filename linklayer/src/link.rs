@@ -46,6 +46,10 @@
 //! its replay count and FLUSH re-initialisation ([`LlrTxConfig::software`] sets both).
 //!
 //! Each step is reported as a [`LinkEvent`].
+//!
+//! Not done here: the port-wide minimum spacing between CtlOS (SAI `CTLOS_MIN_SPACING`, default
+//! 6400 bytes). [`Link::poll_control`] hands a CtlOS out as soon as it is due; the embedder's
+//! PCS paces them on the wire.
 
 use crate::Error;
 use crate::cbfc::{CbfcReceiver, CbfcReceiverConfig, CbfcSender, CbfcSenderConfig, Vc, VcMode};
@@ -74,7 +78,8 @@ pub struct LinkConfig {
     pub mac: [u8; 6],
     /// How long after this end's own LLR handshake completes an LLR_INIT from the peer is taken
     /// as its answer rather than as a restart (recovery step 3; project-defined). At least the
-    /// link's round trip; the profiles use the replay timeout, which is sized above it.
+    /// link's round trip and the LLR_INIT repeat interval; the profiles use twice the replay
+    /// timeout, which is sized above both.
     pub restart_holdoff: Duration,
 }
 
@@ -88,7 +93,9 @@ impl LinkConfig {
             cbfc_sender: CbfcSenderConfig::default(),
             cbfc_receiver: CbfcReceiverConfig { link_rate: rate, ..CbfcReceiverConfig::default() },
             mac,
-            restart_holdoff: sizing.replay_timeout,
+            // Above the LLR_INIT repeat interval, so a repeated LLR_INIT of the peer's answer
+            // is not taken for a restart.
+            restart_holdoff: sizing.replay_timeout.saturating_mul(2),
         }
     }
 
@@ -161,8 +168,12 @@ pub enum Received {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LinkStats {
-    /// CF_Updates ignored because this end's LLR handshake was in progress (recovery step 2).
+    /// CF_Updates for a held VC ignored because this end's LLR handshake had not completed
+    /// (recovery step 2).
     pub cf_ignored_in_init: u64,
+    /// CC_Updates that arrived in frames without an LLR sequence number on a link whose LLR
+    /// receiver is enabled, dropped: they could overtake frames still being replayed.
+    pub cc_updates_unprotected: u64,
     /// CtlOS the engines refused (stale or out-of-window numbers, wrong state).
     pub ctlos_refused: u64,
     /// Restarts of the peer not answered because of the hold-off (step 3).
@@ -186,6 +197,8 @@ pub struct Link<B, const N: usize> {
     receiver: CbfcReceiver,
     /// When this end's current handshake completed.
     tx_up_at: Option<Instant>,
+    /// The oldest stored frame when LLR last refused a CC_Update.
+    cc_refused_at: Option<crate::seq::Seq<UeLlrSpace>>,
     events: Deque<LinkEvent, EVENTS>,
     stats: LinkStats,
 }
@@ -203,6 +216,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Link<B, N> {
             sender: CbfcSender::new(config.cbfc_sender)?,
             receiver: CbfcReceiver::new(config.cbfc_receiver)?,
             tx_up_at: None,
+            cc_refused_at: None,
             events: Deque::new(),
             stats: LinkStats::default(),
         })
@@ -294,10 +308,22 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Link<B, N> {
         Ok(admit)
     }
 
+    /// Whether LLR would take a CC_Update now; after a refusal, not before an ACK released a
+    /// frame (the replay storage may be fragmented), so a pending CC_Update never spins.
+    /// Offers a frame that is not LLR-eligible (OTG `llr_eligible` false; the SONiC test plan's
+    /// TC18 mix): credits are checked and charged on a lossless VC as for [`Link::send`], and
+    /// the caller sends the frame now as an ordinary frame, without a sequence number. A loss
+    /// of it is final; its credits come back with the next CC_Update.
+    pub fn send_plain(&mut self, vc: Vc, frame: &[u8]) -> Result<(), Error> {
+        self.sender.on_sent(vc, frame.len()).map(|_| ())
+    }
+
     fn can_queue(&self) -> bool {
         let c = self.tx.config();
         let b = self.tx.buffer();
         matches!(self.tx.state(), TxState::Advance | TxState::Replay)
+            && self.tx.pcs_up()
+            && self.cc_refused_at != Some(b.base())
             && b.len() < c.outstanding_frames_max as usize
             && b.bytes().saturating_add(CC_UPDATE_FRAME_LEN) <= c.outstanding_bytes_max as usize
     }
@@ -312,6 +338,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Link<B, N> {
             });
             if !matches!(queued, Ok(Admit::Queued(_))) {
                 self.sender.unsent_cc_update(&update);
+                self.cc_refused_at = Some(self.tx.buffer().base());
                 return;
             }
         }
@@ -346,7 +373,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Link<B, N> {
             CtlOs::LlrInitEcho { seq } => self.tx.handle_init_echo(now, seq),
             CtlOs::LlrAck { seq } => self.tx.handle_ack(now, seq).map(|_| ()),
             CtlOs::LlrNack { seq } => self.tx.handle_nack(now, seq),
-            CtlOs::CfUpdate(_) if self.tx.state() == TxState::Init => {
+            // A held VC is released only by a report of this epoch, which follows the handshake.
+            CtlOs::CfUpdate(u) if self.sender.is_held(u.vc) && self.tx_up_at.is_none() => {
                 self.stats.cf_ignored_in_init += 1;
                 Ok(())
             }
@@ -380,7 +408,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Link<B, N> {
             return;
         }
         let recent = self.tx_up_at.is_some_and(|t| now < t.saturating_add(self.config.restart_holdoff));
-        if matches!(self.tx.state(), TxState::Off | TxState::Init) || recent {
+        // Out of FLUSH only by RE_INIT_ON_FLUSH or management (SAI), never by the peer.
+        if matches!(self.tx.state(), TxState::Off | TxState::Init | TxState::Flush) || recent {
             self.stats.restarts_held_off += u64::from(recent);
             return;
         }
@@ -408,6 +437,11 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Link<B, N> {
         let received = if verdict != RxVerdict::Deliver {
             Received::Drop
         } else if let Ok((cc, _)) = CcUpdateFrame::parse(frame) {
+            if seq.is_none() && self.config.llr_rx.enabled {
+                self.stats.cc_updates_unprotected += 1;
+                self.pump(now);
+                return Received::Drop;
+            }
             let out = self.receiver.handle_cc_update(&cc.update);
             if let Some((vc, error)) = out.first_error {
                 self.event(LinkEvent::CcUpdateRejected { vc, error });

@@ -32,6 +32,15 @@
 //! | 6 | | reserved |
 //! | 7 | | \[I\] CRC-8/AUTOSAR over bytes 0..7 |
 //!
+//! **Bytes 5–7 are a project extension.** In an IEEE 802.3 0x4B block they are the control
+//! characters C4–C7 (idles), which a standard PCS would not pass; a CtlOS of a real PCS has 24
+//! data bits (D1–D3). The LLR messages fit them (type and a 20-bit number); a CF_Update would
+//! fit them exactly with a 5-bit VC and a **15-bit** `R_CF`, which is what the OTG model's
+//! results give for CF (`result/ultraethernet.yaml`: "15-bit cyclic"). This crate keeps the
+//! 20-bit CF of the SAI text, the VC in byte 5 and a check byte in byte 7, for simulated and
+//! software-carried links; a hardware encoding replaces this module (the engines never see
+//! these bytes).
+//!
 //! The check byte is ours: a PCS protects ordered sets with FEC, but a simulator or a UDP carrier
 //! that corrupts control messages must see them rejected, never misread. Reserved bits are sent
 //! as zero and ignored on receive; [`CtlOs::check_reserved`] reports the first one set.
@@ -100,22 +109,32 @@ pub const VC_GROUP_SIZE: usize = 16;
 
 const CTLOS_CHECK: crc::Crc<u8> = crc::Crc::<u8>::new(&crc::CRC_8_AUTOSAR);
 
-/// The CtlOS fields, in network bit order over the 8 bytes.
+/// The CtlOS fields as `[hi:lo]` of the 8 bytes read as one big-endian 64-bit word (byte 0 is
+/// bits 63..56, byte 7 bits 7..0), the table in the module docs written once.
 mod ctl_field {
-    use crate::bits::BitField;
+    use crate::bits::WordField;
 
-    pub const BLOCK_TYPE: BitField = BitField::new(0, 8);
-    pub const KIND: BitField = BitField::new(8, 4);
-    pub const VALUE: BitField = BitField::new(12, 20);
-    pub const O_CODE: BitField = BitField::new(36, 4);
-    pub const VC: BitField = BitField::new(43, 5);
-    pub const CHECK: BitField = BitField::new(56, 8);
-    /// Reserved bits, by name, and the message types for which a field is reserved.
-    pub const RESERVED: [(&str, BitField); 3] = [
-        ("CtlOS byte 4 bits 7..4", BitField::new(32, 4)),
-        ("CtlOS byte 5 bits 7..5", BitField::new(40, 3)),
-        ("CtlOS byte 6", BitField::new(48, 8)),
+    pub const BLOCK_TYPE: WordField = WordField::bits(63, 56);
+    pub const KIND: WordField = WordField::bits(55, 52);
+    pub const VALUE: WordField = WordField::bits(51, 32);
+    pub const O_CODE: WordField = WordField::bits(27, 24);
+    pub const VC: WordField = WordField::bits(20, 16);
+    pub const CHECK: WordField = WordField::bits(7, 0);
+    /// Reserved bits, by name.
+    pub const RESERVED: [(&str, WordField); 3] = [
+        ("CtlOS byte 4 bits 7..4", WordField::bits(31, 28)),
+        ("CtlOS byte 5 bits 7..5", WordField::bits(23, 21)),
+        ("CtlOS byte 6", WordField::bits(15, 8)),
     ];
+}
+
+/// The first 8 bytes of `bytes` as the CtlOS word, or [`Error::Truncated`].
+fn ctlos_word(bytes: &[u8]) -> Result<u128, Error> {
+    let block: [u8; CTLOS_LEN] = bytes
+        .get(..CTLOS_LEN)
+        .and_then(|b| b.try_into().ok())
+        .ok_or(Error::Truncated { needed: CTLOS_LEN, got: bytes.len() })?;
+    Ok(u128::from(u64::from_be_bytes(block)))
 }
 
 /// CtlOS message types (project-defined codepoints).
@@ -204,26 +223,25 @@ impl CtlOs {
     /// ignored; a wrong check byte is [`Error::Crc`]; another block type or O code (an ordered
     /// set that is not a UE CtlOS, such as a link-fault sequence) is [`Error::BadValue`].
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
-        let block = bytes.get(..CTLOS_LEN).ok_or(Error::Truncated { needed: CTLOS_LEN, got: bytes.len() })?;
+        let w = ctlos_word(bytes)?;
         let rest = bytes.get(CTLOS_LEN..).unwrap_or(&[]);
-        let covered = block.get(..CTLOS_LEN - 1).unwrap_or(&[]);
-        let check = CTLOS_CHECK.checksum(covered);
-        let carried = ctl_field::CHECK.get(block)? as u8;
+        let check = CTLOS_CHECK.checksum(bytes.get(..CTLOS_LEN - 1).unwrap_or(&[]));
+        let carried = ctl_field::CHECK.get(w) as u8;
         if check != carried {
             return Err(Error::Crc { expected: u32::from(check), got: u32::from(carried) });
         }
-        let block_type = ctl_field::BLOCK_TYPE.get(block)? as u8;
+        let block_type = ctl_field::BLOCK_TYPE.get(w) as u8;
         if block_type != ORDERED_SET_BLOCK_TYPE {
             return Err(Error::BadValue { field: "CtlOS block type", value: u32::from(block_type) });
         }
-        let o_code = ctl_field::O_CODE.get(block)? as u8;
+        let o_code = ctl_field::O_CODE.get(w) as u8;
         if o_code != UE_CTLOS_O_CODE {
             return Err(Error::BadValue { field: "CtlOS O code", value: u32::from(o_code) });
         }
-        let value = ctl_field::VALUE.get(block)? as u32;
-        let msg = match CtlOsType::try_from(ctl_field::KIND.get(block)? as u8)? {
+        let value = ctl_field::VALUE.get(w) as u32;
+        let msg = match CtlOsType::try_from(ctl_field::KIND.get(w) as u8)? {
             CtlOsType::CfUpdate => {
-                let vc = Vc::new(ctl_field::VC.get(block)? as u8)?;
+                let vc = Vc::new(ctl_field::VC.get(w) as u8)?;
                 let freed = CreditCounter::new(value).ok_or(Error::BadValue { field: "R_CF", value })?;
                 CtlOs::CfUpdate(CfUpdate { vc, freed })
             }
@@ -238,14 +256,14 @@ impl CtlOs {
     /// The strict check beside [`CtlOs::parse`]: the first reserved field of a CtlOS that is set
     /// ([`Error::Reserved`] naming it), for conformance tests and decoders that warn.
     pub fn check_reserved(bytes: &[u8]) -> Result<(), Error> {
-        let block = bytes.get(..CTLOS_LEN).ok_or(Error::Truncated { needed: CTLOS_LEN, got: bytes.len() })?;
+        let w = ctlos_word(bytes)?;
         for (field, bits) in ctl_field::RESERVED {
-            if bits.get(block)? != 0 {
+            if bits.get(w) != 0 {
                 return Err(Error::Reserved { field });
             }
         }
-        let kind = ctl_field::KIND.get(block)? as u8;
-        if kind != u8::from(CtlOsType::CfUpdate) && ctl_field::VC.get(block)? != 0 {
+        let kind = ctl_field::KIND.get(w) as u8;
+        if kind != u8::from(CtlOsType::CfUpdate) && ctl_field::VC.get(w) != 0 {
             return Err(Error::Reserved { field: "CtlOS byte 5 bits 4..0 (LLR message)" });
         }
         Ok(())
@@ -267,17 +285,19 @@ impl CtlOs {
             }
             CtlOs::CfUpdate(u) => (u.vc.index(), u.freed.value()),
         };
-        if u64::from(value) > ctl_field::VALUE.max_value() {
+        if !ctl_field::VALUE.fits(u64::from(value)) {
             return Err(Error::BadValue { field: "LLR sequence number (20 bits)", value });
         }
-        block.fill(0);
-        ctl_field::BLOCK_TYPE.set(block, u64::from(ORDERED_SET_BLOCK_TYPE))?;
-        ctl_field::KIND.set(block, u64::from(u8::from(self.kind())))?;
-        ctl_field::VALUE.set(block, u64::from(value))?;
-        ctl_field::O_CODE.set(block, u64::from(UE_CTLOS_O_CODE))?;
-        ctl_field::VC.set(block, u64::from(vc))?;
+        let w = ctl_field::BLOCK_TYPE.place(u64::from(ORDERED_SET_BLOCK_TYPE))
+            | ctl_field::KIND.place(u64::from(u8::from(self.kind())))
+            | ctl_field::VALUE.place(u64::from(value))
+            | ctl_field::O_CODE.place(u64::from(UE_CTLOS_O_CODE))
+            | ctl_field::VC.place(u64::from(vc));
+        block.copy_from_slice(&(w as u64).to_be_bytes());
         let check = CTLOS_CHECK.checksum(block.get(..CTLOS_LEN - 1).unwrap_or(&[]));
-        ctl_field::CHECK.set(block, u64::from(check))?;
+        if let Some(last) = block.last_mut() {
+            *last = check;
+        }
         Ok(CTLOS_LEN)
     }
 }

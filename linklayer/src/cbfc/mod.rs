@@ -52,8 +52,12 @@
 //!   and *holds* it until the peer's receiver reports `R_CF = 0`, which
 //!   [`CbfcReceiver::resync_vc`] sends once the frames of the old epoch have drained; meanwhile
 //!   the receiver ignores the VC's CC_Update entries. [`crate::link`] says when to call them.
-//! * **Counter width.** The OTG model gives CF as 15 bits in one place; the SAI text says 20
-//!   for both counters, which this crate follows.
+//! * **Counter width.** The SAI text gives both counters 20 bits, which this crate follows. The
+//!   OTG model's results give CF as 15 bits, and 15 is what a CF_Update would carry in the 24
+//!   data bits of a standard ordered set beside its type and VC ([`crate::wire`]).
+//! * **Defaults.** SAI's (CC_Update every 256 µs, CF spacing 6400 to 262 144 bytes); the OTG
+//!   model defaults differ (10 µs, 800 and 65 536 bytes) and allows at most 4 lossless VCs per
+//!   port, which this crate does not enforce.
 //! * The byte layouts of both messages are in [`crate::wire`].
 //!
 //! Credit pools and profiles (the SAI management objects that carve a port limit into reserved and

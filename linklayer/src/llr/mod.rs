@@ -62,6 +62,20 @@
 //! * **Receiver in SEND_NACK** (NACK not yet emitted) accepts the expected frame if it arrives and
 //!   cancels the NACK.
 //! * **Byte spacings** become time through the link rate ([`crate::time::LinkRate`]).
+//! * **Where the test plans disagree.** `LLR_TX_OK` and `LLR_RX_OK` count replayed frames too
+//!   (SAI's wording; SONiC TC9), although TC19 and TC20 expect them to stop during a pause while
+//!   replays go on. A full window (`OUTSTANDING_*`) is back-pressure ([`crate::Error::WindowFull`]),
+//!   not FLUSH with `TX_DISCARD` as TC12 expects: SAI defines `TX_DISCARD` for frames offered in
+//!   INIT or FLUSH only, and frames dropped by FLUSH are counted apart
+//!   ([`TxStats::flushed_frames`]). `RX_MISSING_SEQ` counts every frame whose number shows a gap,
+//!   not the frames missing (TC16 expects the burst size).
+//! * **Zero timeouts.** SAI's default 0 for `PCS_LOST_TIMEOUT` and `DATA_AGE_TIMEOUT` is read as
+//!   no timeout (`None`); the OTG model reads 0 as immediate expiry. SAI's default
+//!   `REPLAY_TIMER_MAX` of 0 cannot be expressed: a replay timer is required, and
+//!   `REPLAY_COUNT_MAX` is at least 1 (SONiC's range).
+//! * **States.** An enabled receiver that has not yet seen LLR_INIT reports OFF (SAI's OFF means
+//!   disabled). Leaving FLUSH is not an event of its own: the next handshake's
+//!   [`LlrTxEvent::Initialized`] marks it.
 //! * **Profiles.** [`LlrTxConfig::hardware`] is SAI's defaults around a sizing
 //!   ([`LlrSizing`], HPE's formulas); [`LlrTxConfig::software`] is this crate's profile for links
 //!   carried by a host stack.

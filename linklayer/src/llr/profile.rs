@@ -8,16 +8,22 @@
 //! * replay buffer = loop time × line rate + 2 × 9216 + 9000 bytes (a loop's worth of data,
 //!   plus two maximum-size frames in flight at either end and one being built).
 //!
+//! The replay storage should hold `replay_bytes` plus a maximum frame: the buffer never splits a
+//! frame, so a fragmented one can refuse a frame a little below the limit (the sizing's two
+//! 9216-byte margins cover that in practice).
+//!
 //! The 15.5 µs ceiling is that hardware's register range; [`LlrSizing::software`] drops it for
 //! links whose loop time is that of a host stack. Frame limits are project-defined: the buffer
-//! divided by the 64-byte minimum frame, at most 2^19 (half the 20-bit sequence space, the
+//! divided by the 64-byte minimum frame, at most 2^19 − 1 (half the 20-bit sequence space less one; the
 //! largest window the OTG model `ultra_ethernet/ultraethernet.yaml` allows).
 
 use super::{FrameAction, LlrRxConfig, LlrTxConfig};
 use crate::time::{Duration, LinkRate};
 
-/// The largest number of outstanding frames: half the 20-bit sequence space (OTG model).
-pub const OUTSTANDING_FRAMES_LIMIT: u32 = 1 << 19;
+/// The largest number of outstanding frames: half the 20-bit sequence space, less one. The OTG
+/// model and SONiC's YANG allow 2^19; at exactly half the space RFC 1982 serial arithmetic cannot
+/// tell a number ahead from one behind, so this crate stops one short (project-defined).
+pub const OUTSTANDING_FRAMES_LIMIT: u32 = (1 << 19) - 1;
 
 /// Replay buffer and timer sized for one link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -335,8 +335,11 @@ impl<S: SeqSpace> LlrRx<S> {
         let newest_good = self.expected.prev().value();
         match self.state {
             RxState::SendNack => {
+                // At once: the spacing is a target between ACKs and NACKs, and a NACK is urgent;
+                // the next ACK keeps its distance from it (`CTLOS_TARGET_SPACING`).
                 self.apply(RxInput::NackEmitted);
                 self.ack_pending = false;
+                self.last_ack_at = Some(now);
                 self.stats.nack_tx += 1;
                 Some(CtlOs::LlrNack { seq: newest_good })
             }

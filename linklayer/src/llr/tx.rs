@@ -121,24 +121,6 @@ pub struct LlrTxConfig {
     pub init_interval: Duration,
 }
 
-impl Default for LlrTxConfig {
-    fn default() -> Self {
-        LlrTxConfig {
-            outstanding_frames_max: 128,
-            outstanding_bytes_max: 256 * 1024,
-            replay_timeout: Duration::from_micros(10),
-            replay_count_max: 1,
-            pcs_lost_timeout: None,
-            data_age_timeout: None,
-            init_action: FrameAction::BestEffort,
-            flush_action: FrameAction::BestEffort,
-            reinit_on_flush: false,
-            link_down_action: FrameAction::Discard,
-            init_interval: Duration::from_micros(10),
-        }
-    }
-}
-
 /// `REPLAY_COUNT_MAX` = 255: no maximum, the transmitter never flushes for the replay count.
 pub const REPLAY_COUNT_UNLIMITED: u8 = 255;
 
@@ -167,8 +149,11 @@ pub struct TxStats {
     pub replays_started: u64,
     /// Replays completed: the last frame to resend went out (`LLR_TX_REPLAY`).
     pub tx_replay: u64,
-    /// Frames discarded by the INIT, FLUSH or link-down frame action (`LLR_TX_DISCARD`).
+    /// Frames discarded by the INIT or FLUSH frame action (`LLR_TX_DISCARD`, which SAI defines
+    /// for those two states only).
     pub tx_discard: u64,
+    /// Frames discarded by the link-down action (this crate's).
+    pub link_down_discards: u64,
     /// Frames dropped by FLUSH or [`LlrTx::restart`].
     pub flushed_frames: u64,
     /// Times FLUSH was entered.
@@ -254,6 +239,10 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
         if config.outstanding_bytes_max == 0 {
             return Err(Error::BadConfig { field: "outstanding_bytes_max" });
         }
+        if config.replay_count_max == 0 {
+            // SONiC's YANG range is 1..=255: at least one replay before FLUSH.
+            return Err(Error::BadConfig { field: "replay_count_max (0)" });
+        }
         if config.replay_timeout == Duration::ZERO {
             return Err(Error::BadConfig { field: "replay_timeout" });
         }
@@ -281,6 +270,11 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
             events: Deque::new(),
             stats: TxStats::default(),
         })
+    }
+
+    /// Whether the PCS is up, as last reported by [`LlrTx::set_pcs_status`].
+    pub fn pcs_up(&self) -> bool {
+        self.pcs_down_since.is_none()
     }
 
     /// The current state.
@@ -397,11 +391,17 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
         poisoned: bool,
         fill: impl FnOnce(Seq<S>, &mut [u8]),
     ) -> Result<Admit<S>, Error> {
+        // A frame no window can ever hold is refused for good, not with WindowFull (which
+        // promises room after an ACK).
+        if len > self.config.outstanding_bytes_max as usize {
+            return Err(Error::BadValue { field: "frame length (beyond OUTSTANDING_BYTES_MAX)", value: len as u32 });
+        }
+        let link_down = self.pcs_down_since.is_some();
         let action = match self.state {
             TxState::Off => return Ok(Admit::SendPlain),
             TxState::Init => self.config.init_action,
             TxState::Flush => self.config.flush_action,
-            TxState::Advance | TxState::Replay if self.pcs_down_since.is_some() => self.config.link_down_action,
+            TxState::Advance | TxState::Replay if link_down => self.config.link_down_action,
             TxState::Advance | TxState::Replay => {
                 if self.buf.len() >= self.config.outstanding_frames_max as usize
                     || self.buf.bytes().saturating_add(len) > self.config.outstanding_bytes_max as usize
@@ -414,7 +414,11 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
         match action {
             FrameAction::BestEffort => Ok(Admit::SendPlain),
             FrameAction::Discard => {
-                self.stats.tx_discard += 1;
+                if matches!(self.state, TxState::Init | TxState::Flush) {
+                    self.stats.tx_discard += 1;
+                } else {
+                    self.stats.link_down_discards += 1;
+                }
                 Ok(Admit::Discarded)
             }
             FrameAction::Block => Err(Error::InvalidState { state: self.state.name(), input: "send (blocked)" }),
@@ -638,9 +642,16 @@ mod tests {
         Instant::from_nanos(ns)
     }
 
-    /// The default configuration with limits that fit the tests' 8-slot, 256-byte storage.
+    /// The SAI defaults with a 10 µs replay timer and limits that fit the tests' 8-slot,
+    /// 256-byte storage.
     fn small() -> LlrTxConfig {
-        LlrTxConfig { outstanding_frames_max: 8, outstanding_bytes_max: 256, ..LlrTxConfig::default() }
+        LlrTxConfig {
+            outstanding_frames_max: 8,
+            outstanding_bytes_max: 256,
+            replay_timeout: Duration::from_micros(10),
+            init_interval: Duration::from_micros(10),
+            ..LlrTxConfig::hardware(&crate::llr::LlrSizing::hardware(Duration::ZERO, crate::LinkRate::GBPS_800))
+        }
     }
 
     fn advancing(config: LlrTxConfig) -> Tx {
@@ -794,6 +805,8 @@ mod tests {
         let too_big = LlrTxConfig { outstanding_bytes_max: 257, ..small() };
         assert!(matches!(Tx::new(too_big, [0; 256], Seq::FIRST), Err(Error::BadConfig { .. })));
         assert!(Tx::new(small(), [0; 256], Seq::FIRST).is_ok());
+        let no_replay = LlrTxConfig { replay_count_max: 0, ..small() };
+        assert!(matches!(Tx::new(no_replay, [0; 256], Seq::FIRST), Err(Error::BadConfig { .. })));
     }
 
     /// While the PCS reports the link down, offered frames meet the link-down action.
@@ -805,7 +818,8 @@ mod tests {
         let mut tx = advancing(small());
         tx.set_pcs_status(t(0), false);
         assert_eq!(tx.send(t(0), &[1; 4]), Ok(Admit::Discarded));
-        assert_eq!(tx.stats().tx_discard, 1);
+        assert_eq!((tx.stats().tx_discard, tx.stats().link_down_discards), (0, 1));
+        assert!(!tx.pcs_up());
         tx.set_pcs_status(t(1), true);
         assert!(matches!(tx.send(t(1), &[1; 4]), Ok(Admit::Queued(_))));
     }
@@ -847,6 +861,8 @@ mod tests {
         assert_eq!(tx.send(t(0), &[0; 11]), Err(Error::WindowFull));
         tx.send(t(0), &[0; 10]).unwrap();
         assert_eq!(tx.send(t(0), &[0; 1]), Err(Error::WindowFull));
+        // A frame no window can hold is refused for good, not "retry after an ACK".
+        assert!(matches!(tx.send(t(0), &[0; 41]), Err(Error::BadValue { .. })));
         // Data age flushes; FLUSH blocks.
         assert_eq!(tx.poll_timeout(), Some(t(1_000)));
         tx.handle_timeout(t(1_000));
