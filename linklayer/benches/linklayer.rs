@@ -126,16 +126,22 @@ fn llr(c: &mut Criterion) {
     g.finish();
 }
 
+/// A CBFC sender and receiver with VC 3 lossless, 1000 credits.
+fn cbfc_pair() -> (CbfcSender, CbfcReceiver, Vc) {
+    let mut s = CbfcSender::new(CbfcSenderConfig::default()).unwrap();
+    let mut r = CbfcReceiver::new(CbfcReceiverConfig::default()).unwrap();
+    let vc = Vc::new(3).unwrap();
+    let mode = VcMode::Lossless { credit_limit: Some(1000) };
+    s.set_vc_mode(Instant::ZERO, vc, mode).unwrap();
+    r.set_vc_mode(Instant::ZERO, vc, mode).unwrap();
+    (s, r, vc)
+}
+
 fn cbfc(c: &mut Criterion) {
     let mut g = c.benchmark_group("cbfc");
     g.throughput(Throughput::Elements(1));
     g.bench_function("check_send_free_update", |b| {
-        let mut s = CbfcSender::new(CbfcSenderConfig::default()).unwrap();
-        let mut r = CbfcReceiver::new(CbfcReceiverConfig::default()).unwrap();
-        let vc = Vc::new(3).unwrap();
-        let mode = VcMode::Lossless { credit_limit: Some(1000) };
-        s.set_vc_mode(Instant::ZERO, vc, mode).unwrap();
-        r.set_vc_mode(Instant::ZERO, vc, mode).unwrap();
+        let (mut s, mut r, vc) = cbfc_pair();
         b.iter(|| {
             let len = black_box(1500usize);
             if s.may_send(vc, len).unwrap() {
@@ -219,12 +225,7 @@ fn link(c: &mut Criterion) {
     });
     g.bench_function("engines_by_hand_64B", |bench| {
         let (mut tx, mut rx) = linked();
-        let mut s = CbfcSender::new(CbfcSenderConfig::default()).unwrap();
-        let mut r = CbfcReceiver::new(CbfcReceiverConfig::default()).unwrap();
-        let vc = Vc::new(3).unwrap();
-        let mode = VcMode::Lossless { credit_limit: Some(1000) };
-        s.set_vc_mode(Instant::ZERO, vc, mode).unwrap();
-        r.set_vc_mode(Instant::ZERO, vc, mode).unwrap();
+        let (mut s, mut r, vc) = cbfc_pair();
         let mut n = 0u64;
         bench.iter(|| {
             n += 1;
