@@ -398,7 +398,22 @@ impl<const W: usize> Initiator<W> {
             AckExtension::Ccx(cc) => (Some((cc.sack_psn_offset, cc.sack_bitmap)), Some(cc.mpr)),
         };
         let sack = sack.map(|(off, bitmap)| Sack { base: ack.cack_psn.wrapping_add(off as i32 as u32), bitmap });
-        let acked = self.tx.on_ack(ack.cack_psn, sack)?;
+        // ACK_PSN names a PSN this ACK acknowledges even where CACK does not reach it (UE 1.0
+        // §3.5.20.2.2: a guaranteed-delivery response's PSN is released above CACK; the
+        // reference provider marks ACK_PSN acknowledged, and its plain ACKs carry no SACK).
+        // Not for probes, whose field is the probe's opaque value.
+        let named = Some(ack.ack_psn())
+            .filter(|&psn| !ack.flags.contains(AckFlags::P) && psn_after(psn, ack.cack_psn))
+            .map(|psn| Sack { base: psn, bitmap: 1 });
+        if let Some(s) = named {
+            if psn_after(s.base, self.tx.next_psn().wrapping_sub(1)) {
+                return Err(PdcError::Ack(super::AckError::BeyondSent { psn: s.base, next_psn: self.tx.next_psn() }));
+            }
+        }
+        let mut acked = self.tx.on_ack(ack.cack_psn, sack)?;
+        if named.is_some() {
+            acked += self.tx.on_ack(ack.cack_psn, named)?;
+        }
 
         if self.remote == 0 {
             self.remote = ack.spdcid;

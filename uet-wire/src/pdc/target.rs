@@ -555,7 +555,10 @@ impl<const W: usize, const R: usize> Target<W, R> {
             return Err(PdcError::WrongPdc { expected: self.remote, got: ack.spdcid });
         }
         let next = transition(self.state, Ev::CloseReqAcked)?;
-        if ack.cack_psn != self.close_req_psn {
+        // Our initiator acknowledges the CLOSE_REQ with CACK; the reference provider names it
+        // with ACK_PSN (`CACK_PSN + ack_psn_offset`). Either form is the acknowledgement.
+        let names_it = !ack.flags.contains(AckFlags::P) && ack.ack_psn() == self.close_req_psn;
+        if ack.cack_psn != self.close_req_psn && !names_it {
             return Err(PdcError::Ack(super::AckError::BeyondSent { psn: ack.cack_psn, next_psn: self.own_psn }));
         }
         if !self.close_req_acked {
@@ -728,6 +731,9 @@ impl<const W: usize, const R: usize> Target<W, R> {
             (cack, self.held.mask(sack, carried))
         };
         let offset = |psn: u32| -> i16 { i16::try_from(psn.wrapping_sub(cack) as i32).unwrap_or(0) };
+        // ACK_PSN acknowledges the PSN it names (the initiator, like the reference provider,
+        // marks it): a PSN whose held response this ACK does not carry is not named.
+        let ack_psn = if carried != Some(ack_psn) && self.held.get(ack_psn).is_some() { cack } else { ack_psn };
         Ack {
             next_header: if carried.is_some() { NextHeader::Rsp } else { NextHeader::None },
             flags,

@@ -6,8 +6,8 @@
 
 use super::*;
 use crate::pds::{
-    Ack, Control, ControlFlags, ControlType, DeliveryMode, Nack, NackClass, NackCode, NackTarget, NextHeader, PdcDest,
-    PdsHeader, Request, RequestFlags,
+    Ack, AckExtension, AckFlags, AckRequest, Control, ControlFlags, ControlType, DeliveryMode, Nack, NackClass,
+    NackCode, NackTarget, NextHeader, PdcDest, PdsHeader, Request, RequestFlags,
 };
 use linklayer::{Duration, Instant};
 
@@ -784,4 +784,64 @@ fn response_ack_covers_its_psn_beyond_an_older_held_one() {
     assert_eq!((a.next_header, a.ack_psn(), a.cack_psn), (NextHeader::Rsp, 81, 4));
     i.handle_ack(t(5), &cfg, &a).unwrap();
     assert!(i.is_acked(81) && !i.is_acked(5));
+}
+
+/// A plain ACK in the reference provider's form: CACK_PSN stays below a lost PSN, ACK_PSN
+/// (`CACK_PSN + ack_psn_offset`) names a later one, and no SACK travels with it.
+fn named_ack(cack_psn: u32, named: u32, spdcid: u16, dpdcid: u16, flags: AckFlags) -> Ack {
+    let a = Ack {
+        next_header: NextHeader::None,
+        flags,
+        request: AckRequest::None,
+        ack_psn_offset: named.wrapping_sub(cack_psn) as i16,
+        cack_psn,
+        spdcid,
+        dpdcid,
+        ext: AckExtension::None,
+    };
+    match wire(PdsHeader::Ack(a)) {
+        PdsHeader::Ack(a) => a,
+        other => panic!("not an ACK: {other:?}"),
+    }
+}
+
+/// Interop: the PSN an ACK names by ACK_PSN is acknowledged even when CACK does not reach it
+/// (UE 1.0 §3.5.20.2.2; the reference provider marks it acknowledged). A probe's ACK carries an
+/// opaque value in that field, which names nothing.
+#[test]
+fn the_psn_named_by_ack_psn_is_acknowledged_above_cack() {
+    let cfg = cfg();
+    let (mut i, _tg) = established(DeliveryMode::Rud);
+    let _r5 = req(i.send(t(3), &cfg, false).unwrap());
+    let _r6 = req(i.send(t(3), &cfg, false).unwrap());
+    // PSN 5 is lost; the peer acknowledges 6 by name, CACK stays at 4.
+    let probe = named_ack(4, 6, 19, 7, AckFlags::P);
+    assert_eq!(i.handle_ack(t(4), &cfg, &probe).unwrap().acked, 0);
+    assert!(!i.is_acked(6));
+    let out = i.handle_ack(t(4), &cfg, &named_ack(4, 6, 19, 7, AckFlags::empty())).unwrap();
+    assert_eq!(out.acked, 1);
+    assert!(i.is_acked(6) && !i.is_acked(5));
+    // A PSN never sent cannot be acknowledged by name either.
+    assert!(i.handle_ack(t(4), &cfg, &named_ack(4, 9, 19, 7, AckFlags::empty())).is_err());
+}
+
+/// Interop: the initiator's ACK of a CLOSE_REQ in the reference provider's form names the
+/// CLOSE_REQ's PSN with ACK_PSN; CACK may stay below it. An ACK naming another PSN is refused.
+#[test]
+fn a_close_req_is_acknowledged_by_ack_psn() {
+    let cfg = cfg();
+    let (_i, mut tg) = established(DeliveryMode::Rud);
+    tg.request_close(t(10), &cfg).unwrap();
+    let Some(TargetTx::Control(c)) = tg.poll_transmit(t(10)) else { panic!("CLOSE_REQ expected") };
+    let c = ctl(c);
+    assert_eq!(c.ctl_type, ControlType::CloseReq);
+    let wrong = named_ack(c.psn.wrapping_sub(3), c.psn.wrapping_sub(1), 7, 19, AckFlags::empty());
+    assert!(tg.handle_ack(t(11), &cfg, &wrong).is_err());
+    let by_name = named_ack(c.psn.wrapping_sub(3), c.psn, 7, 19, AckFlags::empty());
+    tg.handle_ack(t(11), &cfg, &by_name).unwrap();
+    assert_eq!(tg.state(), TargetState::CloseReqWait);
+    // Acknowledged: the CLOSE_REQ is not sent again; the target waits for the CLOSE.
+    let next = tg.poll_timeout().unwrap();
+    tg.handle_timeout(next, &cfg);
+    assert!(!matches!(tg.poll_transmit(next), Some(TargetTx::Control(c)) if c.ctl_type == ControlType::CloseReq));
 }
