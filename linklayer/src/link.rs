@@ -170,7 +170,7 @@ pub enum Received {
 pub struct LinkStats {
     /// CF_Updates for a held VC ignored because this end's LLR handshake had not completed
     /// (recovery step 2).
-    pub cf_ignored_in_init: u64,
+    pub cf_ignored_before_handshake: u64,
     /// CC_Updates that arrived in frames without an LLR sequence number on a link whose LLR
     /// receiver is enabled, dropped: they could overtake frames still being replayed.
     pub cc_updates_unprotected: u64,
@@ -375,7 +375,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Link<B, N> {
             CtlOs::LlrNack { seq } => self.tx.handle_nack(now, seq),
             // A held VC is released only by a report of this epoch, which follows the handshake.
             CtlOs::CfUpdate(u) if self.sender.is_held(u.vc) && self.tx_up_at.is_none() => {
-                self.stats.cf_ignored_in_init += 1;
+                self.stats.cf_ignored_before_handshake += 1;
                 Ok(())
             }
             CtlOs::CfUpdate(u) => {
