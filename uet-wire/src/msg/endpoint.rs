@@ -45,7 +45,8 @@
 //! **RUDI and UUD** (digest §3.11, \[B\] REF README) need no PDC:
 //!
 //! * RUDI (reliable, unordered, for idempotent operations): every packet carries a fresh packet
-//!   id and waits for its RUDI response; the initiator resends it after `RTO_Init_Timer`, at most
+//!   id and waits for its RUDI response; the initiator resends it after `RTO_Init_Timer`,
+//!   doubled after each resend up to [`PdcConfig::rto_max`] (per packet, REF README), at most
 //!   `Max_RTO_Retx_Cnt` times, then fails the message. A RUDI NACK of a retransmit-class code
 //!   resends at once; other codes fail the message. The target places every request it gets,
 //!   duplicates included (the operation is idempotent), and answers each with a RUDI response
@@ -244,6 +245,16 @@ impl From<Error> for EndpointError {
     }
 }
 
+/// What the endpoint dropped or refused, by cause (counts since [`Endpoint::new`], wrapping).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EndpointStats {
+    /// Packets that named a PDC here but came from an address other than its peer's: requests
+    /// and control packets for a target PDC were NACKed PDC_HDR_MISMATCH, ACKs and NACKs for an
+    /// initiator PDC dropped. None changed the PDC.
+    pub source_mismatches: u64,
+}
+
 struct SendMsg {
     generation: u16,
     desc: MessageDesc,
@@ -297,6 +308,7 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     rudi_responses: heapless::Deque<(IpAddr, Rudi, Response), NACK_QUEUE>,
     /// Target PDCs closed lately, newest last.
     closed_targets: heapless::Deque<ClosedTarget, CLOSED_MEMORY>,
+    stats: EndpointStats,
 }
 
 /// A target PDC closed lately: a SYN request for its key and start PSN before `until` is a late
@@ -349,7 +361,13 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             next_connectionless_id: 0,
             rudi_responses: heapless::Deque::new(),
             closed_targets: heapless::Deque::new(),
+            stats: EndpointStats::default(),
         }
+    }
+
+    /// What the endpoint dropped or refused so far.
+    pub const fn stats(&self) -> &EndpointStats {
+        &self.stats
     }
 
     /// The configuration.
@@ -640,7 +658,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let t = self.write_rudi(out, usize::from(r.slot), r.index, r.pkt_id, true)?;
         if let Some(e) = self.rudi.get_mut(k) {
             e.retries += 1;
-            e.resend_at = now.saturating_add(self.cfg.pdc.rto);
+            e.resend_at = now.saturating_add(self.cfg.pdc.rto_backoff(e.retries));
         }
         Ok(Some(t))
     }
@@ -726,6 +744,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         self.now = self.now.max(now);
         match pds {
             PdsHeader::Request(r) => self.handle_request(now, src, r, rest),
+            PdsHeader::Ack(a) if !self.from_peer_of(a.dpdcid, src) => Ok(None),
+            PdsHeader::Nack(Nack { target: NackTarget::Pdc { dpdcid, .. }, .. }) if !self.from_peer_of(dpdcid, src) => {
+                Ok(None)
+            }
             PdsHeader::Ack(a) if a.next_header != NextHeader::None && self.initiators.get(a.dpdcid).is_some() => {
                 self.response_ack(now, &a, rest)?;
                 Ok(None)
@@ -753,13 +775,13 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     // Control packets to an initiator come from its target (CLOSE_REQ); to a
                     // target from its initiator. The DPDCID says which table.
                     PdcDest::Established { dpdcid } => {
-                        let from_target = self.initiators.key(dpdcid).is_some_and(|k| k.dst == src)
+                        let to_initiator = self.initiators.key(dpdcid).is_some()
                             && matches!(c.ctl_type, crate::pds::ControlType::CloseReq);
-                        if from_target {
+                        if !to_initiator {
+                            self.control_to_target(now, src, dpdcid, &c);
+                        } else if self.from_peer_of(dpdcid, src) {
                             self.on_initiator(now, dpdcid, |p, _| p.handle_control(now, &c), |_, _| Ok(()));
-                            return Ok(None);
                         }
-                        self.control_to_target(now, src, dpdcid, &c);
                     }
                     PdcDest::Syn { .. } => {
                         let key = TargetKey { src, dst: self.cfg.addr, spdcid: c.spdcid };
@@ -793,6 +815,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         self.now = self.now.max(now);
         let PdsHeader::Request(r) = pds else { return Err(EndpointError::Unsupported) };
         let id = match r.dest {
+            PdcDest::Established { dpdcid } if !self.from_initiator_of(dpdcid, src) => {
+                self.queue_nack(src, refusal(NackCode::PdcHdrMismatch, &r, dpdcid));
+                return Ok(());
+            }
             PdcDest::Established { dpdcid } => Some(dpdcid),
             PdcDest::Syn { .. } => self.targets.find(&TargetKey { src, dst: self.cfg.addr, spdcid: r.spdcid }),
         };
@@ -979,6 +1005,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
 
     fn control_to_target(&mut self, now: Instant, src: IpAddr, id: u16, c: &crate::pds::Control) {
         let cfg = self.cfg.pdc;
+        if !self.from_initiator_of(id, src) {
+            self.queue_nack(src, Nack::for_pdc(NackCode::PdcHdrMismatch, c.psn, id, c.spdcid));
+            return;
+        }
         let Some(t) = self.targets.get_mut(id) else {
             self.nack_unknown(src, c.psn, c.spdcid);
             return;
@@ -1016,6 +1046,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             PdcDest::Established { dpdcid } => {
                 if self.targets.get(dpdcid).is_none() {
                     self.nack_unknown(src, r.psn, r.spdcid);
+                    return Ok(None);
+                }
+                if !self.from_initiator_of(dpdcid, src) {
+                    self.queue_nack(src, refusal(NackCode::PdcHdrMismatch, &r, dpdcid));
                     return Ok(None);
                 }
                 dpdcid
@@ -1099,6 +1133,33 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
         self.after_target_change(now, id);
         Ok(placement)
+    }
+
+    /// Whether a packet from `src` may touch PDC `id` as an ACK or NACK does: initiator PDC `id`
+    /// if there is one (its target's address), else target PDC `id` (its initiator's address,
+    /// for the ACK of a CLOSE_REQ). A mismatch is counted; no such PDC is not a mismatch.
+    fn from_peer_of(&mut self, id: u16, src: IpAddr) -> bool {
+        let peer = match self.initiators.key(id) {
+            Some(k) => Some(k.dst),
+            None => self.targets.key(id).map(|k| k.src),
+        };
+        self.count_mismatch(peer, src)
+    }
+
+    /// Whether a request or control packet from `src` may touch target PDC `id`: it comes from
+    /// the PDC's initiator (digest §4.3 target step 2: PDC_HDR_MISMATCH otherwise). A mismatch
+    /// is counted; no such PDC is not a mismatch.
+    fn from_initiator_of(&mut self, id: u16, src: IpAddr) -> bool {
+        let peer = self.targets.key(id).map(|k| k.src);
+        self.count_mismatch(peer, src)
+    }
+
+    fn count_mismatch(&mut self, peer: Option<IpAddr>, src: IpAddr) -> bool {
+        let ok = peer.is_none_or(|p| p == src);
+        if !ok {
+            self.stats.source_mismatches = self.stats.source_mismatches.wrapping_add(1);
+        }
+        ok
     }
 
     /// Queues a NACK for the next `poll_transmit`. When the queue is full the NACK is dropped:
@@ -1631,6 +1692,60 @@ mod tests {
         r.emit(&mut syn).unwrap();
         assert!(b.handle_packet(now, a_addr, &syn).unwrap().is_some());
         assert_eq!(b.target_pdcs(), 1);
+    }
+
+    /// Packets that name an established PDC but come from another address change nothing:
+    /// requests and control packets draw PDC_HDR_MISMATCH, ACKs and NACKs are dropped; each is
+    /// counted.
+    #[test]
+    fn packets_from_the_wrong_source_change_nothing() {
+        let (a_addr, b_addr, c_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]), ipv4([10, 0, 0, 3]));
+        let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
+        let (mut a, mut b) = (Ep::new(keep(a_addr), 1), Ep::new(keep(b_addr), 2));
+        let now = Instant::ZERO;
+        let mut out = [0u8; 256];
+        // Establish with one message, then start a second one whose ACK is still owed.
+        a.send(desc(b_addr, Service::Rud, 0, 10)).unwrap();
+        let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+        let mut first = out[..t.header_len].to_vec();
+        first.extend([0u8; 10]);
+        assert!(b.handle_packet(now, a_addr, &first).unwrap().is_some());
+        let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+        let ack = out[..t.header_len].to_vec();
+        a.handle_packet(now, b_addr, &ack).unwrap();
+        let h = a.send(desc(b_addr, Service::Rud, 1, 10)).unwrap();
+        let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+        let mut second = out[..t.header_len].to_vec();
+        second.extend([0u8; 10]);
+        let (PdsHeader::Request(r), _) = PdsHeader::parse(&second).unwrap() else { panic!("a request") };
+        assert!(matches!(r.dest, PdcDest::Established { .. }));
+        while a.poll_event().is_some() {}
+
+        // The established request from C: NACKed PDC_HDR_MISMATCH to C, not placed.
+        assert!(b.handle_packet(now, c_addr, &second).unwrap().is_none());
+        let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+        assert_eq!(t.dst, c_addr);
+        let (PdsHeader::Nack(n), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("a NACK") };
+        assert_eq!(n.code, NackCode::PdcHdrMismatch);
+        assert_eq!(b.poll_event(), Some(Event::Received { src: a_addr, pdc: 1, message_id: 0, len: 10 }));
+        assert_eq!(b.poll_event(), None);
+        // C's copy of B's ACK for it, naming A's PDC: dropped, the message is not done.
+        b.handle_packet(now, a_addr, &second).unwrap().unwrap();
+        let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+        let ack2 = out[..t.header_len].to_vec();
+        a.handle_packet(now, c_addr, &ack2).unwrap();
+        assert_eq!(a.poll_event(), None);
+        // A NACK from C that would close A's PDC: dropped too.
+        let (PdsHeader::Ack(ack_hdr), _) = PdsHeader::parse(&ack2).unwrap() else { panic!("an ACK") };
+        let closing = Nack::for_pdc(NackCode::PdcHdrMismatch, r.psn, ack_hdr.spdcid, ack_hdr.dpdcid);
+        let n = closing.emit(&mut out).unwrap();
+        a.handle_packet(now, c_addr, &out[..n]).unwrap();
+        assert_eq!((a.poll_event(), a.initiator_pdcs()), (None, 1));
+        assert_eq!(a.stats().source_mismatches, 2);
+        assert_eq!(b.stats().source_mismatches, 1);
+        // From the right source the ACK completes the message.
+        a.handle_packet(now, b_addr, &ack2).unwrap();
+        assert_eq!(a.poll_event(), Some(Event::Sent(h)));
     }
 
     #[test]

@@ -9,7 +9,8 @@ pub mod order;
 pub mod segment;
 
 pub use endpoint::{
-    Endpoint, EndpointConfig, EndpointError, Event, MessageDesc, MsgHandle, PayloadRef, Placement, Service, Transmit,
+    Endpoint, EndpointConfig, EndpointError, EndpointStats, Event, MessageDesc, MsgHandle, PayloadRef, Placement,
+    Service, Transmit,
 };
 pub use order::{MessageOrder, OrderError};
 pub use segment::{MAX_PAYLOAD, Segment, SegmentError, Segmenter};

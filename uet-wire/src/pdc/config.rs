@@ -14,6 +14,11 @@
 //! * [`PdcConfig::idle_timeout`]: a target PDC that hears nothing from its initiator for 60 s
 //!   closes (the Linux RFC draft's idle timeout; the spec table has none), so stray PDCs do not
 //!   leak.
+//! * [`PdcConfig::rto_max`]: the retransmission timeout doubles with each timeout of the same
+//!   packet (`RTO_Init_Timer × 2^retry`), up to this cap (default 8 s, the top of the range UE
+//!   1.0 gives `RTO_Init_Timer`). "The same packet" is the oldest unacknowledged one: the count
+//!   restarts only when the cumulative acknowledgement passes it, so a packet that keeps getting
+//!   lost while later ones arrive still fails the PDC after `Max_RTO_Retx_Cnt` timeouts.
 //! * The target resends an unanswered CLOSE_REQ every `Close_REQ_Time`, and closes in error only
 //!   after `Max_RTO_Retx_Cnt` periods of `Close_REQ_Time` without a packet from the initiator
 //!   (the sources close in error after one `Close_REQ_Time`, which a single lost packet would
@@ -33,10 +38,14 @@ pub const MPR_GRANULARITY: u32 = 128;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct PdcConfig {
-    /// `RTO_Init_Timer`: retransmission timeout (default 1 ms).
+    /// `RTO_Init_Timer`: the first retransmission timeout (default 1 ms). Each timeout of the
+    /// same packet doubles it, up to [`PdcConfig::rto_max`].
     pub rto: Duration,
-    /// `Max_RTO_Retx_Cnt`: timeouts in a row without progress before the PDC closes in error
-    /// (default 5).
+    /// The longest retransmission timeout backoff may reach (default 8 s, the top of the range
+    /// UE 1.0 gives `RTO_Init_Timer`).
+    pub rto_max: Duration,
+    /// `Max_RTO_Retx_Cnt`: timeouts of the same packet (the oldest unacknowledged one) before the
+    /// PDC closes in error (default 5).
     pub max_rto_retx: u8,
     /// `NACK_Retx_Time`: how long a packet NACKed for want of a resource waits before it is
     /// resent (default 1 ms; NACK codes 0x04–0x0A). Other NACKed packets are resent at once.
@@ -78,6 +87,7 @@ impl Default for PdcConfig {
     fn default() -> Self {
         PdcConfig {
             rto: Duration::from_millis(1),
+            rto_max: Duration::from_millis(8000),
             max_rto_retx: 5,
             nack_retx_time: Duration::from_millis(1),
             max_nack_retx: 5,
@@ -96,6 +106,16 @@ impl Default for PdcConfig {
 }
 
 impl PdcConfig {
+    /// The retransmission timeout after `retries` timeouts of the same packet:
+    /// `RTO_Init_Timer × 2^retries`, at most [`PdcConfig::rto_max`] (and never below
+    /// `RTO_Init_Timer`, should `rto_max` be set lower).
+    pub const fn rto_backoff(&self, retries: u8) -> Duration {
+        let shift = if retries > 32 { 32 } else { retries as u32 };
+        let backed_off = self.rto.saturating_mul(1u64 << shift);
+        let cap = if self.rto_max.as_nanos() > self.rto.as_nanos() { self.rto_max } else { self.rto };
+        if backed_off.as_nanos() < cap.as_nanos() { backed_off } else { cap }
+    }
+
     /// Whether `count` NACK-driven resends exceed `Max_NACK_Retx_Cnt`.
     pub const fn nack_retx_exhausted(&self, count: u8) -> bool {
         self.max_nack_retx != UNLIMITED_NACK_RETX && count > self.max_nack_retx

@@ -22,8 +22,10 @@
 //! Recovery (digest §4.4, §4.5):
 //!
 //! * **RTO**: one timer per PDC, restarted whenever an ACK makes progress; on expiry every
-//!   unacknowledged PSN is resent (RETX and AR set). `Max_RTO_Retx_Cnt` expiries in a row close
-//!   the PDC in error.
+//!   unacknowledged PSN is resent (RETX and AR set). Each expiry doubles the next timeout
+//!   (`RTO_Init_Timer × 2^retry`, capped by [`PdcConfig::rto_max`]); the count belongs to the
+//!   oldest unacknowledged packet and restarts when the cumulative ACK passes it.
+//!   `Max_RTO_Retx_Cnt` expiries for the same packet close the PDC in error.
 //! * **SACK-driven resend** (RUD): an unacknowledged PSN with [`PdcConfig::loss_threshold`]
 //!   acknowledged PSNs after it, still unacknowledged [`PdcConfig::reorder_window`] later, is
 //!   resent once without waiting for the RTO (project-defined, see [`config`](super::config)).
@@ -329,7 +331,7 @@ impl<const W: usize> Initiator<W> {
         let psn = self.tx.send(self.peer_range).ok_or(PdcError::WindowFull)?;
         self.state = next;
         if self.rto_at.is_none() {
-            self.rto_at = Some(now.saturating_add(cfg.rto));
+            self.rto_at = Some(self.rto_deadline(now, cfg));
         }
         self.probe_at = Some(now.saturating_add(cfg.tail_loss_time));
         if cfg.limit_psn_range && self.psn_range_used() {
@@ -410,6 +412,7 @@ impl<const W: usize> Initiator<W> {
                 return Err(PdcError::Ack(super::AckError::BeyondSent { psn: s.base, next_psn: self.tx.next_psn() }));
             }
         }
+        let base_before = self.tx.base();
         let mut acked = self.tx.on_ack(ack.cack_psn, sack)?;
         if named.is_some() {
             acked += self.tx.on_ack(ack.cack_psn, named)?;
@@ -427,12 +430,15 @@ impl<const W: usize> Initiator<W> {
             }
         }
         let close_acked = next == InitiatorState::CloseAckWait && self.tx.is_acked(self.close_psn);
-        if acked > 0 {
+        if self.tx.base() != base_before {
+            // The oldest unacknowledged packet is a new one: its timeouts start from zero.
             self.rto_count = 0;
+        }
+        if acked > 0 {
             self.nack_count = 0;
             self.probe_count = 0;
             if self.tx.outstanding() > 0 {
-                self.rto_at = Some(now.saturating_add(cfg.rto));
+                self.rto_at = Some(self.rto_deadline(now, cfg));
             } else {
                 self.rto_at = None;
                 self.probe_at = None;
@@ -472,6 +478,12 @@ impl<const W: usize> Initiator<W> {
         0
     }
 
+    /// When the retransmission timer started now expires: `RTO_Init_Timer × 2^retries` for the
+    /// retries of the oldest unacknowledged packet so far, capped ([`PdcConfig::rto_backoff`]).
+    fn rto_deadline(&self, now: Instant, cfg: &PdcConfig) -> Instant {
+        now.saturating_add(cfg.rto_backoff(self.rto_count))
+    }
+
     /// Takes a PSN for the CLOSE and queues it.
     fn queue_close(&mut self, now: Instant, cfg: &PdcConfig) {
         // The window is empty here (all acknowledged, or abandoned), so a PSN is always free.
@@ -479,7 +491,7 @@ impl<const W: usize> Initiator<W> {
         self.close_psn = psn;
         self.tx_pending |= TX_CLOSE;
         self.rto_count = 0;
-        self.rto_at = Some(now.saturating_add(cfg.rto));
+        self.rto_at = Some(self.rto_deadline(now, cfg));
         self.probe_at = None;
     }
 
@@ -555,7 +567,7 @@ impl<const W: usize> Initiator<W> {
                 }
                 self.start_psn = nack.payload;
                 self.peer_range_cack = nack.payload.wrapping_sub(1);
-                self.rto_at = Some(now.saturating_add(cfg.rto));
+                self.rto_at = Some(self.rto_deadline(now, cfg));
                 self.enter(next);
             }
         }
@@ -727,7 +739,7 @@ impl<const W: usize> Initiator<W> {
                 }
                 self.rto_count = count;
                 self.tx_pending |= TX_CLOSE;
-                self.rto_at = Some(now.saturating_add(cfg.rto));
+                self.rto_at = Some(self.rto_deadline(now, cfg));
                 return;
             }
             if self.tx.outstanding() == 0 {
@@ -741,7 +753,7 @@ impl<const W: usize> Initiator<W> {
             self.rto_count = count;
             self.tx.mark_all_lost();
             self.hold_until = None;
-            self.rto_at = Some(now.saturating_add(cfg.rto));
+            self.rto_at = Some(self.rto_deadline(now, cfg));
         }
         if self.hold_until.is_some_and(|t| t <= now) {
             self.hold_until = None;

@@ -377,6 +377,35 @@ fn rto_resends_then_closes_in_error() {
 }
 
 #[test]
+fn rto_backs_off_and_counts_timeouts_of_the_same_packet() {
+    // Probes and SACK-driven resends out of the way: only the RTO resends here.
+    let cfg = PdcConfig { tail_loss_time: Duration::from_millis(100_000), loss_threshold: u32::MAX, ..cfg() };
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    let lost = i.send(t(10), &cfg, true).unwrap();
+    let mut now = t(10);
+    for retries in 0..=cfg.max_rto_retx {
+        // A later packet arrives and is acknowledged each round: progress, but not for `lost`,
+        // which stays the oldest unacknowledged packet.
+        let later = i.send(now, &cfg, true).unwrap();
+        tg.handle_request(now, &cfg, &req(later), 100, false).unwrap();
+        i.handle_ack(now, &cfg, &ack_of(tg.poll_transmit(now).unwrap())).unwrap();
+        assert!(!i.is_acked(lost.psn));
+        let expiry = i.poll_timeout().unwrap();
+        assert_eq!(expiry, now.saturating_add(cfg.rto_backoff(retries)), "retry {retries}");
+        assert_eq!(cfg.rto_backoff(retries), cfg.rto.saturating_mul(1 << retries));
+        now = expiry;
+        i.handle_timeout(now, &cfg);
+        while i.poll_transmit(now).is_some() {} // every resend is lost
+    }
+    assert_eq!(i.failure(), Some(Failure::RetriesExhausted));
+    // The cap holds, however many retries.
+    let capped = PdcConfig { rto_max: Duration::from_millis(3), ..cfg };
+    assert_eq!(capped.rto_backoff(1), Duration::from_millis(2));
+    assert_eq!(capped.rto_backoff(2), Duration::from_millis(3));
+    assert_eq!(capped.rto_backoff(u8::MAX), Duration::from_millis(3));
+}
+
+#[test]
 fn tail_loss_probe_recovers_a_lost_last_packet() {
     let cfg = PdcConfig { rto: Duration::from_millis(10), ..cfg() };
     let (mut i, mut tg) = established(DeliveryMode::Rud);
