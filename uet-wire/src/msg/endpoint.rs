@@ -23,8 +23,14 @@
 //!   send or acknowledge; a later message opens a new PDC.
 //! * A PDC the target asked to close (CLOSE_REQ) finishes the message in progress; the messages
 //!   after it wait for that PDC to close and then open a new one.
-//! * A stale duplicate (a PSN of the prior window) is answered by an ACK carrying the SES
-//!   DEFAULT_RESPONSE with RC_NULL (digest §4.4).
+//! * A duplicate (a PSN received before, in the current or the prior window) is answered by an
+//!   ACK carrying the SES DEFAULT_RESPONSE with RC_NULL (UE 1.0 §3.5.20.1), or the
+//!   guaranteed-delivery response held for it.
+//! * A NACK NEW_START_PSN (secure start, 0-RTT or 1-RTT) moves the PSNs of the PDC's messages
+//!   with its window: they are resent at the new PSNs and complete only when those are
+//!   acknowledged.
+//! * Every packet that names an established PDC must come from that PDC's peer address; one that
+//!   does not changes nothing and is counted in [`EndpointStats::source_mismatches`].
 //! * **Guaranteed-delivery responses** (digest §4.4, §5: any response but DEFAULT_RESPONSE and
 //!   NO_RESPONSE is kept until cleared): the caller answers a placed request with
 //!   [`Endpoint::respond`]; the target PDC holds the RESPONSE (`R` per PDC, by default
@@ -270,6 +276,9 @@ struct SendMsg {
 
 struct IniPdc {
     pdc: Initiator,
+    /// The PDC's start PSN when its messages' PSNs were last set: a NACK NEW_START_PSN moves
+    /// the window, and the messages' PSNs move with it.
+    start_psn: u32,
     next_message_id: u16,
     /// The message whose packets are going out (the next message waits for it).
     active: Option<u16>,
@@ -729,23 +738,47 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let id = self.initiators.next_id()?;
         let start = self.random_u32();
         let pdc = Initiator::new(&self.cfg.pdc, key.mode, id, start);
-        self.initiators.insert(key, IniPdc { pdc, next_message_id: 0, active: None }).ok()
+        self.initiators.insert(key, IniPdc { start_psn: pdc.start_psn(), pdc, next_message_id: 0, active: None }).ok()
     }
 
     /// Takes a received packet: PDS header on, without any CRC trailer. Returns where a new
-    /// request's payload belongs.
+    /// request's payload belongs. For a packet that arrived CE-marked, call
+    /// [`Endpoint::handle_ce_packet`] instead.
     pub fn handle_packet<'a>(
         &mut self,
         now: Instant,
         src: IpAddr,
         bytes: &'a [u8],
     ) -> Result<Option<Placement<'a>>, EndpointError> {
+        self.handle_any_packet(now, src, bytes, false)
+    }
+
+    /// [`Endpoint::handle_packet`] for a packet whose IP header carried ECN CE (congestion
+    /// experienced): the ACK for it sets the M flag, and with `ACK_On_ECN` it is sent at once.
+    pub fn handle_ce_packet<'a>(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        bytes: &'a [u8],
+    ) -> Result<Option<Placement<'a>>, EndpointError> {
+        self.handle_any_packet(now, src, bytes, true)
+    }
+
+    fn handle_any_packet<'a>(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        bytes: &'a [u8],
+        ce: bool,
+    ) -> Result<Option<Placement<'a>>, EndpointError> {
         let (pds, rest) = PdsHeader::parse(bytes)?;
         self.now = self.now.max(now);
         match pds {
-            PdsHeader::Request(r) => self.handle_request(now, src, r, rest),
-            PdsHeader::Ack(a) if !self.from_peer_of(a.dpdcid, src) => Ok(None),
-            PdsHeader::Nack(Nack { target: NackTarget::Pdc { dpdcid, .. }, .. }) if !self.from_peer_of(dpdcid, src) => {
+            PdsHeader::Request(r) => self.handle_request(now, src, r, rest, ce),
+            PdsHeader::Ack(a) if !self.is_from_peer_of(a.dpdcid, src) => Ok(None),
+            PdsHeader::Nack(Nack { target: NackTarget::Pdc { dpdcid, .. }, .. })
+                if !self.is_from_peer_of(dpdcid, src) =>
+            {
                 Ok(None)
             }
             PdsHeader::Ack(a) if a.next_header != NextHeader::None && self.initiators.get(a.dpdcid).is_some() => {
@@ -779,7 +812,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                             && matches!(c.ctl_type, crate::pds::ControlType::CloseReq);
                         if !to_initiator {
                             self.control_to_target(now, src, dpdcid, &c);
-                        } else if self.from_peer_of(dpdcid, src) {
+                        } else if self.is_from_peer_of(dpdcid, src) {
                             self.on_initiator(now, dpdcid, |p, _| p.handle_control(now, &c), |_, _| Ok(()));
                         }
                     }
@@ -815,7 +848,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         self.now = self.now.max(now);
         let PdsHeader::Request(r) = pds else { return Err(EndpointError::Unsupported) };
         let id = match r.dest {
-            PdcDest::Established { dpdcid } if !self.from_initiator_of(dpdcid, src) => {
+            PdcDest::Established { dpdcid } if !self.is_from_initiator_of(dpdcid, src) => {
                 self.queue_nack(src, refusal(NackCode::PdcHdrMismatch, &r, dpdcid));
                 return Ok(());
             }
@@ -1005,7 +1038,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
 
     fn control_to_target(&mut self, now: Instant, src: IpAddr, id: u16, c: &crate::pds::Control) {
         let cfg = self.cfg.pdc;
-        if !self.from_initiator_of(id, src) {
+        if !self.is_from_initiator_of(id, src) {
             self.queue_nack(src, Nack::for_pdc(NackCode::PdcHdrMismatch, c.psn, id, c.spdcid));
             return;
         }
@@ -1027,6 +1060,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         src: IpAddr,
         r: Request,
         rest: &'a [u8],
+        ce: bool,
     ) -> Result<Option<Placement<'a>>, EndpointError> {
         if r.next_header != NextHeader::ReqStd {
             return Err(EndpointError::Unsupported);
@@ -1048,7 +1082,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     self.nack_unknown(src, r.psn, r.spdcid);
                     return Ok(None);
                 }
-                if !self.from_initiator_of(dpdcid, src) {
+                if !self.is_from_initiator_of(dpdcid, src) {
                     self.queue_nack(src, refusal(NackCode::PdcHdrMismatch, &r, dpdcid));
                     return Ok(None);
                 }
@@ -1095,7 +1129,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 return Ok(None);
             }
         }
-        let verdict = t.pdc.handle_request(now, &cfg, &r, u32::from(seg.len), false);
+        let verdict = t.pdc.handle_request(now, &cfg, &r, u32::from(seg.len), ce);
         let mut placement = None;
         if let Ok(v) = verdict {
             if v.delivery == Delivery::New {
@@ -1114,9 +1148,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     payload,
                 });
             }
-            if v.delivery == Delivery::Stale {
-                // Cumulatively acknowledged long ago: answer with the default response (digest
-                // §4.4), carried by the ACK the PDC now owes.
+            let held = t.pdc.held_response(r.psn).is_some();
+            if v.delivery == Delivery::Stale || (v.delivery == Delivery::Duplicate && !held) {
+                // Received before: the ACK the PDC now owes carries the default response (UE 1.0
+                // §3.5.20.1), unless it carries the response held for the PSN.
                 t.default_response = Some(Response {
                     list: ResponseList::Expected,
                     opcode: ResponseOpcode::DefaultResponse,
@@ -1138,7 +1173,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// Whether a packet from `src` may touch PDC `id` as an ACK or NACK does: initiator PDC `id`
     /// if there is one (its target's address), else target PDC `id` (its initiator's address,
     /// for the ACK of a CLOSE_REQ). A mismatch is counted; no such PDC is not a mismatch.
-    fn from_peer_of(&mut self, id: u16, src: IpAddr) -> bool {
+    fn is_from_peer_of(&mut self, id: u16, src: IpAddr) -> bool {
         let peer = match self.initiators.key(id) {
             Some(k) => Some(k.dst),
             None => self.targets.key(id).map(|k| k.src),
@@ -1147,9 +1182,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     }
 
     /// Whether a request or control packet from `src` may touch target PDC `id`: it comes from
-    /// the PDC's initiator (digest §4.3 target step 2: PDC_HDR_MISMATCH otherwise). A mismatch
-    /// is counted; no such PDC is not a mismatch.
-    fn from_initiator_of(&mut self, id: u16, src: IpAddr) -> bool {
+    /// the PDC's initiator (else NACK PDC_HDR_MISMATCH, UE 1.0 Table 3-58: "a non-SYN packet that
+    /// does not match the PDC's state, e.g. its source IP"). A mismatch is counted; no such PDC is
+    /// not a mismatch.
+    fn is_from_initiator_of(&mut self, id: u16, src: IpAddr) -> bool {
         let peer = self.targets.key(id).map(|k| k.src);
         self.count_mismatch(peer, src)
     }
@@ -1183,11 +1219,19 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 p.active = None;
             }
         }
+        let restarted_by = p.pdc.start_psn().wrapping_sub(p.start_psn);
+        p.start_psn = p.pdc.start_psn();
         let base = p.pdc.window().base();
         let failure = p.pdc.failure();
         let state = p.pdc.state();
         let mut started_unsent = false;
         let mut for_key = false;
+        if restarted_by != 0 {
+            // NEW_START_PSN moved every PSN of the PDC (nothing was acknowledged yet).
+            for m in self.msgs.iter_mut().flatten().filter(|m| m.pdc == Some(id)) {
+                m.first_psn = m.first_psn.wrapping_add(restarted_by);
+            }
+        }
         for slot in 0..M {
             let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
             if m.pdc != Some(id) {
@@ -1656,6 +1700,43 @@ mod tests {
         );
     }
 
+    /// A duplicate in the current window (a gap below it, so not cumulatively acknowledged) is
+    /// answered by an ACK carrying the default response too (UE 1.0 §3.5.20.1); a CE-marked
+    /// packet's ACK carries the M flag.
+    #[test]
+    fn in_window_duplicate_gets_the_default_response_and_ce_sets_m() {
+        use crate::pds::AckFlags;
+        let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+        let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
+        let (mut a, mut b) = (Ep::new(keep(a_addr), 1), Ep::new(keep(b_addr), 2));
+        let now = Instant::ZERO;
+        let mut out = [0u8; 256];
+        let mut pkts = Vec::new();
+        for i in 0..2 {
+            a.send(desc(b_addr, Service::Rud, i, 10)).unwrap();
+            let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+            let mut pkt = out[..t.header_len].to_vec();
+            pkt.extend([0u8; 10]);
+            pkts.push(pkt);
+        }
+        // The second arrives first, CE-marked: its ACK says so.
+        assert!(b.handle_ce_packet(now, a_addr, &pkts[1]).unwrap().is_some());
+        let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+        let (PdsHeader::Ack(ack), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("an ACK") };
+        assert!(ack.flags.contains(AckFlags::M));
+        assert_eq!(ack.next_header, NextHeader::None);
+        // Its copy: received, not cumulatively acknowledged (the first is missing).
+        assert!(b.handle_packet(now, a_addr, &pkts[1]).unwrap().is_none());
+        let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+        let (PdsHeader::Ack(ack), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("an ACK") };
+        assert!(!ack.flags.contains(AckFlags::M));
+        assert_eq!(ack.next_header, NextHeader::Rsp);
+        let (Some(SesHeader::Response(rsp)), _) = SesHeader::parse(NextHeader::Rsp, rest).unwrap() else {
+            panic!("no SES response")
+        };
+        assert_eq!((rsp.opcode, rsp.return_code), (ResponseOpcode::DefaultResponse, ReturnCode::Null));
+    }
+
     /// A copy of a PDC's first packet arriving after the PDC closed opens no new PDC and is not
     /// delivered again; a SYN with the same key and another start PSN (a new PDC) is let in.
     #[test]
@@ -1746,6 +1827,62 @@ mod tests {
         // From the right source the ACK completes the message.
         a.handle_packet(now, b_addr, &ack2).unwrap();
         assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+    }
+
+    /// A secure target moves the PDC's start PSN (NACK NEW_START_PSN, 0-RTT and 1-RTT alike):
+    /// the messages' PSNs move with the window, and no message is reported sent before its new
+    /// PSNs are acknowledged.
+    #[test]
+    fn new_start_psn_moves_the_messages_with_the_window() {
+        use crate::pdc::{Delivery, StartPolicy, Target, TargetTx};
+        let policies: [fn(u32) -> StartPolicy; 2] = [
+            |start| StartPolicy::Expected0Rtt { expected_psn: start },
+            |start| StartPolicy::Random1Rtt { start_psn: start },
+        ];
+        for policy in policies {
+            let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+            let mut a = Ep::new(config(a_addr), 1);
+            let cfg = config(b_addr).pdc;
+            let now = Instant::ZERO;
+            let mut out = [0u8; 256];
+            let sent = [
+                a.send(desc(b_addr, Service::Rud, 0, 2000)).unwrap(),
+                a.send(desc(b_addr, Service::Rud, 1, 10)).unwrap(),
+            ];
+            let requests = |a: &mut Ep, out: &mut [u8; 256]| {
+                let mut got = Vec::new();
+                while let Some(t) = a.poll_transmit(now, out).unwrap() {
+                    let (PdsHeader::Request(r), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else {
+                        panic!("a request")
+                    };
+                    got.push((r, t.payload.map_or(0, |p| u32::from(p.len))));
+                }
+                got
+            };
+            let first = requests(&mut a, &mut out);
+            assert_eq!(first.len(), 3);
+            let new_start = first[0].0.psn.wrapping_add(1 << 30);
+            let mut tg = Target::<2>::new(now, &cfg, 19, &first[0].0, policy(new_start), 7).unwrap();
+            let n = tg.handle_request(now, &cfg, &first[0].0, first[0].1, false).unwrap().nack.unwrap();
+            assert_eq!((n.code, n.payload), (NackCode::NewStartPsn, new_start));
+            let len = n.emit(&mut out).unwrap();
+            a.handle_packet(now, b_addr, &out[..len]).unwrap();
+            assert_eq!(a.poll_event(), None, "nothing was delivered yet");
+            // Every packet again, at the new PSNs, delivered once each.
+            let again = requests(&mut a, &mut out);
+            let psns: Vec<u32> = again.iter().map(|(r, _)| r.psn).collect();
+            assert_eq!(psns, [0, 1, 2].map(|k| new_start.wrapping_add(k)));
+            for (r, len) in &again {
+                assert_eq!(r.start_psn(), Some(new_start));
+                assert_eq!(tg.handle_request(now, &cfg, r, *len, false).unwrap().delivery, Delivery::New);
+            }
+            while let Some(tx) = tg.poll_transmit(now) {
+                let TargetTx::Ack(ack) = tx else { panic!("an ACK") };
+                let len = ack.emit(&mut out).unwrap();
+                a.handle_packet(now, b_addr, &out[..len]).unwrap();
+            }
+            assert_eq!([a.poll_event(), a.poll_event()], sent.map(|h| Some(Event::Sent(h))));
+        }
     }
 
     #[test]

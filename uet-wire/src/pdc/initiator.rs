@@ -32,7 +32,8 @@
 //! * **NACKs** by code class ([`NackClass`]): trimmed packets are resent at once; packets refused
 //!   for want of a resource (codes 0x04–0x0A) after `NACK_Retx_Time`; the other retransmit-class
 //!   codes (PKT_NOT_RCVD, PSN_OOR_WINDOW, …) at once; ROD_OOO resends every unacknowledged PSN
-//!   (go-back-N); close-class codes close in error; NEW_START_PSN re-stamps everything (only
+//!   (go-back-N); close-class codes close in error, with a CLOSE so the target frees its PDC
+//!   too, unless the code says it holds none (INV_DPDCID, CLOSING_IN_ERR); NEW_START_PSN re-stamps everything (only
 //!   while SYN is still set); RCVD_SES_PROCG is dropped. A NACK outside `[tx_base, next_psn − 1]`
 //!   changes nothing.
 //! * **Tail-loss probe**: `Tail_Loss_Time` after the last new packet with PSNs still
@@ -319,7 +320,10 @@ impl<const W: usize> Initiator<W> {
     }
 
     /// Takes the next PSN for a new request and stamps it. `ar` asks for an immediate ACK (set it
-    /// on the last packet of a message). Once `Limit_PSN_Range` is used up, the PDC moves to
+    /// on the last packet of a message; with `Enb_ACK_Per_Pkt`, [`AckPolicy::per_packet`], every
+    /// request carries AR).
+    ///
+    /// [`AckPolicy::per_packet`]: super::window::AckPolicy::per_packet Once `Limit_PSN_Range` is used up, the PDC moves to
     /// Quiesce by itself.
     // Fast path: see "Speed" in the module doc of `pdc`.
     #[inline(always)]
@@ -339,7 +343,8 @@ impl<const W: usize> Initiator<W> {
         }
         // The request carries CLEAR_PSN, so a CLEAR the target asked for is no longer needed.
         self.tx_pending &= !TX_CLEAR;
-        let flags = if ar { RequestFlags::AR } else { RequestFlags::empty() };
+        // `Enb_ACK_Per_Pkt`: AR on every request, not only a message's last.
+        let flags = if ar || cfg.ack.per_packet { RequestFlags::AR } else { RequestFlags::empty() };
         Ok(self.stamp(psn, flags))
     }
 
@@ -423,9 +428,11 @@ impl<const W: usize> Initiator<W> {
             self.events |= EV_ESTABLISHED;
         }
         if let Some(mpr) = mpr {
-            // A stale MPR (CACK not newer than the last update's) is ignored (digest §4.4).
+            // A stale MPR (CACK not newer than the last update's) is ignored (digest §4.4). MPR 0
+            // would stop the PDC for good (no new PSN, so no new ACK to reopen it): it is read
+            // as the smallest range that still moves, one unit (project-defined).
             if !psn_after(self.peer_range_cack, ack.cack_psn) {
-                self.peer_range = u32::from(mpr) * MPR_GRANULARITY;
+                self.peer_range = u32::from(mpr.max(1)) * MPR_GRANULARITY;
                 self.peer_range_cack = ack.cack_psn;
             }
         }
@@ -548,7 +555,10 @@ impl<const W: usize> Initiator<W> {
                 self.enter(next);
             }
             NackClass::Close => {
-                self.fail(now, cfg, Failure::Nack(nack.code), false)?;
+                // The target still holds the PDC unless the code says it does not: then a CLOSE
+                // frees it there too.
+                let peer_alive = !matches!(nack.code, NackCode::InvDpdcid | NackCode::ClosingInErr);
+                self.fail(now, cfg, Failure::Nack(nack.code), peer_alive)?;
             }
             NackClass::NewStartPsn => {
                 // Only while SYN is set, i.e. before anything was acknowledged (digest §2.3).

@@ -874,3 +874,60 @@ fn a_close_req_is_acknowledged_by_ack_psn() {
     tg.handle_timeout(next, &cfg);
     assert!(!matches!(tg.poll_transmit(next), Some(TargetTx::Control(c)) if c.ctl_type == ControlType::CloseReq));
 }
+
+/// An ACK_CC with MPR 0 does not stop the PDC for good: it reads as one unit, 128 PSNs.
+#[test]
+fn mpr_zero_reads_as_the_smallest_range() {
+    let cfg = cfg();
+    let (mut i, tg) = established(DeliveryMode::Rud);
+    let mut a = tg.ack();
+    let AckExtension::Cc(ref mut cc) = a.ext else { panic!("our target sends ACK_CC") };
+    cc.mpr = 0;
+    i.handle_ack(t(3), &cfg, &ack_of(TargetTx::Ack(a))).unwrap();
+    assert!(i.can_send(&cfg));
+    let mut sent = 0;
+    while i.can_send(&cfg) {
+        i.send(t(4), &cfg, false).unwrap();
+        sent += 1;
+    }
+    assert_eq!(sent, config::MPR_GRANULARITY);
+}
+
+/// A close-class NACK whose code leaves the target's PDC in place (PDC_HDR_MISMATCH, CLOSING,
+/// UNEXP_EVENT, ...) fails the PDC and sends a CLOSE so the target frees it too; INV_DPDCID and
+/// CLOSING_IN_ERR say there is nothing left to close.
+#[test]
+fn close_class_nacks_close_the_target_pdc_too() {
+    let cfg = cfg();
+    for (code, closes) in [
+        (NackCode::PdcHdrMismatch, true),
+        (NackCode::Closing, true),
+        (NackCode::UnexpEvent, true),
+        (NackCode::PdcModeMismatch, true),
+        (NackCode::InvDpdcid, false),
+        (NackCode::ClosingInErr, false),
+    ] {
+        let (mut i, _tg) = established(DeliveryMode::Rud);
+        let s = i.send(t(3), &cfg, false).unwrap();
+        let n = nack(Nack::for_pdc(code, s.psn, 19, 7));
+        assert_eq!(i.handle_nack(t(4), &cfg, &n), Ok(NackClass::Close));
+        assert_eq!(i.poll_event(), Some(InitiatorEvent::Failed(Failure::Nack(code))));
+        if closes {
+            assert_eq!(i.state(), InitiatorState::CloseAckWait, "{code:?}");
+            let Some(InitiatorTx::Control(c)) = i.poll_transmit(t(4)) else { panic!("no CLOSE after {code:?}") };
+            assert_eq!(c.ctl_type, ControlType::Close);
+        } else {
+            assert_eq!(i.state(), InitiatorState::Closed, "{code:?}");
+        }
+    }
+}
+
+/// `Enb_ACK_Per_Pkt`: every request asks for an ACK.
+#[test]
+fn ack_per_packet_sets_ar_on_every_request() {
+    let mut cfg = cfg();
+    let (mut i, _tg) = established(DeliveryMode::Rud);
+    assert!(!i.send(t(3), &cfg, false).unwrap().flags.contains(RequestFlags::AR));
+    cfg.ack.per_packet = true;
+    assert!(i.send(t(3), &cfg, false).unwrap().flags.contains(RequestFlags::AR));
+}
