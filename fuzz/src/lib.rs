@@ -608,14 +608,18 @@ pub fn link(data: &[u8]) {
     }
 }
 
-/// PDS headers: never panic; whatever parses re-emits byte for byte and re-parses equal.
+/// PDS headers: never panic; whatever parses re-emits with its reserved bits cleared (byte for
+/// byte when the strict check finds none set), and re-parses equal.
 pub fn uet_pds(data: &[u8]) {
     use uet_wire::pds::PdsHeader;
     if let Ok((h, rest)) = PdsHeader::parse(data) {
         let mut out = [0u8; 64];
         let n = h.emit(&mut out).expect("a parsed header emits");
         assert_eq!(n, h.buffer_len());
-        assert_eq!(&out[..n], &data[..data.len() - rest.len()]);
+        if PdsHeader::check_reserved(data).is_ok() {
+            assert_eq!(&out[..n], &data[..data.len() - rest.len()]);
+        }
+        assert_eq!(PdsHeader::check_reserved(&out[..n]), Ok(()));
         assert_eq!(PdsHeader::parse(&out[..n]).unwrap().0, h);
     }
     // The request view accepts exactly the requests the Repr parse accepts, and reads the same.
@@ -642,7 +646,8 @@ pub fn uet_pds(data: &[u8]) {
     assert_eq!(format!("{:?}", uet_wire::parse_request_std(data)), format!("{each:?}"));
 }
 
-/// SES headers after any next-header value: never panic; parsed bytes re-emit identically.
+/// SES headers after any next-header value: never panic; parsed bytes re-emit with their reserved
+/// bits cleared (identically when the strict check finds none set) and re-parse equal.
 pub fn uet_ses(data: &[u8]) {
     use uet_wire::pds::NextHeader;
     use uet_wire::ses::SesHeader;
@@ -651,7 +656,11 @@ pub fn uet_ses(data: &[u8]) {
     if let Ok((Some(h), rest)) = SesHeader::parse(next, bytes) {
         let mut out = [0u8; 128];
         let n = h.emit(&mut out).expect("a parsed header emits");
-        assert_eq!(&out[..n], &bytes[..bytes.len() - rest.len()]);
+        if SesHeader::check_reserved(next, bytes).is_ok() {
+            assert_eq!(&out[..n], &bytes[..bytes.len() - rest.len()]);
+        }
+        assert_eq!(SesHeader::check_reserved(next, &out[..n]), Ok(()));
+        assert_eq!(SesHeader::parse(next, &out[..n]).unwrap().0, Some(h));
         assert_eq!(h.next_header(), next);
     }
     // The standard-request view: its accessors agree with the Repr built from it.
@@ -681,8 +690,9 @@ pub fn uet_tss_entropy(data: &[u8]) {
     }
 }
 
-/// The packet walker under every configuration; a clear packet that parses rebuilds byte for
-/// byte through the builder (with its CRC when one was present and valid for an empty prefix).
+/// The packet walker under every configuration; a clear packet that parses rebuilds through the
+/// builder (with its CRC when one was present and valid for an empty prefix) into a packet that
+/// walks the same, byte for byte when the strict check finds no reserved bit set.
 pub fn uet_packet(data: &[u8]) {
     use uet_wire::entropy::Encapsulation;
     use uet_wire::{Body, PacketRepr, UetPacket, WalkConfig};
@@ -698,7 +708,13 @@ pub fn uet_packet(data: &[u8]) {
         let crc_ok = crc.is_some() && p.verify_crc(&[]).is_ok();
         let n = repr.emit(payload, crc_ok.then_some(&[][..]), &mut out).expect("a parsed packet rebuilds");
         let expected = if crc.is_some() && !crc_ok { &bytes[..bytes.len() - 4] } else { bytes };
-        assert_eq!(&out[..n], expected);
+        if UetPacket::check_reserved(bytes, config).is_ok() {
+            assert_eq!(&out[..n], expected);
+        }
+        let again = UetPacket::parse(&out[..n], WalkConfig { crc: crc_ok, ..config }).expect("a rebuilt packet walks");
+        let Body::Clear { pds: pds2, ses: ses2, payload: payload2, .. } = again.body else { panic!("clear") };
+        assert_eq!((pds2, ses2, payload2), (pds, ses, payload));
+        assert_eq!(UetPacket::check_reserved(&out[..n], config), Ok(()));
     }
 }
 

@@ -184,6 +184,23 @@ impl<'a> UetPacket<'a> {
         Ok(UetPacket { entropy, body: Body::Clear { pds, ses, payload, crc }, crc_covered })
     }
 
+    /// The strict check of a clear packet's headers: the first reserved bit set in its PDS or
+    /// SES header, by field name ([`UetPacket::parse`] ignores reserved bits, as a receiver must;
+    /// decoders and conformance tests use this to warn). A TSS-protected packet's headers are
+    /// encrypted and not checked; bytes that do not parse are left to the parse to report.
+    pub fn check_reserved(bytes: &[u8], config: WalkConfig) -> Result<(), Error> {
+        let after_entropy = match config.encapsulation {
+            Encapsulation::NativeIp => EntropyHeader::parse(bytes)?.1,
+            Encapsulation::Udp => bytes,
+        };
+        if TssHeader::starts(after_entropy) {
+            return Ok(());
+        }
+        PdsHeader::check_reserved(after_entropy)?;
+        let (pds, rest) = PdsHeader::parse(after_entropy)?;
+        SesHeader::check_reserved(pds.next_header(), rest)
+    }
+
     /// Checks the CRC32C trailer against `prefix` (IP source and destination addresses, plus the
     /// UDP header in UDP mode). Packets without a trailer pass.
     pub fn verify_crc(&self, prefix: &[u8]) -> Result<(), Error> {

@@ -799,7 +799,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     NackTarget::Pdc { dpdcid, .. } => {
                         self.on_initiator(now, dpdcid, |p, cfg| p.handle_nack(now, cfg, &n).map(drop), |_, _| Ok(()));
                     }
-                    NackTarget::Rudi { pkt_id } => self.rudi_nacked(now, pkt_id, n.code),
+                    NackTarget::Rudi { pkt_id, .. } => self.rudi_nacked(now, pkt_id, n.code),
                 }
                 Ok(None)
             }

@@ -321,10 +321,9 @@ impl<const W: usize> Initiator<W> {
 
     /// Takes the next PSN for a new request and stamps it. `ar` asks for an immediate ACK (set it
     /// on the last packet of a message; with `Enb_ACK_Per_Pkt`, [`AckPolicy::per_packet`], every
-    /// request carries AR).
+    /// request carries AR). Once `Limit_PSN_Range` is used up, the PDC moves to Quiesce by itself.
     ///
-    /// [`AckPolicy::per_packet`]: super::window::AckPolicy::per_packet Once `Limit_PSN_Range` is used up, the PDC moves to
-    /// Quiesce by itself.
+    /// [`AckPolicy::per_packet`]: super::window::AckPolicy::per_packet
     // Fast path: see "Speed" in the module doc of `pdc`.
     #[inline(always)]
     pub fn send(&mut self, now: Instant, cfg: &PdcConfig, ar: bool) -> Result<Stamp, PdcError> {

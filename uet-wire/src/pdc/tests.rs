@@ -186,14 +186,7 @@ fn refused_events_change_nothing() {
     assert_eq!(i.handle_ack(t(5), &cfg, &other), Err(PdcError::WrongPdc { expected: 19, got: 20 }));
     assert_eq!(i, before);
     // A NACK outside [tx_base, next_psn − 1].
-    let n = Nack {
-        flags: crate::pds::NackFlags::empty(),
-        code: NackCode::Trimmed,
-        vendor_code: 0,
-        target: NackTarget::Pdc { psn: 4, spdcid: 19, dpdcid: 7 },
-        payload: 0,
-        ccx: None,
-    };
+    let n = Nack::for_pdc(NackCode::Trimmed, 4, 19, 7);
     assert_eq!(i.handle_nack(t(5), &cfg, &n), Err(PdcError::StaleNack { psn: 4 }));
     assert_eq!(i, before);
     // NEW_START_PSN once established.

@@ -14,6 +14,11 @@
 //! | 16–23 | SACK bitmap: bit *i* (LSB first of the big-endian u64) = PSN `SACK_BASE + i` received |
 //! | 24–31 | ACK_CC: CC state (NSCC or credit) |
 //! | 24–39 | ACK_CCX: CCX state, opaque (open questions 15, 17: 40 bytes, contents unknown) |
+//!
+//! Receive policy: reserved bits (flags 0x41, which the reference provider `uet-ref-prov` uses
+//! as an own flag at 0x40; `cc_flags`; the ACK_CCX flags nibble; the 24 bits after a credit) are
+//! ignored and sent as zero; [`Ack::check_reserved`] reports them. The request value 3 is no
+//! request the spec defines and is refused.
 
 use super::{NextHeader, PacketType, Prologue, check_flags, defmt_bits, u24_from, u24_to, view, write};
 use crate::error::{Error, reserved_zero};
@@ -220,7 +225,6 @@ impl Ack {
         if !next_header.is_response_or_none() {
             return Err(Error::Mismatch { field: "ACK next header is an SES request" });
         }
-        check_flags(p.flags, RESERVED, "ACK flags reserved bits")?;
         let request = match (p.flags & REQ_MASK) >> 1 {
             0 => AckRequest::None,
             1 => AckRequest::Clear,
@@ -232,7 +236,6 @@ impl Ack {
             PacketType::AckCc => {
                 let (e, rest) = view::<AckExtRaw>(rest, "PDS ACK_CC")?;
                 let (state, rest) = view::<[u8; 8]>(rest, "PDS ACK_CC state")?;
-                reserved_zero(u64::from(e.kind & 0x0F), "ACK_CC cc_flags")?;
                 let [s0, s1, s2, s3, s4, s5, s6, s7] = *state;
                 let ooo_count = u16::from_be_bytes([s6, s7]);
                 let state = match e.kind >> 4 {
@@ -243,10 +246,7 @@ impl Ack {
                         rcvd_bytes: u24_from([s3, s4, s5]),
                         ooo_count,
                     },
-                    1 => {
-                        reserved_zero(u64::from(u24_from([s3, s4, s5])), "ACK_CC credit state reserved")?;
-                        CcState::Credit { credit: u24_from([s0, s1, s2]), ooo_count }
-                    }
+                    1 => CcState::Credit { credit: u24_from([s0, s1, s2]), ooo_count },
                     t => return Err(Error::BadValue { field: "ACK_CC cc_type", value: u64::from(t) }),
                 };
                 let cc = AckCc {
@@ -260,7 +260,6 @@ impl Ack {
             PacketType::AckCcx => {
                 let (e, rest) = view::<AckExtRaw>(rest, "PDS ACK_CCX")?;
                 let (state, rest) = view::<[u8; 16]>(rest, "PDS ACK_CCX state")?;
-                reserved_zero(u64::from(e.kind & 0x0F), "ACK_CCX flags")?;
                 let ccx = AckCcx {
                     ccx_type: e.kind >> 4,
                     mpr: e.mpr,
@@ -283,6 +282,31 @@ impl Ack {
             ext,
         };
         Ok((h, rest))
+    }
+
+    /// The strict check: the first reserved bit set in the ACK at the front of `bytes`, by field
+    /// name ([`Ack::parse`] ignores them).
+    pub fn check_reserved(bytes: &[u8]) -> Result<(), Error> {
+        let (raw, rest) = view::<AckRaw>(bytes, "PDS ACK")?;
+        let p = Prologue::from_word(raw.prologue.get());
+        check_flags(p.flags, RESERVED, "ACK flags reserved bits")?;
+        match PacketType::try_from(p.packet_type)? {
+            PacketType::AckCc => {
+                let (e, rest) = view::<AckExtRaw>(rest, "PDS ACK_CC")?;
+                let (state, _) = view::<[u8; 8]>(rest, "PDS ACK_CC state")?;
+                reserved_zero(u64::from(e.kind & 0x0F), "ACK_CC cc_flags")?;
+                let [_, _, _, s3, s4, s5, _, _] = *state;
+                if e.kind >> 4 == 1 {
+                    reserved_zero(u64::from(u24_from([s3, s4, s5])), "ACK_CC credit state reserved")?;
+                }
+                Ok(())
+            }
+            PacketType::AckCcx => {
+                let (e, _) = view::<AckExtRaw>(rest, "PDS ACK_CCX")?;
+                reserved_zero(u64::from(e.kind & 0x0F), "ACK_CCX flags")
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Bytes [`Ack::emit`] writes.
@@ -422,10 +446,19 @@ mod tests {
             a.ext,
             AckExtension::Cc(AckCc { state: CcState::Credit { credit: 0x123485, ooo_count: 3 }, .. })
         ));
+        // Its reserved bits, and cc_flags, are ignored and reported by the strict check.
         let mut x = b;
+        x[12] = 0x1F;
         x[27] = 0;
         x[28] = 1;
-        assert!(matches!(Ack::parse(&x), Err(Error::Reserved { .. })));
+        assert_eq!(Ack::parse(&x).unwrap().0, a);
+        assert_eq!(Ack::check_reserved(&b), Ok(()));
+        assert_eq!(Ack::check_reserved(&x), Err(Error::Reserved { field: "ACK_CC cc_flags" }));
+        x[12] = 0x10;
+        assert_eq!(Ack::check_reserved(&x), Err(Error::Reserved { field: "ACK_CC credit state reserved" }));
+        let mut out = [0u8; 32];
+        a.emit(&mut out).unwrap();
+        assert_eq!(out, b);
         b[12] = 0x20;
         assert!(matches!(Ack::parse(&b), Err(Error::BadValue { field: "ACK_CC cc_type", .. })));
     }
@@ -434,8 +467,10 @@ mod tests {
     fn rejections() {
         let b = [0x38, 0x06, 0, 0, 0, 0, 0, 8, 0, 19, 0, 7];
         assert!(matches!(Ack::parse(&b), Err(Error::Reserved { field: "ACK request value 3" })));
+        // The reference provider's flag 0x40 is reserved here: ignored, reported strictly.
         let b = [0x38, 0x40, 0, 0, 0, 0, 0, 8, 0, 19, 0, 7];
-        assert!(matches!(Ack::parse(&b), Err(Error::Reserved { .. })));
+        assert_eq!(Ack::parse(&b).unwrap().0.flags, AckFlags::empty());
+        assert_eq!(Ack::check_reserved(&b), Err(Error::Reserved { field: "ACK flags reserved bits" }));
         let b = [0x39, 0x80, 0, 0, 0, 0, 0, 8, 0, 19, 0, 7];
         assert!(matches!(Ack::parse(&b), Err(Error::Mismatch { .. })));
         let b = [0x48, 0x00, 0, 0, 0, 0, 0, 8, 0, 19, 0, 7];

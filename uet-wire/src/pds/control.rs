@@ -8,6 +8,9 @@
 //! | 8–9 | SPDCID |
 //! | 10–11 | DPDCID, or the SYN form ([`PdcDest`]) |
 //! | 12–15 | payload, per control type |
+//!
+//! Receive policy: reserved bits (flags 0x43, the SYN form's 3 bits) are ignored and sent as
+//! zero; [`Control::check_reserved`] reports them.
 
 use super::{PacketType, PdcDest, Prologue, check_flags, defmt_bits, view, write};
 use crate::error::Error;
@@ -133,17 +136,25 @@ impl Control {
         if PacketType::try_from(p.packet_type)? != PacketType::Control {
             return Err(Error::Mismatch { field: "PDS type is not a control packet" });
         }
-        check_flags(p.flags, RESERVED, "control flags reserved bits")?;
         let h = Control {
             ctl_type: ControlType::try_from(p.next)?,
             flags: ControlFlags::from_bits_truncate(p.flags),
             probe_opaque: raw.probe_opaque.get(),
             psn: raw.psn.get(),
             spdcid: raw.spdcid.get(),
-            dest: PdcDest::from_wire(p.flags & SYN != 0, raw.dest.get())?,
+            dest: PdcDest::decode(p.flags & SYN != 0, raw.dest.get()),
             payload: raw.payload.get(),
         };
         Ok((h, rest))
+    }
+
+    /// The strict check: the first reserved bit set in the control packet at the front of
+    /// `bytes`, by field name ([`Control::parse`] ignores them).
+    pub fn check_reserved(bytes: &[u8]) -> Result<(), Error> {
+        let (raw, _) = view::<ControlRaw>(bytes, "PDS control packet")?;
+        let p = Prologue::from_word(raw.prologue.get());
+        check_flags(p.flags, RESERVED, "control flags reserved bits")?;
+        PdcDest::check(p.flags & SYN != 0, raw.dest.get())
     }
 
     /// Bytes [`Control::emit`] writes.
@@ -189,9 +200,12 @@ mod tests {
         let mut x = b;
         x[0] = 0x5D;
         assert!(matches!(Control::parse(&x), Err(Error::BadValue { field: "control type", .. })));
+        // Reserved flag bits: ignored, cleared on emit, reported by the strict check.
         let mut x = b;
-        x[1] |= 0x40;
-        assert!(matches!(Control::parse(&x), Err(Error::Reserved { .. })));
+        x[1] |= 0x43;
+        assert_eq!(Control::parse(&x).unwrap().0, c);
+        assert_eq!(Control::check_reserved(&x), Err(Error::Reserved { field: "control flags reserved bits" }));
+        assert_eq!(Control::check_reserved(&b), Ok(()));
     }
 
     proptest! {

@@ -2,7 +2,7 @@
 //!
 //! | bytes | field |
 //! |---|---|
-//! | 0–1 | prologue: NH 0; flags M 0x20, RETX 0x10, NT 0x08 (0 = RUD/ROD, 1 = RUDI); 0x47 reserved |
+//! | 0–1 | prologue: NH (none, or the SES response behind it); flags M 0x20, RETX 0x10, NT 0x08 (0 = RUD/ROD, 1 = RUDI); 0x47 reserved |
 //! | 2 | NACK code ([`NackCode`]) |
 //! | 3 | vendor code |
 //! | 4–7 | NACK PSN (NT = 0) or RUDI packet id (NT = 1) |
@@ -10,9 +10,16 @@
 //! | 10–11 | DPDCID (zero when NT = 1) |
 //! | 12–15 | payload, meaning per code (open question 27) |
 //! | 16–31 | NACK_CCX: `nccx_type` (high nibble of byte 16) ‖ state (opaque; open questions 16, 17) |
+//!
+//! Receive policy: reserved flag bits are ignored ([`Nack::check_reserved`] reports them). A NACK
+//! may name a next header: the Wireshark dissector (`epan/dissectors/packet-uet.c`) decodes the
+//! SES response behind a NACK by its NH field like any other PDS header's, so a NACK whose NH
+//! names an SES response carries one; a request NH is refused. A RUDI NACK's PDC-id bytes are
+//! zero as the reference provider (`ultraethernet/uet-ref-prov`) sends them; other values are
+//! accepted and kept.
 
 use super::{NextHeader, PacketType, Prologue, check_flags, defmt_bits, read, view, write};
-use crate::error::{Error, reserved_zero};
+use crate::error::Error;
 use bitflags::bitflags;
 use zerocopy::byteorder::network_endian::{U16, U32};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
@@ -163,6 +170,8 @@ pub enum NackTarget {
     Rudi {
         /// The NACKed packet id.
         pkt_id: u32,
+        /// Bytes 8–11, where a PDC NACK has its PDC ids: zero as sent, kept as received.
+        pdc_ids: u32,
     },
 }
 
@@ -202,6 +211,8 @@ pub struct NackRaw {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Nack {
+    /// The SES header behind the NACK: [`NextHeader::None`], or a response.
+    pub next_header: NextHeader,
     /// M and RETX.
     pub flags: NackFlags,
     /// Why.
@@ -233,6 +244,7 @@ impl Nack {
     /// the NACKing side's PDC id (0 when it has none), `dpdcid` the requester's.
     pub const fn for_pdc(code: NackCode, psn: u32, spdcid: u16, dpdcid: u16) -> Self {
         Nack {
+            next_header: NextHeader::None,
             flags: NackFlags::empty(),
             code,
             vendor_code: 0,
@@ -252,13 +264,13 @@ impl Nack {
             PacketType::NackCcx => true,
             _ => return Err(Error::Mismatch { field: "PDS type is not a NACK" }),
         };
-        if NextHeader::try_from(p.next)? != NextHeader::None {
-            return Err(Error::Mismatch { field: "NACK carries a next header" });
+        let next_header = NextHeader::try_from(p.next)?;
+        if !next_header.is_response_or_none() {
+            return Err(Error::Mismatch { field: "NACK next header is an SES request" });
         }
-        check_flags(p.flags, RESERVED, "NACK flags reserved bits")?;
         let target = if p.flags & NT != 0 {
-            reserved_zero(u64::from(raw.spdcid.get()) | u64::from(raw.dpdcid.get()), "RUDI NACK PDC ids")?;
-            NackTarget::Rudi { pkt_id: raw.psn.get() }
+            let pdc_ids = u32::from(raw.spdcid.get()) << 16 | u32::from(raw.dpdcid.get());
+            NackTarget::Rudi { pkt_id: raw.psn.get(), pdc_ids }
         } else {
             NackTarget::Pdc { psn: raw.psn.get(), spdcid: raw.spdcid.get(), dpdcid: raw.dpdcid.get() }
         };
@@ -273,6 +285,7 @@ impl Nack {
             (None, rest)
         };
         let h = Nack {
+            next_header,
             flags: NackFlags::from_bits_truncate(p.flags),
             code: NackCode::try_from(raw.code)?,
             vendor_code: raw.vendor_code,
@@ -281,6 +294,13 @@ impl Nack {
             ccx,
         };
         Ok((h, rest))
+    }
+
+    /// The strict check: the first reserved bit set in the NACK at the front of `bytes`, by
+    /// field name ([`Nack::parse`] ignores them).
+    pub fn check_reserved(bytes: &[u8]) -> Result<(), Error> {
+        let (raw, _) = view::<NackRaw>(bytes, "PDS NACK")?;
+        check_flags(Prologue::from_word(raw.prologue.get()).flags, RESERVED, "NACK flags reserved bits")
     }
 
     /// Bytes [`Nack::emit`] writes.
@@ -292,15 +312,19 @@ impl Nack {
     #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         let len = self.buffer_len();
+        if !self.next_header.is_response_or_none() {
+            return Err(Error::Mismatch { field: "NACK next header is an SES request" });
+        }
         if out.len() < len {
             return Err(Error::BufferTooShort { needed: len, got: out.len() });
         }
         let (nt, psn, spdcid, dpdcid) = match self.target {
             NackTarget::Pdc { psn, spdcid, dpdcid } => (0, psn, spdcid, dpdcid),
-            NackTarget::Rudi { pkt_id } => (NT, pkt_id, 0, 0),
+            NackTarget::Rudi { pkt_id, pdc_ids } => (NT, pkt_id, (pdc_ids >> 16) as u16, pdc_ids as u16),
         };
         let flags = self.flags.bits() | nt;
-        let prologue = Prologue { packet_type: self.packet_type().into(), next: 0, flags }.to_word();
+        let prologue =
+            Prologue { packet_type: self.packet_type().into(), next: self.next_header.into(), flags }.to_word();
         let raw = NackRaw {
             prologue: U16::new(prologue),
             code: self.code.into(),
@@ -372,10 +396,16 @@ mod tests {
     fn rudi_form_and_ccx() {
         // RUDI NACK: NT set, PDC ids zero.
         let b = [0x50, 0x08, 0x01, 0x00, 0xDE, 0xAD, 0xBE, 0xEF, 0, 0, 0, 0, 0, 0, 0, 0];
-        assert_eq!(Nack::parse(&b).unwrap().0.target, NackTarget::Rudi { pkt_id: 0xDEADBEEF });
+        assert_eq!(Nack::parse(&b).unwrap().0.target, NackTarget::Rudi { pkt_id: 0xDEADBEEF, pdc_ids: 0 });
+        // Non-zero PDC-id bytes are accepted and kept.
         let mut x = b;
         x[9] = 1;
-        assert!(matches!(Nack::parse(&x), Err(Error::Reserved { .. })));
+        x[11] = 2;
+        let (n, _) = Nack::parse(&x).unwrap();
+        assert_eq!(n.target, NackTarget::Rudi { pkt_id: 0xDEADBEEF, pdc_ids: 0x0001_0002 });
+        let mut out = [0u8; 16];
+        n.emit(&mut out).unwrap();
+        assert_eq!(out, x);
         // NACK_CCX: type 12, nccx_type 0xA.
         let mut c = [0u8; 32];
         c[..16].copy_from_slice(&b);
@@ -388,23 +418,46 @@ mod tests {
         let mut out = [0u8; 32];
         n.emit(&mut out).unwrap();
         assert_eq!(out, c);
-        // A NACK must not carry a next header.
+        // A NACK may carry an SES response (NH 4, RSP), not a request (NH 3, standard request).
         let mut x = b;
-        x[0] = 0x50;
+        x[0] = 0x52;
+        let (n, _) = Nack::parse(&x).unwrap();
+        assert_eq!(n.next_header, NextHeader::Rsp);
+        let mut out = [0u8; 16];
+        n.emit(&mut out).unwrap();
+        assert_eq!(out, x);
+        x[0] = 0x51;
         x[1] |= 0x80;
         assert!(matches!(Nack::parse(&x), Err(Error::Mismatch { .. })));
+    }
+
+    /// Reserved flag bits: ignored by the parse, cleared by the emit, reported by the strict
+    /// check.
+    #[test]
+    fn reserved_bits_are_ignored_and_reported() {
+        let b = [0x50, 0x00, 0x17, 0x00, 0, 0, 0, 4, 0, 19, 0, 7, 0x00, 0x01, 0x11, 0x70];
+        let mut x = b;
+        x[1] |= 0x47;
+        let (n, _) = Nack::parse(&x).unwrap();
+        assert_eq!(n, Nack::parse(&b).unwrap().0);
+        let mut out = [0u8; 16];
+        n.emit(&mut out).unwrap();
+        assert_eq!(out, b);
+        assert_eq!(Nack::check_reserved(&b), Ok(()));
+        assert_eq!(Nack::check_reserved(&x), Err(Error::Reserved { field: "NACK flags reserved bits" }));
     }
 
     proptest! {
         #[test]
         fn round_trips(
-            f in 0u8..4, code_i in 0usize..28, vendor_code: u8, rudi: bool, psn: u32, s: u16, d: u16, payload: u32,
+            f in 0u8..4, code_i in 0usize..28, vendor_code: u8, rudi: bool, rsp: bool, psn: u32, s: u16, d: u16, payload: u32,
             ccx in proptest::option::of((0u8..16, any::<[u8; 16]>())),
         ) {
             let codes: std::vec::Vec<NackCode> = (0..=255u8).filter_map(|v| NackCode::try_from(v).ok()).collect();
-            let target = if rudi { NackTarget::Rudi { pkt_id: psn } } else { NackTarget::Pdc { psn, spdcid: s, dpdcid: d } };
+            let target = if rudi { NackTarget::Rudi { pkt_id: psn, pdc_ids: u32::from(s) << 16 | u32::from(d) } } else { NackTarget::Pdc { psn, spdcid: s, dpdcid: d } };
             let ccx = ccx.map(|(t, mut st)| { st[0] &= 0x0F; NackCcx { nccx_type: t, state: st } });
-            let n = Nack { flags: NackFlags::from_bits_truncate(f << 4), code: codes[code_i], vendor_code, target, payload, ccx };
+            let next_header = if rsp { NextHeader::Rsp } else { NextHeader::None };
+            let n = Nack { next_header, flags: NackFlags::from_bits_truncate(f << 4), code: codes[code_i], vendor_code, target, payload, ccx };
             let mut out = [0u8; 32];
             let len = n.emit(&mut out).unwrap();
             prop_assert_eq!(len, n.buffer_len());

@@ -10,6 +10,9 @@
 //! | 10–11 | DPDCID (SYN = 0) or `use_rsv_pdc` ‖ 3 reserved ‖ 12-bit `psn_offset` (SYN = 1) |
 //! | 12 | CC forms: CCC id |
 //! | 13–15 | CC forms: credit target (24 bits) |
+//!
+//! Receive policy: reserved bits (flags 0x63, the SYN form's 3 bits) are ignored and sent as
+//! zero; [`Request::check_reserved`] reports them.
 
 use super::{
     DeliveryMode, NextHeader, PacketType, PdcDest, Prologue, check_flags, defmt_bits, u24_from, u24_to, view, write,
@@ -131,6 +134,15 @@ impl Request {
         }
     }
 
+    /// The strict check: the first reserved bit set in the request at the front of `bytes`, by
+    /// field name ([`Request::parse`] ignores them).
+    pub fn check_reserved(bytes: &[u8]) -> Result<(), Error> {
+        let (raw, _) = view::<RequestRaw>(bytes, "PDS request")?;
+        let p = Prologue::from_word(raw.prologue.get());
+        check_flags(p.flags, RESERVED, "request flags reserved bits")?;
+        PdcDest::check(p.flags & SYN != 0, raw.dest.get())
+    }
+
     /// Parses a request header from the front of `bytes` (through [`RequestView::parse`], which
     /// holds every check).
     #[inline]
@@ -221,23 +233,17 @@ impl<'a> RequestView<'a> {
     /// The checks are made on the bytes read as little-endian words (one load each on a
     /// little-endian core), so each big-endian field's mask is byte-swapped into place and no
     /// field is extracted: byte 0 is `type 5 | next 3 high bits`, byte 1 `next low bit | flags 7`,
-    /// bytes 10–11 the SYN form's `use_rsv_pdc | rsvd 3 | psn_offset 12`.
+    /// Reserved bits are not looked at (the accessors mask them).
     #[inline(always)]
     pub(crate) fn std_without_cc(raw: &'a RequestRaw) -> Option<Self> {
         const STD: u16 = (NextHeader::ReqStd as u16) << 7;
         const RUD: u16 = ((PacketType::RudReq as u16) << 11 | STD).swap_bytes();
         const ROD: u16 = ((PacketType::RodReq as u16) << 11 | STD).swap_bytes();
         const TYPE_NEXT: u16 = 0xFF80u16.swap_bytes();
-        const FLAGS_RESERVED: u16 = (RESERVED as u16).swap_bytes();
-        const FLAGS_SYN: u16 = (SYN as u16).swap_bytes();
         let bytes = raw.as_bytes();
         let head = u16::from_le_bytes(*bytes.first_chunk::<2>()?);
-        let dest = u16::from_le_bytes(*bytes.last_chunk::<2>()?);
-        // The SYN form's reserved bits, masked to nothing when SYN is clear.
-        let syn = 0u16.wrapping_sub(u16::from(head & FLAGS_SYN != 0));
-        let reserved = head & FLAGS_RESERVED | dest & 0x7000u16.swap_bytes() & syn;
         let type_next = head & TYPE_NEXT;
-        if ((type_next == RUD) | (type_next == ROD)) & (reserved == 0) {
+        if (type_next == RUD) | (type_next == ROD) {
             let mode = if type_next == ROD { DeliveryMode::Rod } else { DeliveryMode::Rud };
             Some(RequestView { raw, cc: None, mode, next_header: NextHeader::ReqStd })
         } else {
@@ -249,10 +255,7 @@ impl<'a> RequestView<'a> {
     #[inline(always)]
     fn is_valid(raw: &RequestRaw) -> bool {
         let p = Prologue::from_word(raw.prologue.get());
-        REQUEST_TYPES >> p.packet_type & 1 != 0
-            && matches!(p.next, 1..=3)
-            && p.flags & RESERVED == 0
-            && PdcDest::check(p.flags & SYN != 0, raw.dest.get()).is_ok()
+        REQUEST_TYPES >> p.packet_type & 1 != 0 && matches!(p.next, 1..=3)
     }
 
     /// The same checks one field at a time in wire order, naming the first that fails (the cold
@@ -267,8 +270,7 @@ impl<'a> RequestView<'a> {
         if !NextHeader::try_from(p.next)?.is_request() {
             return Err(Error::Mismatch { field: "request next header is not an SES request" });
         }
-        check_flags(p.flags, RESERVED, "request flags reserved bits")?;
-        PdcDest::check(p.flags & SYN != 0, raw.dest.get())
+        Ok(())
     }
 
     /// RUD or ROD.
@@ -402,17 +404,23 @@ mod tests {
         assert_eq!(r.cc, Some(RequestCc { ccc_id: 0x42, credit_target: 0x010203 }));
         assert_eq!(r.flags, RequestFlags::RETX);
         assert!(matches!(Request::parse(&b[..15]), Err(Error::Truncated { .. })));
-        // Reserved flag 0x40.
+        // Reserved flag bits: ignored, cleared on emit, reported by the strict check.
         let mut x = b;
-        x[1] |= 0x40;
-        assert!(matches!(Request::parse(&x), Err(Error::Reserved { .. })));
+        x[1] |= 0x63;
+        assert_eq!(Request::parse(&x).unwrap().0, r);
+        assert_eq!(Request::check_reserved(&x), Err(Error::Reserved { field: "request flags reserved bits" }));
+        assert_eq!(Request::check_reserved(&b), Ok(()));
+        let mut out = [0u8; 16];
+        r.emit(&mut out).unwrap();
+        assert_eq!(out, b);
         // NH = response: not a request.
         let mut x = b;
         x[0] = 0x72;
         assert!(matches!(Request::parse(&x), Err(Error::Mismatch { .. })));
-        // SYN with reserved pdc_info bits.
-        let syn = [0x11, 0x84, 0, 0, 0, 0, 0, 8, 0, 7, 0x10, 4];
-        assert!(matches!(Request::parse(&syn), Err(Error::Reserved { .. })));
+        // SYN with reserved pdc_info bits: ignored, reported strictly.
+        let syn = [0x11, 0x84, 0, 0, 0, 0, 0, 8, 0, 7, 0x70, 4];
+        assert_eq!(Request::parse(&syn).unwrap().0.dest, PdcDest::Syn { use_rsv_pdc: false, psn_offset: 4 });
+        assert_eq!(Request::check_reserved(&syn), Err(Error::Reserved { field: "pdc_info reserved bits" }));
         // use_rsv_pdc is bit 15.
         let syn = [0x11, 0x84, 0, 0, 0, 0, 0, 8, 0, 7, 0x80, 4];
         assert_eq!(Request::parse(&syn).unwrap().0.dest, PdcDest::Syn { use_rsv_pdc: true, psn_offset: 4 });

@@ -3,6 +3,9 @@
 //!
 //! RUDI: prologue (flags M 0x20, RETX 0x10; 0x4F reserved) ‖ 16 reserved bits ‖ 32-bit packet id.
 //! UUD: prologue (flags all reserved) ‖ 16 reserved bits.
+//!
+//! Receive policy: reserved bits are ignored and sent as zero; [`Rudi::check_reserved`] and
+//! [`Uud::check_reserved`] report them.
 
 use super::{NextHeader, PacketType, Prologue, check_flags, defmt_bits, view, write};
 use crate::error::{Error, reserved_zero};
@@ -86,10 +89,16 @@ impl Rudi {
         };
         let next_header = NextHeader::try_from(p.next)?;
         Self::check_next(response, next_header)?;
-        check_flags(p.flags, 0x4F, "RUDI flags reserved bits")?;
-        reserved_zero(u64::from(raw.reserved.get()), "RUDI reserved")?;
         let h = Rudi { response, next_header, flags: RudiFlags::from_bits_truncate(p.flags), pkt_id: raw.pkt_id.get() };
         Ok((h, rest))
+    }
+
+    /// The strict check: the first reserved bit set in the RUDI header at the front of `bytes`,
+    /// by field name ([`Rudi::parse`] ignores them).
+    pub fn check_reserved(bytes: &[u8]) -> Result<(), Error> {
+        let (raw, _) = view::<RudiRaw>(bytes, "PDS RUDI")?;
+        check_flags(Prologue::from_word(raw.prologue.get()).flags, 0x4F, "RUDI flags reserved bits")?;
+        reserved_zero(u64::from(raw.reserved.get()), "RUDI reserved")
     }
 
     /// Bytes [`Rudi::emit`] writes.
@@ -135,9 +144,15 @@ impl Uud {
         if !next_header.is_request() {
             return Err(Error::Mismatch { field: "UUD next header is not an SES request" });
         }
-        reserved_zero(u64::from(p.flags), "UUD flags")?;
-        reserved_zero(u64::from(raw.reserved.get()), "UUD reserved")?;
         Ok((Uud { next_header }, rest))
+    }
+
+    /// The strict check: the first reserved bit set in the UUD header at the front of `bytes`,
+    /// by field name ([`Uud::parse`] ignores them).
+    pub fn check_reserved(bytes: &[u8]) -> Result<(), Error> {
+        let (raw, _) = view::<UudRaw>(bytes, "PDS UUD")?;
+        reserved_zero(u64::from(Prologue::from_word(raw.prologue.get()).flags), "UUD flags")?;
+        reserved_zero(u64::from(raw.reserved.get()), "UUD reserved")
     }
 
     /// Bytes [`Uud::emit`] writes.
@@ -174,11 +189,16 @@ mod tests {
         assert_eq!(out, b);
         // A RUDI response carrying a request is refused.
         assert!(matches!(Rudi::parse(&[0x29, 0x80, 0, 0, 1, 2, 3, 4]), Err(Error::Mismatch { .. })));
-        assert!(matches!(Rudi::parse(&[0x21, 0x80, 0, 1, 1, 2, 3, 4]), Err(Error::Reserved { .. })));
+        // Reserved bits: ignored, reported by the strict check.
+        let odd = [0x21, 0xC0, 0, 1, 1, 2, 3, 4];
+        assert_eq!(Rudi::parse(&odd).unwrap().0, Rudi { flags: RudiFlags::empty(), ..r });
+        assert_eq!(Rudi::check_reserved(&odd), Err(Error::Reserved { field: "RUDI flags reserved bits" }));
+        assert_eq!(Rudi::check_reserved(&b), Ok(()));
         // UUD with a small request.
         let (u, rest) = Uud::parse(&[0x30, 0x80, 0, 0, 9]).unwrap();
         assert_eq!((u.next_header, rest), (NextHeader::ReqSmall, &[9u8][..]));
-        assert!(matches!(Uud::parse(&[0x30, 0x81, 0, 0]), Err(Error::Reserved { .. })));
+        assert_eq!(Uud::parse(&[0x30, 0x81, 0, 0]).unwrap().0, Uud { next_header: NextHeader::ReqSmall });
+        assert_eq!(Uud::check_reserved(&[0x30, 0x81, 0, 0]), Err(Error::Reserved { field: "UUD flags" }));
         let mut out = [0u8; 4];
         u.emit(&mut out).unwrap();
         assert_eq!(out, [0x30, 0x80, 0, 0]);

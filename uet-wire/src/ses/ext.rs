@@ -7,6 +7,13 @@
 //! (32) ‖ read RI generation (8) ‖ read PIDonFEP (12) ‖ read resource index (12) ‖ read offset (64)
 //! ‖ read match bits / memory key (64); the word at offset 4 follows uet-ref-prov and XDP2 (open
 //! question 42).
+//!
+//! **Which packets carry one:** every request packet whose opcode has an extension, first packet
+//! of a message or not: the Wireshark dissector (`epan/dissectors/packet-uet.c`, its "Header
+//! Parsing Guide") decides by opcode alone, and no public source ties the extension to SOM.
+//!
+//! Receive policy: the atomic extension's reserved byte and semantic-control bits 2–7 are ignored
+//! and sent as zero; [`Extension::check_reserved`] reports them.
 
 use super::{Opcode, check_bits, codepoints};
 use crate::error::{Error, reserved_zero};
@@ -214,17 +221,12 @@ pub struct RendezvousRaw {
 }
 
 impl Extension {
-    /// Parses the extension a request with `opcode` carries, if any (only on a message's first
-    /// packet, `som`).
+    /// Parses the extension a request with `opcode` carries, if any (on every packet of the
+    /// message; see the module doc).
     #[inline]
-    pub fn parse_for(opcode: Opcode, som: bool, bytes: &[u8]) -> Result<(Option<Self>, &[u8]), Error> {
-        if !som {
-            return Ok((None, bytes));
-        }
+    pub fn parse_for(opcode: Opcode, bytes: &[u8]) -> Result<(Option<Self>, &[u8]), Error> {
         if opcode.has_atomic_ext() {
             let (raw, rest) = view::<AtomicRaw>(bytes, "SES atomic extension")?;
-            reserved_zero(u64::from(raw.reserved), "atomic extension reserved byte")?;
-            reserved_zero(u64::from(raw.semantic_control & !0x03), "atomic semantic control reserved bits")?;
             let atomic = AtomicExt {
                 opcode: AtomicOpcode::try_from(raw.opcode)?,
                 datatype: Datatype::try_from(raw.datatype)?,
@@ -253,15 +255,26 @@ impl Extension {
         Ok((None, bytes))
     }
 
+    /// The strict check: the first reserved bit set in the extension a request with `opcode`
+    /// carries at the front of `bytes`, by field name ([`Extension::parse_for`] ignores them).
+    pub fn check_reserved(opcode: Opcode, bytes: &[u8]) -> Result<(), Error> {
+        if !opcode.has_atomic_ext() {
+            return Ok(());
+        }
+        let (raw, _) = view::<AtomicRaw>(bytes, "SES atomic extension")?;
+        reserved_zero(u64::from(raw.semantic_control & !0x03), "atomic semantic control reserved bits")?;
+        reserved_zero(u64::from(raw.reserved), "atomic extension reserved byte")
+    }
+
     /// Checks that `ext` is exactly the extension a request with `opcode` must carry.
-    pub fn check_for(ext: Option<&Self>, opcode: Opcode, som: bool) -> Result<(), Error> {
+    pub fn check_for(ext: Option<&Self>, opcode: Opcode) -> Result<(), Error> {
         let ok = match ext {
-            None => !som || (!opcode.has_atomic_ext() && !opcode.has_rendezvous_ext()),
-            Some(Extension::Atomic(a)) => som && opcode.has_atomic_ext() && !a.opcode.is_compare_and_swap(),
+            None => !opcode.has_atomic_ext() && !opcode.has_rendezvous_ext(),
+            Some(Extension::Atomic(a)) => opcode.has_atomic_ext() && !a.opcode.is_compare_and_swap(),
             Some(Extension::CompareAndSwap { atomic, .. }) => {
-                som && opcode.has_atomic_ext() && atomic.opcode.is_compare_and_swap()
+                opcode.has_atomic_ext() && atomic.opcode.is_compare_and_swap()
             }
-            Some(Extension::Rendezvous(_)) => som && opcode.has_rendezvous_ext(),
+            Some(Extension::Rendezvous(_)) => opcode.has_rendezvous_ext(),
         };
         if ok { Ok(()) } else { Err(Error::Mismatch { field: "SES extension does not match the opcode" }) }
     }
@@ -320,7 +333,7 @@ mod tests {
 
     #[test]
     fn atomic_and_cas() {
-        let (e, rest) = Extension::parse_for(Opcode::FetchingAtomic, true, &[0x02, 0x07, 0x03, 0x00, 0xAA]).unwrap();
+        let (e, rest) = Extension::parse_for(Opcode::FetchingAtomic, &[0x02, 0x07, 0x03, 0x00, 0xAA]).unwrap();
         assert_eq!(
             e,
             Some(Extension::Atomic(AtomicExt {
@@ -335,19 +348,32 @@ mod tests {
         cas[1] = 0x09;
         cas[4] = 1;
         cas[35] = 2;
-        let (e, _) = Extension::parse_for(Opcode::Atomic, true, &cas).unwrap();
+        let (e, _) = Extension::parse_for(Opcode::Atomic, &cas).unwrap();
         let Some(Extension::CompareAndSwap { compare, swap, .. }) = e else { panic!() };
         assert_eq!((compare[0], swap[15]), (1, 2));
         let mut out = [0u8; 36];
         e.unwrap().emit(&mut out).unwrap();
         assert_eq!(out, cas);
-        assert!(Extension::parse_for(Opcode::Atomic, true, &[0x02, 0x07, 0x04, 0]).is_err());
-        assert!(Extension::parse_for(Opcode::Atomic, true, &[0x15, 0x07, 0, 0]).is_err());
+        // Reserved semantic-control bits and the reserved byte: ignored, reported strictly.
+        let odd = [0x02, 0x07, 0x07, 0x5A];
+        let (e, _) = Extension::parse_for(Opcode::Atomic, &odd).unwrap();
+        let Some(Extension::Atomic(a)) = e else { panic!("atomic") };
+        assert_eq!(a.semantic_control, SemanticControl::CACHEABLE | SemanticControl::CPU_COHERENT);
         assert_eq!(
-            Extension::parse_for(Opcode::Atomic, true, &[0xE5, 0xF0, 0, 0]).unwrap().0.map(|e| e.buffer_len()),
+            Extension::check_reserved(Opcode::Atomic, &odd),
+            Err(Error::Reserved { field: "atomic semantic control reserved bits" })
+        );
+        assert_eq!(
+            Extension::check_reserved(Opcode::Atomic, &[0x02, 0x07, 0x03, 1]),
+            Err(Error::Reserved { field: "atomic extension reserved byte" })
+        );
+        assert_eq!(Extension::check_reserved(Opcode::Atomic, &[0x02, 0x07, 0x03, 0]), Ok(()));
+        assert!(Extension::parse_for(Opcode::Atomic, &[0x15, 0x07, 0, 0]).is_err());
+        assert_eq!(
+            Extension::parse_for(Opcode::Atomic, &[0xE5, 0xF0, 0, 0]).unwrap().0.map(|e| e.buffer_len()),
             Some(4)
         );
-        assert_eq!(Extension::parse_for(Opcode::Send, true, &[1, 2]).unwrap(), (None, &[1u8, 2][..]));
+        assert_eq!(Extension::parse_for(Opcode::Send, &[1, 2]).unwrap(), (None, &[1u8, 2][..]));
     }
 
     #[test]
@@ -355,15 +381,14 @@ mod tests {
         let mut b = [0u8; 24];
         b[..4].copy_from_slice(&4096u32.to_be_bytes());
         b[4..8].copy_from_slice(&((7u32 << 24) | (0xABC << 12) | 0x123).to_be_bytes());
-        let (e, _) = Extension::parse_for(Opcode::RendezvousSend, true, &b).unwrap();
+        let (e, _) = Extension::parse_for(Opcode::RendezvousSend, &b).unwrap();
         let Some(Extension::Rendezvous(r)) = e else { panic!() };
         assert_eq!(
             (r.eager_length, r.read_ri_generation, r.read_pid_on_fep, r.read_resource_index),
             (4096, 7, 0xABC, 0x123)
         );
-        assert!(Extension::check_for(e.as_ref(), Opcode::RendezvousSend, true).is_ok());
-        assert!(Extension::check_for(e.as_ref(), Opcode::Send, true).is_err());
-        assert!(Extension::check_for(None, Opcode::RendezvousSend, true).is_err());
-        assert!(Extension::check_for(None, Opcode::RendezvousSend, false).is_ok());
+        assert!(Extension::check_for(e.as_ref(), Opcode::RendezvousSend).is_ok());
+        assert!(Extension::check_for(e.as_ref(), Opcode::Send).is_err());
+        assert!(Extension::check_for(None, Opcode::RendezvousSend).is_err());
     }
 }

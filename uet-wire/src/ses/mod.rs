@@ -208,6 +208,18 @@ impl SesHeader {
         })
     }
 
+    /// The strict check of the SES header `next` names at the front of `bytes`: the first
+    /// reserved bit set, by field name. [`SesHeader::parse`] ignores reserved bits (send zeros,
+    /// ignore on receive); conformance tests and decoders use this to warn.
+    pub fn check_reserved(next: NextHeader, bytes: &[u8]) -> Result<(), Error> {
+        match next {
+            NextHeader::None | NextHeader::Rsp => Ok(()),
+            NextHeader::ReqSmall | NextHeader::ReqMedium | NextHeader::ReqStd => request::check_reserved(next, bytes),
+            NextHeader::RspData => ResponseWithData::check_reserved(bytes),
+            NextHeader::RspDataSmall => ResponseDataSmall::check_reserved(bytes),
+        }
+    }
+
     /// The PDS next-header value that announces this header.
     pub const fn next_header(&self) -> NextHeader {
         match self {
@@ -259,10 +271,16 @@ impl SesHeader {
     }
 }
 
-/// Splits a 16-bit word of 2 reserved bits and a 14-bit length.
+/// The 14-bit length of a word of 2 reserved bits and a length (the reserved bits ignored).
 #[inline]
-pub(crate) fn len14(word: u16, field: &'static str) -> Result<u16, Error> {
-    if word & 0xC000 != 0 { Err(Error::Reserved { field }) } else { Ok(word) }
+pub(crate) const fn len14(word: u16) -> u16 {
+    word & 0x3FFF
+}
+
+/// The strict check of a word of 2 reserved bits and a 14-bit length.
+#[inline]
+pub(crate) fn check_len14_reserved(word: u16, field: &'static str) -> Result<(), Error> {
+    if word & 0xC000 != 0 { Err(Error::Reserved { field }) } else { Ok(()) }
 }
 
 /// Checks a 14-bit length before it is emitted.

@@ -13,10 +13,16 @@
 //!
 //! Medium, from byte 12: header data (HD = 1) or buffer offset (HD = 0) 64 ‖ initiator 32 ‖ match
 //! bits 64. Small, from byte 12: buffer offset 64; its HD bit is reserved.
+//!
+//! Receive policy: reserved bits (above the opcode, PIDonFEP and resource index, a length, and the
+//! small request's HD) are ignored and sent as zero; [`SesHeader::check_reserved`] reports them.
+//! The version must be 0.
+//!
+//! [`SesHeader::check_reserved`]: super::SesHeader::check_reserved
 
-use super::{Extension, Opcode, check_bits, check_len14, len14};
+use super::{Extension, Opcode, check_bits, check_len14, check_len14_reserved, len14};
 use crate::error::{Error, reserved_zero};
-use crate::pds::{defmt_bits, view, write};
+use crate::pds::{NextHeader, defmt_bits, view, write};
 use bitflags::bitflags;
 use zerocopy::byteorder::network_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
@@ -90,40 +96,41 @@ impl RequestCommon {
         Ok((Self::decode(raw), raw.word2.get(), rest))
     }
 
-    /// Checks the common bytes.
-    ///
-    /// The hot path tests every reserved bit, the version and the opcode at once; only a header
-    /// that fails goes through [`RequestCommon::check_each`], which names the field.
+    /// Checks the common bytes: the version and the opcode at once on the hot path; only a
+    /// header that fails goes through [`RequestCommon::check_each`], which names the field.
+    /// Reserved bits are not looked at.
     #[inline(always)]
     fn check(raw: &CommonRaw) -> Result<(), Error> {
-        let reserved =
-            u16::from((raw.opcode | raw.flags) & 0xC0) | (raw.pid_on_fep.get() | raw.resource_index.get()) & 0xF000;
-        if reserved == 0 && Opcode::is_valid(raw.opcode) { Ok(()) } else { Self::check_each(raw) }
+        if raw.flags >> 6 == 0 && Opcode::is_valid(raw.opcode & 0x3F) { Ok(()) } else { Self::check_each(raw) }
     }
 
     /// [`RequestCommon::check`] one field at a time, in wire order.
     #[cold]
     fn check_each(raw: &CommonRaw) -> Result<(), Error> {
-        reserved_zero(u64::from(raw.opcode & 0xC0), "SES opcode reserved bits")?;
         let version = raw.flags >> 6;
         if version != 0 {
             return Err(Error::BadValue { field: "SES version", value: u64::from(version) });
         }
-        reserved_zero(u64::from(raw.pid_on_fep.get() & 0xF000), "SES PIDonFEP reserved bits")?;
-        reserved_zero(u64::from(raw.resource_index.get() & 0xF000), "SES resource index reserved bits")?;
         Opcode::try_from(raw.opcode & 0x3F).map(drop)
     }
 
-    /// Decodes common bytes that [`RequestCommon::check`] accepted.
+    /// The strict check of the common bytes' reserved bits, in wire order.
+    fn check_reserved(raw: &CommonRaw) -> Result<(), Error> {
+        reserved_zero(u64::from(raw.opcode & 0xC0), "SES opcode reserved bits")?;
+        reserved_zero(u64::from(raw.pid_on_fep.get() & 0xF000), "SES PIDonFEP reserved bits")?;
+        reserved_zero(u64::from(raw.resource_index.get() & 0xF000), "SES resource index reserved bits")
+    }
+
+    /// Decodes common bytes that [`RequestCommon::check`] accepted, reserved bits masked out.
     #[inline]
     fn decode(raw: &CommonRaw) -> Self {
         RequestCommon {
-            opcode: Opcode::from_valid(raw.opcode),
+            opcode: Opcode::from_valid(raw.opcode & 0x3F),
             flags: SesFlags::from_bits_truncate(raw.flags),
             ri_generation: (raw.generation_job.get() >> 24) as u8,
             job_id: raw.generation_job.get() & 0xFF_FFFF,
-            pid_on_fep: raw.pid_on_fep.get(),
-            resource_index: raw.resource_index.get(),
+            pid_on_fep: raw.pid_on_fep.get() & 0x0FFF,
+            resource_index: raw.resource_index.get() & 0x0FFF,
         }
     }
 
@@ -138,10 +145,38 @@ impl RequestCommon {
             resource_index: U16::new(check_bits(u32::from(self.resource_index), 12, "SES resource index")? as u16),
         })
     }
+}
 
-    fn som(&self) -> bool {
-        self.flags.contains(SesFlags::SOM)
-    }
+/// The strict check of the SES request `next` names at the front of `bytes`: the first reserved
+/// bit set, by field name, the extension's included.
+pub(crate) fn check_reserved(next: NextHeader, bytes: &[u8]) -> Result<(), Error> {
+    let (common, rest) = view::<CommonRaw>(bytes, "SES request")?;
+    RequestCommon::check_reserved(common)?;
+    let word2 = common.word2.get();
+    let body_len = match next {
+        NextHeader::ReqStd => {
+            let (body, _) = view::<StandardRaw>(rest, "SES standard request")?;
+            if common.flags & SesFlags::SOM.bits() == 0 {
+                let hi = (body.tail.get() >> 32) as u32;
+                reserved_zero(u64::from(hi & !0x3FFF), "SES payload length reserved bits")?;
+            }
+            StandardRequest::LEN - RequestCommon::LEN
+        }
+        NextHeader::ReqMedium => {
+            check_len14_reserved(word2, "SES request length reserved bits")?;
+            MediumRequest::LEN - RequestCommon::LEN
+        }
+        NextHeader::ReqSmall => {
+            if common.flags & SesFlags::HD.bits() != 0 {
+                return Err(Error::Reserved { field: "SES small request HD flag" });
+            }
+            check_len14_reserved(word2, "SES request length reserved bits")?;
+            SmallRequest::LEN - RequestCommon::LEN
+        }
+        _ => return Ok(()),
+    };
+    let ext = rest.get(body_len..).unwrap_or_default();
+    Extension::check_reserved(Opcode::from_valid(common.opcode & 0x3F), ext)
 }
 
 /// Bytes an optional extension adds.
@@ -161,7 +196,7 @@ fn emit_request<B: IntoBytes + Immutable>(
     ext: Option<&Extension>,
     out: &mut [u8],
 ) -> Result<usize, Error> {
-    Extension::check_for(ext, common.opcode, common.som())?;
+    Extension::check_for(ext, common.opcode)?;
     let len = RequestCommon::LEN + core::mem::size_of_val(body) + ext.map_or(0, Extension::buffer_len);
     if out.len() < len {
         return Err(Error::BufferTooShort { needed: len, got: out.len() });
@@ -304,13 +339,9 @@ impl<'a> StandardView<'a> {
         let (common, rest) = view::<CommonRaw>(bytes, "SES standard request")?;
         RequestCommon::check(common)?;
         let (body, rest) = view::<StandardRaw>(rest, "SES standard request")?;
-        let som = common.flags & SesFlags::SOM.bits() != 0;
-        if !som {
-            let hi = (body.tail.get() >> 32) as u32;
-            reserved_zero(u64::from(hi & !0x3FFF), "SES payload length reserved bits")?;
-        }
-        let (ext, rest) = if som && Opcode::EXTENDED >> common.opcode & 1 != 0 {
-            let (_, after) = Extension::parse_for(Opcode::from_valid(common.opcode), som, rest)?;
+        let opcode = common.opcode & 0x3F;
+        let (ext, rest) = if Opcode::EXTENDED >> opcode & 1 != 0 {
+            let (_, after) = Extension::parse_for(Opcode::from_valid(opcode), rest)?;
             rest.split_at_checked(rest.len().saturating_sub(after.len())).unwrap_or((&[], rest))
         } else {
             (&[][..], rest)
@@ -322,10 +353,9 @@ impl<'a> StandardView<'a> {
     /// extension; `None` for anything else, valid or not, which [`StandardView::parse`] then
     /// handles.
     ///
-    /// The reserved bits are tested on the bytes read as little-endian words, each big-endian
-    /// field's mask byte-swapped into place: bytes 0–1 `rsvd 2 | opcode 6` ‖ `version 2 | flags 6`,
-    /// bytes 8 and 10 the high bytes of `rsvd 4 | PIDonFEP 12` and `rsvd 4 | resource index 12`,
-    /// and (SOM clear) tail bytes 0–2, `rsvd 18` of `rsvd 18 | payload length 14`.
+    /// The version is tested on bytes 0–1 read as a little-endian word (`rsvd 2 | opcode 6` ‖
+    /// `version 2 | flags 6`, the version's mask byte-swapped into place); reserved bits are not
+    /// looked at.
     #[inline(always)]
     pub(crate) fn without_ext(common: &'a CommonRaw, body: &'a StandardRaw) -> Option<Self> {
         /// The valid 6-bit opcodes as a set of bits.
@@ -340,18 +370,11 @@ impl<'a> StandardView<'a> {
             }
             set
         };
-        let bytes = common.as_bytes();
-        let head = u16::from_le_bytes(*bytes.first_chunk::<2>()?);
-        let ids = u32::from_le_bytes(*bytes.last_chunk::<4>()?);
-        let tail = u32::from_le_bytes(*body.tail.as_bytes().first_chunk::<4>()?);
-        let som = common.flags & SesFlags::SOM.bits() != 0;
-        // SOM clear: the tail's reserved bits count. SOM set: an extended opcode would bring an
-        // extension, so only the others take the fast path.
-        let tail_reserved = if som { 0 } else { tail & 0xFFFF_C000u32.swap_bytes() };
-        let allowed = if som { VALID & !Opcode::EXTENDED } else { VALID };
-        let reserved = u32::from(head & 0xC0C0) | ids & 0xF000_F000u32.swap_bytes() | tail_reserved;
-        // `opcode & 63` keeps the shift in range; a reserved bit there fails `reserved` instead.
-        if (reserved == 0) & (allowed >> (common.opcode & 63) & 1 != 0) {
+        // An extended opcode brings an extension, so only the others take the fast path.
+        const ALLOWED: u64 = VALID & !Opcode::EXTENDED;
+        let head = u16::from_le_bytes(*common.as_bytes().first_chunk::<2>()?);
+        let version = head & 0xC000;
+        if (version == 0) & (ALLOWED >> (common.opcode & 63) & 1 != 0) {
             Some(StandardView { common, body, ext: &[] })
         } else {
             None
@@ -361,7 +384,7 @@ impl<'a> StandardView<'a> {
     /// Operation.
     #[inline]
     pub const fn opcode(&self) -> Opcode {
-        Opcode::from_valid(self.common.opcode)
+        Opcode::from_valid(self.common.opcode & 0x3F)
     }
 
     /// DC, IE, REL, HD, EOM, SOM.
@@ -391,13 +414,13 @@ impl<'a> StandardView<'a> {
     /// Process on the fabric endpoint (12 bits).
     #[inline]
     pub fn pid_on_fep(&self) -> u16 {
-        self.common.pid_on_fep.get()
+        self.common.pid_on_fep.get() & 0x0FFF
     }
 
     /// Resource index (12 bits).
     #[inline]
     pub fn resource_index(&self) -> u16 {
-        self.common.resource_index.get()
+        self.common.resource_index.get() & 0x0FFF
     }
 
     /// The common fields.
@@ -431,7 +454,7 @@ impl<'a> StandardView<'a> {
         if self.flags().contains(SesFlags::SOM) {
             StandardTail::Som { header_data: tail }
         } else {
-            StandardTail::Continuation { payload_length: (tail >> 32) as u16, message_offset: tail as u32 }
+            StandardTail::Continuation { payload_length: len14((tail >> 32) as u16), message_offset: tail as u32 }
         }
     }
 
@@ -445,7 +468,7 @@ impl<'a> StandardView<'a> {
     #[inline]
     pub fn ext(&self) -> Option<Extension> {
         // `parse` accepted these bytes, so this decode succeeds; an error cannot occur here.
-        Extension::parse_for(self.opcode(), self.flags().contains(SesFlags::SOM), self.ext).ok().and_then(|(e, _)| e)
+        Extension::parse_for(self.opcode(), self.ext).ok().and_then(|(e, _)| e)
     }
 
     /// Header length, extension included.
@@ -525,9 +548,9 @@ impl MediumRequest {
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (common, word2, rest) = RequestCommon::parse(bytes, "SES medium request")?;
-        let request_length = len14(word2, "SES request length reserved bits")?;
+        let request_length = len14(word2);
         let (raw, rest) = view::<MediumRaw>(rest, "SES medium request")?;
-        let (ext, rest) = Extension::parse_for(common.opcode, common.som(), rest)?;
+        let (ext, rest) = Extension::parse_for(common.opcode, rest)?;
         let h = MediumRequest {
             common,
             request_length,
@@ -579,13 +602,12 @@ impl SmallRequest {
     /// Parses a small request from the front of `bytes`.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
-        let (common, word2, rest) = RequestCommon::parse(bytes, "SES small request")?;
-        if common.flags.contains(SesFlags::HD) {
-            return Err(Error::Reserved { field: "SES small request HD flag" });
-        }
-        let request_length = len14(word2, "SES request length reserved bits")?;
+        let (mut common, word2, rest) = RequestCommon::parse(bytes, "SES small request")?;
+        // HD is reserved in the small request: ignored.
+        common.flags.remove(SesFlags::HD);
+        let request_length = len14(word2);
         let (raw, rest) = view::<U64>(rest, "SES small request")?;
-        let (ext, rest) = Extension::parse_for(common.opcode, common.som(), rest)?;
+        let (ext, rest) = Extension::parse_for(common.opcode, rest)?;
         Ok((SmallRequest { common, request_length, buffer_offset: raw.get(), ext }, rest))
     }
 
@@ -608,7 +630,7 @@ impl SmallRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ses::{AtomicExt, AtomicOpcode, Datatype, SemanticControl};
+    use crate::ses::{AtomicExt, AtomicOpcode, Datatype, SemanticControl, SesHeader};
 
     fn common(opcode: Opcode, flags: SesFlags) -> RequestCommon {
         RequestCommon { opcode, flags, ri_generation: 3, job_id: 0x00ABCD, pid_on_fep: 0x123, resource_index: 0x456 }
@@ -639,8 +661,16 @@ mod tests {
         b[32..40].copy_from_slice(&((4096u64 << 32) | 4096).to_be_bytes());
         let (r, _) = StandardRequest::parse(&b).unwrap();
         assert_eq!(r.tail, StandardTail::Continuation { payload_length: 4096, message_offset: 4096 });
+        // The 18 bits above the payload length are reserved: ignored, reported strictly.
+        let clean = b;
         b[32] = 0x01;
-        assert!(matches!(StandardRequest::parse(&b), Err(Error::Reserved { .. })));
+        b[34] |= 0xC0;
+        assert_eq!(StandardRequest::parse(&b).unwrap().0, r);
+        assert_eq!(
+            SesHeader::check_reserved(NextHeader::ReqStd, &b),
+            Err(Error::Reserved { field: "SES payload length reserved bits" })
+        );
+        assert_eq!(SesHeader::check_reserved(NextHeader::ReqStd, &clean), Ok(()));
     }
 
     proptest::proptest! {
@@ -657,7 +687,7 @@ mod tests {
             let raw = CommonRaw::ref_from_bytes(&b[..]).unwrap();
             proptest::prop_assert_eq!(RequestCommon::check(raw), RequestCommon::check_each(raw));
             if RequestCommon::check(raw).is_ok() {
-                proptest::prop_assert_eq!(Ok(RequestCommon::decode(raw).opcode), Opcode::try_from(b[0]));
+                proptest::prop_assert_eq!(Ok(RequestCommon::decode(raw).opcode), Opcode::try_from(b[0] & 0x3F));
             }
         }
     }
@@ -668,21 +698,25 @@ mod tests {
         b[0] = 0x05;
         b[1] = 0x03;
         assert!(SmallRequest::parse(&b).is_ok());
-        let mut x = b;
-        x[0] = 0x45;
-        assert!(matches!(SmallRequest::parse(&x), Err(Error::Reserved { .. })));
+        let (clean, _) = SmallRequest::parse(&b).unwrap();
+        let strict = |x: &[u8]| SesHeader::check_reserved(NextHeader::ReqSmall, x);
+        assert_eq!(strict(&b), Ok(()));
         let mut x = b;
         x[1] = 0x43;
         assert!(matches!(SmallRequest::parse(&x), Err(Error::BadValue { field: "SES version", .. })));
-        let mut x = b;
-        x[1] = 0x07;
-        assert!(matches!(SmallRequest::parse(&x), Err(Error::Reserved { field: "SES small request HD flag" })));
-        let mut x = b;
-        x[2] = 0x40;
-        assert!(matches!(SmallRequest::parse(&x), Err(Error::Reserved { .. })));
-        let mut x = b;
-        x[8] = 0x10;
-        assert!(matches!(SmallRequest::parse(&x), Err(Error::Reserved { .. })));
+        // Reserved bits: ignored by the parse, each reported by the strict check.
+        for (at, bits, field) in [
+            (0, 0x40, "SES opcode reserved bits"),
+            (1, 0x04, "SES small request HD flag"),
+            (2, 0x40, "SES request length reserved bits"),
+            (8, 0x10, "SES PIDonFEP reserved bits"),
+            (10, 0x80, "SES resource index reserved bits"),
+        ] {
+            let mut x = b;
+            x[at] |= bits;
+            assert_eq!(SmallRequest::parse(&x).unwrap().0, clean, "{field}");
+            assert_eq!(strict(&x), Err(Error::Reserved { field }));
+        }
         let mut x = b;
         x[0] = 0x10;
         assert!(matches!(SmallRequest::parse(&x), Err(Error::BadValue { field: "SES opcode", .. })));

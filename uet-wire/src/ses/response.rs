@@ -10,8 +10,15 @@
 //!
 //! Guaranteed delivery (UE 1.0 §3.4.3.3): a response other than DEFAULT_RESPONSE or NO_RESPONSE is
 //! kept by the target until cleared ([`ResponseOpcode::needs_clear`]).
+//!
+//! The opcode must fit the header kind ([`ResponseOpcode::fits`]): RESPONSE_W_DATA only in the
+//! forms with data, the other spec opcodes only in the plain response; vendor opcodes anywhere.
+//! A mismatch is an error on parse and on emit.
+//!
+//! Receive policy: the reserved byte and the 2 reserved bits above a payload length are ignored
+//! and sent as zero; [`SesHeader::check_reserved`](super::SesHeader::check_reserved) reports them.
 
-use super::{check_len14, codepoints, len14};
+use super::{check_len14, check_len14_reserved, codepoints, len14};
 use crate::error::{Error, reserved_zero};
 use crate::pds::{u24_from, u24_to, view, write};
 use zerocopy::byteorder::network_endian::{U16, U32};
@@ -42,6 +49,16 @@ codepoints! {
 }
 
 impl ResponseOpcode {
+    /// Whether this opcode may appear in a response header with data (`with_data`) or in a plain
+    /// response: RESPONSE_W_DATA exactly in the forms with data; vendor opcodes in either.
+    pub const fn fits(self, with_data: bool) -> bool {
+        match self {
+            ResponseOpcode::ResponseWithData => with_data,
+            ResponseOpcode::Vendor(_) => true,
+            _ => !with_data,
+        }
+    }
+
     /// Whether the target must keep this response until the initiator clears it.
     pub const fn needs_clear(self) -> bool {
         !matches!(self, ResponseOpcode::DefaultResponse | ResponseOpcode::NoResponse)
@@ -128,18 +145,33 @@ codepoints! {
     }
 }
 
-/// Parses the first two bytes of a response.
+/// Parses the first two bytes of a response, of a header with data or not.
 #[inline]
-fn parse_head(b0: u8, b1: u8) -> Result<(ResponseList, ResponseOpcode, ReturnCode), Error> {
+fn parse_head(b0: u8, b1: u8, with_data: bool) -> Result<(ResponseList, ResponseOpcode, ReturnCode), Error> {
     if b1 >> 6 != 0 {
         return Err(Error::BadValue { field: "SES version", value: u64::from(b1 >> 6) });
     }
-    Ok((ResponseList::try_from(b0 >> 6)?, ResponseOpcode::try_from(b0 & 0x3F)?, ReturnCode::try_from(b1 & 0x3F)?))
+    let opcode = ResponseOpcode::try_from(b0 & 0x3F)?;
+    fit(opcode, with_data)?;
+    Ok((ResponseList::try_from(b0 >> 6)?, opcode, ReturnCode::try_from(b1 & 0x3F)?))
 }
 
 #[inline]
-fn emit_head(list: ResponseList, opcode: ResponseOpcode, rc: ReturnCode) -> Result<(u8, u8), Error> {
+fn emit_head(list: ResponseList, opcode: ResponseOpcode, rc: ReturnCode, with_data: bool) -> Result<(u8, u8), Error> {
+    fit(opcode, with_data)?;
     Ok((list.to_u8()? << 6 | opcode.to_u8()?, rc.to_u8()?))
+}
+
+/// [`ResponseOpcode::fits`] as an error.
+#[inline]
+const fn fit(opcode: ResponseOpcode, with_data: bool) -> Result<(), Error> {
+    if opcode.fits(with_data) {
+        Ok(())
+    } else if with_data {
+        Err(Error::Mismatch { field: "SES response opcode other than RESPONSE_W_DATA in a response with data" })
+    } else {
+        Err(Error::Mismatch { field: "SES response opcode RESPONSE_W_DATA in a response without data" })
+    }
 }
 
 /// The raw 12-byte response.
@@ -189,7 +221,7 @@ impl Response {
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (raw, rest) = view::<ResponseRaw>(bytes, "SES response")?;
-        let (list, opcode, return_code) = parse_head(raw.opcode, raw.return_code)?;
+        let (list, opcode, return_code) = parse_head(raw.opcode, raw.return_code, false)?;
         let h = Response {
             list,
             opcode,
@@ -210,7 +242,7 @@ impl Response {
     /// Writes the response to the front of `out`.
     #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
-        let (opcode, return_code) = emit_head(self.list, self.opcode, self.return_code)?;
+        let (opcode, return_code) = emit_head(self.list, self.opcode, self.return_code, false)?;
         let raw = ResponseRaw {
             opcode,
             return_code,
@@ -280,8 +312,7 @@ impl ResponseWithData {
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (raw, rest) = view::<ResponseWithDataRaw>(bytes, "SES response with data")?;
-        let (list, opcode, return_code) = parse_head(raw.opcode, raw.return_code)?;
-        reserved_zero(u64::from(raw.reserved), "SES response with data reserved byte")?;
+        let (list, opcode, return_code) = parse_head(raw.opcode, raw.return_code, true)?;
         let h = ResponseWithData {
             list,
             opcode,
@@ -289,11 +320,18 @@ impl ResponseWithData {
             message_id: raw.message_id.get(),
             job_id: u24_from(raw.job_id),
             read_request_message_id: raw.read_request_message_id.get(),
-            payload_length: len14(raw.payload_length.get(), "SES payload length reserved bits")?,
+            payload_length: len14(raw.payload_length.get()),
             modified_length: raw.modified_length.get(),
             message_offset: raw.message_offset.get(),
         };
         Ok((h, rest))
+    }
+
+    /// The strict check: the first reserved bit set in the response at the front of `bytes`.
+    pub fn check_reserved(bytes: &[u8]) -> Result<(), Error> {
+        let (raw, _) = view::<ResponseWithDataRaw>(bytes, "SES response with data")?;
+        reserved_zero(u64::from(raw.reserved), "SES response with data reserved byte")?;
+        check_len14_reserved(raw.payload_length.get(), "SES payload length reserved bits")
     }
 
     /// Bytes [`ResponseWithData::emit`] writes.
@@ -304,7 +342,7 @@ impl ResponseWithData {
     /// Writes the response to the front of `out`.
     #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
-        let (opcode, return_code) = emit_head(self.list, self.opcode, self.return_code)?;
+        let (opcode, return_code) = emit_head(self.list, self.opcode, self.return_code, true)?;
         let raw = ResponseWithDataRaw {
             opcode,
             return_code,
@@ -365,17 +403,23 @@ impl ResponseDataSmall {
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (raw, rest) = view::<ResponseDataSmallRaw>(bytes, "SES small response with data")?;
-        let (list, opcode, return_code) = parse_head(raw.opcode, raw.return_code)?;
-        reserved_zero(u64::from(raw.reserved), "SES small response reserved byte")?;
+        let (list, opcode, return_code) = parse_head(raw.opcode, raw.return_code, true)?;
         let h = ResponseDataSmall {
             list,
             opcode,
             return_code,
-            payload_length: len14(raw.payload_length.get(), "SES payload length reserved bits")?,
+            payload_length: len14(raw.payload_length.get()),
             job_id: u24_from(raw.job_id),
             original_request_psn: raw.original_request_psn.get(),
         };
         Ok((h, rest))
+    }
+
+    /// The strict check: the first reserved bit set in the response at the front of `bytes`.
+    pub fn check_reserved(bytes: &[u8]) -> Result<(), Error> {
+        let (raw, _) = view::<ResponseDataSmallRaw>(bytes, "SES small response with data")?;
+        check_len14_reserved(raw.payload_length.get(), "SES payload length reserved bits")?;
+        reserved_zero(u64::from(raw.reserved), "SES small response reserved byte")
     }
 
     /// Bytes [`ResponseDataSmall::emit`] writes.
@@ -386,7 +430,7 @@ impl ResponseDataSmall {
     /// Writes the response to the front of `out`.
     #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
-        let (opcode, return_code) = emit_head(self.list, self.opcode, self.return_code)?;
+        let (opcode, return_code) = emit_head(self.list, self.opcode, self.return_code, true)?;
         let raw = ResponseDataSmallRaw {
             opcode,
             return_code,
@@ -428,9 +472,16 @@ mod tests {
         let mut out = [0u8; 20];
         r.emit(&mut out).unwrap();
         assert_eq!(out, d);
+        // Reserved byte and length bits: ignored, cleared on emit, reported strictly.
         let mut x = d;
         x[4] = 1;
-        assert!(matches!(ResponseWithData::parse(&x), Err(Error::Reserved { .. })));
+        x[10] |= 0xC0;
+        assert_eq!(ResponseWithData::parse(&x).unwrap().0, r);
+        assert_eq!(
+            ResponseWithData::check_reserved(&x),
+            Err(Error::Reserved { field: "SES response with data reserved byte" })
+        );
+        assert_eq!(ResponseWithData::check_reserved(&d), Ok(()));
 
         let s = [0x02, 0x01, 0x00, 0x40, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x09];
         let (r, _) = ResponseDataSmall::parse(&s).unwrap();
@@ -449,5 +500,29 @@ mod tests {
             ResponseList::Vendor(2)
         );
         assert!(!ResponseOpcode::NoResponse.needs_clear());
+    }
+
+    /// An opcode that does not fit its header kind is refused, on parse and on emit.
+    #[test]
+    fn opcode_must_fit_the_header_kind() {
+        let plain_with_data_opcode = [0x02, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        assert!(matches!(Response::parse(&plain_with_data_opcode), Err(Error::Mismatch { .. })));
+        let small_plain_opcode = [0x01, 0x01, 0x00, 0x40, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x09];
+        assert!(matches!(ResponseDataSmall::parse(&small_plain_opcode), Err(Error::Mismatch { .. })));
+        let mut d = [0u8; 20];
+        d[0] = 0x00; // DEFAULT_RESPONSE in a response with data
+        assert!(matches!(ResponseWithData::parse(&d), Err(Error::Mismatch { .. })));
+        d[0] = 0x30; // vendor: either kind
+        assert!(ResponseWithData::parse(&d).is_ok());
+        let r = Response {
+            list: ResponseList::Expected,
+            opcode: ResponseOpcode::ResponseWithData,
+            return_code: ReturnCode::Ok,
+            message_id: 0,
+            ri_generation: 0,
+            job_id: 0,
+            modified_length: 0,
+        };
+        assert!(matches!(r.emit(&mut [0u8; 12]), Err(Error::Mismatch { .. })));
     }
 }
