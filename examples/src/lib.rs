@@ -7,7 +7,8 @@
 //!   wire that corrupts frames and loses or corrupts control ordered sets.
 //! * [`fabric`], [`pdc_sim`], [`endpoint_sim`]: a sprayed multipath fabric, and UET PDCs and
 //!   endpoints simulated over it.
-//! * [`uet_capture`]: a UET exchange framed as Ethernet/IPv4/UDP, pcap files, and a decoder.
+//! * [`uet_capture`]: a UET exchange framed as Ethernet/IPv4/UDP, and pcap/pcapng files.
+//! * [`uet_fields`]: UET packets as named fields, text and JSON (the `uet-decode` model).
 //! * [`ualink_sim`]: one UALink 200 link, both ports running the whole `ualink-flit` stack (TL,
 //!   DL, replay) over a wire with bit errors, with credit starvation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
@@ -18,3 +19,4 @@ pub mod link_sim;
 pub mod pdc_sim;
 pub mod ualink_sim;
 pub mod uet_capture;
+pub mod uet_fields;

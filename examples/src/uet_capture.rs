@@ -1,37 +1,27 @@
-//! UET packets in capture files: a realistic exchange framed as Ethernet/IPv4/UDP 4793 (or native
-//! IP with the entropy header), classic pcap files, and a field-by-field decoder.
+//! UET packets in capture files: an exchange produced by the `uet-wire` PDC engine, framed as
+//! Ethernet/IPv4/UDP 4793 (or native IP with the entropy header), and pcap/pcapng files.
 //!
 //! The outer headers are built and parsed with etherparse here, in the examples, because they are
 //! not UET's: `uet-wire` starts at the UDP payload or the entropy header.
 //!
-//! **The exchange** follows the worked example of the UE design paper (digest
-//! `shared/spec/overview.md`): initiator PDC 7 writes five packets, PSNs 4–8, opening the PDC with
-//! SYN from start PSN 4 (PSN offsets 0, 1 while SYN is set); the target creates PDC 19 on the first
-//! packet and names it in every ACK; once the initiator has that ACK it stops setting SYN. Then a
-//! read: read requests at PSNs 9–11. In UE 1.0 read data returns in ACKs carrying an SES response
-//! with data (the NACK codes TRIMMED_ACK and ACK_WITH_DATA and `Trimmable_ACK_Size`, digest §3.8
-//! and §4, are about exactly those ACKs), so each read is answered by an ACK with `RSP_DATA`. Last,
-//! the target asks the initiator to close (a CLOSE_REQ control packet at the target's first PSN,
-//! 2, as in the design paper), the initiator ACKs that and sends CLOSE at its next PSN, and the
-//! target ACKs the CLOSE.
-//!
-//! ACKs follow the coalescing rules of digest §4.4 with the default `ACK_Gen_Trigger` (16 KiB):
-//! every SYN packet and every AR packet (EOM packets, CLOSE) is ACKed at once; the other write
-//! packets add up to less than the trigger. Entropy values, addresses, the 1 KiB payload size and
-//! which packets the first ACK overtakes are *project-defined* choices of this example.
+//! **The exchange** is the worked example of the UE design paper, run through the library's own
+//! [`Initiator`] and [`Target`] PDCs (every PDS field is the engine's; only the SES headers, the
+//! payload bytes, entropy values and addresses are this example's): initiator PDC 7 writes five
+//! packets, PSNs 4–8, opening the PDC with SYN from start PSN 4; the target creates PDC 19 on the
+//! first packet and names it in every ACK; the first ACKs reach the initiator after its second
+//! packet, so PSNs 4 and 5 carry SYN and the rest do not. Then the target asks the initiator to
+//! close (CLOSE_REQ), the initiator acknowledges it and sends CLOSE at its next PSN, and the target
+//! acknowledges the CLOSE. The paper's read is not in the capture: the engine does not carry read
+//! data yet.
 
 use etherparse::{NetSlice, PacketBuilder, SlicedPacket, TransportSlice};
-use std::fmt::Write as _;
+use linklayer::{Duration, Instant};
+use uet_wire::PacketRepr;
 use uet_wire::entropy::{DEFAULT_IP_PROTOCOL, Encapsulation, EntropyHeader, UDP_PORT};
-use uet_wire::pds::{
-    Ack, AckExtension, AckFlags, AckRequest, Control, ControlFlags, ControlType, DeliveryMode, NextHeader, PdcDest,
-    PdsHeader, Request, RequestFlags,
-};
-use uet_wire::ses::{
-    Opcode, RequestCommon, ResponseList, ResponseOpcode, ResponseWithData, ReturnCode, SesFlags, SesHeader,
-    StandardRequest, StandardTail,
-};
-use uet_wire::{Body, PacketRepr, UetPacket, WalkConfig};
+use uet_wire::msg::Segmenter;
+use uet_wire::pdc::{Initiator, InitiatorTx, PdcConfig, StartPolicy, Target, TargetTx};
+use uet_wire::pds::{DeliveryMode, NextHeader, PdsHeader};
+use uet_wire::ses::{Opcode, RequestCommon, SesFlags, SesHeader, StandardRequest, StandardTail};
 
 /// The initiator's address, MAC and PDC id.
 pub const INITIATOR: Host = Host { ip: [10, 0, 0, 1], mac: [0x02, 0, 0, 0, 0, 1], pdc: 7 };
@@ -39,7 +29,7 @@ pub const INITIATOR: Host = Host { ip: [10, 0, 0, 1], mac: [0x02, 0, 0, 0, 0, 1]
 pub const TARGET: Host = Host { ip: [10, 0, 0, 2], mac: [0x02, 0, 0, 0, 0, 2], pdc: 19 };
 /// The initiator's random start PSN in the worked example.
 pub const START_PSN: u32 = 4;
-/// The target's start PSN for its own requests (the design paper's target PSNs begin at 2).
+/// The start PSN the target's PDC is given for its own packets (the CLOSE_REQ).
 pub const TARGET_START_PSN: u32 = 2;
 /// Payload bytes per full packet (a small MTU keeps the capture readable).
 pub const MTU_PAYLOAD: usize = 1024;
@@ -74,177 +64,134 @@ pub struct Packet {
     pub note: String,
 }
 
-fn request_pds(psn: u32, dest: PdcDest, flags: RequestFlags) -> PdsHeader {
-    PdsHeader::Request(Request {
-        mode: DeliveryMode::Rud,
-        next_header: NextHeader::ReqStd,
-        flags,
-        clear_psn_offset: 0,
-        psn,
-        spdcid: INITIATOR.pdc,
-        dest,
-        cc: None,
-    })
+impl Packet {
+    fn control(from_initiator: bool, entropy: u16, pds: PdsHeader, note: String) -> Self {
+        Packet {
+            from_initiator,
+            entropy,
+            repr: PacketRepr { entropy: None, pds, ses: None },
+            payload: Vec::new(),
+            note,
+        }
+    }
 }
 
-fn common(opcode: Opcode, flags: SesFlags) -> RequestCommon {
-    RequestCommon { opcode, flags, ri_generation: 1, job_id: JOB, pid_on_fep: PID, resource_index: RI }
+/// A target packet as the exchange shows it.
+fn target_packet(tx: TargetTx, entropy: u16) -> Packet {
+    let (pds, note) = match tx {
+        TargetTx::Ack(a) => (PdsHeader::Ack(a), format!("ACK up to PSN {} (ACK_PSN {})", a.cack_psn, a.ack_psn())),
+        TargetTx::Control(c) => (PdsHeader::Control(c), format!("{:?} at target PSN {}", c.ctl_type, c.psn)),
+        TargetTx::Nack(n) => (PdsHeader::Nack(n), format!("NACK {:?}", n.code)),
+    };
+    Packet::control(false, entropy, pds, note)
 }
 
-fn ack(from_initiator: bool, cack_psn: u32, next_header: NextHeader) -> PdsHeader {
-    let (src, dst) = if from_initiator { (INITIATOR, TARGET) } else { (TARGET, INITIATOR) };
-    PdsHeader::Ack(Ack {
-        next_header,
-        flags: AckFlags::empty(),
-        request: AckRequest::None,
-        ack_psn_offset: 0,
-        cack_psn,
-        spdcid: src.pdc,
-        dpdcid: dst.pdc,
-        ext: AckExtension::None,
-    })
-}
-
-/// A bare ACK (no SES response) as a packet of the exchange.
-fn ack_packet(from_initiator: bool, cack_psn: u32, entropy: u16, note: String) -> Packet {
-    let repr = PacketRepr { entropy: None, pds: ack(from_initiator, cack_psn, NextHeader::None), ses: None };
-    Packet { from_initiator, entropy, repr, payload: Vec::new(), note }
-}
-
-/// The exchange of the worked example, in wire order.
+/// The exchange of the worked example, in wire order, as the engine produces it.
 pub fn exchange() -> Vec<Packet> {
+    let cfg = PdcConfig::default();
+    let mut now = Instant::ZERO;
+    let step = Duration::from_micros(1);
+    let mut ini = Initiator::<2>::new(&cfg, DeliveryMode::Rud, INITIATOR.pdc, START_PSN);
+    let mut tgt: Option<Target<2>> = None;
     let mut out = Vec::new();
     let message: Vec<u8> = (0..4 * MTU_PAYLOAD + MTU_PAYLOAD / 2).map(|i| (i % 251) as u8).collect();
-    let chunks: Vec<&[u8]> = message.chunks(MTU_PAYLOAD).collect();
-    let last = chunks.len() - 1;
-    let mut psn = START_PSN;
-    // The first ACK reaches the initiator after two packets: those two carry SYN.
-    let syn_packets = 2;
-    for (i, chunk) in chunks.iter().enumerate() {
-        let dest = if i < syn_packets {
-            PdcDest::Syn { use_rsv_pdc: false, psn_offset: (psn - START_PSN) as u16 }
-        } else {
-            PdcDest::Established { dpdcid: TARGET.pdc }
-        };
-        let mut flags = if i == last { SesFlags::EOM } else { SesFlags::empty() };
-        let tail = if i == 0 {
-            StandardTail::Som { header_data: 0 }
-        } else {
-            StandardTail::Continuation { payload_length: chunk.len() as u16, message_offset: (i * MTU_PAYLOAD) as u32 }
-        };
-        if i == 0 {
-            flags |= SesFlags::SOM;
-        }
-        let ses = StandardRequest {
-            common: common(Opcode::Write, flags),
-            message_id: 1,
-            buffer_offset: 0x10_0000,
-            initiator: 1,
-            match_bits: 0xC0FFEE,
-            tail,
-            request_length: message.len() as u32,
-            ext: None,
-        };
-        let ar = if i == last { RequestFlags::AR } else { RequestFlags::empty() };
+    let len = message.len() as u32;
+    let segments = Segmenter::new(len, MTU_PAYLOAD as u16).expect("a valid MTU");
+    let template = StandardRequest {
+        common: RequestCommon {
+            opcode: Opcode::Write,
+            flags: SesFlags::empty(),
+            ri_generation: 1,
+            job_id: JOB,
+            pid_on_fep: PID,
+            resource_index: RI,
+        },
+        message_id: 1,
+        buffer_offset: 0x10_0000,
+        initiator: 1,
+        match_bits: 0xC0FFEE,
+        tail: StandardTail::Som { header_data: 0 },
+        request_length: 0,
+        ext: None,
+    };
+    // ACKs on their way to the initiator; the first ones arrive after its second packet.
+    let mut in_flight: Vec<Packet> = Vec::new();
+    for seg in segments.segments() {
+        let stamp = ini.send(now, &cfg, seg.eom).expect("the window has room");
+        let request = stamp.request(NextHeader::ReqStd, None);
+        let ses = seg.standard_header(&template, len);
+        let payload = message[seg.offset as usize..][..usize::from(seg.len)].to_vec();
+        let syn = if stamp.syn() { ", SYN" } else { "" };
         out.push(Packet {
             from_initiator: true,
-            entropy: 0xC000 | (i as u16),
-            repr: PacketRepr { entropy: None, pds: request_pds(psn, dest, ar), ses: Some(SesHeader::Standard(ses)) },
-            payload: chunk.to_vec(),
-            note: format!("WRITE packet {} of {}, PSN {psn}{}", i + 1, chunks.len(), if i < 2 { ", SYN" } else { "" }),
+            entropy: 0xC000 | seg.index as u16,
+            repr: PacketRepr { entropy: None, pds: PdsHeader::Request(request), ses: Some(SesHeader::Standard(ses)) },
+            payload,
+            note: format!("WRITE packet {} of {}, PSN {}{syn}", seg.index + 1, segments.packets(), stamp.psn),
         });
-        if i + 1 == syn_packets {
-            // A SYN packet makes an ACK due at once (digest §4.4): one per SYN packet, and the first
-            // of them tells the initiator the target's PDC id.
-            for (k, acked) in (START_PSN..=psn).enumerate() {
-                let note = format!("ACK up to PSN {acked} (SYN packet): from target PDC 19");
-                out.push(ack_packet(false, acked, 0xD000 | k as u16, note));
+        let t = tgt.get_or_insert_with(|| {
+            Target::new(now, &cfg, TARGET.pdc, &request, StartPolicy::Open, TARGET_START_PSN).expect("a SYN request")
+        });
+        t.handle_request(now, &cfg, &request, u32::from(seg.len), false).expect("a request for this PDC");
+        while let Some(tx) = t.poll_transmit(now) {
+            in_flight.push(target_packet(tx, 0xD000 | out.len() as u16));
+        }
+        if seg.index >= 1 {
+            for p in in_flight.drain(..) {
+                if let PdsHeader::Ack(a) = p.repr.pds {
+                    ini.handle_ack(now, &cfg, &a).expect("an ACK for this PDC");
+                }
+                out.push(p);
             }
         }
-        psn += 1;
+        now = now.saturating_add(step);
     }
-    // Packets 6 and 7 add 2 KiB, below ACK_Gen_Trigger; packet 8 is EOM, so it has AR.
-    out.push(ack_packet(false, psn - 1, 0xD010, format!("ACK up to PSN {} (AR): the write is delivered", psn - 1)));
-    // The read: three requests of one packet's worth each, each answered by an ACK with data.
-    for r in 0..3u16 {
-        let ses = StandardRequest {
-            common: common(Opcode::Read, SesFlags::SOM | SesFlags::EOM),
-            message_id: 2 + r,
-            buffer_offset: 0x20_0000 + u64::from(r) * MTU_PAYLOAD as u64,
-            initiator: 1,
-            match_bits: 0xC0FFEE,
-            tail: StandardTail::Som { header_data: 0 },
-            request_length: MTU_PAYLOAD as u32,
-            ext: None,
-        };
-        out.push(Packet {
-            from_initiator: true,
-            entropy: 0xC100 | r,
-            repr: PacketRepr {
-                entropy: None,
-                // A one-packet message: EOM, so AR.
-                pds: request_pds(psn, PdcDest::Established { dpdcid: TARGET.pdc }, RequestFlags::AR),
-                ses: Some(SesHeader::Standard(ses)),
-            },
-            payload: Vec::new(),
-            note: format!("READ request {} of 3, PSN {psn}", r + 1),
-        });
-        let data: Vec<u8> = (0..MTU_PAYLOAD).map(|i| (i as u16 ^ r) as u8).collect();
-        let rsp = ResponseWithData {
-            list: ResponseList::Expected,
-            opcode: ResponseOpcode::ResponseWithData,
-            return_code: ReturnCode::Ok,
-            message_id: 100 + r,
-            job_id: JOB,
-            read_request_message_id: 2 + r,
-            payload_length: MTU_PAYLOAD as u16,
-            modified_length: MTU_PAYLOAD as u32,
-            message_offset: 0,
-        };
-        out.push(Packet {
-            from_initiator: false,
-            entropy: 0xD100 | r,
-            repr: PacketRepr {
-                entropy: None,
-                pds: ack(false, psn, NextHeader::RspData),
-                ses: Some(SesHeader::ResponseWithData(rsp)),
-            },
-            payload: data,
-            note: format!("ACK of PSN {psn} with the read data (RSP_DATA, {MTU_PAYLOAD} bytes)"),
-        });
-        psn += 1;
+    let mut tgt = tgt.expect("the write created the target PDC");
+    // The target asks to close; the initiator acknowledges that, then closes.
+    tgt.request_close(now, &cfg).expect("the target PDC is established");
+    while let Some(tx) = tgt.poll_transmit(now) {
+        if let TargetTx::Control(c) = tx {
+            ini.handle_control(now, &c).expect("a CLOSE_REQ for this PDC");
+        }
+        out.push(target_packet(tx, 0xE000));
     }
-    let control = |ctl_type, from_initiator: bool, psn, note: String| Packet {
-        from_initiator,
-        entropy: 0xE000,
-        repr: PacketRepr {
-            entropy: None,
-            pds: PdsHeader::Control(Control {
-                ctl_type,
-                flags: ControlFlags::AR,
-                probe_opaque: 0,
-                psn,
-                spdcid: if from_initiator { INITIATOR.pdc } else { TARGET.pdc },
-                dest: PdcDest::Established { dpdcid: if from_initiator { TARGET.pdc } else { INITIATOR.pdc } },
-                payload: 0,
-            }),
-            ses: None,
-        },
-        payload: Vec::new(),
-        note,
-    };
-    // CLOSE_REQ takes a new PSN from the target's own space; the initiator ACKs it, then closes
-    // (digest §4.3, initiator step 7).
-    let note = format!("CLOSE_REQ at target PSN {TARGET_START_PSN}: the target asks the initiator to close");
-    out.push(control(ControlType::CloseReq, false, TARGET_START_PSN, note));
-    out.push(ack_packet(
-        true,
-        TARGET_START_PSN,
-        0xC200,
-        format!("ACK of the CLOSE_REQ (target PSN {TARGET_START_PSN})"),
-    ));
-    out.push(control(ControlType::Close, true, psn, format!("CLOSE at PSN {psn}")));
-    out.push(ack_packet(false, psn, 0xD200, format!("ACK of the CLOSE (PSN {psn}): both PDCs are freed")));
+    now = now.saturating_add(step);
+    let mut close_started = false;
+    loop {
+        let mut moved = false;
+        while let Some(tx) = ini.poll_transmit(now) {
+            moved = true;
+            let p = match tx {
+                InitiatorTx::Ack(a) => {
+                    tgt.handle_ack(now, &cfg, &a).expect("the ACK of the CLOSE_REQ");
+                    let note = format!("ACK of the CLOSE_REQ (target PSN {})", a.ack_psn());
+                    Packet::control(true, 0xC200, PdsHeader::Ack(a), note)
+                }
+                InitiatorTx::Control(c) => {
+                    tgt.handle_control(now, &cfg, &c).expect("the CLOSE for this PDC");
+                    Packet::control(true, 0xC201, PdsHeader::Control(c), format!("{:?} at PSN {}", c.ctl_type, c.psn))
+                }
+                InitiatorTx::Resend(_) => panic!("nothing is lost in this exchange"),
+            };
+            out.push(p);
+        }
+        while let Some(tx) = tgt.poll_transmit(now) {
+            moved = true;
+            if let TargetTx::Ack(a) = tx {
+                ini.handle_ack(now, &cfg, &a).expect("the ACK of the CLOSE");
+            }
+            out.push(target_packet(tx, 0xD200));
+        }
+        if !close_started {
+            ini.close(now, &cfg).expect("the initiator may close");
+            close_started = true;
+            continue;
+        }
+        if !moved {
+            break;
+        }
+        now = now.saturating_add(step);
+    }
     out
 }
 
@@ -302,53 +249,80 @@ pub fn frame(p: &Packet, encapsulation: Encapsulation, crc: bool) -> Vec<u8> {
     }
 }
 
-const PCAP_MAGIC_US: u32 = 0xA1B2_C3D4;
-const PCAP_MAGIC_NS: u32 = 0xA1B2_3C4D;
-const LINKTYPE_ETHERNET: u32 = 1;
-
 /// A classic pcap file (microsecond timestamps, Ethernet link type) holding `frames`, each
 /// stamped `spacing_us` after the previous one.
 pub fn write_pcap(frames: &[Vec<u8>], spacing_us: u32) -> Vec<u8> {
-    let mut out = Vec::new();
-    for word in [PCAP_MAGIC_US, 0x0004_0002, 0, 0, 65535, LINKTYPE_ETHERNET] {
-        // Major 2, minor 4 (two u16), then thiszone, sigfigs, snaplen, network.
-        out.extend_from_slice(&word.to_le_bytes());
-    }
-    let mut t_us: u64 = 1_700_000_000 * 1_000_000;
+    use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+    let header = PcapHeader { datalink: pcap_file::DataLink::ETHERNET, ..PcapHeader::default() };
+    let mut w = PcapWriter::with_header(Vec::new(), header).expect("writing to a Vec");
+    let mut t = std::time::Duration::from_secs(1_700_000_000);
     for f in frames {
-        let len = f.len() as u32;
-        for word in [(t_us / 1_000_000) as u32, (t_us % 1_000_000) as u32, len, len] {
-            out.extend_from_slice(&word.to_le_bytes());
-        }
-        out.extend_from_slice(f);
-        t_us += u64::from(spacing_us);
+        w.write_packet(&PcapPacket::new(t, f.len() as u32, f)).expect("writing to a Vec");
+        t += std::time::Duration::from_micros(u64::from(spacing_us));
     }
-    out
+    w.into_writer()
 }
 
-/// The frames of a classic pcap file (either byte order, micro- or nanosecond stamps).
-pub fn read_pcap(bytes: &[u8]) -> Result<Vec<&[u8]>, String> {
-    let word = |b: &[u8], at: usize, le: bool| -> Result<u32, String> {
-        let w: [u8; 4] = b.get(at..at + 4).and_then(|s| s.try_into().ok()).ok_or("pcap file is truncated")?;
-        Ok(if le { u32::from_le_bytes(w) } else { u32::from_be_bytes(w) })
-    };
-    let le = match word(bytes, 0, true)? {
-        PCAP_MAGIC_US | PCAP_MAGIC_NS => true,
-        m if m.swap_bytes() == PCAP_MAGIC_US || m.swap_bytes() == PCAP_MAGIC_NS => false,
-        m => return Err(format!("not a classic pcap file (magic {m:#010x}; pcapng is not supported)")),
-    };
-    let link = word(bytes, 20, le)?;
-    if link != LINKTYPE_ETHERNET {
-        return Err(format!("link type {link} is not Ethernet (1)"));
+/// A pcapng file (one Ethernet interface) holding `frames`, as Wireshark saves by default.
+pub fn write_pcapng(frames: &[Vec<u8>], spacing_us: u32) -> Vec<u8> {
+    use pcap_file::pcapng::PcapNgWriter;
+    use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
+    use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionBlock;
+    let mut w = PcapNgWriter::new(Vec::new()).expect("writing to a Vec");
+    let interface = InterfaceDescriptionBlock { linktype: pcap_file::DataLink::ETHERNET, snaplen: 0, options: vec![] };
+    w.write_pcapng_block(interface).expect("writing to a Vec");
+    let mut t = std::time::Duration::from_secs(1_700_000_000);
+    for f in frames {
+        let block = EnhancedPacketBlock {
+            interface_id: 0,
+            timestamp: t,
+            original_len: f.len() as u32,
+            data: std::borrow::Cow::Borrowed(f),
+            options: vec![],
+        };
+        w.write_pcapng_block(block).expect("writing to a Vec");
+        t += std::time::Duration::from_micros(u64::from(spacing_us));
     }
+    w.into_inner()
+}
+
+/// The Ethernet frames of a capture file, classic pcap (either byte order, micro- or
+/// nanosecond stamps) or pcapng, read with the `pcap-file` crate.
+pub fn read_capture(bytes: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    use pcap_file::DataLink;
+    const PCAPNG_MAGIC: [u8; 4] = [0x0A, 0x0D, 0x0D, 0x0A];
+    let ethernet = |link: DataLink| {
+        if link == DataLink::ETHERNET { Ok(()) } else { Err(format!("link type {link:?} is not Ethernet")) }
+    };
     let mut frames = Vec::new();
-    let mut at = 24;
-    while at < bytes.len() {
-        let caplen = word(bytes, at + 8, le)? as usize;
-        let start = at + 16;
-        let frame = bytes.get(start..start + caplen).ok_or("pcap record is truncated")?;
-        frames.push(frame);
-        at = start + caplen;
+    if bytes.starts_with(&PCAPNG_MAGIC) {
+        use pcap_file::pcapng::Block;
+        let mut r = pcap_file::pcapng::PcapNgReader::new(bytes).map_err(|e| format!("pcapng: {e}"))?;
+        // The link type of each interface of the current section, in the order described.
+        let mut links = r.interfaces().iter().map(|i| i.linktype).collect::<Vec<_>>();
+        while let Some(block) = r.next_block() {
+            let (interface, data) = match block.map_err(|e| format!("pcapng: {e}"))? {
+                Block::SectionHeader(_) => {
+                    links.clear();
+                    continue;
+                }
+                Block::InterfaceDescription(i) => {
+                    links.push(i.linktype);
+                    continue;
+                }
+                Block::EnhancedPacket(p) => (p.interface_id as usize, p.data.into_owned()),
+                Block::SimplePacket(p) => (0, p.data.into_owned()),
+                _ => continue,
+            };
+            ethernet(*links.get(interface).ok_or("pcapng: a packet of an undescribed interface")?)?;
+            frames.push(data);
+        }
+    } else {
+        let mut r = pcap_file::pcap::PcapReader::new(bytes).map_err(|e| format!("not a pcap or pcapng file: {e}"))?;
+        ethernet(r.header().datalink)?;
+        while let Some(p) = r.next_packet() {
+            frames.push(p.map_err(|e| format!("pcap: {e}"))?.data.into_owned());
+        }
     }
     Ok(frames)
 }
@@ -362,11 +336,18 @@ pub struct Found<'a> {
     pub encapsulation: Encapsulation,
     /// What a CRC32C trailer would cover before `bytes` (IP addresses, and the UDP header).
     pub crc_prefix: Vec<u8>,
+    /// The entropy value carried in the UDP source port (UDP mode).
+    pub entropy: Option<u16>,
 }
 
 /// The UET packet in an Ethernet frame; `None` if the frame is not UET (not UDP to port 4793, not
 /// IP protocol `native_protocol`).
 pub fn uet_payload(frame: &[u8], native_protocol: u8) -> Result<Option<Found<'_>>, String> {
+    uet_payload_on(frame, UDP_PORT, native_protocol)
+}
+
+/// [`uet_payload`] with the UDP destination port that marks UET given too.
+pub fn uet_payload_on(frame: &[u8], port: u16, native_protocol: u8) -> Result<Option<Found<'_>>, String> {
     let sliced = SlicedPacket::from_ethernet(frame).map_err(|e| format!("outer headers: {e}"))?;
     let addresses = match &sliced.net {
         Some(NetSlice::Ipv4(ip)) => [&ip.header().source()[..], &ip.header().destination()[..]].concat(),
@@ -374,12 +355,13 @@ pub fn uet_payload(frame: &[u8], native_protocol: u8) -> Result<Option<Found<'_>
         _ => return Ok(None),
     };
     if let Some(TransportSlice::Udp(udp)) = &sliced.transport {
-        if udp.destination_port() != UDP_PORT {
+        if udp.destination_port() != port {
             return Ok(None);
         }
         let mut crc_prefix = addresses;
         crc_prefix.extend_from_slice(udp.slice().get(..8).unwrap_or_default());
-        return Ok(Some(Found { bytes: udp.payload(), encapsulation: Encapsulation::Udp, crc_prefix }));
+        let entropy = Some(udp.source_port());
+        return Ok(Some(Found { bytes: udp.payload(), encapsulation: Encapsulation::Udp, crc_prefix, entropy }));
     }
     let ip_payload = match &sliced.net {
         Some(NetSlice::Ipv4(ip)) => ip.payload(),
@@ -389,45 +371,12 @@ pub fn uet_payload(frame: &[u8], native_protocol: u8) -> Result<Option<Found<'_>
     if ip_payload.ip_number.0 != native_protocol {
         return Ok(None);
     }
-    Ok(Some(Found { bytes: ip_payload.payload, encapsulation: Encapsulation::NativeIp, crc_prefix: addresses }))
-}
-
-/// Decodes UET bytes and prints every header field by field; with `crc_prefix` (the bytes before
-/// the UET bytes that the trailer covers), checks the CRC32C trailer too.
-pub fn describe(bytes: &[u8], config: WalkConfig, crc_prefix: Option<&[u8]>) -> Result<String, String> {
-    let pkt = UetPacket::parse(bytes, config).map_err(|e| format!("UET: {e}"))?;
-    let mut s = String::new();
-    if let Some(e) = pkt.entropy {
-        writeln!(s, "  entropy header: {e:?}").ok();
-    }
-    match pkt.body {
-        Body::Secured { tss, ciphertext, icv } => {
-            writeln!(s, "  TSS: {tss:#?}").ok();
-            writeln!(s, "  ciphertext: {} bytes (not decrypted)", ciphertext.len()).ok();
-            writeln!(s, "  ICV: {}", hex(icv)).ok();
-        }
-        Body::Clear { pds, ses, payload, crc } => {
-            writeln!(s, "  PDS {:?}: {pds:#?}", pds.packet_type()).ok();
-            match ses {
-                Some(h) => writeln!(s, "  SES {:?}: {h:#?}", h.next_header()).ok(),
-                None => writeln!(s, "  SES: none").ok(),
-            };
-            let shown = &payload[..payload.len().min(16)];
-            let more = if payload.len() > 16 { " …" } else { "" };
-            writeln!(s, "  payload: {} bytes {}{more}", payload.len(), hex(shown)).ok();
-            match (crc, crc_prefix) {
-                (Some(c), Some(prefix)) => {
-                    pkt.verify_crc(prefix).map_err(|e| format!("UET: {e}"))?;
-                    writeln!(s, "  CRC32C trailer: {c:#010x}, correct").ok();
-                }
-                (Some(c), None) => {
-                    writeln!(s, "  CRC32C trailer: {c:#010x} (not checked: the IP addresses are not known)").ok();
-                }
-                (None, _) => {}
-            }
-        }
-    }
-    Ok(s)
+    Ok(Some(Found {
+        bytes: ip_payload.payload,
+        encapsulation: Encapsulation::NativeIp,
+        crc_prefix: addresses,
+        entropy: None,
+    }))
 }
 
 /// Lower-case hex, bytes separated by spaces.

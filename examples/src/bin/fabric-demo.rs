@@ -15,7 +15,7 @@
 //! TL unpacker), issuing loads, stores and atomics to each other over a wire that flips bits in
 //! DL flits and loses some in the PCS; one row starves the senders of TL credits.
 //!
-//! Usage: `fabric-demo [frames-per-end] [seed]`.
+//! Usage: `fabric-demo [FRAMES_PER_END] [SEED]` (`--help` says more).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 use linklayer::Duration;
@@ -25,10 +25,20 @@ use xlink_examples::link_sim::{Sim, SimConfig};
 use xlink_examples::pdc_sim::{PdcSim, PdcSimConfig};
 use xlink_examples::ualink_sim::{FLIT_NS, RxBuffers, UaSim, UaSimConfig};
 
+/// The xlink fabric demo: link layer, scale-out and scale-up stacks over simulated noisy links.
+#[derive(clap::Parser, Debug)]
+#[command(version)]
+struct Args {
+    /// Frames each link end sends in part 1.
+    #[arg(default_value_t = 200_000)]
+    frames: u64,
+    /// Seed of every simulated wire.
+    #[arg(default_value_t = 1)]
+    seed: u64,
+}
+
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let frames: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(200_000);
-    let seed: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1);
+    let Args { frames, seed } = <Args as clap::Parser>::parse();
 
     println!("xlink fabric demo");
     println!();

@@ -10,8 +10,8 @@
 //! and every VC carries traffic again after the restart. Either end failing a check fails the
 //! run (exit status 1).
 //!
-//! Usage: `link-udp [--seconds S] [--restart-at S] [--loss P] [--corrupt P]`; the roles
-//! `--role a` / `--role b --peer PORT` are how the program runs its two halves.
+//! Usage: `link-udp [--seconds S] [--restart-at S] [--loss P] [--corrupt P]` (`--help` lists
+//! them); the roles `--role a` / `--role b --peer PORT` are how the program runs its two halves.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 use linklayer::cbfc::{Vc, VcMode};
@@ -38,34 +38,39 @@ const CTLOS: u8 = 2;
 
 const FCS: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
 
+/// Two UE link ends (LLR + CBFC) in two processes over UDP on localhost, one restarting.
+#[derive(clap::Parser, Debug)]
+#[command(version)]
 struct Args {
+    /// Which half to run (the program starts both itself): `a` or `b`.
+    #[arg(long, value_parser = ["a", "b"])]
     role: Option<String>,
+    /// The UDP port of end A (for end B).
+    #[arg(long)]
     peer: Option<u16>,
+    /// How long to run, in seconds.
+    #[arg(long, default_value_t = 3.0)]
     seconds: f64,
-    restart_at: f64,
+    /// When end B restarts, in seconds (default: half-way).
+    #[arg(long)]
+    restart_at: Option<f64>,
+    /// Probability that a datagram is lost.
+    #[arg(long, default_value_t = 0.005)]
     loss: f64,
+    /// Probability that a datagram is corrupted.
+    #[arg(long, default_value_t = 0.001)]
     corrupt: f64,
 }
 
+impl Args {
+    /// When end B restarts, in seconds.
+    fn restart_at(&self) -> f64 {
+        self.restart_at.unwrap_or(self.seconds / 2.0)
+    }
+}
+
 fn args() -> Args {
-    let mut a = Args { role: None, peer: None, seconds: 3.0, restart_at: -1.0, loss: 0.005, corrupt: 0.001 };
-    let mut it = std::env::args().skip(1);
-    while let Some(k) = it.next() {
-        let v = it.next().unwrap_or_else(|| panic!("{k} needs a value"));
-        match k.as_str() {
-            "--role" => a.role = Some(v),
-            "--peer" => a.peer = Some(v.parse().expect("port")),
-            "--seconds" => a.seconds = v.parse().expect("seconds"),
-            "--restart-at" => a.restart_at = v.parse().expect("seconds"),
-            "--loss" => a.loss = v.parse().expect("probability"),
-            "--corrupt" => a.corrupt = v.parse().expect("probability"),
-            _ => panic!("unknown option {k}"),
-        }
-    }
-    if a.restart_at < 0.0 {
-        a.restart_at = a.seconds / 2.0;
-    }
-    a
+    <Args as clap::Parser>::parse()
 }
 
 fn main() {
@@ -83,11 +88,11 @@ fn parent(a: &Args) -> i32 {
         a.seconds,
         a.loss * 100.0,
         a.corrupt * 100.0,
-        a.restart_at
+        a.restart_at()
     );
     let me = std::env::current_exe().expect("own path");
     let common = |c: &mut Command| {
-        c.args(["--seconds", &a.seconds.to_string(), "--restart-at", &a.restart_at.to_string()]).args([
+        c.args(["--seconds", &a.seconds.to_string(), "--restart-at", &a.restart_at().to_string()]).args([
             "--loss",
             &a.loss.to_string(),
             "--corrupt",
@@ -176,7 +181,7 @@ fn end(a: &Args, role: &str) -> i32 {
     let first = |rng: &mut Rng| (rng.next() % (1 << 20)) as u32;
     let mut link = new_link(mac, first(&mut rng), now());
     let mut life = 0u32;
-    let restart_at = (role == "b").then(|| Duration::from_nanos((a.restart_at * 1e9) as u64));
+    let restart_at = (role == "b").then(|| Duration::from_nanos((a.restart_at() * 1e9) as u64));
     let mut restarted_at: Option<Instant> = None;
     let end_at = Instant::ZERO.saturating_add(Duration::from_nanos((a.seconds * 1e9) as u64));
     let mut next_number = [0u32; VCS as usize];

@@ -1,9 +1,9 @@
-//! Writes a pcap of a UET exchange (the worked PDC example: a five-packet write opening PDC 7 ↔ 19
-//! with SYN from PSN 4, a read answered by ACKs with data, and a target-requested close) that
-//! Wireshark's UET dissector can read.
+//! Writes a capture of a UET exchange produced by the `uet-wire` PDC engine (the worked PDC
+//! example: a five-packet write opening PDC 7 ↔ 19 with SYN from PSN 4, then a target-requested
+//! close) that Wireshark's UET dissector can read.
 //!
 //! ```text
-//! cargo run --release -p xlink-examples --bin uet-pcap -- [OUT.pcap] [--native-ip] [--crc]
+//! cargo run --release -p xlink-examples --bin uet-pcap -- [OUT.pcap] [--pcapng] [--native-ip] [--crc]
 //! ```
 //!
 //! UDP mode (the default) puts the entropy in the UDP source port and sends to port 4793 with a
@@ -11,30 +11,39 @@
 //! every packet with the CRC32C trailer (set Wireshark's `uet.has_crc` preference to read it).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+use clap::Parser;
 use uet_wire::entropy::Encapsulation;
-use xlink_examples::uet_capture::{exchange, frame, write_pcap};
+use xlink_examples::uet_capture::{exchange, frame, write_pcap, write_pcapng};
+
+/// Writes a capture of the worked UET PDC exchange, as the library's PDC engine produces it.
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Args {
+    /// Output file.
+    #[arg(default_value = "uet-exchange.pcap")]
+    out: std::path::PathBuf,
+    /// Write pcapng instead of classic pcap.
+    #[arg(long)]
+    pcapng: bool,
+    /// Native IP (protocol 253, entropy header) instead of UDP port 4793.
+    #[arg(long)]
+    native_ip: bool,
+    /// End every packet with the CRC32C trailer.
+    #[arg(long)]
+    crc: bool,
+}
 
 fn main() {
-    let mut path = String::from("uet-exchange.pcap");
-    let mut encapsulation = Encapsulation::Udp;
-    let mut crc = false;
-    for arg in std::env::args().skip(1) {
-        match arg.as_str() {
-            "--native-ip" => encapsulation = Encapsulation::NativeIp,
-            "--crc" => crc = true,
-            "-h" | "--help" => {
-                println!("usage: uet-pcap [OUT.pcap] [--native-ip] [--crc]");
-                return;
-            }
-            other => path = other.to_string(),
-        }
-    }
+    let args = Args::parse();
+    let encapsulation = if args.native_ip { Encapsulation::NativeIp } else { Encapsulation::Udp };
     let packets = exchange();
-    let frames: Vec<Vec<u8>> = packets.iter().map(|p| frame(p, encapsulation, crc)).collect();
+    let frames: Vec<Vec<u8>> = packets.iter().map(|p| frame(p, encapsulation, args.crc)).collect();
     for (i, (p, f)) in packets.iter().zip(&frames).enumerate() {
         let dir = if p.from_initiator { "I → T" } else { "T → I" };
         println!("{:>3}  {dir}  {:>5} B  {}", i + 1, f.len(), p.note);
     }
-    std::fs::write(&path, write_pcap(&frames, 10)).unwrap_or_else(|e| panic!("writing {path}: {e}"));
+    let file = if args.pcapng { write_pcapng(&frames, 10) } else { write_pcap(&frames, 10) };
+    let path = args.out.display();
+    std::fs::write(&args.out, file).unwrap_or_else(|e| panic!("writing {path}: {e}"));
     println!("wrote {} packets to {path}", frames.len());
 }
