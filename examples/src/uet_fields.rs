@@ -413,7 +413,7 @@ pub fn decode(bytes: &[u8], config: WalkConfig, entropy: Option<u16>, crc_prefix
     if config.crc {
         at += payload.len();
         let trailer = &rest[rest.len() - uet_wire::packet::CRC_LEN..];
-        let value = u32::from_le_bytes(trailer.try_into().unwrap_or_default());
+        let value = u32::from_be_bytes(trailer.try_into().unwrap_or_default());
         let verdict = match (crc_prefix, UetPacket::parse(bytes, config)) {
             (Some(prefix), Ok(p)) => match p.verify_crc(prefix) {
                 Ok(()) => "correct".to_string(),

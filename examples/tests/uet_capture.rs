@@ -54,6 +54,23 @@ fn capture_round_trip_in_both_encapsulations_and_formats() {
     }
 }
 
+/// Short frames are padded to 60 bytes on the wire: the UET bytes, and so the CRC32C trailer, are
+/// found from the IP length, not from the end of the frame.
+#[test]
+fn padded_short_frames_keep_their_trailer() {
+    let ack = exchange().into_iter().find(|p| !p.from_initiator).unwrap();
+    for encapsulation in [Encapsulation::Udp, Encapsulation::NativeIp] {
+        let mut f = frame(&ack, encapsulation, true);
+        let unpadded = f.len();
+        f.resize(unpadded.max(60) + 4, 0);
+        let found = uet_payload(&f, DEFAULT_IP_PROTOCOL).unwrap().unwrap();
+        let config = WalkConfig { encapsulation, crc: true };
+        let d = decode(found.bytes, config, found.entropy, Some(&found.crc_prefix));
+        assert_eq!(d.error, None, "{encapsulation:?}");
+        assert!(to_text(&d).contains("correct"));
+    }
+}
+
 #[test]
 fn udp_framing_follows_the_encapsulation_rules() {
     for p in exchange() {

@@ -13,11 +13,17 @@
 //! TSS; CRC and TSS are mutually exclusive, digest §1.2). The walker never decrypts: a secured
 //! packet is returned as its TSS header, ciphertext and ICV.
 //!
-//! **CRC32C trailer** (digest §1.2, open questions 4–6, *project-defined* where open): CRC-32C
-//! (Castagnoli) over the IP source and destination addresses, then everything from the entropy or
-//! UDP header to the end of the payload; 4 bytes, least significant byte first. The addresses (and,
-//! in UDP mode, the UDP header) are outside this crate's bytes, so the caller passes them as the
-//! `prefix` of [`crc32c`].
+//! **CRC32C trailer**: CRC-32C (Castagnoli: reflected, initial value and final XOR 0xFFFFFFFF)
+//! over the IP source and destination addresses, then everything from the entropy or UDP header to
+//! the end of the payload, appended as 4 bytes **most significant byte first**, like every other
+//! UET field. Both the coverage and the byte order are the reference provider's
+//! (`ultraethernet/uet-ref-prov`: `uet_pds.c` covers IPv4 header + 12 or IPv6 header + 8 through
+//! the IP payload; `crc32c.c`'s `crc32c_finish` returns `htonl(~crc)`, which `uet_pds.c` appends
+//! with `memcpy`). What a UDP-mode trailer covers besides the addresses is not public; this crate
+//! has the caller include the UDP header (*project-defined*). The addresses (and the UDP header)
+//! are outside this crate's bytes, so the caller passes them as the `prefix` of [`crc32c`]. The
+//! trailer is found from the end of the UET bytes: take them from the IP length, not from the end
+//! of an Ethernet frame, which may be padded.
 //!
 //! **Length checks**: where the SES header announces this packet's payload length (responses with
 //! data, standard-request continuation packets) it must equal the payload's length.
@@ -166,7 +172,7 @@ impl<'a> UetPacket<'a> {
             })?;
             let (covered, trailer) = bytes.split_at(split);
             let t = <[u8; CRC_LEN]>::try_from(trailer).map_err(|_| Error::Mismatch { field: "CRC32C trailer" })?;
-            (covered, Some(u32::from_le_bytes(t)))
+            (covered, Some(u32::from_be_bytes(t)))
         } else {
             (bytes, None)
         };
@@ -262,7 +268,7 @@ impl PacketRepr {
             let crc = crc32c(prefix, out.get(..n).unwrap_or_default());
             out.get_mut(n..n + CRC_LEN)
                 .ok_or(Error::BufferTooShort { needed: n + CRC_LEN, got: n })?
-                .copy_from_slice(&crc.to_le_bytes());
+                .copy_from_slice(&crc.to_be_bytes());
             n += CRC_LEN;
         }
         Ok(n)
@@ -306,6 +312,40 @@ mod tests {
                 ext: None,
             })),
         }
+    }
+
+    /// CRC-32C bit by bit, as RFC 3720 §B.4 defines it: an implementation independent of the
+    /// `crc` crate.
+    fn crc32c_bitwise(bytes: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 != 0 { (crc >> 1) ^ 0x82F6_3B78 } else { crc >> 1 };
+            }
+        }
+        !crc
+    }
+
+    /// The trailer in the reference provider's form: CRC-32C over the IPv4 addresses and the IP
+    /// payload, most significant byte first. The little-endian form is refused.
+    #[test]
+    fn crc_trailer_is_the_reference_providers() {
+        // Known answer (RFC 3720 §B.4): 32 zero bytes.
+        assert_eq!(crc32c(&[], &[0; 32]), 0x8A91_36AA);
+        assert_eq!(crc32c_bitwise(&[0; 32]), 0x8A91_36AA);
+        assert_eq!(crc32c(&[0; 8], &[0; 24]).to_be_bytes(), [0x8A, 0x91, 0x36, 0xAA]);
+        // A native-IP packet built the reference provider's way.
+        let addresses = [10, 0, 0, 1, 10, 0, 0, 2];
+        let repr = write_request(4);
+        let mut out = [0u8; 128];
+        let n = repr.emit(b"payload!", Some(&addresses), &mut out).unwrap();
+        let covered = [&addresses[..], &out[..n - CRC_LEN]].concat();
+        assert_eq!(out[n - CRC_LEN..n], crc32c_bitwise(&covered).to_be_bytes());
+        let cfg = WalkConfig { encapsulation: Encapsulation::NativeIp, crc: true };
+        UetPacket::parse(&out[..n], cfg).unwrap().verify_crc(&addresses).unwrap();
+        out[n - CRC_LEN..n].reverse();
+        assert!(matches!(UetPacket::parse(&out[..n], cfg).unwrap().verify_crc(&addresses), Err(Error::Crc { .. })));
     }
 
     #[test]
