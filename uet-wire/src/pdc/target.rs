@@ -527,8 +527,14 @@ impl<const W: usize, const R: usize> Target<W, R> {
             }
             ControlType::Clear | ControlType::Noop => {
                 if ctl.ctl_type == ControlType::Clear {
-                    // The payload is the initiator's CLEAR_PSN (its left edge − 1).
+                    // The payload is the initiator's CLEAR_PSN (its left edge − 1). Releasing a
+                    // held response lets CACK move past it: an ACK says so at once, since an
+                    // initiator whose window waits on that CACK sends nothing that would draw one.
+                    let before = self.ack().cack_psn;
                     self.apply_clear(ctl.payload);
+                    if self.ack().cack_psn != before {
+                        self.ack_now(self.rx.cack_psn(), retx);
+                    }
                 }
                 if ctl.flags.contains(ControlFlags::AR) {
                     self.ack_now(self.rx.cack_psn(), retx);
@@ -706,16 +712,18 @@ impl<const W: usize, const R: usize> Target<W, R> {
         self.ack_for(self.ack_psn, self.ack_flags, None)
     }
 
-    /// The ACK_CC for `ack_psn`, carrying the held response of `carried` if any. The PSNs of the
-    /// other held responses read as not received: `CACK_PSN` stops before the oldest, and their
-    /// SACK bits are 0.
+    /// The ACK_CC for `ack_psn`, carrying the held response of `carried` if any. Every held
+    /// response's PSN reads as not received but by the ACK that carries it: `CACK_PSN` stops
+    /// before the oldest held one, the carried one included (so CACK never moves back when the
+    /// next ACK does not carry it), the carried PSN is acknowledged by ACK_PSN and its SACK bit,
+    /// and the other held PSNs' SACK bits are 0.
     #[inline(always)]
     fn ack_for(&self, ack_psn: u32, flags: AckFlags, carried: Option<u32>) -> Ack {
         // Nothing held (the common case): the window's own CACK and SACK.
         let (cack, sack) = if self.held.is_empty() {
             (self.rx.cack_psn(), self.rx.sack())
         } else {
-            let (cack, mut sack) = match self.held.oldest_except(carried) {
+            let (cack, mut sack) = match self.held.oldest_except(None) {
                 Some(p) if !psn_after(p, self.rx.cack_psn()) => (p.wrapping_sub(1), self.rx.sack_from(p)),
                 _ => (self.rx.cack_psn(), self.rx.sack()),
             };

@@ -726,8 +726,9 @@ fn guaranteed_delivery_response_survives_a_lost_ack_until_cleared() {
     let r5b = req(resent.unwrap());
     assert_eq!(r5b.psn, 5);
     assert_eq!(tg.handle_request(t(1100), &cfg, &r5b, 8, false).unwrap().delivery, Delivery::Duplicate);
+    // It names 5 by ACK_PSN; CACK stays before 5, which is still held (CACK never moves back).
     let again = ack_of(tg.poll_transmit(t(1100)).unwrap());
-    assert_eq!((again.next_header, again.ack_psn(), again.cack_psn), (NextHeader::Rsp, 5, 6));
+    assert_eq!((again.next_header, again.ack_psn(), again.cack_psn), (NextHeader::Rsp, 5, 4));
     i.handle_ack(t(1101), &cfg, &again).unwrap();
     assert_eq!(i.outstanding(), 0);
     // REQ = Clear: the initiator, with no request to carry CLEAR_PSN, sends CLEAR.
@@ -737,6 +738,10 @@ fn guaranteed_delivery_response_survives_a_lost_ack_until_cleared() {
     tg.handle_control(t(1102), &cfg, &clear).unwrap();
     assert_eq!(tg.held_response(5), None);
     assert_eq!(tg.ack().request, AckRequest::None);
+    // Releasing it moved CACK past 5: an ACK says so at once (the initiator's window may be
+    // waiting on that CACK, with nothing to send that would draw an ACK).
+    let moved = ack_of(tg.poll_transmit(t(1102)).unwrap());
+    assert_eq!((moved.cack_psn, moved.request), (6, AckRequest::None));
 }
 
 /// Every response slot in use: a request that needs one is refused NO_GTD_DEL_AVAIL before it is
@@ -923,4 +928,66 @@ fn ack_per_packet_sets_ar_on_every_request() {
     assert!(!i.send(t(3), &cfg, false).unwrap().flags.contains(RequestFlags::AR));
     cfg.ack.per_packet = true;
     assert!(i.send(t(3), &cfg, false).unwrap().flags.contains(RequestFlags::AR));
+}
+
+proptest::proptest! {
+    /// Over any sequence of target events (arrivals in any order, duplicates, held responses,
+    /// clears through later requests and CLEARs, lost ACKs, resends), the CACK_PSN of the ACKs the
+    /// target sends never moves back (serial order): a cumulative acknowledgement is final for
+    /// every peer.
+    #[test]
+    fn cack_never_moves_back(ops in proptest::collection::vec((0u8..5, proptest::prelude::any::<u8>()), 1..300)) {
+        let cfg = cfg();
+        let (mut i, mut tg) = established(DeliveryMode::Rud);
+        let mut sent: Vec<Request> = Vec::new();
+        let mut last_cack = ack_of(TargetTx::Ack(tg.ack())).cack_psn;
+        let mut now = t(10);
+        for (op, x) in ops {
+            match op {
+                0 => {
+                    if i.can_send(&cfg) {
+                        sent.push(req(i.send(now, &cfg, x & 1 == 0).unwrap()));
+                    }
+                }
+                1 => {
+                    if let Some(&r) = sent.get(usize::from(x) % sent.len().max(1)) {
+                        let fresh = tg.check_response_room(&r).is_none();
+                        if let Ok(v) = tg.handle_request(now, &cfg, &r, 100, false) {
+                            if v.delivery == Delivery::New && fresh && x & 2 == 0 {
+                                let _ = tg.hold_response(r.psn, atomic_response(8));
+                            }
+                        }
+                    }
+                }
+                2 => {
+                    while let Some(tx) = tg.poll_transmit(now) {
+                        if let TargetTx::Ack(a) = tx {
+                            let a = ack_of(TargetTx::Ack(a));
+                            proptest::prop_assert!(!psn_after(last_cack, a.cack_psn), "CACK {} after {}", a.cack_psn, last_cack);
+                            last_cack = a.cack_psn;
+                            if x & 1 == 0 {
+                                let _ = i.handle_ack(now, &cfg, &a);
+                            }
+                        }
+                    }
+                }
+                3 => {
+                    now = now.saturating_add(Duration::from_micros(u64::from(x) * 20));
+                    i.handle_timeout(now, &cfg);
+                    tg.handle_timeout(now, &cfg);
+                }
+                _ => {
+                    while let Some(tx) = i.poll_transmit(now) {
+                        match tx {
+                            InitiatorTx::Resend(s) => sent.push(req(s)),
+                            InitiatorTx::Control(c) if c.ctl_type == ControlType::Clear => {
+                                let _ = tg.handle_control(now, &cfg, &ctl(c));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
