@@ -11,13 +11,14 @@
 //!   or what follows the entropy header) and returns where its payload belongs ([`Placement`]),
 //!   borrowed from the packet; the caller copies it into the message's buffer.
 //! * [`Endpoint::poll_event`] reports sent messages completed or failed, and received messages
-//!   complete, in message order per PDC.
+//!   complete, in send order per PDC.
 //!
 //! *Project-defined* choices, each here only:
 //!
 //! * Messages to one PDC key (mode, JobID, addresses, TC) go out one after another: a message's
 //!   packets take consecutive PSNs, so a resend finds its message and packet index from the PSN.
-//!   Message ids count from 0 on each PDC ([`order`](super::order)).
+//!   Our message ids count from 0 on each PDC; received messages are ordered by the PSN of their
+//!   first packet, so a peer's ids may come from any counter ([`order`](super::order)).
 //! * A sent message completes when every PSN up to its last is acknowledged (in order, per PDC).
 //! * With [`EndpointConfig::close_when_idle`], a PDC closes as soon as it has no message left to
 //!   send or acknowledge; a later message opens a new PDC.
@@ -79,7 +80,8 @@ use linklayer::Instant;
 /// request and a 36-byte compare-and-swap extension.
 pub const MAX_HEADER_LEN: usize = 16 + 44 + 36;
 
-/// Messages a target PDC tracks from its oldest incomplete one on.
+/// Messages a target PDC tracks in progress (arrived in part, or complete and waiting for an
+/// earlier one); a packet starting one more is NACKed NO_SES_MSG_AVAIL.
 pub const ORDER_WINDOW: usize = 16;
 
 /// Configuration of an endpoint.
@@ -207,7 +209,7 @@ pub enum Event {
         /// The response.
         response: Response,
     },
-    /// A received message is complete (reported in message order per PDC).
+    /// A received message is complete (reported in send order per PDC).
     Received {
         /// Sender address.
         src: IpAddr,
@@ -1116,8 +1118,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         if t.pdc.would_deliver(&r) {
             if let Err(e) = t.order.check(ses.message_id, ses.request_length, seg.len) {
                 let code = match e {
-                    OrderError::TooFarAhead { .. } => NackCode::NoSesMsgAvail,
-                    OrderError::Released { .. } | OrderError::Inconsistent { .. } => NackCode::UnexpEvent,
+                    OrderError::NoRoom { .. } => NackCode::NoSesMsgAvail,
+                    OrderError::Inconsistent { .. } => NackCode::UnexpEvent,
                 };
                 self.queue_nack(src, refusal(code, &r, id));
                 return Ok(None);
@@ -1134,8 +1136,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         if let Ok(v) = verdict {
             if v.delivery == Delivery::New {
                 // Checked above, so this cannot fail.
-                let _ = t.order.on_packet(ses.message_id, ses.request_length, seg.len);
-                while let Some((message_id, len)) = t.order.release() {
+                let _ = t.order.on_packet(ses.message_id, r.psn, seg.offset, ses.request_length, seg.len);
+                let cack = t.pdc.window().cack_psn();
+                while let Some((message_id, len)) = t.order.release(cack) {
                     let _ = self.events.push_back(Event::Received { src, pdc: id, message_id, len });
                 }
                 placement = Some(Placement {
@@ -1883,6 +1886,81 @@ mod tests {
             }
             assert_eq!([a.poll_event(), a.poll_event()], sent.map(|h| Some(Event::Sent(h))));
         }
+    }
+
+    /// A peer whose message ids come from one counter shared by its PDCs (the reference
+    /// provider's pool): on each PDC they skip, wrap past 65535 and are reused. With packets
+    /// reordered, duplicated and late, every message is received exactly once, in send order per
+    /// PDC.
+    #[test]
+    fn message_ids_from_any_counter() {
+        use crate::msg::Segmenter;
+        let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+        let mut b = Ep::new(config(b_addr), 2);
+        let cfg = config(a_addr).pdc;
+        let now = Instant::ZERO;
+        let mut pdcs = [
+            Initiator::<2>::new(&cfg, DeliveryMode::Rud, 7, 1000),
+            Initiator::<2>::new(&cfg, DeliveryMode::Rud, 8, 5000),
+        ];
+        let ids = [7u16, 9, 12, 3, 65534, 65535, 0, 7, 2, 9];
+        let mut sent: [Vec<u16>; 2] = [Vec::new(), Vec::new()];
+        let mut packets = Vec::new();
+        for (k, &id) in ids.iter().enumerate() {
+            let which = k % 2;
+            let len = [0u32, 10, 1024, 2500, 3000][k % 5];
+            let segments = Segmenter::new(len, 1024).unwrap();
+            let mut template = desc(b_addr, Service::Rud, k as u64, len).header;
+            template.message_id = id;
+            for seg in segments.segments() {
+                let stamp = pdcs[which].send(now, &cfg, seg.eom).unwrap();
+                let mut pkt = vec![0u8; 256];
+                let n = PdsHeader::Request(stamp.request(NextHeader::ReqStd, None)).emit(&mut pkt).unwrap();
+                let m = SesHeader::Standard(seg.standard_header(&template, len)).emit(&mut pkt[n..]).unwrap();
+                pkt.truncate(n + m);
+                pkt.extend((0..u32::from(seg.len)).map(|i| byte(k as u64, seg.offset + i)));
+                packets.push(pkt);
+            }
+            sent[which].push(id);
+        }
+        // Reordered; one packet in four duplicated, one in five held back to the end.
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for i in (1..packets.len()).rev() {
+            let j = (next() % (i as u64 + 1)) as usize;
+            packets.swap(i, j);
+        }
+        let mut order = Vec::new();
+        let mut late = Vec::new();
+        for p in packets {
+            match next() % 20 {
+                0..=4 => order.extend([p.clone(), p]),
+                5..=8 => late.push(p),
+                _ => order.push(p),
+            }
+        }
+        order.extend(late);
+        // Received message ids per target PDC of B.
+        let mut received: HashMap<u16, Vec<u16>> = HashMap::new();
+        let mut out = [0u8; 256];
+        for p in order {
+            b.handle_packet(now, a_addr, &p).unwrap();
+            while b.poll_transmit(now, &mut out).unwrap().is_some() {}
+            while let Some(ev) = b.poll_event() {
+                let Event::Received { pdc, message_id, .. } = ev else { panic!("{ev:?}") };
+                received.entry(pdc).or_default().push(message_id);
+            }
+        }
+        let mut got: Vec<Vec<u16>> = received.into_values().collect();
+        got.sort();
+        let mut want = sent.to_vec();
+        want.sort();
+        assert_eq!(got, want);
     }
 
     #[test]

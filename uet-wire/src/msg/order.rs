@@ -1,28 +1,34 @@
-//! Message completion in message order at the target (issue 4: RUD delivers packets in any order,
-//! but messages complete to the application in the order they were sent).
+//! Message completion in send order at the target (RUD delivers packets in any order, but
+//! messages complete to the application in the order they were sent).
 //!
-//! *Project-defined* (the public sources give no rule): the initiator numbers the messages of each
-//! PDC 0, 1, 2, … in the SES `message_id` (wrapping at 2^16), and starts every message only after
-//! the previous one is fully handed to the PDC. The target counts the bytes of each message as its
-//! packets arrive (the PDC has already dropped duplicates, so every byte counts once) and knows a
-//! message's length from `request_length`, which every standard request carries. A message is
-//! complete when all its bytes arrived; it is *released* once every earlier message is released.
+//! **Message ids** come from any counter. The reference provider (`ultraethernet/uet-ref-prov`,
+//! `uet_api.c` `uet_alloc_msg_id`) takes SES `message_id`s from one pool per provider instance,
+//! shared by all its PDCs: on one PDC they start anywhere, skip values, and come back out of order
+//! once ids are reused. The target therefore assumes only that the ids of a PDC's messages in
+//! progress differ, and orders messages by **the PSN of their first packet** (SOM, message offset
+//! 0): PSNs are numbered in send order on a PDC. Our own initiator numbers the messages of each
+//! PDC 0, 1, 2, … (wrapping at 2^16) and sends each message's packets on consecutive PSNs, which
+//! satisfies both rules.
 //!
-//! [`MessageOrder`] tracks the `N` messages from the oldest unreleased one on. A packet of a
-//! message further ahead is refused with [`OrderError::TooFarAhead`]; the caller NACKs it
-//! NO_SES_MSG_AVAIL (0x09), a retransmit-class code, so it comes back later.
+//! The target counts the bytes of each message as its packets arrive (the PDC has already dropped
+//! duplicates, so every byte counts once) and knows its length from `request_length`, which every
+//! standard request carries. A message is complete when all its bytes arrived, and is *released*
+//! (*project-defined*: the public sources give no rule) once it is complete, every PSN before its
+//! first packet has arrived (so no message that started earlier can still be unknown), and every
+//! message that started earlier is released.
+//!
+//! [`MessageOrder`] tracks `N` messages in progress. A packet of another message while all `N`
+//! are in use is refused with [`OrderError::NoRoom`]; the caller NACKs it NO_SES_MSG_AVAIL
+//! (0x09), a retransmit-class code, so it comes back later.
 
-/// Why a packet was refused.
+use crate::pdc::psn_after;
+
+/// Why a packet was refused. Nothing changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum OrderError {
-    /// The message is `N` or more ahead of the oldest unreleased one.
-    TooFarAhead {
-        /// The packet's message id.
-        message_id: u16,
-    },
-    /// The message was released already (a stale packet the PDC let through).
-    Released {
+    /// The packet starts a message while `N` others are in progress.
+    NoRoom {
         /// The packet's message id.
         message_id: u16,
     },
@@ -34,21 +40,27 @@ pub enum OrderError {
     },
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+/// One message in progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Slot {
-    /// Bytes arrived, and the length once a packet gave it.
+    message_id: u16,
+    /// The PSN of its first packet, once that arrived.
+    first_psn: Option<u32>,
+    /// Bytes arrived, and the message's length.
     received: u64,
-    total: Option<u32>,
+    total: u32,
 }
 
-/// The messages of one PDC from the oldest unreleased one on, `N` at most.
+impl Slot {
+    fn complete(&self) -> bool {
+        self.received == u64::from(self.total)
+    }
+}
+
+/// The messages of one PDC in progress, `N` at most.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MessageOrder<const N: usize> {
-    /// The oldest unreleased message id; slot `i` is message `next + i`.
-    next: u16,
-    /// Ring of slots, slot of message `next` at `head`.
-    slots: [Slot; N],
-    head: usize,
+    slots: [Option<Slot>; N],
 }
 
 impl<const N: usize> Default for MessageOrder<N> {
@@ -60,67 +72,84 @@ impl<const N: usize> Default for MessageOrder<N> {
 impl<const N: usize> MessageOrder<N> {
     const SIZE_OK: () = assert!(N >= 1 && N <= 1 << 15, "1 to 2^15 messages in progress");
 
-    /// Nothing arrived; message 0 is the first.
+    /// No message in progress.
     pub fn new() -> Self {
         let () = Self::SIZE_OK;
-        MessageOrder { next: 0, slots: [Slot::default(); N], head: 0 }
+        MessageOrder { slots: [None; N] }
     }
 
-    /// The oldest unreleased message id.
-    pub const fn next_id(&self) -> u16 {
-        self.next
+    /// Messages in progress (arrived in part, or complete and not released).
+    pub fn in_progress(&self) -> usize {
+        self.slots.iter().flatten().count()
     }
 
-    fn slot(&mut self, ahead: usize) -> Option<&mut Slot> {
-        let i = (self.head + ahead) % N;
-        self.slots.get_mut(i)
-    }
-
-    /// Accounts `len` payload bytes of message `message_id`, whose length is `request_length`.
-    /// Returns whether that message is now complete (it may still wait for earlier ones).
-    pub fn on_packet(&mut self, message_id: u16, request_length: u32, len: u16) -> Result<bool, OrderError> {
-        let (ahead, received) = self.check(message_id, request_length, len)?;
-        let slot = self.slot(ahead).ok_or(OrderError::TooFarAhead { message_id })?;
-        slot.total = Some(request_length);
-        slot.received = received;
-        Ok(received == u64::from(request_length))
+    fn find(&self, message_id: u16) -> Option<usize> {
+        self.slots.iter().position(|s| s.is_some_and(|s| s.message_id == message_id))
     }
 
     /// What [`MessageOrder::on_packet`] would say, without recording: the message's slot and its
     /// byte count after the packet.
     pub fn check(&self, message_id: u16, request_length: u32, len: u16) -> Result<(usize, u64), OrderError> {
-        let ahead = message_id.wrapping_sub(self.next);
-        if ahead >= 1 << 15 {
-            return Err(OrderError::Released { message_id });
-        }
-        if usize::from(ahead) >= N {
-            return Err(OrderError::TooFarAhead { message_id });
-        }
-        let slot =
-            self.slots.get((self.head + usize::from(ahead)) % N).ok_or(OrderError::TooFarAhead { message_id })?;
-        if slot.total.is_some_and(|t| t != request_length) {
-            return Err(OrderError::Inconsistent { message_id });
-        }
-        let received = slot.received + u64::from(len);
+        let (at, received) = match self.find(message_id) {
+            Some(at) => {
+                let Some(s) = self.slots.get(at).copied().flatten() else {
+                    return Err(OrderError::NoRoom { message_id });
+                };
+                if s.total != request_length {
+                    return Err(OrderError::Inconsistent { message_id });
+                }
+                (at, s.received)
+            }
+            None => (self.slots.iter().position(Option::is_none).ok_or(OrderError::NoRoom { message_id })?, 0),
+        };
+        let received = received + u64::from(len);
         if received > u64::from(request_length) {
             return Err(OrderError::Inconsistent { message_id });
         }
-        Ok((usize::from(ahead), received))
+        Ok((at, received))
     }
 
-    /// Releases the oldest message if it is complete: returns its id and length. Call until
-    /// `None` after each packet.
-    pub fn release(&mut self) -> Option<(u16, u32)> {
-        let slot = self.slots.get_mut(self.head)?;
-        let total = slot.total?;
-        if slot.received != u64::from(total) {
+    /// Accounts the `len` payload bytes at `offset` of message `message_id` (length
+    /// `request_length`), which arrived with PSN `psn`. Returns whether that message is now
+    /// complete (it may still wait for earlier ones).
+    pub fn on_packet(
+        &mut self,
+        message_id: u16,
+        psn: u32,
+        offset: u32,
+        request_length: u32,
+        len: u16,
+    ) -> Result<bool, OrderError> {
+        let (at, received) = self.check(message_id, request_length, len)?;
+        let slot = self.slots.get_mut(at).ok_or(OrderError::NoRoom { message_id })?;
+        let s = slot.get_or_insert(Slot { message_id, first_psn: None, received: 0, total: request_length });
+        s.received = received;
+        if offset == 0 {
+            s.first_psn = Some(psn);
+        }
+        Ok(s.complete())
+    }
+
+    /// Releases the message that started first if it is complete and everything before its first
+    /// packet has arrived (`cack_psn`: the PDC received every PSN up to it). Returns its id and
+    /// length. Call until `None` after each packet.
+    pub fn release(&mut self, cack_psn: u32) -> Option<(u16, u32)> {
+        // The known message that started first; any message not yet known started after
+        // `cack_psn` (its first packet is missing), so it cannot come before one at or below
+        // `cack_psn + 1`.
+        let (at, first) = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| Some((i, s.as_ref()?.first_psn?)))
+            .reduce(|a, b| if psn_after(a.1, b.1) { b } else { a })?;
+        if psn_after(first, cack_psn.wrapping_add(1)) {
             return None;
         }
-        *slot = Slot::default();
-        let id = self.next;
-        self.next = self.next.wrapping_add(1);
-        self.head = (self.head + 1) % N;
-        Some((id, total))
+        let slot = self.slots.get_mut(at)?;
+        let s = slot.filter(Slot::complete)?;
+        *slot = None;
+        Some((s.message_id, s.total))
     }
 }
 
@@ -130,67 +159,100 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn completes_in_message_order() {
+    fn completes_in_send_order() {
         let mut o = MessageOrder::<4>::new();
-        // Message 1 (one packet) completes before message 0 (two packets), but waits for it.
-        assert_eq!(o.on_packet(1, 100, 100), Ok(true));
-        assert_eq!(o.release(), None);
-        assert_eq!(o.on_packet(0, 5000, 4096), Ok(false));
-        assert_eq!(o.release(), None);
-        assert_eq!(o.on_packet(0, 5000, 904), Ok(true));
-        assert_eq!(o.release(), Some((0, 5000)));
-        assert_eq!(o.release(), Some((1, 100)));
-        assert_eq!(o.release(), None);
-        // Zero-length messages complete with their one (empty) packet.
-        assert_eq!(o.on_packet(2, 0, 0), Ok(true));
-        assert_eq!(o.release(), Some((2, 0)));
+        // Message 9 (PSNs 100–101) and message 3 (PSN 102, one packet): 3 completes first but
+        // waits for 9, which started earlier.
+        assert_eq!(o.on_packet(3, 102, 0, 100, 100), Ok(true));
+        assert_eq!(o.release(99), None);
+        assert_eq!(o.on_packet(9, 101, 4096, 5000, 904), Ok(false));
+        assert_eq!(o.release(99), None);
+        assert_eq!(o.on_packet(9, 100, 0, 5000, 4096), Ok(true));
+        assert_eq!(o.release(102), Some((9, 5000)));
+        assert_eq!(o.release(102), Some((3, 100)));
+        assert_eq!(o.release(102), None);
+        // A zero-length message completes with its one (empty) packet; its id may be one used
+        // before.
+        assert_eq!(o.on_packet(9, 103, 0, 0, 0), Ok(true));
+        assert_eq!(o.release(103), Some((9, 0)));
         // Refusals change nothing.
+        o.on_packet(1, 104, 0, 10, 5).unwrap();
         let before = o.clone();
-        assert_eq!(o.on_packet(7, 10, 10), Err(OrderError::TooFarAhead { message_id: 7 }));
-        assert_eq!(o.on_packet(1, 100, 100), Err(OrderError::Released { message_id: 1 }));
-        assert_eq!(o.on_packet(3, 10, 11), Err(OrderError::Inconsistent { message_id: 3 }));
-        assert_eq!(o, before);
-        o.on_packet(3, 10, 5).unwrap();
-        assert_eq!(o.on_packet(3, 12, 5), Err(OrderError::Inconsistent { message_id: 3 }));
+        assert_eq!(o.on_packet(1, 105, 5, 10, 6), Err(OrderError::Inconsistent { message_id: 1 }));
+        assert_eq!(o.on_packet(1, 105, 5, 12, 5), Err(OrderError::Inconsistent { message_id: 1 }));
+        for id in 20..23 {
+            o.on_packet(id, 200 + u32::from(id), 0, 10, 1).unwrap();
+        }
+        let full = o.clone();
+        assert_eq!(o.on_packet(30, 300, 0, 10, 1), Err(OrderError::NoRoom { message_id: 30 }));
+        assert_eq!(o, full);
+        assert_ne!(before, full);
+    }
+
+    /// A message whose first packet has not arrived holds back the ones after it: until every PSN
+    /// before a complete message has arrived, it is not released.
+    #[test]
+    fn an_unknown_earlier_message_holds_back_later_ones() {
+        let mut o = MessageOrder::<4>::new();
+        // Message 5 starts at PSN 11; PSN 10 (the only packet of some message) is missing.
+        assert_eq!(o.on_packet(5, 11, 0, 10, 10), Ok(true));
+        assert_eq!(o.release(9), None);
+        assert_eq!(o.on_packet(4, 10, 0, 1, 1), Ok(true));
+        assert_eq!(o.release(11), Some((4, 1)));
+        assert_eq!(o.release(11), Some((5, 10)));
     }
 
     proptest! {
-        /// Messages of random lengths, their packets delivered in a random order: every message
-        /// is released exactly once, in id order, with its length, across the 16-bit wrap.
+        /// Messages of random lengths with ids from any counter (skipping, reused, wrapping),
+        /// their packets on consecutive PSNs from any start and delivered in a random order:
+        /// every message is released exactly once, in send order, with its length.
         #[test]
-        fn releases_every_message_once_in_order(
-            first in any::<u16>(),
+        fn releases_every_message_once_in_send_order(
+            start in any::<u32>(),
+            first_id in any::<u16>(),
+            steps in prop::collection::vec(0u16..4, 1..40),
             lens in prop::collection::vec(0u32..20_000, 1..40),
             seed in any::<u64>(),
         ) {
             let mtu = 4096u32;
             let mut o = MessageOrder::<64>::new();
-            // Start the numbering at `first` by releasing that many empty messages first.
-            for k in 0..first {
-                o.on_packet(k, 0, 0).unwrap();
-                o.release().unwrap();
+            // Ids: a counter that skips (by `steps`) and wraps; consecutive messages differ.
+            let mut id = first_id;
+            let mut ids = Vec::new();
+            for (m, _) in lens.iter().enumerate() {
+                ids.push(id);
+                id = id.wrapping_add(1 + steps.get(m).copied().unwrap_or(0));
             }
             let mut packets = Vec::new();
+            let mut psn = start;
             for (m, &len) in lens.iter().enumerate() {
                 let n = if len == 0 { 1 } else { len.div_ceil(mtu) };
                 for i in 0..n {
-                    let l = (len - i * mtu).min(mtu) as u16;
-                    packets.push((first.wrapping_add(m as u16), len, if len == 0 { 0 } else { l }));
+                    let l = if len == 0 { 0 } else { (len - i * mtu).min(mtu) as u16 };
+                    packets.push((psn, ids[m], i * mtu, len, l));
+                    psn = psn.wrapping_add(1);
                 }
             }
-            // A seeded shuffle.
+            // A seeded shuffle; the PDC's CACK follows the arrivals.
             let mut x = seed | 1;
             for i in (1..packets.len()).rev() {
                 x ^= x << 13; x ^= x >> 7; x ^= x << 17;
                 packets.swap(i, (x % (i as u64 + 1)) as usize);
             }
+            let mut arrived = std::collections::BTreeSet::new();
+            let mut cack = start.wrapping_sub(1);
             let mut released = Vec::new();
-            for (id, len, l) in packets {
-                o.on_packet(id, len, l).unwrap();
-                while let Some(r) = o.release() { released.push(r); }
+            for (p, mid, offset, len, l) in packets {
+                o.on_packet(mid, p, offset, len, l).unwrap();
+                arrived.insert(p.wrapping_sub(start));
+                while arrived.contains(&cack.wrapping_add(1).wrapping_sub(start)) {
+                    cack = cack.wrapping_add(1);
+                }
+                while let Some(r) = o.release(cack) { released.push(r); }
             }
-            let want: Vec<(u16, u32)> = lens.iter().enumerate().map(|(m, &l)| (first.wrapping_add(m as u16), l)).collect();
+            let want: Vec<(u16, u32)> = lens.iter().enumerate().map(|(m, &l)| (ids[m], l)).collect();
             prop_assert_eq!(released, want);
+            prop_assert_eq!(o.in_progress(), 0);
         }
     }
 }
