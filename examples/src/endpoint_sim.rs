@@ -304,6 +304,7 @@ impl<const R: usize> EndpointSim<R> {
                     }
                 }
                 Event::Failed(h, why) => panic!("side {i} message {h:?} failed: {why:?}"),
+                Event::Truncated { msg, .. } => panic!("side {i} message {msg:?} truncated"),
                 Event::Response { msg, response, .. } => {
                     let (message, _) = self.sides[i].sending[&msg];
                     let every = self.cfg.response_every;

@@ -9,7 +9,8 @@
 //! payload bytes, entropy values and addresses are this example's): initiator PDC 7 writes five
 //! packets, PSNs 4–8, opening the PDC with SYN from start PSN 4; the target creates PDC 19 on the
 //! first packet and names it in every ACK; the first ACKs reach the initiator after its second
-//! packet, so PSNs 4 and 5 carry SYN and the rest do not. Then the target asks the initiator to
+//! packet, so PSNs 4 and 5 carry SYN and the rest do not. Every ACK that names a write packet
+//! answers it with the SES DEFAULT_RESPONSE (RC_OK), as the library's `Endpoint` does. Then the target asks the initiator to
 //! close (CLOSE_REQ), the initiator acknowledges it and sends CLOSE at its next PSN, and the target
 //! acknowledges the CLOSE. The paper's read is not in the capture: the engine does not carry read
 //! data yet.
@@ -21,7 +22,7 @@ use uet_wire::entropy::{DEFAULT_IP_PROTOCOL, Encapsulation, EntropyHeader, UDP_P
 use uet_wire::msg::Segmenter;
 use uet_wire::pdc::{Initiator, InitiatorTx, PdcConfig, StartPolicy, Target, TargetTx};
 use uet_wire::pds::{DeliveryMode, NextHeader, PdsHeader};
-use uet_wire::ses::{Opcode, RequestCommon, SesFlags, SesHeader, StandardRequest, StandardTail};
+use uet_wire::ses::{Opcode, RequestCommon, Response, ReturnCode, SesFlags, SesHeader, StandardRequest, StandardTail};
 
 /// The initiator's address, MAC and PDC id.
 pub const INITIATOR: Host = Host { ip: [10, 0, 0, 1], mac: [0x02, 0, 0, 0, 0, 1], pdc: 7 };
@@ -76,10 +77,21 @@ impl Packet {
     }
 }
 
-/// A target packet as the exchange shows it.
-fn target_packet(tx: TargetTx, entropy: u16) -> Packet {
+/// A target packet as the exchange shows it. An ACK naming a request the target delivered answers
+/// it with the SES DEFAULT_RESPONSE (RC_OK), as `uet_wire::msg::Endpoint` does.
+fn target_packet(tx: TargetTx, entropy: u16, delivered: &[(u32, StandardRequest)]) -> Packet {
     let (pds, note) = match tx {
-        TargetTx::Ack(a) => (PdsHeader::Ack(a), format!("ACK up to PSN {} (ACK_PSN {})", a.cack_psn, a.ack_psn())),
+        TargetTx::Ack(mut a) => {
+            let answered = delivered.iter().find(|(psn, _)| *psn == a.ack_psn());
+            let mut note = format!("ACK up to PSN {} (ACK_PSN {})", a.cack_psn, a.ack_psn());
+            let ses = answered.map(|(_, req)| SesHeader::Response(Response::default_for(req, ReturnCode::Ok)));
+            if ses.is_some() {
+                a.next_header = NextHeader::Rsp;
+                note.push_str(" with DEFAULT_RESPONSE, RC_OK");
+            }
+            let repr = PacketRepr { entropy: None, pds: PdsHeader::Ack(a), ses };
+            return Packet { from_initiator: false, entropy, repr, payload: Vec::new(), note };
+        }
         TargetTx::Control(c) => (PdsHeader::Control(c), format!("{:?} at target PSN {}", c.ctl_type, c.psn)),
         TargetTx::Nack(n) => (PdsHeader::Nack(n), format!("NACK {:?}", n.code)),
     };
@@ -116,6 +128,7 @@ pub fn exchange() -> Vec<Packet> {
     };
     // ACKs on their way to the initiator; the first ones arrive after its second packet.
     let mut in_flight: Vec<Packet> = Vec::new();
+    let mut delivered: Vec<(u32, StandardRequest)> = Vec::new();
     for seg in segments.segments() {
         let stamp = ini.send(now, &cfg, seg.eom).expect("the window has room");
         let request = stamp.request(NextHeader::ReqStd, None);
@@ -133,8 +146,9 @@ pub fn exchange() -> Vec<Packet> {
             Target::new(now, &cfg, TARGET.pdc, &request, StartPolicy::Open, TARGET_START_PSN).expect("a SYN request")
         });
         t.handle_request(now, &cfg, &request, u32::from(seg.len), false).expect("a request for this PDC");
+        delivered.push((stamp.psn, ses));
         while let Some(tx) = t.poll_transmit(now) {
-            in_flight.push(target_packet(tx, 0xD000 | out.len() as u16));
+            in_flight.push(target_packet(tx, 0xD000 | out.len() as u16, &delivered));
         }
         if seg.index >= 1 {
             for p in in_flight.drain(..) {
@@ -153,7 +167,7 @@ pub fn exchange() -> Vec<Packet> {
         if let TargetTx::Control(c) = tx {
             ini.handle_control(now, &c).expect("a CLOSE_REQ for this PDC");
         }
-        out.push(target_packet(tx, 0xE000));
+        out.push(target_packet(tx, 0xE000, &delivered));
     }
     now = now.saturating_add(step);
     let mut close_started = false;
@@ -180,7 +194,7 @@ pub fn exchange() -> Vec<Packet> {
             if let TargetTx::Ack(a) = tx {
                 ini.handle_ack(now, &cfg, &a).expect("the ACK of the CLOSE");
             }
-            out.push(target_packet(tx, 0xD200));
+            out.push(target_packet(tx, 0xD200, &delivered));
         }
         if !close_started {
             ini.close(now, &cfg).expect("the initiator may close");

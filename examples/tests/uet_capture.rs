@@ -6,8 +6,8 @@
 use linklayer::Instant;
 use uet_wire::entropy::{DEFAULT_IP_PROTOCOL, Encapsulation, UDP_PORT};
 use uet_wire::pdc::{Initiator, InitiatorState, PdcConfig, StartPolicy, Target, TargetState, TargetTx};
-use uet_wire::pds::{ControlType, DeliveryMode, PdcDest, PdsHeader, RequestFlags};
-use uet_wire::ses::{SesFlags, SesHeader};
+use uet_wire::pds::{Ack, ControlType, DeliveryMode, NextHeader, PdcDest, PdsHeader, RequestFlags};
+use uet_wire::ses::{ResponseOpcode, ReturnCode, SesFlags, SesHeader};
 use uet_wire::{Body, UetPacket, WalkConfig};
 use xlink_examples::uet_capture::{
     INITIATOR, START_PSN, TARGET, exchange, frame, hex, parse_hex, read_capture, uet_bytes, uet_payload,
@@ -124,7 +124,18 @@ fn the_capture_is_the_engines_worked_example() {
             }
             PdsHeader::Ack(a) if p.from_initiator => tgt.as_mut().unwrap().handle_ack(now, &cfg, &a).unwrap(),
             PdsHeader::Ack(a) => {
-                assert_eq!(from_target.pop_front(), Some(p.repr.pds), "the target's next packet");
+                // The PDC's ACK; the capture adds the SES response the endpoint would.
+                let bare = PdsHeader::Ack(Ack { next_header: NextHeader::None, ..a });
+                assert_eq!(from_target.pop_front(), Some(bare), "the target's next packet");
+                if a.ack_psn() <= 8 {
+                    let Some(SesHeader::Response(r)) = p.repr.ses else {
+                        panic!("ACK of a write without its response")
+                    };
+                    assert_eq!(
+                        (r.opcode, r.return_code, r.modified_length),
+                        (ResponseOpcode::DefaultResponse, ReturnCode::Ok, 4608)
+                    );
+                }
                 assert_eq!((a.spdcid, a.dpdcid), (TARGET.pdc, INITIATOR.pdc));
                 ini.handle_ack(now, &cfg, &a).unwrap();
                 seen_ack = true;

@@ -1100,6 +1100,9 @@ pub fn endpoint(data: &[u8]) {
                     Event::Sent(h) | Event::Failed(h, _) => {
                         assert!(live.remove(&(side, h)), "an unknown message completed, or one completed twice");
                     }
+                    Event::Truncated { msg, .. } => {
+                        assert!(live.contains(&(side, msg)), "a truncation reported for a message not in flight");
+                    }
                     Event::Response { msg, psn, .. } => {
                         assert!(live.contains(&(side, msg)), "a response for a message not in flight");
                         assert!(responses.insert((side, msg, psn)), "a response reported twice");

@@ -24,9 +24,15 @@
 //!   send or acknowledge; a later message opens a new PDC.
 //! * A PDC the target asked to close (CLOSE_REQ) finishes the message in progress; the messages
 //!   after it wait for that PDC to close and then open a new one.
-//! * A duplicate (a PSN received before, in the current or the prior window) is answered by an
-//!   ACK carrying the SES DEFAULT_RESPONSE with RC_NULL (UE 1.0 §3.5.20.1), or the
-//!   guaranteed-delivery response held for it.
+//! * **Every ACK names a request and answers it** (the reference provider's target answers every
+//!   accepted request packet, `ultraethernet/uet-ref-prov` `uet_pds_to_ses_rx_req`, and its
+//!   initiator completes a packet acknowledged by name only when the ACK carries an SES
+//!   response): the ACK carries the guaranteed-delivery response held for the PSN it names
+//!   (ACK_PSN), else the SES DEFAULT_RESPONSE — RC_OK with the request's message id, RI
+//!   generation and JobID and `modified_length` = `request_length` for a request delivered now,
+//!   RC_NULL for a duplicate (a PSN received before, in the current or the prior window; UE 1.0
+//!   §3.5.20.1). An ACK that names no request this endpoint took last (a probe's, a CLOSE's) is
+//!   bare. Our initiator accepts bare ACKs too, as other peers send them.
 //! * A NACK NEW_START_PSN (secure start, 0-RTT or 1-RTT) moves the PSNs of the PDC's messages
 //!   with its window: they are resent at the new PSNs and complete only when those are
 //!   acknowledged.
@@ -57,7 +63,7 @@
 //!   `Max_RTO_Retx_Cnt` times, then fails the message. A RUDI NACK of a retransmit-class code
 //!   resends at once; other codes fail the message. The target places every request it gets,
 //!   duplicates included (the operation is idempotent), and answers each with a RUDI response
-//!   carrying an SES response (RC_OK, the bytes placed). It keeps no state, so it reports no
+//!   carrying the SES DEFAULT_RESPONSE (RC_OK, the whole message). It keeps no state, so it reports no
 //!   `Received` event for a RUDI message: the placements are the delivery.
 //! * UUD (best effort): one packet, no answer. The message counts as `Sent` once on the wire;
 //!   the target places it and reports it `Received` (PDC 0, which no PDC uses).
@@ -209,6 +215,17 @@ pub enum Event {
         /// The response.
         response: Response,
     },
+    /// The target's DEFAULT_RESPONSE (RC_OK) for a packet of a sent message reports fewer bytes
+    /// than the message has: it was truncated at the target (the reference provider's initiator
+    /// completes such a message in error). Reported once, before the message's `Sent`.
+    Truncated {
+        /// The message.
+        msg: MsgHandle,
+        /// The PSN of the packet answered.
+        psn: u32,
+        /// The bytes the target says it took (`modified_length`).
+        modified_length: u32,
+    },
     /// A received message is complete (reported in send order per PDC).
     Received {
         /// Sender address.
@@ -289,8 +306,9 @@ struct IniPdc {
 struct TgtPdc<const R: usize> {
     pdc: Target<2, R>,
     order: MessageOrder<ORDER_WINDOW>,
-    /// A stale duplicate arrived: the next ACK carries the SES DEFAULT_RESPONSE (RC_NULL) for it.
-    default_response: Option<Response>,
+    /// The SES DEFAULT_RESPONSE the next ACK carries if it names this PSN (ACK_PSN) and carries
+    /// no held response: RC_OK for the request delivered last, RC_NULL for a duplicate.
+    ack_response: Option<(u32, Response)>,
 }
 
 /// One fabric endpoint with up to `P` initiator and `P` target PDCs, `M` messages being sent,
@@ -520,7 +538,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     // The ACK carries the guaranteed-delivery response held for its PSN.
                     p.pdc.held_response(a.ack_psn())
                 } else {
-                    p.default_response.take()
+                    // Else the default response for the request it names, if that is the one
+                    // the PDC took last.
+                    p.ack_response.take().filter(|(psn, _)| *psn == a.ack_psn()).map(|(_, rsp)| rsp)
                 } {
                     Some(rsp) => {
                         a.next_header = NextHeader::Rsp;
@@ -914,15 +934,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     // Unanswered, the initiator resends; placing it again is harmless.
                     return Err(EndpointError::ResponsesFull);
                 }
-                let rsp = Response {
-                    list: ResponseList::Expected,
-                    opcode: ResponseOpcode::Response,
-                    return_code: ReturnCode::Ok,
-                    message_id: ses.message_id,
-                    ri_generation: ses.common.ri_generation,
-                    job_id: ses.common.job_id,
-                    modified_length: u32::from(seg.len),
-                };
+                let rsp = Response::default_for(&ses, ReturnCode::Ok);
                 let answer = Rudi {
                     response: true,
                     next_header: NextHeader::Rsp,
@@ -970,16 +982,20 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
     }
 
-    /// An ACK carrying an SES response to initiator PDC `a.dpdcid`. A guaranteed-delivery
-    /// response is reported the first time its PSN is acknowledged (the target acknowledges it
-    /// only with its response, and resends that ACK on every duplicate); later copies, and the
-    /// DEFAULT_RESPONSE a stale duplicate draws, only acknowledge.
+    /// An ACK carrying an SES response to initiator PDC `a.dpdcid`, which is reported the first
+    /// time its PSN is acknowledged (the target resends a held response with the ACK of every
+    /// duplicate; later copies only acknowledge): a guaranteed-delivery response, or a
+    /// DEFAULT_RESPONSE with an error code, as [`Event::Response`]; a DEFAULT_RESPONSE with RC_OK
+    /// whose `modified_length` (0 means the whole message) falls short of the message as
+    /// [`Event::Truncated`]. RC_NULL, NO_RESPONSE and other forms only acknowledge (the reference
+    /// provider's initiator rules, `uet_pds_to_ses_rx_rsp`).
     fn response_ack(&mut self, now: Instant, a: &crate::pds::Ack, rest: &[u8]) -> Result<(), EndpointError> {
-        // Other response forms (with data: this endpoint issues no reads) still acknowledge.
         let response = match SesHeader::parse(a.next_header, rest)? {
-            (Some(SesHeader::Response(r)), _) => {
-                Some(r).filter(|r| !matches!(r.opcode, ResponseOpcode::DefaultResponse | ResponseOpcode::NoResponse))
-            }
+            (Some(SesHeader::Response(r)), _) => match (r.opcode, r.return_code) {
+                (ResponseOpcode::NoResponse, _) | (ResponseOpcode::DefaultResponse, ReturnCode::Null) => None,
+                _ => Some(r),
+            },
+            // Other response forms (with data: this endpoint issues no reads) only acknowledge.
             _ => None,
         };
         let id = a.dpdcid;
@@ -995,10 +1011,20 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let accepted = p.pdc.handle_ack(now, &cfg, a).is_ok() && p.pdc.is_acked(psn);
         if let Some(response) = response.filter(|_| first && accepted) {
             if let Some((slot, _)) = self.message_at(id, psn) {
-                let generation = self.msgs.get(slot).and_then(Option::as_ref).map_or(0, |m| m.generation);
+                let m = self.msgs.get(slot).and_then(Option::as_ref);
+                let (generation, len) = m.map_or((0, 0), |m| (m.generation, m.desc.len));
                 let msg = MsgHandle { slot: slot as u16, generation };
-                // Room was checked above.
-                let _ = self.events.push_back(Event::Response { msg, psn, response });
+                let event = match (response.opcode, response.return_code) {
+                    (ResponseOpcode::DefaultResponse, ReturnCode::Ok) => {
+                        let short = response.modified_length != 0 && response.modified_length != len;
+                        short.then_some(Event::Truncated { msg, psn, modified_length: response.modified_length })
+                    }
+                    _ => Some(Event::Response { msg, psn, response }),
+                };
+                if let Some(ev) = event {
+                    // Room was checked above.
+                    let _ = self.events.push_back(ev);
+                }
             }
         }
         self.after_initiator_change(now, id);
@@ -1104,7 +1130,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                         let Ok(pdc) = Target::new(now, &cfg, id, &r, StartPolicy::Open, own_start) else {
                             return Ok(None);
                         };
-                        let tgt = TgtPdc { pdc, order: MessageOrder::new(), default_response: None };
+                        let tgt = TgtPdc { pdc, order: MessageOrder::new(), ack_response: None };
                         if self.targets.insert(key, tgt).is_err() {
                             return Ok(None);
                         }
@@ -1151,19 +1177,16 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     payload,
                 });
             }
-            let held = t.pdc.held_response(r.psn).is_some();
-            if v.delivery == Delivery::Stale || (v.delivery == Delivery::Duplicate && !held) {
-                // Received before: the ACK the PDC now owes carries the default response (UE 1.0
-                // §3.5.20.1), unless it carries the response held for the PSN.
-                t.default_response = Some(Response {
-                    list: ResponseList::Expected,
-                    opcode: ResponseOpcode::DefaultResponse,
-                    return_code: ReturnCode::Null,
-                    message_id: ses.message_id,
-                    ri_generation: ses.common.ri_generation,
-                    job_id: ses.common.job_id,
-                    modified_length: 0,
-                });
+            // The ACK that names this request carries the SES DEFAULT_RESPONSE, unless it carries
+            // a held response: RC_OK for a request delivered now, RC_NULL for one received before
+            // (UE 1.0 §3.5.20.1; see the module doc).
+            let code = match v.delivery {
+                Delivery::New => Some(ReturnCode::Ok),
+                Delivery::Stale | Delivery::Duplicate => Some(ReturnCode::Null),
+                Delivery::Dropped => None,
+            };
+            if let Some(code) = code {
+                t.ack_response = Some((r.psn, Response::default_for(&ses, code)));
             }
             if let Some(n) = v.nack {
                 self.queue_nack(src, n);
@@ -1515,6 +1538,7 @@ mod tests {
                         }
                         Event::Failed(h, f) => panic!("message {h:?} failed: {f:?}"),
                         Event::Response { .. } => panic!("no request was answered"),
+                        Event::Truncated { .. } => panic!("no message was truncated"),
                         Event::Received { pdc, message_id, len, .. } => {
                             let (index, buf) = buffers.remove(&(pdc, message_id)).expect("placed");
                             assert_eq!(buf.len(), len as usize);
@@ -1687,8 +1711,15 @@ mod tests {
         pkt.extend([0u8; 100]);
         assert!(b.handle_packet(now, a_addr, &pkt).unwrap().is_some());
         let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
-        let (PdsHeader::Ack(ack), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("not an ACK") };
-        assert_eq!(ack.next_header, NextHeader::None);
+        let (PdsHeader::Ack(ack), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("not an ACK") };
+        // Delivered: the ACK answers it with DEFAULT_RESPONSE, RC_OK, the whole message.
+        let (Some(SesHeader::Response(rsp)), _) = SesHeader::parse(ack.next_header, rest).unwrap() else {
+            panic!("no SES response")
+        };
+        assert_eq!(
+            (rsp.opcode, rsp.return_code, rsp.modified_length, rsp.job_id),
+            (ResponseOpcode::DefaultResponse, ReturnCode::Ok, 100, 42)
+        );
         // The same packet again: cumulatively acknowledged, so stale; not placed again.
         assert!(b.handle_packet(now, a_addr, &pkt).unwrap().is_none());
         let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
@@ -1727,7 +1758,7 @@ mod tests {
         let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
         let (PdsHeader::Ack(ack), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("an ACK") };
         assert!(ack.flags.contains(AckFlags::M));
-        assert_eq!(ack.next_header, NextHeader::None);
+        assert_eq!(ack.next_header, NextHeader::Rsp);
         // Its copy: received, not cumulatively acknowledged (the first is missing).
         assert!(b.handle_packet(now, a_addr, &pkts[1]).unwrap().is_none());
         let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
@@ -1738,6 +1769,91 @@ mod tests {
             panic!("no SES response")
         };
         assert_eq!((rsp.opcode, rsp.return_code), (ResponseOpcode::DefaultResponse, ReturnCode::Null));
+    }
+
+    /// Every ACK that names a delivered request answers it with DEFAULT_RESPONSE, RC_OK, its ids
+    /// echoed and `modified_length` = `request_length` (coalesced ACKs name the newest packet).
+    #[test]
+    fn every_ack_answers_the_request_it_names() {
+        let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+        let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
+        let now = Instant::ZERO;
+        let mut out = [0u8; 256];
+        let h = a.send(desc(b_addr, Service::Rud, 3, 2500)).unwrap();
+        while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
+            let mut pkt = out[..t.header_len].to_vec();
+            pkt.extend((0..t.payload.map_or(0, |p| p.len)).map(|_| 0u8));
+            b.handle_packet(now, a_addr, &pkt).unwrap();
+        }
+        let mut acks = 0;
+        while let Some(t) = b.poll_transmit(now, &mut out).unwrap() {
+            let bytes = out[..t.header_len].to_vec();
+            let (PdsHeader::Ack(ack), rest) = PdsHeader::parse(&bytes).unwrap() else { panic!("an ACK") };
+            let (Some(SesHeader::Response(rsp)), _) = SesHeader::parse(ack.next_header, rest).unwrap() else {
+                panic!("ACK of PSN {} without a response", ack.ack_psn())
+            };
+            assert_eq!(
+                (rsp.opcode, rsp.return_code, rsp.message_id, rsp.job_id, rsp.modified_length),
+                (ResponseOpcode::DefaultResponse, ReturnCode::Ok, 0, 42, 2500)
+            );
+            a.handle_packet(now, b_addr, &bytes).unwrap();
+            acks += 1;
+        }
+        assert!(acks >= 1);
+        assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+    }
+
+    /// The initiator accepts a bare ACK, and reads a DEFAULT_RESPONSE as the reference provider's
+    /// initiator does: RC_NULL and a whole-message RC_OK only acknowledge, a short
+    /// `modified_length` is reported truncated, another code is reported as a response.
+    #[test]
+    fn the_initiator_reads_default_responses() {
+        use crate::pds::Ack;
+        let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+        let mut out = [0u8; 256];
+        let now = Instant::ZERO;
+        let cases = [
+            (None, None),
+            (Some((ReturnCode::Null, 0)), None),
+            (Some((ReturnCode::Ok, 100)), None),
+            (Some((ReturnCode::Ok, 0)), None),
+            (Some((ReturnCode::Ok, 60)), Some("truncated")),
+            (Some((ReturnCode::NoMatch, 0)), Some("response")),
+        ];
+        for (answer, report) in cases {
+            let mut a = Ep::new(config(a_addr), 1);
+            let h = a.send(desc(b_addr, Service::Rud, 0, 100)).unwrap();
+            let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+            let (PdsHeader::Request(r), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!() };
+            let ack = Ack {
+                next_header: if answer.is_some() { NextHeader::Rsp } else { NextHeader::None },
+                flags: crate::pds::AckFlags::empty(),
+                request: crate::pds::AckRequest::None,
+                ack_psn_offset: 0,
+                cack_psn: r.psn,
+                spdcid: 19,
+                dpdcid: r.spdcid,
+                ext: crate::pds::AckExtension::None,
+            };
+            let mut n = ack.emit(&mut out).unwrap();
+            if let Some((code, len)) = answer {
+                let mut rsp = Response::default_for(&desc(b_addr, Service::Rud, 0, 100).header, code);
+                rsp.modified_length = len;
+                n += SesHeader::Response(rsp).emit(&mut out[n..]).unwrap();
+            }
+            a.handle_packet(now, b_addr, &out[..n]).unwrap();
+            match (report, a.poll_event()) {
+                (None, Some(Event::Sent(s))) => assert_eq!(s, h),
+                (Some("truncated"), Some(Event::Truncated { msg, modified_length: 60, .. })) => assert_eq!(msg, h),
+                (Some("response"), Some(Event::Response { msg, response, .. })) => {
+                    assert_eq!((msg, response.return_code), (h, ReturnCode::NoMatch));
+                }
+                (want, got) => panic!("{answer:?}: wanted {want:?}, got {got:?}"),
+            }
+            if report.is_some() {
+                assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+            }
+        }
     }
 
     /// A copy of a PDC's first packet arriving after the PDC closed opens no new PDC and is not

@@ -217,6 +217,23 @@ impl Response {
     /// Length.
     pub const LEN: usize = 12;
 
+    /// The DEFAULT_RESPONSE to request `req` with `code`: the request's message id, RI generation
+    /// and JobID echoed; with RC_OK the whole message reported (`modified_length` =
+    /// `request_length`), as the reference provider's target answers every request it accepts
+    /// (`ultraethernet/uet-ref-prov` `uet_pds_to_ses_rx_req`); otherwise 0.
+    pub const fn default_for(req: &super::StandardRequest, code: ReturnCode) -> Self {
+        let whole = matches!(code, ReturnCode::Ok);
+        Response {
+            list: ResponseList::Expected,
+            opcode: ResponseOpcode::DefaultResponse,
+            return_code: code,
+            message_id: req.message_id,
+            ri_generation: req.common.ri_generation,
+            job_id: req.common.job_id,
+            modified_length: if whole { req.request_length } else { 0 },
+        }
+    }
+
     /// Parses a response from the front of `bytes`.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
