@@ -1856,6 +1856,52 @@ mod tests {
         }
     }
 
+    /// Interop: ACKs in the reference provider's form — plain ACKs (no SACK) naming a PSN above
+    /// CACK by ACK_PSN, its own flag 0x40 set, each carrying a DEFAULT_RESPONSE — drive our
+    /// initiator: each named PSN is acknowledged, and messages complete in order.
+    #[test]
+    fn reference_provider_acks_complete_messages() {
+        let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+        let mut a = Ep::new(config(a_addr), 1);
+        let now = Instant::ZERO;
+        let mut out = [0u8; 256];
+        let hs =
+            [a.send(desc(b_addr, Service::Rud, 0, 10)).unwrap(), a.send(desc(b_addr, Service::Rud, 1, 10)).unwrap()];
+        let mut reqs = Vec::new();
+        while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
+            let (PdsHeader::Request(r), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!() };
+            let Ok((Some(SesHeader::Standard(ses)), _)) = SesHeader::parse(NextHeader::ReqStd, rest) else { panic!() };
+            reqs.push((r, ses));
+        }
+        assert_eq!(reqs.len(), 2);
+        let ref_ack = |cack: u32, named: &(Request, StandardRequest), out: &mut [u8; 256]| {
+            let a = crate::pds::Ack {
+                next_header: NextHeader::Rsp,
+                flags: crate::pds::AckFlags::empty(),
+                request: crate::pds::AckRequest::None,
+                ack_psn_offset: named.0.psn.wrapping_sub(cack) as i16,
+                cack_psn: cack,
+                spdcid: 19,
+                dpdcid: named.0.spdcid,
+                ext: crate::pds::AckExtension::None,
+            };
+            let mut n = a.emit(out).unwrap();
+            out[1] |= 0x40; // the reference provider's own ACK flag
+            n += SesHeader::Response(Response::default_for(&named.1, ReturnCode::Ok)).emit(&mut out[n..]).unwrap();
+            n
+        };
+        // The second packet is named first, CACK still before the first: acknowledged, but the
+        // second message waits for the first.
+        let before_first = reqs[0].0.psn.wrapping_sub(1);
+        let n = ref_ack(before_first, &reqs[1], &mut out);
+        a.handle_packet(now, b_addr, &out[..n]).unwrap();
+        assert_eq!(a.poll_event(), None);
+        // Then the first, by name too.
+        let n = ref_ack(before_first, &reqs[0], &mut out);
+        a.handle_packet(now, b_addr, &out[..n]).unwrap();
+        assert_eq!([a.poll_event(), a.poll_event()], hs.map(|h| Some(Event::Sent(h))));
+    }
+
     /// A copy of a PDC's first packet arriving after the PDC closed opens no new PDC and is not
     /// delivered again; a SYN with the same key and another start PSN (a new PDC) is let in.
     #[test]

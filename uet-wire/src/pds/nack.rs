@@ -92,7 +92,11 @@ nack_codes! {
     Trimmed = 0x01 => Retransmit,
     /// The packet was trimmed at the last-hop switch.
     TrimmedLastHop = 0x02 => Retransmit,
-    /// An ACK carrying read-response data was trimmed.
+    /// An ACK carrying read-response data was trimmed (UE 1.0–1.0.2). UE 1.0.3 withdrew the code:
+    /// a trimmed ACK draws no NACK, and 0x03 is reserved (the 1.0.3 change list as quoted by
+    /// `BulkyCI/astra-sim` `docs/agents/uec-1.0.3-reconciliation.md`; the reference provider,
+    /// Wireshark and XDP2 still define it). This crate never sends it and still accepts it from
+    /// older peers (retransmit).
     TrimmedAck = 0x03 => Retransmit,
     /// No PDC resource at the target.
     NoPdcAvail = 0x04 => Retransmit,
