@@ -153,10 +153,7 @@ impl<const R: usize> EndpointSim<R> {
         let mut rng = Rng::new(cfg.seed);
         let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
         let side = |i: usize, rng: &mut Rng| Side {
-            ep: Ep::<R>::new(
-                EndpointConfig { addr: addrs[i], mtu: cfg.mtu, pdc: cfg.pdc, close_when_idle: true },
-                rng.next_u64(),
-            ),
+            ep: Ep::<R>::new(EndpointConfig { pdc: cfg.pdc, ..EndpointConfig::new(addrs[i], cfg.mtu) }, rng.next_u64()),
             addr: addrs[i],
             next_message: 0,
             tx_free_at: Instant::ZERO,

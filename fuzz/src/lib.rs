@@ -1002,13 +1002,13 @@ pub fn pdc_pair(data: &[u8]) {
 pub fn endpoint(data: &[u8]) {
     use std::collections::{HashMap, HashSet};
     use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, Service};
-    use uet_wire::pdc::{PdcConfig, ipv4};
+    use uet_wire::pdc::ipv4;
     use uet_wire::ses::{Opcode, RequestCommon, SesFlags, StandardRequest, StandardTail};
     type Ep = Endpoint<4, 8, 40>;
     let mut u = Unstructured::new(data);
     let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
     let mtu = u.int_in_range(1u16..=2048).unwrap_or(512);
-    let cfg = |addr| EndpointConfig { addr, mtu, pdc: PdcConfig::default(), close_when_idle: true };
+    let cfg = |addr| EndpointConfig::new(addr, mtu);
     let mut eps = [Ep::new(cfg(addrs[0]), 1), Ep::new(cfg(addrs[1]), 2)];
     let mut now = Instant::ZERO;
     let mut net: Vec<(usize, Vec<u8>)> = Vec::new();

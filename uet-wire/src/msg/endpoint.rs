@@ -101,6 +101,25 @@ pub struct EndpointConfig {
     pub pdc: PdcConfig,
     /// Close a PDC as soon as it has nothing left to send or acknowledge.
     pub close_when_idle: bool,
+    /// The most messages started on one PDC and not yet completed (`Sent` or `Failed`); the next
+    /// waits for one to complete. A target tracks a bounded number of messages in progress per
+    /// PDC (ours [`ORDER_WINDOW`], 16) and refuses the packets of more with NACK
+    /// NO_SES_MSG_AVAIL, so sending more under loss only draws NACKs. Default [`ORDER_WINDOW`].
+    pub messages_per_pdc: u16,
+}
+
+impl EndpointConfig {
+    /// An endpoint at `addr` sending `mtu` payload bytes per packet, with the default PDC timers,
+    /// PDCs closed when idle, and [`ORDER_WINDOW`] messages in progress per PDC.
+    pub fn new(addr: IpAddr, mtu: u16) -> Self {
+        EndpointConfig {
+            addr,
+            mtu,
+            pdc: PdcConfig::default(),
+            close_when_idle: true,
+            messages_per_pdc: ORDER_WINDOW as u16,
+        }
+    }
 }
 
 /// How a message is delivered.
@@ -755,7 +774,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         if let Some(id) = self.initiators.find(&key) {
             let p = self.initiators.get(id)?;
             let takes_new = matches!(p.pdc.state(), InitiatorState::Creating | InitiatorState::Established);
-            return takes_new.then_some(id);
+            // No more messages in progress than the target tracks (see `messages_per_pdc`).
+            let open = self.msgs.iter().flatten().filter(|m| m.pdc == Some(id)).count();
+            return (takes_new && open < usize::from(self.cfg.messages_per_pdc)).then_some(id);
         }
         let id = self.initiators.next_id()?;
         let start = self.random_u32();
@@ -1416,10 +1437,8 @@ mod tests {
 
     fn config(addr: IpAddr) -> EndpointConfig {
         EndpointConfig {
-            addr,
-            mtu: 1024,
             pdc: PdcConfig { max_rto_retx: 15, ..PdcConfig::default() },
-            close_when_idle: true,
+            ..EndpointConfig::new(addr, 1024)
         }
     }
 
@@ -1475,6 +1494,17 @@ mod tests {
     type Leftover = HashMap<(u16, u16), (u64, Vec<u8>)>;
 
     fn exchange(mode: Service, lens: &[u32], loss: u32, reorder: bool) -> (Vec<(u64, u32)>, usize, Ep, Ep, Leftover) {
+        exchange_window(mode, lens, loss, reorder, 8)
+    }
+
+    /// [`exchange`] keeping up to `window` messages queued at A.
+    fn exchange_window(
+        mode: Service,
+        lens: &[u32],
+        loss: u32,
+        reorder: bool,
+        window: usize,
+    ) -> (Vec<(u64, u32)>, usize, Ep, Ep, Leftover) {
         let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
         let mut eps = [Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2)];
         let mut handles: HashMap<MsgHandle, u64> = HashMap::new();
@@ -1486,8 +1516,8 @@ mod tests {
         let mut now = Instant::ZERO;
         let mut out = [0u8; 256];
         for _round in 0..200_000 {
-            // Keep up to 8 messages queued at A.
-            while next_msg < lens.len() && eps[0].messages_in_flight() < 8 {
+            // Keep up to `window` messages queued at A.
+            while next_msg < lens.len() && eps[0].messages_in_flight() < window {
                 let h = eps[0].send(desc(b_addr, mode, next_msg as u64, lens[next_msg])).unwrap();
                 handles.insert(h, next_msg as u64);
                 next_msg += 1;
@@ -1654,6 +1684,17 @@ mod tests {
     fn rud_messages_complete_in_order_despite_reordering_and_loss() {
         let l = lens(60);
         let (received, sent, _, _, _) = exchange(Service::Rud, &l, 100, true);
+        assert_eq!(sent, l.len());
+        let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
+        assert_eq!(received, want);
+    }
+
+    /// More messages in flight than the target tracks on one PDC, under loss: the initiator keeps
+    /// no more than `messages_per_pdc` in progress, so none is refused into failure.
+    #[test]
+    fn more_messages_in_flight_than_the_target_tracks() {
+        let l: Vec<u32> = (0..200).map(|i| [1u32, 100, 1500][i % 3]).collect();
+        let (received, sent, ..) = exchange_window(Service::Rud, &l, 30, true, 32);
         assert_eq!(sent, l.len());
         let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
         assert_eq!(received, want);
