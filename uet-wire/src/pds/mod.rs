@@ -143,6 +143,14 @@ impl NextHeader {
         matches!(self, NextHeader::ReqSmall | NextHeader::ReqMedium | NextHeader::ReqStd)
     }
 
+    /// Whether a RUD/ROD request packet may carry the header: an SES request, or read data going
+    /// back on the PDC (RSP_DATA, RSP_DATA_SMALL), which the reference provider sends as a request
+    /// packet in the target's own PSN space (`ultraethernet/uet-ref-prov` `uet_pds_tx_pkt`, and
+    /// `util/uet_pkt_chk.c`, which accepts NH 5 and 6 on RUD/ROD requests).
+    pub const fn is_request_or_data(self) -> bool {
+        self.is_request() || matches!(self, NextHeader::RspData | NextHeader::RspDataSmall)
+    }
+
     /// Whether the header is none or an SES response (what an ACK may carry).
     pub const fn is_response_or_none(self) -> bool {
         matches!(self, NextHeader::None | NextHeader::Rsp | NextHeader::RspData | NextHeader::RspDataSmall)

@@ -158,8 +158,8 @@ impl Request {
     /// Writes the header to the front of `out`.
     #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
-        if !self.next_header.is_request() {
-            return Err(Error::Mismatch { field: "request next header is not an SES request" });
+        if !self.next_header.is_request_or_data() {
+            return Err(Error::Mismatch { field: "request next header is neither an SES request nor read data" });
         }
         let flags = self.flags.bits() | if self.dest.syn() { SYN } else { 0 };
         let prologue =
@@ -215,6 +215,8 @@ impl<'a> RequestView<'a> {
         let next_header = match p.next {
             1 => NextHeader::ReqSmall,
             2 => NextHeader::ReqMedium,
+            5 => NextHeader::RspData,
+            6 => NextHeader::RspDataSmall,
             _ => NextHeader::ReqStd,
         };
         let (cc, rest) = if has_cc {
@@ -255,7 +257,7 @@ impl<'a> RequestView<'a> {
     #[inline(always)]
     fn is_valid(raw: &RequestRaw) -> bool {
         let p = Prologue::from_word(raw.prologue.get());
-        REQUEST_TYPES >> p.packet_type & 1 != 0 && matches!(p.next, 1..=3)
+        REQUEST_TYPES >> p.packet_type & 1 != 0 && matches!(p.next, 1..=3 | 5 | 6)
     }
 
     /// The same checks one field at a time in wire order, naming the first that fails (the cold
@@ -267,8 +269,8 @@ impl<'a> RequestView<'a> {
             PacketType::RudReq | PacketType::RodReq | PacketType::RudCcReq | PacketType::RodCcReq => {}
             _ => return Err(Error::Mismatch { field: "PDS type is not a RUD/ROD request" }),
         }
-        if !NextHeader::try_from(p.next)?.is_request() {
-            return Err(Error::Mismatch { field: "request next header is not an SES request" });
+        if !NextHeader::try_from(p.next)?.is_request_or_data() {
+            return Err(Error::Mismatch { field: "request next header is neither an SES request nor read data" });
         }
         Ok(())
     }
@@ -413,10 +415,14 @@ mod tests {
         let mut out = [0u8; 16];
         r.emit(&mut out).unwrap();
         assert_eq!(out, b);
-        // NH = response: not a request.
+        // NH = response without data (4): not a request.
         let mut x = b;
         x[0] = 0x72;
+        x[1] = 0x10;
         assert!(matches!(Request::parse(&x), Err(Error::Mismatch { .. })));
+        // NH = RSP_DATA (5): read data going back in the target's PSN space.
+        x[1] = 0x90;
+        assert_eq!(Request::parse(&x).unwrap().0.next_header, NextHeader::RspData);
         // SYN with reserved pdc_info bits: ignored, reported strictly.
         let syn = [0x11, 0x84, 0, 0, 0, 0, 0, 8, 0, 7, 0x70, 4];
         assert_eq!(Request::parse(&syn).unwrap().0.dest, PdcDest::Syn { use_rsv_pdc: false, psn_offset: 4 });
@@ -429,7 +435,13 @@ mod tests {
     pub(crate) fn arb_request() -> impl Strategy<Value = Request> {
         (
             prop_oneof![Just(DeliveryMode::Rud), Just(DeliveryMode::Rod)],
-            prop_oneof![Just(NextHeader::ReqSmall), Just(NextHeader::ReqMedium), Just(NextHeader::ReqStd)],
+            prop_oneof![
+                Just(NextHeader::ReqSmall),
+                Just(NextHeader::ReqMedium),
+                Just(NextHeader::ReqStd),
+                Just(NextHeader::RspData),
+                Just(NextHeader::RspDataSmall)
+            ],
             0u8..4,
             any::<i16>(),
             any::<u32>(),
