@@ -186,7 +186,8 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
     pub fn remove(&mut self, id: u16) -> Option<T> {
         let index = self.index_of(id)?;
         let slot = self.slots.get_mut(index)?.take()?;
-        self.by_key.remove(&slot.key);
+        // The map's order means nothing here, so the cheap removal is the right one.
+        self.by_key.swap_remove(&slot.key);
         if let Some(g) = self.generations.get_mut(index) {
             *g = g.wrapping_add(1) % Self::GENERATIONS;
         }
