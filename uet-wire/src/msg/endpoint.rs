@@ -31,8 +31,9 @@
 //!   (ACK_PSN), else the SES DEFAULT_RESPONSE — RC_OK with the request's message id, RI
 //!   generation and JobID and `modified_length` = `request_length` for a request delivered now,
 //!   RC_NULL for a duplicate (a PSN received before, in the current or the prior window; UE 1.0
-//!   §3.5.20.1). An ACK that names no request this endpoint took last (a probe's, a CLOSE's) is
-//!   bare. Our initiator accepts bare ACKs too, as other peers send them.
+//!   §3.5.20.1). An ACK that names an older request (answering a probe, or a CLEAR) carries an
+//!   RC_NULL DEFAULT_RESPONSE, since only the last request's ids are kept; only the CLOSE's ACK
+//!   is bare. Our initiator accepts bare ACKs too, as other peers send them.
 //! * A NACK NEW_START_PSN (secure start, 0-RTT or 1-RTT) moves the PSNs of the PDC's messages
 //!   with its window: they are resent at the new PSNs and complete only when those are
 //!   acknowledged.
@@ -289,6 +290,33 @@ impl From<Error> for EndpointError {
     }
 }
 
+impl core::fmt::Display for EndpointError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            EndpointError::TooManyMessages => write!(f, "every message slot is in use"),
+            EndpointError::Segment(e) => write!(f, "{e}"),
+            EndpointError::Malformed(e) => write!(f, "malformed packet: {e}"),
+            EndpointError::Unsupported => write!(f, "a packet this endpoint does not handle"),
+            EndpointError::UudTooLong => write!(f, "a UUD message must fit one packet"),
+            EndpointError::EventsFull => write!(f, "the event queue is full: poll events"),
+            EndpointError::ResponsesFull => write!(f, "the RUDI response queue is full: transmit"),
+            EndpointError::BufferTooShort => write!(f, "the output buffer cannot hold the headers"),
+            EndpointError::Respond(e) => write!(f, "cannot respond: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for EndpointError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            EndpointError::Segment(e) => Some(e),
+            EndpointError::Malformed(e) => Some(e),
+            EndpointError::Respond(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// What the endpoint dropped or refused, by cause (counts since [`Endpoint::new`], wrapping).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -328,6 +356,9 @@ struct TgtPdc<const R: usize> {
     /// The SES DEFAULT_RESPONSE the next ACK carries if it names this PSN (ACK_PSN) and carries
     /// no held response: RC_OK for the request delivered last, RC_NULL for a duplicate.
     ack_response: Option<(u32, Response)>,
+    /// The RI generation and JobID of the last request taken, for the RC_NULL response of an ACK
+    /// that names an older request (one answering a probe, or a CLEAR).
+    last_ids: (u8, u32),
 }
 
 /// One fabric endpoint with up to `P` initiator and `P` target PDCs, `M` messages being sent,
@@ -557,9 +588,13 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     // The ACK carries the guaranteed-delivery response held for its PSN.
                     p.pdc.held_response(a.ack_psn())
                 } else {
-                    // Else the default response for the request it names, if that is the one
-                    // the PDC took last.
-                    p.ack_response.take().filter(|(psn, _)| *psn == a.ack_psn()).map(|(_, rsp)| rsp)
+                    // Else the default response for the request it names: RC_OK if that is the
+                    // one the PDC took last, else RC_NULL for any request it received (answering a
+                    // probe or a CLEAR); nothing once the PDC closed (the CLOSE's ACK).
+                    let named = a.ack_psn();
+                    let last = p.ack_response.take().filter(|(psn, _)| *psn == named).map(|(_, rsp)| rsp);
+                    let received = p.pdc.state() != crate::pdc::TargetState::Closed && p.pdc.window().received(named);
+                    last.or_else(|| received.then(|| null_response(p.last_ids)))
                 } {
                     Some(rsp) => {
                         a.next_header = NextHeader::Rsp;
@@ -1151,7 +1186,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                         let Ok(pdc) = Target::new(now, &cfg, id, &r, StartPolicy::Open, own_start) else {
                             return Ok(None);
                         };
-                        let tgt = TgtPdc { pdc, order: MessageOrder::new(), ack_response: None };
+                        let tgt = TgtPdc { pdc, order: MessageOrder::new(), ack_response: None, last_ids: (0, 0) };
                         if self.targets.insert(key, tgt).is_err() {
                             return Ok(None);
                         }
@@ -1208,6 +1243,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             };
             if let Some(code) = code {
                 t.ack_response = Some((r.psn, Response::default_for(&ses, code)));
+                t.last_ids = (ses.common.ri_generation, ses.common.job_id);
             }
             if let Some(n) = v.nack {
                 self.queue_nack(src, n);
@@ -1418,6 +1454,22 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
 /// Emits a PDS header at the front of `out`.
 fn emit(out: &mut [u8], h: &PdsHeader) -> Result<usize, EndpointError> {
     h.emit(out).map_err(|_| EndpointError::BufferTooShort)
+}
+
+/// The RC_NULL DEFAULT_RESPONSE for an ACK that names a request received before, whose own ids
+/// this endpoint no longer keeps: the PDC's last RI generation and JobID, message id 0. Receivers
+/// ignore RC_NULL but for acknowledging the PSN (the reference provider's initiator completes a
+/// PSN named by an ACK only when the ACK carries an SES response).
+const fn null_response((ri_generation, job_id): (u8, u32)) -> Response {
+    Response {
+        list: ResponseList::Expected,
+        opcode: ResponseOpcode::DefaultResponse,
+        return_code: ReturnCode::Null,
+        message_id: 0,
+        ri_generation,
+        job_id,
+        modified_length: 0,
+    }
 }
 
 /// A NACK refusing request `r`.
@@ -1842,6 +1894,53 @@ mod tests {
         }
         assert!(acks >= 1);
         assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+    }
+
+    /// An ACK that answers a probe (ACK_REQ) for an older request names it and carries an RC_NULL
+    /// DEFAULT_RESPONSE, so a peer that completes a named PSN only with an SES response (the
+    /// reference provider) completes it; the CLOSE's ACK stays bare.
+    #[test]
+    fn an_ack_naming_an_older_request_carries_a_response() {
+        use crate::pds::{Control, ControlFlags, ControlType};
+        let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+        let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
+        let (mut a, mut b) = (Ep::new(keep(a_addr), 1), Ep::new(keep(b_addr), 2));
+        let now = Instant::ZERO;
+        let mut out = [0u8; 256];
+        let mut psns = Vec::new();
+        for i in 0..2 {
+            a.send(desc(b_addr, Service::Rud, i, 10)).unwrap();
+            let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+            let (PdsHeader::Request(r), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!() };
+            psns.push((r.psn, r.spdcid));
+            let mut pkt = out[..t.header_len].to_vec();
+            pkt.extend([0u8; 10]);
+            b.handle_packet(now, a_addr, &pkt).unwrap();
+        }
+        let mut tpdc = 0;
+        while let Some(t) = b.poll_transmit(now, &mut out).unwrap() {
+            let (PdsHeader::Ack(ack), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!() };
+            tpdc = ack.spdcid;
+        }
+        let (first, ipdc) = psns[0];
+        let probe = Control {
+            ctl_type: ControlType::AckReq,
+            flags: ControlFlags::empty(),
+            probe_opaque: 0,
+            psn: first,
+            spdcid: ipdc,
+            dest: PdcDest::Established { dpdcid: tpdc },
+            payload: 0,
+        };
+        let n = probe.emit(&mut out).unwrap();
+        b.handle_packet(now, a_addr, &out[..n].to_vec()).unwrap();
+        let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+        let (PdsHeader::Ack(ack), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("an ACK") };
+        assert_eq!(ack.ack_psn(), first);
+        let (Some(SesHeader::Response(rsp)), _) = SesHeader::parse(ack.next_header, rest).unwrap() else {
+            panic!("the probe's ACK carries no response")
+        };
+        assert_eq!((rsp.opcode, rsp.return_code, rsp.job_id), (ResponseOpcode::DefaultResponse, ReturnCode::Null, 42));
     }
 
     /// The initiator accepts a bare ACK, and reads a DEFAULT_RESPONSE as the reference provider's

@@ -1,16 +1,14 @@
-//! The message layer between the SES and the PDCs (issue 4): cutting a message into packets
-//! ([`segment`]), completing messages in message order at the target ([`order`]), and the
-//! [`Endpoint`] that maps messages to PDCs and drives them ([`endpoint`]).
-//!
-//! Still to come: RUDI and UUD through the endpoint, guaranteed-delivery responses.
+//! The message layer between the SES and the PDCs: cutting a message into packets
+//! ([`segment`]), completing received messages in send order ([`order`]), and the [`Endpoint`]
+//! that maps messages to PDCs and drives them ([`endpoint`]).
 
 pub mod endpoint;
 pub mod order;
 pub mod segment;
 
 pub use endpoint::{
-    Endpoint, EndpointConfig, EndpointError, EndpointStats, Event, MessageDesc, MsgHandle, PayloadRef, Placement,
-    Service, Transmit,
+    Endpoint, EndpointConfig, EndpointError, EndpointStats, Event, MAX_HEADER_LEN, MessageDesc, MsgHandle,
+    ORDER_WINDOW, PayloadRef, Placement, Service, Transmit,
 };
 pub use order::{MessageOrder, OrderError};
 pub use segment::{MAX_PAYLOAD, Segment, SegmentError, Segmenter};

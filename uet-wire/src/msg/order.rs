@@ -40,6 +40,19 @@ pub enum OrderError {
     },
 }
 
+impl core::fmt::Display for OrderError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            OrderError::NoRoom { message_id } => write!(f, "no room to track message {message_id}"),
+            OrderError::Inconsistent { message_id } => {
+                write!(f, "packet does not fit message {message_id}'s length")
+            }
+        }
+    }
+}
+
+impl core::error::Error for OrderError {}
+
 /// One message in progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Slot {

@@ -24,6 +24,16 @@ pub enum SegmentError {
     },
 }
 
+impl core::fmt::Display for SegmentError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SegmentError::BadMtu { mtu } => write!(f, "payload per packet {mtu} is 0 or above {MAX_PAYLOAD}"),
+        }
+    }
+}
+
+impl core::error::Error for SegmentError {}
+
 /// Where one packet's payload sits in its message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

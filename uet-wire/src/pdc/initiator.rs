@@ -427,11 +427,11 @@ impl<const W: usize> Initiator<W> {
             self.events |= EV_ESTABLISHED;
         }
         if let Some(mpr) = mpr {
-            // A stale MPR (CACK not newer than the last update's) is ignored (digest §4.4). MPR 0
-            // would stop the PDC for good (no new PSN, so no new ACK to reopen it): it is read
-            // as the smallest range that still moves, one unit (project-defined).
-            if !psn_after(self.peer_range_cack, ack.cack_psn) {
-                self.peer_range = u32::from(mpr.max(1)) * MPR_GRANULARITY;
+            // An MPR update counts only with a CACK newer than the last update's (the reference
+            // provider's rule). MPR 0 means the peer gives no range (the reference provider reads
+            // `peer_mp_range == 0` so): only this PDC's own window limits it.
+            if psn_after(ack.cack_psn, self.peer_range_cack) {
+                self.peer_range = if mpr == 0 { u32::MAX } else { u32::from(mpr) * MPR_GRANULARITY };
                 self.peer_range_cack = ack.cack_psn;
             }
         }

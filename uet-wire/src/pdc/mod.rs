@@ -36,7 +36,7 @@ mod tests;
 
 pub use config::{PdcConfig, UNLIMITED_NACK_RETX};
 pub use initiator::{AckOutcome, Initiator, InitiatorEvent, InitiatorState, InitiatorTx, Stamp};
-pub use table::{InitiatorKey, IpAddr, PdcTable, TableError, TargetKey, ipv4};
+pub use table::{InitiatorKey, IpAddr, PdcTable, TableError, TargetKey, ip, ipv4};
 pub use target::{Delivery, StartPolicy, Target, TargetEvent, TargetState, TargetTx, Verdict};
 pub use window::{AckCoalescer, AckError, AckPolicy, AckTriggers, Arrival, RxWindow, Sack, TxWindow, psn_after};
 
@@ -93,6 +93,21 @@ impl From<AckError> for PdcError {
         PdcError::Ack(e)
     }
 }
+
+impl core::fmt::Display for PdcError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            PdcError::IllegalEvent { event, state } => write!(f, "{event} is not allowed in state {state:?}"),
+            PdcError::WrongPdc { expected, got } => write!(f, "packet for PDC {got}, this is PDC {expected}"),
+            PdcError::Ack(e) => write!(f, "{e}"),
+            PdcError::StaleNack { psn } => write!(f, "NACK of PSN {psn}, outside the send window"),
+            PdcError::WindowFull => write!(f, "the send window has no room"),
+            PdcError::CannotHold { psn, why } => write!(f, "cannot hold a response for PSN {psn}: {why}"),
+        }
+    }
+}
+
+impl core::error::Error for PdcError {}
 
 /// Why a PDC closed in error: every message not yet acknowledged failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

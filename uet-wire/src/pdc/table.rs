@@ -29,6 +29,14 @@ pub const fn ipv4(a: [u8; 4]) -> IpAddr {
     [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, b0, b1, b2, b3]
 }
 
+/// The 16-byte form of a `core::net` address: IPv4 mapped (`::ffff:a.b.c.d`), IPv6 as is.
+pub const fn ip(addr: core::net::IpAddr) -> IpAddr {
+    match addr {
+        core::net::IpAddr::V4(a) => ipv4(a.octets()),
+        core::net::IpAddr::V6(a) => a.octets(),
+    }
+}
+
 /// How an initiator chooses the PDC for a new message (uet-ref-prov; digest §4.1 \[B\]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -69,6 +77,17 @@ pub enum TableError {
         id: u16,
     },
 }
+
+impl core::fmt::Display for TableError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            TableError::Full => write!(f, "every PDC slot is in use"),
+            TableError::KeyInUse { id } => write!(f, "PDC {id} has this key already"),
+        }
+    }
+}
+
+impl core::error::Error for TableError {}
 
 #[derive(Clone, Debug)]
 struct Slot<K, T> {
@@ -210,6 +229,13 @@ mod tests {
 
     fn key(spdcid: u16) -> TargetKey {
         TargetKey { src: ipv4([10, 0, 0, 1]), dst: ipv4([10, 0, 0, 2]), spdcid }
+    }
+
+    #[test]
+    fn core_net_addresses() {
+        use core::net::{Ipv4Addr, Ipv6Addr};
+        assert_eq!(ip(Ipv4Addr::new(10, 0, 0, 1).into()), ipv4([10, 0, 0, 1]));
+        assert_eq!(ip(Ipv6Addr::LOCALHOST.into()), Ipv6Addr::LOCALHOST.octets());
     }
 
     #[test]

@@ -873,22 +873,38 @@ fn a_close_req_is_acknowledged_by_ack_psn() {
     assert!(!matches!(tg.poll_transmit(next), Some(TargetTx::Control(c)) if c.ctl_type == ControlType::CloseReq));
 }
 
-/// An ACK_CC with MPR 0 does not stop the PDC for good: it reads as one unit, 128 PSNs.
+/// An ACK_CC with MPR 0 does not stop the PDC: the peer gives no range, and only the PDC's own
+/// window limits it (the reference provider's reading). An MPR counts only with a newer CACK.
 #[test]
-fn mpr_zero_reads_as_the_smallest_range() {
+fn mpr_zero_means_no_range_from_the_peer() {
+    use crate::pds::{AckCc, CcState};
     let cfg = cfg();
-    let (mut i, tg) = established(DeliveryMode::Rud);
-    let mut a = tg.ack();
-    let AckExtension::Cc(ref mut cc) = a.ext else { panic!("our target sends ACK_CC") };
-    cc.mpr = 0;
-    i.handle_ack(t(3), &cfg, &ack_of(TargetTx::Ack(a))).unwrap();
-    assert!(i.can_send(&cfg));
-    let mut sent = 0;
-    while i.can_send(&cfg) {
-        i.send(t(4), &cfg, false).unwrap();
-        sent += 1;
-    }
-    assert_eq!(sent, config::MPR_GRANULARITY);
+    let ack_cc = |cack: u32, mpr: u8| {
+        let mut a = named_ack(cack, cack, 19, 7, AckFlags::empty());
+        let state =
+            CcState::Nscc { service_time: 0, restore_cwnd: false, rcv_cwnd_pend: 0, rcvd_bytes: 0, ooo_count: 0 };
+        a.ext = AckExtension::Cc(AckCc { mpr, sack_psn_offset: 0, sack_bitmap: 0, state });
+        a
+    };
+    let room = |i: &Initiator<16>| {
+        let mut probe = i.clone();
+        let mut n = 0;
+        while probe.can_send(&cfg) {
+            probe.send(t(4), &cfg, false).unwrap();
+            n += 1;
+        }
+        n
+    };
+    let mut i = Initiator::<16>::new(&cfg, DeliveryMode::Rud, 7, 4);
+    i.send(t(0), &cfg, true).unwrap();
+    i.handle_ack(t(1), &cfg, &ack_cc(4, 0)).unwrap();
+    assert_eq!(room(&i), Initiator::<16>::MP_RANGE);
+    // The same CACK with MPR 1 is not newer: ignored. A newer one counts.
+    i.handle_ack(t(1), &cfg, &ack_cc(4, 1)).unwrap();
+    assert_eq!(room(&i), Initiator::<16>::MP_RANGE);
+    i.send(t(2), &cfg, true).unwrap();
+    i.handle_ack(t(3), &cfg, &ack_cc(5, 1)).unwrap();
+    assert_eq!(room(&i), config::MPR_GRANULARITY);
 }
 
 /// A close-class NACK whose code leaves the target's PDC in place (PDC_HDR_MISMATCH, CLOSING,

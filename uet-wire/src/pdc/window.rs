@@ -330,6 +330,18 @@ pub enum AckError {
     },
 }
 
+impl core::fmt::Display for AckError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            AckError::BeyondSent { psn, next_psn } => {
+                write!(f, "ACK covers PSN {psn}, never sent (next PSN {next_psn})")
+            }
+        }
+    }
+}
+
+impl core::error::Error for AckError {}
+
 /// The initiator's record of the request PSNs it has sent on one PDC and which are acknowledged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TxWindow<const W: usize = 2> {

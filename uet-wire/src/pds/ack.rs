@@ -17,8 +17,9 @@
 //!
 //! Receive policy: reserved bits (flags 0x41, which the reference provider `uet-ref-prov` uses
 //! as an own flag at 0x40; `cc_flags`; the ACK_CCX flags nibble; the 24 bits after a credit) are
-//! ignored and sent as zero; [`Ack::check_reserved`] reports them. The request value 3 is no
-//! request the spec defines and is refused.
+//! ignored and sent as zero; [`Ack::check_reserved`] reports them. The request value 3 (both
+//! request bits) is read as a close, as the reference provider reads the two bits one by one, and
+//! reported by the strict check.
 
 use super::{NextHeader, PacketType, Prologue, check_flags, defmt_bits, u24_from, u24_to, view, write};
 use crate::error::{Error, reserved_zero};
@@ -225,11 +226,12 @@ impl Ack {
         if !next_header.is_response_or_none() {
             return Err(Error::Mismatch { field: "ACK next header is an SES request" });
         }
+        // Value 3 sets both request bits; the reference provider reads them one by one
+        // (clear 0x02, close 0x04), so it is a close (which the CLEAR precedes anyway).
         let request = match (p.flags & REQ_MASK) >> 1 {
             0 => AckRequest::None,
             1 => AckRequest::Clear,
-            2 => AckRequest::Close,
-            _ => return Err(Error::Reserved { field: "ACK request value 3" }),
+            _ => AckRequest::Close,
         };
         let (ext, rest) = match kind {
             PacketType::Ack => (AckExtension::None, rest),
@@ -290,6 +292,9 @@ impl Ack {
         let (raw, rest) = view::<AckRaw>(bytes, "PDS ACK")?;
         let p = Prologue::from_word(raw.prologue.get());
         check_flags(p.flags, RESERVED, "ACK flags reserved bits")?;
+        if p.flags & REQ_MASK == REQ_MASK {
+            return Err(Error::Reserved { field: "ACK request value 3" });
+        }
         match PacketType::try_from(p.packet_type)? {
             PacketType::AckCc => {
                 let (e, rest) = view::<AckExtRaw>(rest, "PDS ACK_CC")?;
@@ -466,7 +471,8 @@ mod tests {
     #[test]
     fn rejections() {
         let b = [0x38, 0x06, 0, 0, 0, 0, 0, 8, 0, 19, 0, 7];
-        assert!(matches!(Ack::parse(&b), Err(Error::Reserved { field: "ACK request value 3" })));
+        assert_eq!(Ack::parse(&b).unwrap().0.request, AckRequest::Close);
+        assert_eq!(Ack::check_reserved(&b), Err(Error::Reserved { field: "ACK request value 3" }));
         // The reference provider's flag 0x40 is reserved here: ignored, reported strictly.
         let b = [0x38, 0x40, 0, 0, 0, 0, 0, 8, 0, 19, 0, 7];
         assert_eq!(Ack::parse(&b).unwrap().0.flags, AckFlags::empty());
