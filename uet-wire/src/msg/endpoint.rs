@@ -1933,7 +1933,7 @@ mod tests {
             payload: 0,
         };
         let n = probe.emit(&mut out).unwrap();
-        b.handle_packet(now, a_addr, &out[..n].to_vec()).unwrap();
+        b.handle_packet(now, a_addr, &out[..n]).unwrap();
         let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
         let (PdsHeader::Ack(ack), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("an ACK") };
         assert_eq!(ack.ack_psn(), first);
