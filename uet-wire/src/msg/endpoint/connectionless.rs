@@ -1,0 +1,167 @@
+//! RUDI and UUD messages, which need no PDC (see the parent module).
+
+use super::*;
+
+impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
+    /// The next packet of RUDI message `slot`, if the in-flight table has room.
+    pub(super) fn transmit_rudi_new(
+        &mut self,
+        now: Instant,
+        out: &mut [u8],
+        slot: usize,
+    ) -> Result<Option<Transmit>, EndpointError> {
+        if self.rudi.is_full() {
+            return Ok(None);
+        }
+        let pkt_id = self.next_pkt_id;
+        let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) else { return Ok(None) };
+        let index = m.sent;
+        let t = self.write_rudi(out, slot, index, pkt_id, false)?;
+        self.next_pkt_id = pkt_id.wrapping_add(1);
+        if let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) {
+            m.sent += 1;
+        }
+        let resend_at = now.saturating_add(self.cfg.pdc.rto);
+        // Room was checked above.
+        let _ = self.rudi.push(RudiOut { pkt_id, slot: slot as u16, index, resend_at, retries: 0 });
+        Ok(Some(t))
+    }
+
+    /// A RUDI packet whose response is overdue, resent; or, past `Max_RTO_Retx_Cnt`, its message
+    /// failed.
+    pub(super) fn transmit_rudi_resend(
+        &mut self,
+        now: Instant,
+        out: &mut [u8],
+    ) -> Result<Option<Transmit>, EndpointError> {
+        let Some(k) = self.rudi.iter().position(|r| r.resend_at <= now) else { return Ok(None) };
+        let Some(r) = self.rudi.get(k).copied() else { return Ok(None) };
+        if r.retries >= self.cfg.pdc.max_rto_retx {
+            self.fail_rudi(usize::from(r.slot), Failure::RetriesExhausted);
+            return Ok(None);
+        }
+        let t = self.write_rudi(out, usize::from(r.slot), r.index, r.pkt_id, true)?;
+        if let Some(e) = self.rudi.get_mut(k) {
+            e.retries += 1;
+            e.resend_at = now.saturating_add(self.cfg.pdc.rto_backoff(e.retries));
+        }
+        Ok(Some(t))
+    }
+
+    /// Fails RUDI message `slot` and forgets its packets in flight (their late responses find
+    /// nothing).
+    pub(super) fn fail_rudi(&mut self, slot: usize, why: Failure) {
+        let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { return };
+        let handle = MsgHandle { slot: slot as u16, generation: m.generation };
+        if self.events.push_back(Event::Failed(handle, why)).is_ok() {
+            self.rudi.retain(|r| usize::from(r.slot) != slot);
+            self.free_msg(slot);
+        }
+    }
+
+    /// Writes RUDI packet `index` of message `slot`.
+    pub(super) fn write_rudi(
+        &self,
+        out: &mut [u8],
+        slot: usize,
+        index: u32,
+        pkt_id: u32,
+        retx: bool,
+    ) -> Result<Transmit, EndpointError> {
+        let flags = if retx { RudiFlags::RETX } else { RudiFlags::empty() };
+        let rudi = Rudi { response: false, next_header: NextHeader::ReqStd, flags, pkt_id };
+        self.write_packet(out, slot, index, &PdsHeader::Rudi(rudi))
+    }
+
+    /// Sends the one packet of UUD message `slot`; it counts as sent at once.
+    pub(super) fn transmit_uud(&mut self, out: &mut [u8], slot: usize) -> Result<Transmit, EndpointError> {
+        let uud = crate::pds::Uud { next_header: NextHeader::ReqStd };
+        let t = self.write_packet(out, slot, 0, &PdsHeader::Uud(uud))?;
+        if let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) {
+            m.sent = 1;
+        }
+        self.complete_connectionless(slot);
+        Ok(t)
+    }
+
+    /// Reports a connectionless message sent once all its packets went out and (RUDI) were
+    /// answered; it stays until the event queue has room.
+    pub(super) fn complete_connectionless(&mut self, slot: usize) {
+        let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { return };
+        let answered = !self.rudi.iter().any(|r| usize::from(r.slot) == slot);
+        if m.sent == m.segments.packets() && answered {
+            let handle = MsgHandle { slot: slot as u16, generation: m.generation };
+            if self.events.push_back(Event::Sent(handle)).is_ok() {
+                self.free_msg(slot);
+            }
+        }
+    }
+
+    /// A RUDI response arrived: its packet is done.
+    pub(super) fn rudi_answered(&mut self, pkt_id: u32) {
+        let Some(k) = self.rudi.iter().position(|r| r.pkt_id == pkt_id) else { return };
+        let slot = usize::from(self.rudi.swap_remove(k).slot);
+        self.complete_connectionless(slot);
+    }
+
+    /// A RUDI NACK: resend at once for a retransmit-class code, else fail the message.
+    pub(super) fn rudi_nacked(&mut self, now: Instant, pkt_id: u32, code: NackCode) {
+        let Some(r) = self.rudi.iter_mut().find(|r| r.pkt_id == pkt_id) else { return };
+        if code.class() == crate::pds::NackClass::Retransmit {
+            r.resend_at = now;
+        } else {
+            let slot = usize::from(r.slot);
+            self.fail_rudi(slot, Failure::Nack(code));
+        }
+    }
+
+    /// A RUDI or UUD request: placed without a PDC; RUDI answered with a RUDI response, UUD
+    /// reported received.
+    pub(super) fn handle_connectionless<'a>(
+        &mut self,
+        src: IpAddr,
+        rudi: Option<Rudi>,
+        rest: &'a [u8],
+    ) -> Result<Option<Placement<'a>>, EndpointError> {
+        let (ses, payload) = SesHeader::parse(NextHeader::ReqStd, rest)?;
+        let Some(SesHeader::Standard(ses)) = ses else { return Err(EndpointError::Unsupported) };
+        let seg = Segment::of_received(&ses, u16::try_from(payload.len()).unwrap_or(u16::MAX));
+        if usize::from(seg.len) != payload.len()
+            || u64::from(seg.offset) + payload.len() as u64 > u64::from(ses.request_length)
+        {
+            return Err(EndpointError::Malformed(Error::Mismatch { field: "SES payload length and payload bytes" }));
+        }
+        match rudi {
+            Some(r) => {
+                if self.rudi_responses.is_full() {
+                    // Unanswered, the initiator resends; placing it again is harmless.
+                    return Err(EndpointError::ResponsesFull);
+                }
+                let rsp = Response::default_for(&ses, ReturnCode::Ok);
+                let answer = Rudi {
+                    response: true,
+                    next_header: NextHeader::Rsp,
+                    flags: r.flags & RudiFlags::M,
+                    pkt_id: r.pkt_id,
+                };
+                let _ = self.rudi_responses.push_back((src, answer, rsp));
+            }
+            None => {
+                if !(seg.som && seg.eom) {
+                    return Err(EndpointError::Malformed(Error::Mismatch { field: "UUD is not one packet" }));
+                }
+                let ev = Event::Received { src, pdc: 0, message_id: ses.message_id, len: ses.request_length };
+                self.events.push_back(ev).map_err(|_| EndpointError::EventsFull)?;
+            }
+        }
+        Ok(Some(Placement {
+            src,
+            pdc: 0,
+            message_id: ses.message_id,
+            psn: 0,
+            header: ses,
+            offset: seg.offset,
+            payload,
+        }))
+    }
+}

@@ -1,0 +1,265 @@
+//! Which PDC a received packet belongs to: the entry points for received packets, the key and
+//! id lookups, SYN handling and late-SYN memory, the source check, and the NACKs for packets that
+//! name no PDC here.
+
+use super::*;
+
+impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
+    /// Takes a received packet: PDS header on, without any CRC trailer. Returns where a new
+    /// request's payload belongs. For a packet that arrived CE-marked, call
+    /// [`Endpoint::handle_ce_packet`] instead.
+    pub fn handle_packet<'a>(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        bytes: &'a [u8],
+    ) -> Result<Option<Placement<'a>>, EndpointError> {
+        self.handle_any_packet(now, src, bytes, false)
+    }
+
+    /// [`Endpoint::handle_packet`] for a packet whose IP header carried ECN CE (congestion
+    /// experienced): the ACK for it sets the M flag, and with `ACK_On_ECN` it is sent at once.
+    pub fn handle_ce_packet<'a>(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        bytes: &'a [u8],
+    ) -> Result<Option<Placement<'a>>, EndpointError> {
+        self.handle_any_packet(now, src, bytes, true)
+    }
+
+    pub(super) fn handle_any_packet<'a>(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        bytes: &'a [u8],
+        ce: bool,
+    ) -> Result<Option<Placement<'a>>, EndpointError> {
+        let (pds, rest) = PdsHeader::parse(bytes)?;
+        self.now = self.now.max(now);
+        match pds {
+            PdsHeader::Request(r) => self.handle_request(now, src, r, rest, ce),
+            PdsHeader::Ack(a) if !self.is_from_peer_of(a.dpdcid, src) => Ok(None),
+            PdsHeader::Nack(Nack { target: NackTarget::Pdc { dpdcid, .. }, .. })
+                if !self.is_from_peer_of(dpdcid, src) =>
+            {
+                Ok(None)
+            }
+            PdsHeader::Ack(a) if a.next_header != NextHeader::None && self.initiators.get(a.dpdcid).is_some() => {
+                self.response_ack(now, &a, rest)?;
+                Ok(None)
+            }
+            PdsHeader::Ack(a) => {
+                self.on_initiator(
+                    now,
+                    a.dpdcid,
+                    |p, cfg| p.handle_ack(now, cfg, &a).map(drop),
+                    |t, cfg| t.handle_ack(now, cfg, &a),
+                );
+                Ok(None)
+            }
+            PdsHeader::Nack(n) => {
+                match n.target {
+                    NackTarget::Pdc { dpdcid, .. } => {
+                        self.on_initiator(now, dpdcid, |p, cfg| p.handle_nack(now, cfg, &n).map(drop), |_, _| Ok(()));
+                    }
+                    NackTarget::Rudi { pkt_id, .. } => self.rudi_nacked(now, pkt_id, n.code),
+                }
+                Ok(None)
+            }
+            PdsHeader::Control(c) => {
+                match c.dest {
+                    // Control packets to an initiator come from its target (CLOSE_REQ); to a
+                    // target from its initiator. The DPDCID says which table.
+                    PdcDest::Established { dpdcid } => {
+                        let to_initiator = self.initiators.key(dpdcid).is_some()
+                            && matches!(c.ctl_type, crate::pds::ControlType::CloseReq);
+                        if !to_initiator {
+                            self.control_to_target(now, src, dpdcid, &c);
+                        } else if self.is_from_peer_of(dpdcid, src) {
+                            self.on_initiator(now, dpdcid, |p, _| p.handle_control(now, &c), |_, _| Ok(()));
+                        }
+                    }
+                    PdcDest::Syn { .. } => {
+                        let key = TargetKey { src, dst: self.cfg.addr, spdcid: c.spdcid };
+                        if let Some(id) = self.targets.find(&key) {
+                            self.control_to_target(now, src, id, &c);
+                        }
+                    }
+                }
+                Ok(None)
+            }
+            PdsHeader::Rudi(r) if r.response => {
+                self.rudi_answered(r.pkt_id);
+                Ok(None)
+            }
+            PdsHeader::Rudi(r) => self.handle_connectionless(src, Some(r), rest),
+            PdsHeader::Uud(_) => self.handle_connectionless(src, None, rest),
+        }
+    }
+
+    /// Takes a request that arrived trimmed (its payload cut by a switch; the caller knows from
+    /// the packet's marking): the target PDC NACKs it TRIMMED (TRIMMED_LASTHOP with `last_hop`) so
+    /// the initiator resends at once. Nothing is recorded.
+    pub fn handle_trimmed(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        bytes: &[u8],
+        last_hop: bool,
+    ) -> Result<(), EndpointError> {
+        let (pds, _) = PdsHeader::parse(bytes)?;
+        self.now = self.now.max(now);
+        let PdsHeader::Request(r) = pds else { return Err(EndpointError::Unsupported) };
+        let id = match r.dest {
+            PdcDest::Established { dpdcid } if !self.is_from_initiator_of(dpdcid, src) => {
+                self.queue_nack(src, refusal(NackCode::PdcHdrMismatch, &r, dpdcid));
+                return Ok(());
+            }
+            PdcDest::Established { dpdcid } => Some(dpdcid),
+            PdcDest::Syn { .. } => self.targets.find(&TargetKey { src, dst: self.cfg.addr, spdcid: r.spdcid }),
+        };
+        let verdict = id.and_then(|id| self.targets.get(id)).map(|t| t.pdc.handle_trimmed(&r, last_hop));
+        match verdict {
+            Some(Ok(v)) => {
+                if let Some(n) = v.nack {
+                    self.queue_nack(src, n);
+                }
+            }
+            Some(Err(_)) => {}
+            // No PDC yet (a trimmed SYN): NACK it so the initiator resends; the resend creates it.
+            None => {
+                let code = if last_hop { NackCode::TrimmedLastHop } else { NackCode::Trimmed };
+                self.queue_nack(src, refusal(code, &r, 0));
+            }
+        }
+        Ok(())
+    }
+
+    /// The target PDC a request from `src` belongs to: the one its DPDCID names (NACK INV_DPDCID
+    /// if there is none, PDC_HDR_MISMATCH if `src` is not its initiator), or for a SYN the one of
+    /// its key, else a new one (none for a late copy of a closed PDC's SYN, NACK NO_PDC_AVAIL when
+    /// the table is full). `None`: the request is answered or dropped here.
+    pub(super) fn target_for_request(&mut self, now: Instant, src: IpAddr, r: &Request) -> Option<u16> {
+        let cfg = self.cfg.pdc;
+        let id = match r.dest {
+            PdcDest::Established { dpdcid } => {
+                if self.targets.get(dpdcid).is_none() {
+                    self.nack_unknown(src, r.psn, r.spdcid);
+                    return None;
+                }
+                if !self.is_from_initiator_of(dpdcid, src) {
+                    self.queue_nack(src, refusal(NackCode::PdcHdrMismatch, r, dpdcid));
+                    return None;
+                }
+                dpdcid
+            }
+            PdcDest::Syn { .. } => {
+                let key = TargetKey { src, dst: self.cfg.addr, spdcid: r.spdcid };
+                match self.targets.find(&key) {
+                    Some(id) => id,
+                    None if r.start_psn().is_some_and(|s| self.is_late_syn(now, &key, s)) => return None,
+                    None => {
+                        let Some(id) = self.targets.next_id() else {
+                            self.queue_nack(src, refusal(NackCode::NoPdcAvail, r, 0));
+                            return None;
+                        };
+                        let own_start = self.random_u32();
+                        let Ok(pdc) = Target::new(now, &cfg, id, r, StartPolicy::Open, own_start) else {
+                            return None;
+                        };
+                        let tgt = TgtPdc { pdc, order: MessageOrder::new(), ack_response: None, last_ids: (0, 0) };
+                        if self.targets.insert(key, tgt).is_err() {
+                            return None;
+                        }
+                        id
+                    }
+                }
+            }
+        };
+        Some(id)
+    }
+
+    /// Whether a packet from `src` may touch PDC `id` as an ACK or NACK does: initiator PDC `id`
+    /// if there is one (its target's address), else target PDC `id` (its initiator's address,
+    /// for the ACK of a CLOSE_REQ). A mismatch is counted; no such PDC is not a mismatch.
+    pub(super) fn is_from_peer_of(&mut self, id: u16, src: IpAddr) -> bool {
+        let peer = match self.initiators.key(id) {
+            Some(k) => Some(k.dst),
+            None => self.targets.key(id).map(|k| k.src),
+        };
+        self.count_mismatch(peer, src)
+    }
+
+    /// Whether a request or control packet from `src` may touch target PDC `id`: it comes from
+    /// the PDC's initiator (else NACK PDC_HDR_MISMATCH, UE 1.0 Table 3-58: "a non-SYN packet that
+    /// does not match the PDC's state, e.g. its source IP"). A mismatch is counted; no such PDC is
+    /// not a mismatch.
+    pub(super) fn is_from_initiator_of(&mut self, id: u16, src: IpAddr) -> bool {
+        let peer = self.targets.key(id).map(|k| k.src);
+        self.count_mismatch(peer, src)
+    }
+
+    pub(super) fn count_mismatch(&mut self, peer: Option<IpAddr>, src: IpAddr) -> bool {
+        let ok = peer.is_none_or(|p| p == src);
+        if !ok {
+            self.stats.source_mismatches = self.stats.source_mismatches.wrapping_add(1);
+        }
+        ok
+    }
+
+    /// Queues a NACK for the next `poll_transmit`. When the queue is full the NACK is dropped:
+    /// NACKs only speed recovery up, and the sender's timers cover their loss.
+    pub(super) fn queue_nack(&mut self, dst: IpAddr, n: Nack) {
+        let _ = self.nacks.push_back((dst, n));
+    }
+
+    /// NACK INV_DPDCID for a packet that names no PDC here.
+    pub(super) fn nack_unknown(&mut self, src: IpAddr, psn: u32, spdcid: u16) {
+        self.queue_nack(src, Nack::for_pdc(NackCode::InvDpdcid, psn, 0, spdcid));
+    }
+
+    /// Whether a SYN request with `start_psn` for `key` is a late copy of a packet of a target
+    /// PDC closed at most `New_PDC_Time` ago (see the module doc).
+    pub(super) fn is_late_syn(&self, now: Instant, key: &TargetKey, start_psn: u32) -> bool {
+        self.closed_targets.iter().any(|c| c.key == *key && c.start_psn == start_psn && now < c.until)
+    }
+
+    /// Applies `f` to initiator PDC `id` (or `g` to target PDC `id` for an ACK of a CLOSE_REQ),
+    /// then settles messages and events. A packet for no PDC is dropped.
+    pub(super) fn on_initiator(
+        &mut self,
+        now: Instant,
+        id: u16,
+        f: impl FnOnce(&mut Initiator, &PdcConfig) -> Result<(), crate::pdc::PdcError>,
+        g: impl FnOnce(&mut Target<2, R>, &PdcConfig) -> Result<(), crate::pdc::PdcError>,
+    ) {
+        let cfg = self.cfg.pdc;
+        if let Some(p) = self.initiators.get_mut(id) {
+            // A refused packet changes nothing; there is nothing to answer.
+            let _ = f(&mut p.pdc, &cfg);
+            self.after_initiator_change(now, id);
+        } else if let Some(t) = self.targets.get_mut(id) {
+            let _ = g(&mut t.pdc, &cfg);
+            self.after_target_change(now, id);
+        }
+    }
+
+    pub(super) fn control_to_target(&mut self, now: Instant, src: IpAddr, id: u16, c: &crate::pds::Control) {
+        let cfg = self.cfg.pdc;
+        if !self.is_from_initiator_of(id, src) {
+            self.queue_nack(src, Nack::for_pdc(NackCode::PdcHdrMismatch, c.psn, id, c.spdcid));
+            return;
+        }
+        let Some(t) = self.targets.get_mut(id) else {
+            self.nack_unknown(src, c.psn, c.spdcid);
+            return;
+        };
+        if let Ok(v) = t.pdc.handle_control(now, &cfg, c) {
+            if let Some(n) = v.nack {
+                self.queue_nack(src, n);
+            }
+        }
+        self.after_target_change(now, id);
+    }
+}

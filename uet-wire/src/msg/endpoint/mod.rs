@@ -1,0 +1,630 @@
+//! One fabric endpoint: messages in, packets out, and back (issue 4; digest `shared/spec/uet.md`
+//! §4.1 for the PDC keys, §4.3 for PDC life, §5.2 for the standard request).
+//!
+//! The [`Endpoint`] owns the initiator and target PDCs of one address in two [`PdcTable`]s and the
+//! messages it is sending. It copies no payload:
+//!
+//! * [`Endpoint::send`] queues a message (a standard SES request template and a length). Its
+//!   packets go out through [`Endpoint::poll_transmit`], which writes the PDS and SES headers into
+//!   the caller's buffer and says which bytes of which message follow them ([`Transmit`]).
+//! * [`Endpoint::handle_packet`] takes a received packet (from the PDS header on, the UDP payload
+//!   or what follows the entropy header) and returns where its payload belongs ([`Placement`]),
+//!   borrowed from the packet; the caller copies it into the message's buffer.
+//! * [`Endpoint::poll_event`] reports sent messages completed or failed, and received messages
+//!   complete, in send order per PDC.
+//!
+//! *Project-defined* choices, each here only:
+//!
+//! * Messages to one PDC key (mode, JobID, addresses, TC) go out one after another: a message's
+//!   packets take consecutive PSNs, so a resend finds its message and packet index from the PSN.
+//!   Our message ids count from 0 on each PDC; received messages are ordered by the PSN of their
+//!   first packet, so a peer's ids may come from any counter ([`order`](super::order)).
+//! * A sent message completes when every PSN up to its last is acknowledged (in order, per PDC).
+//! * With [`EndpointConfig::close_when_idle`], a PDC closes as soon as it has no message left to
+//!   send or acknowledge; a later message opens a new PDC.
+//! * A PDC the target asked to close (CLOSE_REQ) finishes the message in progress; the messages
+//!   after it wait for that PDC to close and then open a new one.
+//! * **Every ACK names a request and answers it** (the reference provider's target answers every
+//!   accepted request packet, `ultraethernet/uet-ref-prov` `uet_pds_to_ses_rx_req`, and its
+//!   initiator completes a packet acknowledged by name only when the ACK carries an SES
+//!   response): the ACK carries the guaranteed-delivery response held for the PSN it names
+//!   (ACK_PSN), else the SES DEFAULT_RESPONSE — RC_OK with the request's message id, RI
+//!   generation and JobID and `modified_length` = `request_length` for a request delivered now,
+//!   RC_NULL for a duplicate (a PSN received before, in the current or the prior window; UE 1.0
+//!   §3.5.20.1). An ACK that names an older request (answering a probe, or a CLEAR) carries an
+//!   RC_NULL DEFAULT_RESPONSE, since only the last request's ids are kept; only the CLOSE's ACK
+//!   is bare. Our initiator accepts bare ACKs too, as other peers send them.
+//! * A NACK NEW_START_PSN (secure start, 0-RTT or 1-RTT) moves the PSNs of the PDC's messages
+//!   with its window: they are resent at the new PSNs and complete only when those are
+//!   acknowledged.
+//! * Every packet that names an established PDC must come from that PDC's peer address; one that
+//!   does not changes nothing and is counted in [`EndpointStats::source_mismatches`].
+//! * **Guaranteed-delivery responses** (digest §4.4, §5: any response but DEFAULT_RESPONSE and
+//!   NO_RESPONSE is kept until cleared): the caller answers a placed request with
+//!   [`Endpoint::respond`]; the target PDC holds the RESPONSE (`R` per PDC, by default
+//!   [`HELD_RESPONSES`]) and the request's ACK carries it. Since
+//!   any request may need one, a request is delivered only while a response could be held for it,
+//!   else NACKed NO_GTD_DEL_AVAIL. The initiator reports it once as [`Event::Response`], before its
+//!   message's `Sent`.
+//! * **Late SYNs.** A SYN request for no open target PDC opens one, so a copy of a packet of a
+//!   PDC that already closed (a fabric duplicate, or one delayed past the close) would open a
+//!   new PDC and be delivered again. The endpoint remembers its last 16 closed target PDCs for
+//!   `New_PDC_Time` (default 5 ms) after the close, and drops unanswered a SYN request with the
+//!   same key (source, destination, SPDCID) and start PSN (its PSN − psn_offset). A new PDC from
+//!   the same initiator PDC id picks a fresh start PSN (random, digest §4.3 initiator step 1, or
+//!   above `Expected_PSN` under secure start, §2.3), so it is not mistaken for one.
+//! * A request the event queue has no room for is dropped unanswered (its resend comes back once
+//!   the caller has polled events), so no event is ever lost.
+//!
+//! **RUDI and UUD** (digest §3.11, \[B\] REF README) need no PDC:
+//!
+//! * RUDI (reliable, unordered, for idempotent operations): every packet carries a fresh packet
+//!   id and waits for its RUDI response; the initiator resends it after `RTO_Init_Timer`,
+//!   doubled after each resend up to [`PdcConfig::rto_max`] (per packet, REF README), at most
+//!   `Max_RTO_Retx_Cnt` times, then fails the message. A RUDI NACK of a retransmit-class code
+//!   resends at once; other codes fail the message. The target places every request it gets,
+//!   duplicates included (the operation is idempotent), and answers each with a RUDI response
+//!   carrying the SES DEFAULT_RESPONSE (RC_OK, the whole message). It keeps no state, so it reports no
+//!   `Received` event for a RUDI message: the placements are the delivery.
+//! * UUD (best effort): one packet, no answer. The message counts as `Sent` once on the wire;
+//!   the target places it and reports it `Received` (PDC 0, which no PDC uses).
+//!
+//! The code is split by concern, each part an `impl` block of [`Endpoint`] in its own file:
+//! which PDC a received packet belongs to (`demux.rs`: lookups, SYN handling, late SYNs, the
+//! source check, NACKs for unknown PDCs), the target side (`receiving.rs`), the initiator side
+//! (`sending.rs`), everything `poll_transmit` writes (`transmit.rs`), and RUDI and UUD
+//! (`connectionless.rs`).
+
+use super::order::{MessageOrder, OrderError};
+use super::segment::{Segment, SegmentError, Segmenter};
+use crate::Error;
+use crate::pdc::held::HELD_RESPONSES;
+use crate::pdc::{
+    Delivery, Failure, Initiator, InitiatorEvent, InitiatorKey, InitiatorState, InitiatorTx, IpAddr, PdcConfig,
+    PdcTable, StartPolicy, Target, TargetEvent, TargetKey, TargetTx, psn_after,
+};
+use crate::pds::{DeliveryMode, Nack, NackCode, NackTarget, NextHeader, PdcDest, PdsHeader, Request};
+use crate::pds::{Rudi, RudiFlags};
+use crate::ses::{Response, ResponseList, ResponseOpcode, ReturnCode, SesHeader, StandardRequest};
+use linklayer::Instant;
+
+/// The most header bytes one packet takes: a 16-byte PDS header (RUD_CC, NACK, control) or a
+/// 32-byte ACK_CC or NACK_CCX, 40-byte ACK_CCX; or a 12-byte request with a 44-byte standard SES
+/// request and a 36-byte compare-and-swap extension.
+pub const MAX_HEADER_LEN: usize = 16 + 44 + 36;
+
+/// Messages a target PDC tracks in progress (arrived in part, or complete and waiting for an
+/// earlier one); a packet starting one more is NACKed NO_SES_MSG_AVAIL.
+pub const ORDER_WINDOW: usize = 16;
+
+/// Configuration of an endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EndpointConfig {
+    /// This endpoint's address.
+    pub addr: IpAddr,
+    /// Payload bytes per packet (every packet of a message but the last is full).
+    pub mtu: u16,
+    /// PDC timers and limits.
+    pub pdc: PdcConfig,
+    /// Close a PDC as soon as it has nothing left to send or acknowledge.
+    pub close_when_idle: bool,
+    /// The most messages started on one PDC and not yet completed (`Sent` or `Failed`); the next
+    /// waits for one to complete. A target tracks a bounded number of messages in progress per
+    /// PDC (ours [`ORDER_WINDOW`], 16) and refuses the packets of more with NACK
+    /// NO_SES_MSG_AVAIL, so sending more under loss only draws NACKs. Default [`ORDER_WINDOW`].
+    pub messages_per_pdc: u16,
+}
+
+impl EndpointConfig {
+    /// An endpoint at `addr` sending `mtu` payload bytes per packet, with the default PDC timers,
+    /// PDCs closed when idle, and [`ORDER_WINDOW`] messages in progress per PDC.
+    pub fn new(addr: IpAddr, mtu: u16) -> Self {
+        EndpointConfig {
+            addr,
+            mtu,
+            pdc: PdcConfig::default(),
+            close_when_idle: true,
+            messages_per_pdc: ORDER_WINDOW as u16,
+        }
+    }
+}
+
+/// How a message is delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Service {
+    /// Reliable unordered delivery on a PDC; messages complete in order.
+    Rud,
+    /// Reliable ordered delivery on a PDC.
+    Rod,
+    /// Reliable unordered delivery for idempotent operations, without a PDC.
+    Rudi,
+    /// Unreliable datagram of one packet.
+    Uud,
+}
+
+impl Service {
+    /// The PDC mode, for the services that use a PDC.
+    pub const fn pdc_mode(self) -> Option<DeliveryMode> {
+        match self {
+            Service::Rud => Some(DeliveryMode::Rud),
+            Service::Rod => Some(DeliveryMode::Rod),
+            Service::Rudi | Service::Uud => None,
+        }
+    }
+}
+
+/// A message to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MessageDesc {
+    /// Destination address.
+    pub dst: IpAddr,
+    /// RUD, ROD, RUDI or UUD.
+    pub service: Service,
+    /// Traffic class (part of the PDC key).
+    pub tc: u8,
+    /// The standard request: opcode, flags (SOM, EOM and the message id are set per packet),
+    /// JobID, PIDonFEP, resource index, buffer offset, initiator, match bits, header data.
+    pub header: StandardRequest,
+    /// Payload bytes.
+    pub len: u32,
+}
+
+/// A queued message, as the caller names it: slot and generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct MsgHandle {
+    slot: u16,
+    generation: u16,
+}
+
+/// Which bytes of which message follow the headers [`Endpoint::poll_transmit`] wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PayloadRef {
+    /// The message.
+    pub msg: MsgHandle,
+    /// Byte offset in the message.
+    pub offset: u32,
+    /// Bytes.
+    pub len: u16,
+}
+
+/// A packet to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Transmit {
+    /// Destination address.
+    pub dst: IpAddr,
+    /// Header bytes written at the front of the buffer.
+    pub header_len: usize,
+    /// The payload to append, for a request.
+    pub payload: Option<PayloadRef>,
+}
+
+/// Where a received payload belongs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Placement<'a> {
+    /// Sender address.
+    pub src: IpAddr,
+    /// The target PDC it arrived on (this endpoint's id).
+    pub pdc: u16,
+    /// The sender's message id on that PDC.
+    pub message_id: u16,
+    /// The request's PSN, which [`Endpoint::respond`] answers (0 for RUDI and UUD, which have
+    /// no PDC and no guaranteed-delivery response).
+    pub psn: u32,
+    /// The whole request header, for the SES (opcode, buffer offset, match bits, ...).
+    pub header: StandardRequest,
+    /// Byte offset of the payload in the message.
+    pub offset: u32,
+    /// The payload.
+    pub payload: &'a [u8],
+}
+
+/// What happened, reported by [`Endpoint::poll_event`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Event {
+    /// Every packet of a sent message was acknowledged.
+    Sent(MsgHandle),
+    /// A sent message failed: its PDC closed in error.
+    Failed(MsgHandle, Failure),
+    /// The target answered a packet of a sent message with a guaranteed-delivery SES response
+    /// (any opcode but DEFAULT_RESPONSE and NO_RESPONSE), reported once, before the message's
+    /// `Sent`.
+    Response {
+        /// The message.
+        msg: MsgHandle,
+        /// The PSN of the packet answered.
+        psn: u32,
+        /// The response.
+        response: Response,
+    },
+    /// The target's DEFAULT_RESPONSE (RC_OK) for a packet of a sent message reports fewer bytes
+    /// than the message has: it was truncated at the target (the reference provider's initiator
+    /// completes such a message in error). Reported once, before the message's `Sent`.
+    Truncated {
+        /// The message.
+        msg: MsgHandle,
+        /// The PSN of the packet answered.
+        psn: u32,
+        /// The bytes the target says it took (`modified_length`).
+        modified_length: u32,
+    },
+    /// A received message is complete (reported in send order per PDC).
+    Received {
+        /// Sender address.
+        src: IpAddr,
+        /// The target PDC (this endpoint's id).
+        pdc: u16,
+        /// The sender's message id.
+        message_id: u16,
+        /// Message length.
+        len: u32,
+    },
+}
+
+/// Why the endpoint refused a call or a packet. Nothing changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum EndpointError {
+    /// Every message slot is in use.
+    TooManyMessages,
+    /// The message cannot be segmented.
+    Segment(SegmentError),
+    /// The packet does not parse.
+    Malformed(Error),
+    /// The packet is not one this endpoint handles (a response it did not ask for, another SES
+    /// format).
+    Unsupported,
+    /// A UUD message must fit one packet.
+    UudTooLong,
+    /// The event queue is full: poll events, then the packet's resend will be accepted.
+    EventsFull,
+    /// The queue of RUDI responses is full: transmit, then the request's resend will be answered.
+    ResponsesFull,
+    /// The output buffer cannot hold the headers.
+    BufferTooShort,
+    /// [`Endpoint::respond`] cannot hold the response (see [`Target::hold_response`]).
+    Respond(crate::pdc::PdcError),
+}
+
+impl From<Error> for EndpointError {
+    fn from(e: Error) -> Self {
+        EndpointError::Malformed(e)
+    }
+}
+
+impl core::fmt::Display for EndpointError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            EndpointError::TooManyMessages => write!(f, "every message slot is in use"),
+            EndpointError::Segment(e) => write!(f, "{e}"),
+            EndpointError::Malformed(e) => write!(f, "malformed packet: {e}"),
+            EndpointError::Unsupported => write!(f, "a packet this endpoint does not handle"),
+            EndpointError::UudTooLong => write!(f, "a UUD message must fit one packet"),
+            EndpointError::EventsFull => write!(f, "the event queue is full: poll events"),
+            EndpointError::ResponsesFull => write!(f, "the RUDI response queue is full: transmit"),
+            EndpointError::BufferTooShort => write!(f, "the output buffer cannot hold the headers"),
+            EndpointError::Respond(e) => write!(f, "cannot respond: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for EndpointError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            EndpointError::Segment(e) => Some(e),
+            EndpointError::Malformed(e) => Some(e),
+            EndpointError::Respond(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// What the endpoint dropped or refused, by cause (counts since [`Endpoint::new`], wrapping).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EndpointStats {
+    /// Packets that named a PDC here but came from an address other than its peer's: requests
+    /// and control packets for a target PDC were NACKed PDC_HDR_MISMATCH, ACKs and NACKs for an
+    /// initiator PDC dropped. None changed the PDC.
+    pub source_mismatches: u64,
+}
+
+struct SendMsg {
+    generation: u16,
+    desc: MessageDesc,
+    segments: Segmenter,
+    /// Order of submission (for fairness and per-key order).
+    seq: u64,
+    /// The initiator PDC carrying it, its message id there and its first PSN, once started.
+    pdc: Option<u16>,
+    message_id: u16,
+    first_psn: u32,
+    sent: u32,
+}
+
+struct IniPdc {
+    pdc: Initiator,
+    /// The PDC's start PSN when its messages' PSNs were last set: a NACK NEW_START_PSN moves
+    /// the window, and the messages' PSNs move with it.
+    start_psn: u32,
+    next_message_id: u16,
+    /// The message whose packets are going out (the next message waits for it).
+    active: Option<u16>,
+}
+
+struct TgtPdc<const R: usize> {
+    pdc: Target<2, R>,
+    order: MessageOrder<ORDER_WINDOW>,
+    /// The SES DEFAULT_RESPONSE the next ACK carries if it names this PSN (ACK_PSN) and carries
+    /// no held response: RC_OK for the request delivered last, RC_NULL for a duplicate.
+    ack_response: Option<(u32, Response)>,
+    /// The RI generation and JobID of the last request taken, for the RC_NULL response of an ACK
+    /// that names an older request (one answering a probe, or a CLEAR).
+    last_ids: (u8, u32),
+}
+
+/// One fabric endpoint with up to `P` initiator and `P` target PDCs, `M` messages being sent,
+/// `E` undelivered events, and room for `R` guaranteed-delivery responses per target PDC (see
+/// [`held`](crate::pdc::held); more slots let more answered requests wait for their CLEAR at once).
+pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usize = HELD_RESPONSES> {
+    cfg: EndpointConfig,
+    initiators: PdcTable<InitiatorKey, IniPdc, P>,
+    targets: PdcTable<TargetKey, TgtPdc<R>, P>,
+    msgs: [Option<SendMsg>; M],
+    generations: [u16; M],
+    next_seq: u64,
+    events: heapless::Deque<Event, E>,
+    /// Random bits for start PSNs (the caller seeds it; time and randomness are inputs).
+    rng: u64,
+    /// The latest time a call gave (for work `poll_event` triggers).
+    now: Instant,
+    /// NACKs waiting to go: (destination, NACK).
+    nacks: heapless::Deque<(IpAddr, Nack), NACK_QUEUE>,
+    /// RUDI packets sent and not yet answered.
+    rudi: heapless::Vec<RudiOut, RUDI_IN_FLIGHT>,
+    next_pkt_id: u32,
+    /// Message ids of RUDI and UUD messages (no PDC numbers them).
+    next_connectionless_id: u16,
+    /// RUDI responses waiting to go.
+    rudi_responses: heapless::Deque<(IpAddr, Rudi, Response), NACK_QUEUE>,
+    /// Target PDCs closed lately, newest last.
+    closed_targets: heapless::Deque<ClosedTarget, CLOSED_MEMORY>,
+    stats: EndpointStats,
+}
+
+/// A target PDC closed lately: a SYN request for its key and start PSN before `until` is a late
+/// copy of one of its packets.
+#[derive(Clone, Copy, Debug)]
+struct ClosedTarget {
+    key: TargetKey,
+    start_psn: u32,
+    until: Instant,
+}
+
+/// Closed target PDCs an endpoint remembers (the oldest is forgotten first).
+const CLOSED_MEMORY: usize = 16;
+
+/// RUDI packets an endpoint keeps in flight.
+const RUDI_IN_FLIGHT: usize = 32;
+
+/// A RUDI packet waiting for its response.
+#[derive(Clone, Copy, Debug)]
+struct RudiOut {
+    pkt_id: u32,
+    slot: u16,
+    index: u32,
+    resend_at: Instant,
+    retries: u8,
+}
+
+/// NACKs an endpoint holds for sending.
+const NACK_QUEUE: usize = 16;
+
+impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
+    const SIZES_OK: () = assert!(M >= 1 && M <= 1 << 15 && E > ORDER_WINDOW, "bad endpoint capacities");
+
+    /// An endpoint with no PDC and no message. `seed` feeds the start PSNs.
+    pub fn new(cfg: EndpointConfig, seed: u64) -> Self {
+        let () = Self::SIZES_OK;
+        Endpoint {
+            cfg,
+            initiators: PdcTable::new(),
+            targets: PdcTable::new(),
+            msgs: core::array::from_fn(|_| None),
+            generations: [0; M],
+            next_seq: 0,
+            events: heapless::Deque::new(),
+            rng: seed | 1,
+            now: Instant::ZERO,
+            nacks: heapless::Deque::new(),
+            rudi: heapless::Vec::new(),
+            next_pkt_id: (seed >> 32) as u32,
+            next_connectionless_id: 0,
+            rudi_responses: heapless::Deque::new(),
+            closed_targets: heapless::Deque::new(),
+            stats: EndpointStats::default(),
+        }
+    }
+
+    /// What the endpoint dropped or refused so far.
+    pub const fn stats(&self) -> &EndpointStats {
+        &self.stats
+    }
+
+    /// The configuration.
+    pub const fn config(&self) -> &EndpointConfig {
+        &self.cfg
+    }
+
+    /// Initiator PDCs open.
+    pub fn initiator_pdcs(&self) -> usize {
+        self.initiators.len()
+    }
+
+    /// Target PDCs open.
+    pub fn target_pdcs(&self) -> usize {
+        self.targets.len()
+    }
+
+    /// Messages queued or in flight.
+    pub fn messages_in_flight(&self) -> usize {
+        self.msgs.iter().flatten().count()
+    }
+
+    fn random_u32(&mut self) -> u32 {
+        // xorshift64: start PSNs need only be unpredictable to the peer, not cryptographic.
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        (x >> 16) as u32
+    }
+
+    /// Queues a message; its packets go out through [`Endpoint::poll_transmit`].
+    pub fn send(&mut self, desc: MessageDesc) -> Result<MsgHandle, EndpointError> {
+        let segments = Segmenter::new(desc.len, self.cfg.mtu).map_err(EndpointError::Segment)?;
+        if desc.service == Service::Uud && segments.packets() > 1 {
+            return Err(EndpointError::UudTooLong);
+        }
+        let slot = self.msgs.iter().position(Option::is_none).ok_or(EndpointError::TooManyMessages)?;
+        let generation = self.generations.get(slot).copied().unwrap_or(0);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let message_id = if desc.service.pdc_mode().is_none() {
+            let id = self.next_connectionless_id;
+            self.next_connectionless_id = id.wrapping_add(1);
+            id
+        } else {
+            // Numbered by its PDC when it starts.
+            0
+        };
+        if let Some(m) = self.msgs.get_mut(slot) {
+            *m = Some(SendMsg { generation, desc, segments, seq, pdc: None, message_id, first_psn: 0, sent: 0 });
+        }
+        Ok(MsgHandle { slot: slot as u16, generation })
+    }
+
+    fn key(&self, desc: &MessageDesc) -> InitiatorKey {
+        InitiatorKey {
+            mode: desc.service.pdc_mode().unwrap_or(DeliveryMode::Rud),
+            job_id: desc.header.common.job_id,
+            src: self.cfg.addr,
+            dst: desc.dst,
+            tc: desc.tc,
+        }
+    }
+
+    fn free_msg(&mut self, slot: usize) -> Option<SendMsg> {
+        let m = self.msgs.get_mut(slot)?.take()?;
+        if let Some(g) = self.generations.get_mut(slot) {
+            *g = g.wrapping_add(1);
+        }
+        Some(m)
+    }
+
+    /// The next deadline of any PDC.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let i = self.initiators.iter().filter_map(|(_, p)| p.pdc.poll_timeout());
+        let t = self.targets.iter().filter_map(|(_, p)| p.pdc.poll_timeout());
+        let r = self.rudi.iter().map(|r| r.resend_at);
+        i.chain(t).chain(r).min()
+    }
+
+    /// Runs every timer due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+        let cfg = self.cfg.pdc;
+        let due: heapless::Vec<u16, P> = self
+            .initiators
+            .iter()
+            .filter(|(_, p)| p.pdc.poll_timeout().is_some_and(|t| t <= now))
+            .map(|(id, _)| id)
+            .collect();
+        for id in due {
+            if let Some(p) = self.initiators.get_mut(id) {
+                p.pdc.handle_timeout(now, &cfg);
+            }
+            self.after_initiator_change(now, id);
+        }
+        let due: heapless::Vec<u16, P> = self
+            .targets
+            .iter()
+            .filter(|(_, p)| p.pdc.poll_timeout().is_some_and(|t| t <= now))
+            .map(|(id, _)| id)
+            .collect();
+        for id in due {
+            if let Some(p) = self.targets.get_mut(id) {
+                p.pdc.handle_timeout(now, &cfg);
+            }
+            self.after_target_change(now, id);
+        }
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        let ev = self.events.pop_front();
+        if ev.is_some() {
+            // Room again: settle what waited for it.
+            let ids: heapless::Vec<u16, P> = self.initiators.iter().map(|(id, _)| id).collect();
+            for id in ids {
+                self.settle_later(id);
+            }
+            for slot in 0..M {
+                let connectionless =
+                    self.msgs.get(slot).and_then(Option::as_ref).is_some_and(|m| m.desc.service.pdc_mode().is_none());
+                if connectionless {
+                    self.complete_connectionless(slot);
+                }
+            }
+        }
+        ev
+    }
+
+    /// Messages that found the event queue full are settled once it has room (at the latest
+    /// time a call gave).
+    fn settle_later(&mut self, id: u16) {
+        let any = self.msgs.iter().flatten().any(|m| m.pdc == Some(id));
+        if any {
+            self.after_initiator_change(self.now, id);
+        }
+    }
+}
+
+/// Emits a PDS header at the front of `out`.
+fn emit(out: &mut [u8], h: &PdsHeader) -> Result<usize, EndpointError> {
+    h.emit(out).map_err(|_| EndpointError::BufferTooShort)
+}
+
+/// The RC_NULL DEFAULT_RESPONSE for an ACK that names a request received before, whose own ids
+/// this endpoint no longer keeps: the PDC's last RI generation and JobID, message id 0. Receivers
+/// ignore RC_NULL but for acknowledging the PSN (the reference provider's initiator completes a
+/// PSN named by an ACK only when the ACK carries an SES response).
+const fn null_response((ri_generation, job_id): (u8, u32)) -> Response {
+    Response {
+        list: ResponseList::Expected,
+        opcode: ResponseOpcode::DefaultResponse,
+        return_code: ReturnCode::Null,
+        message_id: 0,
+        ri_generation,
+        job_id,
+        modified_length: 0,
+    }
+}
+
+/// A NACK refusing request `r`.
+const fn refusal(code: NackCode, r: &Request, spdcid: u16) -> Nack {
+    Nack::for_pdc(code, r.psn, spdcid, r.spdcid)
+}
+
+mod connectionless;
+mod demux;
+mod receiving;
+mod sending;
+#[cfg(test)]
+mod tests;
+mod transmit;

@@ -1,0 +1,798 @@
+//! Tests of the endpoint: two endpoints over a lossy, reordering wire, and each rule of the
+//! module doc on hand-built packets.
+
+use super::*;
+use crate::pdc::ipv4;
+use crate::ses::{Opcode, RequestCommon, SesFlags, StandardTail};
+use std::collections::HashMap;
+use std::vec::Vec;
+
+type Ep = Endpoint<8, 32, 64>;
+
+fn config(addr: IpAddr) -> EndpointConfig {
+    EndpointConfig { pdc: PdcConfig { max_rto_retx: 15, ..PdcConfig::default() }, ..EndpointConfig::new(addr, 1024) }
+}
+
+fn desc(dst: IpAddr, service: Service, index: u64, len: u32) -> MessageDesc {
+    MessageDesc {
+        dst,
+        service,
+        tc: 0,
+        header: StandardRequest {
+            common: RequestCommon {
+                opcode: Opcode::Send,
+                flags: SesFlags::empty(),
+                ri_generation: 0,
+                job_id: 42,
+                pid_on_fep: 1,
+                resource_index: 2,
+            },
+            message_id: 0,
+            buffer_offset: 0,
+            initiator: 5,
+            // The test's own message number, so the receiver can check the bytes.
+            match_bits: index,
+            tail: StandardTail::Som { header_data: 0 },
+            request_length: 0,
+            ext: None,
+        },
+        len,
+    }
+}
+
+fn byte(index: u64, offset: u32) -> u8 {
+    (index as u32).wrapping_mul(31).wrapping_add(offset).to_le_bytes()[0] ^ (offset >> 8) as u8
+}
+
+struct Wire {
+    rng: u64,
+    loss: u32, // per mille
+    reorder: bool,
+    flight: Vec<(usize, Vec<u8>)>,
+}
+
+impl Wire {
+    fn next(&mut self) -> u32 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng >> 32) as u32
+    }
+}
+
+/// Runs two endpoints until both are idle; returns the messages B received in order, by
+/// sender index, and A's sent events.
+type Leftover = HashMap<(u16, u16), (u64, Vec<u8>)>;
+
+fn exchange(mode: Service, lens: &[u32], loss: u32, reorder: bool) -> (Vec<(u64, u32)>, usize, Ep, Ep, Leftover) {
+    exchange_window(mode, lens, loss, reorder, 8)
+}
+
+/// [`exchange`] keeping up to `window` messages queued at A.
+fn exchange_window(
+    mode: Service,
+    lens: &[u32],
+    loss: u32,
+    reorder: bool,
+    window: usize,
+) -> (Vec<(u64, u32)>, usize, Ep, Ep, Leftover) {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let mut eps = [Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2)];
+    let mut handles: HashMap<MsgHandle, u64> = HashMap::new();
+    let mut next_msg = 0usize;
+    let mut wire = Wire { rng: 0x9E37_79B9_7F4A_7C15, loss, reorder, flight: Vec::new() };
+    let mut buffers: HashMap<(u16, u16), (u64, Vec<u8>)> = HashMap::new();
+    let mut received = Vec::new();
+    let mut sent = 0usize;
+    let mut now = Instant::ZERO;
+    let mut out = [0u8; 256];
+    for _round in 0..200_000 {
+        // Keep up to `window` messages queued at A.
+        while next_msg < lens.len() && eps[0].messages_in_flight() < window {
+            let h = eps[0].send(desc(b_addr, mode, next_msg as u64, lens[next_msg])).unwrap();
+            handles.insert(h, next_msg as u64);
+            next_msg += 1;
+        }
+        let mut moved = false;
+        for (side, ep) in eps.iter_mut().enumerate() {
+            while let Some(t) = ep.poll_transmit(now, &mut out).unwrap() {
+                let mut pkt = out[..t.header_len].to_vec();
+                if let Some(p) = t.payload {
+                    let index = handles[&p.msg];
+                    pkt.extend((0..u32::from(p.len)).map(|i| byte(index, p.offset + i)));
+                }
+                if wire.next() % 1000 >= wire.loss {
+                    wire.flight.push((1 - side, pkt));
+                }
+                moved = true;
+            }
+        }
+        if wire.reorder && wire.flight.len() > 1 {
+            for i in (1..wire.flight.len()).rev() {
+                let j = wire.next() as usize % (i + 1);
+                wire.flight.swap(i, j);
+            }
+        }
+        for (to, pkt) in core::mem::take(&mut wire.flight) {
+            let from = eps[1 - to].config().addr;
+            let placed = match eps[to].handle_packet(now, from, &pkt) {
+                Ok(p) => p,
+                // Dropped unanswered; the sender's resend comes back.
+                Err(EndpointError::EventsFull | EndpointError::ResponsesFull) => None,
+                Err(e) => panic!("a good packet was refused: {e:?}"),
+            };
+            if let Some(p) = placed {
+                let (index, buf) = buffers
+                    .entry((p.pdc, p.message_id))
+                    .or_insert_with(|| (p.header.match_bits, vec![0; p.header.request_length as usize]));
+                assert_eq!(*index, p.header.match_bits);
+                buf[p.offset as usize..p.offset as usize + p.payload.len()].copy_from_slice(p.payload);
+            }
+            moved = true;
+        }
+        for ep in eps.iter_mut() {
+            while let Some(ev) = ep.poll_event() {
+                match ev {
+                    Event::Sent(h) => {
+                        assert!(handles.remove(&h).is_some());
+                        sent += 1;
+                    }
+                    Event::Failed(h, f) => panic!("message {h:?} failed: {f:?}"),
+                    Event::Response { .. } => panic!("no request was answered"),
+                    Event::Truncated { .. } => panic!("no message was truncated"),
+                    Event::Received { pdc, message_id, len, .. } => {
+                        let (index, buf) = buffers.remove(&(pdc, message_id)).expect("placed");
+                        assert_eq!(buf.len(), len as usize);
+                        for (o, b) in buf.iter().enumerate() {
+                            assert_eq!(*b, byte(index, o as u32), "message {index} byte {o}");
+                        }
+                        received.push((index, len));
+                    }
+                }
+            }
+        }
+        let idle = next_msg == lens.len() && eps.iter().all(|e| e.messages_in_flight() == 0);
+        if idle && eps.iter().all(|e| e.initiator_pdcs() == 0 && e.target_pdcs() == 0) {
+            break;
+        }
+        if !moved {
+            match eps.iter().filter_map(Ep::poll_timeout).min() {
+                Some(t) => now = now.max(t),
+                None => now = now.saturating_add(linklayer::Duration::from_micros(10)),
+            }
+            for ep in eps.iter_mut() {
+                ep.handle_timeout(now);
+            }
+        } else {
+            now = now.saturating_add(linklayer::Duration::from_micros(1));
+        }
+    }
+    let [a, b] = eps;
+    (received, sent, a, b, buffers)
+}
+
+fn lens(n: usize) -> Vec<u32> {
+    (0..n).map(|i| [0u32, 1, 1023, 1024, 1025, 5000, 20_000][i % 7]).collect()
+}
+
+#[test]
+fn messages_arrive_whole_and_in_order_on_a_clean_wire() {
+    let l = lens(40);
+    let (received, sent, a, b, left) = exchange(Service::Rud, &l, 0, false);
+    assert!(left.is_empty());
+    assert_eq!(sent, l.len());
+    let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
+    assert_eq!(received, want);
+    assert_eq!((a.initiator_pdcs(), a.target_pdcs(), b.initiator_pdcs(), b.target_pdcs()), (0, 0, 0, 0));
+}
+
+#[test]
+fn guaranteed_delivery_response_reaches_the_initiator_once() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
+    let mut out = [0u8; 256];
+    let h = a.send(desc(b_addr, Service::Rud, 0, 100)).unwrap();
+    let n = a.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap().header_len;
+    let mut req = out[..n].to_vec();
+    req.extend((0..100).map(|i| byte(0, i)));
+    let pl = b.handle_packet(Instant::ZERO, a_addr, &req).unwrap().unwrap();
+    b.respond(&pl, ReturnCode::NoMatch, 7).unwrap();
+    assert!(matches!(b.respond(&pl, ReturnCode::Ok, 7), Err(EndpointError::Respond(_))), "one per request");
+    let wrong_src = Placement { src: b_addr, ..pl };
+    assert!(matches!(b.respond(&wrong_src, ReturnCode::Ok, 7), Err(EndpointError::Respond(_))));
+    // The ACK carries the response, and is lost.
+    let t = b.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap();
+    let (PdsHeader::Ack(ack), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("an ACK") };
+    assert_eq!(ack.next_header, NextHeader::Rsp);
+    let Ok((Some(SesHeader::Response(rsp)), _)) = SesHeader::parse(NextHeader::Rsp, rest) else { panic!() };
+    assert_eq!((rsp.opcode, rsp.return_code, rsp.modified_length), (ResponseOpcode::Response, ReturnCode::NoMatch, 7));
+    assert_eq!(b.poll_transmit(Instant::ZERO, &mut out).unwrap(), None);
+    // The RTO resends the request; its duplicate draws the response again.
+    let later = a.poll_timeout().unwrap();
+    a.handle_timeout(later);
+    let resend = a.poll_transmit(later, &mut out).unwrap().unwrap();
+    let mut req = out[..resend.header_len].to_vec();
+    req.extend((0..100).map(|i| byte(0, i)));
+    assert!(b.handle_packet(later, a_addr, &req).unwrap().is_none(), "a duplicate is not placed again");
+    let t = b.poll_transmit(later, &mut out).unwrap().unwrap();
+    let ack = out[..t.header_len].to_vec();
+    a.handle_packet(later, b_addr, &ack).unwrap();
+    let psn = pl.psn;
+    assert_eq!(a.poll_event(), Some(Event::Response { msg: h, psn, response: rsp }));
+    assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+    // A copy of that ACK reports nothing more.
+    a.handle_packet(later, b_addr, &ack).unwrap();
+    assert_eq!(a.poll_event(), None);
+}
+
+#[test]
+fn no_request_is_delivered_once_no_response_could_be_held() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
+    let mut out = [0u8; 256];
+    for i in 0..5 {
+        a.send(desc(b_addr, Service::Rud, i, 10)).unwrap();
+    }
+    for i in 0..5u64 {
+        let n = a.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap().header_len;
+        let mut req = out[..n].to_vec();
+        req.extend((0..10).map(|k| byte(i, k)));
+        match b.handle_packet(Instant::ZERO, a_addr, &req).unwrap() {
+            // Four slots: every request but the fifth is delivered and answered.
+            Some(pl) => b.respond(&pl, ReturnCode::Ok, 10).unwrap(),
+            None => assert_eq!(i, 4, "request {i} refused with a slot free"),
+        }
+    }
+    let t = b.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap();
+    let Ok((PdsHeader::Nack(n), _)) = PdsHeader::parse(&out[..t.header_len]) else { panic!("a NACK first") };
+    assert_eq!(n.code, NackCode::NoGtdDelAvail);
+}
+
+#[test]
+fn rud_messages_complete_in_order_despite_reordering_and_loss() {
+    let l = lens(60);
+    let (received, sent, _, _, _) = exchange(Service::Rud, &l, 100, true);
+    assert_eq!(sent, l.len());
+    let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
+    assert_eq!(received, want);
+}
+
+/// More messages in flight than the target tracks on one PDC, under loss: the initiator keeps
+/// no more than `messages_per_pdc` in progress, so none is refused into failure.
+#[test]
+fn more_messages_in_flight_than_the_target_tracks() {
+    let l: Vec<u32> = (0..200).map(|i| [1u32, 100, 1500][i % 3]).collect();
+    let (received, sent, ..) = exchange_window(Service::Rud, &l, 30, true, 32);
+    assert_eq!(sent, l.len());
+    let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
+    assert_eq!(received, want);
+}
+
+#[test]
+fn rod_messages_survive_loss() {
+    let l = lens(30);
+    let (received, sent, _, _, _) = exchange(Service::Rod, &l, 50, false);
+    assert_eq!(sent, l.len());
+    assert_eq!(received.len(), l.len());
+    assert!(received.windows(2).all(|w| w[0].0 < w[1].0));
+}
+
+#[test]
+fn rudi_messages_are_placed_whole_despite_loss_and_reordering() {
+    let l = lens(40);
+    let (received, sent, a, b, left) = exchange(Service::Rudi, &l, 100, true);
+    assert_eq!(sent, l.len());
+    // No PDC, no completion at the target: the placements are the delivery.
+    assert!(received.is_empty());
+    assert_eq!((a.initiator_pdcs(), b.target_pdcs()), (0, 0));
+    assert_eq!(left.len(), l.len());
+    for (index, buf) in left.values() {
+        assert_eq!(buf.len() as u32, l[*index as usize]);
+        for (o, b) in buf.iter().enumerate() {
+            assert_eq!(*b, byte(*index, o as u32), "RUDI message {index} byte {o}");
+        }
+    }
+}
+
+#[test]
+fn uud_datagrams_are_best_effort() {
+    let l: Vec<u32> = (0..50).map(|i| i * 20).collect();
+    let (received, sent, ..) = exchange(Service::Uud, &l, 0, false);
+    assert_eq!(sent, l.len());
+    assert_eq!(received.len(), l.len());
+    let (received, sent, ..) = exchange(Service::Uud, &l, 200, false);
+    assert_eq!(sent, l.len());
+    assert!(received.len() < l.len() && !received.is_empty());
+    let mut ep = Ep::new(config(ipv4([10, 0, 0, 1])), 1);
+    assert_eq!(ep.send(desc(ipv4([10, 0, 0, 2]), Service::Uud, 0, 1025)), Err(EndpointError::UudTooLong));
+}
+
+#[test]
+fn stale_duplicate_gets_the_default_response() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
+    let (mut a, mut b) = (Ep::new(keep(a_addr), 1), Ep::new(keep(b_addr), 2));
+    let now = Instant::ZERO;
+    let mut out = [0u8; 256];
+    a.send(desc(b_addr, Service::Rud, 7, 100)).unwrap();
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    let mut pkt = out[..t.header_len].to_vec();
+    pkt.extend([0u8; 100]);
+    assert!(b.handle_packet(now, a_addr, &pkt).unwrap().is_some());
+    let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+    let (PdsHeader::Ack(ack), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("not an ACK") };
+    // Delivered: the ACK answers it with DEFAULT_RESPONSE, RC_OK, the whole message.
+    let (Some(SesHeader::Response(rsp)), _) = SesHeader::parse(ack.next_header, rest).unwrap() else {
+        panic!("no SES response")
+    };
+    assert_eq!(
+        (rsp.opcode, rsp.return_code, rsp.modified_length, rsp.job_id),
+        (ResponseOpcode::DefaultResponse, ReturnCode::Ok, 100, 42)
+    );
+    // The same packet again: cumulatively acknowledged, so stale; not placed again.
+    assert!(b.handle_packet(now, a_addr, &pkt).unwrap().is_none());
+    let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+    let (PdsHeader::Ack(ack), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("not an ACK") };
+    assert_eq!(ack.next_header, NextHeader::Rsp);
+    let (Some(SesHeader::Response(rsp)), _) = SesHeader::parse(NextHeader::Rsp, rest).unwrap() else {
+        panic!("no SES response")
+    };
+    assert_eq!(
+        (rsp.opcode, rsp.return_code, rsp.message_id, rsp.job_id),
+        (ResponseOpcode::DefaultResponse, ReturnCode::Null, 0, 42)
+    );
+}
+
+/// A duplicate in the current window (a gap below it, so not cumulatively acknowledged) is
+/// answered by an ACK carrying the default response too (UE 1.0 §3.5.20.1); a CE-marked
+/// packet's ACK carries the M flag.
+#[test]
+fn in_window_duplicate_gets_the_default_response_and_ce_sets_m() {
+    use crate::pds::AckFlags;
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
+    let (mut a, mut b) = (Ep::new(keep(a_addr), 1), Ep::new(keep(b_addr), 2));
+    let now = Instant::ZERO;
+    let mut out = [0u8; 256];
+    let mut pkts = Vec::new();
+    for i in 0..2 {
+        a.send(desc(b_addr, Service::Rud, i, 10)).unwrap();
+        let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+        let mut pkt = out[..t.header_len].to_vec();
+        pkt.extend([0u8; 10]);
+        pkts.push(pkt);
+    }
+    // The second arrives first, CE-marked: its ACK says so.
+    assert!(b.handle_ce_packet(now, a_addr, &pkts[1]).unwrap().is_some());
+    let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+    let (PdsHeader::Ack(ack), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("an ACK") };
+    assert!(ack.flags.contains(AckFlags::M));
+    assert_eq!(ack.next_header, NextHeader::Rsp);
+    // Its copy: received, not cumulatively acknowledged (the first is missing).
+    assert!(b.handle_packet(now, a_addr, &pkts[1]).unwrap().is_none());
+    let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+    let (PdsHeader::Ack(ack), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("an ACK") };
+    assert!(!ack.flags.contains(AckFlags::M));
+    assert_eq!(ack.next_header, NextHeader::Rsp);
+    let (Some(SesHeader::Response(rsp)), _) = SesHeader::parse(NextHeader::Rsp, rest).unwrap() else {
+        panic!("no SES response")
+    };
+    assert_eq!((rsp.opcode, rsp.return_code), (ResponseOpcode::DefaultResponse, ReturnCode::Null));
+}
+
+/// Every ACK that names a delivered request answers it with DEFAULT_RESPONSE, RC_OK, its ids
+/// echoed and `modified_length` = `request_length` (coalesced ACKs name the newest packet).
+#[test]
+fn every_ack_answers_the_request_it_names() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
+    let now = Instant::ZERO;
+    let mut out = [0u8; 256];
+    let h = a.send(desc(b_addr, Service::Rud, 3, 2500)).unwrap();
+    while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
+        let mut pkt = out[..t.header_len].to_vec();
+        pkt.extend((0..t.payload.map_or(0, |p| p.len)).map(|_| 0u8));
+        b.handle_packet(now, a_addr, &pkt).unwrap();
+    }
+    let mut acks = 0;
+    while let Some(t) = b.poll_transmit(now, &mut out).unwrap() {
+        let bytes = out[..t.header_len].to_vec();
+        let (PdsHeader::Ack(ack), rest) = PdsHeader::parse(&bytes).unwrap() else { panic!("an ACK") };
+        let (Some(SesHeader::Response(rsp)), _) = SesHeader::parse(ack.next_header, rest).unwrap() else {
+            panic!("ACK of PSN {} without a response", ack.ack_psn())
+        };
+        assert_eq!(
+            (rsp.opcode, rsp.return_code, rsp.message_id, rsp.job_id, rsp.modified_length),
+            (ResponseOpcode::DefaultResponse, ReturnCode::Ok, 0, 42, 2500)
+        );
+        a.handle_packet(now, b_addr, &bytes).unwrap();
+        acks += 1;
+    }
+    assert!(acks >= 1);
+    assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+}
+
+/// An ACK that answers a probe (ACK_REQ) for an older request names it and carries an RC_NULL
+/// DEFAULT_RESPONSE, so a peer that completes a named PSN only with an SES response (the
+/// reference provider) completes it; the CLOSE's ACK stays bare.
+#[test]
+fn an_ack_naming_an_older_request_carries_a_response() {
+    use crate::pds::{Control, ControlFlags, ControlType};
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
+    let (mut a, mut b) = (Ep::new(keep(a_addr), 1), Ep::new(keep(b_addr), 2));
+    let now = Instant::ZERO;
+    let mut out = [0u8; 256];
+    let mut psns = Vec::new();
+    for i in 0..2 {
+        a.send(desc(b_addr, Service::Rud, i, 10)).unwrap();
+        let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+        let (PdsHeader::Request(r), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!() };
+        psns.push((r.psn, r.spdcid));
+        let mut pkt = out[..t.header_len].to_vec();
+        pkt.extend([0u8; 10]);
+        b.handle_packet(now, a_addr, &pkt).unwrap();
+    }
+    let mut tpdc = 0;
+    while let Some(t) = b.poll_transmit(now, &mut out).unwrap() {
+        let (PdsHeader::Ack(ack), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!() };
+        tpdc = ack.spdcid;
+    }
+    let (first, ipdc) = psns[0];
+    let probe = Control {
+        ctl_type: ControlType::AckReq,
+        flags: ControlFlags::empty(),
+        probe_opaque: 0,
+        psn: first,
+        spdcid: ipdc,
+        dest: PdcDest::Established { dpdcid: tpdc },
+        payload: 0,
+    };
+    let n = probe.emit(&mut out).unwrap();
+    b.handle_packet(now, a_addr, &out[..n]).unwrap();
+    let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+    let (PdsHeader::Ack(ack), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("an ACK") };
+    assert_eq!(ack.ack_psn(), first);
+    let (Some(SesHeader::Response(rsp)), _) = SesHeader::parse(ack.next_header, rest).unwrap() else {
+        panic!("the probe's ACK carries no response")
+    };
+    assert_eq!((rsp.opcode, rsp.return_code, rsp.job_id), (ResponseOpcode::DefaultResponse, ReturnCode::Null, 42));
+}
+
+/// The initiator accepts a bare ACK, and reads a DEFAULT_RESPONSE as the reference provider's
+/// initiator does: RC_NULL and a whole-message RC_OK only acknowledge, a short
+/// `modified_length` is reported truncated, another code is reported as a response.
+#[test]
+fn the_initiator_reads_default_responses() {
+    use crate::pds::Ack;
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let mut out = [0u8; 256];
+    let now = Instant::ZERO;
+    let cases = [
+        (None, None),
+        (Some((ReturnCode::Null, 0)), None),
+        (Some((ReturnCode::Ok, 100)), None),
+        (Some((ReturnCode::Ok, 0)), None),
+        (Some((ReturnCode::Ok, 60)), Some("truncated")),
+        (Some((ReturnCode::NoMatch, 0)), Some("response")),
+    ];
+    for (answer, report) in cases {
+        let mut a = Ep::new(config(a_addr), 1);
+        let h = a.send(desc(b_addr, Service::Rud, 0, 100)).unwrap();
+        let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+        let (PdsHeader::Request(r), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!() };
+        let ack = Ack {
+            next_header: if answer.is_some() { NextHeader::Rsp } else { NextHeader::None },
+            flags: crate::pds::AckFlags::empty(),
+            request: crate::pds::AckRequest::None,
+            ack_psn_offset: 0,
+            cack_psn: r.psn,
+            spdcid: 19,
+            dpdcid: r.spdcid,
+            ext: crate::pds::AckExtension::None,
+        };
+        let mut n = ack.emit(&mut out).unwrap();
+        if let Some((code, len)) = answer {
+            let mut rsp = Response::default_for(&desc(b_addr, Service::Rud, 0, 100).header, code);
+            rsp.modified_length = len;
+            n += SesHeader::Response(rsp).emit(&mut out[n..]).unwrap();
+        }
+        a.handle_packet(now, b_addr, &out[..n]).unwrap();
+        match (report, a.poll_event()) {
+            (None, Some(Event::Sent(s))) => assert_eq!(s, h),
+            (Some("truncated"), Some(Event::Truncated { msg, modified_length: 60, .. })) => assert_eq!(msg, h),
+            (Some("response"), Some(Event::Response { msg, response, .. })) => {
+                assert_eq!((msg, response.return_code), (h, ReturnCode::NoMatch));
+            }
+            (want, got) => panic!("{answer:?}: wanted {want:?}, got {got:?}"),
+        }
+        if report.is_some() {
+            assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+        }
+    }
+}
+
+/// Interop: ACKs in the reference provider's form — plain ACKs (no SACK) naming a PSN above
+/// CACK by ACK_PSN, its own flag 0x40 set, each carrying a DEFAULT_RESPONSE — drive our
+/// initiator: each named PSN is acknowledged, and messages complete in order.
+#[test]
+fn reference_provider_acks_complete_messages() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let mut a = Ep::new(config(a_addr), 1);
+    let now = Instant::ZERO;
+    let mut out = [0u8; 256];
+    let hs = [a.send(desc(b_addr, Service::Rud, 0, 10)).unwrap(), a.send(desc(b_addr, Service::Rud, 1, 10)).unwrap()];
+    let mut reqs = Vec::new();
+    while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
+        let (PdsHeader::Request(r), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!() };
+        let Ok((Some(SesHeader::Standard(ses)), _)) = SesHeader::parse(NextHeader::ReqStd, rest) else { panic!() };
+        reqs.push((r, ses));
+    }
+    assert_eq!(reqs.len(), 2);
+    let ref_ack = |cack: u32, named: &(Request, StandardRequest), out: &mut [u8; 256]| {
+        let a = crate::pds::Ack {
+            next_header: NextHeader::Rsp,
+            flags: crate::pds::AckFlags::empty(),
+            request: crate::pds::AckRequest::None,
+            ack_psn_offset: named.0.psn.wrapping_sub(cack) as i16,
+            cack_psn: cack,
+            spdcid: 19,
+            dpdcid: named.0.spdcid,
+            ext: crate::pds::AckExtension::None,
+        };
+        let mut n = a.emit(out).unwrap();
+        out[1] |= 0x40; // the reference provider's own ACK flag
+        n += SesHeader::Response(Response::default_for(&named.1, ReturnCode::Ok)).emit(&mut out[n..]).unwrap();
+        n
+    };
+    // The second packet is named first, CACK still before the first: acknowledged, but the
+    // second message waits for the first.
+    let before_first = reqs[0].0.psn.wrapping_sub(1);
+    let n = ref_ack(before_first, &reqs[1], &mut out);
+    a.handle_packet(now, b_addr, &out[..n]).unwrap();
+    assert_eq!(a.poll_event(), None);
+    // Then the first, by name too.
+    let n = ref_ack(before_first, &reqs[0], &mut out);
+    a.handle_packet(now, b_addr, &out[..n]).unwrap();
+    assert_eq!([a.poll_event(), a.poll_event()], hs.map(|h| Some(Event::Sent(h))));
+}
+
+/// A copy of a PDC's first packet arriving after the PDC closed opens no new PDC and is not
+/// delivered again; a SYN with the same key and another start PSN (a new PDC) is let in.
+#[test]
+fn late_syn_after_close_is_not_delivered_again() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
+    let mut out = [0u8; 256];
+    let now = Instant::ZERO;
+    a.send(desc(b_addr, Service::Rud, 0, 100)).unwrap();
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    let mut syn = out[..t.header_len].to_vec();
+    syn.extend([0u8; 100]);
+    assert!(b.handle_packet(now, a_addr, &syn).unwrap().is_some());
+    // ACK, CLOSE, close ACK: both ends close.
+    for _ in 0..8 {
+        while let Some(t) = b.poll_transmit(now, &mut out).unwrap() {
+            a.handle_packet(now, b_addr, &out[..t.header_len]).unwrap();
+        }
+        while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
+            b.handle_packet(now, a_addr, &out[..t.header_len]).unwrap();
+        }
+    }
+    assert_eq!((a.initiator_pdcs(), b.target_pdcs()), (0, 0));
+    assert!(matches!(b.poll_event(), Some(Event::Received { .. })));
+    // The copy, at once and just before New_PDC_Time has passed: dropped unanswered.
+    let until = now.saturating_add(config(b_addr).pdc.new_pdc_time);
+    for at in [now, Instant::from_nanos(until.as_nanos() - 1)] {
+        assert!(b.handle_packet(at, a_addr, &syn).unwrap().is_none());
+        assert_eq!((b.target_pdcs(), b.poll_event(), b.poll_transmit(at, &mut out).unwrap()), (0, None, None));
+    }
+    // A SYN of the same initiator PDC with another start PSN opens a PDC.
+    let (PdsHeader::Request(mut r), _) = PdsHeader::parse(&syn).unwrap() else { panic!("a request") };
+    r.psn = r.psn.wrapping_add(1000);
+    r.emit(&mut syn).unwrap();
+    assert!(b.handle_packet(now, a_addr, &syn).unwrap().is_some());
+    assert_eq!(b.target_pdcs(), 1);
+}
+
+/// Packets that name an established PDC but come from another address change nothing:
+/// requests and control packets draw PDC_HDR_MISMATCH, ACKs and NACKs are dropped; each is
+/// counted.
+#[test]
+fn packets_from_the_wrong_source_change_nothing() {
+    let (a_addr, b_addr, c_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]), ipv4([10, 0, 0, 3]));
+    let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
+    let (mut a, mut b) = (Ep::new(keep(a_addr), 1), Ep::new(keep(b_addr), 2));
+    let now = Instant::ZERO;
+    let mut out = [0u8; 256];
+    // Establish with one message, then start a second one whose ACK is still owed.
+    a.send(desc(b_addr, Service::Rud, 0, 10)).unwrap();
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    let mut first = out[..t.header_len].to_vec();
+    first.extend([0u8; 10]);
+    assert!(b.handle_packet(now, a_addr, &first).unwrap().is_some());
+    let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+    let ack = out[..t.header_len].to_vec();
+    a.handle_packet(now, b_addr, &ack).unwrap();
+    let h = a.send(desc(b_addr, Service::Rud, 1, 10)).unwrap();
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    let mut second = out[..t.header_len].to_vec();
+    second.extend([0u8; 10]);
+    let (PdsHeader::Request(r), _) = PdsHeader::parse(&second).unwrap() else { panic!("a request") };
+    assert!(matches!(r.dest, PdcDest::Established { .. }));
+    while a.poll_event().is_some() {}
+
+    // The established request from C: NACKed PDC_HDR_MISMATCH to C, not placed.
+    assert!(b.handle_packet(now, c_addr, &second).unwrap().is_none());
+    let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+    assert_eq!(t.dst, c_addr);
+    let (PdsHeader::Nack(n), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("a NACK") };
+    assert_eq!(n.code, NackCode::PdcHdrMismatch);
+    assert_eq!(b.poll_event(), Some(Event::Received { src: a_addr, pdc: 1, message_id: 0, len: 10 }));
+    assert_eq!(b.poll_event(), None);
+    // C's copy of B's ACK for it, naming A's PDC: dropped, the message is not done.
+    b.handle_packet(now, a_addr, &second).unwrap().unwrap();
+    let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+    let ack2 = out[..t.header_len].to_vec();
+    a.handle_packet(now, c_addr, &ack2).unwrap();
+    assert_eq!(a.poll_event(), None);
+    // A NACK from C that would close A's PDC: dropped too.
+    let (PdsHeader::Ack(ack_hdr), _) = PdsHeader::parse(&ack2).unwrap() else { panic!("an ACK") };
+    let closing = Nack::for_pdc(NackCode::PdcHdrMismatch, r.psn, ack_hdr.spdcid, ack_hdr.dpdcid);
+    let n = closing.emit(&mut out).unwrap();
+    a.handle_packet(now, c_addr, &out[..n]).unwrap();
+    assert_eq!((a.poll_event(), a.initiator_pdcs()), (None, 1));
+    assert_eq!(a.stats().source_mismatches, 2);
+    assert_eq!(b.stats().source_mismatches, 1);
+    // From the right source the ACK completes the message.
+    a.handle_packet(now, b_addr, &ack2).unwrap();
+    assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+}
+
+/// A secure target moves the PDC's start PSN (NACK NEW_START_PSN, 0-RTT and 1-RTT alike):
+/// the messages' PSNs move with the window, and no message is reported sent before its new
+/// PSNs are acknowledged.
+#[test]
+fn new_start_psn_moves_the_messages_with_the_window() {
+    use crate::pdc::{Delivery, StartPolicy, Target, TargetTx};
+    let policies: [fn(u32) -> StartPolicy; 2] = [
+        |start| StartPolicy::Expected0Rtt { expected_psn: start },
+        |start| StartPolicy::Random1Rtt { start_psn: start },
+    ];
+    for policy in policies {
+        let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+        let mut a = Ep::new(config(a_addr), 1);
+        let cfg = config(b_addr).pdc;
+        let now = Instant::ZERO;
+        let mut out = [0u8; 256];
+        let sent =
+            [a.send(desc(b_addr, Service::Rud, 0, 2000)).unwrap(), a.send(desc(b_addr, Service::Rud, 1, 10)).unwrap()];
+        let requests = |a: &mut Ep, out: &mut [u8; 256]| {
+            let mut got = Vec::new();
+            while let Some(t) = a.poll_transmit(now, out).unwrap() {
+                let (PdsHeader::Request(r), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else {
+                    panic!("a request")
+                };
+                got.push((r, t.payload.map_or(0, |p| u32::from(p.len))));
+            }
+            got
+        };
+        let first = requests(&mut a, &mut out);
+        assert_eq!(first.len(), 3);
+        let new_start = first[0].0.psn.wrapping_add(1 << 30);
+        let mut tg = Target::<2>::new(now, &cfg, 19, &first[0].0, policy(new_start), 7).unwrap();
+        let n = tg.handle_request(now, &cfg, &first[0].0, first[0].1, false).unwrap().nack.unwrap();
+        assert_eq!((n.code, n.payload), (NackCode::NewStartPsn, new_start));
+        let len = n.emit(&mut out).unwrap();
+        a.handle_packet(now, b_addr, &out[..len]).unwrap();
+        assert_eq!(a.poll_event(), None, "nothing was delivered yet");
+        // Every packet again, at the new PSNs, delivered once each.
+        let again = requests(&mut a, &mut out);
+        let psns: Vec<u32> = again.iter().map(|(r, _)| r.psn).collect();
+        assert_eq!(psns, [0, 1, 2].map(|k| new_start.wrapping_add(k)));
+        for (r, len) in &again {
+            assert_eq!(r.start_psn(), Some(new_start));
+            assert_eq!(tg.handle_request(now, &cfg, r, *len, false).unwrap().delivery, Delivery::New);
+        }
+        while let Some(tx) = tg.poll_transmit(now) {
+            let TargetTx::Ack(ack) = tx else { panic!("an ACK") };
+            let len = ack.emit(&mut out).unwrap();
+            a.handle_packet(now, b_addr, &out[..len]).unwrap();
+        }
+        assert_eq!([a.poll_event(), a.poll_event()], sent.map(|h| Some(Event::Sent(h))));
+    }
+}
+
+/// A peer whose message ids come from one counter shared by its PDCs (the reference
+/// provider's pool): on each PDC they skip, wrap past 65535 and are reused. With packets
+/// reordered, duplicated and late, every message is received exactly once, in send order per
+/// PDC.
+#[test]
+fn message_ids_from_any_counter() {
+    use crate::msg::Segmenter;
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let mut b = Ep::new(config(b_addr), 2);
+    let cfg = config(a_addr).pdc;
+    let now = Instant::ZERO;
+    let mut pdcs =
+        [Initiator::<2>::new(&cfg, DeliveryMode::Rud, 7, 1000), Initiator::<2>::new(&cfg, DeliveryMode::Rud, 8, 5000)];
+    let ids = [7u16, 9, 12, 3, 65534, 65535, 0, 7, 2, 9];
+    let mut sent: [Vec<u16>; 2] = [Vec::new(), Vec::new()];
+    let mut packets = Vec::new();
+    for (k, &id) in ids.iter().enumerate() {
+        let which = k % 2;
+        let len = [0u32, 10, 1024, 2500, 3000][k % 5];
+        let segments = Segmenter::new(len, 1024).unwrap();
+        let mut template = desc(b_addr, Service::Rud, k as u64, len).header;
+        template.message_id = id;
+        for seg in segments.segments() {
+            let stamp = pdcs[which].send(now, &cfg, seg.eom).unwrap();
+            let mut pkt = vec![0u8; 256];
+            let n = PdsHeader::Request(stamp.request(NextHeader::ReqStd, None)).emit(&mut pkt).unwrap();
+            let m = SesHeader::Standard(seg.standard_header(&template, len)).emit(&mut pkt[n..]).unwrap();
+            pkt.truncate(n + m);
+            pkt.extend((0..u32::from(seg.len)).map(|i| byte(k as u64, seg.offset + i)));
+            packets.push(pkt);
+        }
+        sent[which].push(id);
+    }
+    // Reordered; one packet in four duplicated, one in five held back to the end.
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for i in (1..packets.len()).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        packets.swap(i, j);
+    }
+    let mut order = Vec::new();
+    let mut late = Vec::new();
+    for p in packets {
+        match next() % 20 {
+            0..=4 => order.extend([p.clone(), p]),
+            5..=8 => late.push(p),
+            _ => order.push(p),
+        }
+    }
+    order.extend(late);
+    // Received message ids per target PDC of B.
+    let mut received: HashMap<u16, Vec<u16>> = HashMap::new();
+    let mut out = [0u8; 256];
+    for p in order {
+        b.handle_packet(now, a_addr, &p).unwrap();
+        while b.poll_transmit(now, &mut out).unwrap().is_some() {}
+        while let Some(ev) = b.poll_event() {
+            let Event::Received { pdc, message_id, .. } = ev else { panic!("{ev:?}") };
+            received.entry(pdc).or_default().push(message_id);
+        }
+    }
+    let mut got: Vec<Vec<u16>> = received.into_values().collect();
+    got.sort();
+    let mut want = sent.to_vec();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn refusals() {
+    let mut ep = Ep::new(config(ipv4([10, 0, 0, 1])), 1);
+    let bad_mtu = EndpointConfig { mtu: 0, ..config(ipv4([10, 0, 0, 1])) };
+    let mut e2 = Ep::new(bad_mtu, 1);
+    assert_eq!(
+        e2.send(desc(ipv4([10, 0, 0, 2]), Service::Rud, 0, 10)),
+        Err(EndpointError::Segment(SegmentError::BadMtu { mtu: 0 }))
+    );
+    for i in 0..32 {
+        ep.send(desc(ipv4([10, 0, 0, 2]), Service::Rud, i, 10)).unwrap();
+    }
+    assert_eq!(ep.send(desc(ipv4([10, 0, 0, 2]), Service::Rud, 99, 10)), Err(EndpointError::TooManyMessages));
+    assert!(matches!(
+        ep.handle_packet(Instant::ZERO, ipv4([10, 0, 0, 2]), &[0xFF; 3]),
+        Err(EndpointError::Malformed(_))
+    ));
+    let mut tiny = [0u8; 8];
+    assert_eq!(ep.poll_transmit(Instant::ZERO, &mut tiny), Err(EndpointError::BufferTooShort));
+}

@@ -1,0 +1,228 @@
+//! Sending: `poll_transmit` and the packets it writes — control packets the PDCs owe first,
+//! then new requests, oldest message first — and the choice of PDC for a new message.
+
+use super::*;
+
+impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
+    /// The next packet to send, its headers written to the front of `out`, which must hold
+    /// [`MAX_HEADER_LEN`] bytes (checked first, so a short buffer changes nothing). NACKs go
+    /// first, then resends and control packets, then ACKs, then new packets of queued messages,
+    /// oldest message first.
+    pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
+        if out.len() < MAX_HEADER_LEN {
+            return Err(EndpointError::BufferTooShort);
+        }
+        self.now = self.now.max(now);
+        if let Some((dst, n)) = self.nacks.front().copied() {
+            let header_len = emit(out, &PdsHeader::Nack(n))?;
+            self.nacks.pop_front();
+            return Ok(Some(Transmit { dst, header_len, payload: None }));
+        }
+        if let Some((dst, r, rsp)) = self.rudi_responses.front().copied() {
+            let n = emit(out, &PdsHeader::Rudi(r))?;
+            let k = SesHeader::Response(rsp)
+                .emit(out.get_mut(n..).unwrap_or_default())
+                .map_err(|_| EndpointError::BufferTooShort)?;
+            self.rudi_responses.pop_front();
+            return Ok(Some(Transmit { dst, header_len: n + k, payload: None }));
+        }
+        if let Some(t) = self.transmit_rudi_resend(now, out)? {
+            return Ok(Some(t));
+        }
+        if let Some(t) = self.transmit_initiator_pending(now, out)? {
+            return Ok(Some(t));
+        }
+        if let Some(t) = self.transmit_target_pending(now, out)? {
+            return Ok(Some(t));
+        }
+        self.transmit_new(now, out)
+    }
+
+    pub(super) fn transmit_initiator_pending(
+        &mut self,
+        now: Instant,
+        out: &mut [u8],
+    ) -> Result<Option<Transmit>, EndpointError> {
+        let ids: heapless::Vec<u16, P> = self.initiators.iter().map(|(id, _)| id).collect();
+        for id in ids {
+            let Some(dst) = self.initiators.key(id).map(|k| k.dst) else { continue };
+            let Some(p) = self.initiators.get_mut(id) else { continue };
+            let Some(tx) = p.pdc.poll_transmit(now) else { continue };
+            let t = match tx {
+                InitiatorTx::Resend(stamp) => {
+                    let Some((slot, index)) = self.message_at(id, stamp.psn) else { continue };
+                    self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, None))?
+                }
+                InitiatorTx::Control(c) => {
+                    Transmit { dst, header_len: emit(out, &PdsHeader::Control(c))?, payload: None }
+                }
+                InitiatorTx::Ack(a) => Transmit { dst, header_len: emit(out, &PdsHeader::Ack(a))?, payload: None },
+            };
+            self.after_initiator_change(now, id);
+            return Ok(Some(t));
+        }
+        Ok(None)
+    }
+
+    pub(super) fn transmit_target_pending(
+        &mut self,
+        now: Instant,
+        out: &mut [u8],
+    ) -> Result<Option<Transmit>, EndpointError> {
+        let ids: heapless::Vec<u16, P> = self.targets.iter().map(|(id, _)| id).collect();
+        for id in ids {
+            let Some(dst) = self.targets.key(id).map(|k| k.src) else { continue };
+            let Some(p) = self.targets.get_mut(id) else { continue };
+            let Some(tx) = p.pdc.poll_transmit(now) else { continue };
+            let t = match tx {
+                TargetTx::Ack(mut a) => match if a.next_header == NextHeader::Rsp {
+                    // The ACK carries the guaranteed-delivery response held for its PSN.
+                    p.pdc.held_response(a.ack_psn())
+                } else {
+                    // Else the default response for the request it names: RC_OK if that is the
+                    // one the PDC took last, else RC_NULL for any request it received (answering a
+                    // probe or a CLEAR); nothing once the PDC closed (the CLOSE's ACK).
+                    let named = a.ack_psn();
+                    let last = p.ack_response.take().filter(|(psn, _)| *psn == named).map(|(_, rsp)| rsp);
+                    let received = p.pdc.state() != crate::pdc::TargetState::Closed && p.pdc.window().received(named);
+                    last.or_else(|| received.then(|| null_response(p.last_ids)))
+                } {
+                    Some(rsp) => {
+                        a.next_header = NextHeader::Rsp;
+                        let n = emit(out, &PdsHeader::Ack(a))?;
+                        let k = SesHeader::Response(rsp)
+                            .emit(out.get_mut(n..).unwrap_or_default())
+                            .map_err(|_| EndpointError::BufferTooShort)?;
+                        Transmit { dst, header_len: n + k, payload: None }
+                    }
+                    None => {
+                        a.next_header = NextHeader::None;
+                        Transmit { dst, header_len: emit(out, &PdsHeader::Ack(a))?, payload: None }
+                    }
+                },
+                TargetTx::Control(c) => Transmit { dst, header_len: emit(out, &PdsHeader::Control(c))?, payload: None },
+                TargetTx::Nack(n) => Transmit { dst, header_len: emit(out, &PdsHeader::Nack(n))?, payload: None },
+            };
+            self.after_target_change(now, id);
+            return Ok(Some(t));
+        }
+        Ok(None)
+    }
+
+    /// The message slot holding PSN `psn` of initiator PDC `id`, and the packet's index in it
+    /// (PSNs of a PDC's messages are consecutive).
+    pub(super) fn message_at(&self, id: u16, psn: u32) -> Option<(usize, u32)> {
+        self.msgs.iter().enumerate().find_map(|(slot, m)| {
+            let m = m.as_ref()?;
+            let i = psn.wrapping_sub(m.first_psn);
+            (m.pdc == Some(id) && i < m.sent).then_some((slot, i))
+        })
+    }
+
+    /// Writes the PDS request and the SES header of packet `index` of message `slot`.
+    pub(super) fn write_request(
+        &self,
+        out: &mut [u8],
+        slot: usize,
+        index: u32,
+        pds: Request,
+    ) -> Result<Transmit, EndpointError> {
+        self.write_packet(out, slot, index, &PdsHeader::Request(pds))
+    }
+
+    /// Writes `pds` and the SES header of packet `index` of message `slot`.
+    pub(super) fn write_packet(
+        &self,
+        out: &mut [u8],
+        slot: usize,
+        index: u32,
+        pds: &PdsHeader,
+    ) -> Result<Transmit, EndpointError> {
+        let m = self.msgs.get(slot).and_then(Option::as_ref).ok_or(EndpointError::Unsupported)?;
+        let seg = m.segments.segment(index).ok_or(EndpointError::Unsupported)?;
+        let mut template = m.desc.header;
+        template.message_id = m.message_id;
+        let ses = seg.standard_header(&template, m.desc.len);
+        let n = emit(out, pds)?;
+        let k = SesHeader::Standard(ses)
+            .emit(out.get_mut(n..).unwrap_or_default())
+            .map_err(|_| EndpointError::BufferTooShort)?;
+        Ok(Transmit {
+            dst: m.desc.dst,
+            header_len: n + k,
+            payload: Some(PayloadRef {
+                msg: MsgHandle { slot: slot as u16, generation: m.generation },
+                offset: seg.offset,
+                len: seg.len,
+            }),
+        })
+    }
+
+    pub(super) fn transmit_new(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
+        // Oldest message first among those that can go.
+        let mut order: heapless::Vec<(u64, u16), M> = heapless::Vec::new();
+        for (slot, m) in self.msgs.iter().enumerate() {
+            if let Some(m) = m {
+                if m.sent < m.segments.packets() {
+                    let _ = order.push((m.seq, slot as u16));
+                }
+            }
+        }
+        order.sort_unstable();
+        for &(_, slot) in &order {
+            let slot = usize::from(slot);
+            let service = self.msgs.get(slot).and_then(Option::as_ref).map(|m| m.desc.service);
+            match service {
+                Some(Service::Rudi) => match self.transmit_rudi_new(now, out, slot)? {
+                    Some(t) => return Ok(Some(t)),
+                    None => continue,
+                },
+                Some(Service::Uud) => return self.transmit_uud(out, slot).map(Some),
+                _ => {}
+            }
+            let Some(id) = self.pdc_for(slot) else { continue };
+            let cfg = self.cfg.pdc;
+            let Some(p) = self.initiators.get_mut(id) else { continue };
+            if !p.pdc.can_send(&cfg) || p.active.is_some_and(|a| usize::from(a) != slot) {
+                continue;
+            }
+            let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) else { continue };
+            let last = m.sent + 1 == m.segments.packets();
+            let Ok(stamp) = p.pdc.send(now, &cfg, last) else { continue };
+            if m.sent == 0 {
+                m.pdc = Some(id);
+                m.message_id = p.next_message_id;
+                m.first_psn = stamp.psn;
+                p.next_message_id = p.next_message_id.wrapping_add(1);
+            }
+            let index = m.sent;
+            m.sent += 1;
+            p.active = if last { None } else { Some(slot as u16) };
+            let t = self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, None))?;
+            return Ok(Some(t));
+        }
+        Ok(None)
+    }
+
+    /// The PDC a message goes out on: its own once started; else the open PDC of its key if it
+    /// takes new messages; else a new one (none while the key's PDC is closing or the table is
+    /// full).
+    pub(super) fn pdc_for(&mut self, slot: usize) -> Option<u16> {
+        let m = self.msgs.get(slot)?.as_ref()?;
+        if let Some(id) = m.pdc {
+            return Some(id);
+        }
+        let key = self.key(&m.desc);
+        if let Some(id) = self.initiators.find(&key) {
+            let p = self.initiators.get(id)?;
+            let takes_new = matches!(p.pdc.state(), InitiatorState::Creating | InitiatorState::Established);
+            // No more messages in progress than the target tracks (see `messages_per_pdc`).
+            let open = self.msgs.iter().flatten().filter(|m| m.pdc == Some(id)).count();
+            return (takes_new && open < usize::from(self.cfg.messages_per_pdc)).then_some(id);
+        }
+        let id = self.initiators.next_id()?;
+        let start = self.random_u32();
+        let pdc = Initiator::new(&self.cfg.pdc, key.mode, id, start);
+        self.initiators.insert(key, IniPdc { start_psn: pdc.start_psn(), pdc, next_message_id: 0, active: None }).ok()
+    }
+}
