@@ -288,6 +288,10 @@ pub enum EndpointError {
     BufferTooShort,
     /// [`Endpoint::respond`] cannot hold the response (see [`Target::hold_response`]).
     Respond(crate::pdc::PdcError),
+    /// [`Endpoint::cancel`]: the message has started; it completes or fails as usual.
+    Started,
+    /// [`Endpoint::cancel`]: no such message (completed already, or never sent).
+    UnknownMessage,
 }
 
 impl From<Error> for EndpointError {
@@ -308,6 +312,8 @@ impl core::fmt::Display for EndpointError {
             EndpointError::ResponsesFull => write!(f, "the RUDI response queue is full: transmit"),
             EndpointError::BufferTooShort => write!(f, "the output buffer cannot hold the headers"),
             EndpointError::Respond(e) => write!(f, "cannot respond: {e}"),
+            EndpointError::Started => write!(f, "the message has started and cannot be withdrawn"),
+            EndpointError::UnknownMessage => write!(f, "no such message"),
         }
     }
 }
@@ -473,6 +479,34 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// Messages queued or in flight.
     pub fn messages_in_flight(&self) -> usize {
         self.msgs.iter().flatten().count()
+    }
+
+    /// Whether nothing is left to do: no message queued or in flight, no PDC open, no packet or
+    /// event waiting. An idle endpoint has no deadline either.
+    pub fn is_idle(&self) -> bool {
+        self.msgs.iter().all(Option::is_none)
+            && self.initiators.is_empty()
+            && self.targets.is_empty()
+            && self.nacks.is_empty()
+            && self.rudi.is_empty()
+            && self.rudi_responses.is_empty()
+            && self.events.is_empty()
+    }
+
+    /// Withdraws a message that has not started (no packet of it went out): it is forgotten, as
+    /// if never sent, and reports no event. A message that started cannot be withdrawn
+    /// ([`EndpointError::Started`]); an unknown handle is [`EndpointError::UnknownMessage`].
+    pub fn cancel(&mut self, msg: MsgHandle) -> Result<(), EndpointError> {
+        let slot = usize::from(msg.slot);
+        let m = self.msgs.get(slot).and_then(Option::as_ref).filter(|m| m.generation == msg.generation);
+        match m {
+            None => Err(EndpointError::UnknownMessage),
+            Some(m) if m.sent > 0 || m.pdc.is_some() => Err(EndpointError::Started),
+            Some(_) => {
+                self.free_msg(slot);
+                Ok(())
+            }
+        }
     }
 
     fn random_u32(&mut self) -> u32 {

@@ -776,6 +776,41 @@ fn message_ids_from_any_counter() {
     assert_eq!(got, want);
 }
 
+/// A queued message can be withdrawn until its first packet goes out; then it runs its course.
+/// Once everything is done the endpoints are idle.
+#[test]
+fn cancel_and_idle() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
+    assert!(a.is_idle());
+    let now = Instant::ZERO;
+    let mut out = [0u8; 256];
+    let first = a.send(desc(b_addr, Service::Rud, 0, 10)).unwrap();
+    let withdrawn = a.send(desc(b_addr, Service::Rud, 1, 10)).unwrap();
+    assert!(!a.is_idle());
+    assert_eq!(a.cancel(withdrawn), Ok(()));
+    assert_eq!(a.cancel(withdrawn), Err(EndpointError::UnknownMessage));
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    assert_eq!(a.cancel(first), Err(EndpointError::Started));
+    let mut pkt = out[..t.header_len].to_vec();
+    pkt.extend([0u8; 10]);
+    b.handle_packet(now, a_addr, &pkt).unwrap();
+    for _ in 0..8 {
+        while let Some(t) = b.poll_transmit(now, &mut out).unwrap() {
+            a.handle_packet(now, b_addr, &out[..t.header_len]).unwrap();
+        }
+        while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
+            assert!(t.payload.is_none(), "the withdrawn message never goes out");
+            b.handle_packet(now, a_addr, &out[..t.header_len]).unwrap();
+        }
+    }
+    assert_eq!(a.poll_event(), Some(Event::Sent(first)));
+    assert_eq!(a.poll_event(), None);
+    while b.poll_event().is_some() {}
+    assert!(a.is_idle() && b.is_idle());
+    assert_eq!((a.poll_timeout(), b.poll_timeout()), (None, None));
+}
+
 #[test]
 fn refusals() {
     let mut ep = Ep::new(config(ipv4([10, 0, 0, 1])), 1);
