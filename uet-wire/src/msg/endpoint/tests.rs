@@ -40,6 +40,23 @@ fn desc(dst: IpAddr, service: Service, index: u64, len: u32) -> MessageDesc {
     }
 }
 
+/// Two endpoints, A at 10.0.0.1 and B at 10.0.0.2, that keep their PDCs open when idle.
+fn kept_pair() -> (Ep, Ep, IpAddr, IpAddr) {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
+    (Ep::new(keep(a_addr), 1), Ep::new(keep(b_addr), 2), a_addr, b_addr)
+}
+
+/// Queues a one-packet message of `len` zero bytes at `a` and returns its request packet.
+fn one_packet_request(a: &mut Ep, dst: IpAddr, index: u64, len: u32) -> Vec<u8> {
+    a.send(desc(dst, Service::Rud, index, len)).unwrap();
+    let mut out = [0u8; 256];
+    let t = a.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap();
+    let mut pkt = out[..t.header_len].to_vec();
+    pkt.extend((0..len).map(|_| 0u8));
+    pkt
+}
+
 fn byte(index: u64, offset: u32) -> u8 {
     (index as u32).wrapping_mul(31).wrapping_add(offset).to_le_bytes()[0] ^ (offset >> 8) as u8
 }
@@ -309,9 +326,7 @@ fn uud_datagrams_are_best_effort() {
 
 #[test]
 fn stale_duplicate_gets_the_default_response() {
-    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
-    let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
-    let (mut a, mut b) = (Ep::new(keep(a_addr), 1), Ep::new(keep(b_addr), 2));
+    let (mut a, mut b, a_addr, b_addr) = kept_pair();
     let now = Instant::ZERO;
     let mut out = [0u8; 256];
     a.send(desc(b_addr, Service::Rud, 7, 100)).unwrap();
@@ -349,18 +364,12 @@ fn stale_duplicate_gets_the_default_response() {
 #[test]
 fn in_window_duplicate_gets_the_default_response_and_ce_sets_m() {
     use crate::pds::AckFlags;
-    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
-    let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
-    let (mut a, mut b) = (Ep::new(keep(a_addr), 1), Ep::new(keep(b_addr), 2));
+    let (mut a, mut b, a_addr, b_addr) = kept_pair();
     let now = Instant::ZERO;
     let mut out = [0u8; 256];
     let mut pkts = Vec::new();
     for i in 0..2 {
-        a.send(desc(b_addr, Service::Rud, i, 10)).unwrap();
-        let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
-        let mut pkt = out[..t.header_len].to_vec();
-        pkt.extend([0u8; 10]);
-        pkts.push(pkt);
+        pkts.push(one_packet_request(&mut a, b_addr, i, 10));
     }
     // The second arrives first, CE-marked: its ACK says so.
     assert!(b.handle_ce_packet(now, a_addr, &pkts[1]).unwrap().is_some());
@@ -418,19 +427,14 @@ fn every_ack_answers_the_request_it_names() {
 #[test]
 fn an_ack_naming_an_older_request_carries_a_response() {
     use crate::pds::{Control, ControlFlags, ControlType};
-    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
-    let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
-    let (mut a, mut b) = (Ep::new(keep(a_addr), 1), Ep::new(keep(b_addr), 2));
+    let (mut a, mut b, a_addr, b_addr) = kept_pair();
     let now = Instant::ZERO;
     let mut out = [0u8; 256];
     let mut psns = Vec::new();
     for i in 0..2 {
-        a.send(desc(b_addr, Service::Rud, i, 10)).unwrap();
-        let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
-        let (PdsHeader::Request(r), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!() };
+        let pkt = one_packet_request(&mut a, b_addr, i, 10);
+        let (PdsHeader::Request(r), _) = PdsHeader::parse(&pkt).unwrap() else { panic!() };
         psns.push((r.psn, r.spdcid));
-        let mut pkt = out[..t.header_len].to_vec();
-        pkt.extend([0u8; 10]);
         b.handle_packet(now, a_addr, &pkt).unwrap();
     }
     let mut tpdc = 0;
@@ -606,10 +610,7 @@ fn packets_from_the_wrong_source_change_nothing() {
     let now = Instant::ZERO;
     let mut out = [0u8; 256];
     // Establish with one message, then start a second one whose ACK is still owed.
-    a.send(desc(b_addr, Service::Rud, 0, 10)).unwrap();
-    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
-    let mut first = out[..t.header_len].to_vec();
-    first.extend([0u8; 10]);
+    let first = one_packet_request(&mut a, b_addr, 0, 10);
     assert!(b.handle_packet(now, a_addr, &first).unwrap().is_some());
     let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
     let ack = out[..t.header_len].to_vec();
