@@ -704,13 +704,65 @@ fn new_start_psn_moves_the_messages_with_the_window() {
     }
 }
 
+/// A packet of [`foreign_id_messages`]: its PDC (0 or 1), PSN and bytes.
+type ForeignPacket = (usize, u32, Vec<u8>);
+
+/// Messages with the given ids (one counter for both PDCs, as the reference provider draws them),
+/// alternately on two raw initiator PDCs (ids 7 and 8) to `dst`: the ids each PDC carries, in send
+/// order, and every packet as (PDC index, PSN, bytes).
+fn foreign_id_messages(
+    pdcs: &mut [Initiator<2>; 2],
+    cfg: &PdcConfig,
+    dst: IpAddr,
+    ids: &[u16],
+) -> ([Vec<u16>; 2], Vec<ForeignPacket>) {
+    let mut sent: [Vec<u16>; 2] = [Vec::new(), Vec::new()];
+    let mut packets = Vec::new();
+    for (k, &id) in ids.iter().enumerate() {
+        let which = k % 2;
+        let len = [0u32, 10, 1024, 2500, 3000][k % 5];
+        let mut template = desc(dst, Service::Rud, k as u64, len).header;
+        template.message_id = id;
+        for seg in crate::msg::Segmenter::new(len, 1024).unwrap().segments() {
+            let stamp = pdcs[which].send(Instant::ZERO, cfg, seg.eom).unwrap();
+            let mut pkt = vec![0u8; 256];
+            let n = PdsHeader::Request(stamp.request(NextHeader::ReqStd, None)).emit(&mut pkt).unwrap();
+            let m = SesHeader::Standard(seg.standard_header(&template, len)).emit(&mut pkt[n..]).unwrap();
+            pkt.truncate(n + m);
+            pkt.extend((0..u32::from(seg.len)).map(|i| byte(k as u64, seg.offset + i)));
+            packets.push((which, stamp.psn, pkt));
+        }
+        sent[which].push(id);
+    }
+    (sent, packets)
+}
+
+/// The message ids received per target PDC are the ids sent per initiator PDC, in order.
+fn assert_received_in_send_order(received: HashMap<u16, Vec<u16>>, sent: &[Vec<u16>; 2]) {
+    let mut got: Vec<Vec<u16>> = received.into_values().collect();
+    got.sort();
+    let mut want = sent.to_vec();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+/// A seeded xorshift generator.
+fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = seed | 1;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
 /// A peer whose message ids come from one counter shared by its PDCs (the reference
 /// provider's pool): on each PDC they skip, wrap past 65535 and are reused. With packets
 /// reordered, duplicated and late, every message is received exactly once, in send order per
 /// PDC.
 #[test]
 fn message_ids_from_any_counter() {
-    use crate::msg::Segmenter;
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
     let mut b = Ep::new(config(b_addr), 2);
     let cfg = config(a_addr).pdc;
@@ -719,33 +771,10 @@ fn message_ids_from_any_counter() {
         [Initiator::<2>::new(&cfg, DeliveryMode::Rud, 7, 1000), Initiator::<2>::new(&cfg, DeliveryMode::Rud, 8, 5000)];
     // On PDC 0: 7, 12, 65534, 0, 2; on PDC 1: 9, 3, 65535, 7, 11 (7 again, from the shared counter).
     let ids = [7u16, 9, 12, 3, 65534, 65535, 0, 7, 2, 11];
-    let mut sent: [Vec<u16>; 2] = [Vec::new(), Vec::new()];
-    let mut packets = Vec::new();
-    for (k, &id) in ids.iter().enumerate() {
-        let which = k % 2;
-        let len = [0u32, 10, 1024, 2500, 3000][k % 5];
-        let segments = Segmenter::new(len, 1024).unwrap();
-        let mut template = desc(b_addr, Service::Rud, k as u64, len).header;
-        template.message_id = id;
-        for seg in segments.segments() {
-            let stamp = pdcs[which].send(now, &cfg, seg.eom).unwrap();
-            let mut pkt = vec![0u8; 256];
-            let n = PdsHeader::Request(stamp.request(NextHeader::ReqStd, None)).emit(&mut pkt).unwrap();
-            let m = SesHeader::Standard(seg.standard_header(&template, len)).emit(&mut pkt[n..]).unwrap();
-            pkt.truncate(n + m);
-            pkt.extend((0..u32::from(seg.len)).map(|i| byte(k as u64, seg.offset + i)));
-            packets.push(pkt);
-        }
-        sent[which].push(id);
-    }
+    let (sent, packets) = foreign_id_messages(&mut pdcs, &cfg, b_addr, &ids);
+    let mut packets: Vec<Vec<u8>> = packets.into_iter().map(|(_, _, p)| p).collect();
     // Reordered; one packet in four duplicated, one in five held back to the end.
-    let mut rng = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(0x2545_F491_4F6C_DD1D);
     for i in (1..packets.len()).rev() {
         let j = (next() % (i as u64 + 1)) as usize;
         packets.swap(i, j);
@@ -771,11 +800,7 @@ fn message_ids_from_any_counter() {
             received.entry(pdc).or_default().push(message_id);
         }
     }
-    let mut got: Vec<Vec<u16>> = received.into_values().collect();
-    got.sort();
-    let mut want = sent.to_vec();
-    want.sort();
-    assert_eq!(got, want);
+    assert_received_in_send_order(received, &sent);
 }
 
 /// A queued message can be withdrawn until its first packet goes out; then it runs its course.
@@ -818,7 +843,6 @@ fn cancel_and_idle() {
 /// received exactly once, in send order per PDC.
 #[test]
 fn message_ids_from_any_counter_under_loss() {
-    use crate::msg::Segmenter;
     use crate::pdc::InitiatorTx;
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
     let mut b = Ep::new(config(b_addr), 2);
@@ -828,35 +852,12 @@ fn message_ids_from_any_counter_under_loss() {
     // One counter for both PDCs: skipping, wrapping, and 4 on both PDCs; on one PDC, ids in
     // progress differ (the reference provider reuses an id only after a full wrap of its pool).
     let ids = [65533u16, 65535, 1, 4, 4, 9, 5, 2, 3, 100, 7, 8];
-    let mut sent: [Vec<u16>; 2] = [Vec::new(), Vec::new()];
-    // Every packet by (PDC, PSN), for resends.
-    let mut packets: HashMap<(usize, u32), Vec<u8>> = HashMap::new();
-    let mut wire: Vec<(bool, Vec<u8>)> = Vec::new(); // (to B, bytes)
+    let (sent, all) = foreign_id_messages(&mut pdcs, &cfg, b_addr, &ids);
+    // Every packet by (PDC, PSN), for resends; the wire carries (to B, bytes).
+    let mut wire: Vec<(bool, Vec<u8>)> = all.iter().map(|(_, _, p)| (true, p.clone())).collect();
+    let packets: HashMap<(usize, u32), Vec<u8>> = all.into_iter().map(|(w, psn, p)| ((w, psn), p)).collect();
     let mut now = Instant::ZERO;
-    for (k, &id) in ids.iter().enumerate() {
-        let which = k % 2;
-        let len = [0u32, 10, 1024, 2500, 3000][k % 5];
-        let mut template = desc(b_addr, Service::Rud, k as u64, len).header;
-        template.message_id = id;
-        for seg in Segmenter::new(len, 1024).unwrap().segments() {
-            let stamp = pdcs[which].send(now, &cfg, seg.eom).unwrap();
-            let mut pkt = vec![0u8; 256];
-            let n = PdsHeader::Request(stamp.request(NextHeader::ReqStd, None)).emit(&mut pkt).unwrap();
-            let m = SesHeader::Standard(seg.standard_header(&template, len)).emit(&mut pkt[n..]).unwrap();
-            pkt.truncate(n + m);
-            pkt.extend((0..u32::from(seg.len)).map(|i| byte(k as u64, seg.offset + i)));
-            packets.insert((which, stamp.psn), pkt.clone());
-            wire.push((true, pkt));
-        }
-        sent[which].push(id);
-    }
-    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
     let mut received: HashMap<u16, Vec<u16>> = HashMap::new();
     let mut out = [0u8; 256];
     for _ in 0..10_000 {
@@ -907,11 +908,7 @@ fn message_ids_from_any_counter_under_loss() {
             }
         }
     }
-    let mut got: Vec<Vec<u16>> = received.into_values().collect();
-    got.sort();
-    let mut want = sent.to_vec();
-    want.sort();
-    assert_eq!(got, want);
+    assert_received_in_send_order(received, &sent);
 }
 
 #[test]
