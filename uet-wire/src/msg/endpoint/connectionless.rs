@@ -120,10 +120,15 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     pub(super) fn handle_connectionless<'a>(
         &mut self,
         src: IpAddr,
+        next_header: NextHeader,
         rudi: Option<Rudi>,
         rest: &'a [u8],
     ) -> Result<Option<Placement<'a>>, EndpointError> {
-        let (ses, payload) = SesHeader::parse(NextHeader::ReqStd, rest)?;
+        // The SES header the PDS header names: this endpoint takes standard requests only.
+        if next_header != NextHeader::ReqStd {
+            return Err(EndpointError::Unsupported);
+        }
+        let (ses, payload) = SesHeader::parse(next_header, rest)?;
         let Some(SesHeader::Standard(ses)) = ses else { return Err(EndpointError::Unsupported) };
         let seg = Segment::of_received(&ses, u16::try_from(payload.len()).unwrap_or(u16::MAX));
         if usize::from(seg.len) != payload.len()
@@ -147,8 +152,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 let _ = self.rudi_responses.push_back((src, answer, rsp));
             }
             None => {
-                if !(seg.som && seg.eom) {
-                    return Err(EndpointError::Malformed(Error::Mismatch { field: "UUD is not one packet" }));
+                // One packet carries the whole message: first, last, and all of its bytes.
+                if !(seg.som && seg.eom) || payload.len() as u64 != u64::from(ses.request_length) {
+                    return Err(EndpointError::Malformed(Error::Mismatch { field: "UUD is not one whole packet" }));
                 }
                 let ev = Event::Received { src, pdc: 0, message_id: ses.message_id, len: ses.request_length };
                 self.events.push_back(ev).map_err(|_| EndpointError::EventsFull)?;

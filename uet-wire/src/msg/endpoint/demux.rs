@@ -93,8 +93,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 self.rudi_answered(r.pkt_id);
                 Ok(None)
             }
-            PdsHeader::Rudi(r) => self.handle_connectionless(src, Some(r), rest),
-            PdsHeader::Uud(_) => self.handle_connectionless(src, None, rest),
+            PdsHeader::Rudi(r) => self.handle_connectionless(src, r.next_header, Some(r), rest),
+            PdsHeader::Uud(u) => self.handle_connectionless(src, u.next_header, None, rest),
         }
     }
 

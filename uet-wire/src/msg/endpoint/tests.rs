@@ -911,6 +911,39 @@ fn message_ids_from_any_counter_under_loss() {
     assert_received_in_send_order(received, &sent);
 }
 
+/// A UUD packet must carry its whole message: one whose `request_length` exceeds its payload is
+/// refused, not reported received (found by the `endpoint` fuzz target); one naming an SES header
+/// other than the standard request is not taken.
+#[test]
+fn uud_packets_carry_their_whole_message() {
+    use crate::pds::Uud;
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let mut b = Ep::new(config(b_addr), 2);
+    let now = Instant::ZERO;
+    let mut header = desc(b_addr, Service::Uud, 0, 12).header;
+    header.common.flags = crate::ses::SesFlags::SOM | crate::ses::SesFlags::EOM;
+    let packet = |request_length: u32, nh: NextHeader| {
+        let mut pkt = vec![0u8; 128];
+        let n = PdsHeader::Uud(Uud { next_header: nh }).emit(&mut pkt).unwrap();
+        let ses = StandardRequest { request_length, ..header };
+        let m = SesHeader::Standard(ses).emit(&mut pkt[n..]).unwrap();
+        pkt.truncate(n + m);
+        pkt.extend([7u8; 12]);
+        pkt
+    };
+    assert!(matches!(
+        b.handle_packet(now, a_addr, &packet(1000, NextHeader::ReqStd)),
+        Err(EndpointError::Malformed(_))
+    ));
+    assert!(matches!(
+        b.handle_packet(now, a_addr, &packet(12, NextHeader::ReqMedium)),
+        Err(EndpointError::Unsupported)
+    ));
+    assert_eq!(b.poll_event(), None);
+    assert!(b.handle_packet(now, a_addr, &packet(12, NextHeader::ReqStd)).unwrap().is_some());
+    assert_eq!(b.poll_event(), Some(Event::Received { src: a_addr, pdc: 0, message_id: 0, len: 12 }));
+}
+
 #[test]
 fn refusals() {
     let mut ep = Ep::new(config(ipv4([10, 0, 0, 1])), 1);
