@@ -486,8 +486,11 @@ impl<const W: usize> Initiator<W> {
 
     /// When the retransmission timer started now expires: `RTO_Init_Timer × 2^retries` for the
     /// retries of the oldest unacknowledged packet so far, capped ([`PdcConfig::rto_backoff`]).
+    #[inline(always)]
     fn rto_deadline(&self, now: Instant, cfg: &PdcConfig) -> Instant {
-        now.saturating_add(cfg.rto_backoff(self.rto_count))
+        // No timeout yet (every ACK of a loss-free flow): the plain RTO, without the backoff sums.
+        let rto = if self.rto_count == 0 { cfg.rto } else { cfg.rto_backoff(self.rto_count) };
+        now.saturating_add(rto)
     }
 
     /// Takes a PSN for the CLOSE and queues it.
