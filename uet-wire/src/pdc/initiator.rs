@@ -33,7 +33,9 @@
 //!   for want of a resource (codes 0x04–0x0A) after `NACK_Retx_Time`; the other retransmit-class
 //!   codes (PKT_NOT_RCVD, PSN_OOR_WINDOW, …) at once; ROD_OOO resends every unacknowledged PSN
 //!   (go-back-N); close-class codes close in error, with a CLOSE so the target frees its PDC
-//!   too, unless the code says it holds none (INV_DPDCID, CLOSING_IN_ERR); NEW_START_PSN re-stamps everything (only
+//!   too, unless the code says it holds none (INV_DPDCID, CLOSING_IN_ERR: *project-defined*; the
+//!   reference provider sends a CLOSE after every close-class code, which such a target answers
+//!   INV_DPDCID); NEW_START_PSN re-stamps everything (only
 //!   while SYN is still set); RCVD_SES_PROCG is dropped. A NACK outside `[tx_base, next_psn − 1]`
 //!   changes nothing.
 //! * **Tail-loss probe**: `Tail_Loss_Time` after the last new packet with PSNs still

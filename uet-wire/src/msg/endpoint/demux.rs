@@ -141,8 +141,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// its key, else a new one (none for a late copy of a closed PDC's SYN, NACK NO_PDC_AVAIL when
     /// the table is full). `None`: the request is answered or dropped here.
     pub(super) fn target_for_request(&mut self, now: Instant, src: IpAddr, r: &Request) -> Option<u16> {
-        let cfg = self.cfg.pdc;
-        let id = match r.dest {
+        match r.dest {
             PdcDest::Established { dpdcid } => {
                 if self.targets.get(dpdcid).is_none() {
                     self.nack_unknown(src, r.psn, r.spdcid);
@@ -152,32 +151,26 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     self.queue_nack(src, refusal(NackCode::PdcHdrMismatch, r, dpdcid));
                     return None;
                 }
-                dpdcid
+                Some(dpdcid)
             }
             PdcDest::Syn { .. } => {
                 let key = TargetKey { src, dst: self.cfg.addr, spdcid: r.spdcid };
-                match self.targets.find(&key) {
-                    Some(id) => id,
-                    None if r.start_psn().is_some_and(|s| self.is_late_syn(now, &key, s)) => return None,
-                    None => {
-                        let Some(id) = self.targets.next_id() else {
-                            self.queue_nack(src, refusal(NackCode::NoPdcAvail, r, 0));
-                            return None;
-                        };
-                        let own_start = self.random_u32();
-                        let Ok(pdc) = Target::new(now, &cfg, id, r, StartPolicy::Open, own_start) else {
-                            return None;
-                        };
-                        let tgt = TgtPdc { pdc, order: MessageOrder::new(), ack_response: None, last_ids: (0, 0) };
-                        if self.targets.insert(key, tgt).is_err() {
-                            return None;
-                        }
-                        id
-                    }
+                if let Some(id) = self.targets.find(&key) {
+                    return Some(id);
                 }
+                if r.start_psn().is_some_and(|s| self.is_late_syn(now, &key, s)) {
+                    return None;
+                }
+                let Some(id) = self.targets.next_id() else {
+                    self.queue_nack(src, refusal(NackCode::NoPdcAvail, r, 0));
+                    return None;
+                };
+                let own_start = self.random_u32();
+                let pdc = Target::new(now, &self.cfg.pdc, id, r, StartPolicy::Open, own_start).ok()?;
+                let tgt = TgtPdc { pdc, order: MessageOrder::new(), ack_response: None, last_ids: (0, 0) };
+                self.targets.insert(key, tgt).ok().map(|_| id)
             }
-        };
-        Some(id)
+        }
     }
 
     /// Whether a packet from `src` may touch PDC `id` as an ACK or NACK does: initiator PDC `id`

@@ -70,11 +70,16 @@ struct Wire {
 
 impl Wire {
     fn next(&mut self) -> u32 {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        (self.rng >> 32) as u32
+        (xorshift_step(&mut self.rng) >> 32) as u32
     }
+}
+
+/// One step of a xorshift generator.
+fn xorshift_step(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
 }
 
 /// Runs two endpoints until both are idle; returns the messages B received in order, by
@@ -749,12 +754,7 @@ fn assert_received_in_send_order(received: HashMap<u16, Vec<u16>>, sent: &[Vec<u
 /// A seeded xorshift generator.
 fn xorshift(seed: u64) -> impl FnMut() -> u64 {
     let mut x = seed | 1;
-    move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    }
+    move || xorshift_step(&mut x)
 }
 
 /// A peer whose message ids come from one counter shared by its PDCs (the reference
