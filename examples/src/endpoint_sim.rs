@@ -1,15 +1,17 @@
 //! A seeded simulation of two UET endpoints exchanging messages over a sprayed multipath fabric
 //! (issue 4): the whole `uet_wire::msg::Endpoint` path, from `send` to the `Received` event.
 //!
-//! Both endpoints send messages to each other over several JobIDs (so several PDCs each way).
-//! Every packet is the endpoint's headers, the message bytes the `Transmit` names (a pattern the
-//! receiver can check), and a CRC32C trailer, carried by the [`fabric`](crate::fabric) (RUD
+//! Both endpoints send messages to each other over several JobIDs (so several PDCs each way):
+//! SENDs, WRITEs, and READs of the other side's memory, whose data comes back on the same PDC.
+//! Every packet is the endpoint's headers, the message or read bytes the `Transmit` names (a
+//! pattern the receiver can check), and a CRC32C trailer, carried by the [`fabric`](crate::fabric) (RUD
 //! sprayed, ROD on one path per direction; trimmed requests go to `handle_trimmed`, corrupted
 //! packets fail the CRC check).
 //!
 //! Checked as it runs, panicking on a breach: every message arrives exactly once with every byte
-//! right; messages of one PDC key arrive in the order they were sent; no message fails; at the
-//! end both endpoints hold no message and no PDC.
+//! right; messages of one PDC key arrive in the order they were sent; a READ completes only with
+//! every byte of its data right; no message fails; at the end both endpoints hold no message and
+//! no PDC.
 
 use crate::fabric::{Fabric, FabricConfig, InFlight, percentile};
 use crate::link_sim::Rng;
@@ -23,7 +25,7 @@ use uet_wire::pds::{DeliveryMode, PdsHeader, RequestFlags};
 use uet_wire::ses::{Opcode, RequestCommon, ReturnCode, SesFlags, StandardRequest, StandardTail};
 
 /// The endpoints, with `R` guaranteed-delivery response slots per target PDC.
-type Ep<const R: usize> = Endpoint<16, 64, 128, R>;
+type Ep<const R: usize> = Endpoint<16, 256, 128, R>;
 
 /// One run.
 #[derive(Clone, Copy, Debug)]
@@ -52,6 +54,9 @@ pub struct EndpointSimConfig {
     /// arrives, with a guaranteed-delivery SES RESPONSE carrying its length
     /// ([`Endpoint::respond`]).
     pub response_every: u64,
+    /// Every `read_every`-th message (by number, the last of each group; 0: none) is a READ of
+    /// its length from the other side; of the rest, odd numbers are WRITEs and even SENDs.
+    pub read_every: u64,
 }
 
 impl EndpointSimConfig {
@@ -70,6 +75,7 @@ impl EndpointSimConfig {
             fabric: base.fabric,
             pdc: base.pdc,
             response_every: 0,
+            read_every: 4,
         }
     }
 }
@@ -85,7 +91,7 @@ pub struct EndpointSimReport {
     pub messages: u64,
     /// Payload bytes received.
     pub bytes: u64,
-    /// Request packets sent, and the resends among them.
+    /// Request packets sent (read data included), and the resends among them.
     pub requests: u64,
     /// Resends (RETX set).
     pub resends: u64,
@@ -101,6 +107,10 @@ pub struct EndpointSimReport {
     pub responses_held: u64,
     /// Responses reported (each exactly once, checked).
     pub responses_received: u64,
+    /// READs completed, and the bytes they brought back.
+    pub reads: u64,
+    /// Read bytes.
+    pub read_bytes: u64,
     /// Message latency, `send` to `Received`, in ns, sorted.
     pub latencies_ns: Vec<u64>,
 }
@@ -121,6 +131,8 @@ struct Side<const R: usize> {
     sending: HashMap<MsgHandle, (u64, u64)>,
     /// Receive buffers by (PDC, message id): (message number, bytes).
     buffers: HashMap<(u16, u16), (u64, Vec<u8>)>,
+    /// READs this side sent: handle → (message number, local buffer, bytes arrived).
+    reads: HashMap<MsgHandle, (u64, Vec<u8>, usize)>,
     /// Per JobID, the last message number received from the other side.
     last_per_job: HashMap<u32, u64>,
     received: Vec<bool>,
@@ -159,6 +171,7 @@ impl<const R: usize> EndpointSim<R> {
             tx_free_at: Instant::ZERO,
             sending: HashMap::new(),
             buffers: HashMap::new(),
+            reads: HashMap::new(),
             last_per_job: HashMap::new(),
             received: vec![false; cfg.messages_per_side as usize],
             answered: vec![false; cfg.messages_per_side as usize],
@@ -183,6 +196,17 @@ impl<const R: usize> EndpointSim<R> {
         }
     }
 
+    fn opcode(&self, message: u64) -> Opcode {
+        let every = self.cfg.read_every;
+        if every > 0 && message % every == every - 1 {
+            Opcode::Read
+        } else if message % 2 == 1 {
+            Opcode::Write
+        } else {
+            Opcode::Send
+        }
+    }
+
     fn desc(&self, from: usize, message: u64) -> MessageDesc {
         let (len, job, _) = self.plan[from][message as usize];
         MessageDesc {
@@ -194,7 +218,7 @@ impl<const R: usize> EndpointSim<R> {
             tc: 0,
             header: StandardRequest {
                 common: RequestCommon {
-                    opcode: Opcode::Send,
+                    opcode: self.opcode(message),
                     flags: SesFlags::empty(),
                     ri_generation: 0,
                     job_id: job,
@@ -218,7 +242,12 @@ impl<const R: usize> EndpointSim<R> {
         while self.sides[i].next_message < self.cfg.messages_per_side && self.sides[i].sending.len() < self.cfg.window {
             let m = self.sides[i].next_message;
             let desc = self.desc(i, m);
+            let read = desc.header.common.opcode == Opcode::Read;
+            let len = desc.len as usize;
             let Ok(h) = self.sides[i].ep.send(desc) else { break };
+            if read {
+                self.sides[i].reads.insert(h, (m, vec![0; len], 0));
+            }
             self.sides[i].sending.insert(h, (m, self.now.as_nanos()));
             self.plan[i][m as usize].2 = self.now.as_nanos();
             self.sides[i].next_message += 1;
@@ -229,10 +258,16 @@ impl<const R: usize> EndpointSim<R> {
         let mut out = [0u8; 128];
         let Some(t) = self.sides[i].ep.poll_transmit(self.now, &mut out).unwrap() else { return false };
         let mut pkt = out[..t.header_len].to_vec();
-        let is_request = t.payload.is_some();
+        let is_request = t.payload.is_some() || t.read.is_some();
+        if let Some(r) = t.read {
+            // This side's memory, which the other side's READ `match_bits` names.
+            pkt.extend((0..u32::from(r.len)).map(|k| byte(i, r.header.match_bits, r.offset + k)));
+        }
         if let Some(p) = t.payload {
             let (message, _) = self.sides[i].sending[&p.msg];
             pkt.extend((0..u32::from(p.len)).map(|k| byte(i, message, p.offset + k)));
+        }
+        if is_request {
             self.report.requests += 1;
             if let Ok((PdsHeader::Request(r), _)) = PdsHeader::parse(&pkt) {
                 if r.flags.contains(RequestFlags::RETX) {
@@ -269,14 +304,27 @@ impl<const R: usize> EndpointSim<R> {
         }
         let side = &mut self.sides[to];
         match side.ep.handle_packet(now, from, covered) {
+            Ok(Some(pl)) if pl.read.is_some() => {
+                let h = pl.read.expect("read data");
+                let (_, buf, arrived) = side.reads.get_mut(&h).expect("data for a READ in progress");
+                buf[pl.offset as usize..pl.offset as usize + pl.payload.len()].copy_from_slice(pl.payload);
+                *arrived += pl.payload.len();
+            }
             Ok(Some(pl)) => {
                 let (message, buf) = side
                     .buffers
                     .entry((pl.pdc, pl.message_id))
                     .or_insert_with(|| (pl.header.match_bits, vec![0; pl.header.request_length as usize]));
                 assert_eq!(*message, pl.header.match_bits, "two messages share a PDC and message id");
-                buf[pl.offset as usize..pl.offset as usize + pl.payload.len()].copy_from_slice(pl.payload);
-                let last = pl.offset as usize + pl.payload.len() == pl.header.request_length as usize;
+                let len = if pl.header.common.opcode == Opcode::Read {
+                    // A READ request carries no payload; it asks for one packet's worth.
+                    assert!(pl.payload.is_empty());
+                    (pl.header.request_length - pl.offset).min(u32::from(self.cfg.mtu)) as usize
+                } else {
+                    buf[pl.offset as usize..pl.offset as usize + pl.payload.len()].copy_from_slice(pl.payload);
+                    pl.payload.len()
+                };
+                let last = pl.offset as usize + len == pl.header.request_length as usize;
                 let every = self.cfg.response_every;
                 if last && every > 0 && pl.header.match_bits % every == 0 {
                     let len = pl.header.request_length;
@@ -295,6 +343,14 @@ impl<const R: usize> EndpointSim<R> {
             match ev {
                 Event::Sent(h) => {
                     let (message, _) = self.sides[i].sending.remove(&h).expect("a known message");
+                    if let Some((m, buf, arrived)) = self.sides[i].reads.remove(&h) {
+                        assert_eq!(arrived, buf.len(), "side {i} READ {m} completed before its data arrived");
+                        for (o, b) in buf.iter().enumerate() {
+                            assert_eq!(*b, byte(1 - i, m, o as u32), "side {i} READ {m} byte {o}");
+                        }
+                        self.report.reads += 1;
+                        self.report.read_bytes += buf.len() as u64;
+                    }
                     let every = self.cfg.response_every;
                     if every > 0 && message % every == 0 {
                         assert!(self.sides[i].answered[message as usize], "message {message} sent before its response");
@@ -318,7 +374,9 @@ impl<const R: usize> EndpointSim<R> {
                     // Every message, even an empty one, has its packets placed before release.
                     let (message, buf) = side.buffers.remove(&(pdc, message_id)).expect("placed before released");
                     assert_eq!(buf.len(), len as usize);
-                    for (o, b) in buf.iter().enumerate() {
+                    // A READ request brings no bytes: its data went back.
+                    let read = self.cfg.read_every > 0 && message % self.cfg.read_every == self.cfg.read_every - 1;
+                    for (o, b) in buf.iter().enumerate().filter(|_| !read) {
                         assert_eq!(*b, byte(1 - i, message, o as u32), "message {message} byte {o}");
                     }
                     assert!(!side.received[message as usize], "message {message} received twice");
@@ -329,7 +387,9 @@ impl<const R: usize> EndpointSim<R> {
                         assert!(prev < message, "job {job}: message {message} after {prev}");
                     }
                     self.report.messages += 1;
-                    self.report.bytes += u64::from(len);
+                    if !read {
+                        self.report.bytes += u64::from(len);
+                    }
                     self.report.latencies_ns.push(self.now.as_nanos() - sent_at);
                 }
             }

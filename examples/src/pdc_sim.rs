@@ -282,6 +282,7 @@ impl PdcSim {
                         Some((PdsHeader::Control(c), None))
                     }
                     InitiatorTx::Ack(a) => Some((PdsHeader::Ack(a), None)),
+                    InitiatorTx::Nack(n) => Some((PdsHeader::Nack(n), None)),
                 }
             } else if self.flows[f].sent < cfg.packets_per_flow && pdc.can_send(&cfg.pdc) {
                 let flow = &mut self.flows[f];
@@ -421,8 +422,7 @@ impl PdcSim {
                     (Some(id), _) => Some(id),
                     (None, PdsHeader::Request(r)) => {
                         let id = self.targets.next_id().unwrap();
-                        let own_start = self.rng.next_u64() as u32;
-                        let t = Target::new(now, &cfg.pdc, id, &r, StartPolicy::Open, own_start).unwrap();
+                        let t = Target::new(now, &cfg.pdc, id, &r, StartPolicy::Open).unwrap();
                         self.targets.insert(key, t).unwrap();
                         Some(id)
                     }
@@ -548,6 +548,9 @@ impl PdcSim {
                     self.report.nacks += 1;
                     (PdsHeader::Nack(n), None)
                 }
+                // This simulation sends no read data, so nothing of the return direction but
+                // CLOSE_REQ (resent as a control packet) is ever outstanding.
+                TargetTx::Resend(stamp) => (PdsHeader::Request(stamp.request(NextHeader::RspData, None)), None),
             });
         }
         let mut closed = false;

@@ -94,6 +94,7 @@ fn target_packet(tx: TargetTx, entropy: u16, delivered: &[(u32, StandardRequest)
         }
         TargetTx::Control(c) => (PdsHeader::Control(c), format!("{:?} at target PSN {}", c.ctl_type, c.psn)),
         TargetTx::Nack(n) => (PdsHeader::Nack(n), format!("NACK {:?}", n.code)),
+        TargetTx::Resend(_) => panic!("nothing is lost in this exchange"),
     };
     Packet::control(false, entropy, pds, note)
 }
@@ -143,7 +144,7 @@ pub fn exchange() -> Vec<Packet> {
             note: format!("WRITE packet {} of {}, PSN {}{syn}", seg.index + 1, segments.packets(), stamp.psn),
         });
         let t = tgt.get_or_insert_with(|| {
-            Target::new(now, &cfg, TARGET.pdc, &request, StartPolicy::Open, TARGET_START_PSN).expect("a SYN request")
+            Target::new(now, &cfg, TARGET.pdc, &request, StartPolicy::Open).expect("a SYN request")
         });
         t.handle_request(now, &cfg, &request, u32::from(seg.len), false).expect("a request for this PDC");
         delivered.push((stamp.psn, ses));
@@ -185,7 +186,7 @@ pub fn exchange() -> Vec<Packet> {
                     tgt.handle_control(now, &cfg, &c).expect("the CLOSE for this PDC");
                     Packet::control(true, 0xC201, PdsHeader::Control(c), format!("{:?} at PSN {}", c.ctl_type, c.psn))
                 }
-                InitiatorTx::Resend(_) => panic!("nothing is lost in this exchange"),
+                InitiatorTx::Resend(_) | InitiatorTx::Nack(_) => panic!("nothing is lost in this exchange"),
             };
             out.push(p);
         }

@@ -104,6 +104,7 @@ fn the_capture_is_the_engines_worked_example() {
         TargetTx::Ack(a) => PdsHeader::Ack(a),
         TargetTx::Control(c) => PdsHeader::Control(c),
         TargetTx::Nack(n) => PdsHeader::Nack(n),
+        TargetTx::Resend(_) => panic!("nothing is lost in this exchange"),
     };
     let mut seen_ack = false;
     for p in &packets {
@@ -116,13 +117,14 @@ fn the_capture_is_the_engines_worked_example() {
                 assert_eq!(stamp.request(r.next_header, None), r);
                 assert_eq!(r.flags.contains(RequestFlags::AR), last);
                 assert_eq!(matches!(r.dest, PdcDest::Syn { .. }), !seen_ack);
-                let t =
-                    tgt.get_or_insert_with(|| Target::new(now, &cfg, TARGET.pdc, &r, StartPolicy::Open, 2).unwrap());
+                let t = tgt.get_or_insert_with(|| Target::new(now, &cfg, TARGET.pdc, &r, StartPolicy::Open).unwrap());
                 t.handle_request(now, &cfg, &r, p.payload.len() as u32, false).unwrap();
                 from_target.extend(std::iter::from_fn(|| t.poll_transmit(now)).map(target_pds));
                 writes.push(r.psn);
             }
-            PdsHeader::Ack(a) if p.from_initiator => tgt.as_mut().unwrap().handle_ack(now, &cfg, &a).unwrap(),
+            PdsHeader::Ack(a) if p.from_initiator => {
+                tgt.as_mut().unwrap().handle_ack(now, &cfg, &a).unwrap();
+            }
             PdsHeader::Ack(a) => {
                 // The PDC's ACK; the capture adds the SES response the endpoint would.
                 let bare = PdsHeader::Ack(Ack { next_header: NextHeader::None, ..a });

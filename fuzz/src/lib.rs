@@ -783,10 +783,11 @@ pub fn pdc_window(data: &[u8]) {
 
 /// An initiator and a target PDC joined by a network the input drives: packets are delivered in
 /// any order, duplicated or dropped; time jumps; closes are asked for; and arbitrary PDS headers
-/// are injected at either end. Invariants: no panic; the target delivers each PSN at most once,
-/// and a ROD target in order from the start PSN; the initiator counts acknowledged only PSNs the
-/// target delivered (until something was injected at the initiator); every refused event leaves
-/// the PDC unchanged.
+/// are injected at either end; the target sends read data back. Invariants: no panic; each end
+/// delivers each PSN at most once, and in ROD in order from the start PSN; the initiator counts
+/// acknowledged only PSNs the target delivered (until something was injected at the initiator),
+/// and the target only return PSNs the initiator delivered (until something was injected at the
+/// target); every refused event leaves the PDC unchanged.
 pub fn pdc_pair(data: &[u8]) {
     use uet_wire::pdc::{Delivery, Initiator, InitiatorTx, PdcConfig, StartPolicy, Target, TargetState, TargetTx};
     use uet_wire::pds::{DeliveryMode, NextHeader, PdsHeader};
@@ -807,10 +808,14 @@ pub fn pdc_pair(data: &[u8]) {
     let mut delivered = std::collections::HashSet::new();
     let mut next_in_order: Option<u32> = None;
     let mut tainted = false;
+    // The return direction: data PSNs the target sent, and those the initiator delivered.
+    let mut ret_sent = std::collections::HashSet::new();
+    let mut ret = Returned::default();
+    let mut tgt_tainted = false;
     while !u.is_empty() {
         // The packet that arrives at one end this step, if any.
         let mut arrival: Option<(bool, PdsHeader)> = None;
-        match u.int_in_range(0u8..=8).unwrap_or(0) {
+        match u.int_in_range(0u8..=9).unwrap_or(0) {
             0 => {
                 let ar = u.arbitrary().unwrap_or(false);
                 if ini.can_send(&cfg) {
@@ -838,6 +843,7 @@ pub fn pdc_pair(data: &[u8]) {
                 if let Ok((h, _)) = PdsHeader::parse(&bytes) {
                     let to_target = u.arbitrary().unwrap_or(true);
                     tainted |= !to_target;
+                    tgt_tainted |= to_target;
                     arrival = Some((to_target, h));
                 }
             }
@@ -886,12 +892,28 @@ pub fn pdc_pair(data: &[u8]) {
                     }
                 }
             }
+            9 => {
+                // Read data from the target.
+                if let Some(t) = tgt.as_mut() {
+                    let ar = u.arbitrary().unwrap_or(false);
+                    if t.can_send() {
+                        let s = t.send(now, &cfg, ar).expect("can_send said yes");
+                        ret_sent.insert(s.psn);
+                        net.push((false, PdsHeader::Request(s.request(NextHeader::RspData, None))));
+                    } else {
+                        let before = t.clone();
+                        assert!(t.send(now, &cfg, ar).is_err());
+                        assert_eq!(*t, before);
+                    }
+                }
+            }
             _ => {
                 while let Some(tx) = ini.poll_transmit(now) {
                     net.push(match tx {
                         InitiatorTx::Resend(s) => (true, PdsHeader::Request(s.request(NextHeader::ReqStd, None))),
                         InitiatorTx::Control(c) => (true, PdsHeader::Control(c)),
                         InitiatorTx::Ack(a) => (true, PdsHeader::Ack(a)),
+                        InitiatorTx::Nack(n) => (true, PdsHeader::Nack(n)),
                     });
                 }
                 if let Some(t) = tgt.as_mut() {
@@ -900,6 +922,7 @@ pub fn pdc_pair(data: &[u8]) {
                             TargetTx::Ack(a) => (false, PdsHeader::Ack(a)),
                             TargetTx::Control(c) => (false, PdsHeader::Control(c)),
                             TargetTx::Nack(n) => (false, PdsHeader::Nack(n)),
+                            TargetTx::Resend(s) => (false, PdsHeader::Request(s.request(NextHeader::RspData, None))),
                         });
                     }
                     while t.poll_event().is_some() {}
@@ -909,6 +932,28 @@ pub fn pdc_pair(data: &[u8]) {
         }
         if let Some((to_target, h)) = arrival {
             deliver(&cfg, now, mode, policy, to_target, h, &mut ini, &mut tgt, &mut delivered, &mut next_in_order);
+            if let (false, PdsHeader::Request(r)) = (to_target, h) {
+                let before = ini.clone();
+                let next = ini.return_window().cack_psn().wrapping_add(1);
+                match ini.handle_data(now, &cfg, &r, 100, false) {
+                    Ok(Delivery::New) => ret.delivered(mode, next, r.psn),
+                    Ok(_) => {}
+                    Err(_) => assert_eq!(ini, before, "refused read data changed the initiator"),
+                }
+            }
+        }
+        if !tgt_tainted {
+            // Every return data PSN the target counts acknowledged was delivered.
+            if let Some(t) = tgt.as_ref().filter(|t| t.failure().is_none() && t.state() != TargetState::Closed) {
+                let w = t.return_window();
+                let mut psn = w.base();
+                while psn != w.next_psn() {
+                    if w.is_acked(psn) && ret_sent.contains(&psn) {
+                        assert!(ret.psns.contains(&psn), "return PSN {psn} acknowledged but never delivered");
+                    }
+                    psn = psn.wrapping_add(1);
+                }
+            }
         }
         if !tainted {
             // Every PSN the initiator counts acknowledged was delivered (the base moves only over
@@ -928,6 +973,23 @@ pub fn pdc_pair(data: &[u8]) {
             }
         }
         assert!(ini.window().next_psn().wrapping_sub(ini.window().base()) <= Initiator::<2>::MP_RANGE);
+    }
+
+    /// Read data the initiator delivered: each PSN once, and in ROD in order (every earlier
+    /// return PSN, the CLOSE_REQ's included, arrived first).
+    #[derive(Default)]
+    struct Returned {
+        psns: std::collections::HashSet<u32>,
+    }
+
+    impl Returned {
+        /// `next` is the return PSN the window expected next before this one arrived.
+        fn delivered(&mut self, mode: DeliveryMode, next: u32, psn: u32) {
+            assert!(self.psns.insert(psn), "return PSN {psn} delivered twice");
+            if mode == DeliveryMode::Rod {
+                assert_eq!(psn, next, "ROD read data out of order");
+            }
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -959,7 +1021,7 @@ pub fn pdc_pair(data: &[u8]) {
         if tgt.is_none() {
             if let PdsHeader::Request(r) = h {
                 if r.spdcid == ini.local_id() {
-                    *tgt = Target::new(now, cfg, 19, &r, policy, 2).ok();
+                    *tgt = Target::new(now, cfg, 19, &r, policy).ok();
                 }
             }
         }
@@ -983,7 +1045,8 @@ pub fn pdc_pair(data: &[u8]) {
                 v.map(drop)
             }
             PdsHeader::Control(c) => t.handle_control(now, cfg, &c).map(drop),
-            PdsHeader::Ack(a) => t.handle_ack(now, cfg, &a),
+            PdsHeader::Ack(a) => t.handle_ack(now, cfg, &a).map(drop),
+            PdsHeader::Nack(n) => t.handle_nack(now, cfg, &n).map(drop),
             _ => Ok(()),
         };
         if r.is_err() {
@@ -1017,6 +1080,8 @@ pub fn endpoint(data: &[u8]) {
     let mut placed: HashMap<(usize, u16, u16), u64> = HashMap::new();
     let mut last_released: HashMap<(usize, u16), u16> = HashMap::new();
     let mut responses: HashSet<(usize, uet_wire::msg::MsgHandle, u32)> = HashSet::new();
+    // READs in flight: (side, handle) → (length, bytes of data placed).
+    let mut reads: HashMap<(usize, uet_wire::msg::MsgHandle), (u32, u64)> = HashMap::new();
     let mut out = [0u8; 128];
     while !u.is_empty() {
         match u.int_in_range(0u8..=6).unwrap_or(0) {
@@ -1029,9 +1094,10 @@ pub fn endpoint(data: &[u8]) {
                     2 => Service::Rudi,
                     _ => Service::Uud,
                 };
+                let read = u.arbitrary::<bool>().unwrap_or(false);
                 let header = StandardRequest {
                     common: RequestCommon {
-                        opcode: Opcode::Send,
+                        opcode: if read { Opcode::Read } else { Opcode::Send },
                         flags: SesFlags::empty(),
                         ri_generation: 0,
                         job_id: u.int_in_range(0u32..=2).unwrap_or(0),
@@ -1049,6 +1115,9 @@ pub fn endpoint(data: &[u8]) {
                 let desc = MessageDesc { dst: addrs[1 - side], service, tc: 0, header, len };
                 if let Ok(h) = eps[side].send(desc) {
                     assert!(live.insert((side, h)), "a live handle was given twice");
+                    if read && service.pdc_mode().is_some() {
+                        reads.insert((side, h), (len, 0));
+                    }
                 }
             }
             1 => {
@@ -1059,6 +1128,13 @@ pub fn endpoint(data: &[u8]) {
                                 let mut pkt = out[..t.header_len].to_vec();
                                 if let Some(p) = t.payload {
                                     pkt.extend(std::iter::repeat_n(0xA5, usize::from(p.len)));
+                                }
+                                if let Some(r) = t.read {
+                                    assert!(
+                                        u64::from(r.offset) + u64::from(r.len) <= u64::from(r.header.request_length),
+                                        "read data past the READ's end"
+                                    );
+                                    pkt.extend(std::iter::repeat_n(0x5A, usize::from(r.len)));
                                 }
                                 net.push((1 - side, pkt));
                             }
@@ -1077,14 +1153,14 @@ pub fn endpoint(data: &[u8]) {
                     1 => net.push(net[k].clone()),
                     r => {
                         let (to, pkt) = net.swap_remove(k);
-                        deliver(&mut eps, now, &addrs, to, &pkt, &mut placed, r == 3);
+                        deliver(&mut eps, now, &addrs, to, &pkt, &mut placed, &mut reads, r == 3);
                     }
                 }
             }
             3 => {
                 let to = usize::from(u.arbitrary::<bool>().unwrap_or(false));
                 let pkt: Vec<u8> = u.arbitrary().unwrap_or_default();
-                deliver(&mut eps, now, &addrs, to, &pkt, &mut placed, false);
+                deliver(&mut eps, now, &addrs, to, &pkt, &mut placed, &mut reads, false);
             }
             4 => {
                 now = now.saturating_add(Duration::from_micros(u.int_in_range(0u64..=3000).unwrap_or(0)));
@@ -1097,8 +1173,15 @@ pub fn endpoint(data: &[u8]) {
         for (side, ep) in eps.iter_mut().enumerate() {
             while let Some(ev) = ep.poll_event() {
                 match ev {
-                    Event::Sent(h) | Event::Failed(h, _) => {
+                    Event::Sent(h) => {
                         assert!(live.remove(&(side, h)), "an unknown message completed, or one completed twice");
+                        if let Some((len, got)) = reads.remove(&(side, h)) {
+                            assert_eq!(got, u64::from(len), "a READ completed without all its data");
+                        }
+                    }
+                    Event::Failed(h, _) => {
+                        assert!(live.remove(&(side, h)), "an unknown message completed, or one completed twice");
+                        reads.remove(&(side, h));
                     }
                     Event::Truncated { msg, .. } => {
                         assert!(live.contains(&(side, msg)), "a truncation reported for a message not in flight");
@@ -1132,6 +1215,7 @@ pub fn endpoint(data: &[u8]) {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn deliver(
         eps: &mut [Endpoint<4, 8, 40>; 2],
         now: Instant,
@@ -1139,12 +1223,28 @@ pub fn endpoint(data: &[u8]) {
         to: usize,
         pkt: &[u8],
         placed: &mut std::collections::HashMap<(usize, u16, u16), u64>,
+        reads: &mut std::collections::HashMap<(usize, uet_wire::msg::MsgHandle), (u32, u64)>,
         respond: bool,
     ) {
+        let mtu = u32::from(eps[to].config().mtu);
         if let Ok(Some(p)) = eps[to].handle_packet(now, addrs[1 - to], pkt) {
             let end = u64::from(p.offset) + p.payload.len() as u64;
             assert!(end <= u64::from(p.header.request_length), "placement past the message end");
-            *placed.entry((to, p.pdc, p.message_id)).or_insert(0) += p.payload.len() as u64;
+            if let Some(h) = p.read {
+                let (len, got) = reads.get_mut(&(to, h)).expect("read data placed for no READ in flight");
+                assert!(end <= u64::from(*len), "read data past the READ's end");
+                *got += p.payload.len() as u64;
+                assert!(*got <= u64::from(*len), "more read data placed than the READ asked for");
+                return;
+            }
+            // A READ request carries no payload; it counts the chunk it asks for.
+            let chunk = if p.header.common.opcode == uet_wire::ses::Opcode::Read {
+                assert!(p.payload.is_empty(), "a READ request with payload was placed");
+                u64::from((p.header.request_length - p.offset).min(mtu))
+            } else {
+                p.payload.len() as u64
+            };
+            *placed.entry((to, p.pdc, p.message_id)).or_insert(0) += chunk;
             if respond && p.pdc != 0 {
                 let held = eps[to].respond(&p, uet_wire::ses::ReturnCode::Ok, p.payload.len() as u32);
                 assert!(held.is_ok(), "a delivered request could not be answered: {held:?}");

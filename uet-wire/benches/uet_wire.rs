@@ -295,7 +295,7 @@ fn loopback(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTi
     let pair = || {
         let mut ini = Initiator::<2>::new(&cfg, DeliveryMode::Rud, 7, 4);
         let first = ini.send(now, &cfg, false).unwrap().request(NextHeader::ReqStd, None);
-        let mut tgt = Target::<2>::new(now, &cfg, 19, &first, StartPolicy::Open, 2).unwrap();
+        let mut tgt = Target::<2>::new(now, &cfg, 19, &first, StartPolicy::Open).unwrap();
         tgt.handle_request(now, &cfg, &first, 4096, false).unwrap();
         let Some(TargetTx::Ack(a)) = tgt.poll_transmit(now) else { panic!("no first ACK") };
         ini.handle_ack(now, &cfg, &a).unwrap();

@@ -182,11 +182,14 @@ fn scale_out(seed: u64) {
 fn messages(seed: u64) {
     let per_side = 1_500u64;
     println!(
-        "Two endpoints, {per_side} messages each way (0 to 64 KiB, 4 JobIDs), 4 KiB packets, same fabric, seed {seed}"
+        "Two endpoints, {per_side} messages each way (0 to 64 KiB, 4 JobIDs; SENDs, WRITEs and every fourth a READ \
+         of the other side), 4 KiB packets, same fabric, seed {seed}"
     );
     println!();
-    println!("| mode | loss | messages | MB | request packets | resends | latency p50 | p99 | p99.9 |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| mode | loss | messages | MB | READs | MB read | request packets | resends | latency p50 | p99 | p99.9 |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (mode, loss) in
         [(DeliveryMode::Rud, 0.0), (DeliveryMode::Rud, 0.01), (DeliveryMode::Rud, 0.10), (DeliveryMode::Rod, 0.01)]
     {
@@ -194,10 +197,12 @@ fn messages(seed: u64) {
         let r = <EndpointSim>::new(cfg).run(Duration::from_millis(60_000));
         assert!(r.completed, "every message delivered exactly once, every PDC closed");
         println!(
-            "| {mode:?} | {:.0} % | {} | {:.1} | {} | {} | {} | {} | {} |",
+            "| {mode:?} | {:.0} % | {} | {:.1} | {} | {:.1} | {} | {} | {} | {} | {} |",
             loss * 100.0,
             r.messages,
             r.bytes as f64 / 1e6,
+            r.reads,
+            r.read_bytes as f64 / 1e6,
             r.requests,
             r.resends,
             us(r.latency_percentile(50.0)),
@@ -207,7 +212,10 @@ fn messages(seed: u64) {
     }
     println!();
     println!("Every message arrived once with every byte checked, in order per JobID; no message failed.");
-    println!("Latency runs from `send` to the receiver's `Received` event.");
+    println!("Each READ's data came back on its PDC's return direction, every byte checked before the READ completed.");
+    println!(
+        "Request packets count read data packets too. Latency runs from `send` to the receiver's `Received` event."
+    );
 }
 
 fn us(d: Duration) -> String {

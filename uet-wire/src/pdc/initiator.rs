@@ -30,7 +30,9 @@
 //!   acknowledged PSNs after it, still unacknowledged [`PdcConfig::reorder_window`] later, is
 //!   resent once without waiting for the RTO (project-defined, see [`config`](super::config)).
 //! * **NACKs** by code class ([`NackClass`]): trimmed packets are resent at once; packets refused
-//!   for want of a resource (codes 0x04–0x0A) after `NACK_Retx_Time`; the other retransmit-class
+//!   for want of a resource (codes 0x04–0x0A) after `NACK_Retx_Time` (the NACKs that arrive
+//!   while that hold lasts count as one towards `Max_NACK_Retx_Cnt`: one shortage refuses a
+//!   whole burst); the other retransmit-class
 //!   codes (PKT_NOT_RCVD, PSN_OOR_WINDOW, …) at once; ROD_OOO resends every unacknowledged PSN
 //!   (go-back-N); close-class codes close in error, with a CLOSE so the target frees its PDC
 //!   too, unless the code says it holds none (INV_DPDCID, CLOSING_IN_ERR: *project-defined*; the
@@ -42,11 +44,17 @@
 //!   unacknowledged, an ACK_REQ for the newest PSN asks the target for a fresh ACK (or a NACK
 //!   PKT_NOT_RCVD, which resends it), at most `Max_Tail_Loss_Retx` times without progress.
 //!
-//! *Project-defined*: the ACK of the target's CLOSE_REQ carries the CLOSE_REQ's PSN as
-//! `CACK_PSN` (the return direction carries only control packets here).
+//! **Return direction** (UE 1.0 §3.5.20.1): read data from the target arrives as requests from
+//! its PDC, numbered from this PDC's start PSN (as the reference provider's target numbers them).
+//! [`Initiator::handle_data`] records them in a receive window and says which are new; ACKs for
+//! them ([`InitiatorTx::Ack`]: CACK, SACK, ACK_PSN naming the packet that drew it) are coalesced
+//! as a target's are, and ROD NACKs ROD_OOO once per missing PSN. The target's CLOSE_REQ takes a
+//! PSN of the same direction and is acknowledged the same way; one whose PSN lies outside the
+//! window (a peer numbering from elsewhere) is acknowledged alone, its PSN as CACK.
 
 use super::config::{MPR_GRANULARITY, PdcConfig};
-use super::window::{Sack, TxWindow, psn_after};
+use super::target::Delivery;
+use super::window::{AckCoalescer, AckTriggers, Arrival, LossDetector, RxWindow, TxWindow};
 use super::{Failure, PdcError, PdcState};
 use crate::pds::{
     Ack, AckExtension, AckFlags, AckRequest, Control, ControlFlags, ControlType, DeliveryMode, Nack, NackClass,
@@ -136,8 +144,10 @@ pub enum InitiatorTx {
     Resend(Stamp),
     /// A control packet: CLOSE, CLEAR, or ACK_REQ (the tail-loss probe).
     Control(Control),
-    /// The ACK of the target's CLOSE_REQ.
+    /// An ACK of the return direction (read data, CLOSE_REQ).
     Ack(Ack),
+    /// A NACK of a return-direction packet (ROD_OOO).
+    Nack(Nack),
 }
 
 /// What [`Initiator::handle_ack`] did.
@@ -155,6 +165,8 @@ const TX_ACK_CLOSE_REQ: u8 = 1;
 const TX_CLOSE: u8 = 2;
 const TX_CLEAR: u8 = 4;
 const TX_PROBE: u8 = 8;
+const TX_RET_ACK: u8 = 16;
+const TX_RET_NACK: u8 = 32;
 
 // Events waiting to be polled, as bits.
 const EV_ESTABLISHED: u8 = 1;
@@ -203,13 +215,22 @@ pub struct Initiator<const W: usize = 2> {
     peer_range_cack: u32,
     /// The CLOSE's PSN (meaningful from CloseAckWait on).
     close_psn: u32,
-    /// PSN of the target's CLOSE_REQ to acknowledge.
+    /// PSN of the target's CLOSE_REQ to acknowledge, when it lies outside the return window (a
+    /// peer that numbers its return direction from another start).
     close_req_psn: u32,
+    /// The return direction (read data and CLOSE_REQ from the target), numbered from this PDC's
+    /// start PSN.
+    ret: RxWindow<W>,
+    ret_coalescer: AckCoalescer,
+    /// The return PSN the next return ACK names, and the flags it echoes.
+    ret_ack_psn: u32,
+    ret_ack_flags: AckFlags,
+    /// ROD: the missing return PSN already NACKed ROD_OOO (the NACK names it).
+    ret_rod_nacked: Option<u32>,
     rto_at: Option<Instant>,
     probe_at: Option<Instant>,
-    /// When the loss candidates up to `reorder_psn` are resent if still unacknowledged.
-    reorder_at: Option<Instant>,
-    reorder_psn: u32,
+    /// SACK-driven loss detection.
+    losses: LossDetector,
     /// Resends wait until then (NACK_Retx_Time after a resource NACK).
     hold_until: Option<Instant>,
     rto_count: u8,
@@ -242,10 +263,14 @@ impl<const W: usize> Initiator<W> {
             peer_range_cack: start_psn.wrapping_sub(1),
             close_psn: 0,
             close_req_psn: 0,
+            ret: RxWindow::new(start_psn),
+            ret_coalescer: AckCoalescer::default(),
+            ret_ack_psn: start_psn,
+            ret_ack_flags: AckFlags::empty(),
+            ret_rod_nacked: None,
             rto_at: None,
             probe_at: None,
-            reorder_at: None,
-            reorder_psn: 0,
+            losses: LossDetector::default(),
             hold_until: None,
             rto_count: 0,
             nack_count: 0,
@@ -378,7 +403,7 @@ impl<const W: usize> Initiator<W> {
             self.events |= EV_CLOSED;
             self.rto_at = None;
             self.probe_at = None;
-            self.reorder_at = None;
+            self.losses.stop();
             self.hold_until = None;
             self.tx_pending &= TX_ACK_CLOSE_REQ;
         }
@@ -400,43 +425,14 @@ impl<const W: usize> Initiator<W> {
         }
         let ev = if self.remote == 0 { Ev::FirstAck } else { Ev::Update };
         let mut next = self.transition(ev)?;
-        let (sack, mpr) = match ack.ext {
-            AckExtension::None => (None, None),
-            AckExtension::Cc(cc) => (Some((cc.sack_psn_offset, cc.sack_bitmap)), Some(cc.mpr)),
-            AckExtension::Ccx(cc) => (Some((cc.sack_psn_offset, cc.sack_bitmap)), Some(cc.mpr)),
-        };
-        let sack = sack.map(|(off, bitmap)| Sack { base: ack.cack_psn.wrapping_add(off as i32 as u32), bitmap });
-        // ACK_PSN names a PSN this ACK acknowledges even where CACK does not reach it (UE 1.0
-        // §3.5.20.2.2: a guaranteed-delivery response's PSN is released above CACK; the
-        // reference provider marks ACK_PSN acknowledged, and its plain ACKs carry no SACK).
-        // Not for probes, whose field is the probe's opaque value.
-        let named = Some(ack.ack_psn())
-            .filter(|&psn| !ack.flags.contains(AckFlags::P) && psn_after(psn, ack.cack_psn))
-            .map(|psn| Sack { base: psn, bitmap: 1 });
-        if let Some(s) = named {
-            if psn_after(s.base, self.tx.next_psn().wrapping_sub(1)) {
-                return Err(PdcError::Ack(super::AckError::BeyondSent { psn: s.base, next_psn: self.tx.next_psn() }));
-            }
-        }
         let base_before = self.tx.base();
-        let mut acked = self.tx.on_ack(ack.cack_psn, sack)?;
-        if named.is_some() {
-            acked += self.tx.on_ack(ack.cack_psn, named)?;
-        }
+        let acked = self.tx.on_ack_fields(ack)?;
 
         if self.remote == 0 {
             self.remote = ack.spdcid;
             self.events |= EV_ESTABLISHED;
         }
-        if let Some(mpr) = mpr {
-            // An MPR update counts only with a CACK newer than the last update's (the reference
-            // provider's rule). MPR 0 means the peer gives no range (the reference provider reads
-            // `peer_mp_range == 0` so): only this PDC's own window limits it.
-            if psn_after(ack.cack_psn, self.peer_range_cack) {
-                self.peer_range = if mpr == 0 { u32::MAX } else { u32::from(mpr) * MPR_GRANULARITY };
-                self.peer_range_cack = ack.cack_psn;
-            }
-        }
+        super::update_peer_range(ack, &mut self.peer_range, &mut self.peer_range_cack);
         let close_acked = next == InitiatorState::CloseAckWait && self.tx.is_acked(self.close_psn);
         if self.tx.base() != base_before {
             // The oldest unacknowledged packet is a new one: its timeouts start from zero.
@@ -474,16 +470,10 @@ impl<const W: usize> Initiator<W> {
     /// many PSNs it marked.
     #[inline]
     fn detect_losses(&mut self, now: Instant, cfg: &PdcConfig) -> u32 {
-        if self.mode != DeliveryMode::Rud || self.reorder_at.is_some() {
+        if self.mode != DeliveryMode::Rud {
             return 0;
         }
-        let Some(psn) = self.tx.loss_candidates(cfg.loss_threshold) else { return 0 };
-        if cfg.reorder_window == linklayer::Duration::ZERO {
-            return self.tx.mark_lost_through(psn);
-        }
-        self.reorder_psn = psn;
-        self.reorder_at = Some(now.saturating_add(cfg.reorder_window));
-        0
+        self.losses.on_ack(&mut self.tx, now, cfg)
     }
 
     /// When the retransmission timer started now expires: `RTO_Init_Timer × 2^retries` for the
@@ -539,7 +529,10 @@ impl<const W: usize> Initiator<W> {
             }
             NackClass::Retransmit => {
                 let next = self.transition(Ev::Update)?;
-                let count = self.nack_count.saturating_add(1);
+                // The NACKs of one shortage arrive together: those that come while resends are
+                // already held for it count once.
+                let same_shortage = is_resource_shortage(nack.code) && self.hold_until.is_some();
+                let count = if same_shortage { self.nack_count } else { self.nack_count.saturating_add(1) };
                 if cfg.nack_retx_exhausted(count) {
                     self.fail(now, cfg, Failure::NackRetriesExhausted, true)?;
                     return Ok(class);
@@ -581,6 +574,7 @@ impl<const W: usize> Initiator<W> {
                 }
                 self.start_psn = nack.payload;
                 self.peer_range_cack = nack.payload.wrapping_sub(1);
+                self.ret = RxWindow::new(nack.payload);
                 self.rto_at = Some(self.rto_deadline(now, cfg));
                 self.enter(next);
             }
@@ -603,8 +597,15 @@ impl<const W: usize> Initiator<W> {
         match ctl.ctl_type {
             ControlType::CloseReq => {
                 let next = self.transition(Ev::WantClose)?;
-                self.close_req_psn = ctl.psn;
-                self.tx_pending |= TX_ACK_CLOSE_REQ;
+                if self.ret.receive(ctl.psn) == Arrival::OutOfWindow {
+                    // A peer numbering its return direction from elsewhere: acknowledge the
+                    // CLOSE_REQ alone, its PSN as CACK.
+                    self.close_req_psn = ctl.psn;
+                    self.tx_pending |= TX_ACK_CLOSE_REQ;
+                } else {
+                    let retx = ctl.flags.contains(ControlFlags::RETX);
+                    self.ret_ack_now(ctl.psn, if retx { AckFlags::RETX } else { AckFlags::empty() });
+                }
                 self.enter(next);
                 Ok(())
             }
@@ -655,7 +656,7 @@ impl<const W: usize> Initiator<W> {
         }
         self.tx.abandon();
         self.hold_until = None;
-        self.reorder_at = None;
+        self.losses.stop();
         if next == InitiatorState::CloseAckWait {
             self.queue_close(now, cfg);
         }
@@ -678,6 +679,18 @@ impl<const W: usize> Initiator<W> {
                 dpdcid: self.remote,
                 ext: AckExtension::None,
             }));
+        }
+        if self.tx_pending & TX_RET_NACK != 0 {
+            self.tx_pending &= !TX_RET_NACK;
+            if let Some(psn) = self.ret_rod_nacked {
+                let n = Nack::for_pdc(NackCode::RodOoo, psn, self.local, self.remote);
+                return Some(InitiatorTx::Nack(Nack { payload: self.ret.max_rcvd().wrapping_add(1), ..n }));
+            }
+        }
+        if self.tx_pending & TX_RET_ACK != 0 {
+            self.tx_pending &= !TX_RET_ACK;
+            self.ret_coalescer.sent();
+            return Some(InitiatorTx::Ack(self.return_ack()));
         }
         if self.tx_pending & TX_CLOSE != 0 {
             self.tx_pending &= !TX_CLOSE;
@@ -703,6 +716,107 @@ impl<const W: usize> Initiator<W> {
         self.hold_until = None;
         let psn = self.tx.take_lost()?;
         Some(InitiatorTx::Resend(self.stamp(psn, RequestFlags::RETX | RequestFlags::AR)))
+    }
+
+    /// Takes a return-direction packet from the target (read data: a RUD or ROD request from the
+    /// target's PDC, next header RSP_DATA) and records its PSN in the return window, numbered
+    /// from this PDC's start PSN. Returns what the caller does with its payload: place it when
+    /// [`Delivery::New`]; a duplicate or an old PSN is only acknowledged again. ROD takes only
+    /// the next PSN in order and NACKs ROD_OOO once per missing PSN; a PSN outside the window is
+    /// dropped. ACKs ([`InitiatorTx::Ack`]) are coalesced as the target's are; AR, SYN-less
+    /// duplicates and `ecn` (with `ACK_On_ECN`) draw one at once.
+    pub fn handle_data(
+        &mut self,
+        _now: Instant,
+        cfg: &PdcConfig,
+        req: &Request,
+        payload_len: u32,
+        ecn: bool,
+    ) -> Result<Delivery, PdcError> {
+        let PdcDest::Established { dpdcid } = req.dest else {
+            return Err(PdcError::IllegalEvent {
+                event: "return packet with SYN",
+                state: PdcState::Initiator(self.state),
+            });
+        };
+        if dpdcid != self.local {
+            return Err(PdcError::WrongPdc { expected: self.local, got: dpdcid });
+        }
+        if self.remote == 0 || req.spdcid != self.remote {
+            return Err(PdcError::WrongPdc { expected: self.remote, got: req.spdcid });
+        }
+        if req.mode != self.mode {
+            return Err(PdcError::IllegalEvent {
+                event: "return packet of the other delivery mode",
+                state: PdcState::Initiator(self.state),
+            });
+        }
+        let next = self.transition(Ev::Update)?;
+        let expected = self.ret.cack_psn().wrapping_add(1);
+        if self.mode == DeliveryMode::Rod && req.psn != expected && self.ret.classify(req.psn) == Arrival::New {
+            if self.ret_rod_nacked != Some(expected) {
+                self.ret_rod_nacked = Some(expected);
+                self.tx_pending |= TX_RET_NACK;
+            }
+            return Ok(Delivery::Dropped);
+        }
+        let mut flags = if req.flags.contains(RequestFlags::RETX) { AckFlags::RETX } else { AckFlags::empty() };
+        if ecn {
+            flags |= AckFlags::M;
+        }
+        let delivery = match self.ret.receive(req.psn) {
+            Arrival::New => {
+                let triggers =
+                    AckTriggers { ar: req.flags.contains(RequestFlags::AR), syn: false, ecn, needs_clear: false };
+                if self.ret_coalescer.on_packet(&cfg.ack, payload_len, triggers) {
+                    self.ret_ack_now(req.psn, flags);
+                } else {
+                    self.ret_ack_psn = req.psn;
+                    self.ret_ack_flags = flags;
+                }
+                Delivery::New
+            }
+            Arrival::Duplicate => {
+                self.ret_ack_now(req.psn, flags);
+                Delivery::Duplicate
+            }
+            Arrival::Stale => {
+                self.ret_ack_now(req.psn, flags);
+                Delivery::Stale
+            }
+            Arrival::OutOfWindow => Delivery::Dropped,
+        };
+        self.enter(next);
+        Ok(delivery)
+    }
+
+    fn ret_ack_now(&mut self, psn: u32, flags: AckFlags) {
+        self.ret_ack_psn = psn;
+        self.ret_ack_flags = flags;
+        self.tx_pending |= TX_RET_ACK;
+    }
+
+    /// The return window: what arrived from the target.
+    pub const fn return_window(&self) -> &RxWindow<W> {
+        &self.ret
+    }
+
+    /// The ACK_CC of the return direction this PDC would send now: CACK and SACK of the return
+    /// window, ACK_PSN naming the packet that asked for it.
+    pub fn return_ack(&self) -> Ack {
+        super::AckCcFields {
+            local: self.local,
+            remote: self.remote,
+            cack: self.ret.cack_psn(),
+            sack: self.ret.sack(),
+            ack_psn: self.ret_ack_psn,
+            flags: self.ret_ack_flags,
+            request: AckRequest::None,
+            next_header: NextHeader::None,
+            mp_range: RxWindow::<W>::MP_RANGE,
+            out_of_order: self.ret.out_of_order(),
+        }
+        .ack()
     }
 
     fn control(&self, ctl_type: ControlType, psn: u32, payload: u32, flags: ControlFlags) -> Control {
@@ -731,7 +845,7 @@ impl<const W: usize> Initiator<W> {
     /// The next deadline: RTO, tail-loss probe, end of a reorder window, or end of a NACK hold.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let hold = self.hold_until.filter(|_| self.tx.lost_count() > 0);
-        [self.rto_at, self.probe_at, self.reorder_at, hold].into_iter().flatten().min()
+        [self.rto_at, self.probe_at, self.losses.deadline(), hold].into_iter().flatten().min()
     }
 
     /// Runs the timers due at `now`.
@@ -772,11 +886,7 @@ impl<const W: usize> Initiator<W> {
         if self.hold_until.is_some_and(|t| t <= now) {
             self.hold_until = None;
         }
-        if self.reorder_at.is_some_and(|t| t <= now) {
-            self.reorder_at = None;
-            self.tx.mark_lost_through(self.reorder_psn);
-            self.detect_losses(now, cfg);
-        }
+        self.losses.on_timeout(&mut self.tx, now, cfg);
         if self.probe_at.is_some_and(|t| t <= now) {
             self.probe_at = None;
             if self.tx.outstanding() > 0 && self.probe_count < cfg.max_tail_loss_retx && self.tx.lost_count() == 0 {

@@ -6,7 +6,8 @@
 //!   peer's MP_RANGE limit, ACK processing and loss marks; and ACK coalescing.
 //! * [`initiator`] and [`target`]: the two ends of a PDC as explicit state machines, every
 //!   transition in one `match`; an event a state does not accept returns [`PdcError`] and changes
-//!   nothing.
+//!   nothing. Each end sends and receives: requests go forward, read data and CLOSE_REQ come back
+//!   in the return direction, each direction with its own PSN window.
 //! * [`config`]: the timer table.
 //! * [`table`]: the fixed-capacity PDC table, by id (never 0, not reused at once) and by the
 //!   initiator's or target's selection key.
@@ -39,6 +40,68 @@ pub use initiator::{AckOutcome, Initiator, InitiatorEvent, InitiatorState, Initi
 pub use table::{InitiatorKey, IpAddr, PdcTable, TableError, TargetKey, ip, ipv4};
 pub use target::{Delivery, StartPolicy, Target, TargetEvent, TargetState, TargetTx, Verdict};
 pub use window::{AckCoalescer, AckError, AckPolicy, AckTriggers, Arrival, RxWindow, Sack, TxWindow, psn_after};
+
+/// Takes the MP_RANGE an ACK_CC or ACK_CCX advertises as the peer's range, in PSNs. An update
+/// counts only with a CACK newer than the last update's (the reference provider's rule). MPR 0
+/// means the peer gives no range (the reference provider reads `peer_mp_range == 0` so): only the
+/// sender's own window limits it.
+fn update_peer_range(ack: &crate::pds::Ack, range: &mut u32, range_cack: &mut u32) {
+    let mpr = match ack.ext {
+        crate::pds::AckExtension::None => return,
+        crate::pds::AckExtension::Cc(cc) => cc.mpr,
+        crate::pds::AckExtension::Ccx(cc) => cc.mpr,
+    };
+    if window::psn_after(ack.cack_psn, *range_cack) {
+        *range = if mpr == 0 { u32::MAX } else { u32::from(mpr) * config::MPR_GRANULARITY };
+        *range_cack = ack.cack_psn;
+    }
+}
+
+/// The fields of an ACK_CC sent by a PDC end that receives PSNs in a window of `mp_range`.
+#[derive(Clone, Copy)]
+struct AckCcFields {
+    local: u16,
+    remote: u16,
+    cack: u32,
+    sack: window::Sack,
+    ack_psn: u32,
+    flags: crate::pds::AckFlags,
+    request: crate::pds::AckRequest,
+    next_header: crate::pds::NextHeader,
+    mp_range: u32,
+    out_of_order: u32,
+}
+
+impl AckCcFields {
+    /// The ACK_CC: SACK bitmap, this end's MPR, the out-of-order count; the NSCC fields this
+    /// crate does not compute are 0.
+    #[inline(always)]
+    fn ack(self) -> crate::pds::Ack {
+        use crate::pds::{Ack, AckCc, AckExtension, CcState};
+        let offset = |psn: u32| -> i16 { i16::try_from(psn.wrapping_sub(self.cack) as i32).unwrap_or(0) };
+        Ack {
+            next_header: self.next_header,
+            flags: self.flags,
+            request: self.request,
+            ack_psn_offset: offset(self.ack_psn),
+            cack_psn: self.cack,
+            spdcid: self.local,
+            dpdcid: self.remote,
+            ext: AckExtension::Cc(AckCc {
+                mpr: u8::try_from(self.mp_range / config::MPR_GRANULARITY).unwrap_or(u8::MAX),
+                sack_psn_offset: offset(self.sack.base),
+                sack_bitmap: self.sack.bitmap,
+                state: CcState::Nscc {
+                    service_time: 0,
+                    restore_cwnd: false,
+                    rcv_cwnd_pend: 0,
+                    rcvd_bytes: 0,
+                    ooo_count: u16::try_from(self.out_of_order).unwrap_or(u16::MAX),
+                },
+            }),
+        }
+    }
+}
 
 /// The state a PDC was in when it refused an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -2,10 +2,13 @@
 //! `shared/spec/uet.md` §4.1).
 //!
 //! * **PDC ids** are 16 bits and never 0 (UE 1.0 §3.5.8.2, \[B\]). The table makes an id from the
-//!   slot index and a per-slot generation, `id = generation × N + index + 1`, so an id is not
-//!   handed out again right after its PDC closes: a late packet for the old PDC finds no PDC
-//!   (and is NACKed INV_DPDCID) instead of landing in a new one. Generations cycle through
-//!   `65535 / N` values (*project-defined*).
+//!   slot index and a per-slot generation, `id = first + generation × N + index` within the id
+//!   range it was given (`1..=65535` by default), so an id is not handed out again right after
+//!   its PDC closes: a late packet for the old PDC finds no PDC (and is NACKed INV_DPDCID)
+//!   instead of landing in a new one. Generations cycle through `range / N` values
+//!   (*project-defined*). A node whose initiator and target PDCs live in two tables gives them
+//!   disjoint ranges ([`PdcTable::with_ids`]): a packet's DPDCID alone must name one PDC, as ACKs
+//!   and NACKs travel both ways on a PDC.
 //! * **Selection keys**: an initiator picks its PDC by [`InitiatorKey`] (mode, JobID, addresses,
 //!   traffic class; uet-ref-prov) and a target finds the PDC a SYN belongs to by [`TargetKey`]
 //!   (addresses and the initiator's PDC id; uet-ref-prov).
@@ -100,6 +103,9 @@ struct Slot<K, T> {
 #[derive(Clone, Debug)]
 pub struct PdcTable<K, T, const N: usize> {
     slots: [Option<Slot<K, T>>; N],
+    /// The first id of the table's range, and how many generations fit the range.
+    first: u16,
+    cycle: u16,
     generations: [u16; N],
     free: heapless::Vec<u16, N>,
     by_key: FnvIndexMap<K, u16, N>,
@@ -112,21 +118,34 @@ impl<K: Hash + Eq + Clone, T, const N: usize> Default for PdcTable<K, T, N> {
 }
 
 impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
-    /// Generations a slot cycles through, so that ids stay within 16 bits.
-    const GENERATIONS: u16 = if N == 0 || N > 32768 { 1 } else { (u16::MAX as usize / N) as u16 };
-
     /// Rejects, at compile time, capacities whose ids would not fit 16 bits.
     const CAPACITY_FITS: () = assert!(N >= 2 && N <= 32768, "a PDC table holds 2 to 32768 PDCs");
 
-    /// An empty table.
+    /// An empty table with ids from 1 to 65535.
     pub fn new() -> Self {
+        Self::with_ids(1, u16::MAX)
+    }
+
+    /// An empty table whose ids lie in `first..=last` (`first` at least 1; a range shorter than
+    /// `N` ids is widened to `N`, as every slot needs one).
+    pub fn with_ids(first: u16, last: u16) -> Self {
         let () = Self::CAPACITY_FITS;
         let mut free = heapless::Vec::new();
         for i in (0..N).rev() {
             // At most N pushes into a Vec of capacity N, so none fails.
             let _ = free.push(i as u16);
         }
-        PdcTable { slots: core::array::from_fn(|_| None), generations: [0; N], free, by_key: FnvIndexMap::new() }
+        let first = first.clamp(1, (u16::MAX as usize + 1 - N) as u16);
+        let span = usize::from(last.max(first) - first) + 1;
+        let cycle = (span / N).max(1) as u16;
+        PdcTable {
+            slots: core::array::from_fn(|_| None),
+            first,
+            cycle,
+            generations: [0; N],
+            free,
+            by_key: FnvIndexMap::new(),
+        }
     }
 
     /// PDCs in the table.
@@ -149,7 +168,7 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
     pub fn next_id(&self) -> Option<u16> {
         let index = *self.free.last()?;
         let generation = self.generations.get(usize::from(index)).copied().unwrap_or(0);
-        Some(generation.wrapping_mul(N as u16).wrapping_add(index).wrapping_add(1))
+        Some(self.first.wrapping_add(generation.wrapping_mul(N as u16)).wrapping_add(index))
     }
 
     /// Adds a PDC under `key`; returns its id (never 0; the one [`PdcTable::next_id`] gave).
@@ -170,7 +189,7 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
     }
 
     fn index_of(&self, id: u16) -> Option<usize> {
-        let index = usize::from(id.checked_sub(1)?) % N.max(1);
+        let index = usize::from(id.checked_sub(self.first)?) % N.max(1);
         match self.slots.get(index) {
             Some(Some(slot)) if slot.id == id => Some(index),
             _ => None,
@@ -208,7 +227,7 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
         // The map's order means nothing here, so the cheap removal is the right one.
         self.by_key.swap_remove(&slot.key);
         if let Some(g) = self.generations.get_mut(index) {
-            *g = g.wrapping_add(1) % Self::GENERATIONS;
+            *g = g.wrapping_add(1) % self.cycle;
         }
         // The slot was in use, so the free list has room for it.
         let _ = self.free.push(index as u16);

@@ -1,6 +1,7 @@
-//! The target end of a PDC (digest `shared/spec/uet.md` §4.2, §4.3 target steps 1–6, §4.4, and
-//! §2.3 for the secure start PSN): created by the first SYN packet, it classifies every request
-//! PSN, decides what the caller delivers, and acknowledges with CACK + SACK.
+//! The target end of a PDC (UE 1.0 §3.5.9 to §3.5.12, §3.5.20; `ultraethernet/uet-ref-prov`
+//! `uet_pds.c`): created by the first SYN packet, it classifies every request PSN, decides what
+//! the caller delivers, acknowledges with CACK + SACK, and sends read data back in the return
+//! direction.
 //!
 //! States are the digest's canonical set (open question 36, \[I\]):
 //!
@@ -28,9 +29,22 @@
 //!   On close, [`Target::next_expected_psn`] gives the value the caller stores as the domain's next
 //!   `Expected_PSN`: *project-defined* as the CLOSE's PSN + 1 (uet-ref-prov uses start + 1, which
 //!   would let a later PDC reuse PSNs of this one).
+//! * **Return direction** (UE 1.0 §3.5.20.1, §3.5.20.2.5: read data larger than
+//!   `Max_ACK_Data_Size`): [`Target::send`] stamps RUD or ROD requests from this PDC to its
+//!   initiator (Established form, SPDCID this PDC), whose next header the caller sets (RSP_DATA)
+//!   and whose SES header and data it adds. Their PSNs count from the initiator's start PSN, as
+//!   the reference provider's target numbers them (`uet_pdsm_assign_tgt_pdc`); the initiator's
+//!   ACKs (CACK, SACK, ACK_PSN) acknowledge them, and they are resent like requests: after the
+//!   RTO with backoff (failing the PDC after `Max_RTO_Retx_Cnt` timeouts of the same packet), or
+//!   after SACK shows a loss and the reorder window passed; a NACK from the initiator resends
+//!   (ROD_OOO: go back N) or closes the PDC. The send window and the initiator's MP_RANGE limit
+//!   how many are outstanding.
 //! * **Close** (§4.3 target 3, 5): a CLOSE clears the forward direction, is ACKed and closes the
-//!   PDC. `request_close` sends CLOSE_REQ (it takes a PSN of the return direction, AR set) and
-//!   waits: it is resent every `Close_REQ_Time` until the initiator ACKs it. The PDC closes in
+//!   PDC. *Project-defined*: return packets still unacknowledged then are given up (the reference
+//!   provider NACKs CLOSING_IN_ERR instead; but an initiator closes only once its reads are
+//!   complete, so what is unacknowledged arrived and only its ACK was lost). `request_close`
+//!   sends CLOSE_REQ (it takes the next PSN of the return direction, AR set) and waits: it is
+//!   resent every `Close_REQ_Time` until the initiator's ACK covers its PSN. The PDC closes in
 //!   error (NACK CLOSING_IN_ERR) after `Max_RTO_Retx_Cnt` further periods of `Close_REQ_Time` with
 //!   no packet from the initiator (*project-defined*: the initiator may need as many RTOs to
 //!   finish its messages before its CLOSE, so one period, as in the sources, fails PDCs that
@@ -49,11 +63,12 @@
 
 use super::config::{MPR_GRANULARITY, PdcConfig};
 use super::held::{HELD_RESPONSES, HeldResponses};
-use super::window::{AckCoalescer, AckTriggers, Arrival, RxWindow, psn_after};
+use super::initiator::{AckOutcome, Stamp};
+use super::window::{AckCoalescer, AckTriggers, Arrival, LossDetector, RxWindow, TxWindow, psn_after};
 use super::{Failure, PdcError, PdcState};
 use crate::pds::{
-    Ack, AckCc, AckExtension, AckFlags, AckRequest, CcState, Control, ControlFlags, ControlType, DeliveryMode, Nack,
-    NackCode, NackFlags, NextHeader, PdcDest, Request, RequestFlags,
+    Ack, AckFlags, AckRequest, Control, ControlFlags, ControlType, DeliveryMode, Nack, NackClass, NackCode, NackFlags,
+    NackTarget, NextHeader, PdcDest, Request, RequestFlags,
 };
 use crate::ses::{Response, ResponseOpcode};
 use linklayer::Instant;
@@ -125,6 +140,9 @@ pub enum TargetTx {
     Control(Control),
     /// NACK CLOSING_IN_ERR.
     Nack(Nack),
+    /// Resend the return-direction packet with this PSN (RETX and AR set): the caller adds the
+    /// SES header and payload that belong to it, as for [`Target::send`].
+    Resend(Stamp),
 }
 
 /// Something that happened to the PDC, reported once by [`Target::poll_event`].
@@ -157,8 +175,8 @@ enum Ev {
     Close,
     /// `request_close`.
     WantClose,
-    /// The initiator's ACK of CLOSE_REQ.
-    CloseReqAcked,
+    /// A new packet of the return direction.
+    Send,
     /// `New_PDC_Time` passed in Pending.
     Reap,
     /// The idle timeout passed.
@@ -192,8 +210,15 @@ pub struct Target<const W: usize = 2, const R: usize = HELD_RESPONSES> {
     idle_at: Option<Instant>,
     /// ROD: the missing PSN already NACKed ROD_OOO.
     rod_nacked: Option<u32>,
-    /// Next PSN of the return direction (control packets only).
-    own_psn: u32,
+    /// The return direction: read data and CLOSE_REQ, numbered from the initiator's start PSN.
+    ret: TxWindow<W>,
+    /// The initiator's MP_RANGE for the return direction, and the CACK of the ACK_CC that set it.
+    ret_range: u32,
+    ret_range_cack: u32,
+    /// Retransmission timer of the return direction, and its timeouts for the oldest packet.
+    ret_rto_at: Option<Instant>,
+    ret_rto_count: u8,
+    ret_losses: LossDetector,
     close_req_psn: u32,
     close_req_acked: bool,
     close_req_count: u8,
@@ -222,16 +247,15 @@ impl<const W: usize, const R: usize> Target<W, R> {
     };
 
     /// A PDC for the SYN request `req` (digest §4.3 target step 1): `Start_PSN = PSN − psn_offset`.
-    /// `local` is its id (never 0), `own_start` the first PSN of its return direction. Established
-    /// at once unless `policy` refuses the start PSN (then Pending; the caller then passes `req` to
-    /// [`Target::handle_request`], which NACKs NEW_START_PSN).
+    /// `local` is its id (never 0). Its return direction numbers its packets from the same start
+    /// PSN. Established at once unless `policy` refuses the start PSN (then Pending; the caller
+    /// then passes `req` to [`Target::handle_request`], which NACKs NEW_START_PSN).
     pub fn new(
         now: Instant,
         cfg: &PdcConfig,
         local: u16,
         req: &Request,
         policy: StartPolicy,
-        own_start: u32,
     ) -> Result<Self, PdcError> {
         let () = Self::SIZE_OK;
         let Some(start) = req.start_psn() else {
@@ -262,7 +286,12 @@ impl<const W: usize, const R: usize> Target<W, R> {
             pending_until: if established { None } else { Some(now.saturating_add(cfg.new_pdc_time)) },
             idle_at: idle_deadline(now, cfg),
             rod_nacked: None,
-            own_psn: own_start,
+            ret: TxWindow::new(required),
+            ret_range: u32::from(cfg.default_mpr) * MPR_GRANULARITY,
+            ret_range_cack: required.wrapping_sub(1),
+            ret_rto_at: None,
+            ret_rto_count: 0,
+            ret_losses: LossDetector::default(),
             close_req_psn: 0,
             close_req_acked: false,
             close_req_count: 0,
@@ -552,35 +581,148 @@ impl<const W: usize, const R: usize> Target<W, R> {
         self.ack_flags = if retx { AckFlags::RETX } else { AckFlags::empty() };
     }
 
-    /// Handles the initiator's ACK of this PDC's CLOSE_REQ.
-    pub fn handle_ack(&mut self, now: Instant, cfg: &PdcConfig, ack: &Ack) -> Result<(), PdcError> {
+    /// Handles an ACK from the initiator for the return direction: read data and CLOSE_REQ. Its
+    /// CACK, SACK and ACK_PSN acknowledge return PSNs as an initiator's window takes them; the
+    /// CLOSE_REQ is acknowledged once its PSN is.
+    pub fn handle_ack(&mut self, now: Instant, cfg: &PdcConfig, ack: &Ack) -> Result<AckOutcome, PdcError> {
         if ack.dpdcid != self.local {
             return Err(PdcError::WrongPdc { expected: self.local, got: ack.dpdcid });
         }
         if ack.spdcid != self.remote {
             return Err(PdcError::WrongPdc { expected: self.remote, got: ack.spdcid });
         }
-        let next = transition(self.state, Ev::CloseReqAcked)?;
-        // Our initiator acknowledges the CLOSE_REQ with CACK; the reference provider names it
-        // with ACK_PSN (`CACK_PSN + ack_psn_offset`). Either form is the acknowledgement.
-        let names_it = !ack.flags.contains(AckFlags::P) && ack.ack_psn() == self.close_req_psn;
-        if ack.cack_psn != self.close_req_psn && !names_it {
-            return Err(PdcError::Ack(super::AckError::BeyondSent { psn: ack.cack_psn, next_psn: self.own_psn }));
+        let next = transition(self.state, Ev::Packet)?;
+        let base_before = self.ret.base();
+        let acked = self.ret.on_ack_fields(ack)?;
+        super::update_peer_range(ack, &mut self.ret_range, &mut self.ret_range_cack);
+        if self.ret.base() != base_before {
+            self.ret_rto_count = 0;
         }
-        if !self.close_req_acked {
+        if acked > 0 {
+            self.ret_rto_at = (self.data_outstanding() > 0).then(|| now.saturating_add(cfg.rto));
+        }
+        let lost = if self.mode == DeliveryMode::Rud { self.ret_losses.on_ack(&mut self.ret, now, cfg) } else { 0 };
+        let close_req_acked =
+            self.state == TargetState::CloseReqWait && !self.close_req_acked && self.ret.is_acked(self.close_req_psn);
+        if close_req_acked {
             self.close_req_acked = true;
-            self.close_req_at = Some(now.saturating_add(cfg.close_req_time));
         }
         self.enter(next);
-        Ok(())
+        self.touch(now, cfg);
+        Ok(AckOutcome { acked: acked - u32::from(close_req_acked), lost })
     }
 
-    /// Asks the initiator to close (digest §4.3 target step 5): sends CLOSE_REQ and waits.
+    /// Handles a NACK from the initiator for a return-direction packet: a retransmit-class code
+    /// resends it (ROD_OOO every unacknowledged one); a close-class code closes the PDC in error;
+    /// a NACK outside the sent PSNs changes nothing.
+    pub fn handle_nack(&mut self, now: Instant, cfg: &PdcConfig, nack: &Nack) -> Result<NackClass, PdcError> {
+        let NackTarget::Pdc { psn, spdcid, dpdcid } = nack.target else {
+            return Err(PdcError::IllegalEvent { event: "RUDI NACK", state: PdcState::Target(self.state) });
+        };
+        if dpdcid != self.local {
+            return Err(PdcError::WrongPdc { expected: self.local, got: dpdcid });
+        }
+        if spdcid != self.remote && spdcid != 0 {
+            return Err(PdcError::WrongPdc { expected: self.remote, got: spdcid });
+        }
+        let next = transition(self.state, Ev::Packet)?;
+        if psn.wrapping_sub(self.ret.base()) >= self.ret.next_psn().wrapping_sub(self.ret.base()) {
+            return Err(PdcError::StaleNack { psn });
+        }
+        let class = nack.code.class();
+        match class {
+            NackClass::Retransmit if nack.code == NackCode::RodOoo => {
+                self.ret.mark_all_lost();
+            }
+            NackClass::Retransmit => {
+                self.ret.mark_lost(psn);
+            }
+            NackClass::Drop => {}
+            NackClass::Close => {
+                self.fail(Failure::Nack(nack.code), false);
+                return Ok(class);
+            }
+            NackClass::NewStartPsn => {
+                return Err(PdcError::IllegalEvent {
+                    event: "NACK NEW_START_PSN",
+                    state: PdcState::Target(self.state),
+                });
+            }
+        }
+        self.enter(next);
+        self.touch(now, cfg);
+        Ok(class)
+    }
+
+    /// Closes in error: every return packet not acknowledged is given up, and with `tell` the
+    /// initiator gets NACK CLOSING_IN_ERR.
+    fn fail(&mut self, why: Failure, tell: bool) {
+        if let Ok(next) = transition(self.state, Ev::Fail) {
+            self.failure = Some(why);
+            self.events |= EV_FAILED;
+            if tell {
+                self.tx_pending |= TX_CLOSING_IN_ERR;
+            }
+            self.enter(next);
+        }
+    }
+
+    /// Return-direction packets sent and not acknowledged, the CLOSE_REQ not counted.
+    fn data_outstanding(&self) -> u32 {
+        let close_req = self.state == TargetState::CloseReqWait && !self.ret.is_acked(self.close_req_psn);
+        self.ret.outstanding() - u32::from(close_req)
+    }
+
+    /// The return direction's send window: read data and CLOSE_REQ (the caller keeps each read
+    /// packet's data until its PSN is acknowledged).
+    pub const fn return_window(&self) -> &TxWindow<W> {
+        &self.ret
+    }
+
+    /// Whether a return-direction packet may be sent now: the PDC is established (or waiting
+    /// for the initiator's CLOSE) and both windows have room.
+    pub fn can_send(&self) -> bool {
+        transition(self.state, Ev::Send).is_ok() && self.ret.can_send(self.ret_range)
+    }
+
+    /// Takes the next return-direction PSN and stamps a packet for it (UE 1.0 §3.5.20.1, read
+    /// data larger than `Max_ACK_Data_Size`): a RUD or ROD request from this PDC (SPDCID = its
+    /// id, DPDCID = the initiator's) whose next header the caller sets (RSP_DATA) and whose SES
+    /// header and data it adds. `ar` asks for an immediate ACK (set on a burst's last packet);
+    /// with `Enb_ACK_Per_Pkt` every packet carries AR. The packet is resent until acknowledged
+    /// (RTO with backoff, or SACK-driven), through [`TargetTx::Resend`].
+    // Fast path: see "Speed" in the module doc of `pdc`.
+    #[inline(always)]
+    pub fn send(&mut self, now: Instant, cfg: &PdcConfig, ar: bool) -> Result<Stamp, PdcError> {
+        transition(self.state, Ev::Send)?;
+        let psn = self.ret.send(self.ret_range).ok_or(PdcError::WindowFull)?;
+        if self.ret_rto_at.is_none() {
+            self.ret_rto_at = Some(now.saturating_add(cfg.rto_backoff(self.ret_rto_count)));
+        }
+        let flags = if ar || cfg.ack.per_packet { RequestFlags::AR } else { RequestFlags::empty() };
+        Ok(self.stamp(psn, flags))
+    }
+
+    fn stamp(&self, psn: u32, flags: RequestFlags) -> Stamp {
+        let clear_psn = self.ret.base().wrapping_sub(1);
+        Stamp {
+            mode: self.mode,
+            flags,
+            // Both PSNs lie within one window, so the difference fits 16 bits.
+            clear_psn_offset: clear_psn.wrapping_sub(psn) as i32 as i16,
+            psn,
+            spdcid: self.local,
+            dest: PdcDest::Established { dpdcid: self.remote },
+        }
+    }
+
+    /// Asks the initiator to close (digest §4.3 target step 5): sends CLOSE_REQ and waits. The
+    /// CLOSE_REQ takes the next return-direction PSN ([`PdcError::WindowFull`] while the return
+    /// window has no room).
     pub fn request_close(&mut self, now: Instant, cfg: &PdcConfig) -> Result<(), PdcError> {
         let next = transition(self.state, Ev::WantClose)?;
         if self.state != TargetState::CloseReqWait {
-            self.close_req_psn = self.own_psn;
-            self.own_psn = self.own_psn.wrapping_add(1);
+            self.close_req_psn = self.ret.send(u32::MAX).ok_or(PdcError::WindowFull)?;
             self.tx_pending |= TX_CLOSE_REQ;
             self.close_req_at = Some(now.saturating_add(cfg.close_req_time));
         }
@@ -596,6 +738,9 @@ impl<const W: usize, const R: usize> Target<W, R> {
             self.idle_at = None;
             self.tx_pending &= TX_CLOSING_IN_ERR;
             self.held.clear();
+            self.ret.abandon();
+            self.ret_rto_at = None;
+            self.ret_losses.stop();
         }
         self.state = next;
     }
@@ -611,21 +756,11 @@ impl<const W: usize, const R: usize> Target<W, R> {
         }
         if self.tx_pending & TX_CLOSE_REQ != 0 {
             self.tx_pending &= !TX_CLOSE_REQ;
-            let retx = if self.close_req_count > 0 { ControlFlags::RETX } else { ControlFlags::empty() };
-            let isrod = if self.mode == DeliveryMode::Rod { ControlFlags::ISROD } else { ControlFlags::empty() };
-            return Some(TargetTx::Control(Control {
-                ctl_type: ControlType::CloseReq,
-                flags: ControlFlags::AR | retx | isrod,
-                probe_opaque: 0,
-                psn: self.close_req_psn,
-                spdcid: self.local,
-                dest: PdcDest::Established { dpdcid: self.remote },
-                payload: 0,
-            }));
+            return Some(TargetTx::Control(self.close_req()));
         }
         let carried = self.held.take_unsent();
         if carried.is_none() && !self.ack_due {
-            return None;
+            return self.poll_resend();
         }
         self.last_new = None;
         let ack = match carried {
@@ -639,6 +774,33 @@ impl<const W: usize, const R: usize> Target<W, R> {
         self.coalescer.sent();
         self.acked_max = self.rx.max_rcvd();
         Some(TargetTx::Ack(ack))
+    }
+
+    /// The oldest return-direction packet marked lost: a CLOSE_REQ is resent as such.
+    fn poll_resend(&mut self) -> Option<TargetTx> {
+        if self.state == TargetState::Closed {
+            return None;
+        }
+        let psn = self.ret.take_lost()?;
+        if self.state == TargetState::CloseReqWait && psn == self.close_req_psn {
+            self.close_req_count = self.close_req_count.max(1);
+            return Some(TargetTx::Control(self.close_req()));
+        }
+        Some(TargetTx::Resend(self.stamp(psn, RequestFlags::RETX | RequestFlags::AR)))
+    }
+
+    fn close_req(&self) -> Control {
+        let retx = if self.close_req_count > 0 { ControlFlags::RETX } else { ControlFlags::empty() };
+        let isrod = if self.mode == DeliveryMode::Rod { ControlFlags::ISROD } else { ControlFlags::empty() };
+        Control {
+            ctl_type: ControlType::CloseReq,
+            flags: ControlFlags::AR | retx | isrod,
+            probe_opaque: 0,
+            psn: self.close_req_psn,
+            spdcid: self.local,
+            dest: PdcDest::Established { dpdcid: self.remote },
+            payload: 0,
+        }
     }
 
     /// Keeps `rsp`, the guaranteed-delivery SES response (opcode `RESPONSE`) to the request `psn`,
@@ -738,37 +900,31 @@ impl<const W: usize, const R: usize> Target<W, R> {
             }
             (cack, self.held.mask(sack, carried))
         };
-        let offset = |psn: u32| -> i16 { i16::try_from(psn.wrapping_sub(cack) as i32).unwrap_or(0) };
         // ACK_PSN acknowledges the PSN it names (the initiator, like the reference provider,
         // marks it): a PSN whose held response this ACK does not carry is not named.
         let ack_psn = if carried != Some(ack_psn) && self.held.get(ack_psn).is_some() { cack } else { ack_psn };
-        Ack {
-            next_header: if carried.is_some() { NextHeader::Rsp } else { NextHeader::None },
+        super::AckCcFields {
+            local: self.local,
+            remote: self.remote,
+            cack,
+            sack,
+            ack_psn,
             flags,
             request: if self.held.is_empty() { AckRequest::None } else { AckRequest::Clear },
-            ack_psn_offset: offset(ack_psn),
-            cack_psn: cack,
-            spdcid: self.local,
-            dpdcid: self.remote,
-            ext: AckExtension::Cc(AckCc {
-                mpr: u8::try_from(Self::MP_RANGE / MPR_GRANULARITY).unwrap_or(u8::MAX),
-                sack_psn_offset: offset(sack.base),
-                sack_bitmap: sack.bitmap,
-                state: CcState::Nscc {
-                    service_time: 0,
-                    restore_cwnd: false,
-                    rcv_cwnd_pend: 0,
-                    rcvd_bytes: 0,
-                    ooo_count: u16::try_from(self.rx.out_of_order()).unwrap_or(u16::MAX),
-                },
-            }),
+            next_header: if carried.is_some() { NextHeader::Rsp } else { NextHeader::None },
+            mp_range: Self::MP_RANGE,
+            out_of_order: self.rx.out_of_order(),
         }
+        .ack()
     }
 
-    /// The next deadline: reaping a Pending PDC, resending or giving up a CLOSE_REQ, or the idle
-    /// timeout.
+    /// The next deadline: reaping a Pending PDC, resending or giving up a CLOSE_REQ, the
+    /// return direction's RTO or reorder window, or the idle timeout.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        [self.pending_until, self.close_req_at, self.idle_at].into_iter().flatten().min()
+        [self.pending_until, self.close_req_at, self.ret_rto_at, self.ret_losses.deadline(), self.idle_at]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Runs the timers due at `now`.
@@ -786,6 +942,20 @@ impl<const W: usize, const R: usize> Target<W, R> {
                 return;
             }
         }
+        self.ret_losses.on_timeout(&mut self.ret, now, cfg);
+        if self.ret_rto_at.is_some_and(|t| t <= now) {
+            self.ret_rto_at = None;
+            if self.data_outstanding() > 0 {
+                let count = self.ret_rto_count.saturating_add(1);
+                if count > cfg.max_rto_retx {
+                    self.fail(Failure::RetriesExhausted, true);
+                    return;
+                }
+                self.ret_rto_count = count;
+                self.ret.mark_all_lost();
+                self.ret_rto_at = Some(now.saturating_add(cfg.rto_backoff(count)));
+            }
+        }
         if self.close_req_at.is_some_and(|t| t <= now) {
             self.close_req_at = None;
             let count = self.close_req_count.saturating_add(1);
@@ -797,12 +967,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
                 self.close_req_at = Some(now.saturating_add(cfg.close_req_time));
                 return;
             }
-            if let Ok(next) = transition(self.state, Ev::Fail) {
-                self.failure = Some(Failure::CloseTimeout);
-                self.events |= EV_FAILED;
-                self.tx_pending |= TX_CLOSING_IN_ERR;
-                self.enter(next);
-            }
+            self.fail(Failure::CloseTimeout, true);
         }
     }
 
@@ -832,7 +997,7 @@ impl Ev {
             Ev::RequiredStart => "SYN with the required start PSN",
             Ev::Close => "CLOSE",
             Ev::WantClose => "close request",
-            Ev::CloseReqAcked => "ACK of CLOSE_REQ",
+            Ev::Send => "return-direction packet",
             Ev::Reap => "New_PDC_Time expiry",
             Ev::Idle => "idle timeout",
             Ev::Fail => "close in error",
@@ -859,8 +1024,8 @@ fn transition(state: TargetState, ev: Ev) -> Result<TargetState, PdcError> {
         (S::Established, Ev::WantClose) => Some(S::CloseReqWait),
         (S::CloseReqWait, Ev::WantClose) => Some(state),
         (S::Pending, Ev::WantClose) => None,
-        (S::CloseReqWait, Ev::CloseReqAcked) => Some(state),
-        (S::Pending | S::Established, Ev::CloseReqAcked) => None,
+        (S::Established | S::CloseReqWait, Ev::Send) => Some(state),
+        (S::Pending, Ev::Send) => None,
         (S::Pending, Ev::Reap) => Some(S::Closed),
         (S::Established | S::CloseReqWait, Ev::Reap) => None,
         (S::Established | S::CloseReqWait, Ev::Idle) => Some(S::Closed),

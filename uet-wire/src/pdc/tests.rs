@@ -65,7 +65,7 @@ fn established(mode: DeliveryMode) -> (Initiator, Target) {
     let cfg = cfg();
     let mut i = Initiator::<2>::new(&cfg, mode, 7, 4);
     let r = req(i.send(t(0), &cfg, false).unwrap());
-    let mut tg = Target::<2>::new(t(1), &cfg, 19, &r, StartPolicy::Open, 2).unwrap();
+    let mut tg = Target::<2>::new(t(1), &cfg, 19, &r, StartPolicy::Open).unwrap();
     assert_eq!(tg.handle_request(t(1), &cfg, &r, 4096, false).unwrap().delivery, Delivery::New);
     let a = ack_of(tg.poll_transmit(t(1)).unwrap());
     i.handle_ack(t(2), &cfg, &a).unwrap();
@@ -89,7 +89,7 @@ fn worked_example_write_read_and_target_requested_close() {
     assert_eq!(s4.dest, PdcDest::Syn { use_rsv_pdc: false, psn_offset: 0 });
     assert_eq!(s4.request(NextHeader::ReqStd, None).clear_psn(), 3);
     let r4 = req(s4);
-    let mut tg = Target::<2>::new(t(1), &cfg, 19, &r4, StartPolicy::Open, 2).unwrap();
+    let mut tg = Target::<2>::new(t(1), &cfg, 19, &r4, StartPolicy::Open).unwrap();
     assert_eq!(tg.poll_event(), Some(TargetEvent::Established));
     assert_eq!(
         tg.handle_request(t(1), &cfg, &r4, 4096, false).unwrap(),
@@ -124,31 +124,61 @@ fn worked_example_write_read_and_target_requested_close() {
     acks.push(a8.cack_psn);
     assert_eq!(i.handle_ack(t(6), &cfg, &a8).unwrap().acked, 3);
 
-    // Reads at 9–11: one packet each, AR set, each ACKed.
+    // Reads at 9–11: one request each, AR set, each ACKed; each is answered by one read data
+    // packet in the return direction (UE 1.0 §3.5.20.1), numbered from the initiator's start
+    // PSN as the reference provider's target numbers it: target PSNs 4–6, the last with AR.
+    let mut data = Vec::new();
     for psn in 9..=11 {
         let s = i.send(t(7), &cfg, true).unwrap();
         assert_eq!(s.psn, psn);
-        tg.handle_request(t(8), &cfg, &req(s), 64, false).unwrap();
+        tg.handle_request(t(8), &cfg, &req(s), 0, false).unwrap();
         let a = ack_of(tg.poll_transmit(t(8)).unwrap());
         acks.push(a.cack_psn);
         i.handle_ack(t(9), &cfg, &a).unwrap();
+        assert!(tg.can_send());
+        let d = tg.send(t(9), &cfg, psn == 11).unwrap();
+        assert_eq!((d.psn, d.spdcid, d.dest), (psn - 5, 19, PdcDest::Established { dpdcid: 7 }));
+        data.push(d.request(NextHeader::RspData, None));
     }
     assert_eq!(i.outstanding(), 0);
+    assert_eq!(tg.return_window().outstanding(), 3);
+    // The first data packet is lost; the other two arrive, the last draws an ACK at once.
+    for d in &data[1..] {
+        assert_eq!(i.handle_data(t(10), &cfg, d, 4096, false).unwrap(), Delivery::New);
+    }
+    let Some(InitiatorTx::Ack(ad)) = i.poll_transmit(t(10)) else { panic!("no ACK of the read data") };
+    assert_eq!((ad.cack_psn, ad.ack_psn(), ad.spdcid, ad.dpdcid), (3, 6, 7, 19));
+    assert_eq!(ad.sack(), Some((4, 0b110)));
+    assert_eq!(tg.handle_ack(t(10), &cfg, &ad).unwrap().acked, 2);
+    // The RTO resends PSN 4 alone (RETX and AR set); its ACK completes the return direction.
+    let rto = tg.poll_timeout().unwrap();
+    assert_eq!(rto, t(10).saturating_add(cfg.rto), "restarted by the ACK that made progress");
+    tg.handle_timeout(rto, &cfg);
+    let Some(TargetTx::Resend(r4)) = tg.poll_transmit(rto) else { panic!("no resend of the lost data") };
+    assert_eq!((r4.psn, r4.flags), (4, RequestFlags::RETX | RequestFlags::AR));
+    assert_eq!(tg.poll_transmit(rto), None);
+    let r4 = r4.request(NextHeader::RspData, None);
+    assert_eq!(i.handle_data(rto, &cfg, &r4, 4096, false).unwrap(), Delivery::New);
+    assert_eq!(i.handle_data(rto, &cfg, &r4, 4096, false).unwrap(), Delivery::Stale);
+    let Some(InitiatorTx::Ack(ad)) = i.poll_transmit(rto) else { panic!("no ACK of the resend") };
+    assert_eq!(ad.cack_psn, 6);
+    tg.handle_ack(rto, &cfg, &ad).unwrap();
+    assert_eq!(tg.return_window().outstanding(), 0);
 
-    // The target asks to close: CLOSE_REQ with a PSN of its own (2), AR set.
+    // The target asks to close: CLOSE_REQ at the next return PSN (7), AR set.
     tg.request_close(t(10), &cfg).unwrap();
     let TargetTx::Control(cr) = tg.poll_transmit(t(10)).unwrap() else { panic!("no CLOSE_REQ") };
     let cr = ctl(cr);
     assert_eq!(
         (cr.ctl_type, cr.psn, cr.spdcid, cr.dest),
-        (ControlType::CloseReq, 2, 19, PdcDest::Established { dpdcid: 7 })
+        (ControlType::CloseReq, 7, 19, PdcDest::Established { dpdcid: 7 })
     );
     assert!(cr.flags.contains(ControlFlags::AR));
     i.handle_control(t(11), &cr).unwrap();
     assert_eq!(i.state(), InitiatorState::Quiesce);
     // The initiator ACKs the CLOSE_REQ, then closes: CLOSE at the next PSN, 12.
     let Some(InitiatorTx::Ack(ack_cr)) = i.poll_transmit(t(11)) else { panic!("no ACK of CLOSE_REQ") };
-    assert_eq!((ack_cr.cack_psn, ack_cr.spdcid, ack_cr.dpdcid), (2, 7, 19));
+    assert_eq!((ack_cr.cack_psn, ack_cr.ack_psn(), ack_cr.spdcid, ack_cr.dpdcid), (7, 7, 7, 19));
     tg.handle_ack(t(12), &cfg, &ack_cr).unwrap();
     i.close(t(12), &cfg).unwrap();
     assert_eq!(i.state(), InitiatorState::CloseAckWait);
@@ -506,7 +536,7 @@ fn secure_start_psn_0rtt_refused_then_restarted() {
     // The domain expects start PSNs from 70_000 on: Pending, NACK NEW_START_PSN.
     let policy = StartPolicy::Expected0Rtt { expected_psn: 70_000 };
     let r0 = req(s0);
-    let mut tg = Target::<2>::new(t(1), &cfg, 19, &r0, policy, 2).unwrap();
+    let mut tg = Target::<2>::new(t(1), &cfg, 19, &r0, policy).unwrap();
     assert_eq!(tg.state(), TargetState::Pending);
     let v = tg.handle_request(t(1), &cfg, &r0, 100, false).unwrap();
     let n = nack(v.nack.unwrap());
@@ -533,8 +563,7 @@ fn secure_start_psn_0rtt_refused_then_restarted() {
 
     // A start at or after Expected_PSN is accepted at once (serial order, across the wrap).
     let r = Request { psn: 5, dest: PdcDest::Syn { use_rsv_pdc: false, psn_offset: 0 }, ..r0 };
-    let tg =
-        Target::<2>::new(t(0), &cfg, 20, &r, StartPolicy::Expected0Rtt { expected_psn: u32::MAX - 10 }, 0).unwrap();
+    let tg = Target::<2>::new(t(0), &cfg, 20, &r, StartPolicy::Expected0Rtt { expected_psn: u32::MAX - 10 }).unwrap();
     assert_eq!(tg.state(), TargetState::Established);
 }
 
@@ -543,7 +572,7 @@ fn secure_start_psn_1rtt_and_pending_reaped() {
     let cfg = cfg();
     let mut i = Initiator::<2>::new(&cfg, DeliveryMode::Rud, 7, 1000);
     let r = req(i.send(t(0), &cfg, true).unwrap());
-    let mut tg = Target::<2>::new(t(1), &cfg, 19, &r, StartPolicy::Random1Rtt { start_psn: 123_456 }, 2).unwrap();
+    let mut tg = Target::<2>::new(t(1), &cfg, 19, &r, StartPolicy::Random1Rtt { start_psn: 123_456 }).unwrap();
     let n = tg.handle_request(t(1), &cfg, &r, 0, false).unwrap().nack.unwrap();
     assert_eq!((n.code, n.payload), (NackCode::NewStartPsn, 123_456));
     // Nothing more arrives: the Pending PDC is reaped after New_PDC_Time.
@@ -552,7 +581,7 @@ fn secure_start_psn_1rtt_and_pending_reaped() {
     assert_eq!(tg.state(), TargetState::Closed);
     assert_eq!(tg.poll_event(), Some(TargetEvent::Closed));
     // Control packets are refused while Pending.
-    let mut tg = Target::<2>::new(t(1), &cfg, 19, &r, StartPolicy::Random1Rtt { start_psn: 123_456 }, 2).unwrap();
+    let mut tg = Target::<2>::new(t(1), &cfg, 19, &r, StartPolicy::Random1Rtt { start_psn: 123_456 }).unwrap();
     let c = Control {
         ctl_type: ControlType::Close,
         flags: ControlFlags::AR,
@@ -603,6 +632,7 @@ fn target_close_request_resent_then_closed_in_error() {
                 }
                 TargetTx::Nack(n) => assert_eq!(n.code, NackCode::ClosingInErr),
                 TargetTx::Ack(_) => {}
+                TargetTx::Resend(s) => panic!("no read data was sent, yet PSN {} is resent", s.psn),
             }
         }
         let Some(next) = tg.poll_timeout() else { break };
@@ -619,12 +649,13 @@ fn target_close_request_resent_then_closed_in_error() {
 fn pdc_sizes() {
     use core::mem::size_of;
     std::println!(
-        "Initiator<2>: {} B, Target<2>: {} B (goal: at most 256 B each)",
+        "Initiator<2>: {} B, Target<2>: {} B (goal: at most 256 B for the initiator, 384 B for \
+         the target, which sends read data too)",
         size_of::<Initiator<2>>(),
         size_of::<Target<2>>()
     );
     assert!(size_of::<Initiator<2>>() <= 256);
-    assert!(size_of::<Target<2>>() <= 256);
+    assert!(size_of::<Target<2>>() <= 384);
     // Each further response slot costs 28 B.
     std::println!("Target<2, 16>: {} B", size_of::<Target<2, 16>>());
     assert_eq!(size_of::<Target<2, 16>>() - size_of::<Target<2>>(), 12 * 28);
@@ -666,7 +697,7 @@ fn quiet_target_pdc_closes_after_the_idle_timeout() {
     // Off when zero.
     let off = PdcConfig { idle_timeout: Duration::ZERO, ..cfg };
     let r = req(Initiator::<2>::new(&off, DeliveryMode::Rud, 7, 4).send(t(0), &off, false).unwrap());
-    let tg = Target::<2>::new(t(0), &off, 19, &r, StartPolicy::Open, 2).unwrap();
+    let tg = Target::<2>::new(t(0), &off, 19, &r, StartPolicy::Open).unwrap();
     assert_eq!(tg.poll_timeout(), None);
 }
 
@@ -862,8 +893,15 @@ fn a_close_req_is_acknowledged_by_ack_psn() {
     let Some(TargetTx::Control(c)) = tg.poll_transmit(t(10)) else { panic!("CLOSE_REQ expected") };
     let c = ctl(c);
     assert_eq!(c.ctl_type, ControlType::CloseReq);
+    // An ACK naming an older PSN does not acknowledge it: the CLOSE_REQ is resent.
     let wrong = named_ack(c.psn.wrapping_sub(3), c.psn.wrapping_sub(1), 7, 19, AckFlags::empty());
-    assert!(tg.handle_ack(t(11), &cfg, &wrong).is_err());
+    tg.handle_ack(t(11), &cfg, &wrong).unwrap();
+    let resend = tg.poll_timeout().unwrap();
+    tg.handle_timeout(resend, &cfg);
+    assert!(matches!(tg.poll_transmit(resend), Some(TargetTx::Control(c)) if c.ctl_type == ControlType::CloseReq));
+    // One naming a PSN never sent is refused.
+    let beyond = named_ack(c.psn.wrapping_sub(3), c.psn.wrapping_add(1), 7, 19, AckFlags::empty());
+    assert!(tg.handle_ack(t(11), &cfg, &beyond).is_err());
     let by_name = named_ack(c.psn.wrapping_sub(3), c.psn, 7, 19, AckFlags::empty());
     tg.handle_ack(t(11), &cfg, &by_name).unwrap();
     assert_eq!(tg.state(), TargetState::CloseReqWait);

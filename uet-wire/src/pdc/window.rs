@@ -465,6 +465,30 @@ impl<const W: usize> TxWindow<W> {
         Ok(before.saturating_sub(self.outstanding()))
     }
 
+    /// Applies every acknowledgement `ack` carries: `CACK_PSN`, the SACK bitmap of the CC forms,
+    /// and the PSN `ACK_PSN = CACK_PSN + ack_psn_offset` names. ACK_PSN acknowledges that PSN even
+    /// where CACK does not reach it (UE 1.0 §3.5.20.2.2: a guaranteed-delivery response's PSN is
+    /// released above CACK; the reference provider marks ACK_PSN acknowledged, and its plain ACKs
+    /// carry no SACK). Not for probes, whose field is the probe's opaque value. Returns how many
+    /// sent PSNs became acknowledged; an ACK naming a PSN never sent changes nothing.
+    #[inline(always)]
+    pub fn on_ack_fields(&mut self, ack: &crate::pds::Ack) -> Result<u32, AckError> {
+        let sack = ack.sack().map(|(base, bitmap)| Sack { base, bitmap });
+        let named = Some(ack.ack_psn())
+            .filter(|&psn| !ack.flags.contains(crate::pds::AckFlags::P) && psn_after(psn, ack.cack_psn))
+            .map(|psn| Sack { base: psn, bitmap: 1 });
+        if let Some(s) = named {
+            if psn_after(s.base, self.next.wrapping_sub(1)) {
+                return Err(AckError::BeyondSent { psn: s.base, next_psn: self.next });
+            }
+        }
+        let mut acked = self.on_ack(ack.cack_psn, sack)?;
+        if named.is_some() {
+            acked += self.on_ack(ack.cack_psn, named)?;
+        }
+        Ok(acked)
+    }
+
     /// Moves the base `n` PSNs on, dropping their state.
     #[inline]
     fn advance(&mut self, n: u32) {
@@ -587,6 +611,64 @@ impl<const W: usize> TxWindow<W> {
         self.next = new_start.wrapping_add(sent);
         self.mark_all_lost();
         true
+    }
+}
+
+/// SACK-driven loss detection for one send direction (RUD; a ROD receiver keeps no SACK): an
+/// unacknowledged PSN with `loss_threshold` acknowledged PSNs after it, still unacknowledged
+/// `reorder_window` later, is resent once without waiting for the RTO (project-defined, see
+/// [`config`](super::config)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct LossDetector {
+    /// When the candidates up to `psn` are marked lost if still unacknowledged.
+    at: Option<linklayer::Instant>,
+    psn: u32,
+}
+
+impl LossDetector {
+    /// After an ACK: arms the reorder window for the current candidates, or marks them at once
+    /// when the window is zero. Returns how many PSNs it marked.
+    #[inline]
+    pub(crate) fn on_ack<const W: usize>(
+        &mut self,
+        tx: &mut TxWindow<W>,
+        now: linklayer::Instant,
+        cfg: &super::PdcConfig,
+    ) -> u32 {
+        if self.at.is_some() {
+            return 0;
+        }
+        let Some(psn) = tx.loss_candidates(cfg.loss_threshold) else { return 0 };
+        if cfg.reorder_window == linklayer::Duration::ZERO {
+            return tx.mark_lost_through(psn);
+        }
+        self.psn = psn;
+        self.at = Some(now.saturating_add(cfg.reorder_window));
+        0
+    }
+
+    /// At `now`: marks the candidates whose reorder window ended, then looks for new ones.
+    pub(crate) fn on_timeout<const W: usize>(
+        &mut self,
+        tx: &mut TxWindow<W>,
+        now: linklayer::Instant,
+        cfg: &super::PdcConfig,
+    ) {
+        if self.at.is_some_and(|t| t <= now) {
+            self.at = None;
+            tx.mark_lost_through(self.psn);
+            self.on_ack(tx, now, cfg);
+        }
+    }
+
+    /// The end of the reorder window, if one runs.
+    pub(crate) const fn deadline(&self) -> Option<linklayer::Instant> {
+        self.at
+    }
+
+    /// Stops the reorder window.
+    pub(crate) fn stop(&mut self) {
+        self.at = None;
     }
 }
 

@@ -130,6 +130,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
         let (ses, payload) = SesHeader::parse(next_header, rest)?;
         let Some(SesHeader::Standard(ses)) = ses else { return Err(EndpointError::Unsupported) };
+        // This endpoint answers READs on PDCs only (see `EndpointError::ReadWithoutPdc`).
+        if ses.common.opcode == crate::ses::Opcode::Read {
+            return Err(EndpointError::Unsupported);
+        }
         let seg = Segment::of_received(&ses, u16::try_from(payload.len()).unwrap_or(u16::MAX));
         if usize::from(seg.len) != payload.len()
             || u64::from(seg.offset) + payload.len() as u64 > u64::from(ses.request_length)
@@ -168,6 +172,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             header: ses,
             offset: seg.offset,
             payload,
+            read: None,
         }))
     }
 }

@@ -4,6 +4,13 @@
 
 use super::*;
 
+/// Which end of a PDC a packet is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Side {
+    Initiator,
+    Target,
+}
+
 impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
     /// Takes a received packet: PDS header on, without any CRC trailer. Returns where a new
     /// request's payload belongs. For a packet that arrived CE-marked, call
@@ -38,31 +45,35 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let (pds, rest) = PdsHeader::parse(bytes)?;
         self.now = self.now.max(now);
         match pds {
+            // Read data comes back from the target as a request with next header RSP_DATA.
+            PdsHeader::Request(r) if r.next_header == NextHeader::RspData => {
+                self.handle_read_data(now, src, r, rest, ce)
+            }
             PdsHeader::Request(r) => self.handle_request(now, src, r, rest, ce),
-            PdsHeader::Ack(a) if !self.is_from_peer_of(a.dpdcid, src) => Ok(None),
-            PdsHeader::Nack(Nack { target: NackTarget::Pdc { dpdcid, .. }, .. })
-                if !self.is_from_peer_of(dpdcid, src) =>
-            {
-                Ok(None)
-            }
-            PdsHeader::Ack(a) if a.next_header != NextHeader::None && self.initiators.get(a.dpdcid).is_some() => {
-                self.response_ack(now, &a, rest)?;
-                Ok(None)
-            }
             PdsHeader::Ack(a) => {
-                self.on_initiator(
-                    now,
-                    a.dpdcid,
-                    |p, cfg| p.handle_ack(now, cfg, &a).map(drop),
-                    |t, cfg| t.handle_ack(now, cfg, &a),
-                );
+                match self.side_of(a.dpdcid, a.spdcid, src) {
+                    Some(Side::Initiator) if a.next_header != NextHeader::None => {
+                        return self.response_ack(now, &a, rest);
+                    }
+                    Some(Side::Initiator) => {
+                        self.on_initiator(now, a.dpdcid, |p, cfg| p.handle_ack(now, cfg, &a).map(drop))
+                    }
+                    Some(Side::Target) => self.on_target(now, a.dpdcid, |t, cfg| t.handle_ack(now, cfg, &a).map(drop)),
+                    None => {}
+                }
                 Ok(None)
             }
             PdsHeader::Nack(n) => {
                 match n.target {
-                    NackTarget::Pdc { dpdcid, .. } => {
-                        self.on_initiator(now, dpdcid, |p, cfg| p.handle_nack(now, cfg, &n).map(drop), |_, _| Ok(()));
-                    }
+                    NackTarget::Pdc { dpdcid, spdcid, .. } => match self.side_of(dpdcid, spdcid, src) {
+                        Some(Side::Initiator) => {
+                            self.on_initiator(now, dpdcid, |p, cfg| p.handle_nack(now, cfg, &n).map(drop));
+                        }
+                        Some(Side::Target) => {
+                            self.on_target(now, dpdcid, |t, cfg| t.handle_nack(now, cfg, &n).map(drop))
+                        }
+                        None => {}
+                    },
                     NackTarget::Rudi { pkt_id, .. } => self.rudi_nacked(now, pkt_id, n.code),
                 }
                 Ok(None)
@@ -70,14 +81,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             PdsHeader::Control(c) => {
                 match c.dest {
                     // Control packets to an initiator come from its target (CLOSE_REQ); to a
-                    // target from its initiator. The DPDCID says which table.
+                    // target from its initiator.
                     PdcDest::Established { dpdcid } => {
-                        let to_initiator = self.initiators.key(dpdcid).is_some()
-                            && matches!(c.ctl_type, crate::pds::ControlType::CloseReq);
-                        if !to_initiator {
+                        if !matches!(c.ctl_type, crate::pds::ControlType::CloseReq) {
                             self.control_to_target(now, src, dpdcid, &c);
-                        } else if self.is_from_peer_of(dpdcid, src) {
-                            self.on_initiator(now, dpdcid, |p, _| p.handle_control(now, &c), |_, _| Ok(()));
+                        } else if self.side_of(dpdcid, c.spdcid, src) == Some(Side::Initiator) {
+                            self.on_initiator(now, dpdcid, |p, _| p.handle_control(now, &c));
                         }
                     }
                     PdcDest::Syn { .. } => {
@@ -165,23 +174,31 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     self.queue_nack(src, refusal(NackCode::NoPdcAvail, r, 0));
                     return None;
                 };
-                let own_start = self.random_u32();
-                let pdc = Target::new(now, &self.cfg.pdc, id, r, StartPolicy::Open, own_start).ok()?;
+                let pdc = Target::new(now, &self.cfg.pdc, id, r, StartPolicy::Open).ok()?;
                 let tgt = TgtPdc { pdc, order: MessageOrder::new(), ack_response: None, last_ids: (0, 0) };
                 self.targets.insert(key, tgt).ok().map(|_| id)
             }
         }
     }
 
-    /// Whether a packet from `src` may touch PDC `id` as an ACK or NACK does: initiator PDC `id`
-    /// if there is one (its target's address), else target PDC `id` (its initiator's address,
-    /// for the ACK of a CLOSE_REQ). A mismatch is counted; no such PDC is not a mismatch.
-    pub(super) fn is_from_peer_of(&mut self, id: u16, src: IpAddr) -> bool {
-        let peer = match self.initiators.key(id) {
-            Some(k) => Some(k.dst),
-            None => self.targets.key(id).map(|k| k.src),
-        };
-        self.count_mismatch(peer, src)
+    /// Which end of PDC `id` an ACK, NACK or CLOSE_REQ from `src` naming `peer_id` as its sender
+    /// (0: not named) is for: initiator and target ids come from disjoint ranges, and the PDC's
+    /// peer must have that address and id. A packet for a PDC here from an address other than its
+    /// peer's is counted a source mismatch; `None` drops it.
+    pub(super) fn side_of(&mut self, id: u16, peer_id: u16, src: IpAddr) -> Option<Side> {
+        let named = |remote: Option<u16>| peer_id == 0 || remote.is_none_or(|r| r == peer_id);
+        let ini = self.initiators.key(id).map(|k| k.dst);
+        let tgt = self.targets.key(id).map(|k| k.src);
+        if ini == Some(src) && self.initiators.get(id).is_some_and(|p| named(p.pdc.remote_id())) {
+            return Some(Side::Initiator);
+        }
+        if tgt == Some(src) && self.targets.get(id).is_some_and(|t| named(Some(t.pdc.remote_id()))) {
+            return Some(Side::Target);
+        }
+        if (ini.is_some() || tgt.is_some()) && ini != Some(src) && tgt != Some(src) {
+            self.stats.source_mismatches = self.stats.source_mismatches.wrapping_add(1);
+        }
+        None
     }
 
     /// Whether a request or control packet from `src` may touch target PDC `id`: it comes from
@@ -218,21 +235,30 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         self.closed_targets.iter().any(|c| c.key == *key && c.start_psn == start_psn && now < c.until)
     }
 
-    /// Applies `f` to initiator PDC `id` (or `g` to target PDC `id` for an ACK of a CLOSE_REQ),
-    /// then settles messages and events. A packet for no PDC is dropped.
+    /// Applies `f` to initiator PDC `id`, then settles messages and events. A refused packet
+    /// changes nothing; there is nothing to answer.
     pub(super) fn on_initiator(
         &mut self,
         now: Instant,
         id: u16,
         f: impl FnOnce(&mut Initiator, &PdcConfig) -> Result<(), crate::pdc::PdcError>,
-        g: impl FnOnce(&mut Target<2, R>, &PdcConfig) -> Result<(), crate::pdc::PdcError>,
     ) {
         let cfg = self.cfg.pdc;
         if let Some(p) = self.initiators.get_mut(id) {
-            // A refused packet changes nothing; there is nothing to answer.
             let _ = f(&mut p.pdc, &cfg);
             self.after_initiator_change(now, id);
-        } else if let Some(t) = self.targets.get_mut(id) {
+        }
+    }
+
+    /// Applies `g` to target PDC `id` (an ACK or NACK of its return direction), then settles it.
+    pub(super) fn on_target(
+        &mut self,
+        now: Instant,
+        id: u16,
+        g: impl FnOnce(&mut Target<2, R>, &PdcConfig) -> Result<(), crate::pdc::PdcError>,
+    ) {
+        let cfg = self.cfg.pdc;
+        if let Some(t) = self.targets.get_mut(id) {
             let _ = g(&mut t.pdc, &cfg);
             self.after_target_change(now, id);
         }

@@ -46,6 +46,19 @@
 //!   any request may need one, a request is delivered only while a response could be held for it,
 //!   else NACKed NO_GTD_DEL_AVAIL. The initiator reports it once as [`Event::Response`], before its
 //!   message's `Sent`.
+//! * **READs** (UE 1.0 §3.5.20.1; the reference provider's `uet_tx_msg`, `uet_rx_rd_req_pkt`):
+//!   a message whose opcode is READ ([`Opcode::Read`](crate::ses::Opcode::Read)) sends one
+//!   request per `mtu` bytes of the read, carrying no payload. The target's endpoint answers
+//!   each with one packet of data in its PDC's return direction (RSP_DATA, RESPONSE_W_DATA
+//!   with RC_OK, the read's length and the chunk's offset): [`Transmit::read`] names the bytes,
+//!   which the caller takes from the memory the READ's header names. The initiator places
+//!   them ([`Placement::read`]) and reports the READ `Sent` once every request is acknowledged
+//!   and every byte arrived. *Project-defined*: data always travels in the return direction,
+//!   small reads too (the reference provider puts reads of at most `Max_ACK_Data_Size`, 16 B, in
+//!   the ACK; our initiator places such data as well); both ends use the same `mtu`, as the
+//!   first request states no chunk length. A target keeps a message slot (`M`) per run of read
+//!   data in flight (consecutive chunks of one READ share one; reordered requests split runs),
+//!   and NACKs a READ request NO_PKT_BUFFER while it has none free.
 //! * **Late SYNs.** A SYN request for no open target PDC opens one, so a copy of a packet of a
 //!   PDC that already closed (a fabric duplicate, or one delayed past the close) would open a
 //!   new PDC and be delivered again. The endpoint remembers its last 16 closed target PDCs for
@@ -190,6 +203,20 @@ pub struct PayloadRef {
     pub len: u16,
 }
 
+/// Read data a target sends back: `len` bytes at byte `offset` of the READ whose request header
+/// is `header` (its resource index, memory key in `match_bits` and `buffer_offset` name the
+/// source in the caller's memory).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ReadRef {
+    /// The READ's standard request (its first packet's form).
+    pub header: StandardRequest,
+    /// Byte offset in the READ.
+    pub offset: u32,
+    /// Bytes.
+    pub len: u16,
+}
+
 /// A packet to send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -198,8 +225,10 @@ pub struct Transmit {
     pub dst: IpAddr,
     /// Header bytes written at the front of the buffer.
     pub header_len: usize,
-    /// The payload to append, for a request.
+    /// The payload to append, for a request of a message this endpoint sends.
     pub payload: Option<PayloadRef>,
+    /// The read data to append, for a packet answering a READ this endpoint received.
+    pub read: Option<ReadRef>,
 }
 
 /// Where a received payload belongs.
@@ -220,6 +249,12 @@ pub struct Placement<'a> {
     pub offset: u32,
     /// The payload.
     pub payload: &'a [u8],
+    /// `Some(msg)`: the payload is read data answering READ message `msg` this endpoint sent
+    /// (copy it to byte `offset` of the READ's local buffer); `pdc` is then the initiator PDC,
+    /// `psn` the data packet's return-direction PSN and `header` the READ's request.
+    /// `None`: a request this endpoint received. For a READ request the payload is empty: the
+    /// endpoint answers it with the bytes [`Transmit::read`] names.
+    pub read: Option<MsgHandle>,
 }
 
 /// What happened, reported by [`Endpoint::poll_event`].
@@ -292,6 +327,9 @@ pub enum EndpointError {
     Started,
     /// [`Endpoint::cancel`]: no such message (completed already, or never sent).
     UnknownMessage,
+    /// A READ goes on a PDC (RUD or ROD): this endpoint neither sends nor answers READs over RUDI
+    /// (whose data would ride in the RUDI response) or UUD.
+    ReadWithoutPdc,
 }
 
 impl From<Error> for EndpointError {
@@ -314,6 +352,7 @@ impl core::fmt::Display for EndpointError {
             EndpointError::Respond(e) => write!(f, "cannot respond: {e}"),
             EndpointError::Started => write!(f, "the message has started and cannot be withdrawn"),
             EndpointError::UnknownMessage => write!(f, "no such message"),
+            EndpointError::ReadWithoutPdc => write!(f, "a READ needs RUD or ROD"),
         }
     }
 }
@@ -339,8 +378,34 @@ pub struct EndpointStats {
     pub source_mismatches: u64,
 }
 
+/// What a message slot holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MsgKind {
+    /// A message whose requests carry its payload (WRITE, SEND, ...).
+    Request,
+    /// A READ: its requests carry no payload, one per `mtu` bytes of the read, each answered by
+    /// one packet of data; it completes when every request is acknowledged and `arrived` bytes
+    /// equal its length.
+    Read { arrived: u32 },
+    /// Read data answering a run of request packets of one READ received on target PDC `tpdc`:
+    /// `desc.len` bytes from byte `offset` of the READ, one packet per request (`segments`), at
+    /// consecutive return PSNs from `first_psn`; `desc.header` is the READ's request.
+    ReadData { tpdc: u16, offset: u32 },
+}
+
+impl MsgKind {
+    /// The target PDC read data goes out on.
+    const fn read_data_pdc(self) -> Option<u16> {
+        match self {
+            MsgKind::ReadData { tpdc, .. } => Some(tpdc),
+            _ => None,
+        }
+    }
+}
+
 struct SendMsg {
     generation: u16,
+    kind: MsgKind,
     desc: MessageDesc,
     segments: Segmenter,
     /// Order of submission (for fairness and per-key order).
@@ -352,8 +417,21 @@ struct SendMsg {
     sent: u32,
 }
 
+impl SendMsg {
+    /// The message's standard request as its first packet carried it: its message id and
+    /// `request_length` set.
+    fn sent_header(&self) -> StandardRequest {
+        let mut h = self.desc.header;
+        h.message_id = self.message_id;
+        h.request_length = self.desc.len;
+        h
+    }
+}
+
 struct IniPdc {
     pdc: Initiator,
+    /// The SES DEFAULT_RESPONSE the next return ACK carries if it names this read-data PSN.
+    ack_response: Option<(u32, Response)>,
     /// The PDC's start PSN when its messages' PSNs were last set: a NACK NEW_START_PSN moves
     /// the window, and the messages' PSNs move with it.
     start_psn: u32,
@@ -438,8 +516,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let () = Self::SIZES_OK;
         Endpoint {
             cfg,
-            initiators: PdcTable::new(),
-            targets: PdcTable::new(),
+            // One id names one PDC of this node (ACKs and NACKs travel both ways): initiator ids
+            // in the lower half, target ids in the upper.
+            initiators: PdcTable::with_ids(1, 0x7FFF),
+            targets: PdcTable::with_ids(0x8000, 0xFFFF),
             msgs: core::array::from_fn(|_| None),
             generations: [0; M],
             next_seq: 0,
@@ -525,6 +605,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         if desc.service == Service::Uud && segments.packets() > 1 {
             return Err(EndpointError::UudTooLong);
         }
+        if desc.header.common.opcode == crate::ses::Opcode::Read && desc.service.pdc_mode().is_none() {
+            return Err(EndpointError::ReadWithoutPdc);
+        }
         let slot = self.msgs.iter().position(Option::is_none).ok_or(EndpointError::TooManyMessages)?;
         let generation = self.generations.get(slot).copied().unwrap_or(0);
         let seq = self.next_seq;
@@ -538,7 +621,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             0
         };
         if let Some(m) = self.msgs.get_mut(slot) {
-            *m = Some(SendMsg { generation, desc, segments, seq, pdc: None, message_id, first_psn: 0, sent: 0 });
+            let kind = if is_read(&desc) { MsgKind::Read { arrived: 0 } } else { MsgKind::Request };
+            *m = Some(SendMsg { generation, kind, desc, segments, seq, pdc: None, message_id, first_psn: 0, sent: 0 });
         }
         Ok(MsgHandle { slot: slot as u16, generation })
     }
@@ -648,6 +732,11 @@ const fn null_response((ri_generation, job_id): (u8, u32)) -> Response {
         job_id,
         modified_length: 0,
     }
+}
+
+/// Whether `desc` is a READ on a PDC (RUDI READs are answered in the RUDI response).
+const fn is_read(desc: &MessageDesc) -> bool {
+    matches!(desc.header.common.opcode, crate::ses::Opcode::Read) && desc.service.pdc_mode().is_some()
 }
 
 /// A NACK refusing request `r`.

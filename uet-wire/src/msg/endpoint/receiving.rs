@@ -50,8 +50,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
         let (ses, payload) = SesHeader::parse(NextHeader::ReqStd, rest)?;
         let Some(SesHeader::Standard(ses)) = ses else { return Err(EndpointError::Unsupported) };
-        let seg = Segment::of_received(&ses, u16::try_from(payload.len()).unwrap_or(u16::MAX));
-        if usize::from(seg.len) != payload.len() {
+        let read = matches!(ses.common.opcode, crate::ses::Opcode::Read);
+        let seg = if read { self.read_chunk(&ses, payload)? } else { Segment::of_received(&ses, payload.len() as u16) };
+        if !read && usize::from(seg.len) != payload.len() {
             return Err(EndpointError::Malformed(Error::Mismatch { field: "SES payload length and payload bytes" }));
         }
         // Room for every event this packet could release.
@@ -60,6 +61,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
         let cfg = self.cfg.pdc;
         let Some(id) = self.target_for_request(now, src, &r) else { return Ok(None) };
+        // A READ is answered with data, which needs a message slot until acknowledged.
+        let read_room = !read || self.msgs.iter().any(Option::is_none) || self.read_run_for(id, &ses, seg).is_some();
         let Some(t) = self.targets.get_mut(id) else { return Ok(None) };
         // The message layer must take a new packet before the PDC counts it received.
         if t.pdc.would_deliver(&r) {
@@ -75,6 +78,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             // could be held for it.
             if let Some(n) = t.pdc.check_response_room(&r) {
                 self.queue_nack(src, n);
+                return Ok(None);
+            }
+            if !read_room {
+                self.queue_nack(src, refusal(NackCode::NoPktBuffer, &r, id));
                 return Ok(None);
             }
         }
@@ -96,6 +103,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     header: ses,
                     offset: seg.offset,
                     payload,
+                    read: None,
                 });
             }
             // The ACK that names this request carries the SES DEFAULT_RESPONSE, unless it carries
@@ -113,20 +121,118 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             if let Some(n) = v.nack {
                 self.queue_nack(src, n);
             }
+            if read && v.delivery == Delivery::New {
+                self.answer_read(id, src, r.mode, ses, seg);
+            }
         }
         self.after_target_change(now, id);
         Ok(placement)
     }
 
-    /// Reports a target PDC's events and frees it once closed, remembering it for late SYNs.
+    /// The data a READ request packet asks for (UE 1.0 §3.5.20.1; the reference provider's
+    /// `uet_tx_msg` splits a READ into one request per `max_payload_len` chunk): the first packet
+    /// asks for `min(request_length, mtu)` bytes at offset 0, every other one for its
+    /// `payload_length` bytes at its `message_offset`. A READ request carries no payload and asks
+    /// for nothing past `request_length`. *Project-defined*, as in the reference provider: both
+    /// ends use the same payload size per packet (`mtu`).
+    fn read_chunk(&self, ses: &StandardRequest, payload: &[u8]) -> Result<Segment, EndpointError> {
+        if !payload.is_empty() {
+            return Err(EndpointError::Malformed(Error::Mismatch { field: "READ request with payload" }));
+        }
+        let mtu = u32::from(self.cfg.mtu);
+        let som = ses.request_length.min(mtu) as u16;
+        let seg = Segment::of_received(ses, som);
+        if u64::from(seg.offset) + u64::from(seg.len) > u64::from(ses.request_length) {
+            return Err(EndpointError::Malformed(Error::Mismatch { field: "READ chunk and request_length" }));
+        }
+        Ok(seg)
+    }
+
+    /// The read data run that chunk `seg` of READ `ses` on target PDC `tpdc` extends, if any: the
+    /// newest run of that PDC (so the chunk's return PSN follows the run's), of the same READ,
+    /// ending where the chunk starts, with whole packets so far, and the chunk whole or the READ's
+    /// last. One run answers a READ whose requests arrive in order, whatever its length.
+    fn read_run_for(&self, tpdc: u16, ses: &StandardRequest, seg: Segment) -> Option<usize> {
+        let mtu = u32::from(self.cfg.mtu);
+        let (slot, m) = self
+            .msgs
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, m)| Some((slot, m.as_ref()?)))
+            .filter(|(_, m)| m.kind.read_data_pdc() == Some(tpdc))
+            .max_by_key(|(_, m)| m.seq)?;
+        let MsgKind::ReadData { offset, .. } = m.kind else { return None };
+        let ret = self.targets.get(tpdc)?.pdc.return_window();
+        let psns_follow = m.sent == 0 || ret.next_psn() == m.first_psn.wrapping_add(m.sent);
+        let whole = u32::from(seg.len) == mtu || seg.offset + u32::from(seg.len) == ses.request_length;
+        let extends = m.desc.header.message_id == ses.message_id
+            && m.desc.header.common.job_id == ses.common.job_id
+            && u64::from(offset) + u64::from(m.desc.len) == u64::from(seg.offset)
+            && m.desc.len % mtu == 0
+            && seg.len > 0
+            && whole;
+        (extends && psns_follow).then_some(slot)
+    }
+
+    /// Queues the read data answering READ request `ses` (chunk `seg`) that arrived on target PDC
+    /// `tpdc` from `src`: it goes out on that PDC's return direction, as part of the run it
+    /// extends or in a new one (a slot was checked free).
+    fn answer_read(&mut self, tpdc: u16, src: IpAddr, mode: DeliveryMode, ses: StandardRequest, seg: Segment) {
+        let mtu = self.cfg.mtu;
+        if let Some(run) = self.read_run_for(tpdc, &ses, seg) {
+            if let Some(m) = self.msgs.get_mut(run).and_then(Option::as_mut) {
+                m.desc.len += u32::from(seg.len);
+                if let Ok(s) = Segmenter::new(m.desc.len, mtu) {
+                    m.segments = s;
+                }
+            }
+            return;
+        }
+        let Some(slot) = self.msgs.iter().position(Option::is_none) else { return };
+        let Ok(segments) = Segmenter::new(u32::from(seg.len), mtu.max(seg.len)) else { return };
+        let service = if mode == DeliveryMode::Rod { Service::Rod } else { Service::Rud };
+        let desc = MessageDesc { dst: src, service, tc: 0, header: ses, len: u32::from(seg.len) };
+        let generation = self.generations.get(slot).copied().unwrap_or(0);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let kind = MsgKind::ReadData { tpdc, offset: seg.offset };
+        if let Some(m) = self.msgs.get_mut(slot) {
+            *m = Some(SendMsg {
+                generation,
+                kind,
+                desc,
+                segments,
+                seq,
+                pdc: None,
+                message_id: 0,
+                first_psn: 0,
+                sent: 0,
+            });
+        }
+    }
+
+    /// Reports a target PDC's events, forgets the read data it had acknowledged (all of it once
+    /// the PDC closed), and frees it once closed, remembering it for late SYNs.
     pub(super) fn after_target_change(&mut self, now: Instant, id: u16) {
         let Some(t) = self.targets.get_mut(id) else { return };
         let mut closed = false;
         while let Some(ev) = t.pdc.poll_event() {
             closed |= ev == TargetEvent::Closed;
         }
+        let ret = *t.pdc.return_window();
+        let open = t.pdc.state() != crate::pdc::TargetState::Closed;
+        let start_psn = t.pdc.start_psn();
+        for slot in 0..M {
+            let done = self.msgs.get(slot).and_then(Option::as_ref).is_some_and(|m| {
+                let packets = m.segments.packets();
+                let acked = m.sent == packets && psn_after(ret.base(), m.first_psn.wrapping_add(packets - 1));
+                m.kind.read_data_pdc() == Some(id) && (!open || acked)
+            });
+            if done {
+                self.free_msg(slot);
+            }
+        }
         if closed {
-            let start_psn = t.pdc.start_psn();
             if let (Some(key), Some(_)) = (self.targets.key(id).copied(), self.targets.remove(id)) {
                 if self.closed_targets.is_full() {
                     self.closed_targets.pop_front();

@@ -1,6 +1,7 @@
 //! The initiator side: ACKs that carry SES responses, and settling messages and PDCs after
 //! an initiator PDC changed.
 
+use super::demux::Side;
 use super::*;
 
 impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
@@ -11,19 +12,37 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// whose `modified_length` (0 means the whole message) falls short of the message as
     /// [`Event::Truncated`]. RC_NULL, NO_RESPONSE and other forms only acknowledge (the reference
     /// provider's initiator rules, `uet_pds_to_ses_rx_rsp`).
-    pub(super) fn response_ack(&mut self, now: Instant, a: &crate::pds::Ack, rest: &[u8]) -> Result<(), EndpointError> {
-        let response = match SesHeader::parse(a.next_header, rest)? {
-            (Some(SesHeader::Response(r)), _) => match (r.opcode, r.return_code) {
-                (ResponseOpcode::NoResponse, _) | (ResponseOpcode::DefaultResponse, ReturnCode::Null) => None,
-                _ => Some(r),
+    ///
+    /// An ACK carrying RESPONSE_W_DATA with RC_OK for a READ request answers it with the data
+    /// itself (a READ of at most `Max_ACK_Data_Size` bytes from the reference provider's target,
+    /// `uet_rx_rd_req_pkt`): placed like read data from the return direction, once.
+    pub(super) fn response_ack<'a>(
+        &mut self,
+        now: Instant,
+        a: &crate::pds::Ack,
+        rest: &'a [u8],
+    ) -> Result<Option<Placement<'a>>, EndpointError> {
+        let (ses, data) = SesHeader::parse(a.next_header, rest)?;
+        let (response, with_data) = match ses {
+            Some(SesHeader::Response(r)) => match (r.opcode, r.return_code) {
+                (ResponseOpcode::NoResponse, _) | (ResponseOpcode::DefaultResponse, ReturnCode::Null) => (None, None),
+                _ => (Some(r), None),
             },
-            // Other response forms (with data: this endpoint issues no reads) only acknowledge.
-            _ => None,
+            Some(SesHeader::ResponseWithData(r)) if r.return_code == ReturnCode::Ok => {
+                if usize::from(r.payload_length) != data.len() {
+                    return Err(EndpointError::Malformed(Error::Mismatch {
+                        field: "SES payload length and payload bytes",
+                    }));
+                }
+                (None, Some(r))
+            }
+            // Other response forms only acknowledge.
+            _ => (None, None),
         };
         let id = a.dpdcid;
         let psn = a.ack_psn();
         let cfg = self.cfg.pdc;
-        let Some(p) = self.initiators.get_mut(id) else { return Ok(()) };
+        let Some(p) = self.initiators.get_mut(id) else { return Ok(None) };
         let first = !p.pdc.is_acked(psn);
         if response.is_some() && first && self.events.is_full() {
             // Nothing changed: the response comes again with the ACK of the packet's resend.
@@ -31,6 +50,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
         // A refused ACK changes nothing; there is nothing to answer.
         let accepted = p.pdc.handle_ack(now, &cfg, a).is_ok() && p.pdc.is_acked(psn);
+        let placement = with_data.filter(|_| first && accepted).and_then(|r| self.place_ack_data(id, psn, &r, data));
         if let Some(response) = response.filter(|_| first && accepted) {
             if let Some((slot, _)) = self.message_at(id, psn) {
                 let m = self.msgs.get(slot).and_then(Option::as_ref);
@@ -50,7 +70,104 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             }
         }
         self.after_initiator_change(now, id);
-        Ok(())
+        Ok(placement)
+    }
+
+    /// Places read data an ACK carried for request `psn` of initiator PDC `id`, if that request
+    /// belongs to a READ and the data fit it.
+    fn place_ack_data<'a>(
+        &mut self,
+        id: u16,
+        psn: u32,
+        r: &crate::ses::ResponseWithData,
+        data: &'a [u8],
+    ) -> Option<Placement<'a>> {
+        let (slot, _) = self.message_at(id, psn)?;
+        let src = self.initiators.key(id)?.dst;
+        let m = self.msgs.get_mut(slot)?.as_mut()?;
+        let MsgKind::Read { arrived } = &mut m.kind else { return None };
+        let fits = m.message_id == r.read_request_message_id
+            && u64::from(r.message_offset) + data.len() as u64 <= u64::from(m.desc.len);
+        if !fits {
+            return None;
+        }
+        *arrived = arrived.saturating_add(data.len() as u32);
+        let header = m.sent_header();
+        Some(Placement {
+            src,
+            pdc: id,
+            message_id: m.message_id,
+            psn,
+            header,
+            offset: r.message_offset,
+            payload: data,
+            read: Some(MsgHandle { slot: slot as u16, generation: m.generation }),
+        })
+    }
+
+    /// Read data from the target of initiator PDC `dpdcid` (a request with next header RSP_DATA
+    /// and an SES RESPONSE_W_DATA, UE 1.0 §3.5.20.1): recorded by the PDC's return window, and
+    /// placed if new. Data for no READ in progress here (one that failed, or a message id never
+    /// read) is acknowledged and dropped.
+    pub(super) fn handle_read_data<'a>(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        r: Request,
+        rest: &'a [u8],
+        ce: bool,
+    ) -> Result<Option<Placement<'a>>, EndpointError> {
+        let (ses, payload) = SesHeader::parse(NextHeader::RspData, rest)?;
+        let Some(SesHeader::ResponseWithData(rsp)) = ses else { return Err(EndpointError::Unsupported) };
+        if usize::from(rsp.payload_length) != payload.len() {
+            return Err(EndpointError::Malformed(Error::Mismatch { field: "SES payload length and payload bytes" }));
+        }
+        let PdcDest::Established { dpdcid: id } = r.dest else { return Err(EndpointError::Unsupported) };
+        if self.side_of(id, r.spdcid, src) != Some(Side::Initiator) {
+            return Ok(None);
+        }
+        let cfg = self.cfg.pdc;
+        // The READ this data answers, if its bytes fit it.
+        let slot = self.msgs.iter().position(|m| {
+            m.as_ref().is_some_and(|m| {
+                m.pdc == Some(id)
+                    && matches!(m.kind, MsgKind::Read { .. })
+                    && m.message_id == rsp.read_request_message_id
+                    && u64::from(rsp.message_offset) + payload.len() as u64 <= u64::from(m.desc.len)
+            })
+        });
+        let Some(p) = self.initiators.get_mut(id) else { return Ok(None) };
+        let Ok(delivery) = p.pdc.handle_data(now, &cfg, &r, payload.len() as u32, ce) else { return Ok(None) };
+        let mut placement = None;
+        let m = slot.and_then(|slot| Some((slot, self.msgs.get_mut(slot)?.as_mut()?)));
+        if let Some((slot, m)) = m {
+            // The ACK naming this PSN answers it as the reference provider's initiator does:
+            // DEFAULT_RESPONSE, RC_OK and the read's length when new, RC_NULL for a duplicate.
+            let code = if delivery == Delivery::New { ReturnCode::Ok } else { ReturnCode::Null };
+            let header = m.sent_header();
+            let mut answer = Response::default_for(&header, code);
+            answer.modified_length = rsp.modified_length;
+            if delivery != Delivery::Dropped {
+                p.ack_response = Some((r.psn, answer));
+            }
+            if delivery == Delivery::New {
+                if let MsgKind::Read { arrived } = &mut m.kind {
+                    *arrived = arrived.saturating_add(payload.len() as u32);
+                }
+                placement = Some(Placement {
+                    src,
+                    pdc: id,
+                    message_id: m.message_id,
+                    psn: r.psn,
+                    header,
+                    offset: rsp.message_offset,
+                    payload,
+                    read: Some(MsgHandle { slot: slot as u16, generation: m.generation }),
+                });
+            }
+        }
+        self.after_initiator_change(now, id);
+        Ok(placement)
     }
 
     /// Settles initiator PDC `id` after it changed: reports its events, completes or fails its
@@ -79,14 +196,19 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         for slot in 0..M {
             let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
             if m.pdc != Some(id) {
-                for_key |= m.pdc.is_none() && self.key(&m.desc) == key;
+                for_key |= m.pdc.is_none() && m.kind.read_data_pdc().is_none() && self.key(&m.desc) == key;
                 continue;
             }
             let handle = MsgHandle { slot: slot as u16, generation: m.generation };
             let packets = m.segments.packets();
+            // A READ completes once its data arrived too.
+            let data_in = match m.kind {
+                MsgKind::Read { arrived } => arrived >= m.desc.len,
+                _ => true,
+            };
             let event = match failure {
                 Some(f) => Some(Event::Failed(handle, f)),
-                None if m.sent == packets && psn_after(base, m.first_psn.wrapping_add(packets - 1)) => {
+                None if m.sent == packets && data_in && psn_after(base, m.first_psn.wrapping_add(packets - 1)) => {
                     Some(Event::Sent(handle))
                 }
                 None => None,

@@ -87,16 +87,19 @@ fn xorshift_step(x: &mut u64) -> u64 {
 type Leftover = HashMap<(u16, u16), (u64, Vec<u8>)>;
 
 fn exchange(mode: Service, lens: &[u32], loss: u32, reorder: bool) -> (Vec<(u64, u32)>, usize, Ep, Ep, Leftover) {
-    exchange_window(mode, lens, loss, reorder, 8)
+    exchange_window(mode, lens, loss, reorder, 8, 0)
 }
 
-/// [`exchange`] keeping up to `window` messages queued at A.
+/// [`exchange`] keeping up to `window` messages queued at A; with `read_every` > 0 every
+/// `read_every`-th message is a READ of B's memory (B's bytes are `byte(index, offset)`, as
+/// every message's are), which completes at A only once all its data arrived.
 fn exchange_window(
     mode: Service,
     lens: &[u32],
     loss: u32,
     reorder: bool,
     window: usize,
+    read_every: usize,
 ) -> (Vec<(u64, u32)>, usize, Ep, Ep, Leftover) {
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
     let mut eps = [Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2)];
@@ -108,10 +111,21 @@ fn exchange_window(
     let mut sent = 0usize;
     let mut now = Instant::ZERO;
     let mut out = [0u8; 256];
+    // READs sent by A: their local buffers and the bytes that arrived; READs B received.
+    let mut reads: HashMap<MsgHandle, (Vec<u8>, u32)> = HashMap::new();
+    let mut reads_at_b = std::collections::HashSet::new();
     for _round in 0..200_000 {
         // Keep up to `window` messages queued at A.
         while next_msg < lens.len() && eps[0].messages_in_flight() < window {
-            let h = eps[0].send(desc(b_addr, mode, next_msg as u64, lens[next_msg])).unwrap();
+            let mut d = desc(b_addr, mode, next_msg as u64, lens[next_msg]);
+            let read = read_every > 0 && next_msg % read_every == read_every - 1;
+            if read {
+                d.header.common.opcode = Opcode::Read;
+            }
+            let h = eps[0].send(d).unwrap();
+            if read {
+                reads.insert(h, (vec![0; lens[next_msg] as usize], 0));
+            }
             handles.insert(h, next_msg as u64);
             next_msg += 1;
         }
@@ -122,6 +136,11 @@ fn exchange_window(
                 if let Some(p) = t.payload {
                     let index = handles[&p.msg];
                     pkt.extend((0..u32::from(p.len)).map(|i| byte(index, p.offset + i)));
+                }
+                if let Some(r) = t.read {
+                    // B's memory for the READ its match bits name.
+                    assert_eq!(side, 1, "only B answers READs");
+                    pkt.extend((0..u32::from(r.len)).map(|i| byte(r.header.match_bits, r.offset + i)));
                 }
                 if wire.next() % 1000 >= wire.loss {
                     wire.flight.push((1 - side, pkt));
@@ -143,7 +162,15 @@ fn exchange_window(
                 Err(EndpointError::EventsFull | EndpointError::ResponsesFull) => None,
                 Err(e) => panic!("a good packet was refused: {e:?}"),
             };
-            if let Some(p) = placed {
+            if let Some(p) = placed.filter(|p| p.read.is_some()) {
+                let h = p.read.unwrap();
+                let (buf, arrived) = reads.get_mut(&h).expect("data for a READ in progress");
+                buf[p.offset as usize..p.offset as usize + p.payload.len()].copy_from_slice(p.payload);
+                *arrived += p.payload.len() as u32;
+            } else if let Some(p) = placed.filter(|p| p.header.common.opcode == Opcode::Read) {
+                assert!(p.payload.is_empty());
+                reads_at_b.insert((p.pdc, p.message_id));
+            } else if let Some(p) = placed {
                 let (index, buf) = buffers
                     .entry((p.pdc, p.message_id))
                     .or_insert_with(|| (p.header.match_bits, vec![0; p.header.request_length as usize]));
@@ -156,12 +183,21 @@ fn exchange_window(
             while let Some(ev) = ep.poll_event() {
                 match ev {
                     Event::Sent(h) => {
-                        assert!(handles.remove(&h).is_some());
+                        let index = handles.remove(&h).unwrap();
+                        if let Some((buf, arrived)) = reads.remove(&h) {
+                            assert_eq!(arrived as usize, buf.len(), "READ {index} complete before all data");
+                            for (o, b) in buf.iter().enumerate() {
+                                assert_eq!(*b, byte(index, o as u32), "READ {index} byte {o}");
+                            }
+                        }
                         sent += 1;
                     }
                     Event::Failed(h, f) => panic!("message {h:?} failed: {f:?}"),
                     Event::Response { .. } => panic!("no request was answered"),
                     Event::Truncated { .. } => panic!("no message was truncated"),
+                    Event::Received { pdc, message_id, len, .. } if reads_at_b.remove(&(pdc, message_id)) => {
+                        received.push((u64::MAX, len));
+                    }
                     Event::Received { pdc, message_id, len, .. } => {
                         let (index, buf) = buffers.remove(&(pdc, message_id)).expect("placed");
                         assert_eq!(buf.len(), len as usize);
@@ -284,10 +320,27 @@ fn rud_messages_complete_in_order_despite_reordering_and_loss() {
 #[test]
 fn more_messages_in_flight_than_the_target_tracks() {
     let l: Vec<u32> = (0..200).map(|i| [1u32, 100, 1500][i % 3]).collect();
-    let (received, sent, ..) = exchange_window(Service::Rud, &l, 30, true, 32);
+    let (received, sent, ..) = exchange_window(Service::Rud, &l, 30, true, 32, 0);
     assert_eq!(sent, l.len());
     let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
     assert_eq!(received, want);
+}
+
+/// READs of 0 B to 64 KiB beside sends, on RUD and ROD, under loss and (RUD) reordering: B
+/// answers each READ request packet with one read data packet on the same PDC's return
+/// direction (UE 1.0 §3.5.20.1), resent until acknowledged; A places the data and completes each
+/// READ only once all its bytes arrived, with the right bytes.
+#[test]
+fn reads_return_their_data_despite_loss() {
+    let l: Vec<u32> = (0..42).map(|i| [0u32, 1, 16, 17, 1024, 5000, 65_536][i % 7]).collect();
+    for (mode, loss, reorder) in [(Service::Rud, 0, false), (Service::Rud, 50, true), (Service::Rod, 50, false)] {
+        let (received, sent, a, b, leftover) = exchange_window(mode, &l, loss, reorder, 8, 3);
+        assert_eq!(sent, l.len(), "{mode:?}: every message and READ completed");
+        assert_eq!(received.len(), l.len(), "{mode:?}: B received every message and READ request");
+        assert_eq!(received.iter().filter(|(i, _)| *i == u64::MAX).count(), l.len() / 3);
+        assert!(leftover.is_empty());
+        assert!(a.is_idle() && b.is_idle(), "{mode:?}: nothing left over");
+    }
 }
 
 #[test]
@@ -521,6 +574,56 @@ fn the_initiator_reads_default_responses() {
     }
 }
 
+/// Interop: a READ of at most `Max_ACK_Data_Size` (16 B) is answered by the reference provider's
+/// target in the ACK of its request, RESPONSE_W_DATA with the data behind it (`uet_rx_rd_req_pkt`):
+/// our initiator places the data and completes the READ. A READ request carries no payload and
+/// states no chunk length in its first packet.
+#[test]
+fn a_small_read_answered_in_the_ack_completes() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let mut a = Ep::new(config(a_addr), 1);
+    let now = Instant::ZERO;
+    let mut out = [0u8; 256];
+    let mut d = desc(b_addr, Service::Rud, 0, 8);
+    d.header.common.opcode = Opcode::Read;
+    let h = a.send(d).unwrap();
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    assert_eq!((t.payload, t.read), (None, None), "a READ request carries no payload");
+    let (PdsHeader::Request(r), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!() };
+    let Ok((Some(SesHeader::Standard(ses)), tail)) = SesHeader::parse(NextHeader::ReqStd, rest) else { panic!() };
+    assert!(tail.is_empty());
+    assert_eq!((ses.common.opcode, ses.request_length), (Opcode::Read, 8));
+    let ack = crate::pds::Ack {
+        next_header: NextHeader::RspData,
+        flags: crate::pds::AckFlags::empty(),
+        request: crate::pds::AckRequest::None,
+        ack_psn_offset: 0,
+        cack_psn: r.psn,
+        spdcid: 33,
+        dpdcid: r.spdcid,
+        ext: crate::pds::AckExtension::None,
+    };
+    let rsp = crate::ses::ResponseWithData {
+        list: ResponseList::Expected,
+        opcode: ResponseOpcode::ResponseWithData,
+        return_code: ReturnCode::Ok,
+        message_id: ses.message_id,
+        job_id: ses.common.job_id,
+        read_request_message_id: ses.message_id,
+        payload_length: 8,
+        modified_length: 8,
+        message_offset: 0,
+    };
+    let mut n = ack.emit(&mut out).unwrap();
+    n += SesHeader::ResponseWithData(rsp).emit(&mut out[n..]).unwrap();
+    out[n..n + 8].copy_from_slice(b"8 bytes!");
+    let p = a.handle_packet(now, b_addr, &out[..n + 8]).unwrap().expect("the data is placed");
+    assert_eq!((p.read, p.offset, p.payload), (Some(h), 0, &b"8 bytes!"[..]));
+    assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+    // The same ACK again places nothing.
+    assert_eq!(a.handle_packet(now, b_addr, &out[..n + 8]).unwrap(), None);
+}
+
 /// Interop: ACKs in the reference provider's form — plain ACKs (no SACK) naming a PSN above
 /// CACK by ACK_PSN, its own flag 0x40 set, each carrying a DEFAULT_RESPONSE — drive our
 /// initiator: each named PSN is acknowledged, and messages complete in order.
@@ -634,7 +737,7 @@ fn packets_from_the_wrong_source_change_nothing() {
     assert_eq!(t.dst, c_addr);
     let (PdsHeader::Nack(n), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("a NACK") };
     assert_eq!(n.code, NackCode::PdcHdrMismatch);
-    assert_eq!(b.poll_event(), Some(Event::Received { src: a_addr, pdc: 1, message_id: 0, len: 10 }));
+    assert_eq!(b.poll_event(), Some(Event::Received { src: a_addr, pdc: 0x8000, message_id: 0, len: 10 }));
     assert_eq!(b.poll_event(), None);
     // C's copy of B's ACK for it, naming A's PDC: dropped, the message is not done.
     b.handle_packet(now, a_addr, &second).unwrap().unwrap();
@@ -686,7 +789,7 @@ fn new_start_psn_moves_the_messages_with_the_window() {
         let first = requests(&mut a, &mut out);
         assert_eq!(first.len(), 3);
         let new_start = first[0].0.psn.wrapping_add(1 << 30);
-        let mut tg = Target::<2>::new(now, &cfg, 19, &first[0].0, policy(new_start), 7).unwrap();
+        let mut tg = Target::<2>::new(now, &cfg, 19, &first[0].0, policy(new_start)).unwrap();
         let n = tg.handle_request(now, &cfg, &first[0].0, first[0].1, false).unwrap().nack.unwrap();
         assert_eq!((n.code, n.payload), (NackCode::NewStartPsn, new_start));
         let len = n.emit(&mut out).unwrap();
@@ -903,7 +1006,7 @@ fn message_ids_from_any_counter_under_loss() {
                         let n = c.emit(&mut out).unwrap();
                         wire.push((true, out[..n].to_vec()));
                     }
-                    InitiatorTx::Ack(_) => {}
+                    InitiatorTx::Ack(_) | InitiatorTx::Nack(_) => {}
                 }
             }
         }

@@ -16,7 +16,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         if let Some((dst, n)) = self.nacks.front().copied() {
             let header_len = emit(out, &PdsHeader::Nack(n))?;
             self.nacks.pop_front();
-            return Ok(Some(Transmit { dst, header_len, payload: None }));
+            return Ok(Some(header_only(dst, header_len)));
         }
         if let Some((dst, r, rsp)) = self.rudi_responses.front().copied() {
             let n = emit(out, &PdsHeader::Rudi(r))?;
@@ -24,7 +24,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 .emit(out.get_mut(n..).unwrap_or_default())
                 .map_err(|_| EndpointError::BufferTooShort)?;
             self.rudi_responses.pop_front();
-            return Ok(Some(Transmit { dst, header_len: n + k, payload: None }));
+            return Ok(Some(header_only(dst, n + k)));
         }
         if let Some(t) = self.transmit_rudi_resend(now, out)? {
             return Ok(Some(t));
@@ -53,10 +53,15 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     let Some((slot, index)) = self.message_at(id, stamp.psn) else { continue };
                     self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, None))?
                 }
-                InitiatorTx::Control(c) => {
-                    Transmit { dst, header_len: emit(out, &PdsHeader::Control(c))?, payload: None }
+                InitiatorTx::Control(c) => header_only(dst, emit(out, &PdsHeader::Control(c))?),
+                InitiatorTx::Nack(n) => header_only(dst, emit(out, &PdsHeader::Nack(n))?),
+                InitiatorTx::Ack(a) => {
+                    // The ACK of read data carries the DEFAULT_RESPONSE for it (the reference
+                    // provider's target checks its `modified_length`).
+                    let named = a.ack_psn();
+                    let rsp = p.ack_response.take().filter(|(psn, _)| *psn == named).map(|(_, r)| r);
+                    write_ack(out, dst, a, rsp)?
                 }
-                InitiatorTx::Ack(a) => Transmit { dst, header_len: emit(out, &PdsHeader::Ack(a))?, payload: None },
             };
             self.after_initiator_change(now, id);
             return Ok(Some(t));
@@ -75,33 +80,34 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             let Some(p) = self.targets.get_mut(id) else { continue };
             let Some(tx) = p.pdc.poll_transmit(now) else { continue };
             let t = match tx {
-                TargetTx::Ack(mut a) => match if a.next_header == NextHeader::Rsp {
-                    // The ACK carries the guaranteed-delivery response held for its PSN.
-                    p.pdc.held_response(a.ack_psn())
-                } else {
-                    // Else the default response for the request it names: RC_OK if that is the
-                    // one the PDC took last, else RC_NULL for any request it received (answering a
-                    // probe or a CLEAR); nothing once the PDC closed (the CLOSE's ACK).
-                    let named = a.ack_psn();
-                    let last = p.ack_response.take().filter(|(psn, _)| *psn == named).map(|(_, rsp)| rsp);
-                    let received = p.pdc.state() != crate::pdc::TargetState::Closed && p.pdc.window().received(named);
-                    last.or_else(|| received.then(|| null_response(p.last_ids)))
-                } {
-                    Some(rsp) => {
-                        a.next_header = NextHeader::Rsp;
-                        let n = emit(out, &PdsHeader::Ack(a))?;
-                        let k = SesHeader::Response(rsp)
-                            .emit(out.get_mut(n..).unwrap_or_default())
-                            .map_err(|_| EndpointError::BufferTooShort)?;
-                        Transmit { dst, header_len: n + k, payload: None }
-                    }
-                    None => {
-                        a.next_header = NextHeader::None;
-                        Transmit { dst, header_len: emit(out, &PdsHeader::Ack(a))?, payload: None }
-                    }
-                },
-                TargetTx::Control(c) => Transmit { dst, header_len: emit(out, &PdsHeader::Control(c))?, payload: None },
-                TargetTx::Nack(n) => Transmit { dst, header_len: emit(out, &PdsHeader::Nack(n))?, payload: None },
+                TargetTx::Ack(a) => {
+                    let rsp = if a.next_header == NextHeader::Rsp {
+                        // The ACK carries the guaranteed-delivery response held for its PSN.
+                        p.pdc.held_response(a.ack_psn())
+                    } else {
+                        // Else the default response for the request it names: RC_OK if that is the
+                        // one the PDC took last, else RC_NULL for any request it received (answering a
+                        // probe or a CLEAR); nothing once the PDC closed (the CLOSE's ACK).
+                        let named = a.ack_psn();
+                        let last = p.ack_response.take().filter(|(psn, _)| *psn == named).map(|(_, rsp)| rsp);
+                        let received =
+                            p.pdc.state() != crate::pdc::TargetState::Closed && p.pdc.window().received(named);
+                        last.or_else(|| received.then(|| null_response(p.last_ids)))
+                    };
+                    write_ack(out, dst, a, rsp)?
+                }
+                TargetTx::Control(c) => header_only(dst, emit(out, &PdsHeader::Control(c))?),
+                TargetTx::Nack(n) => header_only(dst, emit(out, &PdsHeader::Nack(n))?),
+                TargetTx::Resend(stamp) => {
+                    let run = self.msgs.iter().enumerate().find_map(|(slot, m)| {
+                        let m = m.as_ref()?;
+                        let index = stamp.psn.wrapping_sub(m.first_psn);
+                        (m.kind.read_data_pdc() == Some(id) && index < m.sent).then_some((slot, index))
+                    });
+                    // Data no longer kept (its READ's PDC closed) is not resent.
+                    let Some((slot, index)) = run else { continue };
+                    self.write_read_data(out, slot, index, stamp)?
+                }
             };
             self.after_target_change(now, id);
             return Ok(Some(t));
@@ -130,6 +136,42 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         self.write_packet(out, slot, index, &PdsHeader::Request(pds))
     }
 
+    /// Writes packet `index` of read data run `slot` (a [`MsgKind::ReadData`]): the return
+    /// direction's request header stamped `stamp` and RESPONSE_W_DATA.
+    pub(super) fn write_read_data(
+        &self,
+        out: &mut [u8],
+        slot: usize,
+        index: u32,
+        stamp: crate::pdc::Stamp,
+    ) -> Result<Transmit, EndpointError> {
+        let m = self.msgs.get(slot).and_then(Option::as_ref).ok_or(EndpointError::Unsupported)?;
+        let MsgKind::ReadData { offset: run, .. } = m.kind else { return Err(EndpointError::Unsupported) };
+        let seg = m.segments.segment(index).ok_or(EndpointError::Unsupported)?;
+        let (h, offset, len) = (m.desc.header, run + seg.offset, seg.len);
+        let rsp = crate::ses::ResponseWithData {
+            list: ResponseList::Expected,
+            opcode: ResponseOpcode::ResponseWithData,
+            return_code: ReturnCode::Ok,
+            message_id: h.message_id,
+            job_id: h.common.job_id,
+            read_request_message_id: h.message_id,
+            payload_length: len,
+            modified_length: h.request_length,
+            message_offset: offset,
+        };
+        let n = emit(out, &PdsHeader::Request(stamp.request(NextHeader::RspData, None)))?;
+        let k = SesHeader::ResponseWithData(rsp)
+            .emit(out.get_mut(n..).unwrap_or_default())
+            .map_err(|_| EndpointError::BufferTooShort)?;
+        Ok(Transmit {
+            dst: m.desc.dst,
+            header_len: n + k,
+            payload: None,
+            read: Some(ReadRef { header: h, offset, len }),
+        })
+    }
+
     /// Writes `pds` and the SES header of packet `index` of message `slot`.
     pub(super) fn write_packet(
         &self,
@@ -147,15 +189,13 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let k = SesHeader::Standard(ses)
             .emit(out.get_mut(n..).unwrap_or_default())
             .map_err(|_| EndpointError::BufferTooShort)?;
-        Ok(Transmit {
-            dst: m.desc.dst,
-            header_len: n + k,
-            payload: Some(PayloadRef {
-                msg: MsgHandle { slot: slot as u16, generation: m.generation },
-                offset: seg.offset,
-                len: seg.len,
-            }),
-        })
+        // READ requests carry no payload: their segments say which data each asks for.
+        let payload = (m.kind == MsgKind::Request).then_some(PayloadRef {
+            msg: MsgHandle { slot: slot as u16, generation: m.generation },
+            offset: seg.offset,
+            len: seg.len,
+        });
+        Ok(Transmit { dst: m.desc.dst, header_len: n + k, payload, read: None })
     }
 
     pub(super) fn transmit_new(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
@@ -179,6 +219,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 },
                 Some(Service::Uud) => return self.transmit_uud(out, slot).map(Some),
                 _ => {}
+            }
+            if let Some(tpdc) = self.msgs.get(slot).and_then(Option::as_ref).and_then(|m| m.kind.read_data_pdc()) {
+                match self.transmit_read_data_new(now, out, slot, tpdc)? {
+                    Some(t) => return Ok(Some(t)),
+                    None => continue,
+                }
             }
             let Some(id) = self.pdc_for(slot) else { continue };
             let cfg = self.cfg.pdc;
@@ -204,6 +250,38 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         Ok(None)
     }
 
+    /// Sends read data `slot` on target PDC `tpdc` if its return window has room. AR is set when
+    /// no other read data waits for that PDC, so the initiator's ACK follows the burst's last
+    /// packet.
+    fn transmit_read_data_new(
+        &mut self,
+        now: Instant,
+        out: &mut [u8],
+        slot: usize,
+        tpdc: u16,
+    ) -> Result<Option<Transmit>, EndpointError> {
+        let cfg = self.cfg.pdc;
+        let waiting: u32 = self
+            .msgs
+            .iter()
+            .flatten()
+            .filter(|m| m.kind.read_data_pdc() == Some(tpdc))
+            .map(|m| m.segments.packets() - m.sent)
+            .sum();
+        let Some(t) = self.targets.get_mut(tpdc) else { return Ok(None) };
+        if !t.pdc.can_send() {
+            return Ok(None);
+        }
+        let Ok(stamp) = t.pdc.send(now, &cfg, waiting <= 1) else { return Ok(None) };
+        let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) else { return Ok(None) };
+        if m.sent == 0 {
+            m.first_psn = stamp.psn;
+        }
+        let index = m.sent;
+        m.sent += 1;
+        self.write_read_data(out, slot, index, stamp).map(Some)
+    }
+
     /// The PDC a message goes out on: its own once started; else the open PDC of its key if it
     /// takes new messages; else a new one (none while the key's PDC is closing or the table is
     /// full).
@@ -223,6 +301,34 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let id = self.initiators.next_id()?;
         let start = self.random_u32();
         let pdc = Initiator::new(&self.cfg.pdc, key.mode, id, start);
-        self.initiators.insert(key, IniPdc { start_psn: pdc.start_psn(), pdc, next_message_id: 0, active: None }).ok()
+        self.initiators
+            .insert(
+                key,
+                IniPdc { start_psn: pdc.start_psn(), pdc, ack_response: None, next_message_id: 0, active: None },
+            )
+            .ok()
     }
+}
+
+/// A packet of headers only.
+const fn header_only(dst: IpAddr, header_len: usize) -> Transmit {
+    Transmit { dst, header_len, payload: None, read: None }
+}
+
+/// Writes ACK `a`, with the SES response `rsp` after it if any (next header RSP).
+fn write_ack(
+    out: &mut [u8],
+    dst: IpAddr,
+    mut a: crate::pds::Ack,
+    rsp: Option<Response>,
+) -> Result<Transmit, EndpointError> {
+    a.next_header = if rsp.is_some() { NextHeader::Rsp } else { NextHeader::None };
+    let n = emit(out, &PdsHeader::Ack(a))?;
+    let k = match rsp {
+        Some(r) => SesHeader::Response(r)
+            .emit(out.get_mut(n..).unwrap_or_default())
+            .map_err(|_| EndpointError::BufferTooShort)?,
+        None => 0,
+    };
+    Ok(header_only(dst, n + k))
 }
