@@ -10,10 +10,14 @@
 //! packets, PSNs 4–8, opening the PDC with SYN from start PSN 4; the target creates PDC 19 on the
 //! first packet and names it in every ACK; the first ACKs reach the initiator after its second
 //! packet, so PSNs 4 and 5 carry SYN and the rest do not. Every ACK that names a write packet
-//! answers it with the SES DEFAULT_RESPONSE (RC_OK), as the library's `Endpoint` does. Then the target asks the initiator to
-//! close (CLOSE_REQ), the initiator acknowledges it and sends CLOSE at its next PSN, and the target
-//! acknowledges the CLOSE. The paper's read is not in the capture: the engine does not carry read
-//! data yet.
+//! answers it with the SES DEFAULT_RESPONSE (RC_OK), as the library's `Endpoint` does. Then the
+//! initiator reads 2.5 KiB of the target's memory: three READ requests, PSNs 9–11, without
+//! payload, each answered by one RSP_DATA packet (SES RESPONSE_W_DATA and the data) in the
+//! target's return direction, target PSNs 4–6 (numbered from the initiator's start PSN, as the
+//! reference provider's target numbers them; the paper's figure shows 2–4), acknowledged by the
+//! initiator with a DEFAULT_RESPONSE as the `Endpoint` does. Then the target asks the initiator
+//! to close (CLOSE_REQ at its next PSN, 7), the initiator acknowledges it and sends CLOSE at its
+//! next PSN, 12, and the target acknowledges the CLOSE.
 
 use etherparse::{NetSlice, PacketBuilder, SlicedPacket, TransportSlice};
 use linklayer::{Duration, Instant};
@@ -22,7 +26,10 @@ use uet_wire::entropy::{DEFAULT_IP_PROTOCOL, Encapsulation, EntropyHeader, UDP_P
 use uet_wire::msg::Segmenter;
 use uet_wire::pdc::{Initiator, InitiatorTx, PdcConfig, StartPolicy, Target, TargetTx};
 use uet_wire::pds::{DeliveryMode, NextHeader, PdsHeader};
-use uet_wire::ses::{Opcode, RequestCommon, Response, ReturnCode, SesFlags, SesHeader, StandardRequest, StandardTail};
+use uet_wire::ses::{
+    Opcode, RequestCommon, Response, ResponseList, ResponseOpcode, ResponseWithData, ReturnCode, SesFlags, SesHeader,
+    StandardRequest, StandardTail,
+};
 
 /// The initiator's address, MAC and PDC id.
 pub const INITIATOR: Host = Host { ip: [10, 0, 0, 1], mac: [0x02, 0, 0, 0, 0, 1], pdc: 7 };
@@ -30,8 +37,6 @@ pub const INITIATOR: Host = Host { ip: [10, 0, 0, 1], mac: [0x02, 0, 0, 0, 0, 1]
 pub const TARGET: Host = Host { ip: [10, 0, 0, 2], mac: [0x02, 0, 0, 0, 0, 2], pdc: 19 };
 /// The initiator's random start PSN in the worked example.
 pub const START_PSN: u32 = 4;
-/// The start PSN the target's PDC is given for its own packets (the CLOSE_REQ).
-pub const TARGET_START_PSN: u32 = 2;
 /// Payload bytes per full packet (a small MTU keeps the capture readable).
 pub const MTU_PAYLOAD: usize = 1024;
 
@@ -162,6 +167,7 @@ pub fn exchange() -> Vec<Packet> {
         now = now.saturating_add(step);
     }
     let mut tgt = tgt.expect("the write created the target PDC");
+    read(&cfg, &mut now, &mut ini, &mut tgt, &template, &mut delivered, &mut out);
     // The target asks to close; the initiator acknowledges that, then closes.
     tgt.request_close(now, &cfg).expect("the target PDC is established");
     while let Some(tx) = tgt.poll_transmit(now) {
@@ -208,6 +214,91 @@ pub fn exchange() -> Vec<Packet> {
         now = now.saturating_add(step);
     }
     out
+}
+
+/// The read of the exchange: one READ request per MTU, each answered by read data in the target's
+/// return direction; the initiator's ACK of the data carries the DEFAULT_RESPONSE the `Endpoint`
+/// sends (RC_OK, the read's length).
+fn read(
+    cfg: &PdcConfig,
+    now: &mut Instant,
+    ini: &mut Initiator<2>,
+    tgt: &mut Target<2>,
+    write: &StandardRequest,
+    delivered: &mut Vec<(u32, StandardRequest)>,
+    out: &mut Vec<Packet>,
+) {
+    let len = (2 * MTU_PAYLOAD + MTU_PAYLOAD / 2) as u32;
+    let memory: Vec<u8> = (0..len).map(|i| (i % 13) as u8 ^ 0x5A).collect();
+    let segments = Segmenter::new(len, MTU_PAYLOAD as u16).expect("a valid MTU");
+    let mut template = *write;
+    template.common.opcode = Opcode::Read;
+    template.message_id = 2;
+    template.buffer_offset = 0x20_0000;
+    for seg in segments.segments() {
+        let stamp = ini.send(*now, cfg, seg.eom).expect("the window has room");
+        let request = stamp.request(NextHeader::ReqStd, None);
+        let ses = seg.standard_header(&template, len);
+        out.push(Packet {
+            from_initiator: true,
+            entropy: 0xC100 | seg.index as u16,
+            repr: PacketRepr { entropy: None, pds: PdsHeader::Request(request), ses: Some(SesHeader::Standard(ses)) },
+            payload: Vec::new(),
+            note: format!(
+                "READ request {} of {}, PSN {}, for bytes {}..{}",
+                seg.index + 1,
+                segments.packets(),
+                stamp.psn,
+                seg.offset,
+                seg.offset + u32::from(seg.len)
+            ),
+        });
+        tgt.handle_request(*now, cfg, &request, 0, false).expect("a request for this PDC");
+        delivered.push((stamp.psn, ses));
+        while let Some(tx) = tgt.poll_transmit(*now) {
+            let p = target_packet(tx, 0xD100 | out.len() as u16, delivered);
+            if let PdsHeader::Ack(a) = p.repr.pds {
+                ini.handle_ack(*now, cfg, &a).expect("an ACK for this PDC");
+            }
+            out.push(p);
+        }
+        let data = tgt.send(*now, cfg, seg.eom).expect("the return window has room");
+        let rsp = ResponseWithData {
+            list: ResponseList::Expected,
+            opcode: ResponseOpcode::ResponseWithData,
+            return_code: ReturnCode::Ok,
+            message_id: template.message_id,
+            job_id: JOB,
+            read_request_message_id: template.message_id,
+            payload_length: seg.len,
+            modified_length: len,
+            message_offset: seg.offset,
+        };
+        let request = data.request(NextHeader::RspData, None);
+        out.push(Packet {
+            from_initiator: false,
+            entropy: 0xD180 | seg.index as u16,
+            repr: PacketRepr {
+                entropy: None,
+                pds: PdsHeader::Request(request),
+                ses: Some(SesHeader::ResponseWithData(rsp)),
+            },
+            payload: memory[seg.offset as usize..][..usize::from(seg.len)].to_vec(),
+            note: format!("read data for bytes {}.., target PSN {}", seg.offset, data.psn),
+        });
+        ini.handle_data(*now, cfg, &request, u32::from(seg.len), false).expect("read data for this PDC");
+        while let Some(tx) = ini.poll_transmit(*now) {
+            let InitiatorTx::Ack(mut a) = tx else { panic!("nothing is lost in this exchange") };
+            tgt.handle_ack(*now, cfg, &a).expect("the ACK of the read data");
+            let mut answer = Response::default_for(&seg.standard_header(&template, len), ReturnCode::Ok);
+            answer.modified_length = len;
+            a.next_header = NextHeader::Rsp;
+            let note = format!("ACK of the read data up to target PSN {} with DEFAULT_RESPONSE, RC_OK", a.cack_psn);
+            let repr = PacketRepr { entropy: None, pds: PdsHeader::Ack(a), ses: Some(SesHeader::Response(answer)) };
+            out.push(Packet { from_initiator: true, entropy: 0xC180, repr, payload: Vec::new(), note });
+        }
+        *now = now.saturating_add(Duration::from_micros(1));
+    }
 }
 
 /// The UET bytes of `p` (the UDP payload, or the IP payload in native-IP mode).

@@ -89,7 +89,8 @@ fn udp_framing_follows_the_encapsulation_rules() {
 /// The capture is what the engine emits: replayed into a fresh initiator and target PDC, every
 /// initiator packet is what the initiator stamps and every target packet what the target sends,
 /// both accept everything and end closed; and it is the worked example (PDC 7 opens with SYN from
-/// PSN 4, learns 19 from the first ACK, writes PSNs 4–8, closes at PSN 9).
+/// PSN 4, learns 19 from the first ACK, writes PSNs 4–8, reads with PSNs 9–11 and gets the data
+/// at target PSNs 4–6, closes at PSN 12).
 #[test]
 fn the_capture_is_the_engines_worked_example() {
     let cfg = PdcConfig::default();
@@ -107,8 +108,20 @@ fn the_capture_is_the_engines_worked_example() {
         TargetTx::Resend(_) => panic!("nothing is lost in this exchange"),
     };
     let mut seen_ack = false;
+    let mut read_data = Vec::new();
     for p in &packets {
         match p.repr.pds {
+            PdsHeader::Request(r) if !p.from_initiator => {
+                // Read data: what the target stamps in its return direction now.
+                let t = tgt.as_mut().unwrap();
+                let stamp = t.send(now, &cfg, r.flags.contains(RequestFlags::AR)).unwrap();
+                assert_eq!(stamp.request(NextHeader::RspData, None), r);
+                assert_eq!((r.spdcid, r.dest), (TARGET.pdc, PdcDest::Established { dpdcid: INITIATOR.pdc }));
+                let Some(SesHeader::ResponseWithData(d)) = p.repr.ses else { panic!("read data without its header") };
+                assert_eq!((d.payload_length as usize, d.modified_length), (p.payload.len(), 2560));
+                ini.handle_data(now, &cfg, &r, p.payload.len() as u32, false).unwrap();
+                read_data.push(r.psn);
+            }
             PdsHeader::Request(r) => {
                 // The request the engine would stamp now is exactly the captured one.
                 let Some(SesHeader::Standard(s)) = p.repr.ses else { panic!("standard request expected") };
@@ -143,7 +156,7 @@ fn the_capture_is_the_engines_worked_example() {
                 seen_ack = true;
             }
             PdsHeader::Control(c) if p.from_initiator => {
-                assert_eq!((c.ctl_type, c.psn), (ControlType::Close, 9));
+                assert_eq!((c.ctl_type, c.psn), (ControlType::Close, 12));
                 ini.close(now, &cfg).unwrap();
                 let t = tgt.as_mut().unwrap();
                 t.handle_control(now, &cfg, &c).unwrap();
@@ -160,7 +173,8 @@ fn the_capture_is_the_engines_worked_example() {
             other => panic!("unexpected {other:?}"),
         }
     }
-    assert_eq!(writes, [4, 5, 6, 7, 8]);
+    assert_eq!(writes, [4, 5, 6, 7, 8, 9, 10, 11], "the write, then the READ requests");
+    assert_eq!(read_data, [4, 5, 6], "read data numbered from the initiator's start PSN");
     assert!(from_target.is_empty());
     assert_eq!(ini.state(), InitiatorState::Closed);
     assert_eq!(tgt.unwrap().state(), TargetState::Closed);

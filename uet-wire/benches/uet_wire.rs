@@ -319,6 +319,23 @@ fn loopback(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTi
     let mut buf = [0u8; 64];
     g.bench_function("loopback_send_ack", |b| b.iter(|| send_ack(&mut ini, &mut tgt, &cfg, now, &mut buf)));
 
+    // The return direction: read data from the target, the initiator's ACKs back.
+    #[inline(never)]
+    fn return_send_ack(ini: &mut Initiator<2>, tgt: &mut Target<2>, cfg: &PdcConfig, now: Instant, buf: &mut [u8; 64]) {
+        let stamp = tgt.send(now, cfg, false).unwrap();
+        let n = stamp.request(NextHeader::RspData, None).emit(buf).unwrap();
+        let (view, _) = RequestView::parse(black_box(&buf[..n])).unwrap();
+        let d = ini.handle_data(now, cfg, &view.to_repr(), 4096, false).unwrap();
+        if let Some(uet_wire::pdc::InitiatorTx::Ack(a)) = ini.poll_transmit(now) {
+            let n = a.emit(buf).unwrap();
+            let Ok((PdsHeader::Ack(a), _)) = PdsHeader::parse(black_box(&buf[..n])) else { panic!() };
+            tgt.handle_ack(now, cfg, &a).unwrap();
+        }
+        black_box(d);
+    }
+    let (mut ini3, mut tgt3) = pair();
+    g.bench_function("return_send_ack", |b| b.iter(|| return_send_ack(&mut ini3, &mut tgt3, &cfg, now, &mut buf)));
+
     // The same loop with the headers handed over as Reprs: the state machines alone.
     #[inline(never)]
     fn state_machines(ini: &mut Initiator<2>, tgt: &mut Target<2>, cfg: &PdcConfig, now: Instant) {

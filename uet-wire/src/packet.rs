@@ -314,6 +314,27 @@ mod tests {
         }
     }
 
+    /// A READ request carries no payload; in a continuation packet its `payload_length` is the
+    /// data it asks for (the reference provider's `uet_tx_msg`), so no bytes must follow. A WRITE
+    /// continuation must carry what it announces.
+    #[test]
+    fn a_read_continuation_asks_for_data_and_carries_none() {
+        let mut repr = write_request(5);
+        let Some(SesHeader::Standard(mut ses)) = repr.ses else { panic!("a standard request") };
+        ses.common.flags = SesFlags::empty();
+        ses.tail = StandardTail::Continuation { payload_length: 1024, message_offset: 1024 };
+        ses.common.opcode = Opcode::Read;
+        repr.ses = Some(SesHeader::Standard(ses));
+        let mut out = [0u8; 128];
+        let n = repr.emit(&[], None, &mut out).unwrap();
+        let cfg = WalkConfig { encapsulation: Encapsulation::NativeIp, crc: false };
+        let Body::Clear { ses: got, payload, .. } = UetPacket::parse(&out[..n], cfg).unwrap().body else { panic!() };
+        assert_eq!((got, payload), (repr.ses, &[][..]));
+        ses.common.opcode = Opcode::Write;
+        repr.ses = Some(SesHeader::Standard(ses));
+        assert!(matches!(repr.emit(&[], None, &mut out), Err(Error::Mismatch { .. })));
+    }
+
     /// CRC-32C bit by bit, as RFC 3720 §B.4 defines it: an implementation independent of the
     /// `crc` crate.
     fn crc32c_bitwise(bytes: &[u8]) -> u32 {

@@ -54,7 +54,7 @@
 
 use super::config::{MPR_GRANULARITY, PdcConfig};
 use super::target::Delivery;
-use super::window::{AckCoalescer, AckTriggers, Arrival, LossDetector, RxWindow, TxWindow};
+use super::window::{AckCoalescer, AckTriggers, Arrival, LossDetector, RxWindow, TxWindow, psn_after};
 use super::{Failure, PdcError, PdcState};
 use crate::pds::{
     Ack, AckExtension, AckFlags, AckRequest, Control, ControlFlags, ControlType, DeliveryMode, Nack, NackClass,
@@ -225,8 +225,12 @@ pub struct Initiator<const W: usize = 2> {
     /// The return PSN the next return ACK names, and the flags it echoes.
     ret_ack_psn: u32,
     ret_ack_flags: AckFlags,
-    /// ROD: the missing return PSN already NACKed ROD_OOO (the NACK names it).
+    /// ROD: the missing return PSN already NACKed ROD_OOO.
     ret_rod_nacked: Option<u32>,
+    /// The NACK of the return direction waiting to go: its code and PSN.
+    ret_nack: (NackCode, u32),
+    /// The newest return PSN received when the last return ACK went out.
+    ret_acked_max: u32,
     rto_at: Option<Instant>,
     probe_at: Option<Instant>,
     /// SACK-driven loss detection.
@@ -268,6 +272,8 @@ impl<const W: usize> Initiator<W> {
             ret_ack_psn: start_psn,
             ret_ack_flags: AckFlags::empty(),
             ret_rod_nacked: None,
+            ret_nack: (NackCode::RodOoo, 0),
+            ret_acked_max: start_psn.wrapping_sub(1),
             rto_at: None,
             probe_at: None,
             losses: LossDetector::default(),
@@ -494,6 +500,10 @@ impl<const W: usize> Initiator<W> {
         self.rto_count = 0;
         self.rto_at = Some(self.rto_deadline(now, cfg));
         self.probe_at = None;
+        // Return data received since the last return ACK is acknowledged before the CLOSE.
+        if self.ret_coalescer.accepted() > 0 {
+            self.tx_pending |= TX_RET_ACK;
+        }
     }
 
     /// Processes a NACK addressed to this PDC.
@@ -508,10 +518,13 @@ impl<const W: usize> Initiator<W> {
             return Err(PdcError::WrongPdc { expected: self.remote, got: spdcid });
         }
         let sent = self.tx.next_psn().wrapping_sub(self.tx.base());
-        if psn.wrapping_sub(self.tx.base()) >= sent {
+        let class = nack.code.class();
+        // A target closing in error names its next expected PSN, which is the next one this PDC
+        // would send once everything sent is acknowledged.
+        let next_ok = class == NackClass::Close && psn == self.tx.next_psn();
+        if psn.wrapping_sub(self.tx.base()) >= sent && !next_ok {
             return Err(PdcError::StaleNack { psn });
         }
-        let class = nack.code.class();
         if self.state == InitiatorState::CloseAckWait && psn == self.close_psn {
             // The target no longer knows the PDC (it freed it, and our CLOSE was a resend), or
             // refused the close: either way the PDC is done.
@@ -609,8 +622,27 @@ impl<const W: usize> Initiator<W> {
                 self.enter(next);
                 Ok(())
             }
+            ControlType::AckReq => {
+                // The target's probe of a return PSN (the reference provider's target sends one
+                // when an ACK of its read data went missing): ACKed at once if it arrived, else
+                // NACKed PKT_NOT_RCVD so the target resends it.
+                let next = self.transition(Ev::Update)?;
+                let received = match self.mode {
+                    DeliveryMode::Rud => self.ret.received(ctl.psn),
+                    DeliveryMode::Rod => !psn_after(ctl.psn, self.ret.cack_psn()),
+                };
+                if received {
+                    let retx = ctl.flags.contains(ControlFlags::RETX);
+                    self.ret_ack_now(ctl.psn, if retx { AckFlags::RETX } else { AckFlags::empty() });
+                } else {
+                    self.ret_nack = (NackCode::PktNotRcvd, ctl.psn);
+                    self.tx_pending |= TX_RET_NACK;
+                }
+                self.enter(next);
+                Ok(())
+            }
             _ => Err(PdcError::IllegalEvent {
-                event: "control packet other than CLOSE_REQ",
+                event: "control packet other than CLOSE_REQ and ACK_REQ",
                 state: PdcState::Initiator(self.state),
             }),
         }
@@ -682,14 +714,14 @@ impl<const W: usize> Initiator<W> {
         }
         if self.tx_pending & TX_RET_NACK != 0 {
             self.tx_pending &= !TX_RET_NACK;
-            if let Some(psn) = self.ret_rod_nacked {
-                let n = Nack::for_pdc(NackCode::RodOoo, psn, self.local, self.remote);
-                return Some(InitiatorTx::Nack(Nack { payload: self.ret.max_rcvd().wrapping_add(1), ..n }));
-            }
+            let (code, psn) = self.ret_nack;
+            let n = Nack::for_pdc(code, psn, self.local, self.remote);
+            return Some(InitiatorTx::Nack(Nack { payload: self.ret.max_rcvd().wrapping_add(1), ..n }));
         }
         if self.tx_pending & TX_RET_ACK != 0 {
             self.tx_pending &= !TX_RET_ACK;
             self.ret_coalescer.sent();
+            self.ret_acked_max = self.ret.max_rcvd();
             return Some(InitiatorTx::Ack(self.return_ack()));
         }
         if self.tx_pending & TX_CLOSE != 0 {
@@ -756,6 +788,7 @@ impl<const W: usize> Initiator<W> {
         if self.mode == DeliveryMode::Rod && req.psn != expected && self.ret.classify(req.psn) == Arrival::New {
             if self.ret_rod_nacked != Some(expected) {
                 self.ret_rod_nacked = Some(expected);
+                self.ret_nack = (NackCode::RodOoo, req.psn);
                 self.tx_pending |= TX_RET_NACK;
             }
             return Ok(Delivery::Dropped);
@@ -768,7 +801,10 @@ impl<const W: usize> Initiator<W> {
             Arrival::New => {
                 let triggers =
                     AckTriggers { ar: req.flags.contains(RequestFlags::AR), syn: false, ecn, needs_clear: false };
-                if self.ret_coalescer.on_packet(&cfg.ack, payload_len, triggers) {
+                // As the target does: a packet filling a gap behind what the last ACK reported
+                // is ACKed at once (project-defined, after RFC 5681 §4.2).
+                let fills_gap = psn_after(self.ret_acked_max, req.psn);
+                if self.ret_coalescer.on_packet(&cfg.ack, payload_len, triggers) || fills_gap {
                     self.ret_ack_now(req.psn, flags);
                 } else {
                     self.ret_ack_psn = req.psn;

@@ -298,6 +298,27 @@ mod tests {
         assert_eq!(seen.len(), usize::from(u16::MAX / 2));
     }
 
+    /// Two tables with disjoint ranges never give the same id, and every id stays in its range
+    /// through the generations.
+    #[test]
+    fn id_ranges_stay_apart() {
+        let mut low = PdcTable::<TargetKey, (), 4>::with_ids(1, 0x7FFF);
+        let mut high = PdcTable::<TargetKey, (), 4>::with_ids(0x8000, 0xFFFF);
+        let (mut l, mut h) = (std::collections::HashSet::new(), std::collections::HashSet::new());
+        for i in 0..40_000u16 {
+            let (a, b) = (low.insert(key(i), ()).unwrap(), high.insert(key(i), ()).unwrap());
+            assert!((1..=0x7FFF).contains(&a) && (0x8000..=0xFFFF).contains(&b), "{a} {b}");
+            assert_eq!((low.get(a), high.get(b), low.get(b), high.get(a)), (Some(&()), Some(&()), None, None));
+            l.insert(a);
+            h.insert(b);
+            low.remove(a).unwrap();
+            high.remove(b).unwrap();
+        }
+        assert!(l.is_disjoint(&h));
+        // Insert-then-remove cycles slot 0 through every generation its range holds.
+        assert_eq!((l.len(), h.len()), (0x7FFF / 4, 0x8000 / 4));
+    }
+
     proptest! {
         /// The table against a map: inserts, removes and lookups by id and by key agree.
         #[test]

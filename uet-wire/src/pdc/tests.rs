@@ -225,9 +225,9 @@ fn refused_events_change_nothing() {
     let ns = Nack { code: NackCode::NewStartPsn, target: NackTarget::Pdc { psn: s.psn, spdcid: 19, dpdcid: 7 }, ..n };
     assert!(matches!(i.handle_nack(t(6), &cfg, &ns), Err(PdcError::IllegalEvent { .. })));
     assert_eq!(i, before);
-    // CLOSE_REQ is the only control packet an initiator takes.
+    // CLOSE_REQ and ACK_REQ are the only control packets an initiator takes.
     let probe = Control {
-        ctl_type: ControlType::AckReq,
+        ctl_type: ControlType::Clear,
         flags: ControlFlags::empty(),
         probe_opaque: 0,
         psn: 2,
@@ -1044,4 +1044,90 @@ proptest::proptest! {
             }
         }
     }
+}
+
+/// Read data stamped by the target, as it arrives at the initiator.
+fn data(stamp: Stamp) -> Request {
+    match wire(PdsHeader::Request(stamp.request(NextHeader::RspData, None))) {
+        PdsHeader::Request(r) => r,
+        other => panic!("not a request: {other:?}"),
+    }
+}
+
+/// The return direction's ACKs: a late packet that fills a gap behind the last ACK is ACKed at
+/// once, as the target does for requests; the target's ACK_REQ of a return PSN (the reference
+/// provider's probe after a lost ACK) is answered by an ACK if it arrived, else NACK
+/// PKT_NOT_RCVD, which resends it; and return data not yet acknowledged is acknowledged before
+/// the CLOSE.
+#[test]
+fn return_direction_acks_gaps_probes_and_before_close() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    let d4 = data(tg.send(t(3), &cfg, false).unwrap());
+    let d5 = data(tg.send(t(3), &cfg, true).unwrap());
+    let d6 = data(tg.send(t(3), &cfg, false).unwrap());
+    assert_eq!((d4.psn, d5.psn, d6.psn), (4, 5, 6));
+    assert_eq!(i.handle_data(t(4), &cfg, &d5, 1024, false).unwrap(), Delivery::New);
+    let Some(InitiatorTx::Ack(a)) = i.poll_transmit(t(4)) else { panic!("AR draws an ACK") };
+    assert_eq!((a.cack_psn, a.ack_psn()), (3, 5));
+    tg.handle_ack(t(4), &cfg, &a).unwrap();
+    // PSN 4, without AR and far below ACK_Gen_Trigger, fills the gap: ACKed at once.
+    assert_eq!(i.handle_data(t(5), &cfg, &d4, 1024, false).unwrap(), Delivery::New);
+    let Some(InitiatorTx::Ack(a)) = i.poll_transmit(t(5)) else { panic!("a filled gap draws an ACK") };
+    assert_eq!(a.cack_psn, 5);
+    tg.handle_ack(t(5), &cfg, &a).unwrap();
+    // The target probes PSN 5 (arrived) and PSN 6 (lost).
+    let probe = |psn| Control {
+        ctl_type: ControlType::AckReq,
+        flags: ControlFlags::empty(),
+        probe_opaque: 0,
+        psn,
+        spdcid: 19,
+        dest: PdcDest::Established { dpdcid: 7 },
+        payload: 0,
+    };
+    i.handle_control(t(6), &ctl(probe(5))).unwrap();
+    let Some(InitiatorTx::Ack(a)) = i.poll_transmit(t(6)) else { panic!("a probe of an arrived PSN draws an ACK") };
+    assert_eq!((a.cack_psn, a.ack_psn()), (5, 5));
+    i.handle_control(t(6), &ctl(probe(6))).unwrap();
+    let Some(InitiatorTx::Nack(n)) = i.poll_transmit(t(6)) else { panic!("a probe of a lost PSN draws a NACK") };
+    assert_eq!((n.code, n.target), (NackCode::PktNotRcvd, NackTarget::Pdc { psn: 6, spdcid: 7, dpdcid: 19 }));
+    assert_eq!(tg.handle_nack(t(6), &cfg, &n).unwrap(), NackClass::Retransmit);
+    let Some(TargetTx::Resend(r6)) = tg.poll_transmit(t(6)) else { panic!("the NACK resends PSN 6") };
+    assert_eq!(r6.psn, 6);
+    // PSN 6 arrives without AR; the initiator closes: its ACK goes before the CLOSE.
+    assert_eq!(i.handle_data(t(7), &cfg, &d6, 1024, false).unwrap(), Delivery::New);
+    assert_eq!(i.poll_transmit(t(7)), None, "coalesced");
+    i.close(t(7), &cfg).unwrap();
+    let Some(InitiatorTx::Ack(a)) = i.poll_transmit(t(7)) else { panic!("the return ACK goes first") };
+    assert_eq!(a.cack_psn, 6);
+    assert!(matches!(i.poll_transmit(t(7)), Some(InitiatorTx::Control(c)) if c.ctl_type == ControlType::Close));
+    tg.handle_ack(t(8), &cfg, &a).unwrap();
+    assert_eq!(tg.return_window().outstanding(), 0);
+}
+
+/// A target that gives up its return direction closes in error with NACK CLOSING_IN_ERR naming
+/// its next expected PSN, which is the initiator's next PSN once everything was acknowledged:
+/// the initiator takes it and fails, so a READ waiting for data does not wait forever.
+#[test]
+fn closing_in_err_at_the_next_psn_fails_the_initiator() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    tg.send(t(3), &cfg, true).unwrap();
+    let mut now;
+    let nack = loop {
+        now = tg.poll_timeout().unwrap();
+        tg.handle_timeout(now, &cfg);
+        match tg.poll_transmit(now) {
+            Some(TargetTx::Nack(n)) => break n,
+            Some(TargetTx::Resend(_)) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    assert_eq!(tg.failure(), Some(Failure::RetriesExhausted));
+    assert_eq!(nack.code, NackCode::ClosingInErr);
+    let NackTarget::Pdc { psn, .. } = nack.target else { panic!("a PDC NACK") };
+    assert_eq!(psn, i.window().next_psn());
+    assert_eq!(i.handle_nack(now, &cfg, &nack).unwrap(), NackClass::Close);
+    assert_eq!(i.failure(), Some(Failure::Nack(NackCode::ClosingInErr)));
 }

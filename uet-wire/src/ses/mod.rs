@@ -233,11 +233,14 @@ impl SesHeader {
     }
 
     /// The payload length the header announces for this packet, where it announces one
-    /// (responses with data, standard-request continuation packets).
+    /// (responses with data, standard-request continuation packets). A READ request carries no
+    /// payload: its `payload_length` is the data it asks for (the reference provider's
+    /// `uet_tx_msg`), so it announces none here.
     pub const fn payload_length(&self) -> Option<u16> {
         match self {
             SesHeader::ResponseWithData(h) => Some(h.payload_length),
             SesHeader::ResponseDataSmall(h) => Some(h.payload_length),
+            SesHeader::Standard(StandardRequest { common: RequestCommon { opcode: Opcode::Read, .. }, .. }) => None,
             SesHeader::Standard(StandardRequest {
                 tail: StandardTail::Continuation { payload_length, .. }, ..
             }) => Some(*payload_length),

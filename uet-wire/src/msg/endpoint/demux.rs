@@ -3,6 +3,7 @@
 //! name no PDC here.
 
 use super::*;
+use crate::pds::ControlType;
 
 /// Which end of a PDC a packet is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,13 +81,21 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             }
             PdsHeader::Control(c) => {
                 match c.dest {
-                    // Control packets to an initiator come from its target (CLOSE_REQ); to a
-                    // target from its initiator.
+                    // Control packets to an initiator come from its target (CLOSE_REQ, or
+                    // ACK_REQ probing the return direction); to a target from its initiator. The
+                    // id ranges say which.
                     PdcDest::Established { dpdcid } => {
-                        if !matches!(c.ctl_type, crate::pds::ControlType::CloseReq) {
+                        if self.initiators.get(dpdcid).is_some() {
+                            if self.side_of(dpdcid, c.spdcid, src) == Some(Side::Initiator) {
+                                if let Some(p) =
+                                    self.initiators.get_mut(dpdcid).filter(|_| c.ctl_type == ControlType::CloseReq)
+                                {
+                                    p.close_req_psn = Some(c.psn);
+                                }
+                                self.on_initiator(now, dpdcid, |p, _| p.handle_control(now, &c));
+                            }
+                        } else if c.ctl_type != ControlType::CloseReq {
                             self.control_to_target(now, src, dpdcid, &c);
-                        } else if self.side_of(dpdcid, c.spdcid, src) == Some(Side::Initiator) {
-                            self.on_initiator(now, dpdcid, |p, _| p.handle_control(now, &c));
                         }
                     }
                     PdcDest::Syn { .. } => {

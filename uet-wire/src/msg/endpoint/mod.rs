@@ -385,8 +385,9 @@ enum MsgKind {
     Request,
     /// A READ: its requests carry no payload, one per `mtu` bytes of the read, each answered by
     /// one packet of data; it completes when every request is acknowledged and `arrived` bytes
-    /// equal its length.
-    Read { arrived: u32 },
+    /// equal its length, or when the target `refused` it (an SES response with an error code,
+    /// reported as [`Event::Response`]).
+    Read { arrived: u32, refused: bool },
     /// Read data answering a run of request packets of one READ received on target PDC `tpdc`:
     /// `desc.len` bytes from byte `offset` of the READ, one packet per request (`segments`), at
     /// consecutive return PSNs from `first_psn`; `desc.header` is the READ's request.
@@ -432,6 +433,11 @@ struct IniPdc {
     pdc: Initiator,
     /// The SES DEFAULT_RESPONSE the next return ACK carries if it names this read-data PSN.
     ack_response: Option<(u32, Response)>,
+    /// The RI generation and JobID of the last READ whose data arrived, for the RC_NULL response
+    /// of a return ACK that names older data.
+    last_ids: (u8, u32),
+    /// The PSN of the target's last CLOSE_REQ, whose ACK is bare.
+    close_req_psn: Option<u32>,
     /// The PDC's start PSN when its messages' PSNs were last set: a NACK NEW_START_PSN moves
     /// the window, and the messages' PSNs move with it.
     start_psn: u32,
@@ -621,7 +627,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             0
         };
         if let Some(m) = self.msgs.get_mut(slot) {
-            let kind = if is_read(&desc) { MsgKind::Read { arrived: 0 } } else { MsgKind::Request };
+            let kind = if is_read(&desc) { MsgKind::Read { arrived: 0, refused: false } } else { MsgKind::Request };
             *m = Some(SendMsg { generation, kind, desc, segments, seq, pdc: None, message_id, first_psn: 0, sent: 0 });
         }
         Ok(MsgHandle { slot: slot as u16, generation })

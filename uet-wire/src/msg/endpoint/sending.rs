@@ -36,6 +36,19 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 }
                 (None, Some(r))
             }
+            // A READ refused: reported like any error response.
+            Some(SesHeader::ResponseWithData(r)) => {
+                let rsp = Response {
+                    list: r.list,
+                    opcode: r.opcode,
+                    return_code: r.return_code,
+                    message_id: r.message_id,
+                    ri_generation: 0,
+                    job_id: r.job_id,
+                    modified_length: r.modified_length,
+                };
+                (Some(rsp), None)
+            }
             // Other response forms only acknowledge.
             _ => (None, None),
         };
@@ -63,6 +76,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     }
                     _ => Some(Event::Response { msg, psn, response }),
                 };
+                // A READ answered with an error gets no data: it completes without it.
+                if let Some(MsgKind::Read { refused, .. }) =
+                    self.msgs.get_mut(slot).and_then(Option::as_mut).map(|m| &mut m.kind)
+                {
+                    *refused |= response.return_code != ReturnCode::Ok;
+                }
                 if let Some(ev) = event {
                     // Room was checked above.
                     let _ = self.events.push_back(ev);
@@ -85,7 +104,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let (slot, _) = self.message_at(id, psn)?;
         let src = self.initiators.key(id)?.dst;
         let m = self.msgs.get_mut(slot)?.as_mut()?;
-        let MsgKind::Read { arrived } = &mut m.kind else { return None };
+        let MsgKind::Read { arrived, .. } = &mut m.kind else { return None };
         let fits = m.message_id == r.read_request_message_id
             && u64::from(r.message_offset) + data.len() as u64 <= u64::from(m.desc.len);
         if !fits {
@@ -149,9 +168,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             answer.modified_length = rsp.modified_length;
             if delivery != Delivery::Dropped {
                 p.ack_response = Some((r.psn, answer));
+                p.last_ids = (header.common.ri_generation, header.common.job_id);
             }
             if delivery == Delivery::New {
-                if let MsgKind::Read { arrived } = &mut m.kind {
+                if let MsgKind::Read { arrived, .. } = &mut m.kind {
                     *arrived = arrived.saturating_add(payload.len() as u32);
                 }
                 placement = Some(Placement {
@@ -203,7 +223,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             let packets = m.segments.packets();
             // A READ completes once its data arrived too.
             let data_in = match m.kind {
-                MsgKind::Read { arrived } => arrived >= m.desc.len,
+                MsgKind::Read { arrived, refused } => refused || arrived >= m.desc.len,
                 _ => true,
             };
             let event = match failure {

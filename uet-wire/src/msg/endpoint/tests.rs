@@ -624,6 +624,88 @@ fn a_small_read_answered_in_the_ack_completes() {
     assert_eq!(a.handle_packet(now, b_addr, &out[..n + 8]).unwrap(), None);
 }
 
+/// A READ the target refuses (the reference provider answers BAD_MKEY, PERM_VIOLATION or
+/// BAD_ADDR in the ACK of the request) gets no data: it is reported as `Event::Response` and
+/// then completes, instead of waiting for data forever.
+#[test]
+fn a_refused_read_completes_with_its_response() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let mut a = Ep::new(config(a_addr), 1);
+    let now = Instant::ZERO;
+    let mut out = [0u8; 256];
+    let mut d = desc(b_addr, Service::Rud, 0, 5000);
+    d.header.common.opcode = Opcode::Read;
+    let h = a.send(d).unwrap();
+    let mut last = None;
+    while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
+        let (PdsHeader::Request(r), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!() };
+        let Ok((Some(SesHeader::Standard(ses)), _)) = SesHeader::parse(NextHeader::ReqStd, rest) else { panic!() };
+        last = Some((r, ses));
+    }
+    let (r, ses) = last.unwrap();
+    assert_eq!(r.psn.wrapping_sub(r.start_psn().unwrap()), 4, "five requests of 1 KiB");
+    let ack = crate::pds::Ack {
+        next_header: NextHeader::Rsp,
+        flags: crate::pds::AckFlags::empty(),
+        request: crate::pds::AckRequest::None,
+        ack_psn_offset: 0,
+        cack_psn: r.psn,
+        spdcid: 33,
+        dpdcid: r.spdcid,
+        ext: crate::pds::AckExtension::None,
+    };
+    let n = ack.emit(&mut out).unwrap();
+    let k = SesHeader::Response(Response::default_for(&ses, ReturnCode::BadMkey)).emit(&mut out[n..]).unwrap();
+    assert_eq!(a.handle_packet(now, b_addr, &out[..n + k]).unwrap(), None);
+    assert!(matches!(a.poll_event(), Some(Event::Response { msg, response, .. })
+        if msg == h && response.return_code == ReturnCode::BadMkey));
+    assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+}
+
+/// Every ACK of read data answers it with an SES response, even once the READ completed and its
+/// slot is gone (RC_NULL then): the reference provider's target releases a read response's
+/// descriptor only on an ACK that carries one.
+#[test]
+fn acks_of_read_data_always_carry_a_response() {
+    let (mut a, mut b, a_addr, b_addr) = kept_pair();
+    let now = Instant::ZERO;
+    let mut out = [0u8; 256];
+    let mut d = desc(b_addr, Service::Rud, 0, 100);
+    d.header.common.opcode = Opcode::Read;
+    let h = a.send(d).unwrap();
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    let request = out[..t.header_len].to_vec();
+    let p = b.handle_packet(now, a_addr, &request).unwrap().unwrap();
+    assert_eq!((p.header.common.opcode, p.payload.len(), p.read), (Opcode::Read, 0, None));
+    // B's ACK of the request, then its read data.
+    let mut data = None;
+    while let Some(t) = b.poll_transmit(now, &mut out).unwrap() {
+        let mut pkt = out[..t.header_len].to_vec();
+        if let Some(r) = t.read {
+            assert_eq!((r.offset, r.len, r.header.request_length), (0, 100, 100));
+            pkt.extend((0..100u8).map(|i| i ^ 0x33));
+            data = Some(pkt);
+        } else {
+            a.handle_packet(now, b_addr, &pkt).unwrap();
+        }
+    }
+    let data = data.expect("read data");
+    let placed = a.handle_packet(now, b_addr, &data).unwrap().expect("placed");
+    assert_eq!((placed.read, placed.offset, placed.payload.len()), (Some(h), 0, 100));
+    assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+    let response_of = |a: &mut Ep, out: &mut [u8; 256]| {
+        let t = a.poll_transmit(now, out).unwrap().expect("an ACK of the data");
+        let (PdsHeader::Ack(ack), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("an ACK") };
+        let Ok((Some(SesHeader::Response(r)), _)) = SesHeader::parse(ack.next_header, rest) else { panic!("bare") };
+        (ack.ack_psn(), r.return_code, r.modified_length)
+    };
+    let (psn, code, len) = response_of(&mut a, &mut out);
+    assert_eq!((code, len), (ReturnCode::Ok, 100));
+    // The data again (its ACK was lost): the READ is gone, the ACK still answers it.
+    assert_eq!(a.handle_packet(now, b_addr, &data).unwrap(), None);
+    assert_eq!(response_of(&mut a, &mut out), (psn, ReturnCode::Null, 0));
+}
+
 /// Interop: ACKs in the reference provider's form — plain ACKs (no SACK) naming a PSN above
 /// CACK by ACK_PSN, its own flag 0x40 set, each carrying a DEFAULT_RESPONSE — drive our
 /// initiator: each named PSN is acknowledged, and messages complete in order.
@@ -1060,6 +1142,12 @@ fn refusals() {
         ep.send(desc(ipv4([10, 0, 0, 2]), Service::Rud, i, 10)).unwrap();
     }
     assert_eq!(ep.send(desc(ipv4([10, 0, 0, 2]), Service::Rud, 99, 10)), Err(EndpointError::TooManyMessages));
+    // A READ goes on a PDC.
+    for service in [Service::Rudi, Service::Uud] {
+        let mut read = desc(ipv4([10, 0, 0, 2]), service, 0, 10);
+        read.header.common.opcode = Opcode::Read;
+        assert_eq!(Ep::new(config(ipv4([10, 0, 0, 1])), 1).send(read), Err(EndpointError::ReadWithoutPdc));
+    }
     assert!(matches!(
         ep.handle_packet(Instant::ZERO, ipv4([10, 0, 0, 2]), &[0xFF; 3]),
         Err(EndpointError::Malformed(_))

@@ -58,8 +58,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 InitiatorTx::Ack(a) => {
                     // The ACK of read data carries the DEFAULT_RESPONSE for it (the reference
                     // provider's target checks its `modified_length`).
+                    // Older data gets RC_NULL, so every ACK of read data answers it; the ACK of a
+                    // CLOSE_REQ is bare.
                     let named = a.ack_psn();
                     let rsp = p.ack_response.take().filter(|(psn, _)| *psn == named).map(|(_, r)| r);
+                    let data = p.close_req_psn != Some(named) && p.pdc.return_window().received(named);
+                    let rsp = rsp.or_else(|| data.then(|| null_response(p.last_ids)));
                     write_ack(out, dst, a, rsp)?
                 }
             };
@@ -304,7 +308,15 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         self.initiators
             .insert(
                 key,
-                IniPdc { start_psn: pdc.start_psn(), pdc, ack_response: None, next_message_id: 0, active: None },
+                IniPdc {
+                    start_psn: pdc.start_psn(),
+                    pdc,
+                    ack_response: None,
+                    last_ids: (0, 0),
+                    close_req_psn: None,
+                    next_message_id: 0,
+                    active: None,
+                },
             )
             .ok()
     }
