@@ -442,41 +442,29 @@ impl PdcSim {
             _ => None,
         };
         let pdc = self.targets.get_mut(id).unwrap();
-        if let (Some(_), PdsHeader::Request(r)) = (needs_response, header)
-            && let Some(n) = pdc.check_response_room(&r)
-        {
-            self.report.response_refusals += 1;
-            self.report.nacks += 1;
-            self.transmit(false, PdsHeader::Nack(n), None, None);
-            self.target_output(id);
-            return;
-        }
-        let verdict = match header {
-            PdsHeader::Request(r) if trimmed => pdc.handle_trimmed(&r, false).ok(),
+        // Refusals (their NACKs) leave through the PDC's `poll_transmit`, in `target_output`. A
+        // request no guaranteed-delivery response could be held for is refused: any request may
+        // need one.
+        let delivery = match header {
+            PdsHeader::Request(r) if trimmed => pdc.handle_trimmed(&r, false).map(|()| Delivery::Dropped).ok(),
             PdsHeader::Request(r) => pdc.handle_request(now, &cfg.pdc, &r, cfg.packet_bytes, false).ok(),
-            PdsHeader::Control(c) => pdc.handle_control(now, &cfg.pdc, &c).ok(),
+            PdsHeader::Control(c) => pdc.handle_control(now, &cfg.pdc, &c).map(|()| Delivery::Dropped).ok(),
             PdsHeader::Ack(a) => {
                 let _ = pdc.handle_ack(now, &cfg.pdc, &a);
                 None
             }
             _ => None,
         };
-        if let Some(v) = verdict {
-            match v.delivery {
-                Delivery::New if matches!(header, PdsHeader::Request(_)) => {
-                    self.record_delivery(tag);
-                    if let (Some(rsp), PdsHeader::Request(r)) = (needs_response, header) {
-                        self.targets.get_mut(id).unwrap().hold_response(r.psn, rsp).unwrap();
-                        self.report.responses_held += 1;
-                    }
+        match delivery {
+            Some(Delivery::New) if matches!(header, PdsHeader::Request(_)) => {
+                self.record_delivery(tag);
+                if let (Some(rsp), PdsHeader::Request(r)) = (needs_response, header) {
+                    self.targets.get_mut(id).unwrap().hold_response(r.psn, rsp).unwrap();
+                    self.report.responses_held += 1;
                 }
-                Delivery::Duplicate | Delivery::Stale => self.report.filtered += 1,
-                _ => {}
             }
-            if let Some(n) = v.nack {
-                self.report.nacks += 1;
-                self.transmit(false, PdsHeader::Nack(n), None, None);
-            }
+            Some(Delivery::Duplicate | Delivery::Stale) => self.report.filtered += 1,
+            _ => {}
         }
         self.target_output(id);
     }
@@ -546,6 +534,9 @@ impl PdcSim {
                 }
                 TargetTx::Nack(n) => {
                     self.report.nacks += 1;
+                    if n.code == uet_wire::pds::NackCode::NoGtdDelAvail {
+                        self.report.response_refusals += 1;
+                    }
                     (PdsHeader::Nack(n), None)
                 }
                 // This simulation sends no read data, so nothing of the return direction but

@@ -1030,10 +1030,12 @@ pub fn pdc_pair(data: &[u8]) {
         let r = match h {
             PdsHeader::Request(r) => {
                 let would = t.would_deliver(&r);
+                // A request refused for want of a response slot is not delivered.
+                let refused = !t.response_room(&r);
                 let v = t.handle_request(now, cfg, &r, 1000, false);
-                assert_eq!(would, v.is_ok_and(|v| v.delivery == Delivery::New), "would_deliver disagrees for {r:?}");
+                assert_eq!(would && !refused, v.is_ok_and(|v| v == Delivery::New), "would_deliver disagrees for {r:?}");
                 if let Ok(v) = v {
-                    if v.delivery == Delivery::New {
+                    if v == Delivery::New {
                         assert!(delivered.insert(r.psn), "PSN {} delivered twice", r.psn);
                         if mode == DeliveryMode::Rod && r.spdcid == ini.local_id() {
                             let expect = next_in_order.unwrap_or(t.start_psn());

@@ -15,13 +15,14 @@
 //! *Project-defined*, here only:
 //!
 //! * A target PDC holds at most `R` responses, a const generic of [`Target`] (default
-//!   [`HELD_RESPONSES`] = 4, which keeps one PDC within 256 bytes; at least 1; each slot is 28 B).
+//!   [`HELD_RESPONSES`] = 4, which keeps one PDC within 384 bytes; at least 1; each slot is 28 B).
 //!   A response is held for about one RTT, so the slots bound how many answered requests one PDC
 //!   takes per RTT. In the endpoint simulation at 800 Gb/s with every message (32 KiB average)
-//!   answered, 4 slots cost 39 111 NACK-driven resends of 44 084 requests and 16 slots none;
-//!   with every 10th answered, 4 slots cost none (`examples/tests/pdc_sim.rs`). A request the SES would
-//!   answer with a guaranteed-delivery response while all are in use is refused with NACK NO_GTD_DEL_AVAIL
-//!   (retransmit class) before it is delivered ([`Target::check_response_room`]).
+//!   answered and no loss, 4 slots cost 46 493 NACK-driven resends of 51 466 request packets and
+//!   16 slots none (`examples/tests/pdc_sim.rs`, `response_slots_bound_guaranteed_delivery_rate`).
+//!   Any request may need a guaranteed-delivery response, so one that arrives while none could
+//!   be held is refused with NACK NO_GTD_DEL_AVAIL
+//!   (retransmit class) before it is delivered ([`Target::handle_request_admitting`]).
 //! * The last free slot is kept for the oldest PSN not yet received (`CACK_PSN + 1`). Responses
 //!   held for later PSNs cannot be cleared while the initiator's left edge waits on that PSN, so
 //!   if it could be refused for want of a slot the PDC would deadlock (the PDC simulation found
@@ -34,7 +35,7 @@
 //!   acknowledged the ACK carrying it, so a well-behaved initiator never resends its request.
 //!
 //! [`Target`]: super::Target
-//! [`Target::check_response_room`]: super::Target::check_response_room
+//! [`Target::handle_request_admitting`]: super::Target::handle_request_admitting
 
 use super::window::{Sack, psn_after};
 use crate::ses::Response;

@@ -38,7 +38,7 @@ mod tests;
 pub use config::{PdcConfig, UNLIMITED_NACK_RETX};
 pub use initiator::{AckOutcome, Initiator, InitiatorEvent, InitiatorState, InitiatorTx, Stamp};
 pub use table::{InitiatorKey, IpAddr, PdcTable, TableError, TargetKey, ip, ipv4};
-pub use target::{Delivery, StartPolicy, Target, TargetEvent, TargetState, TargetTx, Verdict};
+pub use target::{Delivery, PENDING_NACKS, StartPolicy, Target, TargetEvent, TargetState, TargetTx};
 pub use window::{AckCoalescer, AckError, AckPolicy, AckTriggers, Arrival, RxWindow, Sack, TxWindow, psn_after};
 
 /// Takes the MP_RANGE an ACK_CC or ACK_CCX advertises as the peer's range, in PSNs. An update

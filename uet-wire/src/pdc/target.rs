@@ -120,16 +120,6 @@ pub enum Delivery {
     Dropped,
 }
 
-/// The target's answer to a packet: what to deliver, and a NACK to send at once.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Verdict {
-    /// What to do with the payload.
-    pub delivery: Delivery,
-    /// A NACK to send now.
-    pub nack: Option<Nack>,
-}
-
 /// A packet the target needs sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -138,7 +128,7 @@ pub enum TargetTx {
     Ack(Ack),
     /// CLOSE_REQ.
     Control(Control),
-    /// NACK CLOSING_IN_ERR.
+    /// A NACK: a refused request or control packet, or CLOSING_IN_ERR.
     Nack(Nack),
     /// Resend the return-direction packet with this PSN (RETX and AR set): the caller adds the
     /// SES header and payload that belong to it, as for [`Target::send`].
@@ -232,7 +222,23 @@ pub struct Target<const W: usize = 2, const R: usize = HELD_RESPONSES> {
     /// request whose response may still be held.
     last_new: Option<u32>,
     held: HeldResponses<R>,
+    /// NACKs waiting for `poll_transmit`, oldest first.
+    nacks: [Option<PendingNack>; PENDING_NACKS],
 }
+
+/// A NACK waiting to be sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PendingNack {
+    code: NackCode,
+    retx: bool,
+    psn: u32,
+    payload: u32,
+}
+
+/// NACKs a target PDC holds for sending (project-defined): more than that between two
+/// [`Target::poll_transmit`] calls are dropped, as a lost NACK would be; the initiator's timers
+/// recover either.
+pub const PENDING_NACKS: usize = 2;
 
 impl<const W: usize, const R: usize> Target<W, R> {
     /// `MP_RANGE` of this PDC, in PSNs.
@@ -302,6 +308,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
             clear_psn: required.wrapping_sub(1),
             last_new: None,
             held: HeldResponses::default(),
+            nacks: [None; PENDING_NACKS],
         })
     }
 
@@ -356,17 +363,28 @@ impl<const W: usize, const R: usize> Target<W, R> {
         Nack { flags, payload, ..Nack::for_pdc(code, psn, self.local, self.remote) }
     }
 
-    fn refuse(&self, code: NackCode, psn: u32, retx: bool) -> Verdict {
+    /// Refuses a packet: queues its NACK for [`Target::poll_transmit`] (dropped when
+    /// [`PENDING_NACKS`] wait already).
+    fn refuse(&mut self, code: NackCode, psn: u32, retx: bool) -> Delivery {
         let payload = match code {
             NackCode::NewStartPsn => self.start_psn,
             // Wireshark labels the payload "Max Recvd PSN + 1".
             _ => self.rx.max_rcvd().wrapping_add(1),
         };
-        Verdict { delivery: Delivery::Dropped, nack: Some(self.nack(code, psn, retx, payload)) }
+        if let Some(slot) = self.nacks.iter_mut().find(|n| n.is_none()) {
+            *slot = Some(PendingNack { code, retx, psn, payload });
+        }
+        Delivery::Dropped
     }
 
-    /// Classifies a request for this PDC (found by DPDCID, or by the SYN key) and records it.
-    /// `payload_len` feeds ACK coalescing; `ecn` says the packet arrived CE-marked.
+    /// [`Target::refuse`] for a packet that changes nothing else.
+    fn refused(&mut self, code: NackCode, psn: u32, retx: bool) -> Result<(), PdcError> {
+        self.refuse(code, psn, retx);
+        Ok(())
+    }
+
+    /// Classifies a request for this PDC (found by DPDCID, or by the SYN key) and records it:
+    /// [`Target::handle_request_admitting`] with a caller that takes every request.
     // Fast path: see "Speed" in the module doc of `pdc`.
     #[inline(always)]
     pub fn handle_request(
@@ -376,7 +394,53 @@ impl<const W: usize, const R: usize> Target<W, R> {
         req: &Request,
         payload_len: u32,
         ecn: bool,
-    ) -> Result<Verdict, PdcError> {
+    ) -> Result<Delivery, PdcError> {
+        self.handle_request_admitting(now, cfg, req, payload_len, ecn, || Ok(()))
+    }
+
+    /// Classifies a request for this PDC (found by DPDCID, or by the SYN key) and records it.
+    /// `payload_len` feeds ACK coalescing; `ecn` says the packet arrived CE-marked. What the
+    /// caller does with the payload is the returned [`Delivery`]; a refusal's NACK leaves
+    /// through [`Target::poll_transmit`].
+    ///
+    /// A request that would be delivered as new is first admitted, so that nothing counts it
+    /// received that cannot take it: it is refused (NACKed, not recorded) when no
+    /// guaranteed-delivery response could be held for it (NO_GTD_DEL_AVAIL, see
+    /// [`held`](super::held)), or when `admit` refuses it with a NACK code (the message layer's
+    /// NO_SES_MSG_AVAIL, for instance). `admit` is asked about every request, and its answer
+    /// counts only for one that would be delivered as new, so it must not change anything.
+    // Fast path: see "Speed" in the module doc of `pdc`.
+    #[inline(always)]
+    pub fn handle_request_admitting(
+        &mut self,
+        now: Instant,
+        cfg: &PdcConfig,
+        req: &Request,
+        payload_len: u32,
+        ecn: bool,
+        admit: impl FnOnce() -> Result<(), NackCode>,
+    ) -> Result<Delivery, PdcError> {
+        let refusal = match admit() {
+            Err(code) => Some(code),
+            Ok(()) => (!self.response_room(req)).then_some(NackCode::NoGtdDelAvail),
+        };
+        if let Some(code) = refusal {
+            if self.would_deliver(req) {
+                return Ok(self.refuse(code, req.psn, req.flags.contains(RequestFlags::RETX)));
+            }
+        }
+        self.record(now, cfg, req, payload_len, ecn)
+    }
+
+    #[inline(always)]
+    fn record(
+        &mut self,
+        now: Instant,
+        cfg: &PdcConfig,
+        req: &Request,
+        payload_len: u32,
+        ecn: bool,
+    ) -> Result<Delivery, PdcError> {
         let syn = matches!(req.dest, PdcDest::Syn { .. });
         let retx = req.flags.contains(RequestFlags::RETX);
         if let PdcDest::Established { dpdcid } = req.dest {
@@ -406,7 +470,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
                     let missing = self.rx.cack_psn().wrapping_add(1);
                     self.state = next;
                     if self.rod_nacked == Some(missing) {
-                        return Ok(Verdict { delivery: Delivery::Dropped, nack: None });
+                        return Ok(Delivery::Dropped);
                     }
                     self.rod_nacked = Some(missing);
                     return Ok(self.refuse(NackCode::RodOoo, req.psn, retx));
@@ -454,12 +518,11 @@ impl<const W: usize, const R: usize> Target<W, R> {
             self.ack_flags |= AckFlags::RETX;
         }
         self.touch(now, cfg);
-        Ok(Verdict { delivery, nack: None })
+        Ok(delivery)
     }
 
-    /// Whether [`Target::handle_request`] would deliver `req` as new, without recording anything:
-    /// lets the message layer refuse a packet (NACK NO_SES_MSG_AVAIL) before the PDC counts it
-    /// received.
+    /// Whether [`Target::handle_request`] would deliver `req` as new (if admitted), without
+    /// recording anything.
     pub fn would_deliver(&self, req: &Request) -> bool {
         let syn = matches!(req.dest, PdcDest::Syn { .. });
         if let PdcDest::Established { dpdcid } = req.dest {
@@ -487,18 +550,20 @@ impl<const W: usize, const R: usize> Target<W, R> {
     /// Answers a request that arrived trimmed (its payload cut by a switch; the caller knows from
     /// the packet's length or marking): NACK TRIMMED, or TRIMMED_LASTHOP when the last-hop switch
     /// cut it, so the initiator resends at once. Nothing is recorded.
-    pub fn handle_trimmed(&self, req: &Request, last_hop: bool) -> Result<Verdict, PdcError> {
+    pub fn handle_trimmed(&mut self, req: &Request, last_hop: bool) -> Result<(), PdcError> {
         if let PdcDest::Established { dpdcid } = req.dest {
             if dpdcid != self.local {
                 return Err(PdcError::WrongPdc { expected: self.local, got: dpdcid });
             }
         }
         transition(self.state, Ev::Packet)?;
-        if req.spdcid != self.remote {
-            return Ok(self.refuse(NackCode::PdcHdrMismatch, req.psn, false));
-        }
-        let code = if last_hop { NackCode::TrimmedLastHop } else { NackCode::Trimmed };
-        Ok(self.refuse(code, req.psn, req.flags.contains(RequestFlags::RETX)))
+        let code = match (req.spdcid != self.remote, last_hop) {
+            (true, _) => NackCode::PdcHdrMismatch,
+            (false, true) => NackCode::TrimmedLastHop,
+            (false, false) => NackCode::Trimmed,
+        };
+        self.refuse(code, req.psn, req.flags.contains(RequestFlags::RETX));
+        Ok(())
     }
 
     /// A packet from the initiator was accepted: the idle timer restarts, and so does the wait for
@@ -513,7 +578,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
 
     /// Handles a control packet from the initiator: CLOSE, ACK_REQ, CLEAR, NOOP; others are NACKed
     /// UNEXP_EVENT (digest §4.3 target step 6).
-    pub fn handle_control(&mut self, now: Instant, cfg: &PdcConfig, ctl: &Control) -> Result<Verdict, PdcError> {
+    pub fn handle_control(&mut self, now: Instant, cfg: &PdcConfig, ctl: &Control) -> Result<(), PdcError> {
         if let PdcDest::Established { dpdcid } = ctl.dest {
             if dpdcid != self.local {
                 return Err(PdcError::WrongPdc { expected: self.local, got: dpdcid });
@@ -522,25 +587,24 @@ impl<const W: usize, const R: usize> Target<W, R> {
         let next = transition(self.state, Ev::Packet)?;
         let retx = ctl.flags.contains(ControlFlags::RETX);
         if ctl.spdcid != self.remote {
-            return Ok(self.refuse(NackCode::PdcHdrMismatch, ctl.psn, retx));
+            return self.refused(NackCode::PdcHdrMismatch, ctl.psn, retx);
         }
         if next == TargetState::Pending {
-            return Ok(self.refuse(NackCode::UnexpEvent, ctl.psn, retx));
+            return self.refused(NackCode::UnexpEvent, ctl.psn, retx);
         }
-        let answered = Verdict { delivery: Delivery::Dropped, nack: None };
         match ctl.ctl_type {
             ControlType::Close => {
                 // The CLOSE takes the PSN after every request (all were acknowledged first, or
                 // abandoned in error): everything up to it counts as received.
                 let cack = self.rx.cack_psn();
                 if !psn_after(ctl.psn, cack) {
-                    return Ok(self.refuse(NackCode::UnexpEvent, ctl.psn, retx));
+                    return self.refused(NackCode::UnexpEvent, ctl.psn, retx);
                 }
                 let next = transition(self.state, Ev::Close)?;
                 self.rx = RxWindow::new(ctl.psn.wrapping_add(1));
                 self.ack_now(ctl.psn, retx);
                 self.enter(next);
-                Ok(answered)
+                Ok(())
             }
             ControlType::AckReq => {
                 let received = match self.mode {
@@ -548,11 +612,11 @@ impl<const W: usize, const R: usize> Target<W, R> {
                     DeliveryMode::Rod => !psn_after(ctl.psn, self.rx.cack_psn()),
                 };
                 if !received {
-                    return Ok(self.refuse(NackCode::PktNotRcvd, ctl.psn, retx));
+                    return self.refused(NackCode::PktNotRcvd, ctl.psn, retx);
                 }
                 self.ack_now(ctl.psn, retx);
                 self.touch(now, cfg);
-                Ok(answered)
+                Ok(())
             }
             ControlType::Clear | ControlType::Noop => {
                 if ctl.ctl_type == ControlType::Clear {
@@ -569,9 +633,9 @@ impl<const W: usize, const R: usize> Target<W, R> {
                     self.ack_now(self.rx.cack_psn(), retx);
                 }
                 self.touch(now, cfg);
-                Ok(answered)
+                Ok(())
             }
-            _ => Ok(self.refuse(NackCode::UnexpEvent, ctl.psn, retx)),
+            _ => self.refused(NackCode::UnexpEvent, ctl.psn, retx),
         }
     }
 
@@ -745,10 +809,15 @@ impl<const W: usize, const R: usize> Target<W, R> {
         self.state = next;
     }
 
-    /// The next packet to send: NACK CLOSING_IN_ERR, CLOSE_REQ, or the ACK that is due.
+    /// The next packet to send: a NACK refusing a packet, NACK CLOSING_IN_ERR, CLOSE_REQ, the
+    /// ACK that is due, or a resend of the return direction.
     // Fast path: see "Speed" in the module doc of `pdc`.
     #[inline(always)]
     pub fn poll_transmit(&mut self, _now: Instant) -> Option<TargetTx> {
+        if let Some(n) = self.nacks.first_mut().and_then(Option::take) {
+            self.nacks.rotate_left(1);
+            return Some(TargetTx::Nack(self.nack(n.code, n.psn, n.retx, n.payload)));
+        }
         if self.tx_pending & TX_CLOSING_IN_ERR != 0 {
             self.tx_pending &= !TX_CLOSING_IN_ERR;
             let psn = self.rx.cack_psn().wrapping_add(1);
@@ -809,8 +878,8 @@ impl<const W: usize, const R: usize> Target<W, R> {
     /// [`Target::held_response`] of its `ack_psn` after it.
     ///
     /// `psn` must be the request [`Target::handle_request`] just delivered as new, before the next
-    /// `poll_transmit`: an ACK sent since may have acknowledged it already. A request that needs a
-    /// response while none can be held is refused first with [`Target::check_response_room`].
+    /// `poll_transmit`: an ACK sent since may have acknowledged it already. A request is delivered
+    /// only while a response could be held for it.
     pub fn hold_response(&mut self, psn: u32, rsp: Response) -> Result<(), PdcError> {
         let why = if rsp.opcode != ResponseOpcode::Response {
             "only a RESPONSE needs guaranteed delivery"
@@ -824,34 +893,32 @@ impl<const W: usize, const R: usize> Target<W, R> {
         Err(PdcError::CannotHold { psn, why })
     }
 
-    /// For a request whose SES answer needs guaranteed delivery: NACK NO_GTD_DEL_AVAIL when it
-    /// would be delivered but no response can be held (retransmit class: the initiator resends
-    /// after `NACK_Retx_Time`). `None` when the request may go ahead. The last free slot is kept
-    /// for the oldest PSN not yet received (`CACK_PSN + 1`; project-defined, see
-    /// [`held`](super::held)).
+    /// Whether a guaranteed-delivery response could be held for `req` if it were delivered now
+    /// (else [`Target::handle_request_admitting`] NACKs it NO_GTD_DEL_AVAIL, retransmit class: the
+    /// initiator resends after `NACK_Retx_Time`). The last free slot is kept for the oldest PSN
+    /// not yet received (`CACK_PSN + 1`; project-defined, see [`held`](super::held)).
     ///
-    /// The slots the request's own `CLEAR_PSN` releases count as free: `handle_request` applies it
-    /// when it takes the request. (Were they not counted, a PDC whose slots are all held would
-    /// refuse every new request, and with it the `CLEAR_PSN` that frees them: the initiator would
-    /// only get out of it with a CLEAR control packet, after ACKs it may never get.)
-    pub fn check_response_room(&self, req: &Request) -> Option<Nack> {
+    /// The slots the request's own `CLEAR_PSN` releases count as free: recording the request
+    /// applies it. (Were they not counted, a PDC whose slots are all held would refuse every new
+    /// request, and with it the `CLEAR_PSN` that frees them: the initiator would only get out of
+    /// it with a CLEAR control packet, after ACKs it may never get.)
+    #[inline]
+    pub fn response_room(&self, req: &Request) -> bool {
+        if self.held.is_empty() && R > 1 {
+            return true;
+        }
         let clear = req.psn.wrapping_add(i32::from(req.clear_psn_offset) as u32);
-        // As `apply_clear` would after `handle_request` received the request.
+        // As `apply_clear` would after recording the request.
         let newest = if psn_after(req.psn, self.rx.max_rcvd()) { req.psn } else { self.rx.max_rcvd() };
         let free = if psn_after(clear, self.clear_psn) && !psn_after(clear, newest) {
             self.held.free_after_release_through(clear)
         } else {
             self.held.free()
         };
-        let room = match free {
+        match free {
             0 => false,
             1 => req.psn == self.rx.cack_psn().wrapping_add(1),
             _ => true,
-        };
-        if !room && self.would_deliver(req) {
-            self.refuse(NackCode::NoGtdDelAvail, req.psn, req.flags.contains(RequestFlags::RETX)).nack
-        } else {
-            None
         }
     }
 
@@ -982,7 +1049,11 @@ impl<const W: usize, const R: usize> Target<W, R> {
             self.events &= !EV_FAILED;
             return self.failure.map(TargetEvent::Failed);
         }
-        if self.events & EV_CLOSED != 0 && self.tx_pending == 0 && !self.ack_due {
+        if self.events & EV_CLOSED != 0
+            && self.tx_pending == 0
+            && !self.ack_due
+            && self.nacks.iter().all(Option::is_none)
+        {
             self.events &= !EV_CLOSED;
             return Some(TargetEvent::Closed);
         }

@@ -49,6 +49,14 @@ fn nack(n: Nack) -> Nack {
     }
 }
 
+/// The NACK the target queued for `poll_transmit`, through the wire.
+fn pending_nack<const R: usize>(tg: &mut Target<2, R>) -> Nack {
+    match tg.poll_transmit(Instant::ZERO) {
+        Some(TargetTx::Nack(n)) => nack(n),
+        other => panic!("expected a NACK, got {other:?}"),
+    }
+}
+
 fn ctl(c: Control) -> Control {
     match wire(PdsHeader::Control(c)) {
         PdsHeader::Control(c) => c,
@@ -66,7 +74,7 @@ fn established(mode: DeliveryMode) -> (Initiator, Target) {
     let mut i = Initiator::<2>::new(&cfg, mode, 7, 4);
     let r = req(i.send(t(0), &cfg, false).unwrap());
     let mut tg = Target::<2>::new(t(1), &cfg, 19, &r, StartPolicy::Open).unwrap();
-    assert_eq!(tg.handle_request(t(1), &cfg, &r, 4096, false).unwrap().delivery, Delivery::New);
+    assert_eq!(tg.handle_request(t(1), &cfg, &r, 4096, false).unwrap(), Delivery::New);
     let a = ack_of(tg.poll_transmit(t(1)).unwrap());
     i.handle_ack(t(2), &cfg, &a).unwrap();
     assert_eq!(i.state(), InitiatorState::Established);
@@ -91,10 +99,7 @@ fn worked_example_write_read_and_target_requested_close() {
     let r4 = req(s4);
     let mut tg = Target::<2>::new(t(1), &cfg, 19, &r4, StartPolicy::Open).unwrap();
     assert_eq!(tg.poll_event(), Some(TargetEvent::Established));
-    assert_eq!(
-        tg.handle_request(t(1), &cfg, &r4, 4096, false).unwrap(),
-        Verdict { delivery: Delivery::New, nack: None }
-    );
+    assert_eq!(tg.handle_request(t(1), &cfg, &r4, 4096, false).unwrap(), Delivery::New);
     // PSN 5: still SYN (no ACK yet), psn_offset 1.
     let s5 = i.send(t(1), &cfg, false).unwrap();
     assert_eq!(s5.dest, PdcDest::Syn { use_rsv_pdc: false, psn_offset: 1 });
@@ -102,7 +107,7 @@ fn worked_example_write_read_and_target_requested_close() {
     let a4 = ack_of(tg.poll_transmit(t(1)).unwrap());
     assert_eq!((a4.cack_psn, a4.spdcid, a4.dpdcid), (4, 19, 7));
     acks.push(a4.cack_psn);
-    assert_eq!(tg.handle_request(t(2), &cfg, &req(s5), 4096, false).unwrap().delivery, Delivery::New);
+    assert_eq!(tg.handle_request(t(2), &cfg, &req(s5), 4096, false).unwrap(), Delivery::New);
     let a5 = ack_of(tg.poll_transmit(t(2)).unwrap());
     acks.push(a5.cack_psn);
     assert_eq!(i.handle_ack(t(3), &cfg, &a4).unwrap().acked, 1);
@@ -116,7 +121,7 @@ fn worked_example_write_read_and_target_requested_close() {
         assert_eq!((s.psn, s.dest), (psn, PdcDest::Established { dpdcid: 19 }));
         assert_eq!(s.flags.contains(RequestFlags::AR), psn == 8);
         assert_eq!(s.request(NextHeader::ReqStd, None).clear_psn(), 5);
-        assert_eq!(tg.handle_request(t(5), &cfg, &req(s), 4096, false).unwrap().delivery, Delivery::New);
+        assert_eq!(tg.handle_request(t(5), &cfg, &req(s), 4096, false).unwrap(), Delivery::New);
         // 8 KiB accepted is under ACK_Gen_Trigger: only the AR packet is ACKed.
         assert_eq!(tg.ack_due(), psn == 8);
     }
@@ -270,16 +275,44 @@ fn target_refusals_are_nacks() {
     let before = tg.clone();
     let mut r = req(s);
     r.spdcid = 8;
-    assert_eq!(tg.handle_request(t(4), &cfg, &r, 0, false).unwrap().nack.unwrap().code, NackCode::PdcHdrMismatch);
+    assert_eq!(
+        {
+            tg.handle_request(t(4), &cfg, &r, 0, false).unwrap();
+            pending_nack(&mut tg)
+        }
+        .code,
+        NackCode::PdcHdrMismatch
+    );
     let mut r = req(s);
     r.mode = DeliveryMode::Rod;
-    assert_eq!(tg.handle_request(t(4), &cfg, &r, 0, false).unwrap().nack.unwrap().code, NackCode::PdcModeMismatch);
+    assert_eq!(
+        {
+            tg.handle_request(t(4), &cfg, &r, 0, false).unwrap();
+            pending_nack(&mut tg)
+        }
+        .code,
+        NackCode::PdcModeMismatch
+    );
     // Outside both windows: PSN_OOR_WINDOW; with SYN: INVALID_SYN.
     let mut r = req(s);
     r.psn = s.psn + 1000;
-    assert_eq!(tg.handle_request(t(4), &cfg, &r, 0, false).unwrap().nack.unwrap().code, NackCode::PsnOorWindow);
+    assert_eq!(
+        {
+            tg.handle_request(t(4), &cfg, &r, 0, false).unwrap();
+            pending_nack(&mut tg)
+        }
+        .code,
+        NackCode::PsnOorWindow
+    );
     r.dest = PdcDest::Syn { use_rsv_pdc: false, psn_offset: 0 };
-    assert_eq!(tg.handle_request(t(4), &cfg, &r, 0, false).unwrap().nack.unwrap().code, NackCode::InvalidSyn);
+    assert_eq!(
+        {
+            tg.handle_request(t(4), &cfg, &r, 0, false).unwrap();
+            pending_nack(&mut tg)
+        }
+        .code,
+        NackCode::InvalidSyn
+    );
     // Another DPDCID is not this PDC's packet at all.
     let mut r = req(s);
     r.dest = PdcDest::Established { dpdcid: 20 };
@@ -288,16 +321,10 @@ fn target_refusals_are_nacks() {
 
     // A duplicate is re-ACKed, never NACKed; a stale one too.
     let r = req(i.send(t(3), &cfg, false).unwrap());
-    assert_eq!(tg.handle_request(t(5), &cfg, &r, 0, false).unwrap().delivery, Delivery::New);
-    assert_eq!(
-        tg.handle_request(t(5), &cfg, &r, 0, false).unwrap(),
-        Verdict { delivery: Delivery::Duplicate, nack: None }
-    );
+    assert_eq!(tg.handle_request(t(5), &cfg, &r, 0, false).unwrap(), Delivery::New);
+    assert_eq!(tg.handle_request(t(5), &cfg, &r, 0, false).unwrap(), Delivery::Duplicate);
     let r4 = Request { psn: 4, ..r };
-    assert_eq!(
-        tg.handle_request(t(5), &cfg, &r4, 0, false).unwrap(),
-        Verdict { delivery: Delivery::Stale, nack: None }
-    );
+    assert_eq!(tg.handle_request(t(5), &cfg, &r4, 0, false).unwrap(), Delivery::Stale);
     assert!(tg.ack_due());
     // Unknown control types: UNEXP_EVENT. An ACK_REQ for a PSN not received: PKT_NOT_RCVD.
     let c = Control {
@@ -309,23 +336,40 @@ fn target_refusals_are_nacks() {
         dest: PdcDest::Established { dpdcid: 19 },
         payload: 0,
     };
-    assert_eq!(tg.handle_control(t(6), &cfg, &c).unwrap().nack.unwrap().code, NackCode::UnexpEvent);
+    assert_eq!(
+        {
+            tg.handle_control(t(6), &cfg, &c).unwrap();
+            pending_nack(&mut tg)
+        }
+        .code,
+        NackCode::UnexpEvent
+    );
     let c = Control { ctl_type: ControlType::AckReq, ..c };
-    assert_eq!(tg.handle_control(t(6), &cfg, &c).unwrap().nack.unwrap().code, NackCode::PktNotRcvd);
+    assert_eq!(
+        {
+            tg.handle_control(t(6), &cfg, &c).unwrap();
+            pending_nack(&mut tg)
+        }
+        .code,
+        NackCode::PktNotRcvd
+    );
     // Trimmed arrivals are NACKed for an immediate resend and not recorded.
     let s2 = i.send(t(6), &cfg, false).unwrap();
-    let v = tg.handle_trimmed(&req(s2), false).unwrap();
-    assert_eq!(v.nack.unwrap().code, NackCode::Trimmed);
+    tg.handle_trimmed(&req(s2), false).unwrap();
+    assert_eq!(pending_nack(&mut tg).code, NackCode::Trimmed);
     assert!(!tg.window().received(s2.psn));
 }
 
 #[test]
 fn nack_classes_drive_recovery() {
     let cfg = cfg();
-    let (mut i, tg) = established(DeliveryMode::Rud);
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
     let s = i.send(t(3), &cfg, false).unwrap();
     // TRIMMED: resent at once with RETX and AR.
-    let n = nack(tg.handle_trimmed(&req(s), false).unwrap().nack.unwrap());
+    let n = {
+        tg.handle_trimmed(&req(s), false).unwrap();
+        pending_nack(&mut tg)
+    };
     assert_eq!(i.handle_nack(t(4), &cfg, &n), Ok(NackClass::Retransmit));
     let Some(InitiatorTx::Resend(r)) = i.poll_transmit(t(4)) else { panic!("no resend") };
     assert_eq!(r.psn, s.psn);
@@ -354,9 +398,12 @@ fn nack_classes_drive_recovery() {
     assert_eq!(c.ctl_type, ControlType::Close);
 
     // A close-class NACK closes at once: the target has no usable PDC.
-    let (mut i, tg) = established(DeliveryMode::Rud);
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
     let s = i.send(t(3), &cfg, false).unwrap();
-    let mut n = nack(tg.handle_trimmed(&req(s), false).unwrap().nack.unwrap());
+    let mut n = {
+        tg.handle_trimmed(&req(s), false).unwrap();
+        pending_nack(&mut tg)
+    };
     n.code = NackCode::InvDpdcid;
     assert_eq!(i.handle_nack(t(4), &cfg, &n), Ok(NackClass::Close));
     assert_eq!(i.state(), InitiatorState::Closed);
@@ -438,11 +485,14 @@ fn tail_loss_probe_recovers_a_lost_last_packet() {
     i.handle_timeout(now, &cfg);
     let Some(InitiatorTx::Control(p)) = i.poll_transmit(now) else { panic!("no probe") };
     assert_eq!((p.ctl_type, p.psn), (ControlType::AckReq, s.psn));
-    let n = nack(tg.handle_control(now, &cfg, &ctl(p)).unwrap().nack.unwrap());
+    let n = {
+        tg.handle_control(now, &cfg, &ctl(p)).unwrap();
+        pending_nack(&mut tg)
+    };
     assert_eq!(n.code, NackCode::PktNotRcvd);
     i.handle_nack(now, &cfg, &n).unwrap();
     let Some(InitiatorTx::Resend(r)) = i.poll_transmit(now) else { panic!("no resend") };
-    assert_eq!(tg.handle_request(now, &cfg, &req(r), 10, false).unwrap().delivery, Delivery::New);
+    assert_eq!(tg.handle_request(now, &cfg, &req(r), 10, false).unwrap(), Delivery::New);
     i.handle_ack(now, &cfg, &ack_of(tg.poll_transmit(now).unwrap())).unwrap();
     assert_eq!(i.outstanding(), 0);
     assert_eq!(i.poll_timeout(), None);
@@ -505,21 +555,18 @@ fn rod_delivers_in_order_and_goes_back_n() {
     let stamps: Vec<Stamp> = (0..4).map(|_| i.send(t(3), &cfg, false).unwrap()).collect();
     // The first is lost: the second is NACKed ROD_OOO, the third and fourth dropped silently.
     let v = tg.handle_request(t(4), &cfg, &req(stamps[1]), 100, false).unwrap();
-    assert_eq!(v.delivery, Delivery::Dropped);
-    let n = nack(v.nack.unwrap());
+    assert_eq!(v, Delivery::Dropped);
+    let n = pending_nack(&mut tg);
     assert_eq!(n.code, NackCode::RodOoo);
     for s in &stamps[2..] {
-        assert_eq!(
-            tg.handle_request(t(4), &cfg, &req(*s), 100, false).unwrap(),
-            Verdict { delivery: Delivery::Dropped, nack: None }
-        );
+        assert_eq!(tg.handle_request(t(4), &cfg, &req(*s), 100, false).unwrap(), Delivery::Dropped);
     }
     i.handle_nack(t(5), &cfg, &n).unwrap();
     // Go-back-N: all four are resent, in order, and delivered in order.
     let mut delivered = Vec::new();
     while let Some(InitiatorTx::Resend(r)) = i.poll_transmit(t(5)) {
         let v = tg.handle_request(t(6), &cfg, &req(r), 100, false).unwrap();
-        assert_eq!(v.delivery, Delivery::New);
+        assert_eq!(v, Delivery::New);
         delivered.push(r.psn);
     }
     assert_eq!(delivered, stamps.iter().map(|s| s.psn).collect::<Vec<_>>());
@@ -539,10 +586,17 @@ fn secure_start_psn_0rtt_refused_then_restarted() {
     let mut tg = Target::<2>::new(t(1), &cfg, 19, &r0, policy).unwrap();
     assert_eq!(tg.state(), TargetState::Pending);
     let v = tg.handle_request(t(1), &cfg, &r0, 100, false).unwrap();
-    let n = nack(v.nack.unwrap());
-    assert_eq!((v.delivery, n.code, n.payload), (Delivery::Dropped, NackCode::NewStartPsn, 70_000));
+    let n = pending_nack(&mut tg);
+    assert_eq!((v, n.code, n.payload), (Delivery::Dropped, NackCode::NewStartPsn, 70_000));
     // The second SYN of the old start is refused the same way.
-    assert_eq!(tg.handle_request(t(1), &cfg, &req(s1), 100, false).unwrap().nack.unwrap().code, NackCode::NewStartPsn);
+    assert_eq!(
+        {
+            tg.handle_request(t(1), &cfg, &req(s1), 100, false).unwrap();
+            pending_nack(&mut tg)
+        }
+        .code,
+        NackCode::NewStartPsn
+    );
     // The initiator shifts every PSN and resends both, still with SYN.
     i.handle_nack(t(2), &cfg, &n).unwrap();
     assert_eq!(i.start_psn(), 70_000);
@@ -551,7 +605,7 @@ fn secure_start_psn_0rtt_refused_then_restarted() {
         assert!(r.syn());
         assert_eq!(r.request(NextHeader::ReqStd, None).start_psn(), Some(70_000));
         let v = tg.handle_request(t(3), &cfg, &req(r), 100, false).unwrap();
-        assert_eq!(v.delivery, Delivery::New);
+        assert_eq!(v, Delivery::New);
         psns.push(r.psn);
     }
     assert_eq!(psns, [70_000, 70_001]);
@@ -573,7 +627,10 @@ fn secure_start_psn_1rtt_and_pending_reaped() {
     let mut i = Initiator::<2>::new(&cfg, DeliveryMode::Rud, 7, 1000);
     let r = req(i.send(t(0), &cfg, true).unwrap());
     let mut tg = Target::<2>::new(t(1), &cfg, 19, &r, StartPolicy::Random1Rtt { start_psn: 123_456 }).unwrap();
-    let n = tg.handle_request(t(1), &cfg, &r, 0, false).unwrap().nack.unwrap();
+    let n = {
+        tg.handle_request(t(1), &cfg, &r, 0, false).unwrap();
+        pending_nack(&mut tg)
+    };
     assert_eq!((n.code, n.payload), (NackCode::NewStartPsn, 123_456));
     // Nothing more arrives: the Pending PDC is reaped after New_PDC_Time.
     assert_eq!(tg.poll_timeout(), Some(t(1).saturating_add(cfg.new_pdc_time)));
@@ -591,7 +648,14 @@ fn secure_start_psn_1rtt_and_pending_reaped() {
         dest: PdcDest::Syn { use_rsv_pdc: false, psn_offset: 1 },
         payload: 0,
     };
-    assert_eq!(tg.handle_control(t(2), &cfg, &c).unwrap().nack.unwrap().code, NackCode::UnexpEvent);
+    assert_eq!(
+        {
+            tg.handle_control(t(2), &cfg, &c).unwrap();
+            pending_nack(&mut tg)
+        }
+        .code,
+        NackCode::UnexpEvent
+    );
 }
 
 #[test]
@@ -723,8 +787,8 @@ fn guaranteed_delivery_response_survives_a_lost_ack_until_cleared() {
     let (mut i, mut tg) = established(DeliveryMode::Rud);
     let s5 = i.send(t(3), &cfg, false).unwrap();
     let r5 = req(s5);
-    assert_eq!(tg.check_response_room(&r5), None);
-    assert_eq!(tg.handle_request(t(3), &cfg, &r5, 8, false).unwrap().delivery, Delivery::New);
+    assert!(tg.response_room(&r5));
+    assert_eq!(tg.handle_request(t(3), &cfg, &r5, 8, false).unwrap(), Delivery::New);
     // Only the request just delivered, and only a RESPONSE, can be held.
     let mut default = atomic_response(8);
     default.opcode = crate::ses::ResponseOpcode::DefaultResponse;
@@ -737,7 +801,7 @@ fn guaranteed_delivery_response_survives_a_lost_ack_until_cleared() {
     assert_eq!(tg.poll_transmit(t(3)), None);
     // PSN 6 arrives (AR): its ACK stops CACK before 5 and leaves 5's SACK bit clear.
     let r6 = req(i.send(t(4), &cfg, true).unwrap());
-    assert_eq!(tg.handle_request(t(4), &cfg, &r6, 8, false).unwrap().delivery, Delivery::New);
+    assert_eq!(tg.handle_request(t(4), &cfg, &r6, 8, false).unwrap(), Delivery::New);
     let a6 = ack_of(tg.poll_transmit(t(4)).unwrap());
     assert_eq!((a6.cack_psn, a6.next_header, a6.request), (4, NextHeader::None, AckRequest::Clear));
     i.handle_ack(t(4), &cfg, &a6).unwrap();
@@ -756,7 +820,7 @@ fn guaranteed_delivery_response_survives_a_lost_ack_until_cleared() {
     }
     let r5b = req(resent.unwrap());
     assert_eq!(r5b.psn, 5);
-    assert_eq!(tg.handle_request(t(1100), &cfg, &r5b, 8, false).unwrap().delivery, Delivery::Duplicate);
+    assert_eq!(tg.handle_request(t(1100), &cfg, &r5b, 8, false).unwrap(), Delivery::Duplicate);
     // It names 5 by ACK_PSN; CACK stays before 5, which is still held (CACK never moves back).
     let again = ack_of(tg.poll_transmit(t(1100)).unwrap());
     assert_eq!((again.next_header, again.ack_psn(), again.cack_psn), (NextHeader::Rsp, 5, 4));
@@ -783,12 +847,15 @@ fn held_responses_are_bounded_and_freed_by_clear_psn() {
     let (mut i, mut tg) = established(DeliveryMode::Rud);
     for k in 0..held::HELD_RESPONSES as u32 {
         let r = req(i.send(t(3), &cfg, false).unwrap());
-        assert_eq!(tg.check_response_room(&r), None);
+        assert!(tg.response_room(&r));
         tg.handle_request(t(3), &cfg, &r, 8, false).unwrap();
         tg.hold_response(r.psn, atomic_response(k)).unwrap();
     }
     let full = req(i.send(t(3), &cfg, false).unwrap());
-    let n = tg.check_response_room(&full).unwrap();
+    assert!(!tg.response_room(&full));
+    assert_eq!(tg.handle_request(t(3), &cfg, &full, 8, false).unwrap(), Delivery::Dropped);
+    assert!(!tg.window().received(full.psn), "refused, not recorded");
+    let n = pending_nack(&mut tg);
     assert_eq!(n.code, NackCode::NoGtdDelAvail);
     assert!(matches!(n.target, NackTarget::Pdc { psn, .. } if psn == full.psn));
     assert_eq!(n.code.class(), NackClass::Retransmit);
@@ -806,12 +873,12 @@ fn held_responses_are_bounded_and_freed_by_clear_psn() {
     // let in while all four are still held, since taking it frees them; `full`, sent before the
     // ACKs, carries an older CLEAR_PSN and is still refused.
     let r = req(i.send(t(5), &cfg, false).unwrap());
-    assert_eq!(tg.check_response_room(&r), None);
-    assert!(tg.check_response_room(&full).is_some());
+    assert!(tg.response_room(&r));
+    assert!(!tg.response_room(&full));
     tg.handle_request(t(5), &cfg, &r, 8, false).unwrap();
-    assert_eq!(tg.handle_request(t(5), &cfg, &full, 8, false).unwrap().delivery, Delivery::New);
+    assert_eq!(tg.handle_request(t(5), &cfg, &full, 8, false).unwrap(), Delivery::New);
     assert!((5..5 + held::HELD_RESPONSES as u32).all(|p| tg.held_response(p).is_none()));
-    assert_eq!(tg.check_response_room(&req(i.send(t(6), &cfg, false).unwrap())), None);
+    assert!(tg.response_room(&req(i.send(t(6), &cfg, false).unwrap())));
 }
 
 /// While an older response is held (CACK stays before it), the ACK carrying a response for a PSN
@@ -1005,9 +1072,9 @@ proptest::proptest! {
                 }
                 1 => {
                     if let Some(&r) = sent.get(usize::from(x) % sent.len().max(1)) {
-                        let fresh = tg.check_response_room(&r).is_none();
+                        let fresh = tg.response_room(&r);
                         if let Ok(v) = tg.handle_request(now, &cfg, &r, 100, false) {
-                            if v.delivery == Delivery::New && fresh && x & 2 == 0 {
+                            if v == Delivery::New && fresh && x & 2 == 0 {
                                 let _ = tg.hold_response(r.psn, atomic_response(8));
                             }
                         }

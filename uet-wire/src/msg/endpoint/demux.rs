@@ -137,14 +137,11 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             PdcDest::Established { dpdcid } => Some(dpdcid),
             PdcDest::Syn { .. } => self.targets.find(&TargetKey { src, dst: self.cfg.addr, spdcid: r.spdcid }),
         };
-        let verdict = id.and_then(|id| self.targets.get(id)).map(|t| t.pdc.handle_trimmed(&r, last_hop));
-        match verdict {
-            Some(Ok(v)) => {
-                if let Some(n) = v.nack {
-                    self.queue_nack(src, n);
-                }
+        match id.and_then(|id| self.targets.get_mut(id)) {
+            // Its NACK leaves through the PDC's `poll_transmit`.
+            Some(t) => {
+                let _ = t.pdc.handle_trimmed(&r, last_hop);
             }
-            Some(Err(_)) => {}
             // No PDC yet (a trimmed SYN): NACK it so the initiator resends; the resend creates it.
             None => {
                 let code = if last_hop { NackCode::TrimmedLastHop } else { NackCode::Trimmed };
@@ -283,11 +280,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             self.nack_unknown(src, c.psn, c.spdcid);
             return;
         };
-        if let Ok(v) = t.pdc.handle_control(now, &cfg, c) {
-            if let Some(n) = v.nack {
-                self.queue_nack(src, n);
-            }
-        }
+        // A refused control packet's NACK leaves through the PDC's `poll_transmit`.
+        let _ = t.pdc.handle_control(now, &cfg, c);
         self.after_target_change(now, id);
     }
 }

@@ -64,31 +64,19 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         // A READ is answered with data, which needs a message slot until acknowledged.
         let read_room = !read || self.msgs.iter().any(Option::is_none) || self.read_run_for(id, &ses, seg).is_some();
         let Some(t) = self.targets.get_mut(id) else { return Ok(None) };
-        // The message layer must take a new packet before the PDC counts it received.
-        if t.pdc.would_deliver(&r) {
-            if let Err(e) = t.order.check(ses.message_id, ses.request_length, seg.len) {
-                let code = match e {
-                    OrderError::NoRoom { .. } => NackCode::NoSesMsgAvail,
-                    OrderError::Inconsistent { .. } => NackCode::UnexpEvent,
-                };
-                self.queue_nack(src, refusal(code, &r, id));
-                return Ok(None);
-            }
-            // Any request may need a guaranteed-delivery response: none is delivered unless one
-            // could be held for it.
-            if let Some(n) = t.pdc.check_response_room(&r) {
-                self.queue_nack(src, n);
-                return Ok(None);
-            }
-            if !read_room {
-                self.queue_nack(src, refusal(NackCode::NoPktBuffer, &r, id));
-                return Ok(None);
-            }
-        }
-        let verdict = t.pdc.handle_request(now, &cfg, &r, u32::from(seg.len), ce);
+        // The message layer must be able to take a new packet before the PDC counts it received
+        // (the PDC also refuses one no guaranteed-delivery response could be held for).
+        let order = &t.order;
+        let admit = || match order.check(ses.message_id, ses.request_length, seg.len) {
+            Err(OrderError::NoRoom { .. }) => Err(NackCode::NoSesMsgAvail),
+            Err(OrderError::Inconsistent { .. }) => Err(NackCode::UnexpEvent),
+            Ok(_) if !read_room => Err(NackCode::NoPktBuffer),
+            Ok(_) => Ok(()),
+        };
+        let delivery = t.pdc.handle_request_admitting(now, &cfg, &r, u32::from(seg.len), ce, admit);
         let mut placement = None;
-        if let Ok(v) = verdict {
-            if v.delivery == Delivery::New {
+        if let Ok(delivery) = delivery {
+            if delivery == Delivery::New {
                 // Checked above, so this cannot fail.
                 let _ = t.order.on_packet(ses.message_id, r.psn, seg.offset, ses.request_length, seg.len);
                 let cack = t.pdc.window().cack_psn();
@@ -109,7 +97,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             // The ACK that names this request carries the SES DEFAULT_RESPONSE, unless it carries
             // a held response: RC_OK for a request delivered now, RC_NULL for one received before
             // (UE 1.0 §3.5.20.1; see the module doc).
-            let code = match v.delivery {
+            let code = match delivery {
                 Delivery::New => Some(ReturnCode::Ok),
                 Delivery::Stale | Delivery::Duplicate => Some(ReturnCode::Null),
                 Delivery::Dropped => None,
@@ -118,10 +106,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 t.ack_response = Some((r.psn, Response::default_for(&ses, code)));
                 t.last_ids = (ses.common.ri_generation, ses.common.job_id);
             }
-            if let Some(n) = v.nack {
-                self.queue_nack(src, n);
-            }
-            if read && v.delivery == Delivery::New {
+            if read && delivery == Delivery::New {
                 self.answer_read(id, src, r.mode, ses, seg);
             }
         }

@@ -872,7 +872,8 @@ fn new_start_psn_moves_the_messages_with_the_window() {
         assert_eq!(first.len(), 3);
         let new_start = first[0].0.psn.wrapping_add(1 << 30);
         let mut tg = Target::<2>::new(now, &cfg, 19, &first[0].0, policy(new_start)).unwrap();
-        let n = tg.handle_request(now, &cfg, &first[0].0, first[0].1, false).unwrap().nack.unwrap();
+        assert_eq!(tg.handle_request(now, &cfg, &first[0].0, first[0].1, false).unwrap(), Delivery::Dropped);
+        let Some(crate::pdc::TargetTx::Nack(n)) = tg.poll_transmit(now) else { panic!("NACK NEW_START_PSN") };
         assert_eq!((n.code, n.payload), (NackCode::NewStartPsn, new_start));
         let len = n.emit(&mut out).unwrap();
         a.handle_packet(now, b_addr, &out[..len]).unwrap();
@@ -883,7 +884,7 @@ fn new_start_psn_moves_the_messages_with_the_window() {
         assert_eq!(psns, [0, 1, 2].map(|k| new_start.wrapping_add(k)));
         for (r, len) in &again {
             assert_eq!(r.start_psn(), Some(new_start));
-            assert_eq!(tg.handle_request(now, &cfg, r, *len, false).unwrap().delivery, Delivery::New);
+            assert_eq!(tg.handle_request(now, &cfg, r, *len, false).unwrap(), Delivery::New);
         }
         while let Some(tx) = tg.poll_transmit(now) {
             let TargetTx::Ack(ack) = tx else { panic!("an ACK") };
