@@ -98,7 +98,10 @@ use crate::pdc::{
 };
 use crate::pds::{DeliveryMode, Nack, NackCode, NackTarget, NextHeader, PdcDest, PdsHeader, Request};
 use crate::pds::{Rudi, RudiFlags};
-use crate::ses::{Response, ResponseList, ResponseOpcode, ReturnCode, SesHeader, StandardRequest};
+use crate::ses::{
+    Opcode, RequestCommon, Response, ResponseList, ResponseOpcode, ReturnCode, SesFlags, SesHeader, StandardRequest,
+    StandardTail,
+};
 use linklayer::Instant;
 
 /// The most header bytes one packet takes: a 16-byte PDS header (RUD_CC, NACK, control) or a
@@ -181,6 +184,63 @@ pub struct MessageDesc {
     pub header: StandardRequest,
     /// Payload bytes.
     pub len: u32,
+}
+
+impl MessageDesc {
+    /// A message of `len` bytes to `dst` by `service`, for job `job_id`, whose standard request
+    /// has opcode `opcode`; every other field is zero (traffic class, PIDonFEP, resource index,
+    /// buffer offset, initiator id, match bits or memory key, header data). The endpoint sets SOM,
+    /// EOM, the message id and the lengths per packet.
+    pub const fn new(dst: IpAddr, service: Service, opcode: Opcode, job_id: u32, len: u32) -> Self {
+        MessageDesc {
+            dst,
+            service,
+            tc: 0,
+            header: StandardRequest {
+                common: RequestCommon {
+                    opcode,
+                    flags: SesFlags::empty(),
+                    ri_generation: 0,
+                    job_id,
+                    pid_on_fep: 0,
+                    resource_index: 0,
+                },
+                message_id: 0,
+                buffer_offset: 0,
+                initiator: 0,
+                match_bits: 0,
+                tail: StandardTail::Som { header_data: 0 },
+                request_length: 0,
+                ext: None,
+            },
+            len,
+        }
+    }
+
+    /// With these match bits (tagged sends), or this memory key (RMA: WRITE, READ).
+    pub const fn with_match_bits(mut self, match_bits: u64) -> Self {
+        self.header.match_bits = match_bits;
+        self
+    }
+
+    /// Where the message goes in (or, for a READ, comes from) the target's buffer.
+    pub const fn with_buffer_offset(mut self, offset: u64) -> Self {
+        self.header.buffer_offset = offset;
+        self
+    }
+
+    /// The target process and resource: PIDonFEP and resource index.
+    pub const fn with_resource(mut self, pid_on_fep: u16, resource_index: u16) -> Self {
+        self.header.common.pid_on_fep = pid_on_fep;
+        self.header.common.resource_index = resource_index;
+        self
+    }
+
+    /// The traffic class (part of the PDC key).
+    pub const fn with_tc(mut self, tc: u8) -> Self {
+        self.tc = tc;
+        self
+    }
 }
 
 /// A queued message, as the caller names it: slot and generation.
@@ -457,9 +517,80 @@ struct TgtPdc<const R: usize> {
     last_ids: (u8, u32),
 }
 
-/// One fabric endpoint with up to `P` initiator and `P` target PDCs, `M` messages being sent,
-/// `E` undelivered events, and room for `R` guaranteed-delivery responses per target PDC (see
-/// [`held`](crate::pdc::held); more slots let more answered requests wait for their CLEAR at once).
+/// One fabric endpoint with up to `P` initiator and `P` target PDCs, `M` messages being sent
+/// (read data it answers with included), `E` undelivered events, and room for `R`
+/// guaranteed-delivery responses per target PDC (see [`held`](crate::pdc::held); more slots let
+/// more answered requests wait for their CLEAR at once).
+///
+/// # The loop
+///
+/// The endpoint owns no socket and no clock: each turn, hand it what arrived, let it send, run its
+/// timers, and take its events. Two endpoints joined by a `Vec` here; over UDP, each
+/// [`Transmit`] is one datagram to port 4793 of `dst` (the entropy in the source port).
+///
+/// ```
+/// use uet_wire::linklayer::{Duration, Instant};
+/// use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, Service, MAX_HEADER_LEN};
+/// use uet_wire::pdc::ipv4;
+/// use uet_wire::ses::Opcode;
+///
+/// let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+/// // Up to 8 PDCs each way, 32 messages in flight, 64 events waiting.
+/// let mut eps: [Endpoint<8, 32, 64>; 2] =
+///     [Endpoint::new(EndpointConfig::new(a_addr, 1024), 1), Endpoint::new(EndpointConfig::new(b_addr, 1024), 2)];
+/// // A writes 5000 bytes to B, then reads 3000 bytes of B's memory (key 0x77).
+/// let message: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
+/// let b_memory: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
+/// let write = eps[0].send(MessageDesc::new(b_addr, Service::Rud, Opcode::Write, 42, 5000)).unwrap();
+/// let read_desc = MessageDesc::new(b_addr, Service::Rud, Opcode::Read, 42, 3000).with_match_bits(0x77);
+/// let read = eps[0].send(read_desc).unwrap();
+/// let (mut written, mut read_back) = (vec![0u8; 5000], vec![0u8; 3000]);
+/// let (mut done, mut now) = (0, Instant::ZERO);
+/// let mut wire: Vec<(usize, Vec<u8>)> = Vec::new();
+/// while done < 2 || !eps.iter().all(|e| e.is_idle()) {
+///     // 1. Send: headers are written into the buffer; append the bytes the Transmit names.
+///     for (i, ep) in eps.iter_mut().enumerate() {
+///         let mut buf = [0u8; MAX_HEADER_LEN];
+///         while let Some(t) = ep.poll_transmit(now, &mut buf).unwrap() {
+///             let mut pkt = buf[..t.header_len].to_vec();
+///             if let Some(p) = t.payload {
+///                 // A message this endpoint sends (here only A's write).
+///                 pkt.extend_from_slice(&message[p.offset as usize..][..usize::from(p.len)]);
+///             }
+///             if let Some(r) = t.read {
+///                 // Read data this endpoint answers with, from the memory the READ names.
+///                 assert_eq!(r.header.match_bits, 0x77);
+///                 pkt.extend_from_slice(&b_memory[r.offset as usize..][..usize::from(r.len)]);
+///             }
+///             wire.push((1 - i, pkt));
+///         }
+///     }
+///     // 2. Receive: place each payload where the Placement says.
+///     for (to, pkt) in wire.drain(..) {
+///         let from = if to == 0 { b_addr } else { a_addr };
+///         if let Some(p) = eps[to].handle_packet(now, from, &pkt).unwrap() {
+///             let buf = if p.read.is_some() { &mut read_back } else { &mut written };
+///             buf[p.offset as usize..][..p.payload.len()].copy_from_slice(p.payload);
+///         }
+///     }
+///     // 3. Timers, then 4. events (poll them every turn: a full queue holds packets back).
+///     now = now.saturating_add(Duration::from_micros(1));
+///     if eps.iter().filter_map(|e| e.poll_timeout()).any(|t| t <= now) {
+///         eps.iter_mut().for_each(|e| e.handle_timeout(now));
+///     }
+///     for ep in eps.iter_mut() {
+///         while let Some(ev) = ep.poll_event() {
+///             match ev {
+///                 Event::Sent(h) => assert!(h == write || h == read, "completed: {h:?}"),
+///                 Event::Received { len, .. } => assert!(len == 5000 || len == 3000),
+///                 other => panic!("{other:?}"),
+///             }
+///             done += usize::from(matches!(ev, Event::Sent(_)));
+///         }
+///     }
+/// }
+/// assert_eq!((written, read_back), (message, b_memory));
+/// ```
 pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usize = HELD_RESPONSES> {
     cfg: EndpointConfig,
     initiators: PdcTable<InitiatorKey, IniPdc, P>,
