@@ -1068,7 +1068,7 @@ pub fn endpoint(data: &[u8]) {
     use std::collections::{HashMap, HashSet};
     use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, Service};
     use uet_wire::pdc::ipv4;
-    use uet_wire::ses::{Opcode, RequestCommon, SesFlags, StandardRequest, StandardTail};
+    use uet_wire::ses::Opcode;
     type Ep = Endpoint<4, 8, 40>;
     let mut u = Unstructured::new(data);
     let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
@@ -1097,24 +1097,9 @@ pub fn endpoint(data: &[u8]) {
                     _ => Service::Uud,
                 };
                 let read = u.arbitrary::<bool>().unwrap_or(false);
-                let header = StandardRequest {
-                    common: RequestCommon {
-                        opcode: if read { Opcode::Read } else { Opcode::Send },
-                        flags: SesFlags::empty(),
-                        ri_generation: 0,
-                        job_id: u.int_in_range(0u32..=2).unwrap_or(0),
-                        pid_on_fep: 0,
-                        resource_index: 0,
-                    },
-                    message_id: 0,
-                    buffer_offset: 0,
-                    initiator: 0,
-                    match_bits: 0,
-                    tail: StandardTail::Som { header_data: 0 },
-                    request_length: 0,
-                    ext: None,
-                };
-                let desc = MessageDesc { dst: addrs[1 - side], service, tc: 0, header, len };
+                let opcode = if read { Opcode::Read } else { Opcode::Send };
+                let job = u.int_in_range(0u32..=2).unwrap_or(0);
+                let desc = MessageDesc::new(addrs[1 - side], service, opcode, job, len);
                 if let Ok(h) = eps[side].send(desc) {
                     assert!(live.insert((side, h)), "a live handle was given twice");
                     if read && service.pdc_mode().is_some() {

@@ -116,6 +116,21 @@ pub struct Stamp {
 }
 
 impl Stamp {
+    /// The stamp of `psn` from PDC `spdcid` to `dest`, whose send window starts at `tx_base`:
+    /// `CLEAR_PSN = tx_base − 1`.
+    pub(crate) const fn at(
+        mode: DeliveryMode,
+        flags: RequestFlags,
+        tx_base: u32,
+        psn: u32,
+        spdcid: u16,
+        dest: PdcDest,
+    ) -> Self {
+        let clear_psn = tx_base.wrapping_sub(1);
+        // Both PSNs lie within one window, so the difference fits 16 bits.
+        Stamp { mode, flags, clear_psn_offset: clear_psn.wrapping_sub(psn) as i32 as i16, psn, spdcid, dest }
+    }
+
     /// The whole PDS request header, with the SES header that follows and the optional CC fields.
     pub const fn request(self, next_header: NextHeader, cc: Option<RequestCc>) -> Request {
         Request {
@@ -381,21 +396,12 @@ impl<const W: usize> Initiator<W> {
     }
 
     fn stamp(&self, psn: u32, flags: RequestFlags) -> Stamp {
-        let clear_psn = self.tx.base().wrapping_sub(1);
         let dest = if self.remote == 0 {
             PdcDest::Syn { use_rsv_pdc: false, psn_offset: (psn.wrapping_sub(self.start_psn) & 0xFFF) as u16 }
         } else {
             PdcDest::Established { dpdcid: self.remote }
         };
-        Stamp {
-            mode: self.mode,
-            flags,
-            // Both PSNs lie within one window, so the difference fits 16 bits.
-            clear_psn_offset: clear_psn.wrapping_sub(psn) as i32 as i16,
-            psn,
-            spdcid: self.local,
-            dest,
-        }
+        Stamp::at(self.mode, flags, self.tx.base(), psn, self.local, dest)
     }
 
     /// [`transition`] from the current state.

@@ -768,16 +768,8 @@ impl<const W: usize, const R: usize> Target<W, R> {
     }
 
     fn stamp(&self, psn: u32, flags: RequestFlags) -> Stamp {
-        let clear_psn = self.ret.base().wrapping_sub(1);
-        Stamp {
-            mode: self.mode,
-            flags,
-            // Both PSNs lie within one window, so the difference fits 16 bits.
-            clear_psn_offset: clear_psn.wrapping_sub(psn) as i32 as i16,
-            psn,
-            spdcid: self.local,
-            dest: PdcDest::Established { dpdcid: self.remote },
-        }
+        let dest = PdcDest::Established { dpdcid: self.remote };
+        Stamp::at(self.mode, flags, self.ret.base(), psn, self.local, dest)
     }
 
     /// Asks the initiator to close (digest §4.3 target step 5): sends CLOSE_REQ and waits. The

@@ -47,8 +47,8 @@
 //!   else NACKed NO_GTD_DEL_AVAIL. The initiator reports it once as [`Event::Response`], before its
 //!   message's `Sent`.
 //! * **READs** (UE 1.0 §3.5.20.1; the reference provider's `uet_tx_msg`, `uet_rx_rd_req_pkt`):
-//!   a message whose opcode is READ ([`Opcode::Read`](crate::ses::Opcode::Read)) sends one
-//!   request per `mtu` bytes of the read, carrying no payload. The target's endpoint answers
+//!   a message whose opcode is READ ([`Opcode::Read`]) sends one request per `mtu` bytes of the
+//!   read (one for an empty READ, answered by empty data), carrying no payload. The target's endpoint answers
 //!   each with one packet of data in its PDC's return direction (RSP_DATA, RESPONSE_W_DATA
 //!   with RC_OK, the read's length and the chunk's offset): [`Transmit::read`] names the bytes,
 //!   which the caller takes from the memory the READ's header names. The initiator places
@@ -264,8 +264,8 @@ pub struct PayloadRef {
 }
 
 /// Read data a target sends back: `len` bytes at byte `offset` of the READ whose request header
-/// is `header` (its resource index, memory key in `match_bits` and `buffer_offset` name the
-/// source in the caller's memory).
+/// is `header`: in the memory its resource index and key (`match_bits`) name, the bytes from
+/// `header.buffer_offset + offset` on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ReadRef {
@@ -305,13 +305,15 @@ pub struct Placement<'a> {
     pub psn: u32,
     /// The whole request header, for the SES (opcode, buffer offset, match bits, ...).
     pub header: StandardRequest,
-    /// Byte offset of the payload in the message.
+    /// Byte offset of the payload in the message (a WRITE's bytes go to
+    /// `header.buffer_offset + offset` of the memory its header names).
     pub offset: u32,
     /// The payload.
     pub payload: &'a [u8],
     /// `Some(msg)`: the payload is read data answering READ message `msg` this endpoint sent
     /// (copy it to byte `offset` of the READ's local buffer); `pdc` is then the initiator PDC,
-    /// `psn` the data packet's return-direction PSN and `header` the READ's request.
+    /// `psn` the PSN of the packet that carried the data (a return-direction PSN, or the READ
+    /// request's for data inside an ACK) and `header` the READ's request.
     /// `None`: a request this endpoint received. For a READ request the payload is empty: the
     /// endpoint answers it with the bytes [`Transmit::read`] names.
     pub read: Option<MsgHandle>,
@@ -347,7 +349,9 @@ pub enum Event {
         /// The bytes the target says it took (`modified_length`).
         modified_length: u32,
     },
-    /// A received message is complete (reported in send order per PDC).
+    /// A received message is complete (reported in send order per PDC). For a READ: every
+    /// request of it arrived (its data goes back through [`Endpoint::poll_transmit`]); `len` is the
+    /// READ's length.
     Received {
         /// Sender address.
         src: IpAddr,
@@ -526,7 +530,12 @@ struct TgtPdc<const R: usize> {
 ///
 /// The endpoint owns no socket and no clock: each turn, hand it what arrived, let it send, run its
 /// timers, and take its events. Two endpoints joined by a `Vec` here; over UDP, each
-/// [`Transmit`] is one datagram to port 4793 of `dst` (the entropy in the source port).
+/// [`Transmit`] is one datagram to port 4793 of `dst` (the entropy in the source port). `now` is
+/// the caller's monotonic clock ([`Instant`] counts nanoseconds from any
+/// epoch); a call with an earlier `now` than the last counts as the last, and
+/// [`Endpoint::handle_timeout`] before a deadline does nothing. A placement is a WRITE's or
+/// SEND's bytes (at `header.buffer_offset + offset`), read data answering this endpoint's READ
+/// ([`Placement::read`]), or a READ request this endpoint answers by itself (empty payload).
 ///
 /// ```
 /// use uet_wire::linklayer::{Duration, Instant};
@@ -568,9 +577,16 @@ struct TgtPdc<const R: usize> {
 ///     // 2. Receive: place each payload where the Placement says.
 ///     for (to, pkt) in wire.drain(..) {
 ///         let from = if to == 0 { b_addr } else { a_addr };
-///         if let Some(p) = eps[to].handle_packet(now, from, &pkt).unwrap() {
-///             let buf = if p.read.is_some() { &mut read_back } else { &mut written };
-///             buf[p.offset as usize..][..p.payload.len()].copy_from_slice(p.payload);
+///         match eps[to].handle_packet(now, from, &pkt).unwrap() {
+///             // Read data for A's READ.
+///             Some(p) if p.read == Some(read) => {
+///                 read_back[p.offset as usize..][..p.payload.len()].copy_from_slice(p.payload)
+///             }
+///             // A READ request at B: answered from `poll_transmit`, nothing to place.
+///             Some(p) if p.header.common.opcode == Opcode::Read => assert!(p.payload.is_empty()),
+///             // The WRITE's bytes at B.
+///             Some(p) => written[p.offset as usize..][..p.payload.len()].copy_from_slice(p.payload),
+///             None => {}
 ///         }
 ///     }
 ///     // 3. Timers, then 4. events (poll them every turn: a full queue holds packets back).

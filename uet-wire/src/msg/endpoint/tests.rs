@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::pdc::ipv4;
-use crate::ses::{Opcode, RequestCommon, SesFlags, StandardTail};
+use crate::ses::Opcode;
 use std::collections::HashMap;
 use std::vec::Vec;
 
@@ -14,29 +14,24 @@ fn config(addr: IpAddr) -> EndpointConfig {
 }
 
 fn desc(dst: IpAddr, service: Service, index: u64, len: u32) -> MessageDesc {
-    MessageDesc {
-        dst,
-        service,
-        tc: 0,
-        header: StandardRequest {
-            common: RequestCommon {
-                opcode: Opcode::Send,
-                flags: SesFlags::empty(),
-                ri_generation: 0,
-                job_id: 42,
-                pid_on_fep: 1,
-                resource_index: 2,
-            },
-            message_id: 0,
-            buffer_offset: 0,
-            initiator: 5,
-            // The test's own message number, so the receiver can check the bytes.
-            match_bits: index,
-            tail: StandardTail::Som { header_data: 0 },
-            request_length: 0,
-            ext: None,
-        },
-        len,
+    // The test's own message number in the match bits, so the receiver can check the bytes.
+    let mut d = MessageDesc::new(dst, service, Opcode::Send, 42, len).with_resource(1, 2).with_match_bits(index);
+    d.header.initiator = 5;
+    d
+}
+
+/// A plain ACK (no SACK, as the reference provider sends) from target PDC 33 acknowledging
+/// request `r` by CACK, with an SES header of kind `next_header` to follow.
+fn plain_ack(next_header: NextHeader, r: &Request) -> crate::pds::Ack {
+    crate::pds::Ack {
+        next_header,
+        flags: crate::pds::AckFlags::empty(),
+        request: crate::pds::AckRequest::None,
+        ack_psn_offset: 0,
+        cack_psn: r.psn,
+        spdcid: 33,
+        dpdcid: r.spdcid,
+        ext: crate::pds::AckExtension::None,
     }
 }
 
@@ -593,16 +588,7 @@ fn a_small_read_answered_in_the_ack_completes() {
     let Ok((Some(SesHeader::Standard(ses)), tail)) = SesHeader::parse(NextHeader::ReqStd, rest) else { panic!() };
     assert!(tail.is_empty());
     assert_eq!((ses.common.opcode, ses.request_length), (Opcode::Read, 8));
-    let ack = crate::pds::Ack {
-        next_header: NextHeader::RspData,
-        flags: crate::pds::AckFlags::empty(),
-        request: crate::pds::AckRequest::None,
-        ack_psn_offset: 0,
-        cack_psn: r.psn,
-        spdcid: 33,
-        dpdcid: r.spdcid,
-        ext: crate::pds::AckExtension::None,
-    };
+    let ack = plain_ack(NextHeader::RspData, &r);
     let rsp = crate::ses::ResponseWithData {
         list: ResponseList::Expected,
         opcode: ResponseOpcode::ResponseWithData,
@@ -644,16 +630,7 @@ fn a_refused_read_completes_with_its_response() {
     }
     let (r, ses) = last.unwrap();
     assert_eq!(r.psn.wrapping_sub(r.start_psn().unwrap()), 4, "five requests of 1 KiB");
-    let ack = crate::pds::Ack {
-        next_header: NextHeader::Rsp,
-        flags: crate::pds::AckFlags::empty(),
-        request: crate::pds::AckRequest::None,
-        ack_psn_offset: 0,
-        cack_psn: r.psn,
-        spdcid: 33,
-        dpdcid: r.spdcid,
-        ext: crate::pds::AckExtension::None,
-    };
+    let ack = plain_ack(NextHeader::Rsp, &r);
     let n = ack.emit(&mut out).unwrap();
     let k = SesHeader::Response(Response::default_for(&ses, ReturnCode::BadMkey)).emit(&mut out[n..]).unwrap();
     assert_eq!(a.handle_packet(now, b_addr, &out[..n + k]).unwrap(), None);
