@@ -184,4 +184,8 @@ pub enum Failure {
     Nack(crate::pds::NackCode),
     /// The target closed in error (its CLOSE_REQ went unanswered).
     CloseTimeout,
+    /// A READ's requests were all acknowledged, but its data stopped arriving for
+    /// [`PdcConfig::idle_timeout`]: the target went silent (the reference provider's "Read
+    /// Response Timeout"; the wait is project-defined). Only that READ fails.
+    ReadTimeout,
 }

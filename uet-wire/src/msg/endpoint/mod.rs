@@ -53,7 +53,8 @@
 //!   with RC_OK, the read's length and the chunk's offset): [`Transmit::read`] names the bytes,
 //!   which the caller takes from the memory the READ's header names. The initiator places
 //!   them ([`Placement::read`]) and reports the READ `Sent` once every request is acknowledged
-//!   and every byte arrived. *Project-defined*: data always travels in the return direction,
+//!   and every byte arrived; if the data stops coming for [`PdcConfig::idle_timeout`] after
+//!   that, the READ alone fails ([`Failure::ReadTimeout`]: the target went silent). *Project-defined*: data always travels in the return direction,
 //!   small reads too (the reference provider puts reads of at most `Max_ACK_Data_Size`, 16 B, in
 //!   the ACK; our initiator places such data as well); both ends use the same `mtu`, as the
 //!   first request states no chunk length. A target keeps a message slot (`M`) per run of read
@@ -450,8 +451,9 @@ enum MsgKind {
     /// A READ: its requests carry no payload, one per `mtu` bytes of the read, each answered by
     /// one packet of data; it completes when every request is acknowledged and `arrived` bytes
     /// equal its length, or when the target `refused` it (an SES response with an error code,
-    /// reported as [`Event::Response`]).
-    Read { arrived: u32, refused: bool },
+    /// reported as [`Event::Response`]). Once every request is acknowledged it fails if no data
+    /// arrives before `give_up` ([`Failure::ReadTimeout`]).
+    Read { arrived: u32, refused: bool, give_up: Option<Instant> },
     /// Read data answering a run of request packets of one READ received on target PDC `tpdc`:
     /// `desc.len` bytes from byte `offset` of the READ, one packet per request (`segments`), at
     /// consecutive return PSNs from `first_psn`; `desc.header` is the READ's request.
@@ -774,7 +776,11 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             0
         };
         if let Some(m) = self.msgs.get_mut(slot) {
-            let kind = if is_read(&desc) { MsgKind::Read { arrived: 0, refused: false } } else { MsgKind::Request };
+            let kind = if is_read(&desc) {
+                MsgKind::Read { arrived: 0, refused: false, give_up: None }
+            } else {
+                MsgKind::Request
+            };
             *m = Some(SendMsg { generation, kind, desc, segments, seq, pdc: None, message_id, first_psn: 0, sent: 0 });
         }
         Ok(MsgHandle { slot: slot as u16, generation })
@@ -803,12 +809,17 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let i = self.initiators.iter().filter_map(|(_, p)| p.pdc.poll_timeout());
         let t = self.targets.iter().filter_map(|(_, p)| p.pdc.poll_timeout());
         let r = self.rudi.iter().map(|r| r.resend_at);
-        i.chain(t).chain(r).min()
+        let reads = self.msgs.iter().flatten().filter_map(|m| match m.kind {
+            MsgKind::Read { give_up, .. } => give_up,
+            _ => None,
+        });
+        i.chain(t).chain(r).chain(reads).min()
     }
 
     /// Runs every timer due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.now = self.now.max(now);
+        self.give_up_reads(now);
         let cfg = self.cfg.pdc;
         let due: heapless::Vec<u16, P> = self
             .initiators
@@ -854,6 +865,19 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             }
         }
         ev
+    }
+
+    /// Fails the READs whose data stopped arriving (see [`Failure::ReadTimeout`]); one that finds
+    /// the event queue full fails at a later call.
+    fn give_up_reads(&mut self, now: Instant) {
+        for slot in 0..M {
+            let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
+            let MsgKind::Read { give_up: Some(t), .. } = m.kind else { continue };
+            let handle = MsgHandle { slot: slot as u16, generation: m.generation };
+            if t <= now && self.events.push_back(Event::Failed(handle, Failure::ReadTimeout)).is_ok() {
+                self.free_msg(slot);
+            }
+        }
     }
 
     /// Messages that found the event queue full are settled once it has room (at the latest

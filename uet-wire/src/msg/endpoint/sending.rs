@@ -104,7 +104,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let (slot, _) = self.message_at(id, psn)?;
         let src = self.initiators.key(id)?.dst;
         let m = self.msgs.get_mut(slot)?.as_mut()?;
-        let MsgKind::Read { arrived, .. } = &mut m.kind else { return None };
+        let MsgKind::Read { arrived, give_up, .. } = &mut m.kind else { return None };
+        *give_up = None;
         let fits = m.message_id == r.read_request_message_id
             && u64::from(r.message_offset) + data.len() as u64 <= u64::from(m.desc.len);
         if !fits {
@@ -171,8 +172,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 p.last_ids = (header.common.ri_generation, header.common.job_id);
             }
             if delivery == Delivery::New {
-                if let MsgKind::Read { arrived, .. } = &mut m.kind {
+                if let MsgKind::Read { arrived, give_up, .. } = &mut m.kind {
                     *arrived = arrived.saturating_add(payload.len() as u32);
+                    // Data arrived: the wait for the rest starts again (`after_initiator_change`).
+                    *give_up = None;
                 }
                 placement = Some(Placement {
                     src,
@@ -223,16 +226,26 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             let packets = m.segments.packets();
             // A READ completes once its data arrived too.
             let data_in = match m.kind {
-                MsgKind::Read { arrived, refused } => refused || arrived >= m.desc.len,
+                MsgKind::Read { arrived, refused, .. } => refused || arrived >= m.desc.len,
                 _ => true,
             };
+            let requests_acked = m.sent == packets && psn_after(base, m.first_psn.wrapping_add(packets - 1));
+            let unsent = m.sent < packets;
             let event = match failure {
                 Some(f) => Some(Event::Failed(handle, f)),
-                None if m.sent == packets && data_in && psn_after(base, m.first_psn.wrapping_add(packets - 1)) => {
-                    Some(Event::Sent(handle))
-                }
+                None if requests_acked && data_in => Some(Event::Sent(handle)),
                 None => None,
             };
+            // A READ whose requests are all acknowledged waits for its data at most
+            // `idle_timeout` from now (or from the last data).
+            let wait = self.cfg.pdc.idle_timeout;
+            if let Some(MsgKind::Read { give_up: g @ None, .. }) =
+                self.msgs.get_mut(slot).and_then(Option::as_mut).map(|m| &mut m.kind)
+            {
+                if requests_acked && event.is_none() && wait != linklayer::Duration::ZERO {
+                    *g = Some(now.saturating_add(wait));
+                }
+            }
             match event {
                 // No room: the message stays and is settled on a later change.
                 Some(ev) if self.events.push_back(ev).is_ok() => {
@@ -240,7 +253,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 }
                 _ => {
                     for_key = true;
-                    started_unsent |= m.sent < packets;
+                    started_unsent |= unsent;
                 }
             }
         }

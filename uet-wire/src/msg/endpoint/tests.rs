@@ -1133,3 +1133,41 @@ fn refusals() {
     let mut tiny = [0u8; 8];
     assert_eq!(ep.poll_transmit(Instant::ZERO, &mut tiny), Err(EndpointError::BufferTooShort));
 }
+
+/// A READ whose requests were acknowledged but whose data never comes (the target went silent)
+/// fails with `ReadTimeout` after `idle_timeout`, instead of waiting forever; data that arrives
+/// restarts the wait.
+#[test]
+fn a_read_whose_data_never_comes_times_out() {
+    let (mut a, mut b, a_addr, b_addr) = kept_pair();
+    let wait = a.config().pdc.idle_timeout;
+    let mut now = Instant::ZERO;
+    let mut out = [0u8; 256];
+    let h = a.send(MessageDesc::new(b_addr, Service::Rud, Opcode::Read, 42, 2048)).unwrap();
+    // Both requests reach B; B's ACKs reach A, its read data does not, except the first packet.
+    while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
+        b.handle_packet(now, a_addr, &out[..t.header_len]).unwrap();
+    }
+    let mut first_data = true;
+    while let Some(t) = b.poll_transmit(now, &mut out).unwrap() {
+        let mut pkt = out[..t.header_len].to_vec();
+        match t.read {
+            Some(r) if first_data => {
+                first_data = false;
+                pkt.extend(std::iter::repeat_n(7u8, usize::from(r.len)));
+                now = now.saturating_add(linklayer::Duration::from_millis(10));
+                assert!(a.handle_packet(now, b_addr, &pkt).unwrap().is_some());
+            }
+            Some(_) => {}
+            None => {
+                a.handle_packet(now, b_addr, &pkt).unwrap();
+            }
+        }
+    }
+    assert_eq!(a.poll_event(), None, "half the data is missing");
+    let deadline = a.poll_timeout().unwrap();
+    assert!(deadline >= now.saturating_add(wait), "the wait restarted with the data");
+    a.handle_timeout(deadline);
+    assert_eq!(a.poll_event(), Some(Event::Failed(h, Failure::ReadTimeout)));
+    assert_eq!(a.messages_in_flight(), 0);
+}
