@@ -60,6 +60,8 @@
 //!   and so is a new packet that fills a gap behind the newest PSN the last ACK reported
 //!   (*project-defined*, after RFC 5681 §4.2).
 //!   Every ACK is an ACK_CC carrying the SACK bitmap and this PDC's MPR.
+//! * **Refusals** leave as NACKs through [`Target::poll_transmit`]; *project-defined*: at most
+//!   [`PENDING_NACKS`] wait between two polls, and more are dropped as a lost NACK would be.
 
 use super::config::{MPR_GRANULARITY, PdcConfig};
 use super::held::{HELD_RESPONSES, HeldResponses};

@@ -37,6 +37,9 @@
 //! * A NACK NEW_START_PSN (secure start, 0-RTT or 1-RTT) moves the PSNs of the PDC's messages
 //!   with its window: they are resent at the new PSNs and complete only when those are
 //!   acknowledged.
+//! * Initiator PDC ids are 1 to 0x7FFF and target PDC ids 0x8000 to 0xFFFF, so the DPDCID of an
+//!   ACK, NACK or control packet (which travel both ways on a PDC) names one PDC of this endpoint
+//!   by itself; the ranges are this crate's choice, a peer sees only ids.
 //! * Every packet that names an established PDC must come from that PDC's peer address; one that
 //!   does not changes nothing and is counted in [`EndpointStats::source_mismatches`].
 //! * **Guaranteed-delivery responses** (digest §4.4, §5: any response but DEFAULT_RESPONSE and
