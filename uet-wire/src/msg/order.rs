@@ -20,6 +20,15 @@
 //! [`MessageOrder`] tracks `N` messages in progress. A packet of another message while all `N`
 //! are in use is refused with [`OrderError::NoRoom`]; the caller NACKs it NO_SES_MSG_AVAIL
 //! (0x09), a retransmit-class code, so it comes back later.
+//!
+//! **No deadlock when a peer starts more messages than `N`** (*project-defined*). If the `N`
+//! tracked messages all started after one whose first packet is still missing, none can be
+//! released before that one, and it cannot be tracked: each side would wait for the other
+//! forever. So the caller that is refused for want of room first releases a complete message
+//! out of order ([`MessageOrder::release_complete`]); RUD promises no order, so only the
+//! completion order the application sees suffers, and only while a peer exceeds the window (our
+//! own initiator keeps at most `N` messages in progress on a PDC). A message still arriving in
+//! part always progresses, since its packets are taken.
 
 use crate::pdc::psn_after;
 
@@ -166,10 +175,44 @@ impl<const N: usize> MessageOrder<N> {
     }
 }
 
+impl<const N: usize> MessageOrder<N> {
+    /// Releases the complete message that started first, whether or not everything before it
+    /// has arrived: room for a message that started earlier, when all `N` slots are in use
+    /// (see the module doc). Returns its id and length.
+    pub fn release_complete(&mut self) -> Option<(u16, u32)> {
+        let (at, _) = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.filter(Slot::complete).map(|s| (i, s.first_psn.unwrap_or(0))))
+            .reduce(|a, b| if psn_after(a.1, b.1) { b } else { a })?;
+        let s = self.slots.get_mut(at)?.take()?;
+        Some((s.message_id, s.total))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn release_complete_makes_room_for_an_earlier_message() {
+        // Two slots hold messages 2 and 3 (PSNs 11, 12), both complete, waiting for message 1
+        // (PSN 10), which has no room: releasing the earliest complete one makes room.
+        let mut o = MessageOrder::<2>::new();
+        o.on_packet(3, 12, 0, 1, 1).unwrap();
+        o.on_packet(2, 11, 0, 1, 1).unwrap();
+        assert_eq!(o.release(9), None);
+        assert_eq!(o.check(1, 1, 1), Err(OrderError::NoRoom { message_id: 1 }));
+        assert_eq!(o.release_complete(), Some((2, 1)));
+        assert_eq!(o.on_packet(1, 10, 0, 1, 1), Ok(true));
+        assert_eq!(o.release(12), Some((1, 1)));
+        assert_eq!(o.release(12), Some((3, 1)));
+        // Nothing complete: nothing to release.
+        o.on_packet(4, 13, 0, 2, 1).unwrap();
+        assert_eq!(o.release_complete(), None);
+    }
 
     #[test]
     fn completes_in_send_order() {

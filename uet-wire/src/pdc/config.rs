@@ -1,8 +1,31 @@
-//! PDC timers and limits (digest `shared/spec/uet.md` §4.5; open question 39: the spec-table
-//! column, as transcribed in XDP2's `config.h` "from the spec", for every parameter it lists).
+//! PDC timers and limits: UE 1.0 §3.5.12 and its parameter table (Table 3-28), whose names,
+//! defaults and ranges XDP2 transcribes in `config.h` (`xdp2-dev/xdp2`, `uet/config.h`, "from the
+//! spec"), with the reference provider's (`ultraethernet/uet-ref-prov`) and the Linux driver
+//! RFC's values where they differ.
+//!
+//! Two profiles:
+//!
+//! * [`PdcConfig::hardware`] (also [`Default`]): the table's defaults, for a NIC on a fabric
+//!   whose round trips are microseconds: 1 ms `RTO_Init_Timer`, 5 timeouts or 5 NACKs of one
+//!   packet before a failure.
+//! * [`PdcConfig::software`]: for endpoints in software over a host's UDP stack, where a thread
+//!   may be descheduled for milliseconds: the timeout adapts to the measured round trip (at least
+//!   1 ms), backs off up to 1 s, and a packet fails only after 11 timeouts (a peer silent for
+//!   up to about 2 s loses nothing, [`PdcConfig::min_give_up_time`]); NACKs for want of a
+//!   resource are retried without limit (the target is alive and answering).
+//!
+//! Both retry counters count **per packet**, as the table defines them ("for a single packet
+//! before declaring a failure"), and the largest value of each range means no limit: 15 for
+//! `Max_RTO_Retx_Cnt` ([`UNLIMITED_RTO_RETX`]) and 31 for `Max_NACK_Retx_Cnt`
+//! ([`UNLIMITED_NACK_RETX`]; the table says so of the NACK counter, and the Soft-UE project's
+//! parameter list, `Transport_Layer.hpp`, of the timeout counter).
 //!
 //! *Project-defined* additions, each configurable:
 //!
+//! * [`PdcConfig::rto_min`] and the round-trip estimate ([`rtt`](super::rtt)): after the first
+//!   round-trip sample the timeout is `SRTT + 4·RTTVAR` within `[rto_min, rto_max]` (RFC 6298);
+//!   the spec names only the initial value. The hardware profile's `rto_min` equals its
+//!   `RTO_Init_Timer`, so on a fabric with microsecond round trips it keeps the table's 1 ms.
 //! * [`PdcConfig::loss_threshold`] and [`PdcConfig::reorder_window`]: an unacknowledged PSN with
 //!   at least `loss_threshold` later PSNs acknowledged becomes a loss candidate, and is resent
 //!   without waiting for the RTO if it is still unacknowledged `reorder_window` later. UE 1.0
@@ -12,13 +35,16 @@
 //!   is RACK's idea (RFC 8985 §6.2) without per-packet timestamps. Defaults: 3 and 50 µs. A
 //!   packet resent once is left to the RTO after that, so a late SACK never starts a storm.
 //! * [`PdcConfig::idle_timeout`]: a target PDC that hears nothing from its initiator for 60 s
-//!   closes (the Linux RFC draft's idle timeout; the spec table has none), so stray PDCs do not
+//!   closes (the Linux driver RFC's idle timeout; the spec table has none), so stray PDCs do not
 //!   leak.
 //! * [`PdcConfig::rto_max`]: the retransmission timeout doubles with each timeout of the same
-//!   packet (`RTO_Init_Timer × 2^retry`), up to this cap (default 8 s, the top of the range UE
-//!   1.0 gives `RTO_Init_Timer`). "The same packet" is the oldest unacknowledged one: the count
-//!   restarts only when the cumulative acknowledgement passes it, so a packet that keeps getting
-//!   lost while later ones arrive still fails the PDC after `Max_RTO_Retx_Cnt` timeouts.
+//!   packet (`RTO × 2^retry`), up to this cap (default 8 s, the top of the range the table gives
+//!   `RTO_Init_Timer`). "The same packet" is the oldest unacknowledged one: the count restarts
+//!   only when the cumulative acknowledgement passes it, so a packet that keeps getting lost
+//!   while later ones arrive still fails the PDC after `Max_RTO_Retx_Cnt` timeouts.
+//! * `Max_NACK_Retx_Cnt` counts the NACKs of the oldest NACKed packet still unacknowledged (one
+//!   counter per PDC, not one per PSN; a later packet's NACKs count once that one is
+//!   acknowledged). A NACK of a packet already waiting to be resent does not count again.
 //! * The target resends an unanswered CLOSE_REQ every `Close_REQ_Time`, and closes in error only
 //!   after `Max_RTO_Retx_Cnt` periods of `Close_REQ_Time` without a packet from the initiator
 //!   (the sources close in error after one `Close_REQ_Time`, which a single lost packet would
@@ -27,9 +53,13 @@
 use super::window::AckPolicy;
 use linklayer::Duration;
 
-/// `Max_NACK_Retx_Cnt` value meaning "no limit" (the spec table's range is 0..=31, with the
-/// maximum meaning infinite).
+/// `Max_NACK_Retx_Cnt` value meaning "no limit" (the table's range is 0 to 31, the maximum
+/// meaning infinite).
 pub const UNLIMITED_NACK_RETX: u8 = 31;
+
+/// `Max_RTO_Retx_Cnt` value meaning "no limit" (the table's range is 0 to 15; the maximum
+/// meaning infinite, as the Soft-UE project's parameter list says).
+pub const UNLIMITED_RTO_RETX: u8 = 15;
 
 /// Granularity of the MPR field of ACK_CC: MP_RANGE = MPR × 128 PSNs (uet-ref-prov, digest §3.6).
 pub const MPR_GRANULARITY: u32 = 128;
@@ -38,20 +68,23 @@ pub const MPR_GRANULARITY: u32 = 128;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct PdcConfig {
-    /// `RTO_Init_Timer`: the first retransmission timeout (default 1 ms). Each timeout of the
-    /// same packet doubles it, up to [`PdcConfig::rto_max`].
+    /// `RTO_Init_Timer`: the retransmission timeout until the first round-trip sample (default
+    /// 1 ms). Each timeout of the same packet doubles the timeout, up to [`PdcConfig::rto_max`].
     pub rto: Duration,
+    /// The least retransmission timeout the round-trip estimate may give (project-defined;
+    /// hardware profile 1 ms, software profile 1 ms).
+    pub rto_min: Duration,
     /// The longest retransmission timeout backoff may reach (default 8 s, the top of the range
     /// UE 1.0 gives `RTO_Init_Timer`).
     pub rto_max: Duration,
-    /// `Max_RTO_Retx_Cnt`: timeouts of the same packet (the oldest unacknowledged one) before the
-    /// PDC closes in error (default 5).
+    /// `Max_RTO_Retx_Cnt`: timeouts of one packet (the oldest unacknowledged one) before the PDC
+    /// closes in error (default 5; [`UNLIMITED_RTO_RETX`] or more means no limit).
     pub max_rto_retx: u8,
     /// `NACK_Retx_Time`: how long a packet NACKed for want of a resource waits before it is
     /// resent (default 1 ms; NACK codes 0x04–0x0A). Other NACKed packets are resent at once.
     pub nack_retx_time: Duration,
-    /// `Max_NACK_Retx_Cnt`: retransmitting NACKs in a row without progress before the PDC closes
-    /// in error (default 5; [`UNLIMITED_NACK_RETX`] means no limit).
+    /// `Max_NACK_Retx_Cnt`: retransmitting NACKs of one packet before the PDC closes in error
+    /// (default 5; [`UNLIMITED_NACK_RETX`] or more means no limit).
     pub max_nack_retx: u8,
     /// `New_PDC_Time`: how long a target PDC may stay Pending (default 5000 µs).
     pub new_pdc_time: Duration,
@@ -87,6 +120,7 @@ impl Default for PdcConfig {
     fn default() -> Self {
         PdcConfig {
             rto: Duration::from_millis(1),
+            rto_min: Duration::from_millis(1),
             rto_max: Duration::from_millis(8000),
             max_rto_retx: 5,
             nack_retx_time: Duration::from_millis(1),
@@ -106,18 +140,96 @@ impl Default for PdcConfig {
 }
 
 impl PdcConfig {
-    /// The retransmission timeout after `retries` timeouts of the same packet:
-    /// `RTO_Init_Timer × 2^retries`, at most [`PdcConfig::rto_max`] (and never below
-    /// `RTO_Init_Timer`, should `rto_max` be set lower).
-    pub const fn rto_backoff(&self, retries: u8) -> Duration {
+    /// The spec table's defaults (the same as [`Default`]): for a NIC on a fabric with
+    /// microsecond round trips.
+    pub fn hardware() -> Self {
+        PdcConfig::default()
+    }
+
+    /// For an endpoint in software over a host's UDP stack: `RTO_Init_Timer` 5 ms (the reference
+    /// provider's `UET_PDS_TX_TIMEOUT`) until the first round-trip sample, then the estimate, at
+    /// least 1 ms; backoff up to 1 s; 11 timeouts of one packet before it fails (a silence of
+    /// up to [`PdcConfig::min_give_up_time`], about 2 s, loses nothing); resource NACKs retried
+    /// every `NACK_Retx_Time` without limit. The rest as [`PdcConfig::hardware`].
+    pub fn software() -> Self {
+        PdcConfig {
+            rto: Duration::from_millis(5),
+            rto_min: Duration::from_millis(1),
+            rto_max: Duration::from_millis(1000),
+            max_rto_retx: 11,
+            max_nack_retx: UNLIMITED_NACK_RETX,
+            ..PdcConfig::default()
+        }
+    }
+
+    /// `base` doubled `retries` times, at most [`PdcConfig::rto_max`] (and never below `base`,
+    /// should `rto_max` be set lower).
+    pub const fn backoff(&self, base: Duration, retries: u8) -> Duration {
         let shift = if retries > 32 { 32 } else { retries as u32 };
-        let backed_off = self.rto.saturating_mul(1u64 << shift);
-        let cap = if self.rto_max.as_nanos() > self.rto.as_nanos() { self.rto_max } else { self.rto };
+        let backed_off = base.saturating_mul(1u64 << shift);
+        let cap = if self.rto_max.as_nanos() > base.as_nanos() { self.rto_max } else { base };
         if backed_off.as_nanos() < cap.as_nanos() { backed_off } else { cap }
     }
 
-    /// Whether `count` NACK-driven resends exceed `Max_NACK_Retx_Cnt`.
+    /// The retransmission timeout after `retries` timeouts of the same packet, before any
+    /// round-trip sample: `RTO_Init_Timer × 2^retries`, at most [`PdcConfig::rto_max`].
+    pub const fn rto_backoff(&self, retries: u8) -> Duration {
+        self.backoff(self.rto, retries)
+    }
+
+    /// Whether `count` timeouts of one packet exceed `Max_RTO_Retx_Cnt`.
+    pub const fn rto_retx_exhausted(&self, count: u8) -> bool {
+        self.max_rto_retx < UNLIMITED_RTO_RETX && count > self.max_rto_retx
+    }
+
+    /// Whether `count` NACK-driven resends of one packet exceed `Max_NACK_Retx_Cnt`.
     pub const fn nack_retx_exhausted(&self, count: u8) -> bool {
-        self.max_nack_retx != UNLIMITED_NACK_RETX && count > self.max_nack_retx
+        self.max_nack_retx < UNLIMITED_NACK_RETX && count > self.max_nack_retx
+    }
+
+    /// The longest silence of a peer that is sure to cost nothing: a peer that stops answering
+    /// (a paused receiver, a link down) and answers again within this time of its last answer
+    /// still hears the last resend, and no message fails. It is when the last of the
+    /// `Max_RTO_Retx_Cnt` resends of one packet goes out at the earliest: the sum of that many
+    /// timeouts, each at least the smaller of `RTO_Init_Timer` and [`PdcConfig::rto_min`],
+    /// doubled per timeout up to [`PdcConfig::rto_max`]. `None` when `Max_RTO_Retx_Cnt` means
+    /// no limit.
+    pub const fn min_give_up_time(&self) -> Option<Duration> {
+        if self.max_rto_retx >= UNLIMITED_RTO_RETX {
+            return None;
+        }
+        let base = if self.rto_min.as_nanos() < self.rto.as_nanos() { self.rto_min } else { self.rto };
+        let mut total = Duration::ZERO;
+        let mut i = 0;
+        while i < self.max_rto_retx {
+            total = total.saturating_add(self.backoff(base, i));
+            i += 1;
+        }
+        Some(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_and_limits() {
+        let hw = PdcConfig::hardware();
+        assert_eq!(hw, PdcConfig::default());
+        // The fifth resend goes 1 + 2 + 4 + 8 + 16 ms after the first send.
+        assert_eq!(hw.min_give_up_time(), Some(Duration::from_millis(31)));
+        assert!(!hw.rto_retx_exhausted(5) && hw.rto_retx_exhausted(6));
+        assert!(!hw.nack_retx_exhausted(5) && hw.nack_retx_exhausted(6));
+        let sw = PdcConfig::software();
+        // 1 + 2 + ... + 512 ms, then 1 s.
+        assert_eq!(sw.min_give_up_time(), Some(Duration::from_millis(2023)));
+        assert!(sw.rto_retx_exhausted(12) && !sw.rto_retx_exhausted(11));
+        assert!(!sw.nack_retx_exhausted(u8::MAX));
+        let forever = PdcConfig { max_rto_retx: UNLIMITED_RTO_RETX, ..sw };
+        assert_eq!(forever.min_give_up_time(), None);
+        assert!(!forever.rto_retx_exhausted(u8::MAX));
+        assert_eq!(sw.backoff(Duration::from_millis(3), 9), Duration::from_millis(1000));
+        assert_eq!(sw.rto_backoff(0), Duration::from_millis(5));
     }
 }

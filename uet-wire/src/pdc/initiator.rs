@@ -22,24 +22,25 @@
 //! Recovery (digest §4.4, §4.5):
 //!
 //! * **RTO**: one timer per PDC, restarted whenever an ACK makes progress; on expiry every
-//!   unacknowledged PSN is resent (RETX and AR set). Each expiry doubles the next timeout
-//!   (`RTO_Init_Timer × 2^retry`, capped by [`PdcConfig::rto_max`]); the count belongs to the
-//!   oldest unacknowledged packet and restarts when the cumulative ACK passes it.
-//!   `Max_RTO_Retx_Cnt` expiries for the same packet close the PDC in error.
+//!   unacknowledged PSN is resent (RETX and AR set). The timeout is the round-trip estimate's
+//!   ([`rtt`](super::rtt); `RTO_Init_Timer` before the first sample), doubled by each expiry
+//!   (capped by [`PdcConfig::rto_max`]); the count belongs to the oldest unacknowledged packet
+//!   and restarts when the cumulative ACK passes it. `Max_RTO_Retx_Cnt` expiries for the same
+//!   packet close the PDC in error.
 //! * **SACK-driven resend** (RUD): an unacknowledged PSN with [`PdcConfig::loss_threshold`]
 //!   acknowledged PSNs after it, still unacknowledged [`PdcConfig::reorder_window`] later, is
 //!   resent once without waiting for the RTO (project-defined, see [`config`](super::config)).
 //! * **NACKs** by code class ([`NackClass`]): trimmed packets are resent at once; packets refused
-//!   for want of a resource (codes 0x04–0x0A) after `NACK_Retx_Time` (the NACKs that arrive
-//!   while that hold lasts count as one towards `Max_NACK_Retx_Cnt`: one shortage refuses a
-//!   whole burst); the other retransmit-class
+//!   for want of a resource (codes 0x04–0x0A) after `NACK_Retx_Time`; the other retransmit-class
 //!   codes (PKT_NOT_RCVD, PSN_OOR_WINDOW, …) at once; ROD_OOO resends every unacknowledged PSN
 //!   (go-back-N); close-class codes close in error, with a CLOSE so the target frees its PDC
 //!   too, unless the code says it holds none (INV_DPDCID, CLOSING_IN_ERR: *project-defined*; the
 //!   reference provider sends a CLOSE after every close-class code, which such a target answers
 //!   INV_DPDCID); NEW_START_PSN re-stamps everything (only
 //!   while SYN is still set); RCVD_SES_PROCG is dropped. A NACK outside `[tx_base, next_psn − 1]`
-//!   changes nothing.
+//!   changes nothing. `Max_NACK_Retx_Cnt` counts the NACKs of one packet (the oldest NACKed one
+//!   not yet acknowledged, see [`config`](super::config)), so one shortage that refuses a whole
+//!   burst costs each packet one count.
 //! * **Tail-loss probe**: `Tail_Loss_Time` after the last new packet with PSNs still
 //!   unacknowledged, an ACK_REQ for the newest PSN asks the target for a fresh ACK (or a NACK
 //!   PKT_NOT_RCVD, which resends it), at most `Max_Tail_Loss_Retx` times without progress.
@@ -53,6 +54,7 @@
 //! window (a peer numbering from elsewhere) is acknowledged alone, its PSN as CACK.
 
 use super::config::{MPR_GRANULARITY, PdcConfig};
+use super::rtt::RttEstimator;
 use super::target::Delivery;
 use super::window::{AckCoalescer, AckTriggers, Arrival, LossDetector, RxWindow, TxWindow, psn_after};
 use super::{Failure, PdcError, PdcState};
@@ -252,6 +254,11 @@ pub struct Initiator<const W: usize = 2> {
     losses: LossDetector,
     /// Resends wait until then (NACK_Retx_Time after a resource NACK).
     hold_until: Option<Instant>,
+    /// The round-trip estimate of the request direction.
+    rtt: RttEstimator,
+    /// The packet whose NACK-driven resends `nack_count` counts: the oldest NACKed one not yet
+    /// acknowledged.
+    nack_psn: u32,
     rto_count: u8,
     nack_count: u8,
     probe_count: u8,
@@ -293,6 +300,8 @@ impl<const W: usize> Initiator<W> {
             probe_at: None,
             losses: LossDetector::default(),
             hold_until: None,
+            rtt: RttEstimator::new(),
+            nack_psn: 0,
             rto_count: 0,
             nack_count: 0,
             probe_count: 0,
@@ -381,6 +390,7 @@ impl<const W: usize> Initiator<W> {
         }
         let psn = self.tx.send(self.peer_range).ok_or(PdcError::WindowFull)?;
         self.state = next;
+        self.rtt.on_send(psn, now);
         if self.rto_at.is_none() {
             self.rto_at = Some(self.rto_deadline(now, cfg));
         }
@@ -451,7 +461,8 @@ impl<const W: usize> Initiator<W> {
             self.rto_count = 0;
         }
         if acked > 0 {
-            self.nack_count = 0;
+            let tx = &self.tx;
+            self.rtt.on_ack(now, |psn| tx.is_acked(psn));
             self.probe_count = 0;
             if self.tx.outstanding() > 0 {
                 self.rto_at = Some(self.rto_deadline(now, cfg));
@@ -488,13 +499,42 @@ impl<const W: usize> Initiator<W> {
         self.losses.on_ack(&mut self.tx, now, cfg)
     }
 
-    /// When the retransmission timer started now expires: `RTO_Init_Timer × 2^retries` for the
-    /// retries of the oldest unacknowledged packet so far, capped ([`PdcConfig::rto_backoff`]).
+    /// When the retransmission timer started now expires: the round-trip estimate's timeout
+    /// doubled for each timeout of the oldest unacknowledged packet so far, capped
+    /// ([`RttEstimator::backed_off`]).
     #[inline(always)]
     fn rto_deadline(&self, now: Instant, cfg: &PdcConfig) -> Instant {
         // No timeout yet (every ACK of a loss-free flow): the plain RTO, without the backoff sums.
-        let rto = if self.rto_count == 0 { cfg.rto } else { cfg.rto_backoff(self.rto_count) };
+        let rto = if self.rto_count == 0 { self.rtt.rto(cfg) } else { self.rtt.backed_off(cfg, self.rto_count) };
         now.saturating_add(rto)
+    }
+
+    /// Retransmission timeouts of the oldest unacknowledged packet so far (0 once an ACK passed
+    /// it).
+    pub const fn timeouts(&self) -> u8 {
+        self.rto_count
+    }
+
+    /// The round-trip estimate of the request direction.
+    pub const fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+
+    /// The NACK counter after a NACK of `psn` (`Max_NACK_Retx_Cnt` counts per packet): it
+    /// follows the oldest NACKed packet not yet acknowledged, and a NACK of a packet already
+    /// waiting to be resent (a second NACK before the resend) does not count again. Returns the
+    /// packet counted and its count.
+    fn nack_counted(&self, psn: u32) -> (u32, u8) {
+        let tracked = self.nack_count > 0 && !self.tx.is_acked(self.nack_psn);
+        if self.tx.is_lost(psn) && tracked {
+            (self.nack_psn, self.nack_count)
+        } else if !tracked || psn_after(self.nack_psn, psn) {
+            (psn, 1)
+        } else if psn == self.nack_psn {
+            (psn, self.nack_count.saturating_add(1))
+        } else {
+            (self.nack_psn, self.nack_count)
+        }
     }
 
     /// Takes a PSN for the CLOSE and queues it.
@@ -548,15 +588,12 @@ impl<const W: usize> Initiator<W> {
             }
             NackClass::Retransmit => {
                 let next = self.transition(Ev::Update)?;
-                // The NACKs of one shortage arrive together: those that come while resends are
-                // already held for it count once.
-                let same_shortage = is_resource_shortage(nack.code) && self.hold_until.is_some();
-                let count = if same_shortage { self.nack_count } else { self.nack_count.saturating_add(1) };
-                if cfg.nack_retx_exhausted(count) {
+                let (nack_psn, nack_count) = self.nack_counted(psn);
+                if cfg.nack_retx_exhausted(nack_count) {
                     self.fail(now, cfg, Failure::NackRetriesExhausted, true)?;
                     return Ok(class);
                 }
-                self.nack_count = count;
+                (self.nack_psn, self.nack_count) = (nack_psn, nack_count);
                 match nack.code {
                     NackCode::RodOoo => {
                         self.tx.mark_all_lost();
@@ -592,6 +629,7 @@ impl<const W: usize> Initiator<W> {
                     });
                 }
                 self.start_psn = nack.payload;
+                self.rtt.forget_timed();
                 self.peer_range_cack = nack.payload.wrapping_sub(1);
                 self.ret = RxWindow::new(nack.payload);
                 self.rto_at = Some(self.rto_deadline(now, cfg));
@@ -753,6 +791,7 @@ impl<const W: usize> Initiator<W> {
         }
         self.hold_until = None;
         let psn = self.tx.take_lost()?;
+        self.rtt.on_resend(psn);
         Some(InitiatorTx::Resend(self.stamp(psn, RequestFlags::RETX | RequestFlags::AR)))
     }
 
@@ -900,7 +939,7 @@ impl<const W: usize> Initiator<W> {
             self.probe_at = None;
             let count = self.rto_count.saturating_add(1);
             if self.state == InitiatorState::CloseAckWait {
-                if count > cfg.max_rto_retx {
+                if cfg.rto_retx_exhausted(count) {
                     // The CLOSE went unanswered: give the PDC up.
                     if let Ok(next) = self.transition(Ev::CloseDone) {
                         self.enter(next);
@@ -915,7 +954,7 @@ impl<const W: usize> Initiator<W> {
             if self.tx.outstanding() == 0 {
                 return;
             }
-            if count > cfg.max_rto_retx {
+            if cfg.rto_retx_exhausted(count) {
                 // Cannot fail from a state that allows no event; Closed was excluded above.
                 let _ = self.fail(now, cfg, Failure::RetriesExhausted, true);
                 return;

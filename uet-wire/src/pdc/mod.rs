@@ -8,7 +8,8 @@
 //!   transition in one `match`; an event a state does not accept returns [`PdcError`] and changes
 //!   nothing. Each end sends and receives: requests go forward, read data and CLOSE_REQ come back
 //!   in the return direction, each direction with its own PSN window.
-//! * [`config`]: the timer table.
+//! * [`config`]: the timer table, with a hardware and a software profile.
+//! * [`rtt`]: the round-trip time estimate and the retransmission timeout it gives.
 //! * [`table`]: the fixed-capacity PDC table, by id (never 0, not reused at once) and by the
 //!   initiator's or target's selection key.
 //!
@@ -28,6 +29,7 @@
 pub mod config;
 pub mod held;
 pub mod initiator;
+pub mod rtt;
 pub mod table;
 pub mod target;
 pub mod window;
@@ -35,8 +37,9 @@ pub mod window;
 #[cfg(test)]
 mod tests;
 
-pub use config::{PdcConfig, UNLIMITED_NACK_RETX};
+pub use config::{PdcConfig, UNLIMITED_NACK_RETX, UNLIMITED_RTO_RETX};
 pub use initiator::{AckOutcome, Initiator, InitiatorEvent, InitiatorState, InitiatorTx, Stamp};
+pub use rtt::RttEstimator;
 pub use table::{InitiatorKey, IpAddr, PdcTable, TableError, TargetKey, ip, ipv4};
 pub use target::{Delivery, PENDING_NACKS, StartPolicy, Target, TargetEvent, TargetState, TargetTx};
 pub use window::{AckCoalescer, AckError, AckPolicy, AckTriggers, Arrival, RxWindow, Sack, TxWindow, psn_after};

@@ -66,6 +66,7 @@
 use super::config::{MPR_GRANULARITY, PdcConfig};
 use super::held::{HELD_RESPONSES, HeldResponses};
 use super::initiator::{AckOutcome, Stamp};
+use super::rtt::RttEstimator;
 use super::window::{AckCoalescer, AckTriggers, Arrival, LossDetector, RxWindow, TxWindow, psn_after};
 use super::{Failure, PdcError, PdcState};
 use crate::pds::{
@@ -210,6 +211,8 @@ pub struct Target<const W: usize = 2, const R: usize = HELD_RESPONSES> {
     /// Retransmission timer of the return direction, and its timeouts for the oldest packet.
     ret_rto_at: Option<Instant>,
     ret_rto_count: u8,
+    /// The round-trip estimate of the return direction.
+    ret_rtt: RttEstimator,
     ret_losses: LossDetector,
     close_req_psn: u32,
     close_req_acked: bool,
@@ -299,6 +302,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
             ret_range_cack: required.wrapping_sub(1),
             ret_rto_at: None,
             ret_rto_count: 0,
+            ret_rtt: RttEstimator::new(),
             ret_losses: LossDetector::default(),
             close_req_psn: 0,
             close_req_acked: false,
@@ -665,7 +669,10 @@ impl<const W: usize, const R: usize> Target<W, R> {
             self.ret_rto_count = 0;
         }
         if acked > 0 {
-            self.ret_rto_at = (self.data_outstanding() > 0).then(|| now.saturating_add(cfg.rto));
+            let ret = &self.ret;
+            self.ret_rtt.on_ack(now, |psn| ret.is_acked(psn));
+            let rto = self.ret_rtt.backed_off(cfg, self.ret_rto_count);
+            self.ret_rto_at = (self.data_outstanding() > 0).then(|| now.saturating_add(rto));
         }
         let lost = if self.mode == DeliveryMode::Rud { self.ret_losses.on_ack(&mut self.ret, now, cfg) } else { 0 };
         let close_req_acked =
@@ -739,6 +746,16 @@ impl<const W: usize, const R: usize> Target<W, R> {
         self.ret.outstanding() - u32::from(close_req)
     }
 
+    /// Retransmission timeouts of the oldest unacknowledged return-direction packet so far.
+    pub const fn timeouts(&self) -> u8 {
+        self.ret_rto_count
+    }
+
+    /// The round-trip estimate of the return direction.
+    pub const fn rtt(&self) -> &RttEstimator {
+        &self.ret_rtt
+    }
+
     /// The return direction's send window: read data and CLOSE_REQ (the caller keeps each read
     /// packet's data until its PSN is acknowledged).
     pub const fn return_window(&self) -> &TxWindow<W> {
@@ -762,8 +779,9 @@ impl<const W: usize, const R: usize> Target<W, R> {
     pub fn send(&mut self, now: Instant, cfg: &PdcConfig, ar: bool) -> Result<Stamp, PdcError> {
         transition(self.state, Ev::Send)?;
         let psn = self.ret.send(self.ret_range).ok_or(PdcError::WindowFull)?;
+        self.ret_rtt.on_send(psn, now);
         if self.ret_rto_at.is_none() {
-            self.ret_rto_at = Some(now.saturating_add(cfg.rto_backoff(self.ret_rto_count)));
+            self.ret_rto_at = Some(now.saturating_add(self.ret_rtt.backed_off(cfg, self.ret_rto_count)));
         }
         let flags = if ar || cfg.ack.per_packet { RequestFlags::AR } else { RequestFlags::empty() };
         Ok(self.stamp(psn, flags))
@@ -845,6 +863,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
             return None;
         }
         let psn = self.ret.take_lost()?;
+        self.ret_rtt.on_resend(psn);
         if self.state == TargetState::CloseReqWait && psn == self.close_req_psn {
             self.close_req_count = self.close_req_count.max(1);
             return Some(TargetTx::Control(self.close_req()));
@@ -1008,19 +1027,19 @@ impl<const W: usize, const R: usize> Target<W, R> {
             self.ret_rto_at = None;
             if self.data_outstanding() > 0 {
                 let count = self.ret_rto_count.saturating_add(1);
-                if count > cfg.max_rto_retx {
+                if cfg.rto_retx_exhausted(count) {
                     self.fail(Failure::RetriesExhausted, true);
                     return;
                 }
                 self.ret_rto_count = count;
                 self.ret.mark_all_lost();
-                self.ret_rto_at = Some(now.saturating_add(cfg.rto_backoff(count)));
+                self.ret_rto_at = Some(now.saturating_add(self.ret_rtt.backed_off(cfg, count)));
             }
         }
         if self.close_req_at.is_some_and(|t| t <= now) {
             self.close_req_at = None;
             let count = self.close_req_count.saturating_add(1);
-            if count <= cfg.max_rto_retx {
+            if !cfg.rto_retx_exhausted(count) {
                 self.close_req_count = count;
                 if !self.close_req_acked {
                     self.tx_pending |= TX_CLOSE_REQ;

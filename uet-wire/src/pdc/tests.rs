@@ -384,9 +384,12 @@ fn nack_classes_drive_recovery() {
     let n3 = Nack { code: NackCode::RcvdSesProcg, ..n };
     assert_eq!(i.handle_nack(t(2000), &cfg, &n3), Ok(NackClass::Drop));
     assert!(!i.has_pending());
-    // Max_NACK_Retx_Cnt retransmitting NACKs in a row close in error (two counted already).
+    // Max_NACK_Retx_Cnt retransmitting NACKs of one packet close in error (two counted
+    // already); a second NACK before the resend does not count.
     for k in 2..cfg.max_nack_retx {
         i.handle_nack(t(3000 + u64::from(k)), &cfg, &n).unwrap();
+        i.handle_nack(t(3000 + u64::from(k)), &cfg, &n).unwrap();
+        assert!(matches!(i.poll_transmit(t(3000 + u64::from(k))), Some(InitiatorTx::Resend(_))));
     }
     assert_eq!(i.failure(), None);
     i.handle_nack(t(3100), &cfg, &n).unwrap();
@@ -477,7 +480,7 @@ fn rto_backs_off_and_counts_timeouts_of_the_same_packet() {
 
 #[test]
 fn tail_loss_probe_recovers_a_lost_last_packet() {
-    let cfg = PdcConfig { rto: Duration::from_millis(10), ..cfg() };
+    let cfg = PdcConfig { rto: Duration::from_millis(10), rto_min: Duration::from_millis(10), ..cfg() };
     let (mut i, mut tg) = established(DeliveryMode::Rud);
     let s = i.send(t(10), &cfg, true).unwrap(); // lost
     let now = i.poll_timeout().unwrap();
@@ -710,16 +713,47 @@ fn target_close_request_resent_then_closed_in_error() {
 }
 
 #[test]
+fn nack_limit_counts_per_packet() {
+    // A shortage that refuses a burst of 12 packets, each refused 5 times (the limit): nothing
+    // fails, since each packet has its own count.
+    let cfg = cfg();
+    let (mut i, _tg) = established(DeliveryMode::Rud);
+    let sent: std::vec::Vec<_> = (0..12).map(|_| i.send(t(3), &cfg, false).unwrap()).collect();
+    let mut now = t(4);
+    for _ in 0..cfg.max_nack_retx {
+        for s in &sent {
+            let n = Nack::for_pdc(NackCode::NoSesMsgAvail, s.psn, i.remote_id().unwrap(), i.local_id());
+            i.handle_nack(now, &cfg, &n).unwrap();
+        }
+        now = now.saturating_add(cfg.nack_retx_time);
+        i.handle_timeout(now, &cfg);
+        while i.poll_transmit(now).is_some() {}
+    }
+    assert_eq!(i.failure(), None);
+    // The sixth refusal of the oldest fails the PDC; with the limit at its maximum it never does.
+    let n = Nack::for_pdc(NackCode::NoSesMsgAvail, sent[0].psn, i.remote_id().unwrap(), i.local_id());
+    let mut forever = i.clone();
+    let unlimited = PdcConfig { max_nack_retx: UNLIMITED_NACK_RETX, ..cfg };
+    for _ in 0..100 {
+        forever.handle_nack(now, &unlimited, &n).unwrap();
+        while forever.poll_transmit(now.saturating_add(cfg.nack_retx_time)).is_some() {}
+    }
+    assert_eq!(forever.failure(), None);
+    i.handle_nack(now, &cfg, &n).unwrap();
+    assert_eq!(i.failure(), Some(Failure::NackRetriesExhausted));
+}
+
+#[test]
 fn pdc_sizes() {
     use core::mem::size_of;
     std::println!(
-        "Initiator<2>: {} B, Target<2>: {} B (goal: at most 256 B for the initiator, 384 B for \
+        "Initiator<2>: {} B, Target<2>: {} B (goal: at most 256 B for the initiator, 416 B for \
          the target, which sends read data too)",
         size_of::<Initiator<2>>(),
         size_of::<Target<2>>()
     );
     assert!(size_of::<Initiator<2>>() <= 256);
-    assert!(size_of::<Target<2>>() <= 384);
+    assert!(size_of::<Target<2>>() <= 416);
     // Each further response slot costs 28 B.
     std::println!("Target<2, 16>: {} B", size_of::<Target<2, 16>>());
     assert_eq!(size_of::<Target<2, 16>>() - size_of::<Target<2>>(), 12 * 28);

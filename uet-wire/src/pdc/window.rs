@@ -536,6 +536,12 @@ impl<const W: usize> TxWindow<W> {
         true
     }
 
+    /// Whether `psn` is marked lost and waits to be resent.
+    pub fn is_lost(&self, psn: u32) -> bool {
+        let i = psn.wrapping_sub(self.base);
+        i < self.next.wrapping_sub(self.base) && self.lost.get(i)
+    }
+
     /// Every sent PSN from the base on, acknowledged or not, oldest first.
     pub fn unacked_span(&self) -> impl Iterator<Item = u32> + '_ {
         (0..self.next.wrapping_sub(self.base)).map(|i| self.base.wrapping_add(i))

@@ -23,7 +23,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
         let resend_at = now.saturating_add(self.cfg.pdc.rto);
         // Room was checked above.
-        let _ = self.rudi.push(RudiOut { pkt_id, slot: slot as u16, index, resend_at, retries: 0 });
+        let _ = self.rudi.push(RudiOut { pkt_id, slot: slot as u16, index, resend_at, retries: 0, nacked: false });
         Ok(Some(t))
     }
 
@@ -36,12 +36,16 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     ) -> Result<Option<Transmit>, EndpointError> {
         let Some(k) = self.rudi.iter().position(|r| r.resend_at <= now) else { return Ok(None) };
         let Some(r) = self.rudi.get(k).copied() else { return Ok(None) };
-        if r.retries >= self.cfg.pdc.max_rto_retx {
+        if self.cfg.pdc.rto_retx_exhausted(r.retries.saturating_add(1)) {
             self.fail_rudi(usize::from(r.slot), Failure::RetriesExhausted);
             return Ok(None);
         }
         let t = self.write_rudi(out, usize::from(r.slot), r.index, r.pkt_id, true)?;
+        if !r.nacked {
+            self.stats.resends.timeout = self.stats.resends.timeout.wrapping_add(1);
+        }
         if let Some(e) = self.rudi.get_mut(k) {
+            e.nacked = false;
             e.retries += 1;
             e.resend_at = now.saturating_add(self.cfg.pdc.rto_backoff(e.retries));
         }
@@ -109,6 +113,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let Some(r) = self.rudi.iter_mut().find(|r| r.pkt_id == pkt_id) else { return };
         if code.class() == crate::pds::NackClass::Retransmit {
             r.resend_at = now;
+            r.nacked = true;
+            self.stats.resends.nack = self.stats.resends.nack.wrapping_add(1);
         } else {
             let slot = usize::from(r.slot);
             self.fail_rudi(slot, Failure::Nack(code));

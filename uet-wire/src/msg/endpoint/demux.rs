@@ -56,23 +56,29 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     Some(Side::Initiator) if a.next_header != NextHeader::None => {
                         return self.response_ack(now, &a, rest);
                     }
-                    Some(Side::Initiator) => {
-                        self.on_initiator(now, a.dpdcid, |p, cfg| p.handle_ack(now, cfg, &a).map(drop))
+                    Some(Side::Initiator) => self
+                        .on_initiator(now, a.dpdcid, |p, cfg| p.handle_ack(now, cfg, &a).map(|o| Marked::Sack(o.lost))),
+                    Some(Side::Target) => {
+                        self.on_target(now, a.dpdcid, |t, cfg| t.handle_ack(now, cfg, &a).map(|o| Marked::Sack(o.lost)))
                     }
-                    Some(Side::Target) => self.on_target(now, a.dpdcid, |t, cfg| t.handle_ack(now, cfg, &a).map(drop)),
                     None => {}
                 }
                 Ok(None)
             }
             PdsHeader::Nack(n) => {
+                self.stats.nacks_received.add(n.code);
                 match n.target {
                     NackTarget::Pdc { dpdcid, spdcid, .. } => match self.side_of(dpdcid, spdcid, src) {
-                        Some(Side::Initiator) => {
-                            self.on_initiator(now, dpdcid, |p, cfg| p.handle_nack(now, cfg, &n).map(drop));
-                        }
-                        Some(Side::Target) => {
-                            self.on_target(now, dpdcid, |t, cfg| t.handle_nack(now, cfg, &n).map(drop))
-                        }
+                        Some(Side::Initiator) => self.on_initiator(now, dpdcid, |p, cfg| {
+                            let lost = p.window().lost_count();
+                            p.handle_nack(now, cfg, &n)?;
+                            Ok(Marked::Nack(p.window().lost_count().saturating_sub(lost)))
+                        }),
+                        Some(Side::Target) => self.on_target(now, dpdcid, |t, cfg| {
+                            let lost = t.return_window().lost_count();
+                            t.handle_nack(now, cfg, &n)?;
+                            Ok(Marked::Nack(t.return_window().lost_count().saturating_sub(lost)))
+                        }),
                         None => {}
                     },
                     NackTarget::Rudi { pkt_id, .. } => self.rudi_nacked(now, pkt_id, n.code),
@@ -92,7 +98,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                                 {
                                     p.close_req_psn = Some(c.psn);
                                 }
-                                self.on_initiator(now, dpdcid, |p, _| p.handle_control(now, &c));
+                                self.on_initiator(now, dpdcid, |p, _| {
+                                    p.handle_control(now, &c).map(|()| Marked::Nothing)
+                                });
                             }
                         } else if c.ctl_type != ControlType::CloseReq {
                             self.control_to_target(now, src, dpdcid, &c);
@@ -247,11 +255,16 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         &mut self,
         now: Instant,
         id: u16,
-        f: impl FnOnce(&mut Initiator, &PdcConfig) -> Result<(), crate::pdc::PdcError>,
+        f: impl FnOnce(&mut Initiator, &PdcConfig) -> Result<Marked, crate::pdc::PdcError>,
     ) {
         let cfg = self.cfg.pdc;
         if let Some(p) = self.initiators.get_mut(id) {
-            let _ = f(&mut p.pdc, &cfg);
+            if let Ok(n) = f(&mut p.pdc, &cfg) {
+                self.stats.resends.count(n);
+            }
+            if let Some(rtt) = p.pdc.rtt().smoothed() {
+                self.stats.rtt = Some(rtt);
+            }
             self.after_initiator_change(now, id);
         }
     }
@@ -261,11 +274,13 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         &mut self,
         now: Instant,
         id: u16,
-        g: impl FnOnce(&mut Target<2, R>, &PdcConfig) -> Result<(), crate::pdc::PdcError>,
+        g: impl FnOnce(&mut Target<2, R>, &PdcConfig) -> Result<Marked, crate::pdc::PdcError>,
     ) {
         let cfg = self.cfg.pdc;
         if let Some(t) = self.targets.get_mut(id) {
-            let _ = g(&mut t.pdc, &cfg);
+            if let Ok(n) = g(&mut t.pdc, &cfg) {
+                self.stats.resends.count(n);
+            }
             self.after_target_change(now, id);
         }
     }

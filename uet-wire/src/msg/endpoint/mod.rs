@@ -107,6 +107,8 @@ use crate::ses::{
     StandardTail,
 };
 use linklayer::Instant;
+use stats::Marked;
+pub use stats::{EndpointStats, NackCounts, Resends};
 
 /// The most header bytes one packet takes: a 16-byte PDS header (RUD_CC, NACK, control) or a
 /// 32-byte ACK_CC or NACK_CCX, 40-byte ACK_CCX; or a 12-byte request with a 44-byte standard SES
@@ -436,16 +438,6 @@ impl core::error::Error for EndpointError {
     }
 }
 
-/// What the endpoint dropped or refused, by cause (counts since [`Endpoint::new`], wrapping).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct EndpointStats {
-    /// Packets that named a PDC here but came from an address other than its peer's: requests
-    /// and control packets for a target PDC were NACKed PDC_HDR_MISMATCH, ACKs and NACKs for an
-    /// initiator PDC dropped. None changed the PDC.
-    pub source_mismatches: u64,
-}
-
 /// What a message slot holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum MsgKind {
@@ -661,6 +653,8 @@ struct RudiOut {
     index: u32,
     resend_at: Instant,
     retries: u8,
+    /// Resent because of a NACK (not a timeout) when `resend_at` comes.
+    nacked: bool,
 }
 
 /// NACKs an endpoint holds for sending.
@@ -694,7 +688,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
     }
 
-    /// What the endpoint dropped or refused so far.
+    /// What the endpoint counted so far: refusals, resends by cause, NACKs by code, the
+    /// round-trip time.
     pub const fn stats(&self) -> &EndpointStats {
         &self.stats
     }
@@ -832,7 +827,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             .collect();
         for id in due {
             if let Some(p) = self.initiators.get_mut(id) {
+                let (lost, timeouts) = (p.pdc.window().lost_count(), p.pdc.timeouts());
                 p.pdc.handle_timeout(now, &cfg);
+                let marked = p.pdc.window().lost_count().saturating_sub(lost);
+                self.stats.resends.count_timer(marked, p.pdc.timeouts() != timeouts);
             }
             self.after_initiator_change(now, id);
         }
@@ -844,7 +842,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             .collect();
         for id in due {
             if let Some(p) = self.targets.get_mut(id) {
+                let (lost, timeouts) = (p.pdc.return_window().lost_count(), p.pdc.timeouts());
                 p.pdc.handle_timeout(now, &cfg);
+                let marked = p.pdc.return_window().lost_count().saturating_sub(lost);
+                self.stats.resends.count_timer(marked, p.pdc.timeouts() != timeouts);
             }
             self.after_target_change(now, id);
         }
@@ -928,6 +929,7 @@ mod connectionless;
 mod demux;
 mod receiving;
 mod sending;
+mod stats;
 #[cfg(test)]
 mod tests;
 mod transmit;

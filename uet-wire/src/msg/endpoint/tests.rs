@@ -7,10 +7,10 @@ use crate::ses::Opcode;
 use std::collections::HashMap;
 use std::vec::Vec;
 
-type Ep = Endpoint<8, 32, 64>;
+type Ep = Endpoint<8, 64, 96>;
 
 fn config(addr: IpAddr) -> EndpointConfig {
-    EndpointConfig { pdc: PdcConfig { max_rto_retx: 15, ..PdcConfig::default() }, ..EndpointConfig::new(addr, 1024) }
+    EndpointConfig { pdc: PdcConfig { max_rto_retx: 14, ..PdcConfig::default() }, ..EndpointConfig::new(addr, 1024) }
 }
 
 fn desc(dst: IpAddr, service: Service, index: u64, len: u32) -> MessageDesc {
@@ -96,11 +96,35 @@ fn exchange_window(
     window: usize,
     read_every: usize,
 ) -> (Vec<(u64, u32)>, usize, Ep, Ep, Leftover) {
+    let a = config(ipv4([10, 0, 0, 1]));
+    let run = Run { mode, loss, reorder, window, read_every, pause: None, seed: 0x9E37_79B9_7F4A_7C15 };
+    exchange_run(&run, a, lens)
+}
+
+/// One run of two endpoints over the test wire.
+struct Run {
+    mode: Service,
+    /// Loss per mille, each direction.
+    loss: u32,
+    reorder: bool,
+    /// Messages A keeps queued or in flight.
+    window: usize,
+    /// Every `read_every`-th message is a READ (0: none).
+    read_every: usize,
+    /// B stops (hears nothing, sends nothing, runs no timer) from the first instant to the second.
+    pause: Option<(Instant, Instant)>,
+    seed: u64,
+}
+
+/// [`exchange_window`] with A configured as `a` (B the same at its own address) and B's pause.
+fn exchange_run(run: &Run, a: EndpointConfig, lens: &[u32]) -> (Vec<(u64, u32)>, usize, Ep, Ep, Leftover) {
+    let &Run { mode, loss, reorder, window, read_every, pause, seed } = run;
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
-    let mut eps = [Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2)];
+    let mut eps = [Ep::new(EndpointConfig { addr: a_addr, ..a }, 1), Ep::new(EndpointConfig { addr: b_addr, ..a }, 2)];
+    let paused = |now: Instant| pause.is_some_and(|(from, to)| from <= now && now < to);
     let mut handles: HashMap<MsgHandle, u64> = HashMap::new();
     let mut next_msg = 0usize;
-    let mut wire = Wire { rng: 0x9E37_79B9_7F4A_7C15, loss, reorder, flight: Vec::new() };
+    let mut wire = Wire { rng: seed | 1, loss, reorder, flight: Vec::new() };
     let mut buffers: HashMap<(u16, u16), (u64, Vec<u8>)> = HashMap::new();
     let mut received = Vec::new();
     let mut sent = 0usize;
@@ -126,6 +150,9 @@ fn exchange_window(
         }
         let mut moved = false;
         for (side, ep) in eps.iter_mut().enumerate() {
+            if side == 1 && paused(now) {
+                continue;
+            }
             while let Some(t) = ep.poll_transmit(now, &mut out).unwrap() {
                 let mut pkt = out[..t.header_len].to_vec();
                 if let Some(p) = t.payload {
@@ -150,6 +177,10 @@ fn exchange_window(
             }
         }
         for (to, pkt) in core::mem::take(&mut wire.flight) {
+            if to == 1 && paused(now) {
+                // A stopped receiver's socket drops what arrives.
+                continue;
+            }
             let from = eps[1 - to].config().addr;
             let placed = match eps[to].handle_packet(now, from, &pkt) {
                 Ok(p) => p,
@@ -174,7 +205,10 @@ fn exchange_window(
             }
             moved = true;
         }
-        for ep in eps.iter_mut() {
+        for (side, ep) in eps.iter_mut().enumerate() {
+            if side == 1 && paused(now) {
+                continue;
+            }
             while let Some(ev) = ep.poll_event() {
                 match ev {
                     Event::Sent(h) => {
@@ -209,12 +243,16 @@ fn exchange_window(
             break;
         }
         if !moved {
-            match eps.iter().filter_map(Ep::poll_timeout).min() {
+            let resume = pause.map(|(_, to)| to).filter(|&to| now < to);
+            let awake = eps.iter().enumerate().filter(|&(side, _)| side == 0 || !paused(now));
+            match awake.filter_map(|(_, ep)| ep.poll_timeout()).chain(resume).min() {
                 Some(t) => now = now.max(t),
                 None => now = now.saturating_add(linklayer::Duration::from_micros(10)),
             }
-            for ep in eps.iter_mut() {
-                ep.handle_timeout(now);
+            for (side, ep) in eps.iter_mut().enumerate() {
+                if side == 0 || !paused(now) {
+                    ep.handle_timeout(now);
+                }
             }
         } else {
             now = now.saturating_add(linklayer::Duration::from_micros(1));
@@ -319,6 +357,110 @@ fn more_messages_in_flight_than_the_target_tracks() {
     assert_eq!(sent, l.len());
     let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
     assert_eq!(received, want);
+}
+
+/// A window of 32 messages at 1 % loss with the spec table's defaults (5 NACKs, 5 timeouts) once
+/// failed messages: the initiator opened more messages on a PDC than the target tracks, and
+/// counted the target's NACK NO_SES_MSG_AVAIL per PDC, so one loss that made the target refuse a
+/// burst used up the PDC's NACK count. Worse, a message whose first packet was lost could find
+/// all 16 slots taken by later messages, which could not complete before it: a deadlock that
+/// failed it by timeouts. Now the initiator keeps `messages_per_pdc` (default: what the target
+/// tracks) and nothing is refused; raised to 32, refusals count per packet and the target
+/// releases complete messages out of order to make room, so nothing fails either way.
+#[test]
+fn thirty_two_messages_in_flight_at_one_percent_loss() {
+    let l: Vec<u32> = (0..3000).map(|i| [64u32, 64, 4096][i % 3]).collect();
+    let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
+    let hardware = EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024);
+    for messages_per_pdc in [32, ORDER_WINDOW as u16] {
+        let run = Run {
+            mode: Service::Rud,
+            loss: 10,
+            reorder: true,
+            window: 32,
+            read_every: 0,
+            pause: None,
+            seed: 0x5EED_0032,
+        };
+        let (mut received, sent, ..) = exchange_run(&run, EndpointConfig { messages_per_pdc, ..hardware }, &l);
+        assert_eq!(sent, l.len());
+        if messages_per_pdc > ORDER_WINDOW as u16 {
+            // More than the target tracks: complete messages may be released out of order.
+            received.sort_unstable();
+        }
+        assert_eq!(received, want);
+    }
+}
+
+/// A receiver that stops for 7 ms (its thread descheduled, its socket dropping what arrives)
+/// fails no message with the software profile, whose retries outlast it
+/// ([`PdcConfig::min_give_up_time`], about 2 s); the sender's timeouts back off meanwhile. (The
+/// hardware profile's 31 ms would outlast 7 ms too; a fixed 1 ms timeout without backoff, 5
+/// retries, did not.)
+#[test]
+fn a_7_ms_receiver_pause_fails_nothing_with_the_software_profile() {
+    let l: Vec<u32> = (0..400).map(|i| [64u32, 4096, 65_536][i % 3]).collect();
+    let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
+    let software = EndpointConfig { pdc: PdcConfig::software(), ..EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024) };
+    let pause = (Instant::from_nanos(20_000), Instant::from_nanos(7_020_000));
+    let run =
+        Run { mode: Service::Rud, loss: 0, reorder: false, window: 16, read_every: 4, pause: Some(pause), seed: 7 };
+    let (received, sent, a, ..) = exchange_run(&run, software, &l);
+    assert_eq!(sent, l.len());
+    let writes: Vec<(u64, u32)> = received.iter().copied().filter(|r| r.0 != u64::MAX).collect();
+    let want_writes: Vec<(u64, u32)> = want.iter().copied().filter(|(i, _)| i % 4 != 3).collect();
+    assert_eq!(writes, want_writes);
+    assert!(a.stats().resends.timeout > 0, "the pause cost timeouts");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, ..Default::default() })]
+
+    /// Any window, any loss up to 30 % each way, with reordering: every message arrives exactly
+    /// once, in order, and none fails (the software profile with a retry budget of 14 timeouts
+    /// per packet, so a run of losses long enough to exhaust it is vanishingly rare).
+    #[test]
+    fn any_window_and_loss_up_to_30_percent_fails_nothing(
+        window in 1usize..=64,
+        loss in 0u32..=300,
+        reorder: bool,
+        seed: u64,
+    ) {
+        let l: Vec<u32> = (0..60).map(|i| [0u32, 64, 1025, 4096, 9000][i % 5]).collect();
+        let cfg = EndpointConfig {
+            pdc: PdcConfig { max_rto_retx: 14, ..PdcConfig::software() },
+            ..EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024)
+        };
+        let run = Run { mode: Service::Rud, loss, reorder, window, read_every: 0, pause: None, seed };
+        let (received, sent, ..) = exchange_run(&run, cfg, &l);
+        proptest::prop_assert_eq!(sent, l.len());
+        let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
+        proptest::prop_assert_eq!(received, want);
+    }
+
+    /// Any receiver pause shorter than the profile's give-up time, at any point of a transfer
+    /// with any window: nothing fails.
+    #[test]
+    fn any_pause_shorter_than_the_give_up_time_fails_nothing(
+        window in 1usize..=64,
+        start_ns in 0u64..=1000,
+        fraction in 0.0f64..0.99,
+        seed: u64,
+    ) {
+        let pdc = PdcConfig::software();
+        let give_up = pdc.min_give_up_time().unwrap().as_nanos();
+        // The transfer's first round trip takes 1 µs of the test wire's clock.
+        let from = Instant::from_nanos(start_ns);
+        let to = from.saturating_add(linklayer::Duration::from_nanos((give_up as f64 * fraction) as u64));
+        let l: Vec<u32> = (0..60).map(|i| [0u32, 64, 1025, 4096, 9000][i % 5]).collect();
+        let cfg = EndpointConfig { pdc, ..EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024) };
+        let run = Run { mode: Service::Rud, loss: 0, reorder: false, window, read_every: 0, pause: Some((from, to)), seed };
+        let (received, sent, a, ..) = exchange_run(&run, cfg, &l);
+        proptest::prop_assert_eq!(sent, l.len());
+        proptest::prop_assert_eq!(received.len(), l.len());
+        // The pause fell inside the transfer.
+        proptest::prop_assert!(fraction < 0.001 || a.stats().resends.timeout > 0);
+    }
 }
 
 /// READs of 0 B to 64 KiB beside sends, on RUD and ROD, under loss and (RUD) reordering: B
@@ -1116,7 +1258,7 @@ fn refusals() {
         e2.send(desc(ipv4([10, 0, 0, 2]), Service::Rud, 0, 10)),
         Err(EndpointError::Segment(SegmentError::BadMtu { mtu: 0 }))
     );
-    for i in 0..32 {
+    for i in 0..64 {
         ep.send(desc(ipv4([10, 0, 0, 2]), Service::Rud, i, 10)).unwrap();
     }
     assert_eq!(ep.send(desc(ipv4([10, 0, 0, 2]), Service::Rud, 99, 10)), Err(EndpointError::TooManyMessages));

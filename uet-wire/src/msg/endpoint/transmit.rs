@@ -16,6 +16,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         if let Some((dst, n)) = self.nacks.front().copied() {
             let header_len = emit(out, &PdsHeader::Nack(n))?;
             self.nacks.pop_front();
+            self.stats.nacks_sent.add(n.code);
             return Ok(Some(header_only(dst, header_len)));
         }
         if let Some((dst, r, rsp)) = self.rudi_responses.front().copied() {
@@ -53,8 +54,16 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     let Some((slot, index)) = self.message_at(id, stamp.psn) else { continue };
                     self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, None))?
                 }
-                InitiatorTx::Control(c) => header_only(dst, emit(out, &PdsHeader::Control(c))?),
-                InitiatorTx::Nack(n) => header_only(dst, emit(out, &PdsHeader::Nack(n))?),
+                InitiatorTx::Control(c) => {
+                    if c.ctl_type == crate::pds::ControlType::AckReq {
+                        self.stats.resends.probes = self.stats.resends.probes.wrapping_add(1);
+                    }
+                    header_only(dst, emit(out, &PdsHeader::Control(c))?)
+                }
+                InitiatorTx::Nack(n) => {
+                    self.stats.nacks_sent.add(n.code);
+                    header_only(dst, emit(out, &PdsHeader::Nack(n))?)
+                }
                 InitiatorTx::Ack(a) => {
                     // The ACK of read data carries the DEFAULT_RESPONSE for it (the reference
                     // provider's target checks its `modified_length`).
@@ -101,7 +110,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     write_ack(out, dst, a, rsp)?
                 }
                 TargetTx::Control(c) => header_only(dst, emit(out, &PdsHeader::Control(c))?),
-                TargetTx::Nack(n) => header_only(dst, emit(out, &PdsHeader::Nack(n))?),
+                TargetTx::Nack(n) => {
+                    self.stats.nacks_sent.add(n.code);
+                    header_only(dst, emit(out, &PdsHeader::Nack(n))?)
+                }
                 TargetTx::Resend(stamp) => {
                     let run = self.msgs.iter().enumerate().find_map(|(slot, m)| {
                         let m = m.as_ref()?;

@@ -1,0 +1,133 @@
+//! What an endpoint counted: refusals, resends by cause, NACKs by code, the round-trip time.
+
+use crate::pds::NackCode;
+use linklayer::Duration;
+
+/// What the endpoint counted since [`Endpoint::new`](super::Endpoint::new) (counters wrap).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EndpointStats {
+    /// Packets that named a PDC here but came from an address other than its peer's: requests
+    /// and control packets for a target PDC were NACKed PDC_HDR_MISMATCH, ACKs and NACKs for an
+    /// initiator PDC dropped. None changed the PDC.
+    pub source_mismatches: u64,
+    /// Packets marked for resending, by cause (requests, read data and RUDI packets).
+    pub resends: Resends,
+    /// NACKs received, by code.
+    pub nacks_received: NackCounts,
+    /// NACKs sent, by code.
+    pub nacks_sent: NackCounts,
+    /// The smoothed round-trip time of the PDC that measured one last (see
+    /// [`RttEstimator`](crate::pdc::RttEstimator)); `None` before the first sample.
+    pub rtt: Option<Duration>,
+}
+
+/// Packets marked for resending, by what marked them. A marked packet that is acknowledged
+/// before its turn to go is not sent again, so these count decisions, not datagrams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Resends {
+    /// By a retransmission timeout (every unacknowledged packet of the PDC, or one RUDI packet).
+    pub timeout: u64,
+    /// By a NACK of a retransmit-class code (ROD_OOO: every unacknowledged packet).
+    pub nack: u64,
+    /// By SACK-driven loss detection (later packets acknowledged, the reorder window passed).
+    pub sack: u64,
+    /// Tail-loss probes sent (ACK_REQ for the newest PSN; each costs one control packet).
+    pub probes: u64,
+}
+
+/// Packets one PDC call marked for resending, and what marked them.
+pub(super) enum Marked {
+    /// SACK-driven loss detection (an ACK).
+    Sack(u32),
+    /// A NACK.
+    Nack(u32),
+    /// Nothing was marked.
+    Nothing,
+}
+
+impl Resends {
+    /// Counts what one PDC call marked.
+    pub(super) fn count(&mut self, marked: Marked) {
+        match marked {
+            Marked::Sack(n) => self.sack = self.sack.wrapping_add(u64::from(n)),
+            Marked::Nack(n) => self.nack = self.nack.wrapping_add(u64::from(n)),
+            Marked::Nothing => {}
+        }
+    }
+
+    /// `marked` packets marked at a timer: by the retransmission timeout if it `expired`, else
+    /// by the end of a reorder window.
+    pub(super) fn count_timer(&mut self, marked: u32, expired: bool) {
+        let n = u64::from(marked);
+        if expired {
+            self.timeout = self.timeout.wrapping_add(n);
+        } else {
+            self.sack = self.sack.wrapping_add(n);
+        }
+    }
+
+    /// Every resend, whatever its cause (probes not counted).
+    pub const fn total(&self) -> u64 {
+        self.timeout.wrapping_add(self.nack).wrapping_add(self.sack)
+    }
+}
+
+/// A count per NACK code.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct NackCounts([u32; 32]);
+
+impl NackCounts {
+    /// The codes are 0x01–0x1A and 0xFD–0xFF: their low five bits tell them apart.
+    const fn index(code: NackCode) -> usize {
+        (code as u8 & 0x1F) as usize
+    }
+
+    /// NACKs of `code`.
+    pub fn get(&self, code: NackCode) -> u32 {
+        self.0.get(Self::index(code)).copied().unwrap_or(0)
+    }
+
+    /// Every NACK, whatever its code.
+    pub fn total(&self) -> u64 {
+        self.0.iter().map(|&n| u64::from(n)).sum()
+    }
+
+    /// The codes counted at least once, with their counts, in code order.
+    pub fn iter(&self) -> impl Iterator<Item = (NackCode, u32)> + '_ {
+        self.0.iter().enumerate().filter(|&(_, &n)| n > 0).filter_map(|(i, &n)| {
+            let code = if i >= 0x1D { i as u8 | 0xE0 } else { i as u8 };
+            NackCode::try_from(code).ok().map(|c| (c, n))
+        })
+    }
+
+    pub(super) fn add(&mut self, code: NackCode) {
+        if let Some(n) = self.0.get_mut(Self::index(code)) {
+            *n = n.wrapping_add(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_its_own_counter() {
+        let mut c = NackCounts::default();
+        let codes: std::vec::Vec<NackCode> = (0..=255u8).filter_map(|v| NackCode::try_from(v).ok()).collect();
+        for (k, &code) in codes.iter().enumerate() {
+            for _ in 0..=k {
+                c.add(code);
+            }
+        }
+        let counted: std::vec::Vec<(NackCode, u32)> = c.iter().collect();
+        let want: std::vec::Vec<(NackCode, u32)> =
+            codes.iter().enumerate().map(|(k, &code)| (code, k as u32 + 1)).collect();
+        assert_eq!(counted, want);
+        assert_eq!(c.get(NackCode::ExpNackFatal), codes.len() as u32);
+        assert_eq!(c.total(), (1..=codes.len() as u64).sum());
+    }
+}
