@@ -22,7 +22,7 @@ use uet_wire::packet::crc32c;
 use uet_wire::pdc::held::HELD_RESPONSES;
 use uet_wire::pdc::{IpAddr, PdcConfig, ipv4};
 use uet_wire::pds::{DeliveryMode, PdsHeader, RequestFlags};
-use uet_wire::ses::{Opcode, RequestCommon, ReturnCode, SesFlags, StandardRequest, StandardTail};
+use uet_wire::ses::{Opcode, ReturnCode};
 
 /// The endpoints, with `R` guaranteed-delivery response slots per target PDC.
 type Ep<const R: usize> = Endpoint<16, 256, 128, R>;
@@ -209,32 +209,16 @@ impl<const R: usize> EndpointSim<R> {
 
     fn desc(&self, from: usize, message: u64) -> MessageDesc {
         let (len, job, _) = self.plan[from][message as usize];
-        MessageDesc {
-            dst: self.sides[1 - from].addr,
-            service: match self.cfg.mode {
-                DeliveryMode::Rud => Service::Rud,
-                DeliveryMode::Rod => Service::Rod,
-            },
-            tc: 0,
-            header: StandardRequest {
-                common: RequestCommon {
-                    opcode: self.opcode(message),
-                    flags: SesFlags::empty(),
-                    ri_generation: 0,
-                    job_id: job,
-                    pid_on_fep: 1,
-                    resource_index: 1,
-                },
-                message_id: 0,
-                buffer_offset: 0,
-                initiator: from as u32,
-                match_bits: message,
-                tail: StandardTail::Som { header_data: 0 },
-                request_length: 0,
-                ext: None,
-            },
-            len,
-        }
+        let service = match self.cfg.mode {
+            DeliveryMode::Rud => Service::Rud,
+            DeliveryMode::Rod => Service::Rod,
+        };
+        let mut d = MessageDesc::new(self.sides[1 - from].addr, service, self.opcode(message), job, len)
+            .with_resource(1, 1)
+            .with_match_bits(message)
+            .with_user(message);
+        d.header.initiator = from as u32;
+        d
     }
 
     /// Side `i` queues messages up to its window and sends one packet if its link is free.
@@ -356,7 +340,7 @@ impl<const R: usize> EndpointSim<R> {
                         assert!(self.sides[i].answered[message as usize], "message {message} sent before its response");
                     }
                 }
-                Event::Failed(h, why) => panic!("side {i} message {h:?} failed: {why:?}"),
+                Event::Failed { msg, why, .. } => panic!("side {i} message {msg:?} failed: {why:?}"),
                 Event::Truncated { msg, .. } => panic!("side {i} message {msg:?} truncated"),
                 Event::Response { msg, response, .. } => {
                     let (message, _) = self.sides[i].sending[&msg];

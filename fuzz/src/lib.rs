@@ -1166,7 +1166,7 @@ pub fn endpoint(data: &[u8]) {
                             assert_eq!(got, u64::from(len), "a READ completed without all its data");
                         }
                     }
-                    Event::Failed(h, _) => {
+                    Event::Failed { msg: h, .. } => {
                         assert!(live.remove(&(side, h)), "an unknown message completed, or one completed twice");
                         reads.remove(&(side, h));
                     }

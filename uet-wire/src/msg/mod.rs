@@ -7,8 +7,8 @@ pub mod order;
 pub mod segment;
 
 pub use endpoint::{
-    Endpoint, EndpointConfig, EndpointError, EndpointStats, Event, MAX_HEADER_LEN, MessageDesc, MsgHandle, NackCounts,
-    ORDER_WINDOW, PayloadRef, Placement, ReadRef, Resends, Service, Transmit,
+    Endpoint, EndpointConfig, EndpointError, EndpointStats, Event, FailedDelivery, MAX_HEADER_LEN, MessageDesc,
+    MsgHandle, NackCounts, ORDER_WINDOW, PayloadRef, Placement, ReadRef, Resends, Service, Transmit,
 };
 pub use order::{MessageOrder, OrderError};
 pub use segment::{MAX_PAYLOAD, Segment, SegmentError, Segmenter};

@@ -56,8 +56,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// nothing).
     pub(super) fn fail_rudi(&mut self, slot: usize, why: Failure) {
         let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { return };
-        let handle = MsgHandle { slot: slot as u16, generation: m.generation };
-        if self.events.push_back(Event::Failed(handle, why)).is_ok() {
+        if self.events.push_back(m.failed(slot, why)).is_ok() {
             self.rudi.retain(|r| usize::from(r.slot) != slot);
             self.free_msg(slot);
         }
@@ -93,11 +92,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     pub(super) fn complete_connectionless(&mut self, slot: usize) {
         let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { return };
         let answered = !self.rudi.iter().any(|r| usize::from(r.slot) == slot);
-        if m.sent == m.segments.packets() && answered {
-            let handle = MsgHandle { slot: slot as u16, generation: m.generation };
-            if self.events.push_back(Event::Sent(handle)).is_ok() {
-                self.free_msg(slot);
-            }
+        if m.sent == m.segments.packets() && answered && self.events.push_back(Event::Sent(m.handle(slot))).is_ok() {
+            self.free_msg(slot);
         }
     }
 

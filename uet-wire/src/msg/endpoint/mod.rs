@@ -190,13 +190,16 @@ pub struct MessageDesc {
     pub header: StandardRequest,
     /// Payload bytes.
     pub len: u32,
+    /// The caller's own value for this message (an index, a tag), returned by
+    /// [`MsgHandle::user`] in every event and placement about it. Never sent.
+    pub user: u64,
 }
 
 impl MessageDesc {
     /// A message of `len` bytes to `dst` by `service`, for job `job_id`, whose standard request
     /// has opcode `opcode`; every other field is zero (traffic class, PIDonFEP, resource index,
-    /// buffer offset, initiator id, match bits or memory key, header data). The endpoint sets SOM,
-    /// EOM, the message id and the lengths per packet.
+    /// buffer offset, initiator id, match bits or memory key, header data) and the user value.
+    /// The endpoint sets SOM, EOM, the message id and the lengths per packet.
     pub const fn new(dst: IpAddr, service: Service, opcode: Opcode, job_id: u32, len: u32) -> Self {
         MessageDesc {
             dst,
@@ -220,7 +223,14 @@ impl MessageDesc {
                 ext: None,
             },
             len,
+            user: 0,
         }
+    }
+
+    /// With this user value ([`MessageDesc::user`]), returned in every event about the message.
+    pub const fn with_user(mut self, user: u64) -> Self {
+        self.user = user;
+        self
     }
 
     /// With these match bits (tagged sends), or this memory key (RMA: WRITE, READ).
@@ -249,12 +259,21 @@ impl MessageDesc {
     }
 }
 
-/// A queued message, as the caller names it: slot and generation.
+/// A queued message, as the caller names it: slot and generation, and the caller's user value
+/// ([`MessageDesc::user`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct MsgHandle {
     slot: u16,
     generation: u16,
+    user: u64,
+}
+
+impl MsgHandle {
+    /// The user value the message was sent with ([`MessageDesc::with_user`]).
+    pub const fn user(&self) -> u64 {
+        self.user
+    }
 }
 
 /// Which bytes of which message follow the headers [`Endpoint::poll_transmit`] wrote.
@@ -331,8 +350,16 @@ pub struct Placement<'a> {
 pub enum Event {
     /// Every packet of a sent message was acknowledged.
     Sent(MsgHandle),
-    /// A sent message failed: its PDC closed in error.
-    Failed(MsgHandle, Failure),
+    /// A sent message failed: its PDC closed in error, or (a READ) its data stopped coming.
+    Failed {
+        /// The message.
+        msg: MsgHandle,
+        /// Why.
+        why: Failure,
+        /// What the target may hold of it. A failure never proves that nothing arrived: an
+        /// acknowledgement lost on the way back looks like a lost request.
+        delivery: FailedDelivery,
+    },
     /// The target answered a packet of a sent message with a guaranteed-delivery SES response
     /// (any opcode but DEFAULT_RESPONSE and NO_RESPONSE), reported once, before the message's
     /// `Sent`.
@@ -368,6 +395,18 @@ pub enum Event {
         /// Message length.
         len: u32,
     },
+}
+
+/// What the target may hold of a message that failed ([`Event::Failed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum FailedDelivery {
+    /// Unknown: none of its packets was acknowledged, so the target may hold all, some or none
+    /// of it, and may have acted on it.
+    Unknown,
+    /// The target acknowledged part of it (for a READ: its requests), so it holds at least that
+    /// part and may have acted on it.
+    Partial,
 }
 
 /// Why the endpoint refused a call or a packet. Nothing changed.
@@ -477,9 +516,45 @@ struct SendMsg {
     message_id: u16,
     first_psn: u32,
     sent: u32,
+    /// The cumulative acknowledgement passed its first packet (for [`FailedDelivery`]).
+    partly_acked: bool,
 }
 
 impl SendMsg {
+    /// A message queued in a slot of generation `generation`, not started.
+    const fn new(
+        generation: u16,
+        kind: MsgKind,
+        desc: MessageDesc,
+        segments: Segmenter,
+        seq: u64,
+        message_id: u16,
+    ) -> Self {
+        SendMsg {
+            generation,
+            kind,
+            desc,
+            segments,
+            seq,
+            pdc: None,
+            message_id,
+            first_psn: 0,
+            sent: 0,
+            partly_acked: false,
+        }
+    }
+
+    /// The caller's name for this message, in slot `slot`.
+    const fn handle(&self, slot: usize) -> MsgHandle {
+        MsgHandle { slot: slot as u16, generation: self.generation, user: self.desc.user }
+    }
+
+    /// The event for its failure.
+    const fn failed(&self, slot: usize, why: Failure) -> Event {
+        let delivery = if self.partly_acked { FailedDelivery::Partial } else { FailedDelivery::Unknown };
+        Event::Failed { msg: self.handle(slot), why, delivery }
+    }
+
     /// The message's standard request as its first packet carried it: its message id and
     /// `request_length` set.
     fn sent_header(&self) -> StandardRequest {
@@ -779,9 +854,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             } else {
                 MsgKind::Request
             };
-            *m = Some(SendMsg { generation, kind, desc, segments, seq, pdc: None, message_id, first_psn: 0, sent: 0 });
+            *m = Some(SendMsg::new(generation, kind, desc, segments, seq, message_id));
         }
-        Ok(MsgHandle { slot: slot as u16, generation })
+        Ok(MsgHandle { slot: slot as u16, generation, user: desc.user })
     }
 
     fn key(&self, desc: &MessageDesc) -> InitiatorKey {
@@ -877,8 +952,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         for slot in 0..M {
             let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
             let MsgKind::Read { give_up: Some(t), .. } = m.kind else { continue };
-            let handle = MsgHandle { slot: slot as u16, generation: m.generation };
-            if t <= now && self.events.push_back(Event::Failed(handle, Failure::ReadTimeout)).is_ok() {
+            let delivery = FailedDelivery::Partial;
+            let failed = Event::Failed { msg: m.handle(slot), why: Failure::ReadTimeout, delivery };
+            if t <= now && self.events.push_back(failed).is_ok() {
                 self.free_msg(slot);
             }
         }

@@ -184,23 +184,13 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let Some(slot) = self.msgs.iter().position(Option::is_none) else { return };
         let Ok(segments) = Segmenter::new(u32::from(seg.len), mtu.max(seg.len)) else { return };
         let service = if mode == DeliveryMode::Rod { Service::Rod } else { Service::Rud };
-        let desc = MessageDesc { dst: src, service, tc: 0, header: ses, len: u32::from(seg.len) };
+        let desc = MessageDesc { dst: src, service, tc: 0, header: ses, len: u32::from(seg.len), user: 0 };
         let generation = self.generations.get(slot).copied().unwrap_or(0);
         let seq = self.next_seq;
         self.next_seq += 1;
         let kind = MsgKind::ReadData { tpdc, offset: seg.offset };
         if let Some(m) = self.msgs.get_mut(slot) {
-            *m = Some(SendMsg {
-                generation,
-                kind,
-                desc,
-                segments,
-                seq,
-                pdc: None,
-                message_id: 0,
-                first_psn: 0,
-                sent: 0,
-            });
+            *m = Some(SendMsg::new(generation, kind, desc, segments, seq, 0));
         }
     }
 

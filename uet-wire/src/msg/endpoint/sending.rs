@@ -73,9 +73,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let placement = with_data.filter(|_| first && accepted).and_then(|r| self.place_ack_data(id, psn, &r, data));
         if let Some(response) = response.filter(|_| first && accepted) {
             if let Some((slot, _)) = self.message_at(id, psn) {
-                let m = self.msgs.get(slot).and_then(Option::as_ref);
-                let (generation, len) = m.map_or((0, 0), |m| (m.generation, m.desc.len));
-                let msg = MsgHandle { slot: slot as u16, generation };
+                let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { return Ok(placement) };
+                let (msg, len) = (m.handle(slot), m.desc.len);
                 let event = match (response.opcode, response.return_code) {
                     (ResponseOpcode::DefaultResponse, ReturnCode::Ok) => {
                         let short = response.modified_length != 0 && response.modified_length != len;
@@ -128,7 +127,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             header,
             offset: r.message_offset,
             payload: data,
-            read: Some(MsgHandle { slot: slot as u16, generation: m.generation }),
+            read: Some(m.handle(slot)),
         })
     }
 
@@ -192,7 +191,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     header,
                     offset: rsp.message_offset,
                     payload,
-                    read: Some(MsgHandle { slot: slot as u16, generation: m.generation }),
+                    read: Some(m.handle(slot)),
                 });
             }
         }
@@ -229,8 +228,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 for_key |= m.pdc.is_none() && m.kind.read_data_pdc().is_none() && self.key(&m.desc) == key;
                 continue;
             }
-            let handle = MsgHandle { slot: slot as u16, generation: m.generation };
+            let handle = m.handle(slot);
             let packets = m.segments.packets();
+            // Read before a failure gives the window up.
+            let partly_acked = m.partly_acked || (failure.is_none() && m.sent > 0 && psn_after(base, m.first_psn));
             // A READ completes once its data arrived too.
             let data_in = match m.kind {
                 MsgKind::Read { arrived, refused, .. } => refused || arrived >= m.desc.len,
@@ -238,8 +239,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             };
             let requests_acked = m.sent == packets && psn_after(base, m.first_psn.wrapping_add(packets - 1));
             let unsent = m.sent < packets;
+            if let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) {
+                m.partly_acked = partly_acked;
+            }
+            let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
             let event = match failure {
-                Some(f) => Some(Event::Failed(handle, f)),
+                Some(f) => Some(m.failed(slot, f)),
                 None if requests_acked && data_in => Some(Event::Sent(handle)),
                 None => None,
             };

@@ -221,7 +221,7 @@ fn exchange_run(run: &Run, a: EndpointConfig, lens: &[u32]) -> (Vec<(u64, u32)>,
                         }
                         sent += 1;
                     }
-                    Event::Failed(h, f) => panic!("message {h:?} failed: {f:?}"),
+                    Event::Failed { msg, why, .. } => panic!("message {msg:?} failed: {why:?}"),
                     Event::Response { .. } => panic!("no request was answered"),
                     Event::Truncated { .. } => panic!("no message was truncated"),
                     Event::Received { pdc, message_id, len, .. } if reads_at_b.remove(&(pdc, message_id)) => {
@@ -1310,6 +1310,42 @@ fn a_read_whose_data_never_comes_times_out() {
     let deadline = a.poll_timeout().unwrap();
     assert!(deadline >= now.saturating_add(wait), "the wait restarted with the data");
     a.handle_timeout(deadline);
-    assert_eq!(a.poll_event(), Some(Event::Failed(h, Failure::ReadTimeout)));
+    assert_eq!(
+        a.poll_event(),
+        Some(Event::Failed { msg: h, why: Failure::ReadTimeout, delivery: FailedDelivery::Partial })
+    );
     assert_eq!(a.messages_in_flight(), 0);
+}
+
+/// A failed message reports what the target may hold of it, and carries its user value.
+#[test]
+fn a_failed_message_says_what_the_target_may_hold() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let mut out = [0u8; 256];
+    for (acked_first, user) in [(true, 77u64), (false, 78)] {
+        // The spec table's defaults: five timeouts of one packet, then the PDC fails.
+        let mut a = Ep::new(EndpointConfig::new(a_addr, 1024), user);
+        let mut b = Ep::new(EndpointConfig::new(b_addr, 1024), 2);
+        let h = a.send(desc(b_addr, Service::Rud, 0, 3000).with_user(user)).unwrap();
+        assert_eq!(h.user(), user);
+        let mut now = Instant::ZERO;
+        // The first packet (SYN, so ACKed at once) reaches B or not; nothing else arrives.
+        let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+        let mut pkt = out[..t.header_len].to_vec();
+        pkt.extend(std::iter::repeat_n(0u8, 1024));
+        if acked_first {
+            b.handle_packet(now, a_addr, &pkt).unwrap().unwrap();
+            let t = b.poll_transmit(now, &mut out).unwrap().unwrap();
+            a.handle_packet(now, b_addr, &out[..t.header_len]).unwrap();
+        }
+        while a.messages_in_flight() > 0 {
+            while a.poll_transmit(now, &mut out).unwrap().is_some() {}
+            now = a.poll_timeout().unwrap();
+            a.handle_timeout(now);
+        }
+        let delivery = if acked_first { FailedDelivery::Partial } else { FailedDelivery::Unknown };
+        let ev = a.poll_event().unwrap();
+        assert_eq!(ev, Event::Failed { msg: h, why: Failure::RetriesExhausted, delivery });
+        assert!(matches!(ev, Event::Failed { msg, .. } if msg.user() == user));
+    }
 }

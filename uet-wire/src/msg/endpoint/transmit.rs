@@ -207,7 +207,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             .map_err(|_| EndpointError::BufferTooShort)?;
         // READ requests carry no payload: their segments say which data each asks for.
         let payload = (m.kind == MsgKind::Request).then_some(PayloadRef {
-            msg: MsgHandle { slot: slot as u16, generation: m.generation },
+            msg: m.handle(slot),
             offset: seg.offset,
             len: seg.len,
         });
