@@ -799,7 +799,11 @@ pub fn pdc_pair(data: &[u8]) {
         1 => StartPolicy::Expected0Rtt { expected_psn: u.arbitrary().unwrap_or(0) },
         _ => StartPolicy::Random1Rtt { start_psn: u.arbitrary().unwrap_or(0) },
     };
-    let cfg = PdcConfig { max_nack_retx: u.int_in_range(0u8..=31).unwrap_or(5), ..PdcConfig::default() };
+    // The NACK limit picks the profile too (odd: software), and its maximum lifts both limits.
+    let max_nack_retx = u.int_in_range(0u8..=31).unwrap_or(5);
+    let base = if max_nack_retx % 2 == 1 { PdcConfig::software() } else { PdcConfig::default() };
+    let max_rto_retx = if max_nack_retx == 31 { uet_wire::pdc::UNLIMITED_RTO_RETX } else { base.max_rto_retx };
+    let cfg = PdcConfig { max_nack_retx, max_rto_retx, ..base };
     let mut now = Instant::ZERO;
     let mut ini = Initiator::<2>::new(&cfg, mode, 7, start);
     let mut tgt: Option<Target<2>> = None;
@@ -1073,7 +1077,9 @@ pub fn endpoint(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
     let mtu = u.int_in_range(1u16..=2048).unwrap_or(512);
-    let cfg = |addr| EndpointConfig::new(addr, mtu);
+    // Odd MTUs run the software profile.
+    let pdc = if mtu % 2 == 1 { uet_wire::pdc::PdcConfig::software() } else { uet_wire::pdc::PdcConfig::default() };
+    let cfg = |addr| EndpointConfig { pdc, ..EndpointConfig::new(addr, mtu) };
     let mut eps = [Ep::new(cfg(addrs[0]), 1), Ep::new(cfg(addrs[1]), 2)];
     let mut now = Instant::ZERO;
     let mut net: Vec<(usize, Vec<u8>)> = Vec::new();

@@ -3,7 +3,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-#[cfg(feature = "arbitrary")]
+#[cfg(any(feature = "arbitrary", feature = "std"))]
 extern crate std;
 
 pub mod bits;
@@ -18,6 +18,8 @@ pub mod wire;
 pub use bits::{BitField, WordField};
 pub use error::Error;
 pub use seq::{Bits, NonZeroBits, Seq, SeqSpace};
+#[cfg(feature = "std")]
+pub use time::StdClock;
 pub use time::{Duration, Instant, LinkRate};
 
 #[cfg(test)]

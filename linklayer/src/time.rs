@@ -4,6 +4,14 @@
 //! poll; an [`Instant`] is a count of nanoseconds since an epoch the embedder chooses (boot, the
 //! start of a simulation, ...). All arithmetic saturates, so no input can make it panic or wrap.
 //!
+//! **What a caller's clock must do.** It must be monotonic: every state machine treats a `now`
+//! earlier than one it was given before as that earlier `now` (nothing runs backwards, but timers
+//! stall until the clock passes it again), so a wall clock that steps back delays timers and one
+//! that jumps forward fires them early. One clock per state machine: two endpoints may use
+//! different epochs. On a host, [`StdClock`] (feature `std`) counts from its creation with
+//! `std::time::Instant`, which is monotonic; on a microcontroller, a cycle counter or a timer
+//! peripheral scaled to nanoseconds, extended to 64 bits, does the same.
+//!
 //! Link-layer parameters in the UE specification are often given in *bytes on the wire*
 //! (`CTLOS_TARGET_SPACING`, `CF_min_spacing`, ...). A byte count becomes a time through the
 //! link's [`LinkRate`]: a link that is idle still clocks idle code groups, so bytes and time are
@@ -108,6 +116,50 @@ impl From<core::time::Duration> for Duration {
 impl From<Duration> for core::time::Duration {
     fn from(d: Duration) -> Self {
         core::time::Duration::from_nanos(d.as_nanos())
+    }
+}
+
+/// A clock for hosts (feature `std`): [`Instant`]s counted in nanoseconds from the moment the
+/// clock was made, read from `std::time::Instant`, which is monotonic.
+///
+/// ```
+/// let clock = linklayer::StdClock::new();
+/// let t0 = clock.now();
+/// let t1 = clock.now();
+/// assert!(t1 >= t0);
+/// // A deadline a state machine returned, as a `std::time::Instant` to sleep until.
+/// let wake = clock.to_std(t1.saturating_add(linklayer::Duration::from_micros(10)));
+/// assert!(wake > clock.to_std(t0));
+/// ```
+#[cfg(feature = "std")]
+#[derive(Clone, Copy, Debug)]
+pub struct StdClock {
+    start: std::time::Instant,
+}
+
+#[cfg(feature = "std")]
+impl Default for StdClock {
+    fn default() -> Self {
+        StdClock::new()
+    }
+}
+
+#[cfg(feature = "std")]
+impl StdClock {
+    /// A clock whose epoch is now.
+    pub fn new() -> Self {
+        StdClock { start: std::time::Instant::now() }
+    }
+
+    /// The time now: nanoseconds since the clock was made (saturating after 584 years).
+    pub fn now(&self) -> Instant {
+        Instant(u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// `at` as a `std::time::Instant` (to sleep until a deadline, or to wait on a socket).
+    pub fn to_std(&self, at: Instant) -> std::time::Instant {
+        let d = core::time::Duration::from_nanos(at.0);
+        self.start.checked_add(d).unwrap_or(self.start)
     }
 }
 

@@ -1,22 +1,22 @@
 //! Encapsulation (UE 1.0 §3.5.10) and the entropy header of native-IP mode.
 //!
-//! * **UDP mode**: UET rides in UDP with destination port [`UDP_PORT`] (4793; digest
-//!   `shared/spec/uet.md` §1, \[A\]). The entropy value (EV) travels in the UDP *source* port; the
+//! * **UDP mode**: UET rides in UDP with destination port [`UDP_PORT`] (4793; Wireshark,
+//!   XDP2 and uet-ref-prov agree). The entropy value (EV) travels in the UDP *source* port; the
 //!   UDP checksum is zero on send and ignored on receive (§3.5.10.1). There is no entropy header:
 //!   the TSS header or PDS prologue starts the UDP payload.
 //! * **Native-IP mode**: UET rides directly in IP; a 4-byte [`EntropyHeader`] (16-bit EV, 16
 //!   reserved bits) comes first. No source fixes the IP protocol number; [`DEFAULT_IP_PROTOCOL`]
-//!   (253, RFC 3692 experimental) is the digest's default (open question 2) and is
-//!   *project-defined*.
+//!   (253, RFC 3692 experimental) is the value uet-ref-prov's XDP path uses (XDP2 leaves it
+//!   configurable) and is *project-defined*.
 //!
-//! Outer Ethernet, IP and UDP headers are the embedder's: this crate starts at the UDP payload or at
-//! the entropy header.
+//! Outer Ethernet, IP and UDP headers are the embedder's: this crate starts at the UDP payload or
+//! at the entropy header.
 
 use crate::error::{Error, reserved_zero, take, take_mut};
 use zerocopy::byteorder::network_endian::U16;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-/// UDP destination port of UET (\[A\]: Wireshark, XDP2, uet-ref-prov agree).
+/// UDP destination port of UET (Wireshark, XDP2 and uet-ref-prov agree).
 pub const UDP_PORT: u16 = 4793;
 
 /// IP protocol number for native-IP mode: *project-defined* default (253), configurable by the
@@ -44,7 +44,7 @@ pub struct EntropyHeaderRaw {
     pub reserved: U16,
 }
 
-/// The entropy header of native-IP mode (4 bytes, \[A\]).
+/// The entropy header of native-IP mode (4 bytes; Wireshark, uet-ref-prov and XDP2 agree).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]

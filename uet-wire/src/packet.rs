@@ -10,8 +10,9 @@
 //!
 //! TSS is self-describing (its 5-bit type is 1). The entropy header and the CRC32C trailer are not:
 //! [`WalkConfig`] says whether they are present (UE's `UET_DATA_PROTECT` parameter: none, CRC, or
-//! TSS; CRC and TSS are mutually exclusive, digest §1.2). The walker never decrypts: a secured
-//! packet is returned as its TSS header, ciphertext and ICV.
+//! TSS; CRC and TSS are mutually exclusive, per XDP2's spec-parameter table
+//! `src/include/uet/config.h`). The walker never decrypts: a secured packet is returned as its TSS
+//! header, ciphertext and ICV.
 //!
 //! **CRC32C trailer**: CRC-32C (Castagnoli: reflected, initial value and final XOR 0xFFFFFFFF)
 //! over the IP source and destination addresses, then everything from the entropy or UDP header to
@@ -235,8 +236,8 @@ impl PacketRepr {
         self.entropy.map_or(0, |e| e.buffer_len()) + self.pds.buffer_len() + self.ses.map_or(0, |s| s.buffer_len())
     }
 
-    /// Writes the headers, `payload` and, if `crc_prefix` is given, the CRC32C trailer computed with
-    /// that prefix, to the front of `out`. Returns the packet length.
+    /// Writes the headers, `payload` and, if `crc_prefix` is given, the CRC32C trailer computed
+    /// with that prefix, to the front of `out`. Returns the packet length.
     #[inline]
     pub fn emit(&self, payload: &[u8], crc_prefix: Option<&[u8]>, out: &mut [u8]) -> Result<usize, Error> {
         let announced = self.pds.next_header();
@@ -459,8 +460,8 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(20_000))]
 
         /// On any bytes near a valid request (RUD/ROD, SYN or not, with CC fields or not, SOM or
-        /// not, any 6-bit opcode, a few bytes changed, any length), the fast path gives exactly what
-        /// the header-at-a-time path gives: the same views or the same error.
+        /// not, any 6-bit opcode, a few bytes changed, any length), the fast path gives exactly
+        /// what the header-at-a-time path gives: the same views or the same error.
         #[test]
         fn request_std_fast_path_agrees_with_each_header(
             rod in proptest::prelude::any::<bool>(),

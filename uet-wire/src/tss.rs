@@ -1,4 +1,4 @@
-//! The Transport Security Sublayer header (UE 1.0 §3.7; digest `shared/spec/uet.md` §2.1, \[A\]).
+//! The Transport Security Sublayer header (UE 1.0 §3.7; Wireshark and uet-ref-prov agree).
 //!
 //! | bits | field |
 //! |---|---|

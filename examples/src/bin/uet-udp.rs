@@ -23,7 +23,7 @@ use std::io::IoSliceMut;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration as StdDuration, Instant as Clock};
-use uet_wire::linklayer::Instant;
+use uet_wire::linklayer::{Instant, StdClock};
 use uet_wire::msg::{Endpoint, EndpointConfig, Event, MAX_HEADER_LEN, MessageDesc, Service};
 use uet_wire::pdc::{PdcConfig, ip};
 use uet_wire::ses::Opcode;
@@ -116,22 +116,22 @@ struct Net {
     peer: SocketAddr,
     rng: u64,
     loss: f64,
-    start: Clock,
+    /// The endpoints' clock: monotonic, its epoch the run's start.
+    clock: StdClock,
     /// Datagrams waiting to go as one GSO batch (equal lengths), and that length.
     batch: Vec<u8>,
     batch_len: usize,
 }
 
 impl Net {
-    fn new(sock: UdpSocket, peer: SocketAddr, seed: u64, loss: f64, start: Clock) -> Net {
+    fn new(sock: UdpSocket, peer: SocketAddr, seed: u64, loss: f64, clock: StdClock) -> Net {
         let state = UdpSocketState::new((&sock).into()).expect("quinn-udp socket state");
         sock.set_nonblocking(true).unwrap();
-        Net { sock, state, peer, rng: seed | 1, loss, start, batch: Vec::new(), batch_len: 0 }
+        Net { sock, state, peer, rng: seed | 1, loss, clock, batch: Vec::new(), batch_len: 0 }
     }
 
-    /// The endpoint's clock: nanoseconds since the run started.
     fn now(&self) -> Instant {
-        elapsed(self.start)
+        self.clock.now()
     }
 
     fn lost(&mut self) -> bool {
@@ -215,12 +215,6 @@ impl Net {
     }
 }
 
-/// The endpoints' clock (`Instant`'s epoch is the run's start; `std::time::Instant` is
-/// monotonic, as the endpoint requires).
-fn elapsed(start: Clock) -> Instant {
-    Instant::from_nanos(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX))
-}
-
 fn socket_pair() -> (UdpSocket, UdpSocket) {
     let a = UdpSocket::bind("127.0.0.1:0").unwrap();
     let b = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -244,14 +238,14 @@ fn run(args: &Args, size: u32, loss: f64, source: &[u8]) -> Report {
     let (sa, sb) = socket_pair();
     let (addr_a, addr_b) = (sa.local_addr().unwrap(), sb.local_addr().unwrap());
     let cfg = |addr| EndpointConfig { pdc: PdcConfig::software(), ..EndpointConfig::new(uet_addr(addr), MTU) };
-    let start = Clock::now();
+    let clock = StdClock::new();
     let done = AtomicBool::new(false);
     let window = args.window.min(64);
     let (seconds, seed) = (args.seconds, args.seed);
     std::thread::scope(|s| {
-        let b = s.spawn(|| receiver(Net::new(sb, addr_a, seed ^ 0xB, loss, start), cfg(addr_b), source, &done));
+        let b = s.spawn(|| receiver(Net::new(sb, addr_a, seed ^ 0xB, loss, clock), cfg(addr_b), source, &done));
         let (sent, bytes, elapsed, a_stats) =
-            sender(Net::new(sa, addr_b, seed ^ 0xA, loss, start), cfg(addr_a), size, window, seconds, source);
+            sender(Net::new(sa, addr_b, seed ^ 0xA, loss, clock), cfg(addr_a), size, window, seconds, source);
         done.store(true, Ordering::Relaxed);
         let received = b.join().unwrap();
         // Exactly once: B received every message A completed, once each, with the right bytes.
@@ -301,10 +295,10 @@ fn sender(
         }
         net.flush();
         let wait = if moved > 0 { None } else { Some(until(now, ep.poll_timeout())) };
-        let (from, clock) = (uet_addr(net.peer), net.start);
+        let (from, clock) = (uet_addr(net.peer), net.clock);
         net.recv(&mut bufs, wait, |d| {
             // A packet of another run or a stray: refused, nothing changes.
-            let _ = ep.handle_packet(elapsed(clock), from, d);
+            let _ = ep.handle_packet(clock.now(), from, d);
         });
         let now = net.now();
         if ep.poll_timeout().is_some_and(|t| t <= now) {
@@ -321,7 +315,7 @@ fn sender(
             break;
         }
     }
-    let elapsed = net.start.elapsed().as_secs_f64();
+    let elapsed = net.now().as_nanos() as f64 / 1e9;
     if std::env::var_os("UET_UDP_DEBUG").is_some() {
         eprintln!("{:?}", ep.stats());
     }
@@ -347,12 +341,12 @@ fn receiver(mut net: Net, cfg: EndpointConfig, source: &[u8], done: &AtomicBool)
     let mut index_of: HashMap<(u16, u16), u64> = HashMap::new();
     let mut counts: HashMap<u64, u32> = HashMap::new();
     let mut good = true;
-    let (from, clock) = (uet_addr(net.peer), net.start);
+    let (from, clock) = (uet_addr(net.peer), net.clock);
     while !done.load(Ordering::Relaxed) {
         let now = net.now();
         let wait = until(now, ep.poll_timeout()).min(StdDuration::from_millis(5));
         net.recv(&mut bufs, Some(wait), |d| {
-            if let Ok(Some(p)) = ep.handle_packet(elapsed(clock), from, d) {
+            if let Ok(Some(p)) = ep.handle_packet(clock.now(), from, d) {
                 let k = p.header.match_bits;
                 let at = (k % 251) as usize + p.offset as usize;
                 good &= source.get(at..at + p.payload.len()) == Some(p.payload);

@@ -1,4 +1,4 @@
-//! Segmentation of one SES message into packets (digest `shared/spec/uet.md` §5.2): every packet
+//! Segmentation of one SES message into packets (UE 1.0 §3.4, standard request): every packet
 //! carries a full MTU of payload except the last; the first has SOM (its offset is 0 by
 //! definition and its tail carries the header data), the last has EOM, and every other packet
 //! says where its payload sits with `payload_length` (14 bits) and `message_offset`.

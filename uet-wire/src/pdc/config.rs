@@ -15,7 +15,10 @@
 //!   resource are retried without limit (the target is alive and answering).
 //!
 //! Both retry counters count **per packet**, as the table defines them ("for a single packet
-//! before declaring a failure"), and the largest value of each range means no limit: 15 for
+//! before declaring a failure"): the packet whose retries decide is the oldest unacknowledged one
+//! for timeouts and the oldest NACKed one for NACKs (one counter each per PDC, see below), so a
+//! PDC never fails earlier than a count kept for every packet would make it (a packet behind the
+//! oldest may be resent more often). The largest value of each range means no limit: 15 for
 //! `Max_RTO_Retx_Cnt` ([`UNLIMITED_RTO_RETX`]) and 31 for `Max_NACK_Retx_Cnt`
 //! ([`UNLIMITED_NACK_RETX`]; the table says so of the NACK counter, and the Soft-UE project's
 //! parameter list, `Transport_Layer.hpp`, of the timeout counter).
@@ -44,7 +47,14 @@
 //!   while later ones arrive still fails the PDC after `Max_RTO_Retx_Cnt` timeouts.
 //! * `Max_NACK_Retx_Cnt` counts the NACKs of the oldest NACKed packet still unacknowledged (one
 //!   counter per PDC, not one per PSN; a later packet's NACKs count once that one is
-//!   acknowledged). A NACK of a packet already waiting to be resent does not count again.
+//!   acknowledged). A NACK of a packet already waiting to be resent does not count again. A
+//!   retransmit-class NACK of the oldest unacknowledged packet clears its timeout count and
+//!   restarts the retransmission timer from the resend: a target that keeps refusing it for
+//!   want of a resource is bounded by `Max_NACK_Retx_Cnt` alone.
+//! * `NACK_Retx_Time` delays the resend of packets refused for want of a resource (codes
+//!   0x04–0x0A), where waiting helps; other retransmit-class codes are resent at once. The table
+//!   says only "how long to delay the retransmission of a NACK'd packet", and the reference
+//!   provider delays none.
 //! * The target resends an unanswered CLOSE_REQ every `Close_REQ_Time`, and closes in error only
 //!   after `Max_RTO_Retx_Cnt` periods of `Close_REQ_Time` without a packet from the initiator
 //!   (the sources close in error after one `Close_REQ_Time`, which a single lost packet would
@@ -61,7 +71,8 @@ pub const UNLIMITED_NACK_RETX: u8 = 31;
 /// meaning infinite, as the Soft-UE project's parameter list says).
 pub const UNLIMITED_RTO_RETX: u8 = 15;
 
-/// Granularity of the MPR field of ACK_CC: MP_RANGE = MPR × 128 PSNs (uet-ref-prov, digest §3.6).
+/// Granularity of the MPR field of ACK_CC: MP_RANGE = MPR × 128 PSNs (uet-ref-prov
+/// `UET_PDS_MPR_GRANULARITY`; pre-1.0 drafts used 2^MPR).
 pub const MPR_GRANULARITY: u32 = 128;
 
 /// Timers and limits of the PDCs of one endpoint.
@@ -188,8 +199,10 @@ impl PdcConfig {
     }
 
     /// The longest silence of a peer that is sure to cost nothing: a peer that stops answering
-    /// (a paused receiver, a link down) and answers again within this time of its last answer
-    /// still hears the last resend, and no message fails. It is when the last of the
+    /// (a paused receiver, a link down) once it has acknowledged everything sent before, and
+    /// answers again within this time, still hears the last resend, and no message fails. (A
+    /// silence that starts while packets are unacknowledged, after earlier timeouts, has less
+    /// left.) It is when the last of the
     /// `Max_RTO_Retx_Cnt` resends of one packet goes out at the earliest: the sum of that many
     /// timeouts, each at least the smaller of `RTO_Init_Timer` and [`PdcConfig::rto_min`],
     /// doubled per timeout up to [`PdcConfig::rto_max`]. `None` when `Max_RTO_Retx_Cnt` means

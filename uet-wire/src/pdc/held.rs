@@ -1,5 +1,5 @@
-//! Guaranteed-delivery SES responses a target PDC holds until `CLEAR_PSN` passes them (digest
-//! `shared/spec/uet.md` §4.4 "CLEAR_PSN", §5.4 "Guaranteed delivery"; UE 1.0 §3.4.3.3,
+//! Guaranteed-delivery SES responses a target PDC holds until `CLEAR_PSN` passes them (UE 1.0
+//! §3.4.3.3 on guaranteed delivery and, for `CLEAR_PSN`,
 //! §3.5.11.4.4).
 //!
 //! A response other than DEFAULT_RESPONSE and NO_RESPONSE must reach the initiator even when the
@@ -7,10 +7,10 @@
 //! response, answers a duplicate of its request with the response again, and forgets it only when
 //! the initiator's `CLEAR_PSN` (carried by every request, or by a CLEAR control packet) says the
 //! initiator has it. Until then every ACK that does not carry the response leaves its PSN
-//! unacknowledged: `CACK_PSN` stops before it (as the digest's reference implementation does) and
-//! its SACK bit reads 0. The initiator therefore releases the PSN only on the ACK that carries
-//! the response, resends it after a timeout otherwise, and its `CLEAR_PSN` (its left edge − 1)
-//! passes the PSN only after that.
+//! unacknowledged: `CACK_PSN` stops before it (as the reference provider `uet-ref-prov` does in
+//! `uet_pds.c`) and its SACK bit reads 0. The initiator therefore releases the PSN only on the ACK
+//! that carries the response, resends it after a timeout otherwise, and its `CLEAR_PSN` (its left
+//! edge − 1) passes the PSN only after that.
 //!
 //! *Project-defined*, here only:
 //!

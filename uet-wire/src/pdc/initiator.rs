@@ -1,8 +1,9 @@
-//! The initiator end of a PDC (digest `shared/spec/uet.md` §4.2, §4.3 initiator steps 1–8, §4.4,
-//! §2.3): zero-RTT set-up with SYN, the send window, ACK and NACK processing, loss recovery, and
-//! the close handshake.
+//! The initiator end of a PDC (UE 1.0 §3.5.8.2, §3.5.8.3, §3.5.9.3, §3.5.11.4; uet-ref-prov
+//! `uet_pds.c`, also for secure PDCs): zero-RTT set-up with SYN, the send window, ACK and NACK
+//! processing, loss recovery, and the close handshake.
 //!
-//! States are the digest's canonical set (open question 36, \[I\]):
+//! States of UE 1.0 §3.5.9.3, *project-defined* names (the spec figure was not consulted; ns-3
+//! model, Linux ultraeth RFC and uet-ref-prov names differ):
 //!
 //! ```text
 //!            first ACK                 request_close / CLOSE_REQ          close()
@@ -19,7 +20,7 @@
 //! (reported once as [`InitiatorEvent::Failed`]), then sends CLOSE when the peer may still hold
 //! the PDC, or goes straight to Closed when its NACK said it does not.
 //!
-//! Recovery (digest §4.4, §4.5):
+//! Recovery (UE 1.0 §3.5.12 and Table 3-28; uet-ref-prov `uet_pds.c`):
 //!
 //! * **RTO**: one timer per PDC, restarted whenever an ACK makes progress; on expiry every
 //!   unacknowledged PSN is resent (RETX and AR set). The timeout is the round-trip estimate's
@@ -190,9 +191,11 @@ const EV_ESTABLISHED: u8 = 1;
 const EV_FAILED: u8 = 2;
 const EV_CLOSED: u8 = 4;
 
-/// PSN distance after which `Limit_PSN_Range` forces a close (digest §2.3: `Start_PSN + 2^31`).
+/// PSN distance after which `Limit_PSN_Range` forces a close (close at `Start_PSN + 2^31`:
+/// uet-ref-prov `UET_PSN_RANGE_LIMIT`, XDP2 `config.h`).
 const PSN_RANGE_LIMIT: u32 = 1 << 31;
-/// While SYN is set, `psn_offset` has 12 bits (digest §3.4).
+/// While SYN is set, `psn_offset` has 12 bits (UE 1.0 §3.5.8.2; Wireshark, uet-ref-prov and XDP2
+/// agree).
 const SYN_PSN_SPAN: u32 = 1 << 12;
 
 /// What drives a transition (see [`Initiator::transition`]).
@@ -274,7 +277,7 @@ impl<const W: usize> Initiator<W> {
     const SIZE_OK: () = assert!(W >= 1 && 64 * W <= 32768, "the window must fit the 16-bit PSN offsets");
 
     /// A new PDC in `Creating` (allocated on the first message to a new selection tuple,
-    /// digest §4.3 step 1). `local` is its id (never 0); `start_psn` should be random, or the
+    /// UE 1.0 §3.5.8.1). `local` is its id (never 0); `start_psn` should be random, or the
     /// security domain's `ini_start_psn` for a secure PDC.
     pub fn new(cfg: &PdcConfig, mode: DeliveryMode, local: u16, start_psn: u32) -> Self {
         let () = Self::SIZE_OK;
@@ -464,12 +467,17 @@ impl<const W: usize> Initiator<W> {
             let tx = &self.tx;
             self.rtt.on_ack(now, |psn| tx.is_acked(psn));
             self.probe_count = 0;
-            if self.tx.outstanding() > 0 {
+            if self.tx.outstanding() > 0 || self.clear_owed() {
                 self.rto_at = Some(self.rto_deadline(now, cfg));
             } else {
                 self.rto_at = None;
+            }
+            if self.tx.outstanding() == 0 {
                 self.probe_at = None;
             }
+        } else if self.rto_at.is_some() && self.tx.outstanding() == 0 && !self.clear_owed() {
+            // An ACK that shows the target's CACK caught up: no CLEAR is owed any more.
+            self.rto_at = None;
         }
         let lost = self.detect_losses(now, cfg);
         match ack.request {
@@ -535,6 +543,17 @@ impl<const W: usize> Initiator<W> {
         } else {
             (self.nack_psn, self.nack_count)
         }
+    }
+
+    /// Whether the target's cumulative ACK lags this PDC's left edge while nothing is
+    /// outstanding: it holds guaranteed-delivery responses until a `CLEAR_PSN` passes them, and
+    /// the peer's range may stop new requests (which would carry it) until it moves. A CLEAR
+    /// (with AR, so it always draws an ACK) is then owed, and resent on the retransmission timer
+    /// until an ACK shows the cumulative ACK caught up.
+    fn clear_owed(&self) -> bool {
+        self.tx.outstanding() == 0
+            && matches!(self.state, InitiatorState::Established | InitiatorState::Quiesce)
+            && psn_after(self.tx.base().wrapping_sub(1), self.tx.max_cack())
     }
 
     /// Takes a PSN for the CLOSE and queues it.
@@ -605,6 +624,16 @@ impl<const W: usize> Initiator<W> {
                         }
                     }
                 }
+                // A NACK of the oldest packet is the target's answer about the packet the
+                // timer guards: its timeout count gives way to the NACK count (so a target that
+                // keeps refusing for want of a resource is bounded by `Max_NACK_Retx_Cnt`
+                // alone) and the timer starts again from the resend. A NACK of a later packet
+                // leaves the timer alone, so older packets still get resent on time.
+                if psn == self.tx.base() {
+                    self.rto_count = 0;
+                    let resend_at = self.hold_until.map_or(now, |t| t.max(now));
+                    self.rto_at = Some(self.rto_deadline(resend_at, cfg));
+                }
                 self.enter(next);
             }
             NackClass::Close => {
@@ -614,7 +643,8 @@ impl<const W: usize> Initiator<W> {
                 self.fail(now, cfg, Failure::Nack(nack.code), peer_alive)?;
             }
             NackClass::NewStartPsn => {
-                // Only while SYN is set, i.e. before anything was acknowledged (digest §2.3).
+                // Only while SYN is set, i.e. before anything was acknowledged (as uet-ref-prov's
+                // `uet_pds.c` requires).
                 if self.remote != 0 || self.state != InitiatorState::Creating {
                     return Err(PdcError::IllegalEvent {
                         event: "NACK NEW_START_PSN",
@@ -706,7 +736,7 @@ impl<const W: usize> Initiator<W> {
         }
     }
 
-    /// Closes the PDC: waits for every outstanding ACK, then sends CLOSE (digest §4.3 step 5). A
+    /// Closes the PDC: waits for every outstanding ACK, then sends CLOSE (UE 1.0 §3.5.8.3). A
     /// PDC that never sent anything closes at once.
     pub fn close(&mut self, now: Instant, cfg: &PdcConfig) -> Result<(), PdcError> {
         let outstanding = self.tx.outstanding();
@@ -779,7 +809,7 @@ impl<const W: usize> Initiator<W> {
         if self.tx_pending & TX_CLEAR != 0 {
             self.tx_pending &= !TX_CLEAR;
             let clear = self.tx.base().wrapping_sub(1);
-            return Some(InitiatorTx::Control(self.control(ControlType::Clear, 0, clear, ControlFlags::empty())));
+            return Some(InitiatorTx::Control(self.control(ControlType::Clear, 0, clear, ControlFlags::AR)));
         }
         if self.tx_pending & TX_PROBE != 0 {
             self.tx_pending &= !TX_PROBE;
@@ -952,6 +982,16 @@ impl<const W: usize> Initiator<W> {
                 return;
             }
             if self.tx.outstanding() == 0 {
+                if self.clear_owed() {
+                    // The CLEAR, or the ACK it drew, was lost: send it again.
+                    if cfg.rto_retx_exhausted(count) {
+                        let _ = self.fail(now, cfg, Failure::RetriesExhausted, true);
+                        return;
+                    }
+                    self.rto_count = count;
+                    self.tx_pending |= TX_CLEAR;
+                    self.rto_at = Some(self.rto_deadline(now, cfg));
+                }
                 return;
             }
             if cfg.rto_retx_exhausted(count) {

@@ -1,5 +1,5 @@
 //! Packet delivery contexts (PDCs): the sans-I/O reliability engine of the PDS (UE 1.0 §3.5.9 to
-//! §3.5.12; digest `shared/spec/uet.md` §4, and §2.3 for the secure start PSN).
+//! §3.5.12; the reference provider `uet-ref-prov` `uet_pds.c`, also for the secure start PSN).
 //!
 //! * [`window`]: the PSN windows of one PDC direction: the target's receive window with duplicate
 //!   classification, cumulative and selective ACK state; the initiator's send window with the

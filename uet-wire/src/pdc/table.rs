@@ -1,11 +1,11 @@
-//! A fixed-capacity PDC table: O(1) lookup by local PDC id and by a selection key (digest
-//! `shared/spec/uet.md` §4.1).
+//! A fixed-capacity PDC table: O(1) lookup by local PDC id and by a selection key (UE 1.0
+//! §3.5.8.1).
 //!
-//! * **PDC ids** are 16 bits and never 0 (UE 1.0 §3.5.8.2, \[B\]). The table makes an id from the
-//!   slot index and a per-slot generation, `id = first + generation × N + index` within the id
-//!   range it was given (`1..=65535` by default), so an id is not handed out again right after
-//!   its PDC closes: a late packet for the old PDC finds no PDC (and is NACKed INV_DPDCID)
-//!   instead of landing in a new one. Generations cycle through `range / N` values
+//! * **PDC ids** are 16 bits and never 0 (UE 1.0 §3.5.8.2, as quoted in uet-ref-prov). The table
+//!   makes an id from the slot index and a per-slot generation, `id = first + generation × N +
+//!   index` within the id range it was given (`1..=65535` by default), so an id is not handed out
+//!   again right after its PDC closes: a late packet for the old PDC finds no PDC (and is NACKed
+//!   INV_DPDCID) instead of landing in a new one. Generations cycle through `range / N` values
 //!   (*project-defined*). A node whose initiator and target PDCs live in two tables gives them
 //!   disjoint ranges ([`PdcTable::with_ids`]): a packet's DPDCID alone must name one PDC, as ACKs
 //!   and NACKs travel both ways on a PDC.
@@ -16,8 +16,8 @@
 //!   initiator holds the message until a PDC closes, a target answers NACK NO_PDC_AVAIL (a
 //!   retransmit-class code, so the initiator tries again).
 //!
-//! `N` must be a power of two of at least 2 (the key index is a `heapless` FNV index map) and at most
-//! 32768.
+//! `N` must be a power of two of at least 2 (the key index is a `heapless` FNV index map) and at
+//! most 32768.
 
 use crate::pds::DeliveryMode;
 use core::hash::Hash;
@@ -40,7 +40,8 @@ pub const fn ip(addr: core::net::IpAddr) -> IpAddr {
     }
 }
 
-/// How an initiator chooses the PDC for a new message (uet-ref-prov; digest §4.1 \[B\]).
+/// How an initiator chooses the PDC for a new message (UE 1.0 §3.5.8.1; the tuple of uet-ref-prov
+/// `uet_pds.c`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct InitiatorKey {
@@ -56,7 +57,8 @@ pub struct InitiatorKey {
     pub tc: u8,
 }
 
-/// How a target finds the PDC of a SYN request (uet-ref-prov; digest §4.1 \[B\]).
+/// How a target finds the PDC of a SYN request (the key of uet-ref-prov `uet_pds.c`; UE 1.0
+/// §3.5.8.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TargetKey {

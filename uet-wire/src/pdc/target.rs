@@ -3,7 +3,8 @@
 //! the caller delivers, acknowledges with CACK + SACK, and sends read data back in the return
 //! direction.
 //!
-//! States are the digest's canonical set (open question 36, \[I\]):
+//! States of UE 1.0 §3.5.9.4, *project-defined* names (the spec figure was not consulted; ns-3
+//! model, Linux ultraeth RFC and uet-ref-prov names differ):
 //!
 //! ```text
 //!  first SYN ─┬─ start PSN accepted ──────────────▶ Established ── request_close ──▶ CloseReqWait
@@ -14,21 +15,21 @@
 //!
 //! Every transition is in one `match` (the private function `transition`).
 //!
-//! * **RUD** (digest §4.4): a new PSN in the window is delivered whatever its order; a duplicate in
-//!   the window is re-ACKed, never NACKed; a PSN of the prior window is re-ACKed with [`Delivery::Stale`]
-//!   (the caller adds the SES DEFAULT_RESPONSE, RC_NULL); a PSN outside both is NACKed
-//!   PSN_OOR_WINDOW (INVALID_SYN with SYN).
-//! * **ROD**: only the next PSN in order is delivered. *Project-defined* (open question 37 would
-//!   buffer out-of-order packets, which needs payload memory this crate does not own): an
+//! * **RUD** (UE 1.0 §3.5.11.4; uet-ref-prov `uet_pds.c`): a new PSN in the window is delivered
+//!   whatever its order; a duplicate in the window is re-ACKed, never NACKed; a PSN of the prior
+//!   window is re-ACKed with [`Delivery::Stale`] (the caller adds the SES DEFAULT_RESPONSE,
+//!   RC_NULL); a PSN outside both is NACKed PSN_OOR_WINDOW (INVALID_SYN with SYN).
+//! * **ROD**: only the next PSN in order is delivered. *Project-defined* (uet-ref-prov and the ns-3
+//!   model buffer out-of-order packets, which needs payload memory this crate does not own): an
 //!   out-of-order packet is dropped and NACKed ROD_OOO once per missing PSN, and the initiator
 //!   goes back N.
-//! * **Secure start PSN** (§2.3): with [`StartPolicy::Expected0Rtt`] a SYN whose start PSN is before
-//!   the domain's `Expected_PSN` (serial order), and with [`StartPolicy::Random1Rtt`] every SYN,
-//!   puts the PDC in Pending and is NACKed NEW_START_PSN with the start PSN required; the PDC
-//!   becomes Established when a SYN with that start arrives, and is reaped after `New_PDC_Time`.
-//!   On close, [`Target::next_expected_psn`] gives the value the caller stores as the domain's next
-//!   `Expected_PSN`: *project-defined* as the CLOSE's PSN + 1 (uet-ref-prov uses start + 1, which
-//!   would let a later PDC reuse PSNs of this one).
+//! * **Secure start PSN** (uet-ref-prov `uet_pds.c`): with [`StartPolicy::Expected0Rtt`] a SYN
+//!   whose start PSN is before the domain's `Expected_PSN` (serial order), and with
+//!   [`StartPolicy::Random1Rtt`] every SYN, puts the PDC in Pending and is NACKed NEW_START_PSN
+//!   with the start PSN required; the PDC becomes Established when a SYN with that start arrives,
+//!   and is reaped after `New_PDC_Time`. On close, [`Target::next_expected_psn`] gives the value
+//!   the caller stores as the domain's next `Expected_PSN`: *project-defined* as the CLOSE's PSN +
+//!   1 (uet-ref-prov uses start + 1, which would let a later PDC reuse PSNs of this one).
 //! * **Return direction** (UE 1.0 §3.5.20.1, §3.5.20.2.5: read data larger than
 //!   `Max_ACK_Data_Size`): [`Target::send`] stamps RUD or ROD requests from this PDC to its
 //!   initiator (Established form, SPDCID this PDC), whose next header the caller sets (RSP_DATA)
@@ -39,7 +40,7 @@
 //!   after SACK shows a loss and the reorder window passed; a NACK from the initiator resends
 //!   (ROD_OOO: go back N) or closes the PDC. The send window and the initiator's MP_RANGE limit
 //!   how many are outstanding.
-//! * **Close** (§4.3 target 3, 5): a CLOSE clears the forward direction, is ACKed and closes the
+//! * **Close** (UE 1.0 §3.5.8.3): a CLOSE clears the forward direction, is ACKed and closes the
 //!   PDC. *Project-defined*: return packets still unacknowledged then are given up (the reference
 //!   provider NACKs CLOSING_IN_ERR instead; but an initiator closes only once its reads are
 //!   complete, so what is unacknowledged arrived and only its ACK was lost). `request_close`
@@ -90,7 +91,8 @@ pub enum TargetState {
     Closed,
 }
 
-/// How the target accepts the start PSN of a new PDC (digest §2.3).
+/// How the target accepts the start PSN of a new PDC (the two secure-PDC methods of uet-ref-prov
+/// `uet_pds.c`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum StartPolicy {
@@ -257,7 +259,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
         assert!(R >= 1, "a target PDC must be able to hold at least one response");
     };
 
-    /// A PDC for the SYN request `req` (digest §4.3 target step 1): `Start_PSN = PSN − psn_offset`.
+    /// A PDC for the SYN request `req` (UE 1.0 §3.5.8.2): `Start_PSN = PSN − psn_offset`.
     /// `local` is its id (never 0). Its return direction numbers its packets from the same start
     /// PSN. Established at once unless `policy` refuses the start PSN (then Pending; the caller
     /// then passes `req` to [`Target::handle_request`], which NACKs NEW_START_PSN).
@@ -583,7 +585,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
     }
 
     /// Handles a control packet from the initiator: CLOSE, ACK_REQ, CLEAR, NOOP; others are NACKed
-    /// UNEXP_EVENT (digest §4.3 target step 6).
+    /// UNEXP_EVENT (as uet-ref-prov `uet_pds.c` does).
     pub fn handle_control(&mut self, now: Instant, cfg: &PdcConfig, ctl: &Control) -> Result<(), PdcError> {
         if let PdcDest::Established { dpdcid } = ctl.dest {
             if dpdcid != self.local {
@@ -704,11 +706,18 @@ impl<const W: usize, const R: usize> Target<W, R> {
         }
         let class = nack.code.class();
         match class {
-            NackClass::Retransmit if nack.code == NackCode::RodOoo => {
-                self.ret.mark_all_lost();
-            }
             NackClass::Retransmit => {
-                self.ret.mark_lost(psn);
+                if nack.code == NackCode::RodOoo {
+                    self.ret.mark_all_lost();
+                } else {
+                    self.ret.mark_lost(psn);
+                }
+                // A NACK of the oldest packet answers for the packet the timer guards: the
+                // timer starts again (as the initiator's does).
+                if psn == self.ret.base() {
+                    self.ret_rto_count = 0;
+                    self.ret_rto_at = Some(now.saturating_add(self.ret_rtt.rto(cfg)));
+                }
             }
             NackClass::Drop => {}
             NackClass::Close => {
@@ -792,7 +801,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
         Stamp::at(self.mode, flags, self.ret.base(), psn, self.local, dest)
     }
 
-    /// Asks the initiator to close (digest §4.3 target step 5): sends CLOSE_REQ and waits. The
+    /// Asks the initiator to close (UE 1.0 §3.5.8.3): sends CLOSE_REQ and waits. The
     /// CLOSE_REQ takes the next return-direction PSN ([`PdcError::WindowFull`] while the return
     /// window has no room).
     pub fn request_close(&mut self, now: Instant, cfg: &PdcConfig) -> Result<(), PdcError> {

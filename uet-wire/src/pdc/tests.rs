@@ -744,6 +744,31 @@ fn nack_limit_counts_per_packet() {
 }
 
 #[test]
+fn a_target_refusing_for_long_fails_nothing_without_a_nack_limit() {
+    // The software profile retries resource NACKs without limit. A target that refuses one
+    // packet for 5 s (longer than the timeouts would allow a silent peer) fails nothing: each
+    // NACK restarts the retransmission timer and clears the packet's timeout count.
+    let cfg = PdcConfig::software();
+    let (mut i, _tg) = established(DeliveryMode::Rud);
+    let s = i.send(t(3), &cfg, true).unwrap();
+    let n = Nack::for_pdc(NackCode::NoPktBuffer, s.psn, i.remote_id().unwrap(), i.local_id());
+    let mut now = t(4);
+    let mut resends = 0;
+    while now < t(5_000_000) {
+        i.handle_nack(now, &cfg, &n).unwrap();
+        now = i.poll_timeout().unwrap();
+        i.handle_timeout(now, &cfg);
+        while let Some(tx) = i.poll_transmit(now) {
+            resends += usize::from(matches!(tx, InitiatorTx::Resend(_)));
+        }
+        assert_eq!(i.failure(), None, "failed at {now:?}");
+    }
+    // One resend per NACK_Retx_Time.
+    assert!(resends >= 4_900, "{resends}");
+    assert_eq!(i.timeouts(), 0);
+}
+
+#[test]
 fn pdc_sizes() {
     use core::mem::size_of;
     std::println!(
@@ -871,6 +896,17 @@ fn guaranteed_delivery_response_survives_a_lost_ack_until_cleared() {
     // waiting on that CACK, with nothing to send that would draw an ACK).
     let moved = ack_of(tg.poll_transmit(t(1102)).unwrap());
     assert_eq!((moved.cack_psn, moved.request), (6, AckRequest::None));
+    // Had that CLEAR or this ACK been lost, the initiator (nothing outstanding, the target's
+    // CACK behind its left edge) would resend the CLEAR on its retransmission timer, with AR so
+    // it always draws an ACK; the ACK that shows CACK caught up stops the timer.
+    assert!(clear.flags.contains(ControlFlags::AR));
+    let later = i.poll_timeout().expect("a timer while the CLEAR is owed");
+    i.handle_timeout(later, &cfg);
+    let Some(InitiatorTx::Control(again)) = i.poll_transmit(later) else { panic!("no second CLEAR") };
+    assert_eq!((again.ctl_type, again.payload), (ControlType::Clear, 6));
+    i.handle_ack(later, &cfg, &moved).unwrap();
+    assert_eq!(i.poll_timeout(), None);
+    assert_eq!(i.failure(), None);
 }
 
 /// Every response slot in use: a request that needs one is refused NO_GTD_DEL_AVAIL before it is

@@ -1,15 +1,17 @@
 //! PSN windows of one PDC direction: what the target has received ([`RxWindow`]), what the
 //! initiator has sent and had acknowledged ([`TxWindow`]), and when the target sends an ACK
-//! ([`AckCoalescer`]). Digest `shared/spec/uet.md` §4.4 \[B\] (uet-ref-prov `uet_pds.c`) unless
-//! noted.
+//! ([`AckCoalescer`]). Behaviour of the reference provider (`ultraethernet/uet-ref-prov`
+//! `uet_pds.c`; UE 1.0 §3.5.11.4, §3.5.12) unless noted.
 //!
 //! * **Serial arithmetic.** PSNs are 32-bit and wrap; `a` is after `b` when
-//!   `(a - b) as i32 > 0` (\[A\]), so every comparison here is a wrapping difference.
+//!   `(a - b) as i32 > 0` (uet-ref-prov's `UET_PDS_PSN_AFTER` and the Linux ultraeth driver RFC
+//!   agree), so every comparison here is a wrapping difference.
 //! * **Window.** A PSN is in the window when `psn - base < MP_RANGE`. Here the receive window is
-//!   anchored one past the cumulative ACK (`CACK_PSN + 1`), as the NS3 design note recommends and as
-//!   the initiator's send window is anchored at its oldest unacknowledged PSN; the *prior* window is
-//!   the `MP_RANGE` PSNs up to and including `CACK_PSN`. `MP_RANGE` is `64 × W` PSNs (const
-//!   generic `W`; the default 2 gives uet-ref-prov's 128).
+//!   anchored one past the cumulative ACK (`CACK_PSN + 1`), as the ns-3 model
+//!   `Necromancer0912/ultra-ethernet-transport-ns3` recommends and as the initiator's send window
+//!   is anchored at its oldest unacknowledged PSN; the *prior* window is the `MP_RANGE` PSNs up to
+//!   and including `CACK_PSN`. `MP_RANGE` is `64 × W` PSNs (const generic `W`; the default 2 gives
+//!   uet-ref-prov's 128).
 //! * **Duplicates are re-ACKed, never NACKed** (a NACKed duplicate can deadlock after a lost ACK):
 //!   [`Arrival`] tells the caller which case it has, and the caller answers.
 //! * **SACK.** ACK_CC carries a 64-bit SACK bitmap at `SACK_PSN = CACK_PSN + sack_psn_offset`.
@@ -18,7 +20,8 @@
 //! * **Sending.** The initiator may send PSN `p` only if `p` is in its own window and
 //!   `p ≤ CACK + peer MP_RANGE` (the range the peer advertised in ACK_CC).
 
-/// How a request PSN relates to the receive window (digest §4.4).
+/// How a request PSN relates to the receive window (UE 1.0 §3.5.12.2; classification as in
+/// uet-ref-prov `uet_pds.c`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Arrival {
@@ -27,8 +30,8 @@ pub enum Arrival {
     /// Inside the current window and already received: resend the stored ACK or response (or NACK
     /// RCVD_SES_PROCG when there is none).
     Duplicate,
-    /// In the prior window, at or before `CACK_PSN`: cumulatively acknowledged already; reply with an
-    /// ACK carrying the SES DEFAULT_RESPONSE with RC_NULL.
+    /// In the prior window, at or before `CACK_PSN`: cumulatively acknowledged already; reply with
+    /// an ACK carrying the SES DEFAULT_RESPONSE with RC_NULL.
     Stale,
     /// Outside both windows: NACK PSN_OOR_WINDOW (INVALID_SYN if SYN was set).
     OutOfWindow,
@@ -554,8 +557,8 @@ impl<const W: usize> TxWindow<W> {
         self.lost.set_below_unless(sent, &self.acked, &Bits([0; W]))
     }
 
-    /// Fast loss detection: the newest unacknowledged PSN, neither resent nor marked yet, that has at least
-    /// `threshold` PSNs after it that arrived (every such PSN at or before it is a loss
+    /// Fast loss detection: the newest unacknowledged PSN, neither resent nor marked yet, that has
+    /// at least `threshold` PSNs after it that arrived (every such PSN at or before it is a loss
     /// candidate), or `None`.
     pub fn loss_candidates(&self, threshold: u32) -> Option<u32> {
         let top = self.acked.last_set()?;
@@ -606,8 +609,9 @@ impl<const W: usize> TxWindow<W> {
     }
 
     /// Moves every PSN by `new_start − old start` before anything was acknowledged (NACK
-    /// NEW_START_PSN while SYN is set, digest §2.3) and marks every sent PSN lost, to be re-stamped
-    /// and resent. Returns false, changing nothing, once any packet has been acknowledged.
+    /// NEW_START_PSN while SYN is set, as uet-ref-prov `uet_pds.c` does) and marks every sent PSN
+    /// lost, to be re-stamped and resent. Returns false, changing nothing, once any packet has been
+    /// acknowledged.
     pub fn restart_at(&mut self, new_start: u32) -> bool {
         if self.acked.count() != 0 || self.max_cack != self.base.wrapping_sub(1) {
             return false;
@@ -678,7 +682,8 @@ impl LossDetector {
     }
 }
 
-/// ACK generation parameters (digest §4.5 defaults).
+/// ACK generation parameters (defaults of UE 1.0 Table 3-28, as XDP2 `src/include/uet/config.h`
+/// lists them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct AckPolicy {
@@ -712,7 +717,8 @@ pub struct AckTriggers {
     pub needs_clear: bool,
 }
 
-/// Counts accepted bytes and says when an ACK is due (digest §4.4, coalescing).
+/// Counts accepted bytes and says when an ACK is due (`ACK_Gen_Trigger`, UE 1.0 Table 3-28;
+/// coalescing rules of uet-ref-prov `uet_pds.c`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct AckCoalescer {
     accepted: u32,

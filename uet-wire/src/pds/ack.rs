@@ -1,5 +1,5 @@
 //! ACK (type 7, 12 bytes), ACK_CC (type 8, 32 bytes) and ACK_CCX (type 9, 40 bytes), UE 1.0
-//! §3.5.12, digest §3.5–3.7.
+//! §3.5.12; Wireshark, uet-ref-prov and XDP2 agree except on ACK_CCX.
 //!
 //! | bytes | field |
 //! |---|---|
@@ -13,7 +13,7 @@
 //! | 14–15 | `sack_psn_offset` (signed; `SACK_BASE = CACK_PSN + offset`) |
 //! | 16–23 | SACK bitmap: bit *i* (LSB first of the big-endian u64) = PSN `SACK_BASE + i` received |
 //! | 24–31 | ACK_CC: CC state (NSCC or credit) |
-//! | 24–39 | ACK_CCX: CCX state, opaque (open questions 15, 17: 40 bytes, contents unknown) |
+//! | 24–39 | ACK_CCX: CCX state, opaque (40 bytes per Wireshark and uet-ref-prov, XDP2 has 32; no source defines the contents) |
 //!
 //! Receive policy: reserved bits (flags 0x41, which the reference provider `uet-ref-prov` uses
 //! as an own flag at 0x40; `cc_flags`; the ACK_CCX flags nibble; the 24 bits after a credit) are
@@ -96,7 +96,7 @@ pub struct AckExtRaw {
 pub enum CcState {
     /// `cc_type` 0: network-signal congestion control.
     Nscc {
-        /// Receiver service time (raw 16 bits; units not public, open question 23).
+        /// Receiver service time (raw 16 bits; no public source states the units).
         service_time: u16,
         /// RC: restore the congestion window.
         restore_cwnd: bool,
@@ -121,7 +121,8 @@ pub enum CcState {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AckCc {
-    /// Maximum PSN range the receiver tracks, in units of 128 PSNs (open question 24).
+    /// Maximum PSN range the receiver tracks, in units of 128 PSNs (as in uet-ref-prov; a pre-1.0
+    /// draft used 2^MPR).
     pub mpr: u8,
     /// `SACK_BASE - CACK_PSN`.
     pub sack_psn_offset: i16,

@@ -1,8 +1,8 @@
-//! Control packets (type 11, 16 bytes), UE 1.0 §3.5.16, digest §3.10 \[A\].
+//! Control packets (type 11, 16 bytes), UE 1.0 §3.5.16; Wireshark, uet-ref-prov and XDP2 agree.
 //!
 //! | bytes | field |
 //! |---|---|
-//! | 0–1 | prologue: control type in the next-header slot; flags ISROD 0x20 (open question 30), RETX 0x10, AR 0x08, SYN 0x04; 0x43 reserved |
+//! | 0–1 | prologue: control type in the next-header slot; flags ISROD 0x20 (uet-ref-prov, XDP2; Wireshark: reserved), RETX 0x10, AR 0x08, SYN 0x04; 0x43 reserved |
 //! | 2–3 | probe opaque (echoed by the probe's ACK) |
 //! | 4–7 | PSN |
 //! | 8–9 | SPDCID |
@@ -60,7 +60,7 @@ pub enum ControlType {
     Credit = 7,
     /// Credit request.
     CreditReq = 8,
-    /// Negotiation (uet-ref-prov and XDP2 only; payload opaque, open question 31).
+    /// Negotiation (uet-ref-prov and XDP2 only, neither defines the payload: kept opaque).
     Negotiation = 9,
 }
 

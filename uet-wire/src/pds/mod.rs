@@ -1,4 +1,4 @@
-//! The Packet Delivery Sublayer headers (UE 1.0 §3.5; digest `shared/spec/uet.md` §3, \[A\]
+//! The Packet Delivery Sublayer headers (UE 1.0 §3.5; Wireshark, uet-ref-prov and XDP2 agree
 //! unless noted).
 //!
 //! Every PDS header starts with the 2-byte *prologue*: type (5 bits) ‖ next header or control
@@ -22,16 +22,19 @@
 //! **Reserved bits** are emitted as zero and rejected on parse ([`Error::Reserved`] names the
 //! field). The public sources mark them reserved without a receive rule; rejecting keeps every
 //! accepted header byte-identical when re-emitted (*project-defined* policy). This includes ACK
-//! flag 0x40, which uet-ref-prov alone uses as "EPSN" (open question 13: emit 0).
+//! flag 0x40, which uet-ref-prov alone uses as "EPSN" (Wireshark and XDP2 reserve it: emit 0).
 //!
 //! **Next header.** Requests (RUD, ROD, RUDI, UUD) must carry an SES header; ACKs and RUDI
 //! responses carry none or a response; NACKs carry none (the sources say "normally 0"; this crate
 //! requires it, *project-defined*). Values 7–15 are reserved and rejected.
 //!
-//! Conflicts resolved by the digest's defaults (each marked at its field): ACK_CCX is 40 bytes and
-//! NACK_CCX 32 bytes (open questions 15, 16), CCX state is opaque (17), `use_rsv_pdc` is bit 15 of
-//! the SYN field (20), NSCC RC/cwnd-penalty sit at byte 26 (22), control flag 0x20 is ISROD (30),
-//! control type 9 NEGOTIATION is recognised with an opaque payload (31).
+//! Where the public sources conflict, this crate chooses (each marked at its field): ACK_CCX is 40
+//! bytes and NACK_CCX 32 bytes (Wireshark and uet-ref-prov; XDP2's are 8 bytes shorter), CCX state
+//! is opaque (no source defines it), `use_rsv_pdc` is bit 15 of the SYN field (Wireshark, XDP2;
+//! uet-ref-prov: bit 12), NSCC RC/cwnd-penalty sit at byte 26 (XDP2; Wireshark shows 24, a display
+//! bug), control flag 0x20 is ISROD (uet-ref-prov, XDP2; Wireshark: reserved), control type 9
+//! NEGOTIATION is recognised with an opaque payload (uet-ref-prov and XDP2 only, no payload
+//! defined).
 
 mod ack;
 mod control;
@@ -241,7 +244,7 @@ pub enum PdcDest {
     },
     /// SYN = 1: the PDC is being set up; the target learns `Start_PSN = PSN - psn_offset`.
     Syn {
-        /// Use a reserved PDC (bit 15; bit position per open question 20, WS + XDP2).
+        /// Use a reserved PDC (bit 15 per Wireshark and XDP2; uet-ref-prov uses bit 12).
         use_rsv_pdc: bool,
         /// `PSN - Start_PSN`, 12 bits.
         psn_offset: u16,

@@ -1,4 +1,5 @@
-//! NACK (type 10, 16 bytes) and NACK_CCX (type 12, 32 bytes), UE 1.0 §3.5.12.7, digest §3.8–3.9.
+//! NACK (type 10, 16 bytes) and NACK_CCX (type 12, 32 bytes), UE 1.0 §3.5.12.7 and Table 3-58 (NACK
+//! codes).
 //!
 //! | bytes | field |
 //! |---|---|
@@ -8,8 +9,8 @@
 //! | 4–7 | NACK PSN (NT = 0) or RUDI packet id (NT = 1) |
 //! | 8–9 | SPDCID (zero when NT = 1) |
 //! | 10–11 | DPDCID (zero when NT = 1) |
-//! | 12–15 | payload, meaning per code (open question 27) |
-//! | 16–31 | NACK_CCX: `nccx_type` (high nibble of byte 16) ‖ state (opaque; open questions 16, 17) |
+//! | 12–15 | payload, meaning per code (Wireshark: max received PSN + 1; NEW_START_PSN: the start PSN; CLOSING_IN_ERR: outstanding count, uet-ref-prov) |
+//! | 16–31 | NACK_CCX: `nccx_type` (high nibble of byte 16) ‖ state (opaque, no source defines it; 32 bytes per Wireshark and uet-ref-prov, XDP2 has 24) |
 //!
 //! Receive policy: reserved flag bits are ignored ([`Nack::check_reserved`] reports them). A NACK
 //! may name a next header: the Wireshark dissector (`epan/dissectors/packet-uet.c`) decodes the
@@ -40,8 +41,8 @@ defmt_bits!(NackFlags);
 const NT: u8 = 0x08;
 const RESERVED: u8 = 0x47;
 
-/// What the initiator does on a NACK code: the uet-ref-prov initiator-action column (digest §3.9,
-/// open question 28: per-code NORMAL / PDC_ERR / PDC_FATAL classes are not public, so this
+/// What the initiator does on a NACK code: the uet-ref-prov initiator-action column (UE 1.0 Table
+/// 3-58: its per-code NORMAL / PDC_ERR / PDC_FATAL classes are not public, so this
 /// *project-defined* table follows the official reference implementation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -58,7 +59,8 @@ pub enum NackClass {
 
 macro_rules! nack_codes {
     ($( $(#[$doc:meta])* $name:ident = $value:literal => $class:ident, )*) => {
-        /// NACK codes (digest §3.9, \[A\]: Wireshark, uet-ref-prov, XDP2 and the kernel RFC agree).
+        /// NACK codes (UE 1.0 Table 3-58; Wireshark, uet-ref-prov, XDP2 and the Linux ultraeth
+        /// driver RFC agree).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[cfg_attr(feature = "defmt", derive(defmt::Format))]
         #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]

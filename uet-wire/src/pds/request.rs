@@ -1,5 +1,5 @@
 //! RUD/ROD requests (types 2, 3; 12 bytes) and RUD_CC/ROD_CC requests (types 13, 14; 16 bytes),
-//! UE 1.0 §3.5.11, digest §3.4 \[A\].
+//! UE 1.0 §3.5.11; Wireshark, uet-ref-prov and XDP2 agree.
 //!
 //! | bytes | field |
 //! |---|---|
@@ -367,9 +367,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The worked example of the design paper (digest overview): initiator PDC 7 opens with a SYN
-    /// from start PSN 4; the first write packet (PSN 4) carries psn_offset 0, the fifth (PSN 8)
-    /// psn_offset 4; once established the target's PDC id 19 replaces the SYN field.
+    /// The worked example of the design paper (Hoefler et al., arXiv 2508.08906, figure 6):
+    /// initiator PDC 7 opens with a SYN from start PSN 4; the first write packet (PSN 4) carries
+    /// psn_offset 0, the fifth (PSN 8) psn_offset 4; once established the target's PDC id 19
+    /// replaces the SYN field.
     #[test]
     fn pdc_setup_example() {
         let syn4 = [0x11, 0x8C, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x07, 0x00, 0x00];

@@ -1,5 +1,5 @@
 //! RUDI requests and responses (types 4, 5; 8 bytes) and UUD requests (type 6; 4 bytes), UE 1.0
-//! §3.5.11, digest §3.11 \[A\].
+//! §3.5.11; Wireshark, uet-ref-prov and XDP2 agree.
 //!
 //! RUDI: prologue (flags M 0x20, RETX 0x10; 0x4F reserved) ‖ 16 reserved bits ‖ 32-bit packet id.
 //! UUD: prologue (flags all reserved) ‖ 16 reserved bits.

@@ -1,12 +1,13 @@
-//! SES extension headers (digest §5.7): atomic (4 bytes), compare-and-swap (36 bytes), rendezvous
+//! SES extension headers (UE 1.0 §3.4): atomic (4 bytes), compare-and-swap (36 bytes), rendezvous
 //! (24 bytes).
 //!
-//! Atomic: atomic opcode ‖ datatype ‖ semantic control (bit 0 cacheable, bit 1 CPU coherent; open
-//! question 41; other bits reserved) ‖ reserved byte. Compare-and-swap: the atomic extension, then a
-//! 128-bit compare value and a 128-bit swap value, for the CSWAP opcodes. Rendezvous: eager length
-//! (32) ‖ read RI generation (8) ‖ read PIDonFEP (12) ‖ read resource index (12) ‖ read offset (64)
-//! ‖ read match bits / memory key (64); the word at offset 4 follows uet-ref-prov and XDP2 (open
-//! question 42).
+//! Atomic: atomic opcode ‖ datatype ‖ semantic control (bit 0 cacheable, bit 1 CPU coherent, as
+//! Wireshark and uet-ref-prov have it; XDP2 uses 0x80 and 0x40; other bits reserved) ‖ reserved
+//! byte. Compare-and-swap: the atomic extension, then a 128-bit compare value and a 128-bit swap
+//! value, for the CSWAP opcodes. Rendezvous: eager length (32) ‖ read RI generation (8) ‖ read
+//! PIDonFEP (12) ‖ read resource index (12) ‖ read offset (64) ‖ read match bits / memory key (64);
+//! the word at offset 4 follows uet-ref-prov and XDP2 (Wireshark reads a 14-bit PIDonFEP; 12 bits
+//! matches the common header).
 //!
 //! **Which packets carry one:** every request packet whose opcode has an extension, first packet
 //! of a message or not: the Wireshark dissector (`epan/dissectors/packet-uet.c`, its "Header
@@ -23,7 +24,7 @@ use zerocopy::byteorder::network_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 codepoints! {
-    /// Atomic operations (digest §5.7, \[A\]).
+    /// Atomic operations (Wireshark, uet-ref-prov and XDP2 agree).
     AtomicOpcode, "atomic opcode", vendor 0xE0..=0xFE, {
         /// Minimum.
         Min = 0x00,
@@ -86,7 +87,7 @@ impl AtomicOpcode {
 }
 
 codepoints! {
-    /// Atomic datatypes (digest §5.7, \[A\]).
+    /// Atomic datatypes (Wireshark, uet-ref-prov and XDP2 agree).
     Datatype, "atomic datatype", vendor 0xE0..=0xFE, {
         /// Signed 8-bit.
         Int8 = 0x00,
@@ -128,7 +129,7 @@ codepoints! {
 }
 
 bitflags! {
-    /// Atomic semantic control (bit order per open question 41).
+    /// Atomic semantic control (bit order of Wireshark and uet-ref-prov; XDP2 differs).
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
     #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
     pub struct SemanticControl: u8 {

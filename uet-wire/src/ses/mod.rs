@@ -1,4 +1,4 @@
-//! The Semantic Sublayer headers (UE 1.0 §3.4; digest `shared/spec/uet.md` §5, \[A\] unless
+//! The Semantic Sublayer headers (UE 1.0 §3.4; Wireshark, uet-ref-prov and XDP2 agree unless
 //! noted).
 //!
 //! The PDS next-header field selects the SES header:
@@ -10,7 +10,7 @@
 //! | 3 | standard request | 44 + extension | [`StandardRequest`] |
 //! | 4 | response | 12 | [`Response`] |
 //! | 5 | response with data | 20 | [`ResponseWithData`] |
-//! | 6 | small response with data | 12 (open question 18) | [`ResponseDataSmall`] |
+//! | 6 | small response with data | 12 (uet-ref-prov, XDP2; Wireshark reads 4) | [`ResponseDataSmall`] |
 //!
 //! Requests start with a common 12 bytes ([`RequestCommon`]): opcode, version (0), flags DC, IE,
 //! REL, HD, EOM, SOM, the message id (standard) or request length (small, medium), the resource
@@ -21,8 +21,8 @@
 //! rendezvous sends. *Project-defined* where the sources are silent: extensions follow only the
 //! first packet of a message (SOM = 1), TSEND_ATOMIC carries the atomic extension like the other
 //! atomic opcodes (the Wireshark parsing guide lists ATOMIC, FETCHING_ATOMIC and
-//! TSEND_FETCH_ATOMIC), and small/medium requests with an atomic opcode carry it too (open
-//! question 44, following Wireshark).
+//! TSEND_FETCH_ATOMIC), and small/medium requests with an atomic opcode carry it too (only
+//! Wireshark states a rule; we follow it).
 //!
 //! Reserved bits are emitted as zero and rejected on parse; the version must be 0; unknown
 //! opcodes and codes are rejected except in the vendor ranges, which parse to `Vendor` variants.
@@ -102,7 +102,8 @@ macro_rules! codepoints {
 pub(crate) use codepoints;
 
 codepoints! {
-    /// SES request opcodes (6 bits, §5.5). 0x10–0x2F and 0x3F are reserved (open question 43).
+    /// SES request opcodes (6 bits). 0x10–0x2F and 0x3F are reserved, as in Wireshark
+    /// (uet-ref-prov's SYNC opcodes and XDP2's 0x3F escape each have one source).
     Opcode, "SES opcode", vendor 0x30..=0x3E, {
         /// No operation.
         NoOp = 0x00,

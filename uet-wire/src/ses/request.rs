@@ -1,5 +1,5 @@
-//! SES requests: the common first 12 bytes (digest §5.1), the standard request (§5.2, 44 bytes),
-//! and the medium (32 bytes) and small (20 bytes) requests (§5.3).
+//! SES requests: the common first 12 bytes (UE 1.0 §3.4), the standard request (44 bytes),
+//! and the medium (32 bytes) and small (20 bytes) requests.
 //!
 //! Common: `rsvd 2 | opcode 6` ‖ `version 2 | DC | IE | REL | HD | EOM | SOM` ‖ message id
 //! (standard) or `rsvd 2 | request length 14` (small, medium) ‖ RI generation 8 ‖ JobID 24 ‖

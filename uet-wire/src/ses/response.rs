@@ -1,12 +1,14 @@
-//! SES responses (digest §5.4): response (12 bytes), response with data (20 bytes), small response
-//! with data (12 bytes; open question 18).
+//! SES responses (UE 1.0 §3.4): response (12 bytes), response with data (20 bytes), small response
+//! with data (12 bytes as in uet-ref-prov and XDP2; Wireshark reads only 4).
 //!
 //! All start `list 2 | opcode 6` ‖ `version 2 | return code 6`, then:
 //!
 //! * response: message id 16 ‖ RI generation 8 ‖ JobID 24 ‖ modified length 32;
 //! * with data: message id 16 ‖ reserved 8 ‖ JobID 24 ‖ read-request message id 16 ‖
-//!   `rsvd 2 | payload length 14` (open question 40) ‖ modified length 32 ‖ message offset 32;
-//! * small with data: `rsvd 2 | payload length 14` ‖ reserved 8 ‖ JobID 24 ‖ original request PSN 32.
+//!   `rsvd 2 | payload length 14` (Wireshark, uet-ref-prov; XDP2 has 12 bits) ‖ modified length 32
+//!   ‖ message offset 32;
+//! * small with data: `rsvd 2 | payload length 14` ‖ reserved 8 ‖ JobID 24 ‖ original request PSN
+//!   32.
 //!
 //! Guaranteed delivery (UE 1.0 §3.4.3.3): a response other than DEFAULT_RESPONSE or NO_RESPONSE is
 //! kept by the target until cleared ([`ResponseOpcode::needs_clear`]).
@@ -66,7 +68,7 @@ impl ResponseOpcode {
 }
 
 codepoints! {
-    /// SES return codes (6 bits, digest §5.6).
+    /// SES return codes (6 bits; Wireshark, uet-ref-prov and XDP2 agree).
     ReturnCode, "SES return code", vendor 0x30..=0x37, {
         /// No code.
         Null = 0x00,

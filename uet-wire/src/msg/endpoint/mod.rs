@@ -1,5 +1,6 @@
-//! One fabric endpoint: messages in, packets out, and back (issue 4; digest `shared/spec/uet.md`
-//! §4.1 for the PDC keys, §4.3 for PDC life, §5.2 for the standard request).
+//! One fabric endpoint: messages in, packets out, and back (UE 1.0
+//! §3.5.8.1 for the PDC keys, §3.5.8.2–§3.5.8.3 and §3.5.9 for PDC life, §3.4 for the standard
+//! request).
 //!
 //! The [`Endpoint`] owns the initiator and target PDCs of one address in two [`PdcTable`]s and the
 //! messages it is sending. It copies no payload:
@@ -42,7 +43,7 @@
 //!   by itself; the ranges are this crate's choice, a peer sees only ids.
 //! * Every packet that names an established PDC must come from that PDC's peer address; one that
 //!   does not changes nothing and is counted in [`EndpointStats::source_mismatches`].
-//! * **Guaranteed-delivery responses** (digest §4.4, §5: any response but DEFAULT_RESPONSE and
+//! * **Guaranteed-delivery responses** (UE 1.0 §3.4.3.3: any response but DEFAULT_RESPONSE and
 //!   NO_RESPONSE is kept until cleared): the caller answers a placed request with
 //!   [`Endpoint::respond`]; the target PDC holds the RESPONSE (`R` per PDC, by default
 //!   [`HELD_RESPONSES`]) and the request's ACK carries it. Since
@@ -51,38 +52,39 @@
 //!   message's `Sent`.
 //! * **READs** (UE 1.0 §3.5.20.1; the reference provider's `uet_tx_msg`, `uet_rx_rd_req_pkt`):
 //!   a message whose opcode is READ ([`Opcode::Read`]) sends one request per `mtu` bytes of the
-//!   read (one for an empty READ, answered by empty data), carrying no payload. The target's endpoint answers
-//!   each with one packet of data in its PDC's return direction (RSP_DATA, RESPONSE_W_DATA
-//!   with RC_OK, the read's length and the chunk's offset): [`Transmit::read`] names the bytes,
-//!   which the caller takes from the memory the READ's header names. The initiator places
-//!   them ([`Placement::read`]) and reports the READ `Sent` once every request is acknowledged
-//!   and every byte arrived; if the data stops coming for [`PdcConfig::idle_timeout`] after
-//!   that, the READ alone fails ([`Failure::ReadTimeout`]: the target went silent). *Project-defined*: data always travels in the return direction,
-//!   small reads too (the reference provider puts reads of at most `Max_ACK_Data_Size`, 16 B, in
-//!   the ACK; our initiator places such data as well); both ends use the same `mtu`, as the
-//!   first request states no chunk length. A target keeps a message slot (`M`) per run of read
-//!   data in flight (consecutive chunks of one READ share one; reordered requests split runs),
-//!   and NACKs a READ request NO_PKT_BUFFER while it has none free.
+//!   read (one for an empty READ, answered by empty data), carrying no payload. The target's
+//!   endpoint answers each with one packet of data in its PDC's return direction (RSP_DATA,
+//!   RESPONSE_W_DATA with RC_OK, the read's length and the chunk's offset): [`Transmit::read`]
+//!   names the bytes, which the caller takes from the memory the READ's header names. The initiator
+//!   places them ([`Placement::read`]) and reports the READ `Sent` once every request is
+//!   acknowledged and every byte arrived; if the data stops coming for [`PdcConfig::idle_timeout`]
+//!   after that, the READ alone fails ([`Failure::ReadTimeout`]: the target went silent).
+//!   *Project-defined*: data always travels in the return direction, small reads too (the reference
+//!   provider puts reads of at most `Max_ACK_Data_Size`, 16 B, in the ACK; our initiator places
+//!   such data as well); both ends use the same `mtu`, as the first request states no chunk length.
+//!   A target keeps a message slot (`M`) per run of read data in flight (consecutive chunks of one
+//!   READ share one; reordered requests split runs), and NACKs a READ request NO_PKT_BUFFER while
+//!   it has none free.
 //! * **Late SYNs.** A SYN request for no open target PDC opens one, so a copy of a packet of a
 //!   PDC that already closed (a fabric duplicate, or one delayed past the close) would open a
 //!   new PDC and be delivered again. The endpoint remembers its last 16 closed target PDCs for
 //!   `New_PDC_Time` (default 5 ms) after the close, and drops unanswered a SYN request with the
 //!   same key (source, destination, SPDCID) and start PSN (its PSN − psn_offset). A new PDC from
-//!   the same initiator PDC id picks a fresh start PSN (random, digest §4.3 initiator step 1, or
-//!   above `Expected_PSN` under secure start, §2.3), so it is not mistaken for one.
+//!   the same initiator PDC id picks a fresh start PSN (random, UE 1.0 §3.5.11.4, or
+//!   above `Expected_PSN` under secure start as in uet-ref-prov), so it is not mistaken for one.
 //! * A request the event queue has no room for is dropped unanswered (its resend comes back once
 //!   the caller has polled events), so no event is ever lost.
 //!
-//! **RUDI and UUD** (digest §3.11, \[B\] REF README) need no PDC:
+//! **RUDI and UUD** (as the uet-ref-prov README describes them) need no PDC:
 //!
 //! * RUDI (reliable, unordered, for idempotent operations): every packet carries a fresh packet
 //!   id and waits for its RUDI response; the initiator resends it after `RTO_Init_Timer`,
-//!   doubled after each resend up to [`PdcConfig::rto_max`] (per packet, REF README), at most
-//!   `Max_RTO_Retx_Cnt` times, then fails the message. A RUDI NACK of a retransmit-class code
+//!   doubled after each resend up to [`PdcConfig::rto_max`] (per packet, as that README says), at
+//!   most `Max_RTO_Retx_Cnt` times, then fails the message. A RUDI NACK of a retransmit-class code
 //!   resends at once; other codes fail the message. The target places every request it gets,
 //!   duplicates included (the operation is idempotent), and answers each with a RUDI response
-//!   carrying the SES DEFAULT_RESPONSE (RC_OK, the whole message). It keeps no state, so it reports no
-//!   `Received` event for a RUDI message: the placements are the delivery.
+//!   carrying the SES DEFAULT_RESPONSE (RC_OK, the whole message). It keeps no state, so it reports
+//!   no `Received` event for a RUDI message: the placements are the delivery.
 //! * UUD (best effort): one packet, no answer. The message counts as `Sent` once on the wire;
 //!   the target places it and reports it `Received` (PDC 0, which no PDC uses).
 //!
@@ -736,7 +738,10 @@ struct RudiOut {
 const NACK_QUEUE: usize = 16;
 
 impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
-    const SIZES_OK: () = assert!(M >= 1 && M <= 1 << 15 && E > ORDER_WINDOW, "bad endpoint capacities");
+    const SIZES_OK: () = assert!(
+        P >= 2 && P <= 0x7FFF && M >= 1 && M <= 1 << 15 && E > ORDER_WINDOW,
+        "Endpoint<P, M, E, R>: P (PDCs each way) must be 2 to 32767, M (messages) 1 to 32768, and E (events) more than ORDER_WINDOW (16)"
+    );
 
     /// An endpoint with no PDC and no message. `seed` feeds the start PSNs.
     pub fn new(cfg: EndpointConfig, seed: u64) -> Self {

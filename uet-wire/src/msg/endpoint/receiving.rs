@@ -55,8 +55,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         if !read && usize::from(seg.len) != payload.len() {
             return Err(EndpointError::Malformed(Error::Mismatch { field: "SES payload length and payload bytes" }));
         }
-        // Room for every event this packet could release.
-        if E - self.events.len() < ORDER_WINDOW {
+        // Room for every event this packet could release: the messages it completes in order,
+        // and one released out of order to make room (see `order`).
+        if E - self.events.len() < ORDER_WINDOW + 1 {
             return Err(EndpointError::EventsFull);
         }
         let cfg = self.cfg.pdc;

@@ -458,8 +458,9 @@ proptest::proptest! {
         let (received, sent, a, ..) = exchange_run(&run, cfg, &l);
         proptest::prop_assert_eq!(sent, l.len());
         proptest::prop_assert_eq!(received.len(), l.len());
-        // The pause fell inside the transfer.
-        proptest::prop_assert!(fraction < 0.001 || a.stats().resends.timeout > 0);
+        // The pause fell inside the transfer: one longer than the first timeout cost some.
+        let long = to.as_nanos() - from.as_nanos() > 2 * pdc.rto.as_nanos();
+        proptest::prop_assert!(!long || a.stats().resends.timeout > 0);
     }
 }
 
