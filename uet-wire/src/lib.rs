@@ -16,6 +16,9 @@ pub mod ses;
 pub mod tss;
 
 pub use error::Error;
+/// The time types every handler takes (`linklayer::Instant`, `Duration`) and, with feature
+/// `std`, `linklayer::StdClock`: `StdClock::new()`, then `clock.now()` for each call's `now` and
+/// `clock.to_std(deadline)` to wait until a `poll_timeout`.
 pub use linklayer;
 pub use packet::{Body, PacketRepr, UetPacket, WalkConfig, parse_request_std};
 

@@ -20,7 +20,9 @@
 //!   packets take consecutive PSNs, so a resend finds its message and packet index from the PSN.
 //!   Our message ids count from 0 on each PDC; received messages are ordered by the PSN of their
 //!   first packet, so a peer's ids may come from any counter ([`order`](super::order)).
-//! * A sent message completes when every PSN up to its last is acknowledged (in order, per PDC).
+//! * A sent message completes when every PSN up to its last is acknowledged, and the messages of
+//!   one PDC key are reported `Sent` in the order they were sent; a READ only once its data
+//!   arrived too, so messages sent after it may be reported before it.
 //! * With [`EndpointConfig::close_when_idle`], a PDC closes as soon as it has no message left to
 //!   send or acknowledge; a later message opens a new PDC.
 //! * A PDC the target asked to close (CLOSE_REQ) finishes the message in progress; the messages
@@ -126,7 +128,9 @@ pub const ORDER_WINDOW: usize = 16;
 pub struct EndpointConfig {
     /// This endpoint's address.
     pub addr: IpAddr,
-    /// Payload bytes per packet (every packet of a message but the last is full).
+    /// Payload bytes per packet (every packet of a message but the last is full): 1 to
+    /// [`MAX_PAYLOAD`](crate::msg::MAX_PAYLOAD), checked by [`Endpoint::send`]. Both ends of a
+    /// READ must use the same, since a READ's data comes back one packet per request.
     pub mtu: u16,
     /// PDC timers and limits.
     pub pdc: PdcConfig,
@@ -312,7 +316,8 @@ pub struct Transmit {
     pub dst: IpAddr,
     /// Header bytes written at the front of the buffer.
     pub header_len: usize,
-    /// The payload to append, for a request of a message this endpoint sends.
+    /// The payload to append, for a request of a message this endpoint sends (`None` for a
+    /// READ's requests, which carry none).
     pub payload: Option<PayloadRef>,
     /// The read data to append, for a packet answering a READ this endpoint received.
     pub read: Option<ReadRef>,
@@ -350,7 +355,8 @@ pub struct Placement<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Event {
-    /// Every packet of a sent message was acknowledged.
+    /// Every packet of a sent message was acknowledged; for a READ, every byte of its data
+    /// arrived too (or the target refused it with an error response, reported first).
     Sent(MsgHandle),
     /// A sent message failed: its PDC closed in error, or (a READ) its data stopped coming.
     Failed {
@@ -605,7 +611,7 @@ struct TgtPdc<const R: usize> {
 /// The endpoint owns no socket and no clock: each turn, hand it what arrived, let it send, run its
 /// timers, and take its events. Two endpoints joined by a `Vec` here; over UDP, each
 /// [`Transmit`] is one datagram to port 4793 of `dst` (the entropy in the source port). `now` is
-/// the caller's monotonic clock ([`Instant`] counts nanoseconds from any
+/// the caller's monotonic clock (`linklayer::Instant` counts nanoseconds from any
 /// epoch); a call with an earlier `now` than the last counts as the last, and
 /// [`Endpoint::handle_timeout`] before a deadline does nothing. A placement is a WRITE's or
 /// SEND's bytes (at `header.buffer_offset + offset`), read data answering this endpoint's READ

@@ -65,10 +65,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         // A READ is answered with data, which needs a message slot until acknowledged.
         let read_room = !read || self.msgs.iter().any(Option::is_none) || self.read_run_for(id, &ses, seg).is_some();
         let Some(t) = self.targets.get_mut(id) else { return Ok(None) };
-        if matches!(t.order.check(ses.message_id, ses.request_length, seg.len), Err(OrderError::NoRoom { .. })) {
-            // A peer that starts more messages than the target tracks: room by releasing a
-            // complete message out of order, so one that started earlier can still come in
-            // (see `order`). Room for the event was checked above.
+        let no_room =
+            matches!(t.order.check(ses.message_id, ses.request_length, seg.len), Err(OrderError::NoRoom { .. }));
+        if no_room && t.pdc.window().classify(r.psn) == crate::pdc::Arrival::New {
+            // A new packet of a peer that starts more messages than the target tracks: room by
+            // releasing a complete message out of order, so one that started earlier can still
+            // come in (see `order`). Room for the event was checked above.
             if let Some((message_id, len)) = t.order.release_complete() {
                 let _ = self.events.push_back(Event::Received { src, pdc: id, message_id, len });
             }

@@ -4,6 +4,10 @@
 use super::demux::Side;
 use super::*;
 
+/// Completions of one PDC reported per pass of [`Endpoint::after_initiator_change`], sorted into
+/// send order.
+const COMPLETION_BATCH: usize = 16;
+
 impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
     /// An ACK carrying an SES response to initiator PDC `a.dpdcid`, which is reported the first
     /// time its PSN is acknowledged (the target resends a held response with the ACK of every
@@ -214,59 +218,77 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let base = p.pdc.window().base();
         let failure = p.pdc.failure();
         let state = p.pdc.state();
-        let mut started_unsent = false;
-        let mut for_key = false;
+        let (mut started_unsent, mut for_key);
         if restarted_by != 0 {
             // NEW_START_PSN moved every PSN of the PDC (nothing was acknowledged yet).
             for m in self.msgs.iter_mut().flatten().filter(|m| m.pdc == Some(id)) {
                 m.first_psn = m.first_psn.wrapping_add(restarted_by);
             }
         }
-        for slot in 0..M {
-            let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
-            if m.pdc != Some(id) {
-                for_key |= m.pdc.is_none() && m.kind.read_data_pdc().is_none() && self.key(&m.desc) == key;
-                continue;
-            }
-            let handle = m.handle(slot);
-            let packets = m.segments.packets();
-            // Read before a failure gives the window up.
-            let partly_acked = m.partly_acked || (failure.is_none() && m.sent > 0 && psn_after(base, m.first_psn));
-            // A READ completes once its data arrived too.
-            let data_in = match m.kind {
-                MsgKind::Read { arrived, refused, .. } => refused || arrived >= m.desc.len,
-                _ => true,
-            };
-            let requests_acked = m.sent == packets && psn_after(base, m.first_psn.wrapping_add(packets - 1));
-            let unsent = m.sent < packets;
-            if let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) {
-                m.partly_acked = partly_acked;
-            }
-            let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
-            let event = match failure {
-                Some(f) => Some(m.failed(slot, f)),
-                None if requests_acked && data_in => Some(Event::Sent(handle)),
-                None => None,
-            };
-            // A READ whose requests are all acknowledged waits for its data at most
-            // `idle_timeout` from now (or from the last data).
-            let wait = self.cfg.pdc.idle_timeout;
-            if let Some(MsgKind::Read { give_up: g @ None, .. }) =
-                self.msgs.get_mut(slot).and_then(Option::as_mut).map(|m| &mut m.kind)
-            {
-                if requests_acked && event.is_none() && wait != linklayer::Duration::ZERO {
-                    *g = Some(now.saturating_add(wait));
+        // Completions are reported in send order (the slots are in no order), a batch at a time.
+        loop {
+            let mut done: heapless::Vec<(u64, u16), COMPLETION_BATCH> = heapless::Vec::new();
+            let mut overflow = false;
+            (started_unsent, for_key) = (false, false);
+            for slot in 0..M {
+                let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
+                if m.pdc != Some(id) {
+                    for_key |= m.pdc.is_none() && m.kind.read_data_pdc().is_none() && self.key(&m.desc) == key;
+                    continue;
                 }
-            }
-            match event {
-                // No room: the message stays and is settled on a later change.
-                Some(ev) if self.events.push_back(ev).is_ok() => {
-                    self.free_msg(slot);
+                let packets = m.segments.packets();
+                // Read before a failure gives the window up.
+                let partly_acked = m.partly_acked || (failure.is_none() && m.sent > 0 && psn_after(base, m.first_psn));
+                // A READ completes once its data arrived too.
+                let data_in = match m.kind {
+                    MsgKind::Read { arrived, refused, .. } => refused || arrived >= m.desc.len,
+                    _ => true,
+                };
+                let requests_acked = m.sent == packets && psn_after(base, m.first_psn.wrapping_add(packets - 1));
+                let (unsent, seq) = (m.sent < packets, m.seq);
+                let completes = failure.is_some() || (requests_acked && data_in);
+                // A READ whose requests are all acknowledged waits for its data at most
+                // `idle_timeout` from now (or from the last data).
+                let wait = self.cfg.pdc.idle_timeout;
+                if let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) {
+                    m.partly_acked = partly_acked;
+                    if let MsgKind::Read { give_up: g @ None, .. } = &mut m.kind {
+                        if requests_acked && !completes && wait != linklayer::Duration::ZERO {
+                            *g = Some(now.saturating_add(wait));
+                        }
+                    }
                 }
-                _ => {
+                if completes && done.is_full() {
+                    // The batch keeps the earliest sent: this one or its latest makes way.
+                    overflow = true;
+                    if let Some(latest) = done.iter_mut().max().filter(|l| l.0 > seq) {
+                        *latest = (seq, slot as u16);
+                    }
+                    for_key = true;
+                } else if !(completes && done.push((seq, slot as u16)).is_ok()) {
                     for_key = true;
                     started_unsent |= unsent;
                 }
+            }
+            done.sort_unstable();
+            let mut reported_all = true;
+            for &(_, slot) in &done {
+                let slot = usize::from(slot);
+                let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
+                let event = match failure {
+                    Some(f) => m.failed(slot, f),
+                    None => Event::Sent(m.handle(slot)),
+                };
+                // No room: the message stays and is settled on a later change.
+                if reported_all && self.events.push_back(event).is_ok() {
+                    self.free_msg(slot);
+                } else {
+                    reported_all = false;
+                    for_key = true;
+                }
+            }
+            if !(overflow && reported_all) {
+                break;
             }
         }
         let cfg = self.cfg.pdc;

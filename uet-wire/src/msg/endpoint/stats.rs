@@ -17,8 +17,10 @@ pub struct EndpointStats {
     pub nacks_received: NackCounts,
     /// NACKs sent, by code.
     pub nacks_sent: NackCounts,
-    /// The smoothed round-trip time of the PDC that measured one last (see
-    /// [`RttEstimator`](crate::pdc::RttEstimator)); `None` before the first sample.
+    /// The smoothed round-trip time of the initiator PDC that took an ACK last (see
+    /// [`RttEstimator`](crate::pdc::RttEstimator)); `None` before the first sample, and on an
+    /// endpoint that only receives (read data it sends is timed by its target PDCs, which this
+    /// does not report).
     pub rtt: Option<Duration>,
 }
 

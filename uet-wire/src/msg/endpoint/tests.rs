@@ -133,6 +133,7 @@ fn exchange_run(run: &Run, a: EndpointConfig, lens: &[u32]) -> (Vec<(u64, u32)>,
     // READs sent by A: their local buffers and the bytes that arrived; READs B received.
     let mut reads: HashMap<MsgHandle, (Vec<u8>, u32)> = HashMap::new();
     let mut reads_at_b = std::collections::HashSet::new();
+    let mut last_sent: Option<u64> = None;
     for _round in 0..200_000 {
         // Keep up to `window` messages queued at A.
         while next_msg < lens.len() && eps[0].messages_in_flight() < window {
@@ -213,6 +214,11 @@ fn exchange_run(run: &Run, a: EndpointConfig, lens: &[u32]) -> (Vec<(u64, u32)>,
                 match ev {
                     Event::Sent(h) => {
                         let index = handles.remove(&h).unwrap();
+                        if !reads.contains_key(&h) && mode.pdc_mode().is_some() {
+                            // One PDC key: messages other than READs complete in send order.
+                            assert!(last_sent.is_none_or(|l| l < index), "message {index} after {last_sent:?}");
+                            last_sent = Some(index);
+                        }
                         if let Some((buf, arrived)) = reads.remove(&h) {
                             assert_eq!(arrived as usize, buf.len(), "READ {index} complete before all data");
                             for (o, b) in buf.iter().enumerate() {
