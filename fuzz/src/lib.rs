@@ -40,6 +40,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ualink_tl", ualink_tl),
     ("ualink_link", ualink_link),
     ("ualink_dl_service", ualink_dl_service),
+    ("axi", axi),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits the same bytes with its reserved bits
@@ -1771,5 +1772,58 @@ pub fn ualink_dl_service(data: &[u8]) {
                 assert_eq!(s[d].channel_online(ch), s[1 - d].channel_online(ch), "both ends agree on channel {ch}");
             }
         }
+    }
+}
+
+/// AXI transaction rules (`ethx_paxi::axi`): never panics on any request, bus width or strobes;
+/// every field code that decodes encodes back to itself; a request `validate` accepts has an
+/// address and byte lanes for every beat, keeps an INCR burst's bytes inside the first beat's
+/// 4 KiB page, a WRAP burst's beats distinct and inside its window, a FIXED burst's at its
+/// address, and an exclusive access's total a power of two up to 128 bytes, aligned to it.
+pub fn axi(data: &[u8]) {
+    use ethx_paxi::axi::{AddrReq, Atop, Burst, Resp};
+    let mut u = Unstructured::new(data);
+    let Ok(r) = AddrReq::arbitrary(&mut u) else { return };
+    let bus = 1u16 << u.int_in_range(0u8..=7).unwrap_or(6);
+    let strobes: u128 = u.arbitrary().unwrap_or(0);
+    let code: u8 = u.arbitrary().unwrap_or(0);
+    if let Ok(a) = Atop::from_bits(code) {
+        assert_eq!(a.bits(), code & 0x3F);
+    }
+    if let Ok(b) = Burst::from_bits(code) {
+        assert_eq!(b.bits(), code & 0b11);
+    }
+    assert_eq!(Resp::from_bits(code).bits(), code & 0b11);
+    for k in 0..r.beats.min(300) {
+        let _ = (r.beat_addr(k), r.lanes(k, bus), r.check_strobes(k, bus, strobes));
+    }
+    if r.validate(bus).is_err() {
+        return;
+    }
+    let size = u64::from(r.size.bytes());
+    let addrs: Vec<u64> =
+        (0..r.beats).map(|k| r.beat_addr(k).expect("every beat of a valid burst has an address")).collect();
+    for (k, &a) in addrs.iter().enumerate() {
+        let lanes = r.lanes(k as u16, bus);
+        assert!(lanes != 0, "beat {k} of a valid burst has no byte lanes");
+        assert_eq!(r.check_strobes(k as u16, bus, lanes), Ok(()));
+        match r.burst {
+            Burst::Fixed => assert_eq!(a, r.addr),
+            Burst::Incr => assert_eq!((a | (size - 1)) >> 12, r.addr >> 12, "an INCR burst crosses 4 KiB"),
+            Burst::Wrap => {
+                let window = size * u64::from(r.beats);
+                assert_eq!(a / window, r.addr / window, "a WRAP beat outside its window");
+            }
+        }
+    }
+    if r.burst != Burst::Fixed {
+        let mut distinct = addrs.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), addrs.len(), "two beats at one address");
+    }
+    if r.exclusive {
+        let total = r.total_bytes();
+        assert!(total.is_power_of_two() && total <= 128 && r.addr % u64::from(total) == 0);
     }
 }
