@@ -7,5 +7,6 @@
 extern crate std;
 
 pub mod axi;
+pub mod paxi;
 
 pub use linklayer;

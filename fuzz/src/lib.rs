@@ -40,7 +40,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ualink_tl", ualink_tl),
     ("ualink_link", ualink_link),
     ("ualink_dl_service", ualink_dl_service),
-    ("axi", axi),
+    ("ethx_paxi", ethx_paxi),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits the same bytes with its reserved bits
@@ -1775,18 +1775,43 @@ pub fn ualink_dl_service(data: &[u8]) {
     }
 }
 
-/// AXI transaction rules (`ethx_paxi::axi`): never panics on any request, bus width or strobes;
-/// every field code that decodes encodes back to itself; a request `validate` accepts has an
-/// address and byte lanes for every beat, keeps an INCR burst's bytes inside the first beat's
-/// 4 KiB page, a WRAP burst's beats distinct and inside its window, a FIXED burst's at its
-/// address, and an exclusive access's total a power of two up to 128 bytes, aligned to it.
-pub fn axi(data: &[u8]) {
+/// ETH-X PAXI: AXI transaction rules (`ethx_paxi::axi`) and the PAXI flit header and sizes
+/// (`ethx_paxi::paxi`). Never panics on any request, bus width, strobes, header or channel
+/// widths; every AXI field code and PAXI header that decodes encodes back to itself (an APB
+/// flit's undefined length bits aside) and sizes every kind the documentation sizes; a request
+/// `validate` accepts has an address and byte lanes for every beat, keeps an INCR burst's bytes
+/// inside the first beat's 4 KiB page, a WRAP burst's beats distinct and inside its window, a
+/// FIXED burst's at its address, and an exclusive access's total a power of two up to 128
+/// bytes, aligned to it.
+pub fn ethx_paxi(data: &[u8]) {
     use ethx_paxi::axi::{AddrReq, Atop, Burst, Resp};
+    use ethx_paxi::paxi::{ChannelWidths, FlitKind, frame_bytes, packed_frame_bytes};
     let mut u = Unstructured::new(data);
     let Ok(r) = AddrReq::arbitrary(&mut u) else { return };
     let bus = 1u16 << u.int_in_range(0u8..=7).unwrap_or(6);
     let strobes: u128 = u.arbitrary().unwrap_or(0);
     let code: u8 = u.arbitrary().unwrap_or(0);
+    let header: u16 = u.arbitrary().unwrap_or(0);
+    let widths = ChannelWidths {
+        id: u.arbitrary().unwrap_or(8),
+        addr: u.arbitrary().unwrap_or(64),
+        data: u.arbitrary().unwrap_or(512),
+        user: u.arbitrary().unwrap_or(16),
+        atomics: u.arbitrary().unwrap_or(false),
+    };
+    let _ = widths.validate();
+    if let Ok(kind) = FlitKind::from_header(header) {
+        let back = kind.header().expect("a decoded kind encodes");
+        let defined = match kind {
+            FlitKind::ApbMessage => 0x3C0,
+            FlitKind::ApbRegister { .. } => 0x3C1,
+            _ => 0x3FF,
+        };
+        assert_eq!(back, header & defined);
+        let apb = matches!(kind, FlitKind::ApbMessage | FlitKind::ApbRegister { .. });
+        assert_eq!(frame_bytes(&widths, kind).is_some(), !apb);
+        assert!(packed_frame_bytes(&widths, kind) <= frame_bytes(&widths, kind));
+    }
     if let Ok(a) = Atop::from_bits(code) {
         assert_eq!(a.bits(), code & 0x3F);
     }
