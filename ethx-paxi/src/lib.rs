@@ -8,5 +8,7 @@ extern crate std;
 
 pub mod axi;
 pub mod paxi;
+pub mod rclink;
+pub mod routing;
 
 pub use linklayer;

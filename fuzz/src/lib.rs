@@ -1775,10 +1775,12 @@ pub fn ualink_dl_service(data: &[u8]) {
     }
 }
 
-/// ETH-X PAXI: AXI transaction rules (`ethx_paxi::axi`) and the PAXI flit header and sizes
-/// (`ethx_paxi::paxi`). Never panics on any request, bus width, strobes, header or channel
-/// widths; every AXI field code and PAXI header that decodes encodes back to itself (an APB
-/// flit's undefined length bits aside) and sizes every kind the documentation sizes; a request
+/// ETH-X PAXI: AXI transaction rules (`ethx_paxi::axi`), the PAXI flit header and sizes
+/// (`ethx_paxi::paxi`), AXI USER routes (`ethx_paxi::routing`) and the RC Link RH
+/// (`ethx_paxi::rclink`). Never panics on any request, bus width, strobes, header, channel
+/// widths, route field or RH bytes; every AXI field code, PAXI header, route and RH that decodes
+/// encodes back to itself (an APB flit's undefined length bits, a multicast route's high bits
+/// and the RH's reserved bits aside) and every kind the documentation sizes has a size; a request
 /// `validate` accepts has an address and byte lanes for every beat, keeps an INCR burst's bytes
 /// inside the first beat's 4 KiB page, a WRAP burst's beats distinct and inside its window, a
 /// FIXED burst's at its address, and an exclusive access's total a power of two up to 128
@@ -1800,6 +1802,10 @@ pub fn ethx_paxi(data: &[u8]) {
         atomics: u.arbitrary().unwrap_or(false),
     };
     let _ = widths.validate();
+    let da_bits: u8 = u.int_in_range(3u8..=16).unwrap_or(8);
+    let route_field: u32 = u.arbitrary().unwrap_or(0);
+    let rh: [u8; 8] = u.arbitrary().unwrap_or([0; 8]);
+    ethx_routes_and_rh(da_bits, route_field, rh);
     if let Ok(kind) = FlitKind::from_header(header) {
         let back = kind.header().expect("a decoded kind encodes");
         let defined = match kind {
@@ -1850,5 +1856,40 @@ pub fn ethx_paxi(data: &[u8]) {
     if r.exclusive {
         let total = r.total_bytes();
         assert!(total.is_power_of_two() && total <= 128 && r.addr % u64::from(total) == 0);
+    }
+}
+
+/// The route and RH half of [`ethx_paxi`].
+fn ethx_routes_and_rh(da_bits: u8, field: u32, rh: [u8; 8]) {
+    use ethx_paxi::rclink::{RhKind, RoutingHeader};
+    use ethx_paxi::routing::{Route, RouteField, Traffic, VcMode, vc_for};
+    let f = RouteField::new(da_bits).expect("3 to 16 bits");
+    let field = field & ((1 << f.bits()) - 1);
+    let route = f.decode(field);
+    let back = f.encode(route).expect("a decoded route encodes");
+    let expected = match route {
+        Route::Unicast { .. } => field,
+        Route::Multicast { .. } => field & 0x7F,
+    };
+    assert_eq!(back, expected);
+    assert_eq!(f.check_reserved(field).is_ok(), back == field);
+    for mode in [VcMode::Spread, VcMode::User] {
+        for traffic in [Traffic::Request, Traffic::Response, Traffic::Apb] {
+            if let Ok(vc) = vc_for(mode, traffic, route) {
+                assert!(vc <= 7);
+            }
+        }
+    }
+    if let Ok((h, rest)) = RoutingHeader::parse(&rh) {
+        assert!(rest.is_empty());
+        let mut out = [0u8; 8];
+        if h.fack && matches!(h.kind, RhKind::AckNak(_)) {
+            assert!(h.emit(&mut out).is_err());
+            return;
+        }
+        assert_eq!(h.emit(&mut out), Ok(8));
+        let mut cleared = rh;
+        cleared[0] &= !0b0000_0110; // bits 58:57
+        assert_eq!(out, cleared);
     }
 }
