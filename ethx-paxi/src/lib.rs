@@ -7,6 +7,7 @@
 extern crate std;
 
 pub mod axi;
+pub mod framing;
 pub mod paxi;
 pub mod rclink;
 pub mod routing;

@@ -1776,8 +1776,8 @@ pub fn ualink_dl_service(data: &[u8]) {
 }
 
 /// ETH-X PAXI: AXI transaction rules (`ethx_paxi::axi`), the PAXI flit header and sizes
-/// (`ethx_paxi::paxi`), AXI USER routes (`ethx_paxi::routing`) and the RC Link RH
-/// (`ethx_paxi::rclink`). Never panics on any request, bus width, strobes, header, channel
+/// (`ethx_paxi::paxi`), AXI USER routes (`ethx_paxi::routing`), the RC Link RH
+/// (`ethx_paxi::rclink`) and the AFH_GEN2_16b and PRI headers (`ethx_paxi::framing`). Never panics on any request, bus width, strobes, header, channel
 /// widths, route field or RH bytes; every AXI field code, PAXI header, route and RH that decodes
 /// encodes back to itself (an APB flit's undefined length bits, a multicast route's high bits
 /// and the RH's reserved bits aside) and every kind the documentation sizes has a size; a request
@@ -1806,6 +1806,7 @@ pub fn ethx_paxi(data: &[u8]) {
     let route_field: u32 = u.arbitrary().unwrap_or(0);
     let rh: [u8; 8] = u.arbitrary().unwrap_or([0; 8]);
     ethx_routes_and_rh(da_bits, route_field, rh);
+    ethx_l2_headers(u.bytes(12).unwrap_or(&[]));
     if let Ok(kind) = FlitKind::from_header(header) {
         let back = kind.header().expect("a decoded kind encodes");
         let defined = match kind {
@@ -1856,6 +1857,30 @@ pub fn ethx_paxi(data: &[u8]) {
     if r.exclusive {
         let total = r.total_bytes();
         assert!(total.is_power_of_two() && total <= 128 && r.addr % u64::from(total) == 0);
+    }
+}
+
+/// The compressed layer-2 headers of [`ethx_paxi`]: AFH_GEN2_16b parses every 12 bytes whose
+/// Key_words has W = 1 and re-emits them with the reserved bits cleared and the TC's U/L and I/G
+/// bits from X and M; PRI re-emits any 12 bytes unchanged; fewer bytes are truncated.
+fn ethx_l2_headers(bytes: &[u8]) {
+    use ethx_paxi::framing::{AfhGen2, FrameError, Pri};
+    let mut out = [0u8; 12];
+    match AfhGen2::parse(bytes) {
+        Ok((h, _)) => {
+            assert_eq!(h.emit(&mut out), Ok(12));
+            let mut want = [0u8; 12];
+            want.copy_from_slice(&bytes[..12]);
+            want[6] &= !0b0011_0000;
+            want[0] = (bytes[0] & !0b11) | (bytes[6] & 0b11);
+            assert_eq!(out, want);
+        }
+        Err(FrameError::Truncated) => assert!(bytes.len() < 12),
+        Err(e) => assert_eq!((e, bytes[6] & 0x80), (FrameError::NotGen2_16b, 0)),
+    }
+    if let Ok((p, _)) = Pri::parse(bytes) {
+        assert_eq!(p.emit(&mut out), Ok(12));
+        assert_eq!(out[..], bytes[..12]);
     }
 }
 
