@@ -27,9 +27,12 @@
 //!   stays inside its own aligned window, at most 16 × 128 bytes);
 //! * an exclusive access moves 1 to 128 bytes, a power of two, in at most 16 beats, from an
 //!   address aligned to that total;
-//! * an AXI5 atomic is not exclusive, is INCR (AtomicCompare may also be WRAP), moves 1, 2, 4 or
-//!   8 bytes out (AtomicCompare 2, 4, 8, 16 or 32, half of them compare data), from an address
-//!   aligned to that size (AtomicCompare: to half of it, the size of one operand).
+//! * an AXI5 atomic is not exclusive, moves 1, 2, 4 or 8 bytes out (AtomicCompare 2, 4, 8, 16 or
+//!   32, half of them compare data) from an address aligned to that size (AtomicCompare: to half
+//!   of it, the size of one operand), uses the full bus width for every beat when it takes more
+//!   than one, and is INCR — except an AtomicCompare whose address is not aligned to its total
+//!   (it names the second operand), which is WRAP, possibly of one beat (the rule of IHI0022 as
+//!   PULP's AXI test generator and Thales's AXI assertions both implement it).
 //!
 //! The IDs and USER bits are implementation widths: this module keeps them in `u32` and `u64`,
 //! and the PAXI flit codec checks them against its configured widths.
@@ -111,8 +114,11 @@ pub enum AtomicRule {
     OnReadChannel,
     /// Atomics are not exclusive.
     Exclusive,
-    /// The burst type is not allowed (INCR; WRAP for AtomicCompare too).
+    /// The burst type is not the one the address calls for (INCR; an AtomicCompare at its
+    /// second operand, WRAP).
     Burst,
+    /// A multi-beat atomic whose beats are narrower than the bus.
+    NarrowBeats,
     /// The outbound data size is not one the operation allows.
     DataSize,
     /// The address is not aligned to the operand size.
@@ -477,15 +483,17 @@ impl AddrReq {
         self.beats as u32 * self.size.bytes() as u32
     }
 
-    /// The address of beat `k` (0-based): the start for FIXED; for INCR the start, then each
-    /// beat at the next size-aligned address; for WRAP likewise within the aligned window of
-    /// `beats × size` bytes. `None` past the top of the address space.
+    /// The address of beat `k` (0-based): the start for beat 0 and every FIXED beat; for INCR
+    /// each later beat at the next size-aligned address; for WRAP likewise within the aligned
+    /// window of `beats × size` bytes. `None` past the top of the address space.
     pub const fn beat_addr(&self, k: u16) -> Option<u64> {
         let size = self.size.bytes() as u64;
         let aligned = self.addr & !(size - 1);
+        if k == 0 {
+            return Some(self.addr);
+        }
         match self.burst {
             Burst::Fixed => Some(self.addr),
-            Burst::Incr if k == 0 => Some(self.addr),
             Burst::Incr => match (k as u64).checked_mul(size) {
                 Some(off) => aligned.checked_add(off),
                 None => None,
@@ -497,19 +505,24 @@ impl AddrReq {
                 }
                 let base = aligned - rem(aligned, window);
                 let off = rem(aligned - base + k as u64 * size, window);
-                Some(base + off)
+                base.checked_add(off)
             }
         }
     }
 
     /// The byte lanes beat `k` may use on a bus of `bus_bytes` bytes: a bit mask, bit `i` for
     /// lane `i` (the lanes of the beat's address within the bus word, from the address up to the
-    /// end of its size-aligned container). Buses up to 128 bytes.
+    /// end of its size-aligned container; a WRAP beat's whole container). Buses up to 128 bytes
+    /// (a width of 0 or above 128 counts as 128; a bus of another width than a power of two, or a
+    /// beat past the burst's end, gets lanes by the same arithmetic).
     pub const fn lanes(&self, k: u16, bus_bytes: u16) -> u128 {
         let Some(addr) = self.beat_addr(k) else { return 0 };
         let size = self.size.bytes() as u64;
         let bus = if bus_bytes == 0 || bus_bytes > 128 { 128 } else { bus_bytes as u64 };
-        let lo = rem(addr, bus);
+        // A WRAP beat fills its whole size-aligned container (an AtomicCompare at its second
+        // operand starts mid-container, but carries both operands).
+        let start = if matches!(self.burst, Burst::Wrap) { addr & !(size - 1) } else { addr };
+        let lo = rem(start, bus);
         let hi = rem(addr & !(size - 1), bus) + size;
         if hi <= lo || hi > 128 {
             return 0;
@@ -521,9 +534,13 @@ impl AddrReq {
     /// Checks every rule of the module doc for a data bus of `bus_bytes` bytes.
     pub const fn validate(&self, bus_bytes: u16) -> Result<(), AxiError> {
         let beats = self.beats;
+        // An AtomicCompare's WRAP follows its own rules (see `validate_atomic`): it may be one
+        // beat, starting at the second operand.
+        let compare_wrap = matches!(self.atop, Atop::Compare) && matches!(self.burst, Burst::Wrap);
         let ok_len = match self.burst {
             Burst::Incr => beats >= 1 && beats <= 256,
             Burst::Fixed => beats >= 1 && beats <= 16,
+            Burst::Wrap if compare_wrap => beats >= 1 && beats <= 16,
             Burst::Wrap => matches!(beats, 2 | 4 | 8 | 16),
         };
         if !ok_len {
@@ -535,7 +552,9 @@ impl AddrReq {
         }
         let size64 = size as u64;
         match self.burst {
-            Burst::Wrap if rem(self.addr, size64) != 0 => return Err(AxiError::WrapUnaligned { addr: self.addr }),
+            Burst::Wrap if !compare_wrap && rem(self.addr, size64) != 0 => {
+                return Err(AxiError::WrapUnaligned { addr: self.addr });
+            }
             Burst::Incr => {
                 let Some(last_beat) = self.beat_addr(beats - 1) else { return Err(AxiError::AddressOverflow) };
                 // The last byte: the end of the last beat's size-aligned container.
@@ -559,12 +578,12 @@ impl AddrReq {
             }
         }
         if !matches!(self.atop, Atop::NonAtomic) {
-            return self.validate_atomic();
+            return self.validate_atomic(bus_bytes);
         }
         Ok(())
     }
 
-    const fn validate_atomic(&self) -> Result<(), AxiError> {
+    const fn validate_atomic(&self, bus_bytes: u16) -> Result<(), AxiError> {
         if matches!(self.channel, Channel::Read) {
             return Err(AxiError::Atomic(AtomicRule::OnReadChannel));
         }
@@ -572,18 +591,25 @@ impl AddrReq {
             return Err(AxiError::Atomic(AtomicRule::Exclusive));
         }
         let compare = matches!(self.atop, Atop::Compare);
-        let burst_ok = matches!(self.burst, Burst::Incr) || (compare && matches!(self.burst, Burst::Wrap));
-        if !burst_ok {
-            return Err(AxiError::Atomic(AtomicRule::Burst));
-        }
         let total = self.total_bytes();
         let size_ok = if compare { matches!(total, 2 | 4 | 8 | 16 | 32) } else { matches!(total, 1 | 2 | 4 | 8) };
         if !size_ok {
             return Err(AxiError::Atomic(AtomicRule::DataSize));
         }
+        // More than one beat: every beat the full bus width.
+        if self.beats > 1 && self.size.bytes() != bus_bytes {
+            return Err(AxiError::Atomic(AtomicRule::NarrowBeats));
+        }
         let operand = if compare { total / 2 } else { total };
         if rem(self.addr, operand as u64) != 0 {
             return Err(AxiError::Atomic(AtomicRule::Unaligned));
+        }
+        // INCR, except an AtomicCompare whose address is not aligned to its total (it names the
+        // second operand): WRAP, and only then.
+        let wrap_needed = compare && rem(self.addr, total as u64) != 0;
+        let want = if wrap_needed { Burst::Wrap } else { Burst::Incr };
+        if self.burst as u8 != want as u8 {
+            return Err(AxiError::Atomic(AtomicRule::Burst));
         }
         Ok(())
     }
@@ -748,10 +774,25 @@ mod tests {
             Err(AxiError::Atomic(AtomicRule::OnReadChannel))
         );
         assert_eq!(AddrReq { exclusive: true, ..at }.validate(64), Err(AxiError::Atomic(AtomicRule::Exclusive)));
-        // AtomicCompare of 32 B (two 16-byte operands): aligned to 16; WRAP allowed.
+        // AtomicCompare of 32 B (two 16-byte operands) on a 16-byte bus: at 0x10, the second
+        // operand, it is WRAP; at 0x20 INCR; narrow beats on a wider bus are refused.
         let cmp =
             AddrReq { atop: Atop::Compare, burst: Burst::Wrap, ..AddrReq::incr(Channel::Write, 0x10, 2, size(16)) };
-        assert_eq!(cmp.validate(64), Ok(()));
+        assert_eq!(cmp.validate(16), Ok(()));
+        assert_eq!(cmp.validate(64), Err(AxiError::Atomic(AtomicRule::NarrowBeats)));
+        assert_eq!(AddrReq { burst: Burst::Incr, ..cmp }.validate(16), Err(AxiError::Atomic(AtomicRule::Burst)));
+        let aligned = AddrReq { addr: 0x20, burst: Burst::Incr, ..cmp };
+        assert_eq!(aligned.validate(16), Ok(()));
+        assert_eq!(AddrReq { burst: Burst::Wrap, ..aligned }.validate(16), Err(AxiError::Atomic(AtomicRule::Burst)));
+        // A one-beat AtomicCompare of 8 B at its second operand (0x44): a one-beat WRAP.
+        let one =
+            AddrReq { atop: Atop::Compare, burst: Burst::Wrap, ..AddrReq::incr(Channel::Write, 0x44, 1, size(8)) };
+        assert_eq!(one.validate(64), Ok(()));
+        assert_eq!((one.beat_addr(0), one.lanes(0, 64)), (Some(0x44), 0xFF));
+        // WRAP arithmetic near the top of the address space is checked, never wraps.
+        let top = AddrReq { burst: Burst::Wrap, ..AddrReq::incr(Channel::Read, u64::MAX, 3, size(1)) };
+        assert_eq!(top.beat_addr(1), None);
+        let _ = (top.lanes(1, 64), top.check_strobes(1, 64, 1), top.validate(64));
         let fixed = AddrReq { burst: Burst::Fixed, ..at };
         assert_eq!(fixed.validate(64), Err(AxiError::Atomic(AtomicRule::Burst)));
     }

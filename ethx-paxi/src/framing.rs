@@ -15,7 +15,9 @@
 //! Key_words, bit 7 to 0: W (1: AFH_GEN2_16b, 0: AFH_GEN2_32b), V (version, 0), two reserved
 //! bits, Z and Y (the SLAP quadrant, 00 = AAI), X (1 local, 0 global address), M (1 multicast,
 //! TYPE2; 0 unicast, TYPE1). X and M sit where IEEE 802 puts the U/L and I/G bits of an
-//! address's first octet, so switches see a locally administered unicast or multicast SA.
+//! address's first octet: a multicast frame's SA is therefore a group address, which IEEE 802.3
+//! does not allow in a source address; it is the vendor's layout, and switches that check it
+//! would drop such frames.
 //!
 //! *Project-defined:* bits 1:0 of the Traffic Class octet are the DA's U/L and I/G bits; the
 //! crate copies X and M there (so a multicast frame's DA is a multicast address to a switch) and

@@ -34,6 +34,8 @@
 //!   a byte round-up is unknown. [`frame_bytes`] implements the quote exactly;
 //!   [`packed_frame_bytes`] is this crate's packed form (every entry rounded to a byte), for the
 //!   compressed framing, named apart so neither is mistaken for the other.
+//! * **Length of AR×N and B×N** is not in the digest's list of open questions either; the
+//!   documentation's "number of ARs" is taken literally.
 
 /// Why a flit header or a flit does not decode or cannot be built. Nothing was changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -253,22 +255,29 @@ const fn bytes512(bits: u32) -> u32 {
 }
 
 /// The frame size in bytes of a flit of `kind` with these widths, by the documented formulas
-/// (module doc), the ×N padding exactly as quoted. APB flits are not sized by the documentation:
-/// `None`.
+/// (module doc), the ×N padding exactly as quoted. `None` for APB flits (the documentation does
+/// not size them) and for a kind whose length its header cannot carry ([`FlitKind::header`]).
+/// Sizes saturate at `u32::MAX` for widths [`ChannelWidths::validate`] would refuse.
 pub const fn frame_bytes(w: &ChannelWidths, kind: FlitKind) -> Option<u32> {
     const H: u32 = 10;
+    if kind.header().is_err() {
+        return None;
+    }
     match kind {
         FlitKind::WriteWithStrobes { beats } => {
-            Some(bytes8(H + w.aw_bits() + 1) + beats as u32 * bytes8(w.w_bits(true) + 1))
+            Some(first_and_rest(H + w.aw_bits() + 1, beats as u32, w.w_bits(true) + 1))
         }
-        FlitKind::WriteFull { beats } => Some(bytes8(H + w.aw_bits() + 1) + beats as u32 * bytes8(w.w_bits(false) + 1)),
-        FlitKind::ReadData { beats } => {
-            Some(bytes8(H + w.r_bits() + 1) + (beats as u32).saturating_sub(1) * bytes8(w.r_bits() + 1))
-        }
+        FlitKind::WriteFull { beats } => Some(first_and_rest(H + w.aw_bits() + 1, beats as u32, w.w_bits(false) + 1)),
+        FlitKind::ReadData { beats } => Some(first_and_rest(H + w.r_bits() + 1, beats as u32 - 1, w.r_bits() + 1)),
         FlitKind::Reads { count } => Some(aggregated(w.ar_bits(), count)),
         FlitKind::WriteResponses { count } => Some(aggregated(w.b_bits(), count)),
         FlitKind::ApbRegister { .. } | FlitKind::ApbMessage => None,
     }
+}
+
+/// ⌈first⌉₈/8 + n·⌈each⌉₈/8 bytes, saturating.
+const fn first_and_rest(first_bits: u32, n: u32, each_bits: u32) -> u32 {
+    bytes8(first_bits).saturating_add(n.saturating_mul(bytes8(each_bits)))
 }
 
 /// AR×N and B×N as quoted: one entry alone is ⌈10 + E + 1⌉₈/8; more pad the first and the middle
@@ -277,17 +286,24 @@ const fn aggregated(entry: u32, count: u16) -> u32 {
     const H: u32 = 10;
     match count {
         0 | 1 => bytes8(H + entry + 1),
-        n => bytes512(H + entry + 1) + (n as u32 - 2) * bytes512(entry + 1) + bytes8(entry + 1),
+        n => bytes512(H + entry + 1)
+            .saturating_add((n as u32 - 2).saturating_mul(bytes512(entry + 1)))
+            .saturating_add(bytes8(entry + 1)),
     }
 }
 
-/// The *project-defined* packed size of an AR×N or B×N flit: the header and every entry (with
-/// its extra bit) back to back, rounded to a byte once: ⌈10 + N·(E + 1)⌉₈/8. For other kinds the
-/// same as [`frame_bytes`].
+/// The *project-defined* packed size of an AR×N or B×N flit: every entry rounded to a byte
+/// instead of to 64 bytes, ⌈10 + E + 1⌉₈/8 + (N − 1)·⌈E + 1⌉₈/8 (the digest's default for the
+/// compressed framing). For other kinds the same as [`frame_bytes`].
 pub const fn packed_frame_bytes(w: &ChannelWidths, kind: FlitKind) -> Option<u32> {
+    if kind.header().is_err() {
+        return None;
+    }
     match kind {
-        FlitKind::Reads { count } => Some(bytes8(10 + count as u32 * (w.ar_bits() + 1))),
-        FlitKind::WriteResponses { count } => Some(bytes8(10 + count as u32 * (w.b_bits() + 1))),
+        FlitKind::Reads { count } => Some(first_and_rest(10 + w.ar_bits() + 1, count as u32 - 1, w.ar_bits() + 1)),
+        FlitKind::WriteResponses { count } => {
+            Some(first_and_rest(10 + w.b_bits() + 1, count as u32 - 1, w.b_bits() + 1))
+        }
         other => frame_bytes(w, other),
     }
 }
@@ -328,8 +344,14 @@ mod tests {
         // Atomics add AWATOP's 6 bits to AW only.
         let a5 = ChannelWidths { atomics: true, ..W };
         assert_eq!((a5.aw_bits(), a5.ar_bits()), (123, 117));
-        // The packed AR×16: ⌈10 + 16 × 118⌉₈ = 238 B, against 975 as quoted.
-        assert_eq!(packed_frame_bytes(&W, FlitKind::Reads { count: 16 }), Some(238));
+        // The packed AR×16: 16 + 15 × ⌈118⌉₈ (15) = 241 B, against 975 as quoted; B×16 5 + 15 × 4.
+        assert_eq!(packed_frame_bytes(&W, FlitKind::Reads { count: 16 }), Some(241));
+        assert_eq!(packed_frame_bytes(&W, FlitKind::WriteResponses { count: 16 }), Some(65));
+        // Lengths the header cannot carry have no size; absurd widths saturate.
+        assert_eq!(frame_bytes(&W, FlitKind::Reads { count: 17 }), None);
+        assert_eq!(frame_bytes(&W, FlitKind::ReadData { beats: 0 }), None);
+        let huge = ChannelWidths { id: u16::MAX, addr: u16::MAX, data: u16::MAX, user: u16::MAX, atomics: true };
+        assert!(frame_bytes(&huge, FlitKind::WriteWithStrobes { beats: 63 }).is_some());
         assert_eq!(frame_bytes(&W, FlitKind::ApbMessage), None);
     }
 

@@ -92,7 +92,8 @@ impl Syndrome {
     /// The NAK code of a PSN sequence error.
     pub const PSN_SEQUENCE_ERROR: u8 = 0;
 
-    /// The 7 bits.
+    /// The 7 bits (a field wider than its bits is cut to them: credits, timer and code to 5,
+    /// a reserved syndrome to 7).
     pub const fn bits(self) -> u8 {
         match self {
             Syndrome::Ack { credits } => credits & 0x1F,

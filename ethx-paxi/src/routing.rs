@@ -10,7 +10,8 @@
 //!
 //! *Project-defined*: the DA width `n` is the configuration's ([`RouteField`], 3 to 16 bits);
 //! the route sits in the top `n + 4` bits of the USER signal; mode 0 spreads by the DA's lowest
-//! bit (even DAs on VC0/VC1, odd on VC2/VC3); a multicast route's `n − 3` high bits, which are
+//! bit (even DAs on VC0/VC1, odd on VC2/VC3), puts multicast responses on VC1 and APB flits on
+//! the VC the route names (the documentation says "any"); a multicast route's `n − 3` high bits, which are
 //! zero, are ignored on receive ([`RouteField::decode`]) and checked by
 //! [`RouteField::check_reserved`].
 
