@@ -24,15 +24,12 @@ pub const PAYLOAD_LEN: usize = 628;
 /// Payload sectors in a DL flit.
 pub const SECTORS: usize = 157;
 /// Byte offset of segment header SHk (from [`SPECIAL`]: 67, 195, 323, 451, 579).
-pub const SEGMENT_HEADER_AT: [usize; 5] = [
-    at(Slot::SegmentHeader(0)),
-    at(Slot::SegmentHeader(1)),
-    at(Slot::SegmentHeader(2)),
-    at(Slot::SegmentHeader(3)),
-    at(Slot::SegmentHeader(4)),
-];
+pub const SEGMENT_HEADER_AT: [usize; 5] = {
+    let [sh0, sh1, sh2, sh3, sh4, ..] = HEADER_BYTES_AT;
+    [sh0, sh1, sh2, sh3, sh4]
+};
 /// Byte offset of FH0 (from [`SPECIAL`]: 624; FH1 and FH2 follow).
-pub const FLIT_HEADER_AT: usize = at(Slot::FlitHeader(0));
+pub const FLIT_HEADER_AT: usize = HEADER_BYTES_AT[5];
 /// Byte offset of CRC0 (CRC1..CRC3 follow).
 pub const CRC_AT: usize = 636;
 
@@ -65,28 +62,36 @@ pub const SPECIAL: [(usize, [Slot; 4]); 9] = {
     ]
 };
 
-/// The flit byte of a header byte in [`SPECIAL`] (the build fails if it is not there).
-#[allow(clippy::indexing_slicing, clippy::panic, reason = "compile-time table construction")]
-const fn at(slot: Slot) -> usize {
+/// The flit byte of each header byte, SH0 to SH4 then FH0 to FH2, read from [`SPECIAL`] when
+/// the crate is built ([`FLIT_LEN`] for one the table lacks, which the check below refuses).
+#[allow(clippy::indexing_slicing, reason = "compile-time table construction")]
+const HEADER_BYTES_AT: [usize; 8] = {
+    let mut at = [FLIT_LEN; 8];
     let mut k = 0;
     while k < SPECIAL.len() {
         let mut b = 0;
         while b < 4 {
-            let same = match (SPECIAL[k].1[b], slot) {
-                (Slot::SegmentHeader(x), Slot::SegmentHeader(y)) | (Slot::FlitHeader(x), Slot::FlitHeader(y)) => x == y,
-                _ => false,
-            };
-            if same {
-                return 16 * SPECIAL[k].0 + b;
+            match SPECIAL[k].1[b] {
+                Slot::SegmentHeader(x) => at[x as usize] = 16 * SPECIAL[k].0 + b,
+                Slot::FlitHeader(x) => at[5 + x as usize] = 16 * SPECIAL[k].0 + b,
+                Slot::Sector(..) => {}
             }
             b += 1;
         }
         k += 1;
     }
-    // Reached only while building the constants above (every call is in a const item): a byte
-    // missing from the table fails the build, never a run.
-    panic!("a header byte missing from SPECIAL")
-}
+    at
+};
+
+/// Every header byte is in [`SPECIAL`]: a missing one fails the build, never a run.
+#[allow(clippy::indexing_slicing, reason = "compile-time check")]
+const _: () = {
+    let mut i = 0;
+    while i < HEADER_BYTES_AT.len() {
+        assert!(HEADER_BYTES_AT[i] < FLIT_LEN, "a header byte missing from SPECIAL");
+        i += 1;
+    }
+};
 
 /// Whether sector `s` has bytes in a special word (it is split; the row filler skips it).
 #[allow(clippy::indexing_slicing, reason = "compile-time table construction")]

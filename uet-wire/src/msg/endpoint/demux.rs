@@ -259,12 +259,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     ) {
         let cfg = self.cfg.pdc;
         if let Some(p) = self.initiators.get_mut(id) {
-            if let Ok(n) = f(&mut p.pdc, &cfg) {
-                self.stats.resends.count(n);
-            }
-            if let Some(rtt) = p.pdc.rtt().smoothed() {
-                self.stats.rtt = Some(rtt);
-            }
+            let marked = f(&mut p.pdc, &cfg).unwrap_or(Marked::Nothing);
+            self.stats.after_initiator_call(marked, p.pdc.rtt());
             self.after_initiator_change(now, id);
         }
     }

@@ -67,12 +67,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
         // A refused ACK changes nothing; there is nothing to answer.
         let outcome = p.pdc.handle_ack(now, &cfg, a);
-        if let Ok(o) = outcome {
-            self.stats.resends.count(Marked::Sack(o.lost));
-        }
-        if let Some(rtt) = p.pdc.rtt().smoothed() {
-            self.stats.rtt = Some(rtt);
-        }
+        let marked = outcome.map_or(Marked::Nothing, |o| Marked::Sack(o.lost));
+        self.stats.after_initiator_call(marked, p.pdc.rtt());
         let accepted = outcome.is_ok() && p.pdc.is_acked(psn);
         let placement = with_data.filter(|_| first && accepted).and_then(|r| self.place_ack_data(id, psn, &r, data));
         if let Some(response) = response.filter(|_| first && accepted) {

@@ -24,6 +24,17 @@ pub struct EndpointStats {
     pub rtt: Option<Duration>,
 }
 
+impl EndpointStats {
+    /// Counts what a call to an initiator PDC marked for resending, and takes its round-trip
+    /// estimate.
+    pub(super) fn after_initiator_call(&mut self, marked: Marked, rtt: &crate::pdc::RttEstimator) {
+        self.resends.count(marked);
+        if let Some(r) = rtt.smoothed() {
+            self.rtt = Some(r);
+        }
+    }
+}
+
 /// Packets marked for resending, by what marked them. A marked packet that is acknowledged
 /// before its turn to go is not sent again, so these count decisions, not datagrams.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

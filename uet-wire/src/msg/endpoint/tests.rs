@@ -1354,5 +1354,10 @@ fn a_failed_message_says_what_the_target_may_hold() {
         let ev = a.poll_event().unwrap();
         assert_eq!(ev, Event::Failed { msg: h, why: Failure::RetriesExhausted, delivery });
         assert!(matches!(ev, Event::Failed { msg, .. } if msg.user() == user));
+        // Five timeouts resent what was outstanding (the packets not yet sent went with the
+        // first resends); the ACK of the first packet gave a round-trip sample.
+        let st = a.stats();
+        assert!(st.resends.timeout >= 5 && st.resends.nack == 0 && st.resends.sack == 0, "{:?}", st.resends);
+        assert_eq!(st.rtt.is_some(), acked_first);
     }
 }
