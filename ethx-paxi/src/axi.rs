@@ -187,6 +187,9 @@ impl Burst {
 pub struct Size(u8);
 
 impl Size {
+    /// One byte per beat (code 0).
+    pub const ONE_BYTE: Size = Size(0);
+
     /// The size with code `code` (2^code bytes per beat), 0 to 7.
     pub const fn from_bits(code: u8) -> Result<Self, AxiError> {
         if code <= 7 { Ok(Size(code)) } else { Err(AxiError::BadSize { code }) }

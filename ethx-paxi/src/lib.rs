@@ -6,7 +6,9 @@
 #[cfg(feature = "arbitrary")]
 extern crate std;
 
+pub mod aggregate;
 pub mod axi;
+pub mod compress;
 pub mod framing;
 pub mod paxi;
 pub mod rclink;
