@@ -180,9 +180,7 @@ impl Outer {
     /// Bytes in front of the RH.
     pub const fn len(&self) -> usize {
         match self {
-            Outer::Standard(s) => {
-                ETHERNET_LEN + if s.vlan.is_some() { VLAN_LEN } else { 0 } + IPV4_LEN + UDP_LEN
-            }
+            Outer::Standard(s) => ETHERNET_LEN + if s.vlan.is_some() { VLAN_LEN } else { 0 } + IPV4_LEN + UDP_LEN,
             Outer::Afh(_) => AFH_GEN2_16B_LEN + ETHERTYPE_LEN,
             Outer::Pri(_) => PRI_LEN + ETHERTYPE_LEN,
         }
@@ -230,7 +228,13 @@ pub const fn packet_len(config: &FrameConfig, outer: &Outer, payload: usize) -> 
 
 /// Writes a frame: `outer`, `rh` (its Pad and, in a SEND, its Pkt_len set here), `payload`, the
 /// pad, the ICRC when configured, and zeros up to [`MIN_FRAME`]. Returns the frame's length.
-pub fn emit(config: &FrameConfig, outer: &Outer, rh: &RoutingHeader, payload: &[u8], out: &mut [u8]) -> Result<usize, PacketError> {
+pub fn emit(
+    config: &FrameConfig,
+    outer: &Outer,
+    rh: &RoutingHeader,
+    payload: &[u8],
+    out: &mut [u8],
+) -> Result<usize, PacketError> {
     let pad = payload.len().next_multiple_of(4) - payload.len();
     let body = RH_LEN + payload.len() + pad;
     let icrc = if config.icrc { ICRC_LEN } else { 0 };
@@ -265,7 +269,12 @@ fn emit_outer(config: &FrameConfig, outer: &Outer, after: usize, out: &mut [u8])
                 .map_err(range("packet length"))?;
             ip.dscp = etherparse::IpDscp::try_new(s.dscp).map_err(range("DSCP"))?;
             ip.header_checksum = ip.calc_header_checksum();
-            let udp = UdpHeader { source_port: s.source_port, destination_port: RC_LINK_UDP_PORT, length: udp_len, checksum: 0 };
+            let udp = UdpHeader {
+                source_port: s.source_port,
+                destination_port: RC_LINK_UDP_PORT,
+                length: udp_len,
+                checksum: 0,
+            };
             let (eth_type, vlan) = match s.vlan {
                 None => (EtherType::IPV4, None),
                 Some(v) => {
@@ -347,7 +356,8 @@ pub fn parse<'a>(config: &FrameConfig, form: Form, frame: &'a [u8]) -> Result<Pa
         }
     }
     let data = packet.get(RH_LEN..).unwrap_or_default();
-    let payload = data.get(..data.len().checked_sub(rh.pad as usize).ok_or(PacketError::BadLength)?).unwrap_or_default();
+    let payload =
+        data.get(..data.len().checked_sub(rh.pad as usize).ok_or(PacketError::BadLength)?).unwrap_or_default();
     Ok(Packet { outer, rh, payload })
 }
 
@@ -481,7 +491,8 @@ mod tests {
     fn bad_frames_are_typed_errors() {
         let config = FrameConfig { icrc: true, ..FrameConfig::default() };
         let mut buf = [0u8; 256];
-        let n = emit(&config, &standard(Some(Vlan { pcp: 3, dei: false, vid: 100 })), &send(3), &[9; 150], &mut buf).unwrap();
+        let n = emit(&config, &standard(Some(Vlan { pcp: 3, dei: false, vid: 100 })), &send(3), &[9; 150], &mut buf)
+            .unwrap();
         assert_eq!(n, 18 + 20 + 8 + 8 + 152 + 4);
         assert!(parse(&config, Form::Standard, &buf[..n]).is_ok());
         let mut corrupt = buf;
@@ -499,7 +510,10 @@ mod tests {
         other[13] = 0;
         assert_eq!(parse(&FrameConfig::default(), Form::Afh, &other[..n]), Err(PacketError::NotRcLink));
         assert_eq!(parse(&FrameConfig::default(), Form::Afh, &buf[..29]), Err(PacketError::BadLength));
-        assert_eq!(parse(&FrameConfig::default(), Form::Pri, &buf[..5]), Err(PacketError::Header(FrameError::Truncated)));
+        assert_eq!(
+            parse(&FrameConfig::default(), Form::Pri, &buf[..5]),
+            Err(PacketError::Header(FrameError::Truncated))
+        );
         assert_eq!(emit(&config, &afh(), &send(0), &[0; 100], &mut [0; 100]), Err(PacketError::BufferTooSmall));
         // An ACK carries no payload: what follows is padding.
         let ack = RoutingHeader { kind: RhKind::AckNak(Syndrome::Ack { credits: 0 }), ..send(7) };
@@ -509,9 +523,22 @@ mod tests {
     }
 
     fn arb_outer() -> impl Strategy<Value = Outer> {
-        let vlan = proptest::option::of((0..8u8, any::<bool>(), 0..4096u16).prop_map(|(pcp, dei, vid)| Vlan { pcp, dei, vid }));
+        let vlan = proptest::option::of((0..8u8, any::<bool>(), 0..4096u16).prop_map(|(pcp, dei, vid)| Vlan {
+            pcp,
+            dei,
+            vid,
+        }));
         prop_oneof![
-            (any::<[u8; 6]>(), any::<[u8; 6]>(), vlan, any::<[u8; 4]>(), any::<[u8; 4]>(), 0..64u8, any::<u8>(), any::<u16>())
+            (
+                any::<[u8; 6]>(),
+                any::<[u8; 6]>(),
+                vlan,
+                any::<[u8; 4]>(),
+                any::<[u8; 4]>(),
+                0..64u8,
+                any::<u8>(),
+                any::<u16>()
+            )
                 .prop_map(|(d, s, vlan, si, di, dscp, ttl, port)| Outer::Standard(Standard {
                     dest_mac: d,
                     source_mac: s,
@@ -526,7 +553,8 @@ mod tests {
                 let key = KeyWords { version: false, slap_quadrant: 0, local: true, multicast: false };
                 Outer::Afh(AfhGen2 { traffic: t, da_payload: p, dest: d, key, sa_payload: 0, source: s })
             }),
-            (any::<u16>(), any::<[u8; 10]>()).prop_map(|(id, a)| Outer::Pri(Pri { network_device_id: id, device_address: a })),
+            (any::<u16>(), any::<[u8; 10]>())
+                .prop_map(|(id, a)| Outer::Pri(Pri { network_device_id: id, device_address: a })),
         ]
     }
 
