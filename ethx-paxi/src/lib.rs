@@ -12,6 +12,7 @@ pub mod compress;
 pub mod frame;
 pub mod framing;
 pub mod paxi;
+pub mod qp;
 pub mod rclink;
 pub mod routing;
 

@@ -11,12 +11,15 @@
 //! * [`uet_fields`]: UET packets as named fields, text and JSON (the `uet-decode` model).
 //! * [`ethx_efficiency`]: wire bytes per useful byte of AXI loads and stores in each ETH-X
 //!   framing, from `ethx-paxi`'s encodings (the `ethx-efficiency` table).
+//! * [`ethx_sim`]: two GPUs over a lossy Ethernet link running the whole `ethx-paxi` stack
+//!   (compression, aggregation, RC Link go-back-N, PRI frames with an ICRC).
 //! * [`ualink_sim`]: one UALink 200 link, both ports running the whole `ualink-flit` stack (TL,
 //!   DL, replay) over a wire with bit errors, with credit starvation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 pub mod endpoint_sim;
 pub mod ethx_efficiency;
+pub mod ethx_sim;
 pub mod fabric;
 pub mod link_sim;
 pub mod pdc_sim;
