@@ -45,9 +45,9 @@
 //! assert_eq!(tx.poll_timeout(), Some(Instant::from_nanos(200)));
 //! assert!(tx.poll_transmit(Instant::from_nanos(100)).is_none()); // still within the budget
 //! let frame = tx.poll_transmit(Instant::from_nanos(200)).unwrap();
-//! // Frame header 3 bytes; the first AR 10 (attributes, USER, a 16-bit address delta), the
+//! // Frame header 4 bytes; the first AR 10 (attributes, USER, a 16-bit address delta), the
 //! // others 1 each (same ID and attributes, the next address).
-//! assert_eq!((frame.key, frame.count, frame.bytes.len()), (gpu1, 4, 3 + 10 + 1 + 1 + 1));
+//! assert_eq!((frame.key, frame.count, frame.bytes.len()), (gpu1, 4, 4 + 10 + 1 + 1 + 1));
 //! let loads: Vec<_> = rx.open(1, frame.bytes).unwrap().collect();
 //! assert_eq!(loads.len(), 4);
 //! ```
@@ -387,7 +387,7 @@ mod tests {
         assert!(a.poll_transmit(at(999)).is_none());
         assert_eq!(a.poll_timeout(), Some(at(1000)));
         let f = a.poll_transmit(at(1000)).unwrap();
-        assert_eq!((f.count, f.bytes.len(), &f.bytes[..3]), (1, 4, &[0, 0, 1][..]));
+        assert_eq!((f.count, f.bytes.len(), &f.bytes[..4]), (1, 5, &[0, 0, 0, 1][..]));
         // MTU: 128-byte R runs, two fit in 256 with the header, the third starts a frame.
         let data = [0u8; 120];
         let r = Txn::ReadData { id: 0, resp: Resp::Okay, last: true, user: 0, data: &data };

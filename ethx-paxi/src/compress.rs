@@ -16,26 +16,34 @@
 //! source at the receiver) and the VC. Tables are of fixed size ([`Compressor`],
 //! [`Decompressor`]); a full table evicts its least recently used stream.
 //!
-//! # Frame header (2 + 1 bytes, before the records)
+//! # Frame header (4 bytes, before the records)
 //! | byte | bits | field |
 //! |---|---|---|
 //! | 0 | 7 | RESET: the receiver starts this stream from [`Context::new`] before the records |
 //! | 0 | 6 | RESYNC: the sender of this frame asks its peer to RESET the peer's stream to it on VC `[5:3]` |
 //! | 0 | 5:3 | the VC RESYNC names (0 when RESYNC is clear) |
 //! | 0 | 2:0 | this stream's VC |
-//! | 1–2 | | this stream's frame sequence number, big-endian, +1 per frame (mod 2^16) |
+//! | 1 | | the stream's epoch: a new one each time the sender starts the stream afresh |
+//! | 2–3 | | this stream's frame sequence number, big-endian, +1 per frame (mod 2^16) |
 //!
-//! A frame that is not RESET must carry the sequence number the receiver expects; anything else
-//! is [`CompressError::OutOfSequence`] and the stream refuses frames
-//! ([`CompressError::NeedsReset`]) until a RESET frame arrives. A frame for a stream the
-//! receiver has no context for is [`CompressError::UnknownContext`]. Either way the frame's
-//! records are not delivered: a lost frame can never make a later one decode to a wrong address.
-//! The receiver answers each such error with a RESYNC request (its aggregator's
+//! The sender starts a stream afresh — a RESET frame with the next value of one epoch counter
+//! for all its streams — when it first uses the stream, after evicting it from a full table, and
+//! when the peer asks. A frame that is not RESET must carry the epoch of the receiver's context
+//! (else [`CompressError::UnknownContext`]: the receiver missed that RESET, and its context is
+//! an older one) and the sequence number the receiver expects (else
+//! [`CompressError::OutOfSequence`]: a frame was lost). After either, or a malformed record, the
+//! stream refuses frames ([`CompressError::NeedsReset`]) until a RESET frame arrives; a frame
+//! for a stream the receiver has no context for is [`CompressError::UnknownContext`] too. The
+//! frame's records are never delivered: a lost frame cannot make a later one decode to a wrong
+//! address. The receiver answers each such error with a RESYNC request (its aggregator's
 //! [`crate::aggregate::Aggregator::request_resync`]); the sender's next frame on that stream is
-//! RESET. Limit: a loss of exactly a multiple of 65 536 consecutive frames on one stream with no
-//! frame of it arriving in between is not detected. Over RC Link TYPE1 (go-back-N) no frame is
-//! lost; on a link reset, clear both ends' tables ([`Compressor::clear`],
-//! [`Decompressor::clear`]).
+//! RESET.
+//!
+//! Limits: a loss of exactly a multiple of 65 536 consecutive frames of one stream, or a lost
+//! RESET whose stream comes back with both the epoch (after a multiple of 256 fresh starts at
+//! the sender) and the sequence number of the receiver's stale context, is not detected. Over RC
+//! Link TYPE1 (go-back-N) no frame is lost; on a link reset, clear both ends' tables
+//! ([`Compressor::clear`], [`Decompressor::clear`]).
 //!
 //! # Records
 //! Byte 0 of every record: `[7:6]` kind (00 AR, 01 AW + W, 10 R, 11 B), the rest per kind. Fields
@@ -195,12 +203,14 @@ pub struct FrameHeader {
     pub resync: Option<u8>,
     /// This stream's VC.
     pub vc: u8,
+    /// The stream's epoch.
+    pub epoch: u8,
     /// This stream's frame sequence number.
     pub seq: u16,
 }
 
 /// Bytes of [`FrameHeader`].
-pub const FRAME_HEADER_LEN: usize = 3;
+pub const FRAME_HEADER_LEN: usize = 4;
 
 impl FrameHeader {
     /// Writes the header into `out[..3]`.
@@ -212,7 +222,7 @@ impl FrameHeader {
         let out = out.first_chunk_mut::<FRAME_HEADER_LEN>().ok_or(CompressError::BufferTooSmall)?;
         let [hi, lo] = self.seq.to_be_bytes();
         let flags = (self.reset as u8) << 7 | (self.resync.is_some() as u8) << 6;
-        *out = [flags | resync << 3 | self.vc, hi, lo];
+        *out = [flags | resync << 3 | self.vc, self.epoch, hi, lo];
         Ok(FRAME_HEADER_LEN)
     }
 
@@ -223,7 +233,8 @@ impl FrameHeader {
             reset: h[0] & 0x80 != 0,
             resync: if h[0] & 0x40 != 0 { Some(h[0] >> 3 & 7) } else { None },
             vc: h[0] & 7,
-            seq: u16::from_be_bytes([h[1], h[2]]),
+            epoch: h[1],
+            seq: u16::from_be_bytes([h[2], h[3]]),
         };
         Ok((header, rest))
     }
@@ -642,6 +653,8 @@ fn decode_request(
 struct Stream {
     key: StreamKey,
     ctx: Context,
+    /// The current epoch.
+    epoch: u8,
     /// The next frame's sequence number (sender: to send; receiver: expected).
     seq: u16,
     /// Sender: the next frame is RESET. Receiver: the stream waits for a RESET frame.
@@ -676,7 +689,7 @@ impl<const N: usize> Table<N> {
         if let Some(i) = self.find(key) {
             return Some(i);
         }
-        let fresh = Stream { key, ctx: Context::new(), seq: 0, reset: true, last_used: self.tick };
+        let fresh = Stream { key, ctx: Context::new(), epoch: 0, seq: 0, reset: true, last_used: self.tick };
         if self.streams.push(fresh).is_ok() {
             return Some(self.streams.len() - 1);
         }
@@ -701,6 +714,8 @@ impl<const N: usize> Table<N> {
 pub struct Compressor<const N: usize> {
     widths: ChannelWidths,
     table: Table<N>,
+    /// The next fresh start's epoch.
+    epoch: u8,
 }
 
 /// A stream's handle inside a [`Compressor`], valid until the next call that may evict
@@ -713,7 +728,7 @@ impl<const N: usize> Compressor<N> {
     /// An empty table for transactions of these widths.
     pub fn new(widths: ChannelWidths) -> Result<Self, CompressError> {
         widths.validate().map_err(|_| CompressError::BadWidths)?;
-        Ok(Compressor { widths, table: Table::new() })
+        Ok(Compressor { widths, table: Table::new(), epoch: 0 })
     }
 
     /// The widths.
@@ -736,12 +751,17 @@ impl<const N: usize> Compressor<N> {
             return Err(CompressError::BadVc);
         }
         let Some(i) = self.table.find_or_insert(key, |i| keep(StreamSlot(i))) else { return Ok(None) };
+        let epoch = self.epoch;
         let s = self.table.get(i)?;
-        let header = FrameHeader { reset: s.reset, resync, vc: key.vc, seq: s.seq };
+        if s.reset {
+            s.epoch = epoch;
+        }
+        let header = FrameHeader { reset: s.reset, resync, vc: key.vc, epoch: s.epoch, seq: s.seq };
         let len = header.emit(out)?;
         if s.reset {
             s.ctx = Context::new();
             s.reset = false;
+            self.epoch = epoch.wrapping_add(1);
         }
         s.seq = s.seq.wrapping_add(1);
         Ok(Some((StreamSlot(i), len)))
@@ -815,15 +835,15 @@ impl<const N: usize> Decompressor<N> {
 
     /// Checks a frame from `peer` whole and advances the stream past it; the returned
     /// [`Records`] yield its transactions. On an error nothing is delivered; the stream then
-    /// waits for a RESET frame unless the error is [`CompressError::Truncated`] in the header
-    /// or [`CompressError::UnknownContext`] (module doc).
+    /// waits for a RESET frame unless the header was truncated or the stream is not in the
+    /// table (module doc).
     pub fn open<'a>(&mut self, peer: u32, frame: &'a [u8]) -> Result<Records<'a>, CompressError> {
         let (header, records) = FrameHeader::parse(frame)?;
         let key = StreamKey { peer, vc: header.vc };
         let i = if header.reset {
             let i = self.table.find_or_insert(key, |_| false).ok_or(CompressError::UnknownContext)?;
             let s = self.table.get(i)?;
-            (s.ctx, s.reset) = (Context::new(), false);
+            (s.ctx, s.reset, s.epoch) = (Context::new(), false, header.epoch);
             i
         } else {
             self.table.find(key).ok_or(CompressError::UnknownContext)?
@@ -832,6 +852,10 @@ impl<const N: usize> Decompressor<N> {
         let s = self.table.get(i)?;
         if s.reset {
             return Err(CompressError::NeedsReset);
+        }
+        if header.epoch != s.epoch {
+            s.reset = true;
+            return Err(CompressError::UnknownContext);
         }
         if !header.reset && header.seq != s.seq {
             s.reset = true;
@@ -1013,8 +1037,8 @@ mod tests {
         let f0 = frame(&mut c, key(0), &[t(0x1000), t(0x1080)], None);
         let f1 = frame(&mut c, key(0), &[t(0x1100)], None);
         let f2 = frame(&mut c, key(0), &[t(0x1180)], None);
-        assert_eq!(f0[0], 0x80);
-        assert_eq!(f1[0..3], [0, 0, 1]);
+        assert_eq!(f0[..4], [0x80, 0, 0, 0]);
+        assert_eq!(f1[..4], [0, 0, 0, 1]);
         // A stream the receiver never saw: unknown context.
         assert_eq!(d.open(9, &f1).unwrap_err(), CompressError::UnknownContext);
         assert_eq!(d.open(9, &f0).unwrap().collect::<std::vec::Vec<_>>(), [t(0x1000), t(0x1080)]);
@@ -1048,10 +1072,37 @@ mod tests {
         assert_eq!(c.open(key(2), None, &mut buf, |_| true).unwrap(), None);
         // Key 0 is least recently used: evicted; key 1 stays and continues its sequence.
         let (s, _) = c.open(key(2), None, &mut buf, |_| false).unwrap().unwrap();
-        assert_eq!((s, buf[0]), (a, 0x82));
+        assert_eq!((s, buf[..2].to_vec()), (a, std::vec![0x82, 2]));
         c.open(key(1), None, &mut buf, |_| false).unwrap().unwrap();
-        assert_eq!(buf[..3], [1, 0, 1]);
+        assert_eq!(buf[..4], [1, 1, 0, 1]);
         assert_eq!(c.key(s), Some(key(2)));
+    }
+
+    /// The fuzzer's find: a stream evicted at the sender comes back fresh (sequence 0), its
+    /// RESET frame is lost, and its next frame carries the sequence number the receiver's stale
+    /// context expects. The epoch tells them apart.
+    #[test]
+    fn a_stream_evicted_and_restarted_is_not_decoded_against_a_stale_context() {
+        let mut c = Compressor::<1>::new(W).unwrap();
+        let mut d = Decompressor::<4>::new(W).unwrap();
+        let r = |user| Txn::ReadData { id: 0, resp: Resp::Okay, last: true, user, data: &[] };
+        let first = frame1(&mut c, key(0), &[r(7)]);
+        assert_eq!(d.open(9, &first).unwrap().count(), 1);
+        frame1(&mut c, key(1), &[r(0)]); // evicts key 0
+        let _lost_reset = frame1(&mut c, key(0), &[r(0)]);
+        let next = frame1(&mut c, key(0), &[r(0)]);
+        assert_eq!(next[2..4], [0, 1], "the sequence number the stale context expects");
+        assert_eq!(d.open(9, &next).unwrap_err(), CompressError::UnknownContext);
+        assert_eq!(d.open(9, &next).unwrap_err(), CompressError::NeedsReset);
+    }
+
+    fn frame1(c: &mut Compressor<1>, k: StreamKey, txns: &[Txn<'_>]) -> std::vec::Vec<u8> {
+        let mut buf = [0u8; 256];
+        let (slot, mut n) = c.open(k, None, &mut buf, |_| false).unwrap().unwrap();
+        for t in txns {
+            n += c.encode(slot, t, &mut buf[n..]).unwrap();
+        }
+        buf[..n].to_vec()
     }
 
     fn arb_req(channel: Channel) -> impl Strategy<Value = AddrReq> {

@@ -310,8 +310,8 @@ mod tests {
         let (c, req_per_frame, rsp_per_frame) = compressed(Op::Load, 128, 16);
         assert_eq!((req_per_frame, rsp_per_frame), (16.0, 16.0));
         // AR 1 + ID 1 + a 32-bit delta 4; R 1 + ID 1 + 128; per 16, 2 × (PRI 14 + RH 8 +
-        // compression header 3) and a 1-byte pad each way (99 and 2083 bytes of records); the
-        // first AR also carries its attributes and the first R its length.
+        // compression header 4) (100 and 2084 bytes of records, no pad); the first AR also
+        // carries its attributes and the first R its length.
         assert!((c.header - (6.0 + 130.0 + 52.0 / 16.0)).abs() < 0.05, "{c:?}");
         assert!(c.header_efficiency(128) >= 0.85 && c.wire_efficiency(128) >= 0.85);
     }

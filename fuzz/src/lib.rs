@@ -41,6 +41,9 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ualink_link", ualink_link),
     ("ualink_dl_service", ualink_dl_service),
     ("ethx_paxi", ethx_paxi),
+    ("ethx_frame", ethx_frame),
+    ("ethx_decompress", ethx_decompress),
+    ("ethx_qp", ethx_qp),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits the same bytes with its reserved bits
@@ -1916,5 +1919,263 @@ fn ethx_routes_and_rh(da_bits: u8, field: u32, rh: [u8; 8]) {
         let mut cleared = rh;
         cleared[0] &= !0b0000_0110; // bits 58:57
         assert_eq!(out, cleared);
+    }
+}
+
+/// Whole ETH-X frames (`ethx_paxi::frame`) in the three forms, with and without ICRC: never
+/// panics on any bytes; whatever parses re-emits to a frame that parses to the same outer
+/// headers, RH (Pad and Pkt_len aside, which `emit` sets) and payload.
+pub fn ethx_frame(data: &[u8]) {
+    use ethx_paxi::frame::{Form, FrameConfig, RC_LINK_UDP_PORT, emit, parse};
+    use ethx_paxi::rclink::RhKind;
+    let Some((&choice, bytes)) = data.split_first() else { return };
+    let form = [Form::Standard, Form::Afh, Form::Pri][usize::from(choice % 3)];
+    let config = FrameConfig { icrc: choice & 0x10 != 0, ..FrameConfig::default() };
+    let Ok(mut p) = parse(&config, form, bytes) else { return };
+    assert_eq!(p.outer.form(), form);
+    // Received liberally, refused on emit: a Fack bit in an ACK.
+    if matches!(p.rh.kind, RhKind::AckNak(_)) {
+        p.rh.fack = false;
+    }
+    let mut out = vec![0u8; bytes.len() + 64];
+    let n = emit(&config, &p.outer, &p.rh, p.payload, &mut out).expect("a parsed frame re-emits");
+    let q = parse(&config, form, &out[..n]).expect("a re-emitted frame parses");
+    assert_eq!((q.outer, q.payload), (p.outer, p.payload));
+    let strip = |mut rh: ethx_paxi::rclink::RoutingHeader| {
+        rh.pad = 0;
+        if let RhKind::Send { pkt_len } = &mut rh.kind {
+            *pkt_len = 0;
+        }
+        rh
+    };
+    assert_eq!(strip(q.rh), strip(p.rh));
+    if form == Form::Standard {
+        let udp = p.outer.len() - 8;
+        assert_eq!(out[udp + 2..udp + 4], RC_LINK_UDP_PORT.to_be_bytes()[..]);
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+enum CompressOp {
+    /// A transaction from the real sender to stream `vc` (0–3) of peer 1.
+    Push { vc: u8, txn: FuzzTxn },
+    /// The sender's frames: delivered, lost, or delivered with byte `at` xored with `x`.
+    Deliver { lose: bool, at: u16, x: u8 },
+    /// Arbitrary bytes as a frame from peer `peer` (0–1).
+    Garbage { peer: u8, bytes: Vec<u8> },
+    /// The receiver asks for a reset of stream `vc`.
+    Resync { vc: u8 },
+}
+
+#[derive(Arbitrary, Debug, Clone)]
+enum FuzzTxn {
+    Read(ethx_paxi::axi::AddrReq),
+    Write(ethx_paxi::axi::AddrReq, bool),
+    ReadData(u32, u8, bool, u64, u16),
+    WriteResp(ethx_paxi::axi::WriteResp),
+}
+
+/// Header compression (`ethx_paxi::compress`, through `ethx_paxi::aggregate`): a real sender's
+/// frames, some lost or corrupted, mixed with arbitrary frames, into one receiver. Never
+/// panics; a frame of the sender that arrives intact and is accepted decodes to exactly the
+/// transactions pushed into it — across losses and resynchronisations — unless an arbitrary
+/// frame was accepted on its stream since the stream's last reset (the compression layer has no
+/// integrity check of its own: that is the ICRC's job).
+pub fn ethx_decompress(data: &[u8]) {
+    use ethx_paxi::aggregate::{Aggregator, AggregatorConfig, Deaggregator};
+    use ethx_paxi::axi::{Channel, Resp};
+    use ethx_paxi::compress::{FrameHeader, StreamKey, Txn};
+    use ethx_paxi::paxi::ChannelWidths;
+    let widths = ChannelWidths::EXAMPLE;
+    let config = AggregatorConfig { mtu: 1024, max_per_frame: 4, budget: Duration::ZERO };
+    let mut tx = Aggregator::<3, 2, 1024>::new(widths, config).unwrap();
+    let mut rx = Deaggregator::<3>::new(widths).unwrap();
+    let fill = [0xA5u8; 4096];
+    // Per VC: what each queued frame should decode to (as Debug text), and whether garbage was
+    // accepted since the stream's last reset.
+    let mut pushed: [Vec<String>; 4] = Default::default();
+    let mut tainted = [false; 4];
+    let mut u = Unstructured::new(data);
+    while !u.is_empty() {
+        let Ok(op) = CompressOp::arbitrary(&mut u) else { break };
+        match op {
+            CompressOp::Push { vc, txn } => {
+                let vc = vc % 4;
+                let len = |n: usize| n.min(fill.len());
+                let txn = match &txn {
+                    FuzzTxn::Read(r) => Txn::Read(ethx_paxi::axi::AddrReq { channel: Channel::Read, ..*r }),
+                    FuzzTxn::Write(r, strobes) => {
+                        let n = len(r.total_bytes() as usize);
+                        Txn::Write {
+                            req: ethx_paxi::axi::AddrReq { channel: Channel::Write, ..*r },
+                            data: &fill[..n],
+                            strobes: strobes.then(|| &fill[..n.div_ceil(8)]),
+                        }
+                    }
+                    FuzzTxn::ReadData(id, resp, last, user, n) => Txn::ReadData {
+                        id: *id,
+                        resp: Resp::from_bits(*resp),
+                        last: *last,
+                        user: *user,
+                        data: &fill[..len(usize::from(*n))],
+                    },
+                    FuzzTxn::WriteResp(b) => Txn::WriteResp(*b),
+                };
+                let key = StreamKey { peer: 1, vc };
+                if tx.push(Instant::ZERO, key, &txn).is_ok() {
+                    pushed[usize::from(vc)].push(format!("{txn:?}"));
+                }
+            }
+            CompressOp::Deliver { lose, at, x } => {
+                tx.flush();
+                while let Some(out) = tx.poll_transmit(Instant::ZERO) {
+                    let vc = usize::from(out.key.vc);
+                    let want: Vec<String> = pushed[vc].drain(..usize::from(out.count)).collect();
+                    if lose {
+                        continue;
+                    }
+                    let mut bytes = out.bytes.to_vec();
+                    let corrupt = x != 0 && usize::from(at) < bytes.len();
+                    if corrupt {
+                        bytes[usize::from(at)] ^= x;
+                    }
+                    let reset = FrameHeader::parse(&bytes).map(|(h, _)| h.reset).unwrap_or(false);
+                    if reset && !corrupt {
+                        tainted[vc] = false;
+                    }
+                    match rx.open(1, &bytes) {
+                        Ok(records) => {
+                            let got: Vec<String> = records.map(|t| format!("{t:?}")).collect();
+                            if !corrupt && !tainted[vc] {
+                                assert_eq!(got, want, "an intact frame decodes to what was sent");
+                            }
+                            if corrupt {
+                                tainted[vc] = true;
+                            }
+                        }
+                        Err(_) => {
+                            if let Some(key) = ethx_paxi::aggregate::stream_of(1, &bytes) {
+                                tx.reset_stream(StreamKey { peer: 1, vc: key.vc });
+                            }
+                        }
+                    }
+                }
+            }
+            CompressOp::Garbage { peer, bytes } => {
+                let peer = u32::from(peer % 2);
+                if rx.open(peer, &bytes).is_ok() && peer == 1 {
+                    if let Ok((h, _)) = FrameHeader::parse(&bytes) {
+                        if usize::from(h.vc) < 4 {
+                            tainted[usize::from(h.vc)] = true;
+                        }
+                    }
+                }
+            }
+            CompressOp::Resync { vc } => tx.reset_stream(StreamKey { peer: 1, vc: vc % 4 }),
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+enum QpOp {
+    Send(u8),
+    /// Transmit up to n packets; each lost (bit 0 of `fate`), duplicated (bit 1) or held back
+    /// (bit 2).
+    Transmit(u8, u8),
+    /// Deliver held-back packets.
+    Release,
+    /// The responder's ACK or NAK: delivered or lost.
+    Ack(bool),
+    /// Time passes by `ns` × 64.
+    Wait(u16),
+    /// An arbitrary RH to the requester or the responder.
+    Forge(bool, [u8; 8]),
+}
+
+/// RC Link go-back-N (`ethx_paxi::qp`): one requester and one responder driven by arbitrary
+/// sends, losses, duplicates, reordering, ACK losses, time and forged RHs. Never panics; the
+/// responder delivers the requester's payloads exactly once each and in order (while no RH was
+/// forged); the requester never holds more than its window.
+pub fn ethx_qp(data: &[u8]) {
+    use ethx_paxi::qp::{Requester, RequesterConfig, Responder, ResponderConfig, Verdict};
+    use ethx_paxi::rclink::RoutingHeader;
+    let config = RequesterConfig {
+        max_outstanding: 8,
+        max_retries: 4,
+        fack_every: 3,
+        rate: Some(ethx_paxi::qp::RateLimit { window: Duration::from_nanos(4096), bytes: 64 }),
+        ..RequesterConfig::new(5)
+    };
+    let mut tx = Requester::<[u8; 256], 8>::new(config, [0; 256]).unwrap();
+    let mut rx = Responder::new(ResponderConfig { ack_every: 2, ..ResponderConfig::new(5, 9) }).unwrap();
+    let mut now = Instant::ZERO;
+    let mut sent: VecDeque<u8> = VecDeque::new();
+    let mut next = 0u8;
+    let mut held: Vec<(RoutingHeader, Vec<u8>)> = Vec::new();
+    let mut forged = false;
+    let mut u = Unstructured::new(data);
+    let deliver =
+        |rx: &mut Responder, now, rh: &RoutingHeader, payload: &[u8], sent: &mut VecDeque<u8>, forged: bool| {
+            if rx.handle_send(now, rh) == Verdict::Deliver && !forged {
+                assert_eq!(sent.pop_front(), Some(payload[0]), "delivered once, in order");
+            }
+        };
+    while !u.is_empty() {
+        let Ok(op) = QpOp::arbitrary(&mut u) else { break };
+        match op {
+            QpOp::Send(len) => {
+                let payload = vec![next; usize::from(len % 40) + 1];
+                if tx.send(now, &payload).is_ok() {
+                    sent.push_back(next);
+                    next = next.wrapping_add(1);
+                }
+            }
+            QpOp::Transmit(n, fate) => {
+                for _ in 0..n % 8 {
+                    let Some(out) = tx.poll_transmit(now) else { break };
+                    let (rh, payload) = (out.rh, out.payload.to_vec());
+                    if fate & 1 != 0 {
+                        continue;
+                    }
+                    if fate & 4 != 0 {
+                        held.push((rh, payload));
+                        continue;
+                    }
+                    deliver(&mut rx, now, &rh, &payload, &mut sent, forged);
+                    if fate & 2 != 0 {
+                        deliver(&mut rx, now, &rh, &payload, &mut sent, forged);
+                    }
+                }
+            }
+            QpOp::Release => {
+                for (rh, payload) in held.drain(..).rev() {
+                    deliver(&mut rx, now, &rh, &payload, &mut sent, forged);
+                }
+            }
+            QpOp::Ack(lost) => {
+                if let Some(ack) = rx.poll_ack(now) {
+                    if !lost {
+                        tx.handle_ack(now, &ack);
+                    }
+                }
+            }
+            QpOp::Wait(ns) => {
+                now = now.saturating_add(Duration::from_nanos(u64::from(ns) * 64));
+                tx.handle_timeout(now);
+                let _ = tx.poll_event();
+            }
+            QpOp::Forge(to_requester, bytes) => {
+                if let Ok((rh, _)) = RoutingHeader::parse(&bytes) {
+                    forged = true;
+                    if to_requester {
+                        tx.handle_ack(now, &rh);
+                    } else {
+                        rx.handle_send(now, &rh);
+                    }
+                }
+            }
+        }
+        assert!(tx.outstanding() <= 8);
+        let _ = (tx.poll_timeout(), rx.poll_timeout());
     }
 }
