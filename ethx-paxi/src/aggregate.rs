@@ -304,7 +304,8 @@ impl<const M: usize> FrameBuf<M> {
     ) -> Result<(), CompressError> {
         let State::Open { slot, count, .. } = &mut self.state else { return Err(CompressError::UnknownContext) };
         let room = self.bytes.get_mut(self.len..config.mtu).unwrap_or_default();
-        self.len += compressor.encode(*slot, txn, room)?;
+        // `push` ran `compress::check` on `txn`.
+        self.len += compressor.encode_checked(*slot, txn, room)?;
         *count += 1;
         if *count >= config.max_per_frame {
             self.ready(order);

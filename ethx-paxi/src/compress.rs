@@ -309,7 +309,13 @@ impl Writer<'_> {
 
     fn uint(&mut self, value: u64, bytes: usize) -> Result<(), CompressError> {
         let be = value.to_be_bytes();
-        self.put(be.get(8 - bytes.min(8)..).unwrap_or(&[]))
+        match bytes {
+            0 => Ok(()),
+            1 => self.put(&[value as u8]),
+            2 => self.put(&(value as u16).to_be_bytes()),
+            4 => self.put(&(value as u32).to_be_bytes()),
+            _ => self.put(be.get(8 - bytes.min(8)..).unwrap_or(&[])),
+        }
     }
 }
 
@@ -332,8 +338,18 @@ impl<'a> Reader<'a> {
         Ok(self.take(1)?.first().copied().unwrap_or(0))
     }
 
+    /// A big-endian number of `bytes` bytes (the common widths without a byte-wise loop: a
+    /// loop or a copy into a zeroed word costs a store-forwarding stall per field).
     fn uint(&mut self, bytes: usize) -> Result<u64, CompressError> {
-        Ok(self.take(bytes)?.iter().fold(0u64, |v, &b| v << 8 | b as u64))
+        Ok(match *self.take(bytes)? {
+            [] => 0,
+            [a] => a as u64,
+            [a, b] => u16::from_be_bytes([a, b]) as u64,
+            [a, b, c, d] => u32::from_be_bytes([a, b, c, d]) as u64,
+            [a, b, c, d, e, f] => u64::from_be_bytes([0, 0, a, b, c, d, e, f]),
+            [a, b, c, d, e, f, g, h] => u64::from_be_bytes([a, b, c, d, e, f, g, h]),
+            ref other => other.iter().fold(0u64, |v, &b| v << 8 | b as u64),
+        })
     }
 }
 
@@ -401,6 +417,11 @@ impl Context {
     /// may have been written).
     pub fn encode(&mut self, w: &ChannelWidths, txn: &Txn<'_>, out: &mut [u8]) -> Result<usize, CompressError> {
         check(w, txn)?;
+        self.encode_checked(w, txn, out)
+    }
+
+    /// [`Context::encode`] of a transaction [`check`] accepted.
+    fn encode_checked(&mut self, w: &ChannelWidths, txn: &Txn<'_>, out: &mut [u8]) -> Result<usize, CompressError> {
         let mut wr = Writer { out, at: 0 };
         match *txn {
             Txn::Read(req) => {
@@ -448,36 +469,80 @@ impl Context {
     /// previous transaction of its kind. Returns the transaction and the bytes it took. On an
     /// error nothing changed; the caller's stream has lost lockstep (module doc).
     pub fn decode<'a>(&mut self, w: &ChannelWidths, input: &'a [u8]) -> Result<(Txn<'a>, usize), CompressError> {
+        let step = self.step(w, input)?;
+        let data_end = step.data + step.data_len;
+        let data = input.get(step.data..data_end).unwrap_or_default();
+        let txn = match step.h >> 6 {
+            KIND_AR => Txn::Read(self.read),
+            KIND_AW => Txn::Write {
+                req: self.write,
+                data,
+                strobes: (step.h & STRB != 0).then(|| input.get(data_end..step.len).unwrap_or_default()),
+            },
+            KIND_R => {
+                Txn::ReadData { id: self.r_id, resp: step.resp, last: step.h & LAST != 0, user: self.r_user, data }
+            }
+            _ => Txn::WriteResp(WriteResp { id: self.b_id, resp: step.resp, user: self.b_user }),
+        };
+        Ok((txn, step.len))
+    }
+
+    /// Decodes one record into this context and says where its parts lie, without building the
+    /// transaction (what a check of a whole frame needs). On an error nothing changed.
+    fn step(&mut self, w: &ChannelWidths, input: &[u8]) -> Result<Step, CompressError> {
         let mut rd = Reader { bytes: input };
         let h = rd.byte()?;
-        let txn = match h >> 6 {
+        let mut resp = Resp::Okay;
+        let (data_len, strobes) = match h >> 6 {
             KIND_AR => {
-                let req = decode_request(w, &self.read, Channel::Read, h, &mut rd)?;
+                let mut req = self.read;
+                decode_request(w, &mut req, Channel::Read, h, &mut rd)?;
                 self.read = req;
-                Txn::Read(req)
+                (0, 0)
             }
             KIND_AW => {
-                let req = decode_request(w, &self.write, Channel::Write, h, &mut rd)?;
-                let data = rd.take(req.total_bytes() as usize)?;
-                let strobes = if h & STRB != 0 { Some(rd.take(strobe_len(data.len()))?) } else { None };
+                let mut req = self.write;
+                decode_request(w, &mut req, Channel::Write, h, &mut rd)?;
+                let n = req.total_bytes() as usize;
+                let strobes = if h & STRB != 0 { strobe_len(n) } else { 0 };
+                if rd.bytes.len() < n + strobes {
+                    return Err(CompressError::Truncated);
+                }
                 self.write = req;
-                Txn::Write { req, data, strobes }
+                (n, strobes)
             }
             KIND_R => {
-                let (id, resp, user) = take_common(w, h, self.r_id, self.r_user, &mut rd)?;
+                let (id, r, user) = take_common(w, h, self.r_id, self.r_user, &mut rd)?;
                 let len = if h & LEN != 0 { rd.uint(2)? as u16 } else { self.r_len };
-                let data = rd.take(len as usize)?;
-                (self.r_id, self.r_user, self.r_len) = (id, user, len);
-                Txn::ReadData { id, resp, last: h & LAST != 0, user, data }
+                if rd.bytes.len() < len as usize {
+                    return Err(CompressError::Truncated);
+                }
+                (self.r_id, self.r_user, self.r_len, resp) = (id, user, len, r);
+                (len as usize, 0)
             }
             _ => {
-                let (id, resp, user) = take_common(w, h, self.b_id, self.b_user, &mut rd)?;
-                (self.b_id, self.b_user) = (id, user);
-                Txn::WriteResp(WriteResp { id, resp, user })
+                let (id, r, user) = take_common(w, h, self.b_id, self.b_user, &mut rd)?;
+                (self.b_id, self.b_user, resp) = (id, user, r);
+                (0, 0)
             }
         };
-        Ok((txn, input.len() - rd.bytes.len()))
+        let data = input.len() - rd.bytes.len();
+        Ok(Step { h, resp, data, data_len, len: data + data_len + strobes })
     }
+}
+
+/// Where a decoded record's parts lie.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    /// The record's first byte.
+    h: u8,
+    /// RRESP or BRESP.
+    resp: Resp,
+    /// Offset and length of the data (AW, R).
+    data: usize,
+    data_len: usize,
+    /// The whole record's length (with AW strobes after the data).
+    len: usize,
 }
 
 /// Checks what [`Context::encode`] checks of `txn` regardless of context (widths, channel, data
@@ -605,14 +670,16 @@ fn encode_request(
     wr.uint(value, bytes)
 }
 
+/// Decodes an AR or AW record's fields into `req`, which holds the previous request of the
+/// channel. On an error `req` may be partly changed (callers decode into a copy).
 fn decode_request(
     w: &ChannelWidths,
-    prev: &AddrReq,
+    req: &mut AddrReq,
     channel: Channel,
     h: u8,
     rd: &mut Reader<'_>,
-) -> Result<AddrReq, CompressError> {
-    let mut req = *prev;
+) -> Result<(), CompressError> {
+    let (prev_addr, next) = (req.addr, next_addr(req));
     req.channel = channel;
     if h & ID != 0 {
         req.id = read_id(w, rd)?;
@@ -633,19 +700,18 @@ fn decode_request(
     }
     let mode = h >> 1 & 7;
     req.addr = match mode {
-        MODE_NEXT => next_addr(prev),
-        MODE_SAME => prev.addr,
+        MODE_NEXT => next,
+        MODE_SAME => prev_addr,
         2..=5 => {
             let bytes = delta_bytes(mode);
             let shift = 64 - 8 * bytes as u32;
             let delta = ((rd.uint(bytes)? << shift) as i64 >> shift) as u64;
-            next_addr(prev).wrapping_add(delta)
+            next.wrapping_add(delta)
         }
         MODE_ABS => rd.uint(8)?,
         _ => return Err(CompressError::ReservedAddressMode),
     };
-    check_width(req.addr, w.addr, "addr")?;
-    Ok(req)
+    check_width(req.addr, w.addr, "addr")
 }
 
 /// Where a table's stream stands.
@@ -770,8 +836,19 @@ impl<const N: usize> Compressor<N> {
     /// Encodes `txn` on the stream of `slot` into `out` (module doc); returns the record's
     /// length. On an error the stream is unchanged.
     pub fn encode(&mut self, slot: StreamSlot, txn: &Txn<'_>, out: &mut [u8]) -> Result<usize, CompressError> {
+        check(&self.widths, txn)?;
+        self.encode_checked(slot, txn, out)
+    }
+
+    /// [`Compressor::encode`] of a transaction [`check`] accepted.
+    pub(crate) fn encode_checked(
+        &mut self,
+        slot: StreamSlot,
+        txn: &Txn<'_>,
+        out: &mut [u8],
+    ) -> Result<usize, CompressError> {
         let widths = self.widths;
-        self.table.get(slot.0)?.ctx.encode(&widths, txn, out)
+        self.table.get(slot.0)?.ctx.encode_checked(&widths, txn, out)
     }
 
     /// The key of the stream in `slot`.
@@ -864,8 +941,8 @@ impl<const N: usize> Decompressor<N> {
         let start = s.ctx;
         let mut rest = records;
         while !rest.is_empty() {
-            match s.ctx.decode(&widths, rest) {
-                Ok((_, used)) => rest = rest.get(used..).unwrap_or(&[]),
+            match s.ctx.step(&widths, rest) {
+                Ok(step) => rest = rest.get(step.len..).unwrap_or(&[]),
                 Err(e) => {
                     (s.ctx, s.reset) = (start, true);
                     return Err(e);
