@@ -10,7 +10,7 @@
 //! then the 64-bit RH ([`RoutingHeader`]), the payload, the pad to 4 bytes the RH's Pad field
 //! counts, and an ICRC when configured (UniVista RCLINK_AFH_SPEC v2.4 as
 //! `xiangli-sophgo/Tier6-Model` `docs/design/PAXI/12_rclink` quotes it: Standard = MAC +
-//! [VLAN] + IPv4 + UDP + RH + payload [+ICRC], TYPE1 UDP destination port 4791). The outer
+//! \[VLAN\] + IPv4 + UDP + RH + payload \[+ICRC\], TYPE1 UDP destination port 4791). The outer
 //! headers of the Standard form are `etherparse`'s. Frames here exclude the Ethernet FCS (the
 //! MAC adds it); [`emit`] pads a frame to the 60-byte Ethernet minimum.
 //!
@@ -146,7 +146,7 @@ pub struct Standard {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Outer {
-    /// Ethernet [+ VLAN] + IPv4 + UDP.
+    /// Ethernet, an optional VLAN tag, IPv4, UDP.
     Standard(Standard),
     /// AFH_GEN2_16b + EtherType.
     Afh(AfhGen2),
