@@ -9,6 +9,12 @@
 //! wrote, and that A receives every response exactly once, in order, with the data B made.
 //! Time advances in steps of [`STEP_NS`]; each direction of the link carries
 //! [`EthxSimConfig::gbps`].
+//!
+//! With [`EthxSimConfig::link_layer`] the frames travel over a `linklayer::link::Link` at each
+//! end (UE LLR and CBFC, VC 0 lossless): the link's replay recovers a corrupted or lost frame
+//! before RC Link's end-to-end retry sees it, and CBFC holds frames while the peer's buffer is
+//! full. A point-to-point link neither reorders nor duplicates, so those knobs are then unused;
+//! the link-layer control ordered sets are lost at the same rate as frames.
 
 use ethx_paxi::aggregate::{Aggregator, AggregatorConfig, Deaggregator, stream_of};
 use ethx_paxi::axi::{AddrReq, Channel, Resp, Size, WriteResp};
@@ -18,7 +24,11 @@ use ethx_paxi::framing::Pri;
 use ethx_paxi::paxi::ChannelWidths;
 use ethx_paxi::qp::{QpEvent, Requester, RequesterConfig, Responder, ResponderConfig, Verdict};
 use ethx_paxi::rclink::RhKind;
-use linklayer::{Duration, Instant};
+use linklayer::cbfc::{Vc, VcMode};
+use linklayer::link::{Link, LinkConfig, Received};
+use linklayer::llr::{FrameCheck, LlrSizing};
+use linklayer::wire::{CTLOS_LEN, CtlOs};
+use linklayer::{Duration, Instant, LinkRate};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -56,6 +66,8 @@ pub struct EthxSimConfig {
     pub per_frame: u16,
     /// Aggregation: the time budget.
     pub budget_ns: u64,
+    /// Carry the frames over UE LLR + CBFC (`linklayer::link::Link`) at each end.
+    pub link_layer: bool,
 }
 
 impl EthxSimConfig {
@@ -76,6 +88,7 @@ impl EthxSimConfig {
             gbps: 400,
             per_frame: 16,
             budget_ns: 200,
+            link_layer: false,
         }
     }
 }
@@ -105,6 +118,8 @@ pub struct EthxSimReport {
     pub reordered: u64,
     /// Frames the ICRC (or the framing) refused.
     pub refused: u64,
+    /// Frames the link layer replayed (with [`EthxSimConfig::link_layer`]).
+    pub link_replayed: u64,
     /// Data bytes the transactions moved (useful bytes).
     pub useful_bytes: u64,
     /// Bytes on the wire both ways, with preamble, IFG, FCS and the 64-byte minimum.
@@ -140,6 +155,13 @@ fn pattern(addr: u64, len: usize) -> Vec<u8> {
     (0..len as u64).map(|i| ((addr + i) >> 3) as u8 ^ (addr >> 12) as u8).collect()
 }
 
+/// What travels on the wire: the first byte says which.
+const RAW: u8 = 0;
+/// An LLR frame: tag, 4-byte sequence number, a byte 1 when the FCS would fail, the frame.
+const LLR_FRAME: u8 = 1;
+/// A link-layer control ordered set: tag, its bytes.
+const CTL: u8 = 2;
+
 /// One direction of the wire: frames in flight by arrival time.
 #[derive(Default)]
 struct Wire {
@@ -157,6 +179,9 @@ struct Gpu {
     responder: Responder,
     /// A compressed frame the requester had no room for yet.
     staged: Option<(Vec<u8>, u16)>,
+    /// The link layer, if on, and a frame it had no room for yet.
+    link: Option<Link<Vec<u8>, 1024>>,
+    link_staged: Option<Vec<u8>>,
 }
 
 impl Gpu {
@@ -166,11 +191,9 @@ impl Gpu {
             max_per_frame: cfg.per_frame,
             budget: Duration::from_nanos(cfg.budget_ns),
         };
-        let rq = RequesterConfig {
-            max_retries: 15,
-            retry_timeout: Duration::from_micros(10),
-            ..RequesterConfig::new(peer_qp)
-        };
+        // End to end, time out well after the link layer's own replay would have recovered.
+        let retry_timeout = Duration::from_micros(if cfg.link_layer { 200 } else { 10 });
+        let rq = RequesterConfig { max_retries: 15, retry_timeout, ..RequesterConfig::new(peer_qp) };
         let rs = ResponderConfig { ack_every: 16, ..ResponderConfig::new(qp, peer_qp) };
         Gpu {
             peer,
@@ -179,6 +202,8 @@ impl Gpu {
             requester: Requester::new(rq, vec![0u8; 512 * MAX_PAYLOAD]).unwrap(),
             responder: Responder::new(rs).unwrap(),
             staged: None,
+            link: cfg.link_layer.then(|| new_link(cfg, [2, 0, 0, 0, 0, peer as u8])),
+            link_staged: None,
         }
     }
 
@@ -202,6 +227,44 @@ impl Gpu {
         let outer = Outer::Pri(Pri { network_device_id: 0, device_address: [self.peer as u8; 10] });
         let t = Instant::from_nanos(now);
         let mut buf = [0u8; MAX_FRAME];
+        if let Some(link) = &mut self.link {
+            // RC Link packets into the link while it has credits and room, then its frames and
+            // control ordered sets onto the wire.
+            loop {
+                if self.link_staged.is_none() {
+                    let n = if let Some(ack) = self.responder.poll_ack(t) {
+                        frame::emit(&config, &outer, &ack, &[], &mut buf).unwrap()
+                    } else if let Some(out) = self.requester.poll_transmit(t) {
+                        frame::emit(&config, &outer, &out.rh, out.payload, &mut buf).unwrap()
+                    } else {
+                        break;
+                    };
+                    self.link_staged = Some(buf[..n].to_vec());
+                }
+                let Some(frame) = &self.link_staged else { break };
+                match link.send(t, Vc::new(0).unwrap(), frame) {
+                    Ok(_) => self.link_staged = None,
+                    Err(_) => break,
+                }
+            }
+            while wire.busy_until <= now + STEP_NS {
+                let Some(out) = link.poll_transmit(t) else { break };
+                let n = out.frame.len();
+                let mut item = vec![LLR_FRAME];
+                item.extend_from_slice(&out.seq.value().to_be_bytes());
+                item.push(0);
+                item.extend_from_slice(out.frame);
+                put(wire, now, n, &item, cfg, rng, report);
+            }
+            while let Some(ctl) = link.poll_control(t) {
+                let mut item = vec![CTL; 1 + CTLOS_LEN];
+                ctl.emit(&mut item[1..]).unwrap();
+                // An ordered set, not a frame: its own bytes, no preamble, gap or minimum.
+                report.wire_bytes += CTLOS_LEN as u64;
+                send(wire, wire.busy_until.max(now) + cfg.latency_ns, &item, cfg, rng, report);
+            }
+            return;
+        }
         loop {
             if wire.busy_until > now + STEP_NS {
                 return;
@@ -213,13 +276,39 @@ impl Gpu {
             } else {
                 return;
             };
-            let on_wire = crate::ethx_efficiency::wire_bytes(n) as u64;
-            report.wire_bytes += on_wire;
-            let start = wire.busy_until.max(now);
-            wire.busy_until = start + on_wire * 8 / cfg.gbps;
-            send(wire, wire.busy_until + cfg.latency_ns, &buf[..n], cfg, rng, report);
+            let mut item = vec![RAW];
+            item.extend_from_slice(&buf[..n]);
+            put(wire, now, n, &item, cfg, rng, report);
         }
     }
+}
+
+/// Serialises a wire item of `n` frame bytes at the link rate and sends it.
+fn put(
+    wire: &mut Wire,
+    now: u64,
+    n: usize,
+    item: &[u8],
+    cfg: &EthxSimConfig,
+    rng: &mut Rng,
+    report: &mut EthxSimReport,
+) {
+    let on_wire = crate::ethx_efficiency::wire_bytes(n) as u64;
+    report.wire_bytes += on_wire;
+    let start = wire.busy_until.max(now);
+    wire.busy_until = start + on_wire * 8 / cfg.gbps;
+    send(wire, wire.busy_until + cfg.latency_ns, item, cfg, rng, report);
+}
+
+/// One end of the UE link layer: VC 0 lossless, the software profile sized for this link.
+fn new_link(cfg: &EthxSimConfig, mac: [u8; 6]) -> Link<Vec<u8>, 1024> {
+    let rate = LinkRate::new(cfg.gbps * 1_000_000_000).unwrap();
+    let sizing = LlrSizing::software(Duration::from_nanos(4 * cfg.latency_ns + 2000), rate).with_frame_slots(1024);
+    let config = LinkConfig::software(&sizing, rate, mac);
+    let mut link = Link::new(config, vec![0u8; sizing.replay_bytes as usize], 0).unwrap();
+    link.set_vc_mode(Instant::ZERO, Vc::new(0).unwrap(), VcMode::Lossless { credit_limit: Some(1024) }).unwrap();
+    link.enable(Instant::ZERO).unwrap();
+    link
 }
 
 /// Puts a frame on the wire, with the configured damage.
@@ -230,11 +319,19 @@ fn send(wire: &mut Wire, at: u64, frame: &[u8], cfg: &EthxSimConfig, rng: &mut R
     }
     let mut bytes = frame.to_vec();
     if rng.chance(cfg.corrupt) {
-        let bit = rng.next() as usize % (bytes.len() * 8);
+        let bit = 8 + rng.next() as usize % ((bytes.len() - 1) * 8);
         bytes[bit / 8] ^= 1 << (bit % 8);
+        if bytes[0] == LLR_FRAME {
+            bytes[5] = 1; // the receiver's FCS check fails
+        }
         report.corrupted += 1;
     }
     let mut arrive = at;
+    if cfg.link_layer {
+        wire.order += 1;
+        wire.queue.push(Reverse((arrive, wire.order, bytes)));
+        return;
+    }
     if rng.chance(cfg.reorder) {
         arrive += cfg.reorder_ns;
         report.reordered += 1;
@@ -323,6 +420,10 @@ impl EthxSim {
                 replies.pop_front();
             }
             for (gpu, wire) in [(&mut a, &mut ab), (&mut b, &mut ba)] {
+                if let Some(link) = &mut gpu.link {
+                    link.handle_timeout(now);
+                    while link.poll_event().is_some() {}
+                }
                 gpu.stage(now);
                 gpu.transmit(now_ns, &cfg, wire, &mut wire_rng, &mut report);
                 gpu.requester.handle_timeout(now);
@@ -331,8 +432,29 @@ impl EthxSim {
             // Arrivals.
             for (gpu, wire, from_a) in [(&mut b, &mut ab, true), (&mut a, &mut ba, false)] {
                 while wire.queue.peek().is_some_and(|Reverse((t, ..))| *t <= now_ns) {
-                    let Reverse((_, _, bytes)) = wire.queue.pop().unwrap();
-                    let packet = match frame::parse(&config, frame::Form::Pri, &bytes) {
+                    let Reverse((_, _, item)) = wire.queue.pop().unwrap();
+                    let bytes: &[u8] = match (item[0], &mut gpu.link) {
+                        (RAW, _) => &item[1..],
+                        (CTL, Some(link)) => {
+                            if let Ok((ctl, _)) = CtlOs::parse(&item[1..]) {
+                                let _ = link.handle_control(now, ctl);
+                            }
+                            continue;
+                        }
+                        (LLR_FRAME, Some(link)) => {
+                            let seq = u32::from_be_bytes(item[1..5].try_into().unwrap());
+                            let check = if item[5] == 0 { FrameCheck::Good } else { FrameCheck::Bad };
+                            let vc = Vc::new(0).unwrap();
+                            if link.handle_frame(now, Some(seq), check, vc, &item[6..]) != Received::Deliver {
+                                continue;
+                            }
+                            // The application drains the frame at once.
+                            link.on_drained(vc, item.len() - 6).unwrap();
+                            &item[6..]
+                        }
+                        _ => panic!("a link-layer item without a link"),
+                    };
+                    let packet = match frame::parse(&config, frame::Form::Pri, bytes) {
                         Ok(p) => p,
                         Err(
                             PacketError::BadIcrc | PacketError::NotRcLink | PacketError::BadLength | PacketError::Rh(_),
@@ -391,6 +513,9 @@ impl EthxSim {
             if report.completed == cfg.transactions {
                 report.elapsed_ns = now_ns;
                 for gpu in [&a, &b] {
+                    if let Some(link) = &gpu.link {
+                        report.link_replayed += link.llr_tx().stats().frames_replayed;
+                    }
                     let s = gpu.requester.stats();
                     report.packets += s.sent;
                     report.retransmitted += s.retransmitted;

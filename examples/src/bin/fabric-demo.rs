@@ -96,23 +96,26 @@ fn scale_up_ethx(seed: u64) {
     );
     println!();
     println!(
-        "| frame loss | corrupted, duplicated, reordered (each) | packets | retransmitted | NAKs | timeouts | frames refused (ICRC) | useful / wire bytes | Gb/s data | simulated time | wall time |"
+        "| link layer | frame loss | corrupted, duplicated, reordered (each) | packets | retransmitted | NAKs | timeouts | frames refused (ICRC) | link-layer replays | useful / wire bytes | Gb/s data | simulated time | wall time |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for loss in [0.0, 0.001, 0.01, 0.05] {
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (loss, link_layer) in [(0.0, false), (0.001, false), (0.01, false), (0.05, false), (0.01, true), (0.05, true)] {
         let started = std::time::Instant::now();
-        let r = EthxSim::new(EthxSimConfig::new(seed, transactions, loss)).run(100_000_000);
+        let cfg = EthxSimConfig { link_layer, ..EthxSimConfig::new(seed, transactions, loss) };
+        let r = EthxSim::new(cfg).run(100_000_000);
         let wall = started.elapsed();
         assert_eq!(r.completed, transactions, "every transaction completed exactly once");
         println!(
-            "| {:.1} % | {:.2} % | {} | {} | {} | {} | {} | {:.1} % | {:.0} | {:.2} ms | {:.2} s |",
+            "| {} | {:.1} % | {} | {} | {} | {} | {} | {} | {} | {:.1} % | {:.0} | {:.2} ms | {:.2} s |",
+            if link_layer { "LLR + CBFC" } else { "none" },
             loss * 100.0,
-            loss * 20.0,
+            if link_layer { format!("{:.2} % corrupted", loss * 20.0) } else { format!("{:.2} %", loss * 20.0) },
             r.packets,
             r.retransmitted,
             r.naks,
             r.timeouts,
             r.refused,
+            r.link_replayed,
             r.efficiency() * 100.0,
             r.useful_bytes as f64 * 8.0 / r.elapsed_ns as f64,
             r.elapsed_ns as f64 / 1e6,
