@@ -22,8 +22,13 @@
 //!
 //! Sans-I/O: [`Aggregator::push`] takes a transaction, [`Aggregator::poll_transmit`] hands out
 //! frames, [`Aggregator::poll_timeout`] says when to call [`Aggregator::handle_timeout`].
-//! [`Deaggregator`] is the receiving half: a [`Decompressor`] that also gathers the RESYNC
-//! requests to answer.
+//! [`Deaggregator`] is the receiving half, a [`Decompressor`]. A received frame's
+//! `Records::header().resync` is for this end's own [`Aggregator::reset_stream`]; a frame
+//! [`Deaggregator::open`] refuses is answered with [`Aggregator::request_resync`].
+//!
+//! With RC Link underneath, each frame is one packet's payload: keep `mtu` (and `M`) at most
+//! the requester's `max_payload` (1344 for TYPE1), and ask `Requester::can_send(max_payload)`
+//! before [`Aggregator::poll_transmit`], so that a frame taken out always has a place.
 //!
 //! ```
 //! use ethx_paxi::aggregate::{Aggregator, AggregatorConfig, Deaggregator};
@@ -98,8 +103,9 @@ impl core::error::Error for AggregateError {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct AggregatorConfig {
-    /// The most bytes of one compressed frame (header and records; the transport's and the
-    /// framing's headers come on top).
+    /// The most bytes of one compressed frame (header and records): the RC Link payload, so at
+    /// most `RequesterConfig::max_payload` and the aggregator's `M` (the transport's and the
+    /// framing's headers come on top; this is not the Ethernet MTU).
     pub mtu: usize,
     /// A frame is ready at this many transactions (PAXI's `TX_BUF_WM` + 1).
     pub max_per_frame: u16,

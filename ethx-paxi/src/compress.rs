@@ -213,7 +213,7 @@ pub struct FrameHeader {
 pub const FRAME_HEADER_LEN: usize = 4;
 
 impl FrameHeader {
-    /// Writes the header into `out[..3]`.
+    /// Writes the header into `out[..4]`.
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, CompressError> {
         let resync = self.resync.unwrap_or(0);
         if self.vc > 7 || resync > 7 {
@@ -886,7 +886,9 @@ pub struct Records<'a> {
 }
 
 impl<'a> Records<'a> {
-    /// The frame's header (its RESYNC request is for the caller's [`Compressor::reset`]).
+    /// The frame's header. Its `resync`, when set, asks the receiver's own sender to start its
+    /// stream to this peer on that VC afresh: [`crate::aggregate::Aggregator::reset_stream`] (or
+    /// [`Compressor::reset`]).
     pub fn header(&self) -> &FrameHeader {
         &self.header
     }

@@ -11,8 +11,21 @@
 //! Here: [`Requester`] keeps each SEND's payload in a [`ReplayBuffer`] (the EMPTY/WAIT_ACK
 //! slots; its cursor is WAIT_GRANT) and [`Responder`] accepts packets strictly in PSN order.
 //! Both are sans-I/O: payloads in through [`Requester::send`] and [`Responder::handle_send`],
-//! RHs and payloads out through `poll_*`, time through [`Requester::poll_timeout`] and
-//! `handle_timeout`. Framing is [`crate::frame`]'s; CBFC and LLR underneath are `linklayer`'s.
+//! RHs and payloads out through [`Requester::poll_transmit`] and [`Responder::poll_ack`], time
+//! through [`Requester::poll_timeout`] and [`Requester::handle_timeout`] (a responder's ACKs fall
+//! due by themselves: [`Responder::poll_timeout`] says when to call `poll_ack` again). Framing is
+//! [`crate::frame`]'s; CBFC and LLR underneath are `linklayer`'s (a `linklayer::link::Link`
+//! carries RC Link frames like any other).
+//!
+//! One endpoint that both sends and receives on a QP holds a [`Requester`] (its SENDs, and the
+//! ACKs that come back for them) and a [`Responder`] (the peer's SENDs, and the ACKs it owes).
+//! Route a received packet by its RH: [`RhKind::Send`] to the responder, ACK, NAK and CNP to the
+//! requester. Neither checks the Dest_QP of an ACK; the embedder demultiplexes QPs (one pair per
+//! peer QP), which is also how it knows the peer of a packet.
+//!
+//! Go-back-N resends every packet after a lost one: at a loss rate `p` and a window of `W`
+//! packets in flight, expect about `p·W` resends per packet sent. Carried over LLR, the link
+//! replays first and the end-to-end retry rarely fires.
 //!
 //! *Project-defined* (no source says; IB RC's rules where RC Link borrows IB names):
 //!
@@ -184,8 +197,14 @@ fn stamp(now: Instant) -> u16 {
     (now.as_nanos() / TIMESTAMP_UNIT_NS) as u16
 }
 
-/// The go-back-N sender of one QP: payload storage `B`, `N` packet slots (at most
-/// [`MAX_OUTSTANDING`] are used).
+/// The go-back-N sender of one QP: payload storage `B` and `N` packet slots.
+///
+/// Sizing: at most `min(N, max_outstanding)` packets are outstanding, so make `N` the
+/// configured `max_outstanding` (at most [`MAX_OUTSTANDING`], 512). `B` holds their payloads
+/// contiguously in a ring; give it `max_outstanding × max_payload` bytes to never run out before
+/// the slots do (less limits the window by bytes: [`Requester::send`] then says
+/// [`QpError::WindowFull`] earlier). [`Requester::new`] refuses storage smaller than one
+/// `max_payload`.
 #[derive(Clone, Debug)]
 pub struct Requester<B, const N: usize> {
     config: RequesterConfig,
@@ -221,6 +240,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
         if config.rate.is_some_and(|r| r.bytes == 0 || r.window == Duration::ZERO) {
             return Err(QpError::BadConfig { field: "rate" });
         }
+        if storage.as_ref().len() < config.max_payload as usize || config.max_payload == 0 {
+            return Err(QpError::BadConfig { field: "storage smaller than max_payload" });
+        }
         Ok(Requester {
             config,
             buffer: ReplayBuffer::new(storage, first),
@@ -254,6 +276,16 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
     /// Whether the QP failed.
     pub fn is_failed(&self) -> bool {
         self.failed
+    }
+
+    /// Whether [`Requester::send`] would take a payload of `len` bytes now. Ask it with
+    /// `max_payload` before taking a frame out of an aggregator, so that a refused one is never
+    /// left in hand.
+    pub fn can_send(&self, len: usize) -> bool {
+        !self.failed
+            && (1..=self.config.max_payload as usize).contains(&len)
+            && self.buffer.len() < self.config.max_outstanding as usize
+            && self.buffer.can_push(len)
     }
 
     /// Queues `payload` as the next SEND; returns its PSN.
@@ -315,8 +347,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
         Some(Outgoing { rh, payload: out.frame, retransmission: out.replay })
     }
 
-    /// Takes an ACK, NAK or CNP addressed to this QP's sender. Returns how many packets it
-    /// acknowledged; a stale or impossible one changes nothing.
+    /// Takes an ACK, NAK or CNP for this QP's SENDs (the Dest_QP is not checked: module doc).
+    /// Returns how many packets it acknowledged; a stale or impossible one changes nothing.
     pub fn handle_ack(&mut self, now: Instant, rh: &RoutingHeader) -> usize {
         if self.failed {
             return 0;
@@ -532,7 +564,8 @@ impl Responder {
         Verdict::OutOfOrder
     }
 
-    /// The next ACK or NAK to send (an RH with no payload), if one is due.
+    /// The next ACK or NAK to send (an RH with no payload), if one is due. Call it after every
+    /// [`Responder::handle_send`] and when [`Responder::poll_timeout`] passes.
     pub fn poll_ack(&mut self, now: Instant) -> Option<RoutingHeader> {
         let (syndrome, psn) = if self.nak_pending {
             self.nak_pending = false;

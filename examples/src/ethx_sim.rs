@@ -177,8 +177,6 @@ struct Gpu {
     deagg: Deaggregator<4>,
     requester: Requester<Vec<u8>, 512>,
     responder: Responder,
-    /// A compressed frame the requester had no room for yet.
-    staged: Option<(Vec<u8>, u16)>,
     /// The link layer, if on, and a frame it had no room for yet.
     link: Option<Link<Vec<u8>, 1024>>,
     link_staged: Option<Vec<u8>>,
@@ -201,7 +199,6 @@ impl Gpu {
             deagg: Deaggregator::new(W).unwrap(),
             requester: Requester::new(rq, vec![0u8; 512 * MAX_PAYLOAD]).unwrap(),
             responder: Responder::new(rs).unwrap(),
-            staged: None,
             link: cfg.link_layer.then(|| new_link(cfg, [2, 0, 0, 0, 0, peer as u8])),
             link_staged: None,
         }
@@ -209,15 +206,9 @@ impl Gpu {
 
     /// Moves aggregated frames into the requester as its window allows.
     fn stage(&mut self, now: Instant) {
-        loop {
-            if self.staged.is_none() {
-                self.staged = self.agg.poll_transmit(now).map(|o| (o.bytes.to_vec(), o.count));
-            }
-            let Some((bytes, _)) = &self.staged else { return };
-            match self.requester.send(now, bytes) {
-                Ok(_) => self.staged = None,
-                Err(_) => return,
-            }
+        while self.requester.can_send(MAX_PAYLOAD) {
+            let Some(out) = self.agg.poll_transmit(now) else { return };
+            self.requester.send(now, out.bytes).expect("can_send said there is room");
         }
     }
 

@@ -2101,6 +2101,7 @@ pub fn ethx_qp(data: &[u8]) {
     use ethx_paxi::rclink::RoutingHeader;
     let config = RequesterConfig {
         max_outstanding: 8,
+        max_payload: 64,
         max_retries: 4,
         fack_every: 3,
         rate: Some(ethx_paxi::qp::RateLimit { window: Duration::from_nanos(4096), bytes: 64 }),

@@ -192,6 +192,12 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
         }
     }
 
+    /// Whether a frame of `len` bytes (1 or more) would be stored now: a slot, room in the
+    /// sequence window and contiguous bytes are free.
+    pub fn can_push(&self, len: usize) -> bool {
+        len > 0 && self.slots.len() < Self::MAX_FRAMES && self.place(len).is_some()
+    }
+
     /// Stores a `len`-byte frame built in place by `fill`, which receives the frame's sequence
     /// number and its storage. Returns the sequence number, or [`Error::WindowFull`] (nothing
     /// changed, `fill` not called) when frame slots, bytes or the sequence window are exhausted.
