@@ -22,9 +22,10 @@
 //!
 //! Sans-I/O: [`Aggregator::push`] takes a transaction, [`Aggregator::poll_transmit`] hands out
 //! frames, [`Aggregator::poll_timeout`] says when to call [`Aggregator::handle_timeout`].
-//! [`Deaggregator`] is the receiving half, a [`Decompressor`]. A received frame's
-//! `Records::header().resync` is for this end's own [`Aggregator::reset_stream`]; a frame
-//! [`Deaggregator::open`] refuses is answered with [`Aggregator::request_resync`].
+//! [`Deaggregator`] is the receiving half, a [`Decompressor`] that also collects the RESYNC
+//! requests frames carry (even from frames it refuses): hand each one from
+//! [`Deaggregator::poll_resync`] to this end's own [`Aggregator::reset_stream`], and answer a
+//! frame [`Deaggregator::open`] refuses with [`Aggregator::request_resync`].
 //!
 //! With RC Link underneath, each frame is one packet's payload: keep `mtu` (and `M`) at most
 //! the requester's `max_payload` (1344 for TYPE1), and ask `Requester::can_send(max_payload)`
@@ -64,7 +65,8 @@ use crate::paxi::ChannelWidths;
 use heapless::Vec;
 use linklayer::{Duration, Instant};
 
-/// Why a transaction was not taken. Nothing changed.
+/// Why a transaction was not taken. It was not queued; the stream's open frame may have been
+/// made ready (when the transaction did not fit in it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum AggregateError {
@@ -278,9 +280,16 @@ impl<const S: usize, const F: usize, const M: usize> Aggregator<S, F, M> {
         }
     }
 
-    /// Opens a frame for `key` (with a waiting RESYNC request for the same peer on it).
+    /// Opens a frame for `key` (with a waiting RESYNC request for the same peer on it). A frame
+    /// still open for `key` is made ready first: one open frame per stream, so frames leave in
+    /// the order their records were encoded.
     fn open(&mut self, now: Instant, key: StreamKey) -> Result<usize, AggregateError> {
         let i = self.frames.iter().position(|f| f.state == State::Empty).ok_or(AggregateError::Busy)?;
+        for f in &mut self.frames {
+            if matches!(f.state, State::Open { key: k, .. } if k == key) {
+                f.ready(&mut self.order);
+            }
+        }
         let resync = self.resync.iter().position(|(k, _)| k.peer == key.peer);
         let ask = resync.and_then(|r| self.resync.get(r)).map(|(k, _)| k.vc);
         let frames = &self.frames;
@@ -332,12 +341,14 @@ impl<const M: usize> FrameBuf<M> {
 #[derive(Clone, Debug)]
 pub struct Deaggregator<const S: usize> {
     decompressor: Decompressor<S>,
+    /// RESYNC requests received and not yet polled.
+    resync: Vec<StreamKey, S>,
 }
 
 impl<const S: usize> Deaggregator<S> {
     /// A receiver for transactions of these widths.
     pub fn new(widths: ChannelWidths) -> Result<Self, CompressError> {
-        Ok(Deaggregator { decompressor: Decompressor::new(widths)? })
+        Ok(Deaggregator { decompressor: Decompressor::new(widths)?, resync: Vec::new() })
     }
 
     /// Checks a frame from `peer` whole; the [`Records`] yield its transactions in order
@@ -345,7 +356,20 @@ impl<const S: usize> Deaggregator<S> {
     /// [`Aggregator::request_resync`] for `StreamKey { peer, vc }` of the frame's VC, which
     /// [`stream_of`] reads.
     pub fn open<'a>(&mut self, peer: u32, frame: &'a [u8]) -> Result<Records<'a>, CompressError> {
+        if let Ok((compress::FrameHeader { resync: Some(vc), .. }, _)) = compress::FrameHeader::parse(frame) {
+            let key = StreamKey { peer, vc };
+            if !self.resync.contains(&key) {
+                // A full list drops the request; the peer asks again on its next refused frame.
+                let _ = self.resync.push(key);
+            }
+        }
         self.decompressor.open(peer, frame)
+    }
+
+    /// The next RESYNC request a frame carried: the peer asks this end to start its stream to
+    /// the peer on that VC afresh ([`Aggregator::reset_stream`]).
+    pub fn poll_resync(&mut self) -> Option<StreamKey> {
+        self.resync.pop()
     }
 
     /// Forgets every stream.
@@ -434,6 +458,49 @@ mod tests {
             }
         }
         assert_eq!(want.next(), None);
+    }
+
+    /// Both directions lose a frame, so each end refuses the other's frames — including the
+    /// ones carrying its RESYNC requests. The requests still count, and both recover.
+    #[test]
+    fn both_directions_losing_a_frame_recover() {
+        let cfg = cfg(512, 16, 0);
+        let mut tx = [Aggregator::<4, 2, 512>::new(W, cfg).unwrap(), Aggregator::<4, 2, 512>::new(W, cfg).unwrap()];
+        let mut rx = [Deaggregator::<4>::new(W).unwrap(), Deaggregator::<4>::new(W).unwrap()];
+        // End i is peer i + 1; each sends to the other on VC 0.
+        let mut delivered = [std::vec::Vec::new(), std::vec::Vec::new()];
+        for round in 0..6u64 {
+            let now = at(round * 100);
+            for (i, end) in tx.iter_mut().enumerate() {
+                end.push(now, key(2 - i as u32, 0), &load(round)).unwrap();
+            }
+            for i in 0..2 {
+                let (from, j) = (i as u32 + 1, 1 - i);
+                let mut refused = false;
+                while let Some(f) = tx[i].poll_transmit(now) {
+                    if round == 1 {
+                        continue; // both directions lose round 1's frames
+                    }
+                    match rx[j].open(from, f.bytes) {
+                        Ok(records) => delivered[j].extend(records.map(|_| round)),
+                        Err(_) => refused = true,
+                    }
+                }
+                if refused {
+                    tx[j].request_resync(now, key(from, 0));
+                }
+            }
+            for i in 0..2 {
+                while let Some(k) = rx[i].poll_resync() {
+                    tx[i].reset_stream(k);
+                }
+            }
+        }
+        // Round 0 arrives; round 1 is lost and round 2 refused both ways. End 1 sends after end 0
+        // in a round, so its request (raised by end 0's refused frame) leaves at once on a frame
+        // of its own (the budget is 0) and end 0 restarts from round 3; end 0's request rides on
+        // its round-3 frame, and end 1 restarts from round 4.
+        assert_eq!(delivered, [std::vec![0, 4, 5], std::vec![0, 3, 4, 5]]);
     }
 
     #[test]

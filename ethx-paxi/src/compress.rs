@@ -270,7 +270,7 @@ const fn delta_bytes(mode: u8) -> usize {
     }
 }
 
-/// One stream's lockstep state (module doc). 128 bytes.
+/// One stream's lockstep state (module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Context {
@@ -552,6 +552,9 @@ pub fn check(w: &ChannelWidths, txn: &Txn<'_>) -> Result<usize, CompressError> {
     let request = |req: &AddrReq, channel| {
         if req.channel != channel {
             return Err(CompressError::ChannelMismatch);
+        }
+        if req.cache.bits() > 0xF || req.prot.bits() > 7 {
+            return Err(CompressError::FieldTooWide { field: "cache/prot" });
         }
         check_width(req.id as u64, w.id, "id")?;
         check_width(req.addr, w.addr, "addr")?;
@@ -915,7 +918,9 @@ impl<const N: usize> Decompressor<N> {
     /// Checks a frame from `peer` whole and advances the stream past it; the returned
     /// [`Records`] yield its transactions. On an error nothing is delivered; the stream then
     /// waits for a RESET frame unless the header was truncated or the stream is not in the
-    /// table (module doc).
+    /// table (module doc). A frame's RESYNC request stands even when the frame is refused: read
+    /// it with [`FrameHeader::parse`] first ([`crate::aggregate::Deaggregator`] does), or two
+    /// ends that each lost a frame would each refuse the other's request for ever.
     pub fn open<'a>(&mut self, peer: u32, frame: &'a [u8]) -> Result<Records<'a>, CompressError> {
         let (header, records) = FrameHeader::parse(frame)?;
         let key = StreamKey { peer, vc: header.vc };

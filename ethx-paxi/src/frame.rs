@@ -27,6 +27,12 @@
 //!   pad, sent most significant byte first — RoCE's masked-header ICRC does not carry over to
 //!   the AFH and PRI forms;
 //! * ACK, NAK and CNP packets carry no payload: what follows their RH (and ICRC) is padding.
+//!
+//! Left to the caller (RC Link's receiver does these; this module parses what it is given): the
+//! check that a frame's destination (MAC DA, AFH destination, PRI address) is this port, the
+//! AFH Key_words M bit (TYPE2 multicast) and the IPv4 destination. A VLAN tag is read and written
+//! with TPID 0x8100 in the Standard form only; RC Link's configurable TPID and its VLAN tag in
+//! the AFH forms are not implemented.
 
 use crate::framing::{AFH_GEN2_16B_LEN, AfhGen2, FrameError, PRI_LEN, Pri};
 use crate::rclink::{RH_LEN, RhError, RhKind, RoutingHeader};
@@ -136,6 +142,8 @@ pub struct Standard {
     pub dest_ip: [u8; 4],
     /// DSCP, 0 to 63.
     pub dscp: u8,
+    /// ECN, 0 to 3 (0b11: congestion experienced, what a receiver answers with a CNP).
+    pub ecn: u8,
     /// Time to live.
     pub ttl: u8,
     /// UDP source port (the destination port is [`RC_LINK_UDP_PORT`]).
@@ -235,6 +243,9 @@ pub fn emit(
     payload: &[u8],
     out: &mut [u8],
 ) -> Result<usize, PacketError> {
+    if !payload.is_empty() && !matches!(rh.kind, RhKind::Send { .. }) {
+        return Err(PacketError::FieldRange { field: "payload of an ACK, NAK or CNP" });
+    }
     let pad = payload.len().next_multiple_of(4) - payload.len();
     let body = RH_LEN + payload.len() + pad;
     let icrc = if config.icrc { ICRC_LEN } else { 0 };
@@ -268,6 +279,7 @@ fn emit_outer(config: &FrameConfig, outer: &Outer, after: usize, out: &mut [u8])
             let mut ip = Ipv4Header::new(udp_len, s.ttl, IpNumber::UDP, s.source_ip, s.dest_ip)
                 .map_err(range("packet length"))?;
             ip.dscp = etherparse::IpDscp::try_new(s.dscp).map_err(range("DSCP"))?;
+            ip.ecn = etherparse::IpEcn::try_new(s.ecn).map_err(range("ECN"))?;
             ip.header_checksum = ip.calc_header_checksum();
             let udp = UdpHeader {
                 source_port: s.source_port,
@@ -383,7 +395,10 @@ fn parse_standard(frame: &[u8]) -> Result<(Standard, &[u8]), PacketError> {
         return Err(PacketError::NotRcLink);
     }
     let (ip, _) = Ipv4Header::from_slice(rest).map_err(bad("IPv4"))?;
-    if ip.protocol != IpNumber::UDP {
+    if ip.calc_header_checksum() != ip.header_checksum {
+        return Err(PacketError::BadOuter { header: "IPv4 checksum" });
+    }
+    if ip.protocol != IpNumber::UDP || ip.more_fragments || ip.fragment_offset.value() != 0 {
         return Err(PacketError::NotRcLink);
     }
     let ip_packet = rest.get(..ip.total_len as usize).ok_or(PacketError::BadOuter { header: "IPv4" })?;
@@ -400,6 +415,7 @@ fn parse_standard(frame: &[u8]) -> Result<(Standard, &[u8]), PacketError> {
         source_ip: ip.source,
         dest_ip: ip.destination,
         dscp: ip.dscp.value(),
+        ecn: ip.ecn.value(),
         ttl: ip.time_to_live,
         source_port: udp.source_port,
     };
@@ -421,6 +437,7 @@ mod tests {
             source_ip: [10, 0, 0, 2],
             dest_ip: [10, 0, 0, 1],
             dscp: 26,
+            ecn: 0b10,
             ttl: 64,
             source_port: 0xC000,
         })
@@ -498,6 +515,10 @@ mod tests {
         let mut corrupt = buf;
         corrupt[60] ^= 1;
         assert_eq!(parse(&config, Form::Standard, &corrupt[..n]), Err(PacketError::BadIcrc));
+        // The IPv4 header's own checksum (the ICRC does not cover it), and a fragment.
+        let mut ttl = buf;
+        ttl[18 + 8] ^= 1;
+        assert_eq!(parse(&config, Form::Standard, &ttl[..n]), Err(PacketError::BadOuter { header: "IPv4 checksum" }));
         // Truncated: the IPv4 length points beyond the frame.
         assert_eq!(parse(&config, Form::Standard, &buf[..n - 1]), Err(PacketError::BadOuter { header: "IPv4" }));
         // Another UDP port.
@@ -515,7 +536,9 @@ mod tests {
             Err(PacketError::Header(FrameError::Truncated))
         );
         assert_eq!(emit(&config, &afh(), &send(0), &[0; 100], &mut [0; 100]), Err(PacketError::BufferTooSmall));
-        // An ACK carries no payload: what follows is padding.
+        // An ACK carries no payload: none is emitted, and what follows one is padding.
+        let ack_rh = RoutingHeader { kind: RhKind::AckNak(Syndrome::Ack { credits: 0 }), ..send(7) };
+        assert!(matches!(emit(&config, &pri(), &ack_rh, &[1], &mut buf), Err(PacketError::FieldRange { .. })));
         let ack = RoutingHeader { kind: RhKind::AckNak(Syndrome::Ack { credits: 0 }), ..send(7) };
         let n = emit(&config, &pri(), &ack, &[], &mut buf).unwrap();
         let p = parse(&config, Form::Pri, &buf[..n]).unwrap();
@@ -537,15 +560,17 @@ mod tests {
                 any::<[u8; 4]>(),
                 0..64u8,
                 any::<u8>(),
-                any::<u16>()
+                any::<u16>(),
+                0..4u8
             )
-                .prop_map(|(d, s, vlan, si, di, dscp, ttl, port)| Outer::Standard(Standard {
+                .prop_map(|(d, s, vlan, si, di, dscp, ttl, port, ecn)| Outer::Standard(Standard {
                     dest_mac: d,
                     source_mac: s,
                     vlan,
                     source_ip: si,
                     dest_ip: di,
                     dscp,
+                    ecn,
                     ttl,
                     source_port: port
                 })),

@@ -9,6 +9,7 @@ extern crate std;
 pub mod aggregate;
 pub mod axi;
 pub mod compress;
+pub mod flit;
 pub mod frame;
 pub mod framing;
 pub mod paxi;

@@ -2,11 +2,16 @@
 //!
 //! Public facts (UniVista RCLINK_AFH_SPEC v2.4 as `xiangli-sophgo/Tier6-Model`
 //! `docs/design/PAXI/12_rclink` quotes it): TYPE1 is reliable unicast with go-back-N over a
-//! 12-bit PSN, at most 512 packets outstanding per QP; each transmit slot moves EMPTY →
+//! 12-bit PSN, with 512 packets outstanding at most (the IP's TYPE1 queue, `TYPE1_OST_N`,
+//! shared by its QPs); each transmit slot moves EMPTY →
 //! WAIT_GRANT → WAIT_ACK, back to WAIT_GRANT on a retry request and to EMPTY on an ACK, and waits
 //! (WAIT_CRD) while rate control holds it; the receiver merges ACKs (ACK MERGE) and answers a
 //! packet with Fack = 1 at once; a retry timeout and a retry-count threshold end in an error
-//! interrupt; rate control gives each QP a byte budget per window of 4.096 to 65.536 µs.
+//! interrupt; RNR retries are counted apart from timeouts (`RETRY_CNT_MEM`: retry_counter,
+//! rnr_retry_counter); only QPs with the same P_key communicate; rate control gives each QP a
+//! byte budget per window of 4.096, 8.192, 16.384, 32.768 or 65.536 µs, and at each window's
+//! reset subtracts the budget from the bytes counted, saturating at 0 (an overspend carries
+//! over).
 //!
 //! Here: [`Requester`] keeps each SEND's payload in a [`ReplayBuffer`] (the EMPTY/WAIT_ACK
 //! slots; its cursor is WAIT_GRANT) and [`Responder`] accepts packets strictly in PSN order.
@@ -33,6 +38,8 @@
 //!   NAK, code 0, PSN sequence error) carries the PSN expected next and acknowledges every
 //!   packet before it; the responder sends one NAK per gap, and again only after the gap's
 //!   packet arrives or times out at the requester;
+//! * one requester keeps at most [`RequesterConfig::max_outstanding`] packets outstanding (at
+//!   most 512, what the whole IP holds);
 //! * a duplicate (a PSN already received, up to 2047 behind) is dropped and answered by an ACK
 //!   at once, in case the requester lost the earlier one; a packet ahead of the expected PSN is
 //!   dropped (go-back-N has no reordering buffer);
@@ -44,12 +51,15 @@
 //!   timeouts in a row without progress fail the QP ([`QpEvent::Failed`]); any acknowledgement
 //!   of new packets resets the count;
 //! * RNR NAK: the requester acknowledges what precedes its PSN and resends from it after
-//!   `(timer + 1)` µs;
+//!   `(timer + 1)` µs, the retry timer held off meanwhile; [`RequesterConfig::max_rnr_retries`]
+//!   RNR NAKs in a row fail the QP (the timer encoding is not public; InfiniBand's table is not
+//!   assumed);
+//! * a NAK restarts the retry timer from the resend;
 //! * Timestamp: the requester stamps every transmission with the time in units of
 //!   [`TIMESTAMP_UNIT_NS`] (16 bits, Timestamp_en set); the responder echoes the newest stamp in
 //!   its ACK or NAK; the requester's RTT sample is the difference;
-//! * rate control: a packet may start while the window's budget is not spent (a packet may end
-//!   past it); a new window starts at the first transmission after the old one ended.
+//! * rate control: a packet may start while the window's count is below the budget (it may end
+//!   past it); windows follow each other from the first transmission, any duration allowed.
 
 use crate::rclink::{PSN_MODULUS, RhKind, RoutingHeader, Syndrome};
 use heapless::Deque;
@@ -60,13 +70,13 @@ use linklayer::{Duration, Instant};
 /// The PSN space: 12 bits.
 pub type Psn = Seq<Bits<12>>;
 
-/// The most packets outstanding per QP.
+/// The most packets outstanding: RC Link's TYPE1 queue, shared by the IP's QPs.
 pub const MAX_OUTSTANDING: usize = 512;
 
 /// Nanoseconds per unit of the RH timestamp (project-defined; 16 bits span about 1 ms).
 pub const TIMESTAMP_UNIT_NS: u64 = 16;
 
-/// How far behind the expected PSN a packet counts as a duplicate (half the PSN space).
+/// A packet fewer than this many PSNs behind the expected one is a duplicate (half the space).
 const DUPLICATE_WINDOW: u64 = PSN_MODULUS as u64 / 2;
 
 /// Why a call was refused. Nothing changed.
@@ -125,8 +135,11 @@ pub struct RequesterConfig {
     pub max_payload: u16,
     /// The retry timer.
     pub retry_timeout: Duration,
-    /// Timeouts in a row without progress before the QP fails (at least 1).
+    /// Timeouts in a row without progress before the QP fails (at least 1; RC Link's field is
+    /// 4 bits).
     pub max_retries: u8,
+    /// RNR NAKs in a row without progress before the QP fails (at least 1).
+    pub max_rnr_retries: u8,
     /// Fack on every this many packets (0: only on the last packet queued).
     pub fack_every: u16,
     /// Rate control, if on.
@@ -145,6 +158,7 @@ impl RequesterConfig {
             max_payload: 1344,
             retry_timeout: Duration::from_micros(20),
             max_retries: 7,
+            max_rnr_retries: 7,
             fack_every: 64,
             rate: None,
         }
@@ -214,6 +228,7 @@ pub struct Requester<B, const N: usize> {
     /// Resend from the cursor not before this (an RNR NAK's wait).
     hold_until: Option<Instant>,
     retries: u8,
+    rnr_retries: u8,
     since_fack: u16,
     /// The current rate window's end and the bytes it has used.
     window_end: Instant,
@@ -230,7 +245,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
         if slots == 0 || config.max_outstanding as usize > MAX_OUTSTANDING {
             return Err(QpError::BadConfig { field: "max_outstanding" });
         }
-        if config.max_retries == 0 {
+        if config.max_retries == 0 || config.max_rnr_retries == 0 {
             return Err(QpError::BadConfig { field: "max_retries" });
         }
         if config.dest_qp > crate::rclink::MAX_QP {
@@ -249,6 +264,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
             retry_at: None,
             hold_until: None,
             retries: 0,
+            rnr_retries: 0,
             since_fack: 0,
             window_end: Instant::ZERO,
             window_used: 0,
@@ -311,9 +327,14 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
         self.hold_until = None;
         if let Some(rate) = self.config.rate {
             if now >= self.window_end {
+                // Each window's reset takes one budget off the count (an overspend carries over).
+                let elapsed = now.saturating_duration_since(self.window_end).as_nanos() / rate.window.as_nanos().max(1);
+                let resets = elapsed.saturating_add(1);
+                let credit = u32::try_from(resets.saturating_mul(u64::from(rate.bytes))).unwrap_or(u32::MAX);
+                self.window_used = self.window_used.saturating_sub(credit);
                 self.window_end = now.saturating_add(rate.window);
-                self.window_used = 0;
-            } else if self.window_used >= rate.bytes {
+            }
+            if self.window_used >= rate.bytes {
                 return None;
             }
         }
@@ -362,11 +383,23 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
             RhKind::AckNak(Syndrome::Ack { .. }) => self.buffer.ack(psn).unwrap_or(0),
             RhKind::AckNak(Syndrome::Nak { .. }) | RhKind::AckNak(Syndrome::RnrNak { .. }) => {
                 let Ok(acked) = self.buffer.ack(psn.prev()) else { return 0 };
+                if acked > 0 {
+                    self.rnr_retries = 0;
+                }
                 if self.buffer.rewind(psn).is_ok() {
                     self.stats.naks += 1;
+                    let mut resend_at = now;
                     if let RhKind::AckNak(Syndrome::RnrNak { timer }) = rh.kind {
-                        self.hold_until = Some(now.saturating_add(Duration::from_micros(timer as u64 + 1)));
+                        resend_at = now.saturating_add(Duration::from_micros(timer as u64 + 1));
+                        self.hold_until = Some(resend_at);
+                        self.rnr_retries = self.rnr_retries.saturating_add(1);
+                        if self.rnr_retries >= self.config.max_rnr_retries {
+                            self.fail();
+                            return acked;
+                        }
                     }
+                    // The retry timer runs from the resend, not from before the NAK.
+                    self.retry_at = Some(resend_at.saturating_add(self.config.retry_timeout));
                 }
                 acked
             }
@@ -379,7 +412,10 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
         if acked > 0 {
             self.stats.acked += acked as u64;
             self.retries = 0;
-            self.retry_at = (self.buffer.in_flight() > 0).then(|| now.saturating_add(self.config.retry_timeout));
+            if matches!(rh.kind, RhKind::AckNak(Syndrome::Ack { .. })) {
+                self.rnr_retries = 0;
+                self.retry_at = (self.buffer.in_flight() > 0).then(|| now.saturating_add(self.config.retry_timeout));
+            }
         }
         acked
     }
@@ -409,14 +445,18 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
         self.stats.timeouts += 1;
         self.retries = self.retries.saturating_add(1);
         if self.retries >= self.config.max_retries {
-            self.failed = true;
-            self.retry_at = None;
-            let _ = self.events.push_back(QpEvent::Failed { unacked: self.buffer.len() });
+            self.fail();
             return;
         }
         self.buffer.rewind_all();
         self.hold_until = None;
         self.retry_at = Some(now.saturating_add(self.config.retry_timeout));
+    }
+
+    fn fail(&mut self) {
+        self.failed = true;
+        self.retry_at = None;
+        let _ = self.events.push_back(QpEvent::Failed { unacked: self.buffer.len() });
     }
 
     /// The next event.
@@ -433,6 +473,8 @@ pub struct ResponderConfig {
     pub qp: u16,
     /// Dest_QP of our ACKs (the requester's QP).
     pub ack_qp: u16,
+    /// P_key: SENDs with another are not ours; our ACKs carry it.
+    pub p_key: u8,
     /// The first PSN expected.
     pub first_psn: u16,
     /// Merge ACKs: one per this many packets in order (at least 1).
@@ -444,7 +486,7 @@ pub struct ResponderConfig {
 impl ResponderConfig {
     /// Defaults: ACK every 16 packets or within 1 µs.
     pub const fn new(qp: u16, ack_qp: u16) -> Self {
-        ResponderConfig { qp, ack_qp, first_psn: 0, ack_every: 16, ack_delay: Duration::from_micros(1) }
+        ResponderConfig { qp, ack_qp, p_key: 0, first_psn: 0, ack_every: 16, ack_delay: Duration::from_micros(1) }
     }
 }
 
@@ -531,7 +573,7 @@ impl Responder {
 
     /// Takes a received packet's RH: whether to deliver its payload.
     pub fn handle_send(&mut self, now: Instant, rh: &RoutingHeader) -> Verdict {
-        if rh.dest_qp != self.config.qp || !matches!(rh.kind, RhKind::Send { .. }) {
+        if rh.dest_qp != self.config.qp || rh.p_key != self.config.p_key || !matches!(rh.kind, RhKind::Send { .. }) {
             return Verdict::NotOurs;
         }
         let Some(psn) = Psn::new(rh.psn as u32) else { return Verdict::NotOurs };
@@ -551,7 +593,7 @@ impl Responder {
             }
             return Verdict::Deliver;
         }
-        if psn.distance_to(self.expected) <= DUPLICATE_WINDOW {
+        if psn.distance_to(self.expected) < DUPLICATE_WINDOW {
             self.stats.duplicates += 1;
             self.ack_now = true;
             return Verdict::Duplicate;
@@ -583,7 +625,7 @@ impl Responder {
             dest_qp: self.config.ack_qp,
             psn: psn.value() as u16,
             kind: RhKind::AckNak(syndrome),
-            p_key: 0,
+            p_key: self.config.p_key,
             timestamp: self.echo.unwrap_or(0),
             timestamp_en: self.echo.is_some(),
             pad: 0,
@@ -678,6 +720,32 @@ mod tests {
     }
 
     #[test]
+    fn an_overspent_rate_window_carries_over() {
+        let config = RequesterConfig {
+            rate: Some(RateLimit { window: Duration::from_nanos(1000), bytes: 100 }),
+            ..RequesterConfig::new(7)
+        };
+        let mut tx = Requester::<[u8; 4096], 16>::new(config, [0; 4096]).unwrap();
+        tx.send(at(0), &[0; 1000]).unwrap();
+        tx.send(at(0), &[1; 10]).unwrap();
+        assert!(tx.poll_transmit(at(0)).is_some());
+        // 1000 bytes against 100 a window: the next packet waits nine more windows.
+        assert!(tx.poll_transmit(at(9000)).is_none());
+        assert!(tx.poll_transmit(at(10_000)).is_some());
+    }
+
+    #[test]
+    fn another_p_key_is_not_ours() {
+        let mut rx = Responder::new(ResponderConfig { p_key: 3, ..ResponderConfig::new(7, 1) }).unwrap();
+        let mut tx = Requester::<[u8; 4096], 16>::new(RequesterConfig::new(7), [0; 4096]).unwrap();
+        tx.send(at(0), &[1]).unwrap();
+        let out = tx.poll_transmit(at(0)).unwrap();
+        assert_eq!(rx.handle_send(at(0), &out.rh), Verdict::NotOurs);
+        assert_eq!(rx.handle_send(at(0), &RoutingHeader { p_key: 3, ..out.rh }), Verdict::Deliver);
+        assert_eq!(rx.poll_ack(at(0)).unwrap().p_key, 3);
+    }
+
+    #[test]
     fn retries_exhausted_fail_the_qp() {
         let (mut tx, _) = pair(1);
         tx.send(at(0), &[1]).unwrap();
@@ -724,6 +792,21 @@ mod tests {
         assert!(tx.poll_transmit(at(8999)).is_none());
         let again = tx.poll_transmit(at(9000)).unwrap();
         assert_eq!((again.rh.psn, again.retransmission), (1, true));
+        // RNR NAKs count apart from timeouts, and the retry timer waits for the resend.
+        let rnr_long = RoutingHeader { psn: 2, kind: RhKind::AckNak(Syndrome::RnrNak { timer: 31 }), ..rnr };
+        tx.send(at(9000), &[2; 10]).unwrap();
+        assert!(tx.poll_transmit(at(9000)).is_none());
+        assert_eq!(tx.poll_transmit(at(13096)).map(|o| o.rh.psn), Some(2));
+        assert_eq!(tx.handle_ack(at(13100), &rnr_long), 1);
+        assert_eq!(tx.poll_timeout(), Some(at(13100 + 32_000)));
+        tx.handle_timeout(at(13100 + 32_000));
+        assert_eq!(tx.stats().timeouts, 0);
+        for k in 1..7u64 {
+            let t = at(13100 + k * 100_000);
+            assert!(tx.poll_transmit(t).is_some());
+            tx.handle_ack(t, &rnr_long);
+        }
+        assert_eq!(tx.poll_event(), Some(QpEvent::Failed { unacked: 1 }));
         assert_eq!(
             Requester::<[u8; 16], 4>::new(RequesterConfig { max_outstanding: 513, ..RequesterConfig::new(1) }, [0; 16])
                 .unwrap_err(),

@@ -102,6 +102,7 @@ fn standard() -> Outer {
         source_ip: [10, 0, 0, 2],
         dest_ip: [10, 0, 0, 1],
         dscp: 0,
+        ecn: 0,
         ttl: 64,
         source_port: 0xC000,
     })
