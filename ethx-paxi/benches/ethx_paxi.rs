@@ -27,7 +27,7 @@ use ethx_paxi::compress::{StreamKey, Txn};
 use ethx_paxi::frame::{self, Form, FrameConfig, Outer};
 use ethx_paxi::framing::Pri;
 use ethx_paxi::paxi::ChannelWidths;
-use ethx_paxi::rclink::{RhKind, RoutingHeader};
+use ethx_paxi::rclink::RoutingHeader;
 use linklayer::{Duration, Instant};
 use std::hint::black_box;
 
@@ -59,16 +59,7 @@ const PER_FRAME: usize = 16;
 fn through(agg: &mut Aggregator<2, 2, 4096>, deagg: &mut Deaggregator<2>, txns: &[Txn<'_>], wire: &mut [u8]) -> usize {
     let config = FrameConfig::default();
     let outer = Outer::Pri(Pri { network_device_id: 1, device_address: [2; 10] });
-    let rh = RoutingHeader {
-        dest_qp: 1,
-        psn: 0,
-        kind: RhKind::Send { pkt_len: 0 },
-        p_key: 0,
-        timestamp: 0,
-        timestamp_en: false,
-        pad: 0,
-        fack: false,
-    };
+    let rh = RoutingHeader::send(1, 0);
     let now = Instant::from_nanos(0);
     let key = StreamKey { peer: 1, vc: 0 };
     for t in txns {

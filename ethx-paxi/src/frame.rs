@@ -453,16 +453,7 @@ mod tests {
     }
 
     fn send(psn: u16) -> RoutingHeader {
-        RoutingHeader {
-            dest_qp: 5,
-            psn,
-            kind: RhKind::Send { pkt_len: 0 },
-            p_key: 0,
-            timestamp: 0,
-            timestamp_en: false,
-            pad: 0,
-            fack: false,
-        }
+        RoutingHeader::send(5, psn)
     }
 
     #[test]

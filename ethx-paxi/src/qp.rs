@@ -356,14 +356,11 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
             self.retry_at = Some(now.saturating_add(config.retry_timeout));
         }
         let rh = RoutingHeader {
-            dest_qp: config.dest_qp,
-            psn: out.seq.value() as u16,
-            kind: RhKind::Send { pkt_len: 0 },
             p_key: config.p_key,
             timestamp: stamp(now),
             timestamp_en: true,
-            pad: 0,
             fack,
+            ..RoutingHeader::send(config.dest_qp, out.seq.value() as u16)
         };
         Some(Outgoing { rh, payload: out.frame, retransmission: out.replay })
     }

@@ -156,6 +156,21 @@ pub struct RoutingHeader {
 }
 
 impl RoutingHeader {
+    /// A SEND to `dest_qp` with `psn`: P_key 0, no timestamp, no Fack; Pkt_len and Pad 0 (what
+    /// [`crate::frame::emit`] sets from the payload).
+    pub const fn send(dest_qp: u16, psn: u16) -> Self {
+        RoutingHeader {
+            dest_qp,
+            psn,
+            kind: RhKind::Send { pkt_len: 0 },
+            p_key: 0,
+            timestamp: 0,
+            timestamp_en: false,
+            pad: 0,
+            fack: false,
+        }
+    }
+
     /// The 64-bit word.
     pub const fn to_word(&self) -> Result<u64, RhError> {
         if self.dest_qp > MAX_QP {

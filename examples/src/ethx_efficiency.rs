@@ -29,7 +29,7 @@ use ethx_paxi::compress::{StreamKey, Txn};
 use ethx_paxi::frame::{self, FrameConfig, MIN_FRAME, Outer, Standard};
 use ethx_paxi::framing::{AfhGen2, KeyWords, Pri};
 use ethx_paxi::paxi::{ChannelWidths, FlitKind, frame_bytes};
-use ethx_paxi::rclink::{RhKind, RoutingHeader};
+use ethx_paxi::rclink::RoutingHeader;
 use linklayer::{Duration, Instant};
 use std::fmt::Write as _;
 
@@ -118,16 +118,7 @@ fn pri() -> Outer {
 }
 
 fn send(psn: u16) -> RoutingHeader {
-    RoutingHeader {
-        dest_qp: 1,
-        psn: psn % 4096,
-        kind: RhKind::Send { pkt_len: 0 },
-        p_key: 0,
-        timestamp: 0,
-        timestamp_en: false,
-        pad: 0,
-        fack: false,
-    }
+    RoutingHeader::send(1, psn % 4096)
 }
 
 /// One frame carrying `payload`: (header-only bytes, full wire bytes), from [`frame::emit`].
