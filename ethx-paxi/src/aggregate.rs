@@ -372,9 +372,10 @@ impl<const S: usize> Deaggregator<S> {
         self.resync.pop()
     }
 
-    /// Forgets every stream.
+    /// Forgets every stream and RESYNC request.
     pub fn clear(&mut self) {
         self.decompressor.clear();
+        self.resync.clear();
     }
 }
 

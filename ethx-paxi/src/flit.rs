@@ -31,7 +31,8 @@
 use crate::axi::{AddrReq, Atop, Burst, Cache, Channel, Prot, Resp, Size, WriteResp};
 use crate::paxi::{ChannelWidths, FlitKind, PaxiError, frame_bytes, packed_frame_bytes};
 
-/// Why a flit cannot be emitted or parsed. Nothing was changed.
+/// Why a flit cannot be emitted or parsed. Nothing was written: every field and the buffer's
+/// size are checked before the first bit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum FlitError {
@@ -46,7 +47,8 @@ pub enum FlitError {
         /// The field.
         field: &'static str,
     },
-    /// Data or strobes not of the beats' size, or a count of entries outside 1 to 16.
+    /// Data or strobes not of the beats' size, WLAST not on the last beat only, an AW+W flit
+    /// whose AxLEN is not its beat count, or a count of entries outside 1 to 16.
     BadShape,
     /// A reserved AxBURST or AWATOP code.
     Reserved {
@@ -222,13 +224,21 @@ fn unit_end(start: usize, bits: usize, pad512: bool) -> usize {
     start + len
 }
 
-fn put_addr_req(b: &mut Bits<'_>, w: &ChannelWidths, r: &AddrReq) -> Result<(), FlitError> {
+/// Checks an AR or AW against the widths and its fields' bits (before anything is written).
+fn check_addr_req(w: &ChannelWidths, r: &AddrReq) -> Result<(), FlitError> {
     check(u64::from(r.id), w.id, "id")?;
     check(r.addr, w.addr, "addr")?;
     check(r.user, w.user, "user")?;
-    if r.qos > 15 || r.region > 15 || !(1..=256).contains(&r.beats) {
-        return Err(FlitError::FieldTooWide { field: "qos/region/beats" });
+    if r.qos > 15 || r.region > 15 || r.cache.bits() > 0xF || r.prot.bits() > 7 || !(1..=256).contains(&r.beats) {
+        return Err(FlitError::FieldTooWide { field: "qos/region/cache/prot/beats" });
     }
+    if r.atop != Atop::NonAtomic && !(r.channel == Channel::Write && w.atomics) {
+        return Err(FlitError::FieldTooWide { field: "atop" });
+    }
+    Ok(())
+}
+
+fn put_addr_req(b: &mut Bits<'_>, w: &ChannelWidths, r: &AddrReq) -> Result<(), FlitError> {
     b.put(u64::from(r.id), u32::from(w.id))?;
     b.put(r.addr, u32::from(w.addr))?;
     b.put(u64::from(r.len_field()), 8)?;
@@ -241,8 +251,6 @@ fn put_addr_req(b: &mut Bits<'_>, w: &ChannelWidths, r: &AddrReq) -> Result<(), 
     b.put(u64::from(r.region), 4)?;
     if r.channel == Channel::Write && w.atomics {
         b.put(u64::from(r.atop.bits()), 6)?;
-    } else if r.atop != Atop::NonAtomic {
-        return Err(FlitError::FieldTooWide { field: "atop" });
     }
     b.put(r.user, u32::from(w.user))
 }
@@ -297,6 +305,11 @@ pub struct RBeat<'a> {
     pub data: &'a [u8],
 }
 
+/// WSTRB as sent: byte lane 0's bit first.
+fn lanes_first(strobes: u128, lanes: u32) -> u128 {
+    strobes.reverse_bits().checked_shr(128 - lanes).unwrap_or(0)
+}
+
 fn all_lanes(w: &ChannelWidths) -> u128 {
     let lanes = bus_bytes(w) as u32;
     if lanes >= 128 { u128::MAX } else { (1u128 << lanes) - 1 }
@@ -308,11 +321,19 @@ fn all_lanes(w: &ChannelWidths) -> u128 {
 pub fn emit_write(w: &ChannelWidths, req: &AddrReq, beats: &[WBeat<'_>], out: &mut [u8]) -> Result<usize, FlitError> {
     w.validate()?;
     let bus = bus_bytes(w);
+    let last = beats.len().wrapping_sub(1);
     if req.channel != Channel::Write
         || beats.len() != usize::from(req.beats)
-        || beats.iter().any(|b| b.data.len() != bus || b.strobes & !all_lanes(w) != 0)
+        || beats
+            .iter()
+            .enumerate()
+            .any(|(k, b)| b.data.len() != bus || b.strobes & !all_lanes(w) != 0 || b.last != (k == last))
     {
         return Err(FlitError::BadShape);
+    }
+    check_addr_req(w, req)?;
+    for beat in beats {
+        check(beat.user, w.user, "user")?;
     }
     let full = beats.iter().all(|b| b.strobes == all_lanes(w));
     let n = req.beats;
@@ -325,10 +346,10 @@ pub fn emit_write(w: &ChannelWidths, req: &AddrReq, beats: &[WBeat<'_>], out: &m
     b.put(1, 1)?; // MORE: the beats follow
     b.pad_to(unit_end(0, 10 + w.aw_bits() as usize + 1, false))?;
     for (k, beat) in beats.iter().enumerate() {
-        check(beat.user, w.user, "user")?;
         let start = b.bit;
         if !full {
-            b.put_wide(beat.strobes, u32::from(w.data / 8))?;
+            let lanes = u32::from(w.data / 8);
+            b.put_wide(lanes_first(beat.strobes, lanes), lanes)?;
         }
         b.put(u64::from(k + 1 == beats.len()), 1)?; // WLAST
         b.put(beat.user, u32::from(w.user))?;
@@ -347,14 +368,16 @@ pub fn emit_read_data(w: &ChannelWidths, beats: &[RBeat<'_>], out: &mut [u8]) ->
     if beats.iter().any(|b| b.data.len() != bus_bytes(w)) {
         return Err(FlitError::BadShape);
     }
+    for beat in beats {
+        check(u64::from(beat.id), w.id, "id")?;
+        check(beat.user, w.user, "user")?;
+    }
     let kind = FlitKind::ReadData { beats: n };
     let size = frame_bytes(w, kind).ok_or(PaxiError::BadLength { beats: n })? as usize;
     let out = out.get_mut(..size).ok_or(FlitError::BufferTooSmall)?;
     let mut b = Bits { out, bit: 0 };
     b.put(u64::from(kind.header()?), 10)?;
     for (k, beat) in beats.iter().enumerate() {
-        check(u64::from(beat.id), w.id, "id")?;
-        check(beat.user, w.user, "user")?;
         let start = b.bit;
         b.put(u64::from(beat.id), u32::from(w.id))?;
         b.put(u64::from(beat.resp.bits()), 2)?;
@@ -374,6 +397,9 @@ pub fn emit_reads(w: &ChannelWidths, reads: &[AddrReq], packed: bool, out: &mut 
     if reads.iter().any(|r| r.channel != Channel::Read) {
         return Err(FlitError::BadShape);
     }
+    for r in reads {
+        check_addr_req(w, r)?;
+    }
     emit_entries(w, reads.len(), packed, out, FlitKind::Reads { count: reads.len() as u16 }, w.ar_bits(), |b, i| {
         reads.get(i).map_or(Err(FlitError::BadShape), |r| put_addr_req(b, w, r))
     })
@@ -386,11 +412,13 @@ pub fn emit_write_responses(
     packed: bool,
     out: &mut [u8],
 ) -> Result<usize, FlitError> {
+    for r in resps {
+        check(u64::from(r.id), w.id, "id")?;
+        check(r.user, w.user, "user")?;
+    }
     let kind = FlitKind::WriteResponses { count: resps.len() as u16 };
     emit_entries(w, resps.len(), packed, out, kind, w.b_bits(), |b, i| {
         let r = resps.get(i).ok_or(FlitError::BadShape)?;
-        check(u64::from(r.id), w.id, "id")?;
-        check(r.user, w.user, "user")?;
         b.put(u64::from(r.id), u32::from(w.id))?;
         b.put(u64::from(r.resp.bits()), 2)?;
         b.put(r.user, u32::from(w.user))
@@ -430,14 +458,16 @@ fn emit_entries(
 pub fn emit_apb(apb: &Apb, out: &mut [u8]) -> Result<usize, FlitError> {
     let (kind, bits) = apb_shape(apb);
     let size = (10 + bits + 1).div_ceil(8);
+    if let Apb::Request { strobes, prot, .. } = *apb {
+        if strobes > 0xF || prot > 7 {
+            return Err(FlitError::FieldTooWide { field: "PSTRB/PPROT" });
+        }
+    }
     let out = out.get_mut(..size).ok_or(FlitError::BufferTooSmall)?;
     let mut b = Bits { out, bit: 0 };
     b.put(u64::from(kind.header()?), 10)?;
     match *apb {
         Apb::Request { write, addr, data, strobes, prot } => {
-            if strobes > 0xF || prot > 7 {
-                return Err(FlitError::FieldTooWide { field: "PSTRB/PPROT" });
-            }
             b.put(u64::from(write), 1)?;
             b.put(u64::from(addr), 32)?;
             b.put(u64::from(data), 32)?;
@@ -536,6 +566,9 @@ impl<'a> Flit<'a> {
         let w = &self.widths;
         let mut rd = Reader { bytes: self.bytes, bit: 10 };
         let req = get_addr_req(&mut rd, w, Channel::Write)?;
+        if req.beats != beats {
+            return Err(FlitError::BadShape);
+        }
         if rd.get(1)? != 1 {
             return Err(FlitError::MoreMismatch);
         }
@@ -636,7 +669,8 @@ impl<'a> Iterator for WBeats<'a> {
         let w = self.widths;
         let beat = (|| {
             let start = self.rd.bit;
-            let strobes = if self.strobes { self.rd.get_wide(u32::from(w.data / 8))? } else { all_lanes(&w) };
+            let lanes = u32::from(w.data / 8);
+            let strobes = if self.strobes { lanes_first(self.rd.get_wide(lanes)?, lanes) } else { all_lanes(&w) };
             let last = self.rd.get(1)? == 1;
             let user = self.rd.get(u32::from(w.user))?;
             if (self.rd.get(1)? == 1) != (self.left > 0) || last != (self.left == 0) {
@@ -782,6 +816,16 @@ mod tests {
         let part = WBeat { strobes: 0xFF, ..full };
         let m = emit_write(&W, &req, &[part], &mut buf).unwrap();
         assert_eq!(m - n, 8);
+        // The W unit starts at byte 16 (header + AW + MORE = 128 bits), byte lane 0's strobe first.
+        assert_eq!(buf[16..24], [0xFF, 0, 0, 0, 0, 0, 0, 0]);
+        // An AxLEN that is not the header's beat count is refused on receive.
+        let mut two = buf;
+        two[11] |= 1 << 6; // AxLEN's low bit: bits 82..90, bit 89 is byte 11's bit 6
+        assert_eq!(Flit::parse(&W, false, &two[..m]).unwrap_err(), FlitError::BadShape);
+        // WLAST where it is not the last beat.
+        let early = WBeat { last: true, ..full };
+        let req2 = AddrReq { beats: 2, ..req };
+        assert_eq!(emit_write(&W, &req2, &[early, full], &mut buf), Err(FlitError::BadShape));
         assert_eq!(emit_write(&W, &req, &[part, part], &mut buf), Err(FlitError::BadShape));
         assert_eq!(emit_reads(&W, &[], false, &mut buf), Err(FlitError::BadShape));
         assert_eq!(emit_reads(&W, &[reads[0]; 17], false, &mut buf), Err(FlitError::BadShape));
@@ -831,7 +875,7 @@ mod tests {
     }
 
     fn arb_widths() -> impl Strategy<Value = ChannelWidths> {
-        (0..=16u16, 12..=64u16, 3..=10u32, 0..=24u16, any::<bool>())
+        (0..=32u16, 12..=64u16, 3..=10u32, 0..=64u16, any::<bool>())
             .prop_map(|(id, addr, data, user, atomics)| ChannelWidths { id, addr, data: 1 << data, user, atomics })
     }
 

@@ -169,7 +169,8 @@ impl RequesterConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum QpEvent {
-    /// `max_retries` timeouts in a row: the QP stops. `unacked` packets were not acknowledged.
+    /// `max_retries` timeouts, or `max_rnr_retries` RNR waits, in a row without progress: the
+    /// QP stops. `unacked` packets were not acknowledged.
     Failed {
         /// Packets stored and not acknowledged.
         unacked: usize,
@@ -327,12 +328,19 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
         self.hold_until = None;
         if let Some(rate) = self.config.rate {
             if now >= self.window_end {
-                // Each window's reset takes one budget off the count (an overspend carries over).
-                let elapsed = now.saturating_duration_since(self.window_end).as_nanos() / rate.window.as_nanos().max(1);
-                let resets = elapsed.saturating_add(1);
+                // Each window's reset takes one budget off the count (an overspend carries over);
+                // windows follow each other from the first transmission.
+                let window = rate.window.as_nanos().max(1);
+                let resets = match self.window_end {
+                    Instant::ZERO => 1,
+                    end => now.saturating_duration_since(end).as_nanos() / window + 1,
+                };
                 let credit = u32::try_from(resets.saturating_mul(u64::from(rate.bytes))).unwrap_or(u32::MAX);
                 self.window_used = self.window_used.saturating_sub(credit);
-                self.window_end = now.saturating_add(rate.window);
+                self.window_end = match self.window_end {
+                    Instant::ZERO => now.saturating_add(rate.window),
+                    end => end.saturating_add(Duration::from_nanos(resets.saturating_mul(window))),
+                };
             }
             if self.window_used >= rate.bytes {
                 return None;
@@ -365,7 +373,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
         Some(Outgoing { rh, payload: out.frame, retransmission: out.replay })
     }
 
-    /// Takes an ACK, NAK or CNP for this QP's SENDs (the Dest_QP is not checked: module doc).
+    /// Takes an ACK, NAK or CNP for this QP's SENDs (the Dest_QP is not checked: module doc; one
+    /// with another P_key is ignored).
     /// Returns how many packets it acknowledged; a stale or impossible one changes nothing.
     pub fn handle_ack(&mut self, now: Instant, rh: &RoutingHeader) -> usize {
         if self.failed {
@@ -376,6 +385,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
             self.stats.rtt = Some(Duration::from_nanos(units * TIMESTAMP_UNIT_NS));
         }
         let Some(psn) = Psn::new(rh.psn as u32) else { return 0 };
+        if rh.p_key != self.config.p_key {
+            return 0;
+        }
         let acked = match rh.kind {
             RhKind::AckNak(Syndrome::Ack { .. }) => self.buffer.ack(psn).unwrap_or(0),
             RhKind::AckNak(Syndrome::Nak { .. }) | RhKind::AckNak(Syndrome::RnrNak { .. }) => {
@@ -385,18 +397,17 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
                 }
                 if self.buffer.rewind(psn).is_ok() {
                     self.stats.naks += 1;
-                    let mut resend_at = now;
+                    let holding = self.hold_until.is_some_and(|t| now < t);
                     if let RhKind::AckNak(Syndrome::RnrNak { timer }) = rh.kind {
-                        resend_at = now.saturating_add(Duration::from_micros(timer as u64 + 1));
-                        self.hold_until = Some(resend_at);
-                        self.rnr_retries = self.rnr_retries.saturating_add(1);
-                        if self.rnr_retries >= self.config.max_rnr_retries {
-                            self.fail();
-                            return acked;
+                        let until = now.saturating_add(Duration::from_micros(timer as u64 + 1));
+                        self.hold_until = Some(self.hold_until.filter(|_| holding).map_or(until, |h| h.max(until)));
+                        // One wait counts once, however many RNR NAKs (duplicates) announce it.
+                        if !holding {
+                            self.rnr_retries = self.rnr_retries.saturating_add(1);
                         }
                     }
                     // The retry timer runs from the resend, not from before the NAK.
-                    self.retry_at = Some(resend_at.saturating_add(self.config.retry_timeout));
+                    self.retry_at = Some(self.resend_base(now).saturating_add(self.config.retry_timeout));
                 }
                 acked
             }
@@ -411,10 +422,19 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
             self.retries = 0;
             if matches!(rh.kind, RhKind::AckNak(Syndrome::Ack { .. })) {
                 self.rnr_retries = 0;
-                self.retry_at = (self.buffer.in_flight() > 0).then(|| now.saturating_add(self.config.retry_timeout));
+                let base = self.resend_base(now);
+                self.retry_at = (self.buffer.in_flight() > 0).then(|| base.saturating_add(self.config.retry_timeout));
             }
         }
+        if self.rnr_retries >= self.config.max_rnr_retries {
+            self.fail();
+        }
         acked
+    }
+
+    /// When the next (re)transmission can start: now, or the end of an RNR wait.
+    fn resend_base(&self, now: Instant) -> Instant {
+        self.hold_until.filter(|&t| now < t).unwrap_or(now)
     }
 
     /// When [`Requester::handle_timeout`] has work: the retry timer, an RNR wait, or the end of
@@ -729,6 +749,28 @@ mod tests {
         // 1000 bytes against 100 a window: the next packet waits nine more windows.
         assert!(tx.poll_transmit(at(9000)).is_none());
         assert!(tx.poll_transmit(at(10_000)).is_some());
+    }
+
+    #[test]
+    fn an_rnr_wait_outlasts_the_retry_timer_and_counts_once() {
+        let mut tx = Requester::<[u8; 4096], 16>::new(RequesterConfig::new(7), [0; 4096]).unwrap();
+        tx.send(at(0), &[1]).unwrap();
+        tx.poll_transmit(at(0)).unwrap();
+        let rnr = RoutingHeader { kind: RhKind::AckNak(Syndrome::RnrNak { timer: 31 }), ..RoutingHeader::send(3, 0) };
+        tx.handle_ack(at(1000), &rnr);
+        tx.handle_ack(at(1500), &rnr); // a duplicate of the same RNR NAK
+        let nak = RoutingHeader { kind: RhKind::AckNak(Syndrome::Nak { code: 0 }), ..rnr };
+        tx.handle_ack(at(2000), &nak); // and a plain NAK during the wait
+        // The retry timer runs from the end of the 32 µs wait, not from the NAKs.
+        tx.handle_timeout(at(22_000));
+        assert_eq!((tx.stats().timeouts, tx.poll_transmit(at(22_000)).is_none()), (0, true));
+        // The duplicate's own wait ends later (1.5 + 32 µs); it is one wait all the same.
+        assert_eq!(tx.poll_timeout(), Some(at(33_500)));
+        assert!(tx.poll_transmit(at(33_500)).is_some());
+        // An ACK with another P_key is not for us.
+        let ack = RoutingHeader { p_key: 9, kind: RhKind::AckNak(Syndrome::Ack { credits: 0 }), ..rnr };
+        assert_eq!(tx.handle_ack(at(34_000), &ack), 0);
+        assert_eq!(tx.handle_ack(at(34_000), &RoutingHeader { p_key: 0, ..ack }), 1);
     }
 
     #[test]

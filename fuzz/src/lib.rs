@@ -2190,7 +2190,7 @@ pub fn ethx_flit(data: &[u8]) {
     use ethx_paxi::paxi::{ChannelWidths, FlitKind};
     let mut u = Unstructured::new(data);
     let w = ChannelWidths {
-        id: u.int_in_range(0..=16).unwrap_or(8),
+        id: u.int_in_range(0..=32).unwrap_or(8),
         addr: u.int_in_range(1..=64).unwrap_or(64),
         data: 1 << u.int_in_range(3..=10).unwrap_or(9),
         user: u.int_in_range(0..=64).unwrap_or(16),
