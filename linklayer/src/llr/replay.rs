@@ -512,7 +512,10 @@ mod tests {
                     Op::Push(len) => {
                         counter = counter.wrapping_add(1);
                         let frame = std::vec![counter; usize::from(len)];
-                        if let Ok(seq) = b.push(T, &frame) {
+                        let room = b.can_push(frame.len());
+                        let pushed = b.push(T, &frame);
+                        prop_assert_eq!(room, pushed.is_ok(), "can_push says what push does");
+                        if let Ok(seq) = pushed {
                             model.push_back((seq.value(), frame));
                         }
                     }
