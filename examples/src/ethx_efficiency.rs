@@ -23,6 +23,7 @@
 //!   addresses with IDs cycling through 16 values (so the address and the ID are carried every
 //!   time), emitting every frame with [`frame::emit`] and decoding it back.
 
+use crate::link_sim::Rng;
 use ethx_paxi::aggregate::{Aggregator, AggregatorConfig, Deaggregator};
 use ethx_paxi::axi::{AddrReq, Channel, Resp, Size, WriteResp};
 use ethx_paxi::compress::{StreamKey, Txn};
@@ -144,18 +145,6 @@ pub fn paxi_per_frame(outer: &Outer, op: Op, size: usize) -> Cost {
     Cost { header: (rq_h + rs_h) as f64, wire: (rq_w + rs_w) as f64 }
 }
 
-/// A tiny deterministic generator (the addresses and data of row (c)).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 /// Totals of one direction's frames.
 #[derive(Default)]
 struct Tally {
@@ -196,14 +185,14 @@ pub fn compressed(op: Op, size: usize, per_frame: u16) -> (Cost, f64, f64) {
     let mut rsp_tx = Aggregator::<2, 2, MAX_FRAME>::new(W, config).unwrap();
     let (mut req_rx, mut rsp_rx) = (Deaggregator::<2>::new(W).unwrap(), Deaggregator::<2>::new(W).unwrap());
     let (mut req, mut rsp) = (Tally::default(), Tally::default());
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15);
     let size_code = Size::from_bytes((size as u16).min(W.data / 8)).unwrap();
     let data: Vec<Vec<u8>> = (0..16u8).map(|id| vec![id; size]).collect();
     let mut sent = Vec::new();
     let now = Instant::from_nanos(0);
     for t in 0..N {
         let id = (t % 16) as u32;
-        let addr = (rng.next() % (1 << 30)) & !63;
+        let addr = (rng.next_u64() % (1 << 30)) & !63;
         let channel = if op == Op::Load { Channel::Read } else { Channel::Write };
         let axi = AddrReq { id, ..AddrReq::incr(channel, addr, beats(size), size_code) };
         sent.push(axi);

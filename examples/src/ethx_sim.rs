@@ -16,6 +16,7 @@
 //! full. A point-to-point link neither reorders nor duplicates, so those knobs are then unused;
 //! the link-layer control ordered sets are lost at the same rate as frames.
 
+use crate::link_sim::Rng;
 use ethx_paxi::aggregate::{Aggregator, AggregatorConfig, Deaggregator, stream_of};
 use ethx_paxi::axi::{AddrReq, Channel, Resp, Size, WriteResp};
 use ethx_paxi::compress::{StreamKey, Txn};
@@ -130,23 +131,6 @@ impl EthxSimReport {
     /// Useful bytes over wire bytes.
     pub fn efficiency(&self) -> f64 {
         self.useful_bytes as f64 / self.wire_bytes.max(1) as f64
-    }
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // splitmix64
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn chance(&mut self, p: f64) -> bool {
-        ((self.next() >> 11) as f64 / (1u64 << 53) as f64) < p
     }
 }
 
@@ -310,7 +294,7 @@ fn send(wire: &mut Wire, at: u64, frame: &[u8], cfg: &EthxSimConfig, rng: &mut R
     }
     let mut bytes = frame.to_vec();
     if rng.chance(cfg.corrupt) {
-        let bit = 8 + rng.next() as usize % ((bytes.len() - 1) * 8);
+        let bit = 8 + rng.next_u64() as usize % ((bytes.len() - 1) * 8);
         bytes[bit / 8] ^= 1 << (bit % 8);
         if bytes[0] == LLR_FRAME {
             bytes[5] = 1; // the receiver's FCS check fails
@@ -352,8 +336,8 @@ impl EthxSim {
     /// `max_steps`.
     pub fn run(&mut self, max_steps: u64) -> EthxSimReport {
         let cfg = self.cfg.clone();
-        let mut rng = Rng(cfg.seed);
-        let mut wire_rng = Rng(cfg.seed ^ 0xDEAD_BEEF);
+        let mut rng = Rng::new(cfg.seed);
+        let mut wire_rng = Rng::new(cfg.seed ^ 0xDEAD_BEEF);
         let mut report = EthxSimReport::default();
         let mut a = Gpu::new(2, 1, 2, &cfg);
         let mut b = Gpu::new(1, 2, 1, &cfg);
@@ -375,9 +359,9 @@ impl EthxSim {
             // GPU A issues.
             while issued < cfg.transactions && unanswered.len() < cfg.outstanding {
                 let req = next_request.take().unwrap_or_else(|| {
-                    let r = rng.next();
+                    let r = rng.next_u64();
                     let size = sizes[(r % 3) as usize] as usize;
-                    let addr = (rng.next() % (1 << 34)) & !255;
+                    let addr = (rng.next_u64() % (1 << 34)) & !255;
                     let channel = if r >> 8 & 3 == 0 { Channel::Write } else { Channel::Read };
                     let beats = (size / 64) as u16;
                     let axi = AddrReq {
