@@ -45,6 +45,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ethx_decompress", ethx_decompress),
     ("ethx_qp", ethx_qp),
     ("ethx_flit", ethx_flit),
+    ("ucie_flit", ucie_flit),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits the same bytes with its reserved bits
@@ -2231,4 +2232,46 @@ pub fn ethx_flit(data: &[u8]) {
     }
     assert_eq!(format!("{:?}", again.reads().collect::<Vec<_>>()), format!("{:?}", flit.reads().collect::<Vec<_>>()));
     assert_eq!(again.read_data().collect::<Vec<_>>(), flit.read_data().collect::<Vec<_>>());
+}
+
+/// UCIe flit headers and the adapter CRC (`ucie_adapter::header`, `ucie_adapter::crc`): never
+/// panics on any bytes; every header that parses (either layout, Retry on or off) re-emits to the
+/// same bytes with its reserved bits cleared and parses equal; a flit of any format whose CRCs
+/// are sealed checks, and one whose covered bytes then change by one bit does not.
+pub fn ucie_flit(data: &[u8]) {
+    use ucie_adapter::crc::{Format, check, seal};
+    use ucie_adapter::header::FlitHeader;
+    let Some((&choice, rest)) = data.split_first() else { return };
+    let retry = choice & 1 != 0;
+    if let [b0, b1, ..] = *rest {
+        if let Ok(h) = FlitHeader::parse_256([b0, b1], retry) {
+            let out = h.emit_256(retry).expect("a parsed header emits");
+            assert_eq!(FlitHeader::parse_256(out, retry), Ok(h));
+            let reserved_0 = if retry { 0xFF } else { 0xF0 };
+            let reserved_1 = if retry { 0xFF } else { 0xC0 };
+            let marker_ok = out[0] == b0 & reserved_0;
+            assert!(marker_ok && out[1] == b1 & reserved_1, "{:02x?} -> {out:02x?}", [b0, b1]);
+        }
+        if let Ok(h) = FlitHeader::parse_68([b0, b1], retry) {
+            let out = h.emit_68(retry).expect("a parsed header emits");
+            assert_eq!(FlitHeader::parse_68(out, retry), Ok(h));
+        }
+    }
+    let format = [
+        Format::Flit68,
+        Format::Standard256EndHeader,
+        Format::Standard256StartHeader,
+        Format::LatencyOptimized256,
+        Format::LatencyOptimized256Optional,
+    ][usize::from(choice >> 1) % 5];
+    let _ = check(format, rest);
+    if rest.len() >= format.flit_len() {
+        let mut flit = rest[..format.flit_len()].to_vec();
+        seal(format, &mut flit).expect("a flit of its format's length seals");
+        assert_eq!(check(format, &flit), Ok(()));
+        let c = format.coverage()[usize::from(choice >> 4) % format.coverage().len()];
+        let at = c.start + usize::from(choice) % (c.end - c.start);
+        flit[at] ^= 1 << (choice % 8);
+        assert!(check(format, &flit).is_err(), "a one-bit error in covered bytes is caught");
+    }
 }

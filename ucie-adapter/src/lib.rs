@@ -3,4 +3,10 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+#[cfg(feature = "arbitrary")]
+extern crate std;
+
+pub mod crc;
+pub mod header;
+
 pub use linklayer;
