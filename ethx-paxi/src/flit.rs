@@ -489,10 +489,21 @@ pub fn emit_apb(apb: &Apb, out: &mut [u8]) -> Result<usize, FlitError> {
 }
 
 fn apb_shape(apb: &Apb) -> (FlitKind, usize) {
-    match apb {
-        Apb::Request { .. } => (FlitKind::ApbRegister { request: true }, 1 + 32 + 32 + 4 + 3),
-        Apb::Response { .. } => (FlitKind::ApbRegister { request: false }, 32 + 1),
-        Apb::Message { .. } => (FlitKind::ApbMessage, 64),
+    let kind = match apb {
+        Apb::Request { .. } => FlitKind::ApbRegister { request: true },
+        Apb::Response { .. } => FlitKind::ApbRegister { request: false },
+        Apb::Message { .. } => FlitKind::ApbMessage,
+    };
+    (kind, apb_bits(kind))
+}
+
+/// The content bits of an APB flit of `kind` (module doc); 0 for other kinds.
+const fn apb_bits(kind: FlitKind) -> usize {
+    match kind {
+        FlitKind::ApbRegister { request: true } => 1 + 32 + 32 + 4 + 3,
+        FlitKind::ApbRegister { request: false } => 32 + 1,
+        FlitKind::ApbMessage => 64,
+        _ => 0,
     }
 }
 
@@ -513,16 +524,7 @@ impl<'a> Flit<'a> {
         let mut rd = Reader { bytes, bit: 0 };
         let kind = FlitKind::from_header(rd.get(10)? as u16)?;
         let size = match kind {
-            FlitKind::ApbRegister { .. } | FlitKind::ApbMessage => {
-                let probe = match kind {
-                    FlitKind::ApbRegister { request: true } => {
-                        Apb::Request { write: false, addr: 0, data: 0, strobes: 0, prot: 0 }
-                    }
-                    FlitKind::ApbRegister { request: false } => Apb::Response { data: 0, error: false },
-                    _ => Apb::Message { code: 0, data: 0 },
-                };
-                (10 + apb_shape(&probe).1 + 1).div_ceil(8)
-            }
+            FlitKind::ApbRegister { .. } | FlitKind::ApbMessage => (10 + apb_bits(kind) + 1).div_ceil(8),
             _ if packed => packed_frame_bytes(w, kind).ok_or(FlitError::BadShape)? as usize,
             _ => frame_bytes(w, kind).ok_or(FlitError::BadShape)? as usize,
         };
@@ -863,12 +865,16 @@ mod tests {
     #[test]
     fn apb_round_trips() {
         let mut buf = [0u8; 16];
-        for apb in [
-            Apb::Request { write: true, addr: 0x44, data: 0xDEAD_BEEF, strobes: 0xF, prot: 2 },
-            Apb::Response { data: 7, error: true },
-            Apb::Message { code: 1, data: 0x8000_0001 },
+        // Sizes: ⌈10 + 72 + 1⌉₈, ⌈10 + 33 + 1⌉₈, ⌈10 + 64 + 1⌉₈ bits.
+        for (apb, size) in [
+            (Apb::Request { write: true, addr: 0x44, data: 0xDEAD_BEEF, strobes: 0xF, prot: 2 }, 11),
+            (Apb::Response { data: 7, error: true }, 6),
+            (Apb::Message { code: 1, data: 0x8000_0001 }, 10),
         ] {
             let n = emit_apb(&apb, &mut buf).unwrap();
+            assert_eq!(n, size);
+            // The header's first bits: type 10, and the REQ bit of a register access.
+            assert_eq!(buf[0] >> 6, 0b10);
             let (flit, _) = Flit::parse(&W, false, &buf[..n]).unwrap();
             assert_eq!(flit.apb(), Ok(apb));
         }

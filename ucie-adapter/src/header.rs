@@ -193,11 +193,8 @@ impl FlitHeader {
 
     /// The header of a Format 2 flit (Tables 3-2 and 3-3); `marker` is the PDS bit.
     pub fn emit_68(&self, retry: bool) -> Result<[u8; 2], HeaderError> {
-        let pds = match (self.marker, retry) {
-            (false, _) => 0,
-            (true, true) => 0b11 << 6,
-            (true, false) => 0b11 << 6, // bit 6 as §3.3.2.1 lists it (module doc)
-        };
+        // With Retry 11b is PDS; without it bit 7 is, and bit 6 is sent as §3.3.2.1 lists it.
+        let pds = if self.marker { 0b11 << 6 } else { 0 };
         Ok([self.byte0(retry)?, pds | self.low(retry)])
     }
 
