@@ -7,6 +7,7 @@
 extern crate std;
 
 pub mod crc;
+pub mod flit;
 pub mod header;
 
 pub use linklayer;
