@@ -185,6 +185,9 @@ macro_rules! s {
     };
 }
 
+/// A map's parts in table order: header, payload, DLP, FM, CRD, reserved.
+type Parts = (Span, &'static [Span], Option<Span>, Option<Span>, Option<Span>, &'static [Span]);
+
 const FH0: Span = s!(0, 2);
 const NONE: &[Span] = &[];
 const STD_RSVD: &[Span] = &[s!(242, 252)];
@@ -195,39 +198,40 @@ impl Map {
         use Format::*;
         use Layout::*;
         // (header, payload, dlp, fm, crd, reserved)
-        let parts: Option<(Span, &'static [Span], Option<Span>, Option<Span>, Option<Span>, &'static [Span])> =
-            match (format, layout) {
-                (Flit68, Io | CacheMem | Streaming) => Some((FH0, &[s!(2, 66)], None, None, None, NONE)),
-                (Standard256EndHeader, Io) => Some((s!(236, 238), &[s!(0, 236)], Some(s!(238, 242)), None, None, STD_RSVD)),
-                (Standard256EndHeader, Streaming) => Some((s!(236, 238), &[s!(0, 236), s!(238, 242)], None, None, None, STD_RSVD)),
-                (Standard256EndHeader, Management) => {
-                    Some((s!(236, 238), &[s!(0, 232)], None, None, Some(s!(238, 242)), &[s!(232, 236), s!(242, 252)]))
-                }
-                (Standard256StartHeader, Io) => Some((FH0, &[s!(2, 238)], Some(s!(238, 242)), None, None, STD_RSVD)),
-                (Standard256StartHeader, CacheMem | Streaming) => Some((FH0, &[s!(2, 242)], None, None, None, STD_RSVD)),
-                (Standard256StartHeader, Management) => {
-                    Some((FH0, &[s!(2, 234)], None, None, Some(s!(238, 242)), &[s!(234, 238), s!(242, 252)]))
-                }
-                (LatencyOptimized256, Io) => {
-                    Some((FH0, &[s!(2, 122), s!(128, 244)], Some(s!(122, 126)), Some(s!(250, 254)), None, &[s!(244, 250)]))
-                }
-                (LatencyOptimized256, CacheMem | Streaming) => {
-                    Some((FH0, &[s!(2, 122), s!(128, 244)], None, None, None, &[s!(122, 126), s!(244, 254)]))
-                }
-                (LatencyOptimized256, Management) => {
-                    Some((FH0, &[s!(2, 122), s!(128, 240)], None, None, Some(s!(240, 244)), &[s!(122, 126), s!(244, 254)]))
-                }
-                (LatencyOptimized256Optional, Io) => {
-                    Some((FH0, &[s!(2, 122), s!(128, 248)], Some(s!(122, 126)), Some(s!(250, 254)), None, &[s!(248, 250)]))
-                }
-                (LatencyOptimized256Optional, CacheMem | Streaming) => {
-                    Some((FH0, &[s!(2, 126), s!(128, 254)], None, None, None, NONE))
-                }
-                (LatencyOptimized256Optional, Management) => {
-                    Some((FH0, &[s!(2, 126), s!(128, 244)], None, None, Some(s!(250, 254)), &[s!(244, 250)]))
-                }
-                _ => None,
-            };
+        let parts: Option<Parts> = match (format, layout) {
+            (Flit68, Io | CacheMem | Streaming) => Some((FH0, &[s!(2, 66)], None, None, None, NONE)),
+            (Standard256EndHeader, Io) => Some((s!(236, 238), &[s!(0, 236)], Some(s!(238, 242)), None, None, STD_RSVD)),
+            (Standard256EndHeader, Streaming) => {
+                Some((s!(236, 238), &[s!(0, 236), s!(238, 242)], None, None, None, STD_RSVD))
+            }
+            (Standard256EndHeader, Management) => {
+                Some((s!(236, 238), &[s!(0, 232)], None, None, Some(s!(238, 242)), &[s!(232, 236), s!(242, 252)]))
+            }
+            (Standard256StartHeader, Io) => Some((FH0, &[s!(2, 238)], Some(s!(238, 242)), None, None, STD_RSVD)),
+            (Standard256StartHeader, CacheMem | Streaming) => Some((FH0, &[s!(2, 242)], None, None, None, STD_RSVD)),
+            (Standard256StartHeader, Management) => {
+                Some((FH0, &[s!(2, 234)], None, None, Some(s!(238, 242)), &[s!(234, 238), s!(242, 252)]))
+            }
+            (LatencyOptimized256, Io) => {
+                Some((FH0, &[s!(2, 122), s!(128, 244)], Some(s!(122, 126)), Some(s!(250, 254)), None, &[s!(244, 250)]))
+            }
+            (LatencyOptimized256, CacheMem | Streaming) => {
+                Some((FH0, &[s!(2, 122), s!(128, 244)], None, None, None, &[s!(122, 126), s!(244, 254)]))
+            }
+            (LatencyOptimized256, Management) => {
+                Some((FH0, &[s!(2, 122), s!(128, 240)], None, None, Some(s!(240, 244)), &[s!(122, 126), s!(244, 254)]))
+            }
+            (LatencyOptimized256Optional, Io) => {
+                Some((FH0, &[s!(2, 122), s!(128, 248)], Some(s!(122, 126)), Some(s!(250, 254)), None, &[s!(248, 250)]))
+            }
+            (LatencyOptimized256Optional, CacheMem | Streaming) => {
+                Some((FH0, &[s!(2, 126), s!(128, 254)], None, None, None, NONE))
+            }
+            (LatencyOptimized256Optional, Management) => {
+                Some((FH0, &[s!(2, 126), s!(128, 244)], None, None, Some(s!(250, 254)), &[s!(244, 250)]))
+            }
+            _ => None,
+        };
         match parts {
             Some((header, payload, dlp, fm, crd, reserved)) => {
                 Ok(Map { format, layout, header, payload, dlp, fm, crd, reserved })
@@ -237,14 +241,8 @@ impl Map {
     }
 
     /// Bytes of protocol-layer payload one flit carries.
-    pub const fn payload_len(&self) -> usize {
-        let mut n = 0;
-        let mut i = 0;
-        while i < self.payload.len() {
-            n += self.payload[i].len();
-            i += 1;
-        }
-        n
+    pub fn payload_len(&self) -> usize {
+        self.payload.iter().map(|s| s.len()).sum()
     }
 
     /// Copies `payload` (exactly [`Map::payload_len`] bytes) into the payload runs of `flit`.
@@ -368,10 +366,7 @@ impl<'a> Flit<'a> {
     /// (first, so a corrupt header is never interpreted), then its header, which picks the map.
     pub fn parse(format: Format, protocol: Protocol, retry: bool, bytes: &'a [u8]) -> Result<Flit<'a>, FlitError> {
         // Any applicable map serves to place the header: it sits at the same bytes in all.
-        let probe = match Map::new(format, Layout::Streaming) {
-            Ok(m) => m,
-            Err(e) => return Err(e),
-        };
+        let probe = Map::new(format, Layout::Streaming)?;
         probe.check_len(bytes.len())?;
         crc::check(format, bytes)?;
         let raw = bytes.get(probe.header.start..probe.header.end).and_then(|b| b.first_chunk::<2>()).copied();
@@ -446,6 +441,8 @@ impl<'a> Flit<'a> {
 }
 
 #[cfg(test)]
+// Binary literals grouped by field, as the header's table splits the bytes.
+#[allow(clippy::unusual_byte_groupings)]
 mod tests {
     use super::*;
     use crate::header::ReplayCommand;
@@ -610,15 +607,17 @@ mod tests {
     }
 
     fn any_header(format: Format) -> impl Strategy<Value = FlitHeader> {
-        (0..4u8, 0..2u8, any::<bool>(), 0..3u8, 0..3u8, any::<u8>()).prop_map(move |(pid, stack, marker, ty, cmd, seq)| {
-            let flit_type = if format == Format::Flit68 {
-                FlitType::Protocol
-            } else {
-                [FlitType::Protocol, FlitType::Test, FlitType::Management][ty as usize]
-            };
-            let command = [ReplayCommand::Explicit, ReplayCommand::Ack, ReplayCommand::Nak][cmd as usize];
-            FlitHeader { protocol_id: pid, stack, marker, flit_type, command, seq }
-        })
+        (0..4u8, 0..2u8, any::<bool>(), 0..3u8, 0..3u8, any::<u8>()).prop_map(
+            move |(pid, stack, marker, ty, cmd, seq)| {
+                let flit_type = if format == Format::Flit68 {
+                    FlitType::Protocol
+                } else {
+                    [FlitType::Protocol, FlitType::Test, FlitType::Management][ty as usize]
+                };
+                let command = [ReplayCommand::Explicit, ReplayCommand::Ack, ReplayCommand::Nak][cmd as usize];
+                FlitHeader { protocol_id: pid, stack, marker, flit_type, command, seq }
+            },
+        )
     }
 
     proptest! {

@@ -9,5 +9,6 @@ extern crate std;
 pub mod crc;
 pub mod flit;
 pub mod header;
+pub mod sideband;
 
 pub use linklayer;
