@@ -9,6 +9,7 @@ extern crate std;
 pub mod crc;
 pub mod flit;
 pub mod header;
+pub mod param;
 pub mod sideband;
 
 pub use linklayer;
