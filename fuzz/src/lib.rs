@@ -46,6 +46,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ethx_qp", ethx_qp),
     ("ethx_flit", ethx_flit),
     ("ucie_flit", ucie_flit),
+    ("ucie_sideband", ucie_sideband),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits the same bytes with its reserved bits
@@ -2273,5 +2274,46 @@ pub fn ucie_flit(data: &[u8]) {
         let at = c.start + usize::from(choice) % (c.end - c.start);
         flit[at] ^= 1 << (choice % 8);
         assert!(check(format, &flit).is_err(), "a one-bit error in covered bytes is caught");
+    }
+    ucie_flit_view(choice, format, retry, rest);
+}
+
+/// The checked flit view: a flit (sealed first when `choice` bit 7 says so) either parses or is
+/// a typed error; one that parses rebuilds from its payload and repr into a flit that parses
+/// to the same payload and repr.
+fn ucie_flit_view(choice: u8, format: ucie_adapter::crc::Format, retry: bool, rest: &[u8]) {
+    use ucie_adapter::flit::{Flit, Protocol};
+    let protocol = [Protocol::Pcie, Protocol::Cxl, Protocol::Streaming, Protocol::Management][usize::from(choice >> 5) % 4];
+    let mut flit = rest[..format.flit_len().min(rest.len())].to_vec();
+    if choice & 0x80 != 0 && flit.len() == format.flit_len() {
+        ucie_adapter::crc::seal(format, &mut flit).unwrap();
+    }
+    let Ok(f) = Flit::parse(format, protocol, retry, &flit) else { return };
+    let map = f.map().expect("a parsed flit has a map");
+    let payload = [f.payload()[0], f.payload()[1]].concat();
+    assert_eq!(payload.len(), map.payload_len());
+    let mut again = vec![0xA5; format.flit_len()];
+    map.write_payload(&mut again, &payload).unwrap();
+    f.repr().emit(&map, retry, &mut again).unwrap();
+    let g = Flit::parse(format, protocol, retry, &again).expect("a rebuilt flit parses");
+    assert_eq!((g.repr(), g.map()), (f.repr(), f.map()));
+    assert_eq!([g.payload()[0], g.payload()[1]].concat(), payload);
+}
+
+/// Sideband packets (`ucie_adapter::sideband`): never panics on any bytes; whatever parses
+/// re-emits to bytes that parse equal (reserved bits cleared), and its message, if any,
+/// survives `Message::to_packet`.
+pub fn ucie_sideband(data: &[u8]) {
+    use ucie_adapter::sideband::{Message, Packet};
+    let mut rest = data;
+    while let Ok((p, n)) = Packet::parse(rest) {
+        let mut out = [0u8; 16];
+        assert_eq!(p.emit(&mut out), Ok(n));
+        assert_eq!(Packet::parse(&out[..n]), Ok((p, n)));
+        if let Packet::Message(m) = p {
+            let typed = Message::from_packet(&m);
+            assert_eq!(Message::from_packet(&typed.to_packet(m.srcid, m.dstid)), typed);
+        }
+        rest = &rest[n..];
     }
 }
