@@ -375,6 +375,11 @@ impl<'a> Flit<'a> {
         Ok(Flit { map: Some(map), header, bytes })
     }
 
+    /// A flit whose CRCs and header the caller has checked (the retry machine).
+    pub(crate) const fn checked(map: Map, header: FlitHeader, bytes: &'a [u8]) -> Flit<'a> {
+        Flit { map: Some(map), header, bytes }
+    }
+
     /// A Format 1 (raw) unit: every byte is the protocol layer's.
     pub const fn raw(bytes: &'a [u8]) -> Flit<'a> {
         Flit { map: None, header: FlitHeader::NOP, bytes }

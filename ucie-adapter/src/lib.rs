@@ -10,6 +10,7 @@ pub mod crc;
 pub mod flit;
 pub mod header;
 pub mod param;
+pub mod retry;
 pub mod sideband;
 
 pub use linklayer;
