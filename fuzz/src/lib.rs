@@ -47,6 +47,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ethx_flit", ethx_flit),
     ("ucie_flit", ucie_flit),
     ("ucie_sideband", ucie_sideband),
+    ("ucie_retry", ucie_retry),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits the same bytes with its reserved bits
@@ -2316,4 +2317,124 @@ pub fn ucie_sideband(data: &[u8]) {
         }
         rest = &rest[n..];
     }
+}
+
+#[derive(Arbitrary, Debug)]
+enum UcieRetryOp {
+    /// Queue up to n payload flits at A.
+    Send(u8),
+    /// `n` flit times; each direction's flit suffers `fate` (bit 0: erased, bit 1: one bit
+    /// flipped at `at`).
+    Slots { n: u8, a_fate: u8, b_fate: u8, at: u16 },
+    /// A flit with these header bytes, this payload byte and good CRCs, into B.
+    Forge([u8; 2], u8),
+    /// The link retrains (both sides see it).
+    Retrain,
+    /// Time passes.
+    Wait(u32),
+}
+
+/// UCIe retry (`ucie_adapter::retry`): two machines over a link with erasures and bit errors,
+/// driven by arbitrary operations; never panics. Unless a forged flit was injected: B delivers
+/// A's flits exactly once and in order, no Uncorrectable error other than the Adapter Timeout
+/// is reported, and once the link is clean again every flit queued arrives.
+pub fn ucie_retry(data: &[u8]) {
+    use ucie_adapter::crc::{Format, seal};
+    use ucie_adapter::flit::Protocol;
+    use ucie_adapter::retry::{Received, Retry, RetryConfig, RetryEvent, UncorrectableCause};
+    const FMT: Format = Format::Standard256StartHeader;
+    type R = Retry<[u8; 16 * 256], 16>;
+    let config = RetryConfig::new(FMT, Protocol::Cxl);
+    let mut a = R::new(config, [0; 16 * 256]).unwrap();
+    let mut b = R::new(config, [0; 16 * 256]).unwrap();
+    let (mut queued, mut delivered, mut forged) = (0u64, 0u64, false);
+    let mut now = Instant::ZERO;
+    let mut u = Unstructured::new(data);
+    let mut out = [0u8; 256];
+    // One flit time's hop from `tx` to `rx`: what `rx` delivers, if anything.
+    fn hop(tx: &mut R, rx: &mut R, now: Instant, fate: u8, at: u16, out: &mut [u8; 256]) -> Option<u64> {
+        tx.poll_transmit(now, out)?;
+        if fate & 1 != 0 {
+            out.fill(0xA5);
+        }
+        if fate & 2 != 0 {
+            out[usize::from(at) % 256] ^= 1 << (at % 8);
+        }
+        match rx.handle_flit(now, out) {
+            Received::Deliver { flit, .. } => Some(u64::from_le_bytes(flit.payload()[0][..8].try_into().unwrap())),
+            _ => None,
+        }
+    }
+    let slot = |a: &mut R, b: &mut R, now: Instant, fates: (u8, u8, u16), delivered: &mut u64, forged: bool| {
+        let mut out = [0u8; 256];
+        if let Some(n) = hop(a, b, now, fates.0, fates.2, &mut out) {
+            if !forged {
+                assert_eq!(n, *delivered, "delivered once, in order");
+            }
+            *delivered += 1;
+        }
+        assert_eq!(hop(b, a, now, fates.1, fates.2, &mut out), None, "B sends no payload");
+        for m in [a, b] {
+            while let Some(e) = m.poll_event() {
+                match e {
+                    RetryEvent::Retrain(_) => m.retrain(),
+                    RetryEvent::Uncorrectable(c) => {
+                        assert!(forged || c == UncorrectableCause::RetryTimeout, "{c:?}");
+                    }
+                    _ => {}
+                }
+            }
+        }
+    };
+    while !u.is_empty() {
+        let Ok(op) = UcieRetryOp::arbitrary(&mut u) else { break };
+        match op {
+            UcieRetryOp::Send(n) => {
+                for _ in 0..n % 32 {
+                    let q = queued;
+                    let fill = |f: &mut [u8]| {
+                        f[0] = 0x80;
+                        f[2..10].copy_from_slice(&q.to_le_bytes());
+                    };
+                    if a.send_with(now, fill).is_err() {
+                        break;
+                    }
+                    queued += 1;
+                }
+            }
+            UcieRetryOp::Slots { n, a_fate, b_fate, at } => {
+                for _ in 0..n % 64 {
+                    now = now.saturating_add(Duration::from_nanos(1));
+                    slot(&mut a, &mut b, now, (a_fate, b_fate, at), &mut delivered, forged);
+                }
+            }
+            UcieRetryOp::Forge(h, fill) => {
+                out.fill(fill);
+                out[..2].copy_from_slice(&h);
+                seal(FMT, &mut out).unwrap();
+                forged = true;
+                let _ = b.handle_flit(now, &out);
+            }
+            UcieRetryOp::Retrain => {
+                a.retrain();
+                b.retrain();
+            }
+            UcieRetryOp::Wait(ns) => {
+                now = now.saturating_add(Duration::from_nanos(u64::from(ns)));
+                a.handle_timeout(now);
+                b.handle_timeout(now);
+            }
+        }
+    }
+    if forged {
+        return;
+    }
+    for _ in 0..20_000 {
+        if delivered == queued && a.buffer().is_empty() {
+            return;
+        }
+        now = now.saturating_add(Duration::from_nanos(1));
+        slot(&mut a, &mut b, now, (0, 0, 0), &mut delivered, false);
+    }
+    panic!("stalled: {delivered} of {queued} delivered, {} unacknowledged", a.buffer().len());
 }

@@ -50,10 +50,16 @@
 //! *Project-defined* (where UCIe or the public PCIe text leaves a value open): PCIe's window
 //! constant 511 becomes 127; the Nak ignore window is counted in flit times
 //! ([`RetryConfig::nak_ignore_window`], default 32) instead of nanoseconds; after clearing a
-//! Nak two Acks are owed (the spec's recommendation); a D2D NOP is a flit whose Protocol ID is
-//! 00b with Flit Type 00b, and a test flit (Flit Type 01b) is treated like one (never
-//! numbered, never delivered). Format 2's PDS before a replay belongs to the 68B stream, not
-//! to this machine.
+//! Nak two Acks are owed (the spec's recommendation), and after a duplicate one, since a UCIe
+//! link may idle where a PCIe link always carries the next flit; a D2D NOP is a flit whose
+//! Protocol ID is 00b with Flit Type 00b, and a test flit (Flit Type 01b) is treated like one
+//! (never numbered, never delivered). Format 2's PDS before a replay belongs to the 68B
+//! stream, not to this machine.
+//!
+//! The mechanism relies on what the physical layer guarantees: every flit sent arrives, in
+//! order, intact or not. A flit that vanished or arrived twice would shift the implicit
+//! numbering of the flits after it; the tests model loss as an erased flit, as a die-to-die
+//! PHY delivers it.
 
 use crate::crc::{self, Format};
 use crate::flit::{Flit, FlitError, Layout, Map, Protocol};
@@ -773,6 +779,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
             return Received::Discarded(Discard::Nop);
         }
         if duplicate {
+            // A replay of flits already received: their Ack was lost. The link may idle, so an
+            // Ack is owed (on a PCIe link one would follow in the continuous flit stream).
+            self.st.acks_owed = self.st.acks_owed.max(1);
             return Received::Discarded(Discard::Duplicate);
         }
         if bad_sequence || implicit != self.st.next_expected {
