@@ -12,7 +12,9 @@
 //! with none of the optional flit-format capabilities, Table 3-10 otherwise ([`flit_format`]).
 
 use crate::crc::Format;
+use crate::sideband::{CapKind, Message, STALL};
 use bitflags::bitflags;
+use linklayer::{Duration, Instant};
 
 bitflags! {
     /// {AdvCap.Adapter} / {FinCap.Adapter} data (UCIe 2.0 Table 7-10). Bits 63:32 are reserved:
@@ -263,6 +265,360 @@ pub fn flit_format(protocol: LinkProtocol, fin: AdapterCaps) -> Option<Format> {
     if optional { flit_format_optional(fin) } else { flit_format_pcie_cxl(fin) }
 }
 
+/// Which side of parameter exchange this adapter is (§3.2.1.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Role {
+    /// PCIe/CXL downstream port: advertises first and finalizes.
+    Downstream,
+    /// PCIe/CXL upstream port: waits for the downstream port's advertisement, answers with its
+    /// own, and takes the finalized capabilities.
+    Upstream,
+    /// Streaming or management transport alone: no roles and no FinCap; both advertise and the
+    /// result is what both advertised.
+    Symmetric,
+}
+
+/// What the link will run, once parameter exchange is done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Negotiated {
+    /// The finalized adapter capabilities (for streaming: what both advertised).
+    pub adapter: AdapterCaps,
+    /// The finalized CXL capabilities (PCIe and CXL only).
+    pub cxl: Option<CxlCaps>,
+    /// The protocol (Table 3-8).
+    pub protocol: LinkProtocol,
+    /// Whether management transport rides along.
+    pub management: bool,
+    /// The flit format (Table 3-9 or 3-10).
+    pub format: Format,
+    /// Whether Retry is on.
+    pub retry: bool,
+    /// Stack 0 and stack 1 enabled.
+    pub stacks: [bool; 2],
+    /// The peer's retimer credits (from its {AdvCap.Adapter}).
+    pub retimer_credits: u16,
+}
+
+/// Why parameter exchange failed; either is an Uncorrectable Internal Error that takes RDI to
+/// LinkError (Table 9-33: Adapter Timeout 0001b, Invalid Parameter Exchange).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ExchangeError {
+    /// No answer within 8 ms (no stall received meanwhile).
+    Timeout,
+    /// The capabilities do not make a link: no protocol or flit format in common, a FinCap
+    /// with a capability this side did not advertise, or a message out of order.
+    Invalid,
+}
+
+/// The parameter-exchange machine's progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ExchangeState {
+    /// Not started (RDI not yet Active).
+    Idle,
+    /// Waiting for the peer's {AdvCap.Adapter}.
+    AwaitAdvCap,
+    /// Upstream port: waiting for {FinCap.Adapter}.
+    AwaitFinCap,
+    /// Waiting for the peer's {AdvCap.CXL}.
+    AwaitCxlAdvCap,
+    /// Upstream port: waiting for {FinCap.CXL}.
+    AwaitCxlFinCap,
+    /// Done.
+    Done(Negotiated),
+    /// Failed.
+    Failed(ExchangeError),
+}
+
+/// This adapter's side of parameter exchange.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ExchangeConfig {
+    /// Downstream, upstream or symmetric.
+    pub role: Role,
+    /// {AdvCap.Adapter} (the DP/UP bit is set from `role`).
+    pub adapter: AdapterCaps,
+    /// {AdvCap.CXL} (PCIe and CXL only).
+    pub cxl: CxlCaps,
+    /// The timeout (8 ms; the spec allows up to +50%).
+    pub timeout: Duration,
+}
+
+impl ExchangeConfig {
+    /// A configuration with the spec's 8 ms timeout.
+    pub const fn new(role: Role, adapter: AdapterCaps, cxl: CxlCaps) -> ExchangeConfig {
+        ExchangeConfig { role, adapter, cxl, timeout: Duration::from_nanos(8_000_000) }
+    }
+
+    fn advertised(&self) -> AdapterCaps {
+        match self.role {
+            Role::Downstream => self.adapter.union(AdapterCaps::DP).difference(AdapterCaps::UP),
+            Role::Upstream => self.adapter.union(AdapterCaps::UP).difference(AdapterCaps::DP),
+            Role::Symmetric => self.adapter.difference(AdapterCaps::DP.union(AdapterCaps::UP)),
+        }
+    }
+}
+
+/// The downstream port's {FinCap.Adapter} from both advertisements (§3.2.1.2): a protocol or
+/// format bit, Raw, Format 5/6 when both advertised it; Retry when both did and Raw is not
+/// negotiated; Enhanced Multi-Protocol, else Multi-Protocol, enabling both stacks; otherwise
+/// the stacks in common, stack 0 when both are.
+///
+/// *Project-defined* (the spec gives no FinCap rule for these): the flit-format bits 23–27 and
+/// Management Transport are set when both advertised them (Table 3-10 reads them as that AND),
+/// a stack's Bandwidth_Limit when either side asked for it, and the DP bit is set; Retimer and
+/// its credits stay 0 (credits are taken from the AdvCap).
+pub fn finalize(dp: AdapterCaps, up: AdapterCaps) -> AdapterCaps {
+    use AdapterCaps as A;
+    let both = dp.intersection(up);
+    let mut fin = both.intersection(
+        A::FLIT_68B
+            | A::CXL_256B
+            | A::PCIE_FLIT
+            | A::RAW
+            | A::CXL_LATOPT_FMT5
+            | A::CXL_LATOPT_FMT6
+            | A::FORMATS
+            | A::MANAGEMENT,
+    );
+    if both.contains(A::RETRY) && !fin.contains(A::RAW) {
+        fin |= A::RETRY;
+    }
+    fin |= stacks(both);
+    fin |= dp.union(up).intersection(A::STACK0_BW_LIMIT | A::STACK1_BW_LIMIT);
+    fin | A::DP
+}
+
+/// Stack enables from capabilities both sides advertised.
+fn stacks(both: AdapterCaps) -> AdapterCaps {
+    use AdapterCaps as A;
+    if both.contains(A::ENHANCED_MULTI_PROTOCOL) {
+        A::ENHANCED_MULTI_PROTOCOL | A::STACK0 | A::STACK1
+    } else if both.contains(A::MULTI_PROTOCOL) {
+        A::MULTI_PROTOCOL | A::STACK0 | A::STACK1
+    } else if both.contains(A::STACK0) {
+        A::STACK0
+    } else {
+        both.intersection(A::STACK1)
+    }
+}
+
+/// The downstream port's {FinCap.CXL}: CXL (CXL.io set, PCIe cleared) when both can, else
+/// PCIe; the CXL.mem, CXL.cache and other bits both advertised carry over. *Project-defined:*
+/// CXL is preferred when both sides can run either.
+pub fn finalize_cxl(dp: CxlCaps, up: CxlCaps) -> CxlCaps {
+    let both = dp.intersection(up);
+    if both.contains(CxlCaps::CXL_IO) { both.difference(CxlCaps::PCIE) } else { both.intersection(CxlCaps::PCIE) }
+}
+
+/// Parameter exchange as a sans-I/O machine: [`ParamExchange::start`] when RDI is Active,
+/// [`ParamExchange::handle_message`] for each capability message received, then
+/// [`ParamExchange::poll_message`] for those to send, and [`ParamExchange::handle_timeout`]
+/// at [`ParamExchange::poll_timeout`].
+#[derive(Clone, Debug)]
+pub struct ParamExchange {
+    config: ExchangeConfig,
+    state: ExchangeState,
+    deadline: Option<Instant>,
+    out: heapless::Deque<Message, 4>,
+    peer: AdapterCaps,
+    fin: AdapterCaps,
+}
+
+impl ParamExchange {
+    /// A machine that has not started.
+    pub fn new(config: ExchangeConfig) -> ParamExchange {
+        ParamExchange {
+            config,
+            state: ExchangeState::Idle,
+            deadline: None,
+            out: heapless::Deque::new(),
+            peer: AdapterCaps::empty(),
+            fin: AdapterCaps::empty(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ExchangeConfig {
+        &self.config
+    }
+
+    /// Progress.
+    pub fn state(&self) -> ExchangeState {
+        self.state
+    }
+
+    /// The result, once done.
+    pub fn negotiated(&self) -> Option<Negotiated> {
+        match self.state {
+            ExchangeState::Done(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    fn cap(kind: CapKind, finalized: bool, caps: u64) -> Message {
+        Message::Capability { kind, finalized, info: 0, caps }
+    }
+
+    fn send(&mut self, m: Message) {
+        // At most three messages are ever queued between polls.
+        let _ = self.out.push_back(m);
+    }
+
+    /// RDI is Active: begins (again), with the timeout running. The downstream port and a
+    /// symmetric side advertise now; the upstream port waits for the downstream port.
+    pub fn start(&mut self, now: Instant) {
+        self.out.clear();
+        self.deadline = Some(now.saturating_add(self.config.timeout));
+        self.state = ExchangeState::AwaitAdvCap;
+        if self.config.role != Role::Upstream {
+            self.send(Self::cap(CapKind::Adapter, false, self.config.advertised().bits()));
+        }
+    }
+
+    /// RDI left Active: the exchange stops (it is redone from the start after Reset).
+    pub fn stop(&mut self) {
+        self.out.clear();
+        self.deadline = None;
+        if !matches!(self.state, ExchangeState::Done(_)) {
+            self.state = ExchangeState::Idle;
+        }
+    }
+
+    /// The next capability message to send to the peer's adapter.
+    pub fn poll_message(&mut self) -> Option<Message> {
+        self.out.pop_front()
+    }
+
+    /// When the exchange times out.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Fails the exchange if its timeout has passed.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.deadline.is_some_and(|d| now >= d) {
+            self.fail(ExchangeError::Timeout);
+        }
+    }
+
+    fn fail(&mut self, e: ExchangeError) {
+        self.deadline = None;
+        self.state = ExchangeState::Failed(e);
+    }
+
+    fn finish(&mut self, cxl: Option<CxlCaps>) {
+        let fin = self.fin;
+        let result = protocol(fin, cxl).and_then(|(p, management)| {
+            let format = flit_format(p, fin)?;
+            let stacks = [fin.contains(AdapterCaps::STACK0), fin.contains(AdapterCaps::STACK1)];
+            let retry = fin.contains(AdapterCaps::RETRY);
+            let retimer_credits = self.peer.retimer_credits();
+            Some(Negotiated { adapter: fin, cxl, protocol: p, management, format, retry, stacks, retimer_credits })
+        });
+        match result {
+            Some(n) if n.stacks != [false, false] => {
+                self.deadline = None;
+                self.state = ExchangeState::Done(n);
+            }
+            _ => self.fail(ExchangeError::Invalid),
+        }
+    }
+
+    /// A message from the peer's adapter. Capability messages advance the exchange; a stall
+    /// (MsgInfo FFFFh) restarts the timeout; anything else is not for this machine and is
+    /// ignored.
+    pub fn handle_message(&mut self, now: Instant, msg: &Message) {
+        let Message::Capability { kind, finalized, info, caps } = *msg else { return };
+        if matches!(self.state, ExchangeState::Idle | ExchangeState::Done(_) | ExchangeState::Failed(_)) {
+            return;
+        }
+        if info == STALL {
+            self.deadline = Some(now.saturating_add(self.config.timeout));
+            return;
+        }
+        let role = self.config.role;
+        let ours = self.config.advertised();
+        match (self.state, kind, finalized, role) {
+            (ExchangeState::AwaitAdvCap, CapKind::Adapter, false, Role::Symmetric) => {
+                self.peer = AdapterCaps::from_bits_retain(caps);
+                let both = ours.intersection(self.peer);
+                let mut fin = both.difference(AdapterCaps::RETRY | AdapterCaps::STACK0 | AdapterCaps::STACK1);
+                if both.contains(AdapterCaps::RETRY) && !both.contains(AdapterCaps::RAW) {
+                    fin |= AdapterCaps::RETRY;
+                }
+                self.fin = fin | stacks(both);
+                self.finish(None);
+            }
+            (ExchangeState::AwaitAdvCap, CapKind::Adapter, false, Role::Downstream) => {
+                self.peer = AdapterCaps::from_bits_retain(caps);
+                self.fin = finalize(ours, self.peer);
+                self.send(Self::cap(CapKind::Adapter, true, self.fin.bits()));
+                self.after_fin();
+            }
+            (ExchangeState::AwaitAdvCap, CapKind::Adapter, false, Role::Upstream) => {
+                self.peer = AdapterCaps::from_bits_retain(caps);
+                self.send(Self::cap(CapKind::Adapter, false, ours.bits()));
+                self.state = ExchangeState::AwaitFinCap;
+            }
+            (ExchangeState::AwaitFinCap, CapKind::Adapter, true, Role::Upstream) => {
+                let fin = AdapterCaps::from_bits_retain(caps);
+                // A finalized capability this side never advertised is an invalid exchange.
+                let negotiable = AdapterCaps::FLIT_68B
+                    | AdapterCaps::CXL_256B
+                    | AdapterCaps::PCIE_FLIT
+                    | AdapterCaps::RAW
+                    | AdapterCaps::RETRY
+                    | AdapterCaps::CXL_LATOPT_FMT5
+                    | AdapterCaps::CXL_LATOPT_FMT6;
+                if !ours.contains(fin.intersection(negotiable)) {
+                    return self.fail(ExchangeError::Invalid);
+                }
+                self.fin = fin;
+                self.after_fin();
+            }
+            (ExchangeState::AwaitCxlAdvCap, CapKind::Cxl, false, Role::Downstream) => {
+                let fin = finalize_cxl(self.config.cxl, CxlCaps::from_bits_retain(caps));
+                self.send(Self::cap(CapKind::Cxl, true, fin.bits()));
+                self.finish(Some(fin));
+            }
+            (ExchangeState::AwaitCxlAdvCap, CapKind::Cxl, false, Role::Upstream) => {
+                self.send(Self::cap(CapKind::Cxl, false, self.config.cxl.bits()));
+                self.state = ExchangeState::AwaitCxlFinCap;
+            }
+            (ExchangeState::AwaitCxlFinCap, CapKind::Cxl, true, Role::Upstream) => {
+                let fin = CxlCaps::from_bits_retain(caps);
+                if !self.config.cxl.contains(fin.intersection(CxlCaps::PCIE | CxlCaps::CXL_IO)) {
+                    return self.fail(ExchangeError::Invalid);
+                }
+                self.finish(Some(fin));
+            }
+            // A repeated advertisement (the peer restarted its side) is answered again.
+            (_, CapKind::Adapter, false, Role::Upstream) => {
+                self.send(Self::cap(CapKind::Adapter, false, ours.bits()));
+            }
+            _ => self.fail(ExchangeError::Invalid),
+        }
+    }
+
+    /// After {FinCap.Adapter}: the CXL handshake when the finalized capabilities include 68B
+    /// or CXL 256B flit mode (so for every PCIe or CXL link), else done.
+    fn after_fin(&mut self) {
+        if self.fin.intersects(AdapterCaps::FLIT_68B | AdapterCaps::CXL_256B) {
+            if self.config.role == Role::Downstream {
+                self.send(Self::cap(CapKind::Cxl, false, self.config.cxl.bits()));
+            }
+            self.state = ExchangeState::AwaitCxlAdvCap;
+        } else {
+            self.finish(None);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,5 +675,172 @@ mod tests {
         let fin = A::FLIT_68B | A::PCIE_FLIT | A::STD_END_HEADER | A::STD_START_HEADER;
         assert_eq!(flit_format(LinkProtocol::PcieFlit, fin), Some(Standard256StartHeader));
         assert_eq!(flit_format(LinkProtocol::PcieFlit, A::FLIT_68B | A::PCIE_FLIT), Some(Standard256EndHeader));
+    }
+
+    /// Runs two machines against each other until both are quiet; returns the messages in
+    /// the order they crossed.
+    fn shuttle(a: &mut ParamExchange, b: &mut ParamExchange) -> std::vec::Vec<(char, Message)> {
+        let now = Instant::ZERO;
+        a.start(now);
+        b.start(now);
+        let mut log = std::vec::Vec::new();
+        loop {
+            let mut quiet = true;
+            while let Some(m) = a.poll_message() {
+                log.push(('a', m));
+                b.handle_message(now, &m);
+                quiet = false;
+            }
+            while let Some(m) = b.poll_message() {
+                log.push(('b', m));
+                a.handle_message(now, &m);
+                quiet = false;
+            }
+            if quiet {
+                return log;
+            }
+        }
+    }
+
+    const CXL_DEV: CxlCaps = CxlCaps::CXL_IO.union(CxlCaps::CXL_MEM).union(CxlCaps::PCIE);
+
+    #[test]
+    fn cxl_256b_downstream_upstream() {
+        use AdapterCaps as A;
+        let caps = A::FLIT_68B | A::CXL_256B | A::PCIE_FLIT | A::RETRY | A::STACK0 | A::CXL_LATOPT_FMT6;
+        let mut dp = ParamExchange::new(ExchangeConfig::new(Role::Downstream, caps | A::CXL_LATOPT_FMT5, CXL_DEV));
+        let up_caps = (caps | A::STACK1).with_retimer_credits(0);
+        let mut up = ParamExchange::new(ExchangeConfig::new(Role::Upstream, up_caps, CXL_DEV));
+        let log = shuttle(&mut dp, &mut up);
+        // Figure 3-4's order.
+        let order: std::vec::Vec<(char, CapKind, bool)> = log
+            .iter()
+            .map(|(w, m)| match m {
+                Message::Capability { kind, finalized, .. } => (*w, *kind, *finalized),
+                _ => panic!("{m:?}"),
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ('a', CapKind::Adapter, false),
+                ('b', CapKind::Adapter, false),
+                ('a', CapKind::Adapter, true),
+                ('a', CapKind::Cxl, false),
+                ('b', CapKind::Cxl, false),
+                ('a', CapKind::Cxl, true),
+            ]
+        );
+        let n = dp.negotiated().unwrap();
+        assert_eq!(up.negotiated(), Some(n));
+        assert_eq!(
+            (n.protocol, n.format, n.retry, n.stacks),
+            (LinkProtocol::Cxl256, Format::LatencyOptimized256Optional, true, [true, false])
+        );
+        assert_eq!(n.cxl, Some(CxlCaps::CXL_IO | CxlCaps::CXL_MEM));
+        // The advertisements carry the role bits.
+        assert!(matches!(log[0].1, Message::Capability { caps, .. } if caps & A::DP.bits() != 0));
+        assert!(matches!(log[1].1, Message::Capability { caps, .. } if caps & A::UP.bits() != 0));
+    }
+
+    #[test]
+    fn pcie_flit_and_non_flit() {
+        use AdapterCaps as A;
+        let pcie = CxlCaps::PCIE;
+        let mut dp = ParamExchange::new(ExchangeConfig::new(
+            Role::Downstream,
+            A::FLIT_68B | A::PCIE_FLIT | A::RETRY | A::STACK0,
+            pcie,
+        ));
+        let mut up =
+            ParamExchange::new(ExchangeConfig::new(Role::Upstream, A::FLIT_68B | A::PCIE_FLIT | A::STACK0, CXL_DEV));
+        shuttle(&mut dp, &mut up);
+        let n = up.negotiated().unwrap();
+        assert_eq!((n.protocol, n.format, n.retry), (LinkProtocol::PcieFlit, Format::Standard256EndHeader, false));
+        let mut dp =
+            ParamExchange::new(ExchangeConfig::new(Role::Downstream, A::FLIT_68B | A::RETRY | A::STACK0, pcie));
+        let mut up = ParamExchange::new(ExchangeConfig::new(
+            Role::Upstream,
+            A::FLIT_68B | A::PCIE_FLIT | A::RETRY | A::STACK0,
+            pcie,
+        ));
+        shuttle(&mut dp, &mut up);
+        let n = dp.negotiated().unwrap();
+        assert_eq!((n.protocol, n.format, n.retry), (LinkProtocol::PcieNonFlit, Format::Flit68, true));
+    }
+
+    #[test]
+    fn streaming_is_symmetric() {
+        use AdapterCaps as A;
+        let a_caps =
+            A::STREAMING | A::RETRY | A::STACK0 | A::STACK1 | A::MULTI_PROTOCOL | A::STD_START_HEADER | A::LATOPT_OPT;
+        let b_caps = A::STREAMING | A::RETRY | A::STACK0 | A::STACK1 | A::MULTI_PROTOCOL | A::STD_START_HEADER;
+        let mut a = ParamExchange::new(ExchangeConfig::new(Role::Symmetric, a_caps, CxlCaps::empty()));
+        let mut b = ParamExchange::new(ExchangeConfig::new(Role::Symmetric, b_caps, CxlCaps::empty()));
+        let log = shuttle(&mut a, &mut b);
+        assert_eq!(log.len(), 2);
+        let n = a.negotiated().unwrap();
+        assert_eq!(b.negotiated(), Some(n));
+        assert_eq!(
+            (n.protocol, n.format, n.retry, n.stacks),
+            (LinkProtocol::Streaming, Format::Standard256StartHeader, true, [true, true])
+        );
+    }
+
+    #[test]
+    fn timeout_stall_and_invalid() {
+        use AdapterCaps as A;
+        let caps = A::FLIT_68B | A::PCIE_FLIT | A::STACK0;
+        let mut dp = ParamExchange::new(ExchangeConfig::new(Role::Downstream, caps, CxlCaps::PCIE));
+        dp.start(Instant::ZERO);
+        assert!(dp.poll_message().is_some());
+        assert_eq!(dp.poll_timeout(), Some(Instant::from_nanos(8_000_000)));
+        // A stall restarts the 8 ms.
+        let stall = Message::Capability { kind: CapKind::Adapter, finalized: false, info: STALL, caps: 0 };
+        dp.handle_message(Instant::from_nanos(5_000_000), &stall);
+        dp.handle_timeout(Instant::from_nanos(8_000_000));
+        assert_eq!(dp.state(), ExchangeState::AwaitAdvCap);
+        dp.handle_timeout(Instant::from_nanos(13_000_000));
+        assert_eq!(dp.state(), ExchangeState::Failed(ExchangeError::Timeout));
+        // An upstream port finalized with a capability it never advertised.
+        let mut up = ParamExchange::new(ExchangeConfig::new(Role::Upstream, caps, CxlCaps::PCIE));
+        up.start(Instant::ZERO);
+        assert_eq!(up.poll_message(), None);
+        up.handle_message(
+            Instant::ZERO,
+            &Message::Capability { kind: CapKind::Adapter, finalized: false, info: 0, caps: (caps | A::DP).bits() },
+        );
+        assert!(up.poll_message().is_some());
+        let fin = (caps | A::RETRY | A::DP).bits();
+        up.handle_message(
+            Instant::ZERO,
+            &Message::Capability { kind: CapKind::Adapter, finalized: true, info: 0, caps: fin },
+        );
+        assert_eq!(up.state(), ExchangeState::Failed(ExchangeError::Invalid));
+        // Nothing in common.
+        let mut a =
+            ParamExchange::new(ExchangeConfig::new(Role::Symmetric, A::STREAMING | A::STACK0, CxlCaps::empty()));
+        let mut b =
+            ParamExchange::new(ExchangeConfig::new(Role::Symmetric, A::MANAGEMENT | A::STACK1, CxlCaps::empty()));
+        shuttle(&mut a, &mut b);
+        assert_eq!(a.state(), ExchangeState::Failed(ExchangeError::Invalid));
+    }
+
+    #[test]
+    fn finalize_rules() {
+        use AdapterCaps as A;
+        let dp =
+            A::FLIT_68B | A::RAW | A::RETRY | A::STACK0 | A::STACK1 | A::ENHANCED_MULTI_PROTOCOL | A::STACK1_BW_LIMIT;
+        let up = A::FLIT_68B | A::RAW | A::RETRY | A::STACK0 | A::STACK1 | A::ENHANCED_MULTI_PROTOCOL;
+        // Raw negotiated: no Retry. Enhanced MP: both stacks.
+        let fin = finalize(dp, up);
+        assert_eq!(
+            fin,
+            A::FLIT_68B | A::RAW | A::STACK0 | A::STACK1 | A::ENHANCED_MULTI_PROTOCOL | A::STACK1_BW_LIMIT | A::DP
+        );
+        // Both stacks advertised without multi-protocol: stack 0 only.
+        assert_eq!(finalize(A::STACK0 | A::STACK1, A::STACK0 | A::STACK1), A::STACK0 | A::DP);
+        assert_eq!(finalize(A::STACK1, A::STACK0 | A::STACK1), A::STACK1 | A::DP);
+        assert_eq!(finalize_cxl(CxlCaps::PCIE | CxlCaps::CXL_IO, CxlCaps::PCIE), CxlCaps::PCIE);
     }
 }
