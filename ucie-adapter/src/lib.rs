@@ -9,6 +9,7 @@ extern crate std;
 pub mod crc;
 pub mod flit;
 pub mod header;
+pub mod lsm;
 pub mod param;
 pub mod retry;
 pub mod sideband;
