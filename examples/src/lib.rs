@@ -13,6 +13,8 @@
 //!   framing, from `ethx-paxi`'s encodings (the `ethx-efficiency` table).
 //! * [`ethx_sim`]: two GPUs over a lossy Ethernet link running the whole `ethx-paxi` stack
 //!   (compression, aggregation, RC Link go-back-N, PRI frames with an ICRC).
+//! * [`ucie_sim`]: two chiplets' UCIe D2D adapters over a simulated physical layer (sideband
+//!   and a mainband with bit errors): link-up, parameter exchange, retry, retrain.
 //! * [`ualink_sim`]: one UALink 200 link, both ports running the whole `ualink-flit` stack (TL,
 //!   DL, replay) over a wire with bit errors, with credit starvation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
@@ -24,5 +26,6 @@ pub mod fabric;
 pub mod link_sim;
 pub mod pdc_sim;
 pub mod ualink_sim;
+pub mod ucie_sim;
 pub mod uet_capture;
 pub mod uet_fields;

@@ -48,6 +48,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ucie_flit", ucie_flit),
     ("ucie_sideband", ucie_sideband),
     ("ucie_retry", ucie_retry),
+    ("ucie_adapter", ucie_adapter),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits the same bytes with its reserved bits
@@ -2284,7 +2285,8 @@ pub fn ucie_flit(data: &[u8]) {
 /// to the same payload and repr.
 fn ucie_flit_view(choice: u8, format: ucie_adapter::crc::Format, retry: bool, rest: &[u8]) {
     use ucie_adapter::flit::{Flit, Protocol};
-    let protocol = [Protocol::Pcie, Protocol::Cxl, Protocol::Streaming, Protocol::Management][usize::from(choice >> 5) % 4];
+    let protocol =
+        [Protocol::Pcie, Protocol::Cxl, Protocol::Streaming, Protocol::Management][usize::from(choice >> 5) % 4];
     let mut flit = rest[..format.flit_len().min(rest.len())].to_vec();
     if choice & 0x80 != 0 && flit.len() == format.flit_len() {
         ucie_adapter::crc::seal(format, &mut flit).unwrap();
@@ -2345,8 +2347,8 @@ pub fn ucie_retry(data: &[u8]) {
     const FMT: Format = Format::Standard256StartHeader;
     type R = Retry<[u8; 16 * 256], 16>;
     let config = RetryConfig::new(FMT, Protocol::Cxl);
-    let mut a = R::new(config, [0; 16 * 256]).unwrap();
-    let mut b = R::new(config, [0; 16 * 256]).unwrap();
+    let mut a = R::new(config, [0; 16 * 256]);
+    let mut b = R::new(config, [0; 16 * 256]);
     let (mut queued, mut delivered, mut forged) = (0u64, 0u64, false);
     let mut now = Instant::ZERO;
     let mut u = Unstructured::new(data);
@@ -2437,4 +2439,142 @@ pub fn ucie_retry(data: &[u8]) {
         slot(&mut a, &mut b, now, (0, 0, 0), &mut delivered, false);
     }
     panic!("stalled: {delivered} of {queued} delivered, {} unacknowledged", a.buffer().len());
+}
+
+#[derive(Arbitrary, Debug)]
+enum UcieAdapterOp {
+    /// Both dies' RDI reports this status.
+    Rdi(ucie_adapter::lsm::LinkStatus),
+    /// A protocol layer's `lp_state_req` (die, stack).
+    Request(bool, bool, ucie_adapter::lsm::LinkRequest),
+    /// A protocol layer's `lp_rx_active_sts`.
+    RxActive(bool, bool, bool),
+    /// `lp_linkerror`.
+    LinkError(bool, bool),
+    /// Up to n flits from a die's stack.
+    Send(bool, bool, u8),
+    /// n flit times of mainband and sideband; `fate` bit 0 corrupts a flit, bit 1 drops a
+    /// sideband packet.
+    Slots(u8, u8),
+    /// Raw bytes into a die's sideband.
+    Sideband(bool, [u8; 16]),
+    /// Raw bytes into a die's mainband.
+    Flit(bool, Vec<u8>),
+    /// Time passes.
+    Wait(u32),
+}
+
+/// The whole UCIe adapter (`ucie_adapter::adapter::Adapter`), two dies driven by arbitrary RDI
+/// changes, requests, traffic, raw sideband packets and flits: never panics; every flit it
+/// transmits has good CRCs and every sideband packet it sends parses back to itself; a stack's
+/// status is always one of the nine encodings.
+pub fn ucie_adapter(data: &[u8]) {
+    use ucie_adapter::adapter::{Adapter, AdapterEvent};
+    use ucie_adapter::crc::check;
+    use ucie_adapter::lsm::LinkStatus;
+    use ucie_adapter::param::{AdapterCaps as A, CxlCaps, ExchangeConfig, Role};
+    use ucie_adapter::sideband::Packet;
+    type D = Adapter<[u8; 16 * 256], 16>;
+    let caps = A::FLIT_68B | A::CXL_256B | A::PCIE_FLIT | A::RETRY | A::STACK0 | A::STACK1 | A::MULTI_PROTOCOL | A::CXL_LATOPT_FMT6;
+    let mut u = Unstructured::new(data);
+    // The first byte picks each side's capabilities from a few link kinds.
+    let kind = u.arbitrary::<u8>().unwrap_or(0);
+    let pick = |k: u8| match k % 4 {
+        0 => caps,
+        1 => A::FLIT_68B | A::RETRY | A::STACK0,
+        2 => A::STREAMING | A::RETRY | A::STACK0 | A::STD_START_HEADER,
+        _ => A::FLIT_68B | A::PCIE_FLIT | A::STACK0,
+    };
+    let role = |k: u8, up: bool| if k % 4 == 2 { Role::Symmetric } else if up { Role::Upstream } else { Role::Downstream };
+    let cxl = CxlCaps::CXL_IO | CxlCaps::CXL_MEM | CxlCaps::PCIE;
+    let mut dies: [D; 2] = [
+        Adapter::new(ExchangeConfig::new(role(kind, false), pick(kind), cxl), [0; 16 * 256]),
+        Adapter::new(ExchangeConfig::new(role(kind >> 2, true), pick(kind >> 2), cxl), [0; 16 * 256]),
+    ];
+    let mut now = Instant::ZERO;
+    let mut sideband: [VecDeque<Packet>; 2] = [VecDeque::new(), VecDeque::new()];
+    let pump = |dies: &mut [D; 2], sideband: &mut [VecDeque<Packet>; 2], now: Instant| {
+        for i in 0..2 {
+            while let Some(e) = dies[i].poll_event() {
+                if let AdapterEvent::RxActiveRequest { stack, request } = e {
+                    dies[i].handle_rx_active(now, stack, request);
+                }
+            }
+            while let Some(p) = dies[i].poll_sideband() {
+                let mut out = [0u8; 16];
+                let n = p.emit(&mut out).expect("the adapter's packets encode");
+                assert_eq!(Packet::parse(&out[..n]), Ok((p, n)));
+                sideband[1 - i].push_back(p);
+            }
+            for stack in 0..2 {
+                assert!(LinkStatus::from_bits(dies[i].status(stack).bits()).is_some());
+            }
+        }
+    };
+    while !u.is_empty() {
+        let Ok(op) = UcieAdapterOp::arbitrary(&mut u) else { break };
+        match op {
+            UcieAdapterOp::Rdi(s) => {
+                for d in &mut dies {
+                    d.handle_rdi(now, s);
+                }
+            }
+            UcieAdapterOp::Request(die, stack, r) => {
+                let _ = dies[usize::from(die)].handle_request(now, u8::from(stack), r);
+            }
+            UcieAdapterOp::RxActive(die, stack, v) => dies[usize::from(die)].handle_rx_active(now, u8::from(stack), v),
+            UcieAdapterOp::LinkError(die, v) => dies[usize::from(die)].handle_linkerror(now, v),
+            UcieAdapterOp::Send(die, stack, n) => {
+                for k in 0..n % 8 {
+                    let fill = |f: &mut [u8]| {
+                        f[0] = 0x80;
+                        f[5] = k;
+                    };
+                    if dies[usize::from(die)].send_with(now, u8::from(stack), fill).is_err() {
+                        break;
+                    }
+                }
+            }
+            UcieAdapterOp::Slots(n, fate) => {
+                for _ in 0..n % 32 {
+                    now = now.saturating_add(Duration::from_nanos(1));
+                    for i in 0..2 {
+                        if let Some(p) = sideband[i].pop_front() {
+                            if fate & 2 == 0 {
+                                dies[i].handle_sideband(now, &p);
+                            }
+                        }
+                    }
+                    for i in 0..2 {
+                        let Some(format) = dies[i].negotiated().map(|n| n.format) else { continue };
+                        let mut out = vec![0u8; format.flit_len()];
+                        if dies[i].poll_transmit(now, &mut out).is_some() {
+                            assert_eq!(check(format, &out), Ok(()), "transmitted flits have good CRCs");
+                            if fate & 1 != 0 {
+                                let at = usize::from(fate) % out.len();
+                                out[at] ^= 0x10;
+                            }
+                            let _ = dies[1 - i].handle_flit(now, &out);
+                        }
+                    }
+                    pump(&mut dies, &mut sideband, now);
+                }
+            }
+            UcieAdapterOp::Sideband(die, bytes) => {
+                if let Ok((p, _)) = Packet::parse(&bytes) {
+                    dies[usize::from(die)].handle_sideband(now, &p);
+                }
+            }
+            UcieAdapterOp::Flit(die, bytes) => {
+                let _ = dies[usize::from(die)].handle_flit(now, &bytes);
+            }
+            UcieAdapterOp::Wait(ns) => {
+                now = now.saturating_add(Duration::from_nanos(u64::from(ns) * 64));
+                for d in &mut dies {
+                    d.handle_timeout(now);
+                }
+            }
+        }
+        pump(&mut dies, &mut sideband, now);
+    }
 }

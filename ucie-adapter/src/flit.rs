@@ -101,6 +101,16 @@ impl Layout {
     }
 }
 
+/// Where the flit header sits in a `format` flit (the same in every layout): bytes 236–237
+/// in Format 3, 0–1 otherwise; Format 1 has none.
+pub const fn header_span(format: Format) -> Option<Span> {
+    match format {
+        Format::Raw => None,
+        Format::Standard256EndHeader => Some(Span { start: 236, end: 238 }),
+        _ => Some(FH0),
+    }
+}
+
 /// Why a flit cannot be built or read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

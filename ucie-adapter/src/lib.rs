@@ -6,6 +6,7 @@
 #[cfg(feature = "arbitrary")]
 extern crate std;
 
+pub mod adapter;
 pub mod crc;
 pub mod flit;
 pub mod header;

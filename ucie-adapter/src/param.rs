@@ -480,11 +480,12 @@ impl ParamExchange {
         }
     }
 
-    /// RDI left Active: the exchange stops (it is redone from the start after Reset).
+    /// RDI left Active: the exchange stops (it is redone from the start after Reset); a
+    /// finished or failed exchange keeps its result.
     pub fn stop(&mut self) {
         self.out.clear();
         self.deadline = None;
-        if !matches!(self.state, ExchangeState::Done(_)) {
+        if !matches!(self.state, ExchangeState::Done(_) | ExchangeState::Failed(_)) {
             self.state = ExchangeState::Idle;
         }
     }

@@ -62,7 +62,7 @@
 //! PHY delivers it.
 
 use crate::crc::{self, Format};
-use crate::flit::{Flit, FlitError, Layout, Map, Protocol};
+use crate::flit::{self, Flit, Layout, Map, Protocol, Span};
 use crate::header::{FlitHeader, FlitType, ReplayCommand};
 use heapless::Deque;
 use linklayer::llr::ReplayBuffer;
@@ -222,7 +222,7 @@ pub enum RetryError {
     /// A flit of another length than the format's.
     Length,
     /// The configured format has no retry (Format 1).
-    Format(FlitError),
+    Raw,
 }
 
 impl core::fmt::Display for RetryError {
@@ -230,7 +230,7 @@ impl core::fmt::Display for RetryError {
         match self {
             RetryError::Full => f.write_str("retry buffer full"),
             RetryError::Length => f.write_str("flit length differs from the format's"),
-            RetryError::Format(e) => write!(f, "{e}"),
+            RetryError::Raw => f.write_str("Format 1 has no retry"),
         }
     }
 }
@@ -341,7 +341,7 @@ impl State {
 #[derive(Clone, Debug)]
 pub struct Retry<B, const N: usize> {
     config: RetryConfig,
-    map: Map,
+    header: Option<Span>,
     buf: ReplayBuffer<NonZeroBits<8>, B, N>,
     st: State,
     events: Deque<RetryEvent, EVENTS>,
@@ -350,17 +350,38 @@ pub struct Retry<B, const N: usize> {
 
 impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
     /// A machine in its reset state (RDI Reset), about to do the Sequence Number Handshake.
-    pub fn new(config: RetryConfig, storage: B) -> Result<Self, RetryError> {
-        // The header sits at the same bytes in every layout of a format.
-        let map = Map::new(config.format, Layout::Streaming).map_err(RetryError::Format)?;
-        Ok(Retry {
+    /// (Configured for Format 1, which has no retry, it sends and accepts nothing.)
+    pub fn new(config: RetryConfig, storage: B) -> Self {
+        Retry {
             config,
-            map,
+            header: flit::header_span(config.format),
             buf: ReplayBuffer::new(storage, FIRST),
             st: State::INITIAL,
             events: Deque::new(),
             stats: RetryStats::default(),
-        })
+        }
+    }
+
+    /// Takes a new configuration (the format negotiated at link initialization) and starts
+    /// over from the reset state, as [`Retry::reset`].
+    pub fn reconfigure(&mut self, config: RetryConfig) {
+        self.header = flit::header_span(config.format);
+        self.config = config;
+        self.reset();
+    }
+
+    /// The flit [`Retry::poll_transmit`] would send next if it sends a payload flit: the next
+    /// replay or new flit, as stored (sequence field and CRCs not yet written).
+    pub fn peek_payload(&self) -> Option<&[u8]> {
+        let cursor = self.buf.in_flight() - self.buf.replays_pending();
+        let next =
+            if let Some(from) = self.st.replay_scheduled { from } else { self.buf.base().wrapping_add(cursor as u64) };
+        self.buf.get(next)
+    }
+
+    /// The stack ID of a stored or received flit of this format.
+    pub fn stack_of(&self, flit: &[u8]) -> u8 {
+        self.header.and_then(|h| flit.get(h.start)).map_or(0, |b| b >> 5 & 1)
     }
 
     /// The configuration.
@@ -422,6 +443,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
     /// transmission. Returns the flit's sequence number.
     pub fn send_with(&mut self, now: Instant, fill: impl FnOnce(&mut [u8])) -> Result<SeqNum, RetryError> {
         let len = self.config.format.flit_len();
+        if self.header.is_none() {
+            return Err(RetryError::Raw);
+        }
         let s = self
             .buf
             .push_with(now, len, |_, b| {
@@ -467,7 +491,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
     }
 
     fn header_mut<'b>(&self, flit: &'b mut [u8]) -> Option<&'b mut [u8; 2]> {
-        flit.get_mut(self.map.header.start..self.map.header.end).and_then(|b| b.first_chunk_mut::<2>())
+        let h = self.header?;
+        flit.get_mut(h.start..h.end).and_then(|b| b.first_chunk_mut::<2>())
     }
 
     /// The flit for the next flit time, written into `out` (the format's flit length) with
@@ -475,7 +500,18 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
     /// once per flit time the link could send: a `None` counts as a flit time with nothing
     /// sent for the replay timer (UCIe §3.8).
     pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Option<Sent> {
-        if out.len() != self.config.format.flit_len() {
+        self.transmit(now, out, false)
+    }
+
+    /// [`Retry::poll_transmit`] that sends a NOP (carrying what is owed) instead of the next
+    /// payload flit: for stack multiplexing, which never sends two flits of one stack back to
+    /// back (§3.1).
+    pub fn poll_nop(&mut self, now: Instant, out: &mut [u8]) -> Option<Sent> {
+        self.transmit(now, out, true)
+    }
+
+    fn transmit(&mut self, now: Instant, out: &mut [u8], hold: bool) -> Option<Sent> {
+        if out.len() != self.config.format.flit_len() || self.header.is_none() {
             return None;
         }
         let command = self.choose_command();
@@ -488,7 +524,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
             }
         }
         let waiting_replay = self.st.replay_scheduled.is_some();
-        let payload = if waiting_replay { None } else { self.buf.poll_next() };
+        let payload = if waiting_replay || hold { None } else { self.buf.poll_next() };
         let sent = match payload {
             Some(o) => {
                 let (s, replay) = (o.seq, o.replay);
@@ -500,8 +536,11 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
                 Sent { payload: Some(wire(s)), replay, command, seq: field }
             }
             None => {
-                let owed =
-                    self.st.handshake.is_some() || self.st.acks_owed > 0 || self.st.nak_scheduled || waiting_replay;
+                let owed = hold
+                    || self.st.handshake.is_some()
+                    || self.st.acks_owed > 0
+                    || self.st.nak_scheduled
+                    || waiting_replay;
                 if !owed {
                     self.tick();
                     return None;
@@ -707,11 +746,10 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
     /// carries, and says whether to deliver it (§4.2.3.4.2.1.5).
     pub fn handle_flit<'a>(&mut self, now: Instant, bytes: &'a [u8]) -> Received<'a> {
         let format = self.config.format;
-        if bytes.len() != format.flit_len() {
+        let Some(h) = self.header.filter(|_| bytes.len() == format.flit_len()) else {
             return Received::Discarded(Discard::Length);
-        }
-        let raw = bytes.get(self.map.header.start..self.map.header.end).and_then(|b| b.first_chunk::<2>()).copied();
-        let raw = raw.unwrap_or([0; 2]);
+        };
+        let raw = bytes.get(h.start..h.end).and_then(|b| b.first_chunk::<2>()).copied().unwrap_or([0; 2]);
         let header = match crc::check(format, bytes) {
             Ok(()) if FlitHeader::is_nop(raw) => return Received::Discarded(Discard::Idle),
             Ok(()) => match format {
@@ -834,7 +872,7 @@ mod tests {
     const LATENCY: u64 = 4;
 
     fn machine() -> R {
-        Retry::new(RetryConfig::new(FMT, Protocol::Cxl), [0; 64 * 256]).unwrap()
+        Retry::new(RetryConfig::new(FMT, Protocol::Cxl), [0; 64 * 256])
     }
 
     /// A CXL.cachemem payload flit carrying `n`.

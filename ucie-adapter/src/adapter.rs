@@ -1,0 +1,499 @@
+//! The whole D2D adapter of one die (UCIe 2.0 chapter 3): parameter exchange, one adapter link
+//! state machine per stack, retry, and the arbitration of two stacks onto one mainband, wired
+//! to the physical layer's RDI and the protocol layers' FDI.
+//!
+//! Sans-I/O, like its parts: the embedder feeds what the physical layer reports
+//! ([`Adapter::handle_rdi`]: RDI status; [`Adapter::handle_sideband`]: sideband packets from
+//! the peer's adapter; [`Adapter::handle_flit`]: mainband flits), what the protocol layers ask
+//! ([`Adapter::handle_request`], [`Adapter::handle_rx_active`], [`Adapter::send_with`]) and the
+//! time ([`Adapter::handle_timeout`]); and takes what the adapter produces
+//! ([`Adapter::poll_sideband`], [`Adapter::poll_transmit`] once per flit time,
+//! [`Adapter::poll_event`]: state changes, RDI requests, errors).
+//!
+//! | RDI | the adapter |
+//! |---|---|
+//! | Active (from Reset) | runs parameter exchange; when it finishes, the stacks it enabled may enter Active, and retry starts its Sequence Number Handshake |
+//! | Retrain | Active stacks follow to Retrain; back in Active, retry's handshake runs again |
+//! | LinkError, LinkReset, Disabled | every stack follows |
+//! | Reset | everything starts over, with a fresh parameter exchange |
+//!
+//! Uncorrectable Internal Errors (a parameter-exchange or link-state timeout, an invalid
+//! parameter exchange, retry's Adapter Timeout or invalid Ack/Nak, a payload flit with explicit
+//! sequence 0, a CRC error without Retry) are reported as [`AdapterEvent::Uncorrectable`] and
+//! ask RDI for LinkError ([`AdapterEvent::RdiLinkError`]); retry's escalations ask RDI for
+//! Retrain ([`AdapterEvent::RdiRequest`]).
+//!
+//! With Multi_Protocol_Enable the two stacks share the link and the adapter never sends two
+//! flits of one stack back to back, sending a NOP between them instead (§3.1).
+//!
+//! *Project-defined:* Format 1 (raw) is not carried by this type (its bytes pass the adapter
+//! unmodified, so there is nothing to do); a stack's PM entry waits until the whole retry
+//! buffer is empty (the buffer is shared); an invalid parameter exchange is reported as an
+//! Uncorrectable Internal Error like its timeout.
+
+use crate::crc::{self, Format};
+use crate::flit::{Flit, Layout, Map, Protocol};
+use crate::lsm::{AdapterLsm, LinkRequest, LinkStatus, LsmConfig, LsmError, LsmEvent};
+use crate::param::{AdapterCaps, ExchangeConfig, ExchangeError, ExchangeState, Negotiated, ParamExchange, Role};
+use crate::retry::{Received, Retry, RetryConfig, RetryError, RetryEvent, Sent, UncorrectableCause};
+use crate::sideband::{DST_REMOTE_ADAPTER, Message, Packet, SRC_ADAPTER, Severity};
+use heapless::Deque;
+use linklayer::Instant;
+
+/// An Uncorrectable Internal Error's cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Uncorrectable {
+    /// Parameter exchange failed.
+    Exchange(ExchangeError),
+    /// A stack's link state request got no response (Header Log 2 0010b/0011b).
+    LsmTimeout {
+        /// The stack.
+        stack: u8,
+    },
+    /// Retry found one.
+    Retry(UncorrectableCause),
+    /// A CRC error without Retry.
+    CrcWithoutRetry,
+}
+
+/// What the adapter reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum AdapterEvent {
+    /// Parameter exchange finished.
+    Negotiated(Negotiated),
+    /// A stack's `pl_state_sts` changed.
+    Status {
+        /// The stack.
+        stack: u8,
+        /// The new status.
+        status: LinkStatus,
+    },
+    /// A stack's `pl_rx_active_req` changed; answer with [`Adapter::handle_rx_active`].
+    RxActiveRequest {
+        /// The stack.
+        stack: u8,
+        /// The new value.
+        request: bool,
+    },
+    /// Drive this `lp_state_req` on RDI.
+    RdiRequest(LinkRequest),
+    /// Assert `lp_linkerror` on RDI.
+    RdiLinkError,
+    /// An Uncorrectable Internal Error (logged; RDI is asked for LinkError).
+    Uncorrectable(Uncorrectable),
+    /// A Correctable Internal Error: the replay timer expired.
+    ReplayTimeout,
+    /// The peer reported an error over the sideband ({ErrMsg}).
+    PeerError(Severity),
+}
+
+/// Why a flit cannot be queued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum SendError {
+    /// The stack is not enabled, or not Active.
+    NotActive,
+    /// No room: wait for Acks (or for the last flit to go, without Retry).
+    Full,
+    /// The negotiated format is raw or has no map for the flit.
+    Format,
+}
+
+impl core::fmt::Display for SendError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SendError::NotActive => f.write_str("stack not active"),
+            SendError::Full => f.write_str("transmit buffer full"),
+            SendError::Format => f.write_str("format carries no such flit"),
+        }
+    }
+}
+
+impl core::error::Error for SendError {}
+
+/// A received flit for a protocol layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delivery<'a> {
+    /// The stack it is for.
+    pub stack: u8,
+    /// The flit, read in place.
+    pub flit: Flit<'a>,
+}
+
+/// One die's D2D adapter, with a retry buffer of `N` flits in storage `B` (at least
+/// `N × 256` bytes).
+#[derive(Clone, Debug)]
+pub struct Adapter<B, const N: usize> {
+    exchange: ParamExchange,
+    lsm: [AdapterLsm; 2],
+    retry: Retry<B, N>,
+    negotiated: Option<Negotiated>,
+    exchange_failed: bool,
+    rdi: LinkStatus,
+    /// Without Retry: one flit waiting to go.
+    staged: Option<(u8, [u8; 256])>,
+    last_stack: Option<u8>,
+    sideband: Deque<Packet, 8>,
+    events: Deque<AdapterEvent, 16>,
+}
+
+const PLACEHOLDER: Format = Format::Standard256StartHeader;
+
+impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
+    /// An adapter before link initialization. `exchange` says what it advertises; the
+    /// upstream port (or either side of a streaming link) initiates PM.
+    pub fn new(exchange: ExchangeConfig, storage: B) -> Self {
+        let pm_initiator = exchange.role != Role::Downstream;
+        Adapter {
+            exchange: ParamExchange::new(exchange),
+            lsm: [AdapterLsm::new(LsmConfig::new(0, pm_initiator)), AdapterLsm::new(LsmConfig::new(1, pm_initiator))],
+            retry: Retry::new(RetryConfig::new(PLACEHOLDER, Protocol::Streaming), storage),
+            negotiated: None,
+            exchange_failed: false,
+            rdi: LinkStatus::Reset,
+            staged: None,
+            last_stack: None,
+            sideband: Deque::new(),
+            events: Deque::new(),
+        }
+    }
+
+    /// The result of parameter exchange, once done.
+    pub fn negotiated(&self) -> Option<Negotiated> {
+        self.negotiated
+    }
+
+    /// A stack's `pl_state_sts`.
+    pub fn status(&self, stack: u8) -> LinkStatus {
+        self.lsm(stack).status()
+    }
+
+    /// The retry machine (read-only: statistics, buffer occupancy).
+    pub fn retry(&self) -> &Retry<B, N> {
+        &self.retry
+    }
+
+    /// Parameter exchange's progress.
+    pub fn exchange(&self) -> ExchangeState {
+        self.exchange.state()
+    }
+
+    fn lsm(&self, stack: u8) -> &AdapterLsm {
+        let [a, b] = &self.lsm;
+        if stack == 0 { a } else { b }
+    }
+
+    fn lsm_mut(&mut self, stack: u8) -> &mut AdapterLsm {
+        let [a, b] = &mut self.lsm;
+        if stack == 0 { a } else { b }
+    }
+
+    fn event(&mut self, e: AdapterEvent) {
+        // Sixteen entries outlast any single call's events; an overflow drops the newest.
+        let _ = self.events.push_back(e);
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<AdapterEvent> {
+        self.events.pop_front()
+    }
+
+    /// The next sideband packet for the peer's adapter.
+    pub fn poll_sideband(&mut self) -> Option<Packet> {
+        self.sideband.pop_front()
+    }
+
+    fn uncorrectable(&mut self, u: Uncorrectable) {
+        self.event(AdapterEvent::Uncorrectable(u));
+        self.event(AdapterEvent::RdiLinkError);
+    }
+
+    /// Moves what the parts produced into the adapter's queues.
+    fn collect(&mut self, now: Instant) {
+        while let Some(m) = self.exchange.poll_message() {
+            self.push_message(m);
+        }
+        if let (ExchangeState::Failed(e), false) = (self.exchange.state(), self.exchange_failed) {
+            self.exchange_failed = true;
+            self.uncorrectable(Uncorrectable::Exchange(e));
+        }
+        if let (Some(n), None) = (self.exchange.negotiated(), self.negotiated) {
+            self.on_negotiated(now, n);
+        }
+        for stack in 0..2u8 {
+            while let Some(m) = self.lsm_mut(stack).poll_message() {
+                self.push_message(m);
+            }
+            while let Some(e) = self.lsm_mut(stack).poll_event() {
+                match e {
+                    LsmEvent::Status(status) => self.event(AdapterEvent::Status { stack, status }),
+                    LsmEvent::RxActiveRequest(request) => self.event(AdapterEvent::RxActiveRequest { stack, request }),
+                    LsmEvent::Timeout(_) => self.uncorrectable(Uncorrectable::LsmTimeout { stack }),
+                }
+            }
+        }
+        while let Some(e) = self.retry.poll_event() {
+            match e {
+                RetryEvent::Retrain(_) => self.event(AdapterEvent::RdiRequest(LinkRequest::Retrain)),
+                RetryEvent::Uncorrectable(c) => self.uncorrectable(Uncorrectable::Retry(c)),
+                RetryEvent::ReplayScheduled { timeout: true, .. } => self.event(AdapterEvent::ReplayTimeout),
+                RetryEvent::ReplayScheduled { .. } | RetryEvent::HandshakeComplete => {}
+            }
+        }
+        let idle = self.retry.buffer().is_empty() && self.staged.is_none();
+        for l in &mut self.lsm {
+            l.set_retry_idle(now, idle);
+        }
+        self.collect_lsm_only();
+    }
+
+    /// LSM output produced by `set_retry_idle` (PM requests and answers).
+    fn collect_lsm_only(&mut self) {
+        for stack in 0..2u8 {
+            while let Some(m) = self.lsm_mut(stack).poll_message() {
+                self.push_message(m);
+            }
+            while let Some(e) = self.lsm_mut(stack).poll_event() {
+                if let LsmEvent::Status(status) = e {
+                    self.event(AdapterEvent::Status { stack, status });
+                }
+            }
+        }
+    }
+
+    fn push_message(&mut self, m: Message) {
+        let _ = self.sideband.push_back(Packet::Message(m.to_packet(SRC_ADAPTER, DST_REMOTE_ADAPTER)));
+    }
+
+    fn on_negotiated(&mut self, now: Instant, n: Negotiated) {
+        self.negotiated = Some(n);
+        self.event(AdapterEvent::Negotiated(n));
+        let protocol = n.protocol.layout_protocol();
+        if n.format != Format::Raw {
+            self.retry.reconfigure(RetryConfig::new(n.format, protocol));
+        }
+        let up = self.rdi == LinkStatus::Active;
+        for (l, enabled) in self.lsm.iter_mut().zip(n.stacks) {
+            l.set_ready(now, enabled && up);
+        }
+    }
+
+    /// RDI's `pl_state_sts` changed.
+    pub fn handle_rdi(&mut self, now: Instant, status: LinkStatus) {
+        let previous = self.rdi;
+        self.rdi = status;
+        match status {
+            LinkStatus::Active => {
+                if self.negotiated.is_none() {
+                    if matches!(self.exchange.state(), ExchangeState::Idle) {
+                        self.exchange.start(now);
+                    }
+                } else {
+                    if previous == LinkStatus::Retrain {
+                        self.retry.retrain();
+                    }
+                    let stacks = self.negotiated.map_or([false; 2], |n| n.stacks);
+                    for (l, enabled) in self.lsm.iter_mut().zip(stacks) {
+                        l.set_ready(now, enabled);
+                    }
+                }
+            }
+            LinkStatus::Reset => {
+                self.exchange = ParamExchange::new(*self.exchange.config());
+                self.negotiated = None;
+                self.exchange_failed = false;
+                self.retry.reset();
+                self.staged = None;
+                self.last_stack = None;
+            }
+            _ => {
+                if !matches!(status, LinkStatus::Retrain | LinkStatus::L1 | LinkStatus::L2) {
+                    self.exchange.stop();
+                }
+            }
+        }
+        for l in &mut self.lsm {
+            l.handle_rdi(now, status);
+            if status != LinkStatus::Active {
+                l.set_ready(now, false);
+            }
+        }
+        self.collect(now);
+    }
+
+    /// A sideband packet from the peer: capability messages go to parameter exchange,
+    /// {LinkMgmt.Adapter*} to the stacks' state machines; the physical layer's messages and
+    /// register accesses are not the adapter's and are ignored.
+    pub fn handle_sideband(&mut self, now: Instant, packet: &Packet) {
+        let Packet::Message(p) = packet else { return };
+        let m = Message::from_packet(p);
+        match m {
+            Message::Capability { .. } => self.exchange.handle_message(now, &m),
+            Message::LinkRequest { .. } | Message::LinkResponse { .. } => {
+                for l in &mut self.lsm {
+                    l.handle_message(now, &m);
+                }
+            }
+            Message::Error(s) => self.event(AdapterEvent::PeerError(s)),
+            _ => {}
+        }
+        self.collect(now);
+    }
+
+    /// A stack's `lp_state_req`. Requests on stacks parameter exchange did not enable are
+    /// refused as not ready.
+    pub fn handle_request(&mut self, now: Instant, stack: u8, request: LinkRequest) -> Result<(), LsmError> {
+        let enabled = self.negotiated.is_none_or(|n| n.stacks.get(usize::from(stack)).copied().unwrap_or(false));
+        if !enabled || stack > 1 {
+            return Err(LsmError::NotReady);
+        }
+        let r = self.lsm_mut(stack).handle_request(now, request);
+        if r.is_ok() && request == LinkRequest::Active && self.rdi != LinkStatus::Active {
+            // PM exit or bring-up: the physical layer must be brought to Active first.
+            self.event(AdapterEvent::RdiRequest(LinkRequest::Active));
+        }
+        self.collect(now);
+        r
+    }
+
+    /// A stack's `lp_rx_active_sts`.
+    pub fn handle_rx_active(&mut self, now: Instant, stack: u8, sts: bool) {
+        if stack <= 1 {
+            self.lsm_mut(stack).handle_rx_active(now, sts);
+        }
+        self.collect(now);
+    }
+
+    /// The protocol layer's `lp_linkerror` (or its release).
+    pub fn handle_linkerror(&mut self, now: Instant, asserted: bool) {
+        for l in &mut self.lsm {
+            l.handle_linkerror(now, asserted);
+        }
+        if asserted {
+            self.event(AdapterEvent::RdiLinkError);
+        }
+        self.collect(now);
+    }
+
+    /// Queues a flit from `stack`'s protocol layer, built in place by `fill` (zeroed, the
+    /// format's length): the payload and, for PCIe/CXL.io, the DLP bytes are the caller's,
+    /// as is the Protocol ID in the flit header (Flit Type for management flits); the stack
+    /// ID, sequence number and CRCs are the adapter's.
+    pub fn send_with(&mut self, now: Instant, stack: u8, fill: impl FnOnce(&mut [u8])) -> Result<(), SendError> {
+        let Some(n) = self.negotiated else { return Err(SendError::NotActive) };
+        if n.format == Format::Raw {
+            return Err(SendError::Format);
+        }
+        if !matches!(self.status(stack), LinkStatus::Active | LinkStatus::ActivePmNak) {
+            return Err(SendError::NotActive);
+        }
+        let map = Map::new(n.format, Layout::Streaming).map_err(|_| SendError::Format)?;
+        let at = map.header.start;
+        let stamp = move |f: &mut [u8]| {
+            fill(f);
+            if let Some(b) = f.get_mut(at) {
+                *b = *b & !0x20 | stack << 5;
+            }
+        };
+        if n.retry {
+            self.retry.send_with(now, stamp).map_err(|e| match e {
+                RetryError::Full => SendError::Full,
+                _ => SendError::Format,
+            })?;
+        } else {
+            if self.staged.is_some() {
+                return Err(SendError::Full);
+            }
+            let mut f = [0u8; 256];
+            let len = n.format.flit_len();
+            if let Some(b) = f.get_mut(..len) {
+                stamp(b);
+            }
+            self.staged = Some((stack, f));
+        }
+        self.collect(now);
+        Ok(())
+    }
+
+    /// Whether [`Adapter::send_with`] would accept a flit for `stack` now.
+    pub fn can_send(&self, stack: u8) -> bool {
+        let Some(n) = self.negotiated else { return false };
+        let active = matches!(self.status(stack), LinkStatus::Active | LinkStatus::ActivePmNak);
+        active && n.format != Format::Raw && if n.retry { self.retry.can_send() } else { self.staged.is_none() }
+    }
+
+    /// The flit for this flit time, into `out` (the negotiated format's length); `None` when
+    /// nothing needs sending or the mainband is not up.
+    pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Option<Sent> {
+        let n = self.negotiated?;
+        if self.rdi != LinkStatus::Active || n.format == Format::Raw {
+            return None;
+        }
+        let sent = if n.retry {
+            let alternate = n.adapter.intersects(AdapterCaps::MULTI_PROTOCOL);
+            let next_stack = self.retry.peek_payload().map(|f| self.retry.stack_of(f));
+            let sent = match (alternate, next_stack, self.last_stack) {
+                (true, Some(s), Some(last)) if s == last => self.retry.poll_nop(now, out),
+                _ => self.retry.poll_transmit(now, out),
+            };
+            if let Some(s) = &sent {
+                self.last_stack = s.payload.map(|_| self.retry.stack_of(out));
+            }
+            sent
+        } else {
+            let (_, flit) = self.staged.take()?;
+            let len = n.format.flit_len();
+            let (dst, src) = (out.get_mut(..len)?, flit.get(..len)?);
+            dst.copy_from_slice(src);
+            let _ = crc::seal(n.format, dst);
+            Some(Sent { payload: None, replay: false, command: crate::header::ReplayCommand::Explicit, seq: 0 })
+        };
+        self.collect(now);
+        sent
+    }
+
+    /// A mainband flit from the peer: checked, its Ack/Nak processed, and returned when it is
+    /// the next payload flit for a protocol layer.
+    pub fn handle_flit<'a>(&mut self, now: Instant, bytes: &'a [u8]) -> Option<Delivery<'a>> {
+        let n = self.negotiated?;
+        let delivered = if n.retry {
+            match self.retry.handle_flit(now, bytes) {
+                Received::Deliver { flit, .. } => Some(Delivery { stack: flit.header().stack, flit }),
+                Received::Discarded(_) => None,
+            }
+        } else {
+            match Flit::parse(n.format, n.protocol.layout_protocol(), false, bytes) {
+                Ok(flit) if flit.is_nop() => None,
+                Ok(flit) => Some(Delivery { stack: flit.header().stack, flit }),
+                Err(crate::flit::FlitError::Crc(_)) => {
+                    self.uncorrectable(Uncorrectable::CrcWithoutRetry);
+                    None
+                }
+                Err(_) => None,
+            }
+        };
+        self.collect(now);
+        delivered
+    }
+
+    /// The earliest deadline of any part.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let [a, b] = &self.lsm;
+        [self.exchange.poll_timeout(), a.poll_timeout(), b.poll_timeout(), self.retry.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Fires every due deadline.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.exchange.handle_timeout(now);
+        for l in &mut self.lsm {
+            l.handle_timeout(now);
+        }
+        self.retry.handle_timeout(now);
+        self.collect(now);
+    }
+}
