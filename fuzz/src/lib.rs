@@ -2475,7 +2475,14 @@ pub fn ucie_adapter(data: &[u8]) {
     use ucie_adapter::param::{AdapterCaps as A, CxlCaps, ExchangeConfig, Role};
     use ucie_adapter::sideband::Packet;
     type D = Adapter<[u8; 16 * 256], 16>;
-    let caps = A::FLIT_68B | A::CXL_256B | A::PCIE_FLIT | A::RETRY | A::STACK0 | A::STACK1 | A::MULTI_PROTOCOL | A::CXL_LATOPT_FMT6;
+    let caps = A::FLIT_68B
+        | A::CXL_256B
+        | A::PCIE_FLIT
+        | A::RETRY
+        | A::STACK0
+        | A::STACK1
+        | A::MULTI_PROTOCOL
+        | A::CXL_LATOPT_FMT6;
     let mut u = Unstructured::new(data);
     // The first byte picks each side's capabilities from a few link kinds.
     let kind = u.arbitrary::<u8>().unwrap_or(0);
@@ -2485,7 +2492,15 @@ pub fn ucie_adapter(data: &[u8]) {
         2 => A::STREAMING | A::RETRY | A::STACK0 | A::STD_START_HEADER,
         _ => A::FLIT_68B | A::PCIE_FLIT | A::STACK0,
     };
-    let role = |k: u8, up: bool| if k % 4 == 2 { Role::Symmetric } else if up { Role::Upstream } else { Role::Downstream };
+    let role = |k: u8, up: bool| {
+        if k % 4 == 2 {
+            Role::Symmetric
+        } else if up {
+            Role::Upstream
+        } else {
+            Role::Downstream
+        }
+    };
     let cxl = CxlCaps::CXL_IO | CxlCaps::CXL_MEM | CxlCaps::PCIE;
     let mut dies: [D; 2] = [
         Adapter::new(ExchangeConfig::new(role(kind, false), pick(kind), cxl), [0; 16 * 256]),
