@@ -77,6 +77,14 @@ pub enum AdapterEvent {
         /// The new value.
         request: bool,
     },
+    /// A stack's `pl_stallreq` changed (before PM entry); answer with
+    /// [`Adapter::handle_stall_ack`].
+    StallRequest {
+        /// The stack.
+        stack: u8,
+        /// The new value.
+        request: bool,
+    },
     /// Drive this `lp_state_req` on RDI.
     RdiRequest(LinkRequest),
     /// Assert `lp_linkerror` on RDI.
@@ -222,18 +230,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         if let (Some(n), None) = (self.exchange.negotiated(), self.negotiated) {
             self.on_negotiated(now, n);
         }
-        for stack in 0..2u8 {
-            while let Some(m) = self.lsm_mut(stack).poll_message() {
-                self.push_message(m);
-            }
-            while let Some(e) = self.lsm_mut(stack).poll_event() {
-                match e {
-                    LsmEvent::Status(status) => self.event(AdapterEvent::Status { stack, status }),
-                    LsmEvent::RxActiveRequest(request) => self.event(AdapterEvent::RxActiveRequest { stack, request }),
-                    LsmEvent::Timeout(_) => self.uncorrectable(Uncorrectable::LsmTimeout { stack }),
-                }
-            }
-        }
+        self.collect_lsms();
         while let Some(e) = self.retry.poll_event() {
             match e {
                 RetryEvent::Retrain(_) => self.event(AdapterEvent::RdiRequest(LinkRequest::Retrain)),
@@ -246,18 +243,21 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         for l in &mut self.lsm {
             l.set_retry_idle(now, idle);
         }
-        self.collect_lsm_only();
+        // `set_retry_idle` may have moved PM entry on.
+        self.collect_lsms();
     }
 
-    /// LSM output produced by `set_retry_idle` (PM requests and answers).
-    fn collect_lsm_only(&mut self) {
+    fn collect_lsms(&mut self) {
         for stack in 0..2u8 {
             while let Some(m) = self.lsm_mut(stack).poll_message() {
                 self.push_message(m);
             }
             while let Some(e) = self.lsm_mut(stack).poll_event() {
-                if let LsmEvent::Status(status) = e {
-                    self.event(AdapterEvent::Status { stack, status });
+                match e {
+                    LsmEvent::Status(status) => self.event(AdapterEvent::Status { stack, status }),
+                    LsmEvent::RxActiveRequest(request) => self.event(AdapterEvent::RxActiveRequest { stack, request }),
+                    LsmEvent::StallRequest(request) => self.event(AdapterEvent::StallRequest { stack, request }),
+                    LsmEvent::Timeout(_) => self.uncorrectable(Uncorrectable::LsmTimeout { stack }),
                 }
             }
         }
@@ -362,6 +362,14 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
     pub fn handle_rx_active(&mut self, now: Instant, stack: u8, sts: bool) {
         if stack <= 1 {
             self.lsm_mut(stack).handle_rx_active(now, sts);
+        }
+        self.collect(now);
+    }
+
+    /// A stack's `lp_stallack`.
+    pub fn handle_stall_ack(&mut self, now: Instant, stack: u8, ack: bool) {
+        if stack <= 1 {
+            self.lsm_mut(stack).handle_stall_ack(now, ack);
         }
         self.collect(now);
     }

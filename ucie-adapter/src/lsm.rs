@@ -19,8 +19,9 @@
 //! A request that expects a response times out after 8 ms (a stall response restarts it): an
 //! Uncorrectable Internal Error, reported as [`LsmEvent::Timeout`], which takes RDI to
 //! LinkError. PM entry waits until the retry buffer holds none of this stack's flits
-//! ([`AdapterLsm::set_retry_idle`]); a PM request the local protocol layer does not match
-//! within 1 µs is refused with PMNAK (at once in Retrain).
+//! ([`AdapterLsm::set_retry_idle`]) and for the StallReq/Ack handshake with the protocol layer
+//! ([`LsmEvent::StallRequest`], [`AdapterLsm::handle_stall_ack`]); a PM request the local
+//! protocol layer does not match within 1 µs is refused with PMNAK (at once in Retrain).
 //!
 //! *Project-defined:* which side may initiate PM (for PCIe and CXL only the upstream port,
 //! §10.2.9) is [`LsmConfig::pm_initiator`]; LinkReset and Disable requests are accepted from
@@ -209,6 +210,9 @@ pub enum LsmEvent {
     /// `pl_rx_active_req` changed: the protocol layer answers with
     /// [`AdapterLsm::handle_rx_active`].
     RxActiveRequest(bool),
+    /// `pl_stallreq` changed (before PM entry): the protocol layer stops presenting flits
+    /// and answers with [`AdapterLsm::handle_stall_ack`].
+    StallRequest(bool),
     /// A request got no response within 8 ms (Header Log 2 Adapter Timeout 0010b, or 0011b
     /// for an Active Entry handshake whose peer never sent its own request): an Uncorrectable
     /// Internal Error; take RDI to LinkError.
@@ -270,6 +274,8 @@ pub struct AdapterLsm {
     linkerror_wire: bool,
     rx_active_req: bool,
     rx_active_sts: bool,
+    stallreq: bool,
+    stallack: bool,
     entry: ActiveEntry,
     /// The request sent that awaits a response, and its deadline.
     pending: Option<(LinkState, Instant)>,
@@ -294,6 +300,8 @@ impl AdapterLsm {
             linkerror_wire: false,
             rx_active_req: false,
             rx_active_sts: false,
+            stallreq: false,
+            stallack: false,
             entry: ActiveEntry::default(),
             pending: None,
             pm_asked: None,
@@ -348,6 +356,8 @@ impl AdapterLsm {
         if !matches!(s, LinkStatus::Active | LinkStatus::ActivePmNak) {
             self.set_rx_active_req(false);
         }
+        // The stall before PM entry ends with the state change it guarded.
+        self.set_stallreq(false);
         self.status = s;
         self.event(LsmEvent::Status(s));
     }
@@ -356,6 +366,21 @@ impl AdapterLsm {
         if self.rx_active_req != v {
             self.rx_active_req = v;
             self.event(LsmEvent::RxActiveRequest(v));
+        }
+    }
+
+    fn set_stallreq(&mut self, v: bool) {
+        if self.stallreq != v {
+            self.stallreq = v;
+            self.event(LsmEvent::StallRequest(v));
+        }
+    }
+
+    /// `pl_stallack` from the protocol layer: with `pl_stallreq` raised, PM entry goes on.
+    pub fn handle_stall_ack(&mut self, now: Instant, ack: bool) {
+        self.stallack = ack;
+        if ack && self.stallreq {
+            self.try_pm(now);
         }
     }
 
@@ -508,6 +533,21 @@ impl AdapterLsm {
             _ => return,
         };
         if !matches!(self.status, LinkStatus::Active | LinkStatus::ActivePmNak) || !self.retry_idle {
+            return;
+        }
+        let will_act = self.pm_asked.is_some() || (self.config.pm_initiator && self.pending.is_none());
+        if !will_act {
+            return;
+        }
+        // The StallReq/Ack handshake comes first (§10.3.2: on FDI in flit mode, only for
+        // Active → PM); `pl_stallreq` rises only while `lp_stallack` is low.
+        if !self.stallreq {
+            if self.stallack {
+                return;
+            }
+            self.set_stallreq(true);
+        }
+        if !self.stallack {
             return;
         }
         if let Some((asked, _)) = self.pm_asked.take() {
@@ -683,6 +723,7 @@ mod tests {
                 match e {
                     LsmEvent::Status(s) => log.push(s),
                     LsmEvent::RxActiveRequest(r) => x.handle_rx_active(now, r),
+                    LsmEvent::StallRequest(r) => x.handle_stall_ack(now, r),
                     LsmEvent::Timeout(_) => {}
                 }
             }
@@ -863,5 +904,29 @@ mod tests {
             &Message::LinkRequest { target: LinkTarget::Adapter0, state: LinkState::Disable, stall: false },
         );
         assert_eq!(a.status(), LinkStatus::Reset);
+    }
+
+    #[test]
+    fn pm_entry_waits_for_the_stall_handshake() {
+        let (mut dp, mut up) = active_pair();
+        up.handle_request(T0, LinkRequest::L1).unwrap();
+        assert_eq!(up.poll_event(), Some(LsmEvent::StallRequest(true)));
+        assert_eq!(up.poll_message(), None);
+        up.handle_stall_ack(T0, true);
+        let req = up.poll_message().unwrap();
+        assert_eq!(req, Message::LinkRequest { target: LinkTarget::Adapter0, state: LinkState::L1, stall: false });
+        // The downstream side stalls too before it answers.
+        dp.handle_request(T0, LinkRequest::L1).unwrap_err();
+        dp.handle_message(T0, &req);
+        assert_eq!(dp.poll_event(), Some(LsmEvent::StallRequest(true)));
+        assert_eq!(dp.poll_message(), None);
+        dp.handle_stall_ack(T0, true);
+        let rsp = dp.poll_message().unwrap();
+        assert_eq!(dp.status(), LinkStatus::L1);
+        let events = |m: &mut AdapterLsm| core::iter::from_fn(|| m.poll_event()).collect::<Vec<_>>();
+        assert!(events(&mut dp).contains(&LsmEvent::StallRequest(false)));
+        up.handle_message(T0, &rsp);
+        assert_eq!(up.status(), LinkStatus::L1);
+        assert!(events(&mut up).contains(&LsmEvent::StallRequest(false)));
     }
 }

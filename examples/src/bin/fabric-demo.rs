@@ -97,7 +97,9 @@ fn main() {
 }
 
 fn die_to_die(seed: u64) {
-    println!("Part 5: die-to-die (UCIe 2.0 D2D adapter: parameter exchange, link state machines, CRC, flit retry), 1 ns flit time");
+    println!(
+        "Part 5: die-to-die (UCIe 2.0 D2D adapter: parameter exchange, link state machines, CRC, flit retry), 1 ns flit time"
+    );
     println!();
     println!("Bring-up of one link (state changes as the adapters report them):");
     let r = UcieSim::new(UcieSimConfig { verbose: true, ..UcieSimConfig::new(seed, 1_000, 0.0) }).run(1_000_000);
@@ -106,12 +108,19 @@ fn die_to_die(seed: u64) {
     let flits = 1_000_000u64;
     println!("{flits} CXL.cachemem flits each way (Format 6), seed {seed}:");
     println!();
-    println!("| bit error rate | corrupted flits | replays | Naks | retrains | flits delivered | efficiency | wall time |");
+    println!(
+        "| bit error rate | corrupted flits | replays | Naks | retrains | flits delivered | efficiency | wall time |"
+    );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     let rows = [(0.0, None), (1e-7, None), (1e-6, None), (1e-5, None), (1e-7, Some(100_000))];
     for (ber, burst) in rows {
         let started = std::time::Instant::now();
-        let cfg = UcieSimConfig { burst_at: burst, burst_len: 100_000, burst_ber: 2e-3, ..UcieSimConfig::new(seed, flits, ber) };
+        let cfg = UcieSimConfig {
+            burst_at: burst,
+            burst_len: 100_000,
+            burst_ber: 2e-3,
+            ..UcieSimConfig::new(seed, flits, ber)
+        };
         let r = UcieSim::new(cfg).run(100_000_000);
         assert_eq!(r.delivered, [flits, flits], "every flit delivered once, in order");
         println!(
