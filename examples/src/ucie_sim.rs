@@ -23,6 +23,7 @@ use ucie_adapter::header::FlitHeader;
 use ucie_adapter::lsm::{LinkRequest, LinkStatus};
 use ucie_adapter::param::{AdapterCaps, CxlCaps, ExchangeConfig, ExchangeState, Negotiated, Role};
 use ucie_adapter::sideband::Packet;
+use ucie_adapter::stream68::{Item, Packer, Unpacker};
 
 /// The retry buffer: 64 flits of 256 bytes.
 pub type SimAdapter = Adapter<Box<[u8]>, 64>;
@@ -126,6 +127,9 @@ pub struct UcieSimReport {
 
 struct Die {
     adapter: SimAdapter,
+    /// Format 2: the transmit stream and the receive stream reader.
+    packer: Packer,
+    unpacker: Unpacker,
     rdi: LinkStatus,
     sent: [u64; 2],
     received: [u64; 2],
@@ -157,6 +161,8 @@ impl UcieSim {
         let die = |role, caps| Die {
             adapter: Adapter::new(ExchangeConfig::new(role, caps, config.cxl), vec![0u8; 64 * 256].into_boxed_slice()),
             rdi: LinkStatus::Reset,
+            packer: Packer::new(),
+            unpacker: Unpacker::new(true),
             sent: [0; 2],
             received: [0; 2],
             last_stack: None,
@@ -232,16 +238,24 @@ impl UcieSim {
                 }
             }
         }
-        // Mainband flits arrive.
+        // Mainband flits (Format 2: stream bytes) arrive.
         for to in 0..2 {
             while self.mainband[to].front().is_some_and(|(t, _)| *t <= self.now) {
-                let (_, flit) = self.mainband[to].pop_front().unwrap();
+                let (_, bytes) = self.mainband[to].pop_front().unwrap();
                 let die = &mut self.dies[to];
-                if let Some(d) = die.adapter.handle_flit(now, &flit) {
-                    let n = u64::from_le_bytes(d.flit.payload()[0][..8].try_into().unwrap());
-                    let s = usize::from(d.stack);
-                    assert_eq!(n, die.received[s], "die {to} stack {s} receives each flit once, in order");
-                    die.received[s] += 1;
+                if die.adapter.negotiated().is_some_and(|n| n.format == Format::Flit68) {
+                    let mut flits = Vec::new();
+                    let expected = die.adapter.retry().expected_pds_field();
+                    die.unpacker.push_beat(&bytes, expected, |i| {
+                        if let Item::Flit { flit, .. } = i {
+                            flits.push(*flit);
+                        }
+                    });
+                    for f in flits {
+                        Self::receive(die, to, now, &f);
+                    }
+                } else {
+                    Self::receive(die, to, now, &bytes);
                 }
             }
         }
@@ -295,6 +309,18 @@ impl UcieSim {
                 if self.up_since.is_none() && self.dies.iter().all(|d| d.adapter.status(0) == LinkStatus::Active) {
                     self.up_since = Some(self.now);
                 }
+                if format == Format::Flit68 {
+                    // The 68B stream: a PDS before a replay, then the flit.
+                    let die = &mut self.dies[i];
+                    let mut stream = vec![0u8; 512];
+                    let mut len = 0;
+                    if sent.pds_before {
+                        len += die.packer.push_pds(die.adapter.retry().pds_header(), &mut stream).unwrap();
+                    }
+                    len += die.packer.push(out[..68].try_into().unwrap(), &mut stream[len..]).unwrap();
+                    stream.truncate(len);
+                    out = stream;
+                }
                 let ber = self.ber();
                 self.corrupt(&mut out, ber);
                 self.mainband[1 - i].push_back((self.now + MAINBAND_DELAY, out));
@@ -310,6 +336,15 @@ impl UcieSim {
             }
         }
         self.now += 1;
+    }
+
+    fn receive(die: &mut Die, to: usize, now: Instant, flit: &[u8]) {
+        if let Some(d) = die.adapter.handle_flit(now, flit) {
+            let n = u64::from_le_bytes(d.flit.payload()[0][..8].try_into().unwrap());
+            let s = usize::from(d.stack);
+            assert_eq!(n, die.received[s], "die {to} stack {s} receives each flit once, in order");
+            die.received[s] += 1;
+        }
     }
 
     fn stacks(&self) -> [bool; 2] {
@@ -365,8 +400,13 @@ impl UcieSim {
                 AdapterEvent::RdiRequest(LinkRequest::Retrain) if self.retrain_until.is_none() => {
                     self.report.retrains += 1;
                     self.retrain_until = Some(self.now + RETRAIN_TIME);
-                    // In-flight flits are lost with the lanes' retrain.
+                    // In-flight flits are lost with the lanes' retrain; the 68B streams start
+                    // again 256-byte aligned.
                     self.mainband = [VecDeque::new(), VecDeque::new()];
+                    for d in &mut self.dies {
+                        d.packer = Packer::new();
+                        d.unpacker = Unpacker::new(true);
+                    }
                     self.set_rdi(LinkStatus::Retrain);
                     if self.config.burst_at.is_some() {
                         // Recalibration: the burst is over.

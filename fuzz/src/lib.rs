@@ -2278,6 +2278,31 @@ pub fn ucie_flit(data: &[u8]) {
         assert!(check(format, &flit).is_err(), "a one-bit error in covered bytes is caught");
     }
     ucie_flit_view(choice, format, retry, rest);
+    ucie_stream68(choice, retry, rest);
+}
+
+/// The Format 2 stream reader: any bytes fed in any beat size come out as a gapless sequence
+/// of items — each 68-byte flit equal to the input bytes at its offset, each PDS followed by
+/// exactly its padding, so the next item starts on a 256-byte boundary.
+fn ucie_stream68(choice: u8, retry: bool, rest: &[u8]) {
+    use ucie_adapter::stream68::{FLIT_LEN, Item, UNIT, Unpacker, pds_len};
+    let mut u = Unpacker::new(retry);
+    let mut next = 0usize;
+    for c in rest.chunks(usize::from(choice % 97) + 1) {
+        u.push_beat(c, choice, |i| match i {
+            Item::Flit { at, flit } => {
+                assert_eq!(at, next, "items are gapless");
+                assert_eq!(&flit[..], &rest[at..at + FLIT_LEN]);
+                next = at + FLIT_LEN;
+            }
+            Item::Pds { at } => {
+                assert_eq!(at, next, "items are gapless");
+                next = at + pds_len(at);
+                assert_eq!(next % UNIT, 0);
+            }
+        });
+    }
+    assert_eq!(u.position(), rest.len());
 }
 
 /// The checked flit view: a flit (sealed first when `choice` bit 7 says so) either parses or is

@@ -456,7 +456,13 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             let (dst, src) = (out.get_mut(..len)?, flit.get(..len)?);
             dst.copy_from_slice(src);
             let _ = crc::seal(n.format, dst);
-            Some(Sent { payload: None, replay: false, command: crate::header::ReplayCommand::Explicit, seq: 0 })
+            Some(Sent {
+                payload: None,
+                replay: false,
+                command: crate::header::ReplayCommand::Explicit,
+                seq: 0,
+                pds_before: false,
+            })
         };
         self.collect(now);
         sent

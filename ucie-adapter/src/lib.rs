@@ -14,5 +14,6 @@ pub mod lsm;
 pub mod param;
 pub mod retry;
 pub mod sideband;
+pub mod stream68;
 
 pub use linklayer;

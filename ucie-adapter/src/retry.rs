@@ -211,6 +211,9 @@ pub struct Sent {
     pub command: ReplayCommand,
     /// The S field.
     pub seq: u8,
+    /// The first flit of a replay: a Format 2 stream sends a PDS before it (§3.3.2.1;
+    /// [`crate::stream68`]).
+    pub pds_before: bool,
 }
 
 /// Why a flit cannot be queued.
@@ -414,6 +417,18 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         self.st.next_expected
     }
 
+    /// The PDS flit header this transmitter sends now (Format 2, §3.3.2.1): its sequence
+    /// field is the bitwise inverse of `NEXT_TX_FLIT_SEQ_NUM − 1`.
+    pub fn pds_header(&self) -> [u8; 2] {
+        crate::stream68::pds_header(true, !wire(self.buf.last_sent()))
+    }
+
+    /// The sequence field a PDS from the peer is expected to carry: the inverse of the last
+    /// sequence number received (see [`crate::stream68`]).
+    pub fn expected_pds_field(&self) -> u8 {
+        !wire(self.st.next_expected.prev())
+    }
+
     /// RDI went through Reset: every variable back to its initial value, the buffer emptied
     /// (its flits are lost with the link), a new handshake. Unpolled events are kept.
     pub fn reset(&mut self) {
@@ -517,10 +532,11 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         let command = self.choose_command();
         // A replay starts on an explicit flit that follows a non-explicit one (or a reset
         // count), when Naks are not mid-burst and FLIT_REPLAY_NUM allows.
-        if let (Some(from), ReplayCommand::Explicit) = (self.st.replay_scheduled, command) {
+        let mut pds_before = false;
+        if let (Some(from), ReplayCommand::Explicit, false) = (self.st.replay_scheduled, command, hold) {
             let nak_burst_done = self.st.handshake.is_some() || self.st.consec_nak == 0 || self.st.consec_nak > 2;
             if self.st.consec_explicit == 0 && nak_burst_done {
-                self.start_replay(from);
+                pds_before = self.start_replay(from);
             }
         }
         let waiting_replay = self.st.replay_scheduled.is_some();
@@ -533,7 +549,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
                 }
                 self.after_payload(s, replay);
                 let field = self.field(command, Some(s));
-                Sent { payload: Some(wire(s)), replay, command, seq: field }
+                Sent { payload: Some(wire(s)), replay, command, seq: field, pds_before }
             }
             None => {
                 let owed = hold
@@ -553,7 +569,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
                 out.fill(0);
                 self.stats.nops += 1;
                 let field = self.field(command, None);
-                Sent { payload: None, replay: false, command, seq: field }
+                Sent { payload: None, replay: false, command, seq: field, pds_before: false }
             }
         };
         let header = FlitHeader { command: sent.command, seq: sent.seq, ..FlitHeader::NOP };
@@ -603,23 +619,25 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         ReplayCommand::Explicit
     }
 
-    fn start_replay(&mut self, from: SeqNum) {
+    /// Starts the scheduled replay if `FLIT_REPLAY_NUM` allows; whether it started.
+    fn start_replay(&mut self, from: SeqNum) -> bool {
         if self.st.replay_num >= self.config.replay_num_limit {
             // REPLAY_NUM Rollover: the counter rolls over and the link retrains; the replay
             // stays scheduled for after.
             self.st.replay_num = self.st.replay_num.wrapping_add(self.config.replay_num_step) & 0b111;
             self.event(RetryEvent::Retrain(RetrainCause::ReplayNumRollover));
-            return;
+            return false;
         }
         if self.buf.rewind(from).is_err() {
             // Acknowledged meanwhile: nothing left to replay from there.
             self.st.replay_scheduled = None;
-            return;
+            return false;
         }
         self.st.replay_num = (self.st.replay_num + self.config.replay_num_step) & 0b111;
         self.st.replay_scheduled = None;
         self.st.replay_in_progress = self.buf.is_replaying();
         self.stats.replays += 1;
+        true
     }
 
     fn after_payload(&mut self, s: SeqNum, replay: bool) {
