@@ -18,8 +18,8 @@ use linklayer::{Duration, Instant};
 use std::collections::VecDeque;
 use ucie_adapter::adapter::{Adapter, AdapterEvent};
 use ucie_adapter::crc::Format;
-use ucie_adapter::flit::{Layout, Map, Protocol};
-use ucie_adapter::header::FlitHeader;
+use ucie_adapter::flit::Protocol;
+use ucie_adapter::header::{FlitHeader, protocol_id};
 use ucie_adapter::lsm::{LinkRequest, LinkStatus};
 use ucie_adapter::param::{AdapterCaps, CxlCaps, ExchangeConfig, ExchangeState, Negotiated, Role};
 use ucie_adapter::sideband::Packet;
@@ -272,33 +272,29 @@ impl UcieSim {
                 }
             }
             let Some(negotiated) = die.adapter.negotiated() else { continue };
-            // CXL.cachemem flits on a CXL link, PCIe (or streaming) flits otherwise, with the
-            // flit number at the start of the payload.
-            let pid = if negotiated.protocol.layout_protocol() == Protocol::Cxl { 0b10 } else { 0b01 };
+            // CXL.cachemem flits on a CXL link, PCIe (or streaming) flits otherwise, numbered
+            // at the start of the payload.
+            let pid = if negotiated.protocol.layout_protocol() == Protocol::Cxl {
+                protocol_id::CXL_CACHEMEM
+            } else {
+                protocol_id::PCIE
+            };
             let header = FlitHeader { protocol_id: pid, ..FlitHeader::NOP };
-            let map = Map::new(negotiated.format, Layout::of(negotiated.protocol.layout_protocol(), &header)).unwrap();
             loop {
                 let stack = if stacks[1] && die.sent[1] < die.sent[0] { 1 } else { 0 };
                 let s = usize::from(stack);
                 if die.sent[s] >= self.config.flits || !die.adapter.can_send(stack) {
                     break;
                 }
-                let n = die.sent[s];
-                die.adapter
-                    .send_with(now, stack, |f| {
-                        f[map.header.start] = pid << 6;
-                        f[map.payload[0].start..][..8].copy_from_slice(&n.to_le_bytes());
-                    })
-                    .unwrap();
+                die.adapter.send(now, stack, header, &die.sent[s].to_le_bytes()).unwrap();
                 die.sent[s] += 1;
             }
         }
         // Each die's adapter: events, sideband, one flit.
         for i in 0..2 {
             self.drain(i);
-            let mut out = vec![0u8; 256];
-            let format = self.dies[i].adapter.negotiated().map_or(Format::Standard256StartHeader, |n| n.format);
-            out.truncate(format.flit_len());
+            let format = self.dies[i].adapter.negotiated().map_or(Format::Raw, |n| n.format);
+            let mut out = vec![0u8; self.dies[i].adapter.flit_len()];
             if let Some(sent) = self.dies[i].adapter.poll_transmit(now, &mut out) {
                 let header_at = if format == Format::Standard256EndHeader { 236 } else { 0 };
                 let stack = sent.payload.map(|_| out[header_at] >> 5 & 1);

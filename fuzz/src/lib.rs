@@ -2566,11 +2566,12 @@ pub fn ucie_adapter(data: &[u8]) {
             UcieAdapterOp::LinkError(die, v) => dies[usize::from(die)].handle_linkerror(now, v),
             UcieAdapterOp::Send(die, stack, n) => {
                 for k in 0..n % 8 {
-                    let fill = |f: &mut [u8]| {
-                        f[0] = 0x80;
-                        f[5] = k;
+                    // Protocol IDs 00b (refused: a NOP) to 11b.
+                    let header = ucie_adapter::header::FlitHeader {
+                        protocol_id: k % 4,
+                        ..ucie_adapter::header::FlitHeader::NOP
                     };
-                    if dies[usize::from(die)].send_with(now, u8::from(stack), fill).is_err() {
+                    if dies[usize::from(die)].send(now, u8::from(stack), header, &[k; 8]).is_err() {
                         break;
                     }
                 }

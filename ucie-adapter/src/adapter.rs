@@ -17,6 +17,10 @@
 //! | LinkError, LinkReset, Disabled | every stack follows |
 //! | Reset | everything starts over, with a fresh parameter exchange |
 //!
+//! When every enabled stack is in L1 (or L2), the adapter asks RDI for it
+//! ([`AdapterEvent::RdiRequest`]); a protocol layer's Active request in PM asks RDI for Active,
+//! and its Retrain request asks RDI for Retrain.
+//!
 //! Uncorrectable Internal Errors (a parameter-exchange or link-state timeout, an invalid
 //! parameter exchange, retry's Adapter Timeout or invalid Ack/Nak, a payload flit with explicit
 //! sequence 0, a CRC error without Retry) are reported as [`AdapterEvent::Uncorrectable`] and
@@ -33,6 +37,7 @@
 
 use crate::crc::{self, Format};
 use crate::flit::{Flit, Layout, Map, Protocol};
+use crate::header::{FlitHeader, FlitType, ReplayCommand, protocol_id};
 use crate::lsm::{AdapterLsm, LinkRequest, LinkStatus, LsmConfig, LsmError, LsmEvent};
 use crate::param::{AdapterCaps, ExchangeConfig, ExchangeError, ExchangeState, Negotiated, ParamExchange, Role};
 use crate::retry::{Received, Retry, RetryConfig, RetryError, RetryEvent, Sent, UncorrectableCause};
@@ -85,6 +90,13 @@ pub enum AdapterEvent {
         /// The new value.
         request: bool,
     },
+    /// The peer asks a stack for PM: the protocol layer requests L1/L2 within 1 µs to agree.
+    PmRequested {
+        /// The stack.
+        stack: u8,
+        /// L1 or L2.
+        state: crate::sideband::LinkState,
+    },
     /// Drive this `lp_state_req` on RDI.
     RdiRequest(LinkRequest),
     /// Assert `lp_linkerror` on RDI.
@@ -105,8 +117,12 @@ pub enum SendError {
     NotActive,
     /// No room: wait for Acks (or for the last flit to go, without Retry).
     Full,
-    /// The negotiated format is raw or has no map for the flit.
+    /// The negotiated format is raw or has no map for the flit (a management flit in
+    /// Format 2).
     Format,
+    /// The header reads as the adapter's own NOP (Protocol ID 00b with Flit Type 00b): a
+    /// receiver would discard it.
+    Nop,
 }
 
 impl core::fmt::Display for SendError {
@@ -115,6 +131,7 @@ impl core::fmt::Display for SendError {
             SendError::NotActive => f.write_str("stack not active"),
             SendError::Full => f.write_str("transmit buffer full"),
             SendError::Format => f.write_str("format carries no such flit"),
+            SendError::Nop => f.write_str("a protocol flit cannot carry Protocol ID 00b"),
         }
     }
 }
@@ -139,6 +156,7 @@ pub struct Adapter<B, const N: usize> {
     retry: Retry<B, N>,
     negotiated: Option<Negotiated>,
     exchange_failed: bool,
+    rdi_pm_requested: Option<LinkRequest>,
     rdi: LinkStatus,
     /// Without Retry: one flit waiting to go.
     staged: Option<(u8, [u8; 256])>,
@@ -160,6 +178,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             retry: Retry::new(RetryConfig::new(PLACEHOLDER, Protocol::Streaming), storage),
             negotiated: None,
             exchange_failed: false,
+            rdi_pm_requested: None,
             rdi: LinkStatus::Reset,
             staged: None,
             last_stack: None,
@@ -245,6 +264,29 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         }
         // `set_retry_idle` may have moved PM entry on.
         self.collect_lsms();
+        self.request_rdi_pm();
+    }
+
+    /// Once every enabled stack is in the same PM state, RDI is asked for it (§3.6).
+    fn request_rdi_pm(&mut self) {
+        let Some(n) = self.negotiated else { return };
+        let [a, b] = &self.lsm;
+        let states = [(n.stacks[0], a.status()), (n.stacks[1], b.status())];
+        let enabled = states.iter().filter(|(e, _)| *e);
+        let pm = |s: LinkStatus| enabled.clone().all(|(_, x)| *x == s) && enabled.clone().count() > 0;
+        let want = if pm(LinkStatus::L1) {
+            Some(LinkRequest::L1)
+        } else if pm(LinkStatus::L2) {
+            Some(LinkRequest::L2)
+        } else {
+            None
+        };
+        if want.is_some() && self.rdi == LinkStatus::Active && self.rdi_pm_requested != want {
+            if let Some(w) = want {
+                self.event(AdapterEvent::RdiRequest(w));
+            }
+        }
+        self.rdi_pm_requested = want;
     }
 
     fn collect_lsms(&mut self) {
@@ -257,6 +299,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
                     LsmEvent::Status(status) => self.event(AdapterEvent::Status { stack, status }),
                     LsmEvent::RxActiveRequest(request) => self.event(AdapterEvent::RxActiveRequest { stack, request }),
                     LsmEvent::StallRequest(request) => self.event(AdapterEvent::StallRequest { stack, request }),
+                    LsmEvent::PmRequested(state) => self.event(AdapterEvent::PmRequested { stack, state }),
                     LsmEvent::Timeout(_) => self.uncorrectable(Uncorrectable::LsmTimeout { stack }),
                 }
             }
@@ -350,9 +393,16 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             return Err(LsmError::NotReady);
         }
         let r = self.lsm_mut(stack).handle_request(now, request);
-        if r.is_ok() && request == LinkRequest::Active && self.rdi != LinkStatus::Active {
-            // PM exit or bring-up: the physical layer must be brought to Active first.
-            self.event(AdapterEvent::RdiRequest(LinkRequest::Active));
+        if r.is_ok() {
+            match request {
+                // PM exit or bring-up: the physical layer must be brought to Active first.
+                LinkRequest::Active if self.rdi != LinkStatus::Active => {
+                    self.event(AdapterEvent::RdiRequest(LinkRequest::Active))
+                }
+                // Retrain is RDI's (the protocol layer may ask for it in Active).
+                LinkRequest::Retrain => self.event(AdapterEvent::RdiRequest(LinkRequest::Retrain)),
+                _ => {}
+            }
         }
         self.collect(now);
         r
@@ -385,11 +435,18 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         self.collect(now);
     }
 
-    /// Queues a flit from `stack`'s protocol layer, built in place by `fill` (zeroed, the
-    /// format's length): the payload and, for PCIe/CXL.io, the DLP bytes are the caller's,
-    /// as is the Protocol ID in the flit header (Flit Type for management flits); the stack
-    /// ID, sequence number and CRCs are the adapter's.
-    pub fn send_with(&mut self, now: Instant, stack: u8, fill: impl FnOnce(&mut [u8])) -> Result<(), SendError> {
+    /// Queues a flit from `stack`'s protocol layer. `header` gives its Protocol ID
+    /// ([`crate::header::protocol_id`]), Flit Type (management flits) and DLP/FM marker; the
+    /// stack ID, sequence number and CRCs are the adapter's. `fill` builds the rest in place:
+    /// it gets the flit's [`Map`] (where the payload runs, DLP, FM and CRD bytes are for this
+    /// format and protocol) and the zeroed flit. [`Adapter::send`] copies a payload instead.
+    pub fn send_with(
+        &mut self,
+        now: Instant,
+        stack: u8,
+        header: FlitHeader,
+        fill: impl FnOnce(&Map, &mut [u8]),
+    ) -> Result<(), SendError> {
         let Some(n) = self.negotiated else { return Err(SendError::NotActive) };
         if n.format == Format::Raw {
             return Err(SendError::Format);
@@ -397,12 +454,21 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         if !matches!(self.status(stack), LinkStatus::Active | LinkStatus::ActivePmNak) {
             return Err(SendError::NotActive);
         }
-        let map = Map::new(n.format, Layout::Streaming).map_err(|_| SendError::Format)?;
-        let at = map.header.start;
+        if header.protocol_id == protocol_id::ADAPTER && header.flit_type == FlitType::Protocol {
+            return Err(SendError::Nop);
+        }
+        let map =
+            Map::new(n.format, Layout::of(n.protocol.layout_protocol(), &header)).map_err(|_| SendError::Format)?;
+        let bits = FlitHeader { stack, command: ReplayCommand::Explicit, seq: 0, ..header };
+        let bytes = match n.format {
+            Format::Flit68 => bits.emit_68(n.retry),
+            _ => bits.emit_256(n.retry),
+        }
+        .map_err(|_| SendError::Format)?;
         let stamp = move |f: &mut [u8]| {
-            fill(f);
-            if let Some(b) = f.get_mut(at) {
-                *b = *b & !0x20 | stack << 5;
+            fill(&map, f);
+            if let Some(h) = f.get_mut(map.header.start..map.header.end) {
+                h.copy_from_slice(&bytes);
             }
         };
         if n.retry {
@@ -423,6 +489,27 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         }
         self.collect(now);
         Ok(())
+    }
+
+    /// Queues a flit whose payload runs carry `payload` (at most the map's
+    /// [`Map::payload_len`] bytes; the rest is zero); see [`Adapter::send_with`].
+    pub fn send(&mut self, now: Instant, stack: u8, header: FlitHeader, payload: &[u8]) -> Result<(), SendError> {
+        self.send_with(now, stack, header, |map, f| {
+            let mut rest = payload;
+            for span in map.payload {
+                let k = span.len().min(rest.len());
+                if let (Some(d), Some(s)) = (f.get_mut(span.start..span.start + k), rest.get(..k)) {
+                    d.copy_from_slice(s);
+                }
+                rest = rest.get(k..).unwrap_or_default();
+            }
+        })
+    }
+
+    /// The flit length of the negotiated format (what [`Adapter::poll_transmit`] writes and
+    /// [`Adapter::handle_flit`] takes): 68 or 256; 0 before negotiation or for Format 1.
+    pub fn flit_len(&self) -> usize {
+        self.negotiated.map_or(0, |n| n.format.flit_len())
     }
 
     /// Whether [`Adapter::send_with`] would accept a flit for `stack` now.
@@ -456,13 +543,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             let (dst, src) = (out.get_mut(..len)?, flit.get(..len)?);
             dst.copy_from_slice(src);
             let _ = crc::seal(n.format, dst);
-            Some(Sent {
-                payload: None,
-                replay: false,
-                command: crate::header::ReplayCommand::Explicit,
-                seq: 0,
-                pds_before: false,
-            })
+            Some(Sent { payload: None, replay: false, command: ReplayCommand::Explicit, seq: 0, pds_before: false })
         };
         self.collect(now);
         sent

@@ -28,7 +28,8 @@
 //! all payload, no adapter-inserted DLP bytes — since the digestible text gives ALMPs no DLP
 //! bytes; a D2D NOP (all zero) reads the same under any map.
 
-use crate::crc::{self, CrcError, Format};
+pub use crate::crc::Format;
+use crate::crc::{self, CrcError};
 use crate::header::{FlitHeader, FlitType, HeaderError};
 
 /// Flit bytes `start..end`.
@@ -423,6 +424,21 @@ impl<'a> Flit<'a> {
         };
         let run = |i: usize| map.payload.get(i).and_then(|s| self.bytes.get(s.start..s.end)).unwrap_or(&[]);
         [run(0), run(1)]
+    }
+
+    /// Copies the payload, its runs joined, into `out`; returns the bytes copied (the payload
+    /// length, or less when `out` is shorter).
+    pub fn read_payload(&self, out: &mut [u8]) -> usize {
+        let mut n = 0;
+        for run in self.payload() {
+            let Some(dst) = out.get_mut(n..) else { break };
+            let k = run.len().min(dst.len());
+            if let (Some(d), Some(s)) = (dst.get_mut(..k), run.get(..k)) {
+                d.copy_from_slice(s);
+            }
+            n += k;
+        }
+        n
     }
 
     /// DLP bytes 2–5 (PCIe/CXL.io).

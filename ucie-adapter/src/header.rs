@@ -21,6 +21,26 @@
 //! byte 1 bits 7 and 6 set (Table 3-2 reserves bit 6, §3.3.2.1 lists it as 1) and either is
 //! accepted on receive.
 
+/// Protocol ID values (flit header byte 0 bits 7:6; §3.3, Tables 3-2 to 3-5). 00b is the
+/// adapter's own (NOP, PDS) and never a protocol layer's flit.
+pub mod protocol_id {
+    /// 00b: the D2D adapter: a NOP (or, in Format 2, a PDS).
+    pub const ADAPTER: u8 = 0b00;
+    /// 01b on a CXL link: CXL.io.
+    pub const CXL_IO: u8 = 0b01;
+    /// 10b on a CXL link: CXL.cachemem.
+    pub const CXL_CACHEMEM: u8 = 0b10;
+    /// 11b on a CXL link: ARB/MUX (ALMPs).
+    pub const ARB_MUX: u8 = 0b11;
+    /// 01b on a PCIe link.
+    pub const PCIE: u8 = 0b01;
+    /// 01b on a streaming link in Format 2 ("protocol layer flit"); in Formats 3–6 streaming
+    /// Protocol IDs 01b–11b are vendor-defined (the protocol layer never sends 00b).
+    pub const STREAMING: u8 = 0b01;
+    /// 01b for management transport: a management flit (sent with Flit Type 10b).
+    pub const MANAGEMENT: u8 = 0b01;
+}
+
 /// Why a flit header does not decode or encode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

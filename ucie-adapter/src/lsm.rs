@@ -184,8 +184,6 @@ pub enum LsmError {
     /// Not now: RDI is not Active or parameter exchange has not finished (Active), the
     /// 16 ms LinkError residency has not passed, or `lp_linkerror` is still asserted.
     NotReady,
-    /// PM entry is initiated by the other side (the downstream port of PCIe or CXL).
-    NotPmInitiator,
 }
 
 impl core::fmt::Display for LsmError {
@@ -194,7 +192,6 @@ impl core::fmt::Display for LsmError {
             LsmError::Ignored { request, status } => write!(f, "{request:?} is ignored in {status:?}"),
             LsmError::NeedsNop => f.write_str("request needs a NOP first"),
             LsmError::NotReady => f.write_str("link not ready for this request"),
-            LsmError::NotPmInitiator => f.write_str("PM entry is initiated by the other side"),
         }
     }
 }
@@ -210,6 +207,9 @@ pub enum LsmEvent {
     /// `pl_rx_active_req` changed: the protocol layer answers with
     /// [`AdapterLsm::handle_rx_active`].
     RxActiveRequest(bool),
+    /// The peer asks for PM (L1 or L2) and the protocol layer has not: requesting it within
+    /// 1 µs enters PM, otherwise the adapter answers PMNAK.
+    PmRequested(LinkState),
     /// `pl_stallreq` changed (before PM entry): the protocol layer stops presenting flits
     /// and answers with [`AdapterLsm::handle_stall_ack`].
     StallRequest(bool),
@@ -269,6 +269,9 @@ pub struct AdapterLsm {
     status: LinkStatus,
     request: LinkRequest,
     nop_seen: bool,
+    /// An Active request that may start the Active Entry handshake (after its NOP edge where
+    /// one is needed), not yet used.
+    armed: bool,
     ready: bool,
     retry_idle: bool,
     linkerror_wire: bool,
@@ -295,6 +298,7 @@ impl AdapterLsm {
             status: LinkStatus::Reset,
             request: LinkRequest::Nop,
             nop_seen: false,
+            armed: false,
             ready: false,
             retry_idle: true,
             linkerror_wire: false,
@@ -419,8 +423,15 @@ impl AdapterLsm {
         self.try_active_entry(now);
     }
 
-    /// Samples `lp_state_req`. A request the state does not consider is refused and changes
-    /// nothing (it stays the sampled value, as on the wire).
+    /// Samples `lp_state_req`. A request the state does not consider, or cannot take now, is
+    /// refused with an [`LsmError`] and acted on never; it is still the sampled value, so a
+    /// later request's NOP edge is judged from it.
+    ///
+    /// Active from Reset, and from a Retrain entered from Active, needs a NOP first; from
+    /// Active.PMNAK it returns to Active at once; from L1 it starts PM exit. A PM request on
+    /// the side that does not initiate PM (the downstream port of PCIe or CXL) is held until
+    /// the peer asks ([`LsmEvent::PmRequested`]). Retrain is RDI's: the [`crate::adapter`]
+    /// turns it into an RDI request.
     pub fn handle_request(&mut self, now: Instant, request: LinkRequest) -> Result<(), LsmError> {
         let previous = self.request;
         self.request = request;
@@ -444,6 +455,7 @@ impl AdapterLsm {
                     return Err(LsmError::NotReady);
                 }
                 self.nop_seen = false;
+                self.armed = true;
                 self.try_active_entry(now);
             }
             (R::Active, S::ActivePmNak) => self.set_status(S::Active, now),
@@ -452,11 +464,13 @@ impl AdapterLsm {
                     return Err(LsmError::NeedsNop);
                 }
                 self.nop_seen = false;
+                self.armed = true;
                 self.try_active_entry(now);
             }
             (R::Active, S::L1) => {
                 // PM exit: once RDI is Active again, the Active Entry handshake.
                 self.entry = ActiveEntry::default();
+                self.armed = true;
                 self.try_active_entry(now);
             }
             (R::Active, S::L2 | S::LinkReset | S::Disabled) => self.enter_reset(now),
@@ -469,12 +483,7 @@ impl AdapterLsm {
                 }
                 self.enter_reset(now);
             }
-            (R::L1 | R::L2, S::Active | S::ActivePmNak) => {
-                if !self.config.pm_initiator && self.pm_asked.is_none() {
-                    return Err(LsmError::NotPmInitiator);
-                }
-                self.try_pm(now);
-            }
+            (R::L1 | R::L2, S::Active | S::ActivePmNak) => self.try_pm(now),
             (R::Retrain, _) => {} // RDI's: the embedder requests Retrain on RDI.
             (R::LinkReset | R::Disable, _) => {
                 if status == S::Reset && !edge {
@@ -495,6 +504,7 @@ impl AdapterLsm {
         self.pm_asked = None;
         self.linkerror_since = None;
         self.nop_seen = false;
+        self.armed = false;
         self.set_status(LinkStatus::Reset, now);
     }
 
@@ -504,7 +514,7 @@ impl AdapterLsm {
         if !entering || !self.ready {
             return;
         }
-        if self.request == LinkRequest::Active && !self.entry.sent_req {
+        if self.armed && self.request == LinkRequest::Active && !self.entry.sent_req {
             self.entry.sent_req = true;
             self.request_msg(LinkState::Active, now);
         }
@@ -519,6 +529,7 @@ impl AdapterLsm {
             self.entry = ActiveEntry::default();
             self.pending = None;
             self.retrain_from_active = false;
+            self.armed = false;
             let rx = self.rx_active_req;
             self.set_status(LinkStatus::Active, now);
             self.set_rx_active_req(rx);
@@ -598,6 +609,9 @@ impl AdapterLsm {
                 S::Retrain => self.respond(LinkState::PmNak),
                 S::Active | S::ActivePmNak => {
                     self.pm_asked = Some((state, now.saturating_add(self.config.pm_nak_delay)));
+                    if !matches!(self.request, LinkRequest::L1 | LinkRequest::L2) {
+                        self.event(LsmEvent::PmRequested(state));
+                    }
                     self.try_pm(now);
                 }
                 _ => {}
@@ -654,6 +668,7 @@ impl AdapterLsm {
             S::Retrain if matches!(self.status, S::Active | S::ActivePmNak) => {
                 self.entry = ActiveEntry::default();
                 self.retrain_from_active = true;
+                self.armed = false;
                 self.pm_asked = None;
                 self.set_status(S::Retrain, now);
             }
@@ -724,7 +739,7 @@ mod tests {
                     LsmEvent::Status(s) => log.push(s),
                     LsmEvent::RxActiveRequest(r) => x.handle_rx_active(now, r),
                     LsmEvent::StallRequest(r) => x.handle_stall_ack(now, r),
-                    LsmEvent::Timeout(_) => {}
+                    LsmEvent::PmRequested(_) | LsmEvent::Timeout(_) => {}
                 }
             }
             while let Some(m) = x.poll_message() {
@@ -820,7 +835,8 @@ mod tests {
     fn pm_entry_refusal_and_exit() {
         let (mut dp, mut up) = active_pair();
         // Only the upstream port initiates; the downstream port waits for the request.
-        assert_eq!(dp.handle_request(T0, LinkRequest::L1), Err(LsmError::NotPmInitiator));
+        assert_eq!(dp.handle_request(T0, LinkRequest::L1), Ok(()));
+        assert_eq!(dp.poll_message(), None); // held until the peer asks
         assert_eq!(
             dp.handle_request(T0, LinkRequest::Active),
             Err(LsmError::Ignored { request: LinkRequest::Active, status: LinkStatus::Active })
@@ -841,7 +857,7 @@ mod tests {
         up.set_retry_idle(at(3_500), true);
         // The downstream protocol layer's PM request is sampled, then answered when the
         // upstream port's request arrives.
-        assert_eq!(dp.handle_request(at(3_600), LinkRequest::L1), Err(LsmError::NotPmInitiator));
+        assert_eq!(dp.handle_request(at(3_600), LinkRequest::L1), Ok(()));
         let (sd, su) = shuttle(at(3_700), &mut dp, &mut up);
         // (The upstream log starts with its earlier return from Active.PMNAK.)
         assert_eq!((sd, su), (std::vec![LinkStatus::L1], std::vec![LinkStatus::Active, LinkStatus::L1]));
@@ -916,7 +932,7 @@ mod tests {
         let req = up.poll_message().unwrap();
         assert_eq!(req, Message::LinkRequest { target: LinkTarget::Adapter0, state: LinkState::L1, stall: false });
         // The downstream side stalls too before it answers.
-        dp.handle_request(T0, LinkRequest::L1).unwrap_err();
+        dp.handle_request(T0, LinkRequest::L1).unwrap();
         dp.handle_message(T0, &req);
         assert_eq!(dp.poll_event(), Some(LsmEvent::StallRequest(true)));
         assert_eq!(dp.poll_message(), None);

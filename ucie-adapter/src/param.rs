@@ -10,6 +10,20 @@
 //!
 //! The protocol follows Table 3-8 ([`protocol`]); the flit format Table 3-9 for PCIe and CXL
 //! with none of the optional flit-format capabilities, Table 3-10 otherwise ([`flit_format`]).
+//!
+//! What each link needs advertised (both sides; with the downstream/upstream roles except
+//! for streaming and management transport alone, which are [`Role::Symmetric`]):
+//!
+//! | link | [`AdapterCaps`] | [`CxlCaps`] | format |
+//! |---|---|---|---|
+//! | CXL, 68B flits | `FLIT_68B` | `CXL_IO` (+ `CXL_MEM`, `CXL_CACHE`) | 2 |
+//! | CXL, 256B flits | `FLIT_68B`, `CXL_256B`, `PCIE_FLIT` (+ `CXL_LATOPT_FMT5`/`FMT6`) | `CXL_IO` (+ …) | 4 (5, 6) |
+//! | PCIe flit mode | `FLIT_68B`, `PCIE_FLIT` | `PCIE` | 3 |
+//! | PCIe non-flit | `FLIT_68B` | `PCIE` | 2 |
+//! | streaming | `STREAMING` and a format bit (`FORMAT_68B`, `STD_END_HEADER`, `STD_START_HEADER`, `LATOPT_NO_OPT`, `LATOPT_OPT`) | — | Table 3-10 |
+//! | any of these | `RETRY` for retry, `STACK0`; two stacks: `STACK1` and `MULTI_PROTOCOL` | | |
+//!
+//! A `MANAGEMENT` bit adds management transport; `RAW` (both sides) selects Format 1.
 
 use crate::crc::Format;
 use crate::sideband::{CapKind, Message, STALL};
@@ -309,9 +323,25 @@ pub struct Negotiated {
 pub enum ExchangeError {
     /// No answer within 8 ms (no stall received meanwhile).
     Timeout,
-    /// The capabilities do not make a link: no protocol or flit format in common, a FinCap
-    /// with a capability this side did not advertise, or a message out of order.
-    Invalid,
+    /// The capabilities do not make a link (Invalid Parameter Exchange).
+    Invalid(Invalid),
+}
+
+/// Why a parameter exchange is invalid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Invalid {
+    /// The finalized capabilities match no row of Table 3-8 (see the module doc's table of
+    /// what each protocol needs advertised).
+    NoProtocol,
+    /// No flit format both sides support (Tables 3-9, 3-10).
+    NoFormat,
+    /// No stack both sides enable.
+    NoStack,
+    /// A FinCap with a capability this side did not advertise.
+    NotAdvertised,
+    /// A capability message out of order (e.g. a FinCap to the downstream port).
+    OutOfOrder,
 }
 
 /// The parameter-exchange machine's progress.
@@ -514,20 +544,29 @@ impl ParamExchange {
 
     fn finish(&mut self, cxl: Option<CxlCaps>) {
         let fin = self.fin;
-        let result = protocol(fin, cxl).and_then(|(p, management)| {
-            let format = flit_format(p, fin)?;
-            let stacks = [fin.contains(AdapterCaps::STACK0), fin.contains(AdapterCaps::STACK1)];
-            let retry = fin.contains(AdapterCaps::RETRY);
-            let retimer_credits = self.peer.retimer_credits();
-            Some(Negotiated { adapter: fin, cxl, protocol: p, management, format, retry, stacks, retimer_credits })
-        });
-        match result {
-            Some(n) if n.stacks != [false, false] => {
-                self.deadline = None;
-                self.state = ExchangeState::Done(n);
-            }
-            _ => self.fail(ExchangeError::Invalid),
+        let Some((protocol, management)) = protocol(fin, cxl) else {
+            return self.fail(ExchangeError::Invalid(Invalid::NoProtocol));
+        };
+        let Some(format) = flit_format(protocol, fin) else {
+            return self.fail(ExchangeError::Invalid(Invalid::NoFormat));
+        };
+        let stacks = [fin.contains(AdapterCaps::STACK0), fin.contains(AdapterCaps::STACK1)];
+        if stacks == [false, false] {
+            return self.fail(ExchangeError::Invalid(Invalid::NoStack));
         }
+        let retry = fin.contains(AdapterCaps::RETRY);
+        let retimer_credits = self.peer.retimer_credits();
+        self.deadline = None;
+        self.state = ExchangeState::Done(Negotiated {
+            adapter: fin,
+            cxl,
+            protocol,
+            management,
+            format,
+            retry,
+            stacks,
+            retimer_credits,
+        });
     }
 
     /// A message from the peer's adapter. Capability messages advance the exchange; a stall
@@ -577,7 +616,7 @@ impl ParamExchange {
                     | AdapterCaps::CXL_LATOPT_FMT5
                     | AdapterCaps::CXL_LATOPT_FMT6;
                 if !ours.contains(fin.intersection(negotiable)) {
-                    return self.fail(ExchangeError::Invalid);
+                    return self.fail(ExchangeError::Invalid(Invalid::NotAdvertised));
                 }
                 self.fin = fin;
                 self.after_fin();
@@ -594,7 +633,7 @@ impl ParamExchange {
             (ExchangeState::AwaitCxlFinCap, CapKind::Cxl, true, Role::Upstream) => {
                 let fin = CxlCaps::from_bits_retain(caps);
                 if !self.config.cxl.contains(fin.intersection(CxlCaps::PCIE | CxlCaps::CXL_IO)) {
-                    return self.fail(ExchangeError::Invalid);
+                    return self.fail(ExchangeError::Invalid(Invalid::NotAdvertised));
                 }
                 self.finish(Some(fin));
             }
@@ -602,7 +641,7 @@ impl ParamExchange {
             (_, CapKind::Adapter, false, Role::Upstream) => {
                 self.send(Self::cap(CapKind::Adapter, false, ours.bits()));
             }
-            _ => self.fail(ExchangeError::Invalid),
+            _ => self.fail(ExchangeError::Invalid(Invalid::OutOfOrder)),
         }
     }
 
@@ -817,14 +856,14 @@ mod tests {
             Instant::ZERO,
             &Message::Capability { kind: CapKind::Adapter, finalized: true, info: 0, caps: fin },
         );
-        assert_eq!(up.state(), ExchangeState::Failed(ExchangeError::Invalid));
+        assert_eq!(up.state(), ExchangeState::Failed(ExchangeError::Invalid(Invalid::NotAdvertised)));
         // Nothing in common.
         let mut a =
             ParamExchange::new(ExchangeConfig::new(Role::Symmetric, A::STREAMING | A::STACK0, CxlCaps::empty()));
         let mut b =
             ParamExchange::new(ExchangeConfig::new(Role::Symmetric, A::MANAGEMENT | A::STACK1, CxlCaps::empty()));
         shuttle(&mut a, &mut b);
-        assert_eq!(a.state(), ExchangeState::Failed(ExchangeError::Invalid));
+        assert_eq!(a.state(), ExchangeState::Failed(ExchangeError::Invalid(Invalid::NoProtocol)));
     }
 
     #[test]

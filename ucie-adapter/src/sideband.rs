@@ -482,7 +482,8 @@ impl Packet {
         Ok(packet)
     }
 
-    /// Reads a packet from the start of `bytes`; returns it and its length.
+    /// Reads a packet from the start of `bytes`; returns it and its length. (Eight zero bytes
+    /// are a well-formed packet: a 32-bit memory read of address 0 with tag 0.)
     pub fn parse(bytes: &[u8]) -> Result<(Packet, usize), SidebandError> {
         let short = |needed| SidebandError::Length { needed, got: bytes.len() };
         let h = u64::from_le_bytes(*bytes.first_chunk::<HEADER_LEN>().ok_or(short(HEADER_LEN))?);
