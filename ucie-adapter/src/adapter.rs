@@ -18,7 +18,8 @@
 //! | Reset | everything starts over, with a fresh parameter exchange |
 //!
 //! When every enabled stack is in L1 (or L2), the adapter asks RDI for it
-//! ([`AdapterEvent::RdiRequest`]); a protocol layer's Active request in PM asks RDI for Active,
+//! ([`AdapterEvent::RdiRequest`]), and likewise for LinkReset and Disabled (the higher of the
+//! two when the stacks differ); a protocol layer's Active request in PM asks RDI for Active,
 //! and its Retrain request asks RDI for Retrain.
 //!
 //! Uncorrectable Internal Errors (a parameter-exchange or link-state timeout, an invalid
@@ -156,7 +157,7 @@ pub struct Adapter<B, const N: usize> {
     retry: Retry<B, N>,
     negotiated: Option<Negotiated>,
     exchange_failed: bool,
-    rdi_pm_requested: Option<LinkRequest>,
+    rdi_requested: Option<LinkRequest>,
     rdi: LinkStatus,
     /// Without Retry: one flit waiting to go.
     staged: Option<(u8, [u8; 256])>,
@@ -178,7 +179,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             retry: Retry::new(RetryConfig::new(PLACEHOLDER, Protocol::Streaming), storage),
             negotiated: None,
             exchange_failed: false,
-            rdi_pm_requested: None,
+            rdi_requested: None,
             rdi: LinkStatus::Reset,
             staged: None,
             last_stack: None,
@@ -264,29 +265,39 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         }
         // `set_retry_idle` may have moved PM entry on.
         self.collect_lsms();
-        self.request_rdi_pm();
+        self.request_rdi_for_stacks();
     }
 
-    /// Once every enabled stack is in the same PM state, RDI is asked for it (§3.6).
-    fn request_rdi_pm(&mut self) {
+    /// What RDI is asked for once every enabled stack is there (§3.5, §3.6): the same PM
+    /// state; or, when all are down, the highest of LinkError > Disabled > LinkReset.
+    fn request_rdi_for_stacks(&mut self) {
         let Some(n) = self.negotiated else { return };
+        if !n.stacks.contains(&true) {
+            return;
+        }
         let [a, b] = &self.lsm;
-        let states = [(n.stacks[0], a.status()), (n.stacks[1], b.status())];
-        let enabled = states.iter().filter(|(e, _)| *e);
-        let pm = |s: LinkStatus| enabled.clone().all(|(_, x)| *x == s) && enabled.clone().count() > 0;
-        let want = if pm(LinkStatus::L1) {
+        let stacks = [(n.stacks[0], a.status()), (n.stacks[1], b.status())];
+        let all = |f: &dyn Fn(LinkStatus) -> bool| stacks.iter().filter(|(e, _)| *e).all(|(_, s)| f(*s));
+        let any = |s: LinkStatus| stacks.iter().any(|&(e, x)| e && x == s);
+        let down = |s: LinkStatus| matches!(s, LinkStatus::LinkReset | LinkStatus::Disabled | LinkStatus::LinkError);
+        let want = if all(&|s| s == LinkStatus::L1) {
             Some(LinkRequest::L1)
-        } else if pm(LinkStatus::L2) {
+        } else if all(&|s| s == LinkStatus::L2) {
             Some(LinkRequest::L2)
+        } else if all(&down) && any(LinkStatus::Disabled) && !any(LinkStatus::LinkError) {
+            Some(LinkRequest::Disable)
+        } else if all(&down) && !any(LinkStatus::LinkError) {
+            Some(LinkRequest::LinkReset)
         } else {
             None
         };
-        if want.is_some() && self.rdi == LinkStatus::Active && self.rdi_pm_requested != want {
+        if want.is_some() && self.rdi_requested != want && matches!(self.rdi, LinkStatus::Active | LinkStatus::Retrain)
+        {
             if let Some(w) = want {
                 self.event(AdapterEvent::RdiRequest(w));
             }
         }
-        self.rdi_pm_requested = want;
+        self.rdi_requested = want;
     }
 
     fn collect_lsms(&mut self) {
@@ -334,7 +345,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
                         self.exchange.start(now);
                     }
                 } else {
-                    if previous == LinkStatus::Retrain {
+                    // Back to Active (from Retrain, or from PM, which retrains the lanes):
+                    // a new Sequence Number Handshake.
+                    if previous != LinkStatus::Active {
                         self.retry.retrain();
                     }
                     let stacks = self.negotiated.map_or([false; 2], |n| n.stacks);
@@ -590,5 +603,86 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         }
         self.retry.handle_timeout(now);
         self.collect(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::param::{AdapterCaps as A, CxlCaps};
+    use std::vec::Vec;
+
+    type D = Adapter<[u8; 4096], 16>;
+    const T: Instant = Instant::ZERO;
+
+    /// Runs the sideband and answers every handshake request; returns each die's events.
+    fn settle(dies: &mut [D; 2]) -> [Vec<AdapterEvent>; 2] {
+        let mut log = [Vec::new(), Vec::new()];
+        for _ in 0..20 {
+            for i in 0..2 {
+                while let Some(e) = dies[i].poll_event() {
+                    match e {
+                        AdapterEvent::RxActiveRequest { stack, request } => dies[i].handle_rx_active(T, stack, request),
+                        AdapterEvent::StallRequest { stack, request } => dies[i].handle_stall_ack(T, stack, request),
+                        _ => {}
+                    }
+                    log[i].push(e);
+                }
+                while let Some(p) = dies[i].poll_sideband() {
+                    dies[1 - i].handle_sideband(T, &p);
+                }
+            }
+        }
+        log
+    }
+
+    fn up_pair() -> [D; 2] {
+        let caps = A::FLIT_68B | A::CXL_256B | A::PCIE_FLIT | A::RETRY | A::STACK0;
+        let cxl = CxlCaps::CXL_IO;
+        let mut dies = [
+            D::new(ExchangeConfig::new(Role::Downstream, caps, cxl), [0; 4096]),
+            D::new(ExchangeConfig::new(Role::Upstream, caps, cxl), [0; 4096]),
+        ];
+        for d in &mut dies {
+            d.handle_rdi(T, LinkStatus::Active);
+        }
+        settle(&mut dies);
+        for d in &mut dies {
+            d.handle_request(T, 0, LinkRequest::Nop).unwrap();
+            d.handle_request(T, 0, LinkRequest::Active).unwrap();
+        }
+        settle(&mut dies);
+        assert_eq!([dies[0].status(0), dies[1].status(0)], [LinkStatus::Active; 2]);
+        dies
+    }
+
+    #[test]
+    fn stacks_drive_rdi() {
+        let mut dies = up_pair();
+        // A NOP-looking header is refused; stack 1 was not enabled.
+        assert_eq!(dies[0].send(T, 0, FlitHeader::NOP, b"x"), Err(SendError::Nop));
+        assert_eq!(dies[0].handle_request(T, 1, LinkRequest::Nop), Err(LsmError::NotReady));
+        // The protocol layer's Retrain becomes an RDI request.
+        dies[0].handle_request(T, 0, LinkRequest::Retrain).unwrap();
+        assert_eq!(dies[0].poll_event(), Some(AdapterEvent::RdiRequest(LinkRequest::Retrain)));
+        // Both in L1 (the upstream port asks, the downstream port agrees): RDI is asked for L1.
+        dies[0].handle_request(T, 0, LinkRequest::L1).unwrap();
+        dies[1].handle_request(T, 0, LinkRequest::L1).unwrap();
+        let log = settle(&mut dies);
+        assert_eq!([dies[0].status(0), dies[1].status(0)], [LinkStatus::L1; 2]);
+        for l in &log {
+            assert!(l.contains(&AdapterEvent::RdiRequest(LinkRequest::L1)), "{l:?}");
+        }
+    }
+
+    #[test]
+    fn link_reset_reaches_rdi() {
+        let mut dies = up_pair();
+        dies[0].handle_request(T, 0, LinkRequest::LinkReset).unwrap();
+        let log = settle(&mut dies);
+        assert_eq!([dies[0].status(0), dies[1].status(0)], [LinkStatus::LinkReset; 2]);
+        for l in &log {
+            assert!(l.contains(&AdapterEvent::RdiRequest(LinkRequest::LinkReset)), "{l:?}");
+        }
     }
 }

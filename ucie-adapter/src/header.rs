@@ -7,7 +7,7 @@
 //! | 0 | 5 | Stack ID | Stack ID |
 //! | 0 | 4 | CXL.io/PCIe: 1 = Optimized_Update_FC or Flit_Marker in the DLP (or FM) bytes; else reserved | 1 = PDS flit header |
 //! | 0 | 3:0 | with Retry: sequence number S\[7:4\]; else reserved | the same |
-//! | 1 | 7:6 | Flit Type: 00 protocol flit or NOP, 01 test, 10 management, 11 reserved | with Retry: 00 regular, 11 PDS (others reserved); without: bit 7 = PDS |
+//! | 1 | 7:6 | Flit Type: 00 protocol flit or NOP, 01 test, 10 management, 11 reserved | with Retry: 00 regular, 01 test, 11 PDS, 10 reserved; without: 01 test, else bit 7 = PDS |
 //! | 1 | 5:4 | with Retry: 00 explicit sequence number S, 01 Ack(S), 10 Nak (module doc), 11 reserved; else reserved | the same |
 //! | 1 | 3:0 | with Retry: S\[3:0\]; else reserved | the same |
 //!
@@ -97,8 +97,9 @@ pub enum FlitType {
     Management,
 }
 
-/// A flit header's fields. For Format 2, `flit_type` is unused (sent as [`FlitType::Protocol`])
-/// and `marker` is the PDS bit; with Retry off, `command` and `seq` are not carried.
+/// A flit header's fields. For Format 2, `flit_type` is [`FlitType::Protocol`] or
+/// [`FlitType::Test`] and `marker` is the PDS bit; with Retry off, `command` and `seq` are not
+/// carried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -211,23 +212,29 @@ impl FlitHeader {
         Ok(FlitHeader { flit_type, ..Self::parse_common(bytes, retry)? })
     }
 
-    /// The header of a Format 2 flit (Tables 3-2 and 3-3); `marker` is the PDS bit.
+    /// The header of a Format 2 flit (Tables 3-2 and 3-3); `marker` is the PDS bit, and a
+    /// [`FlitType::Test`] flit carries byte 1 bits 7:6 = 01b (note a).
     pub fn emit_68(&self, retry: bool) -> Result<[u8; 2], HeaderError> {
         // With Retry 11b is PDS; without it bit 7 is, and bit 6 is sent as §3.3.2.1 lists it.
-        let pds = if self.marker { 0b11 << 6 } else { 0 };
-        Ok([self.byte0(retry)?, pds | self.low(retry)])
+        let kind = match (self.flit_type, self.marker) {
+            (FlitType::Test, _) => 0b01 << 6,
+            (_, true) => 0b11 << 6,
+            _ => 0,
+        };
+        Ok([self.byte0(retry)?, kind | self.low(retry)])
     }
 
     /// Reads a Format 2 flit header.
     pub fn parse_68(bytes: [u8; 2], retry: bool) -> Result<FlitHeader, HeaderError> {
         let h = Self::parse_common(bytes, retry)?;
-        let pds = match (bytes[1] >> 6, retry) {
-            (0b00, true) => false,
-            (0b11, true) => true,
+        let (pds, flit_type) = match (bytes[1] >> 6, retry) {
+            (0b01, _) => (false, FlitType::Test),
+            (0b00, true) => (false, FlitType::Protocol),
+            (0b11, true) => (true, FlitType::Protocol),
             (_, true) => return Err(HeaderError::ReservedPdsEncoding),
-            (b, false) => b & 0b10 != 0,
+            (b, false) => (b & 0b10 != 0, FlitType::Protocol),
         };
-        Ok(FlitHeader { marker: h.marker || pds, ..h })
+        Ok(FlitHeader { marker: h.marker || pds, flit_type, ..h })
     }
 }
 
@@ -264,7 +271,10 @@ mod tests {
         let b = pds.emit_68(true).unwrap();
         assert_eq!(b, [0x10 | (!7u8 >> 4), 0xC0 | (!7u8 & 0xF)]);
         assert_eq!(FlitHeader::parse_68(b, true), Ok(pds));
-        assert_eq!(FlitHeader::parse_68([0, 0x40], true), Err(HeaderError::ReservedPdsEncoding));
+        assert_eq!(FlitHeader::parse_68([0, 0x80], true), Err(HeaderError::ReservedPdsEncoding));
+        // Byte 1 bits 7:6 = 01b: a test flit, with Retry or without.
+        assert_eq!(FlitHeader::parse_68([0x40, 0x40], true).map(|h| h.flit_type), Ok(FlitType::Test));
+        assert_eq!(FlitHeader::parse_68([0x40, 0x40], false).map(|h| h.flit_type), Ok(FlitType::Test));
         // Without Retry either PDS form is accepted.
         assert!(FlitHeader::parse_68([0x10, 0x80], false).unwrap().marker);
         assert!(FlitHeader::is_nop([0, 0]));
@@ -288,7 +298,7 @@ mod tests {
             let h = FlitHeader { protocol_id: pid, stack, marker, flit_type, command, seq };
             let carried = |h: FlitHeader| if retry { h } else { FlitHeader { command: ReplayCommand::Explicit, seq: 0, ..h } };
             prop_assert_eq!(FlitHeader::parse_256(h.emit_256(retry).unwrap(), retry), Ok(carried(h)));
-            let f2 = FlitHeader { flit_type: FlitType::Protocol, ..h };
+            let f2 = FlitHeader { flit_type: if ty == 1 { FlitType::Test } else { FlitType::Protocol }, ..h };
             prop_assert_eq!(FlitHeader::parse_68(f2.emit_68(retry).unwrap(), retry), Ok(carried(f2)));
         }
     }

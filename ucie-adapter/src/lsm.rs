@@ -577,6 +577,13 @@ impl AdapterLsm {
     pub fn handle_message(&mut self, now: Instant, msg: &Message) {
         let target = self.config.target();
         match *msg {
+            // A stall Req.Active (a retimer still resolving) only restarts the timer that waits
+            // for the peer's request (Table 7-8).
+            Message::LinkRequest { target: t, stall: true, .. } if t == target => {
+                if let Some((s, _)) = self.pending {
+                    self.pending = Some((s, now.saturating_add(self.config.response_timeout)));
+                }
+            }
             Message::LinkRequest { target: t, state, .. } if t == target => self.on_request(now, state),
             Message::LinkResponse { target: t, state, stall } if t == target => {
                 if stall {
@@ -598,8 +605,8 @@ impl AdapterLsm {
                 if self.status == S::L1 {
                     self.set_status(S::Retrain, now);
                 } else if self.status == S::L2 {
+                    // L2 exits through Reset; the peer's request still stands.
                     self.enter_reset(now);
-                    return;
                 }
                 self.entry.rcvd_req = true;
                 self.try_active_entry(now);
@@ -685,20 +692,22 @@ impl AdapterLsm {
         }
     }
 
-    /// `lp_linkerror` from the protocol layer (or an internal uncorrectable error): the LSM
-    /// follows RDI into LinkError; the embedder takes RDI there. Deasserting it allows the
-    /// exit after the residency.
-    pub fn handle_linkerror(&mut self, now: Instant, asserted: bool) {
+    /// `lp_linkerror` from the protocol layer (or an internal uncorrectable error): recorded;
+    /// the embedder takes RDI to LinkError and the LSM follows when RDI is there
+    /// ([`AdapterLsm::handle_rdi`]; §3.5: RDI first). Deasserting it allows the exit after the
+    /// residency.
+    pub fn handle_linkerror(&mut self, _now: Instant, asserted: bool) {
         self.linkerror_wire = asserted;
         if asserted {
             self.pending = None;
-            self.set_status(LinkStatus::LinkError, now);
         }
     }
 
     /// The earliest deadline: a response timeout or a PM request to refuse.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match (self.pending.map(|p| p.1), self.pm_asked.map(|p| p.1)) {
+        let wants_pm = matches!(self.request, LinkRequest::L1 | LinkRequest::L2);
+        let refuse = self.pm_asked.filter(|_| !wants_pm).map(|p| p.1);
+        match (self.pending.map(|p| p.1), refuse) {
             (Some(a), Some(b)) => Some(if a < b { a } else { b }),
             (a, b) => a.or(b),
         }
@@ -706,7 +715,10 @@ impl AdapterLsm {
 
     /// Fires due deadlines.
     pub fn handle_timeout(&mut self, now: Instant) {
-        if self.pm_asked.is_some_and(|p| now >= p.1) {
+        // PMNAK only when the protocol layer still asks for Active; a PM request of its own
+        // is answered once the stall handshake and the retry buffer allow (§10.2.9).
+        let wants_pm = matches!(self.request, LinkRequest::L1 | LinkRequest::L2);
+        if self.pm_asked.is_some_and(|p| now >= p.1) && !wants_pm {
             self.pm_asked = None;
             self.respond(LinkState::PmNak);
         }
@@ -891,8 +903,11 @@ mod tests {
         assert_eq!((sa, sb), (std::vec![LinkStatus::LinkReset], std::vec![LinkStatus::LinkReset]));
         a.handle_request(T0, LinkRequest::Active).unwrap();
         assert_eq!(a.status(), LinkStatus::Reset);
-        // LinkError: 16 ms residency and the wire released before the exit.
+        // LinkError: RDI first, then the LSM; 16 ms residency and the wire released before
+        // the exit.
         b.handle_linkerror(at(100), true);
+        assert_eq!(b.status(), LinkStatus::LinkReset);
+        b.handle_rdi(at(100), LinkStatus::LinkError);
         assert_eq!(b.status(), LinkStatus::LinkError);
         b.handle_linkerror(at(200), false);
         assert_eq!(b.handle_request(at(16_000_099), LinkRequest::Active), Err(LsmError::NotReady));
@@ -944,5 +959,41 @@ mod tests {
         up.handle_message(T0, &rsp);
         assert_eq!(up.status(), LinkStatus::L1);
         assert!(events(&mut up).contains(&LsmEvent::StallRequest(false)));
+    }
+
+    #[test]
+    fn stall_request_and_pm_answer_after_stall() {
+        // A stall Req.Active restarts the wait for the peer's own request and is no request.
+        let mut a = AdapterLsm::new(LsmConfig::new(0, false));
+        a.set_ready(T0, true);
+        a.handle_request(T0, LinkRequest::Active).unwrap();
+        a.poll_message();
+        a.handle_message(
+            T0,
+            &Message::LinkResponse { target: LinkTarget::Adapter0, state: LinkState::Active, stall: false },
+        );
+        a.handle_message(
+            at(7_000_000),
+            &Message::LinkRequest { target: LinkTarget::Adapter0, state: LinkState::Active, stall: true },
+        );
+        assert!(a.poll_message().is_none());
+        assert_eq!(a.status(), LinkStatus::Reset);
+        assert_eq!(a.poll_timeout(), Some(at(15_000_000)));
+        // A PM request while this side's protocol layer also asks for PM but has not
+        // acknowledged the stall yet: no PMNAK after 1 µs.
+        let (mut dp, mut up) = active_pair();
+        dp.handle_request(T0, LinkRequest::L1).unwrap();
+        up.handle_request(T0, LinkRequest::L1).unwrap();
+        up.handle_stall_ack(T0, true);
+        let req = up.poll_message().unwrap();
+        dp.handle_message(T0, &req);
+        assert_eq!(dp.poll_timeout(), None);
+        dp.handle_timeout(at(5_000));
+        assert_eq!(dp.poll_message(), None);
+        dp.handle_stall_ack(at(6_000), true);
+        assert_eq!(
+            dp.poll_message(),
+            Some(Message::LinkResponse { target: LinkTarget::Adapter0, state: LinkState::L1, stall: false })
+        );
     }
 }

@@ -437,12 +437,21 @@ fn stacks(both: AdapterCaps) -> AdapterCaps {
     }
 }
 
-/// The downstream port's {FinCap.CXL}: CXL (CXL.io set, PCIe cleared) when both can, else
-/// PCIe; the CXL.mem, CXL.cache and other bits both advertised carry over. *Project-defined:*
-/// CXL is preferred when both sides can run either.
-pub fn finalize_cxl(dp: CxlCaps, up: CxlCaps) -> CxlCaps {
+/// The downstream port's {FinCap.CXL}, given the finalized adapter capabilities `fin`: only
+/// one of PCIe and CXL.io is set (Table 3-8): CXL with CXL 256B flit mode (note d), PCIe with
+/// PCIe flit mode without it (note f), and with 68B flits alone CXL when both sides can run
+/// it, else PCIe. The CXL.mem, CXL.cache and other bits both advertised carry over.
+/// *Project-defined:* CXL is preferred when both sides can run either over 68B flits.
+pub fn finalize_cxl(dp: CxlCaps, up: CxlCaps, fin: AdapterCaps) -> CxlCaps {
     let both = dp.intersection(up);
-    if both.contains(CxlCaps::CXL_IO) { both.difference(CxlCaps::PCIE) } else { both.intersection(CxlCaps::PCIE) }
+    let cxl = if fin.contains(AdapterCaps::CXL_256B) {
+        true
+    } else if fin.contains(AdapterCaps::PCIE_FLIT) {
+        false
+    } else {
+        both.contains(CxlCaps::CXL_IO)
+    };
+    if cxl { both.difference(CxlCaps::PCIE) } else { both.intersection(CxlCaps::PCIE) }
 }
 
 /// Parameter exchange as a sans-I/O machine: [`ParamExchange::start`] when RDI is Active,
@@ -622,7 +631,7 @@ impl ParamExchange {
                 self.after_fin();
             }
             (ExchangeState::AwaitCxlAdvCap, CapKind::Cxl, false, Role::Downstream) => {
-                let fin = finalize_cxl(self.config.cxl, CxlCaps::from_bits_retain(caps));
+                let fin = finalize_cxl(self.config.cxl, CxlCaps::from_bits_retain(caps), self.fin);
                 self.send(Self::cap(CapKind::Cxl, true, fin.bits()));
                 self.finish(Some(fin));
             }
@@ -881,6 +890,11 @@ mod tests {
         // Both stacks advertised without multi-protocol: stack 0 only.
         assert_eq!(finalize(A::STACK0 | A::STACK1, A::STACK0 | A::STACK1), A::STACK0 | A::DP);
         assert_eq!(finalize(A::STACK1, A::STACK0 | A::STACK1), A::STACK1 | A::DP);
-        assert_eq!(finalize_cxl(CxlCaps::PCIE | CxlCaps::CXL_IO, CxlCaps::PCIE), CxlCaps::PCIE);
+        let both = CxlCaps::PCIE | CxlCaps::CXL_IO;
+        assert_eq!(finalize_cxl(both, CxlCaps::PCIE, A::FLIT_68B), CxlCaps::PCIE);
+        assert_eq!(finalize_cxl(both, both, A::FLIT_68B), CxlCaps::CXL_IO);
+        // PCIe flit mode without CXL 256B: PCIe, though both could run CXL.io (note f).
+        assert_eq!(finalize_cxl(both, both, A::FLIT_68B | A::PCIE_FLIT), CxlCaps::PCIE);
+        assert_eq!(finalize_cxl(both, both, A::FLIT_68B | A::PCIE_FLIT | A::CXL_256B), CxlCaps::CXL_IO);
     }
 }

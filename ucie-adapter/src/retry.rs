@@ -49,8 +49,9 @@
 //!
 //! *Project-defined* (where UCIe or the public PCIe text leaves a value open): PCIe's window
 //! constant 511 becomes 127; the Nak ignore window is counted in flit times
-//! ([`RetryConfig::nak_ignore_window`], default 32) instead of nanoseconds; after clearing a
-//! Nak two Acks are owed (the spec's recommendation), and after a duplicate one, since a UCIe
+//! ([`RetryConfig::nak_ignore_window`], default 32) instead of nanoseconds; after a Nak is
+//! received or cleared two Acks are owed (the spec's recommendation), and after a duplicate
+//! one, since a UCIe
 //! link may idle where a PCIe link always carries the next flit; a D2D NOP is a flit whose
 //! Protocol ID is 00b with Flit Type 00b, and a test flit (Flit Type 01b) is treated like one
 //! (never numbered, never delivered). Format 2's PDS before a replay belongs to the 68B
@@ -279,6 +280,9 @@ struct Handshake {
 
 const HANDSHAKE: Handshake = Handshake { flits: 0, explicit_sent: 0, acks_sent: 0, timed_out: false };
 const REPLAY_TIMEOUT_MAX: u16 = 0x1FF;
+/// PCIe's receive window constant 511, for UCIe's 8-bit space (project-defined: 127, the
+/// largest number of unacknowledged flits).
+const RX_WINDOW: u64 = 127;
 const EVENTS: usize = 8;
 
 fn seq(v: u8) -> Option<SeqNum> {
@@ -297,6 +301,8 @@ struct State {
     consec_explicit: u8,
     consec_nak: u8,
     replay_timeout: u16,
+    /// Format 2: bytes sent toward the next 256-byte unit of the replay timer.
+    timer_bytes: u16,
     replay_scheduled: Option<SeqNum>,
     replay_in_progress: bool,
     nak_ignore: Option<SeqNum>,
@@ -322,6 +328,7 @@ impl State {
         consec_explicit: 0,
         consec_nak: 0,
         replay_timeout: 0,
+        timer_bytes: 0,
         replay_scheduled: None,
         replay_in_progress: false,
         nak_ignore: None,
@@ -552,18 +559,21 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
                 Sent { payload: Some(wire(s)), replay, command, seq: field, pds_before }
             }
             None => {
+                let explicit_owed = self.explicit_owed();
                 let owed = hold
+                    || explicit_owed
                     || self.st.handshake.is_some()
                     || self.st.acks_owed > 0
                     || self.st.nak_scheduled
                     || waiting_replay;
                 if !owed {
-                    self.tick();
+                    self.tick(0);
                     return None;
                 }
-                // With nothing to number, a NOP carries what is owed: the Ack or Nak.
+                // With nothing to number, a NOP carries what is owed: the Ack or Nak, or an
+                // explicit sequence number in the handshake and when the peer needs one.
                 let command = match command {
-                    ReplayCommand::Explicit if self.st.handshake.is_none() => self.acknak(),
+                    ReplayCommand::Explicit if self.st.handshake.is_none() && !explicit_owed => self.acknak(),
                     c => c,
                 };
                 out.fill(0);
@@ -600,6 +610,12 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         }
     }
 
+    /// The peer Naked the last flit sent (`NAK_IGNORE_FLIT_SEQ_NUM` set, no replay): it needs
+    /// an explicit sequence number to see that nothing is missing (§4.2.3.4.2.1.3).
+    fn explicit_owed(&self) -> bool {
+        self.st.nak_ignore.is_some() && self.st.replay_scheduled.is_none() && !self.st.replay_in_progress
+    }
+
     fn acknak(&self) -> ReplayCommand {
         if self.st.nak_scheduled { ReplayCommand::Nak } else { ReplayCommand::Ack }
     }
@@ -612,7 +628,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         if st.nak_scheduled && st.consec_nak > 0 && st.consec_nak < 3 {
             return ReplayCommand::Nak;
         }
-        let pending = st.nak_scheduled || st.acks_owed > 0 || st.replay_scheduled.is_some();
+        let pending = st.nak_scheduled || st.acks_owed > 0 || st.replay_scheduled.is_some() || self.explicit_owed();
         if st.consec_explicit >= 1 && (pending || st.handshake.is_some()) {
             return self.acknak();
         }
@@ -633,7 +649,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
             self.st.replay_scheduled = None;
             return false;
         }
-        self.st.replay_num = (self.st.replay_num + self.config.replay_num_step) & 0b111;
+        self.st.replay_num = self.st.replay_num.wrapping_add(self.config.replay_num_step) & 0b111;
         self.st.replay_scheduled = None;
         self.st.replay_in_progress = self.buf.is_replaying();
         self.stats.replays += 1;
@@ -684,19 +700,28 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
                 self.event(RetryEvent::Retrain(RetrainCause::HandshakeTimeout));
             }
         }
-        self.tick();
+        self.tick(self.config.format.flit_len() as u16);
     }
 
-    /// One flit time passed, with or without a flit: the replay timer, Rule 0 and the Nak
-    /// ignore window advance.
-    fn tick(&mut self) {
+    /// One flit time passed, with a flit (`bytes` of it) or without (0): the replay timer,
+    /// Rule 0 and the Nak ignore window advance. In Format 2 the timer counts 256-byte units
+    /// of data sent (§3.8), and a flit time with nothing sent as one.
+    fn tick(&mut self, bytes: u16) {
         if let IgnoreWindow::Open(n) = self.st.ignore_window {
             self.st.ignore_window = if n <= 1 { IgnoreWindow::Elapsed } else { IgnoreWindow::Open(n - 1) };
         }
         if self.buf.in_flight() == 0 {
             return;
         }
-        self.st.replay_timeout = (self.st.replay_timeout + 1).min(REPLAY_TIMEOUT_MAX);
+        let units = if bytes == 0 || bytes >= 256 {
+            1
+        } else {
+            self.st.timer_bytes += bytes;
+            let whole = self.st.timer_bytes / 256;
+            self.st.timer_bytes %= 256;
+            whole
+        };
+        self.st.replay_timeout = (self.st.replay_timeout + units).min(REPLAY_TIMEOUT_MAX);
         if self.st.replay_timeout >= self.config.replay_timeout_flits
             && self.st.replay_scheduled.is_none()
             && !self.st.replay_in_progress
@@ -744,6 +769,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
             }
             return;
         }
+        // After a Nak, at least two flits carry an Ack (§3.8 implementation note).
+        self.st.acks_owed = self.st.acks_owed.max(2);
         let ignored_repeat = self.st.nak_ignore == Some(s) && matches!(self.st.ignore_window, IgnoreWindow::Open(_));
         if s == last_sent {
             self.st.nak_ignore = Some(s);
@@ -804,7 +831,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         let Some(implicit) = self.st.implicit.filter(|_| self.st.explicit_rcvd) else {
             return Received::Discarded(Discard::BeforeHandshake);
         };
-        let window = ReplayBuffer::<NonZeroBits<8>, B, N>::MAX_FRAMES as u64;
+        let window = RX_WINDOW;
         // bad_sequence_number: (NEXT_EXPECTED − IMPLICIT) mod 255 > 127, the flit is beyond
         // the next expected; duplicate: (TX_ACKNAK − IMPLICIT) mod 255 < 127, at or before
         // the last acknowledged.
@@ -1102,6 +1129,32 @@ mod tests {
             sim.run(2000, 100_000);
             assert_eq!(sim.got_b.len(), 2000, "seed {seed}: stalled at slot {}", sim.slot);
         }
+    }
+
+    /// A corrupted NOP makes A schedule a Nak with nothing missing; B answers with an explicit
+    /// sequence number, A clears its Nak, and the link goes quiet again.
+    #[test]
+    fn a_nak_for_nothing_clears_and_the_link_idles() {
+        let mut sim = Sim::new(5, Impair::default());
+        sim.run(5, 10_000);
+        for _ in 0..50 {
+            sim.step(5);
+        }
+        let now = Instant::from_nanos(sim.slot);
+        let mut bad = peer_flit(FlitHeader { command: ReplayCommand::Ack, seq: 1, ..FlitHeader::NOP });
+        bad[3] ^= 1;
+        assert_eq!(sim.a.handle_flit(now, &bad), Received::Discarded(Discard::Invalid));
+        let mut a_sent = 0;
+        for _ in 0..100 {
+            let before = sim.a.stats().nops;
+            sim.step(5);
+            a_sent += sim.a.stats().nops - before;
+        }
+        assert!(sim.a.stats().naks_sent >= 3);
+        assert!(a_sent < 20, "A kept sending: {a_sent}");
+        let mut out = [0u8; 256];
+        assert_eq!(sim.a.poll_transmit(now, &mut out), None);
+        assert_eq!(sim.b.poll_transmit(now, &mut out), None);
     }
 
     #[test]
