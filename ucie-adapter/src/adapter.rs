@@ -595,13 +595,16 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             .min()
     }
 
-    /// Fires every due deadline.
+    /// Fires every due deadline. Parameter exchange's timeout and retry's Adapter Timeout
+    /// count only while RDI is Active (§3.2.1.2, Table 9-33): outside Active they wait.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.exchange.handle_timeout(now);
+        if self.rdi == LinkStatus::Active {
+            self.exchange.handle_timeout(now);
+            self.retry.handle_timeout(now);
+        }
         for l in &mut self.lsm {
             l.handle_timeout(now);
         }
-        self.retry.handle_timeout(now);
         self.collect(now);
     }
 }
