@@ -589,10 +589,10 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
     /// The earliest deadline of any part.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let [a, b] = &self.lsm;
-        [self.exchange.poll_timeout(), a.poll_timeout(), b.poll_timeout(), self.retry.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min()
+        let active = self.rdi == LinkStatus::Active;
+        let (exchange, retry) =
+            if active { (self.exchange.poll_timeout(), self.retry.poll_timeout()) } else { (None, None) };
+        [exchange, a.poll_timeout(), b.poll_timeout(), retry].into_iter().flatten().min()
     }
 
     /// Fires every due deadline. Parameter exchange's timeout and retry's Adapter Timeout
