@@ -282,6 +282,22 @@ mod tests {
     }
 
     proptest! {
+        /// Every format's CRCs, as sealed in place, are the CRCs of the covered bytes
+        /// zero-extended (the definition), whatever the uncovered bytes hold.
+        #[test]
+        fn sealed_crcs_are_the_definition(bytes in proptest::collection::vec(any::<u8>(), 256), f in 0..5usize) {
+            let format = [Format::Flit68, Format::Standard256EndHeader, Format::Standard256StartHeader,
+                          Format::LatencyOptimized256, Format::LatencyOptimized256Optional][f];
+            let mut flit = bytes[..format.flit_len()].to_vec();
+            seal(format, &mut flit).unwrap();
+            for c in format.coverage() {
+                let mut full = [0u8; 128];
+                full[..c.end - c.start].copy_from_slice(&flit[c.start..c.end]);
+                prop_assert_eq!(u16::from_le_bytes([flit[c.at], flit[c.at + 1]]), lfsr(&full));
+            }
+            prop_assert_eq!(check(format, &flit), Ok(()));
+        }
+
         /// The table implementation is the specification's LFSR, for any message.
         #[test]
         fn table_is_the_figure(message in proptest::collection::vec(any::<u8>(), 0..=128)) {
