@@ -2362,9 +2362,10 @@ enum UcieRetryOp {
 }
 
 /// UCIe retry (`ucie_adapter::retry`): two machines over a link with erasures and bit errors,
-/// driven by arbitrary operations; never panics. Unless a forged flit was injected: B delivers
-/// A's flits exactly once and in order, no Uncorrectable error other than the Adapter Timeout
-/// is reported, and once the link is clean again every flit queued arrives.
+/// driven by arbitrary operations, some flits sent with `lp_corrupt_crc`; never panics. Unless a
+/// forged flit was injected: B delivers A's flits exactly once and in order and never a
+/// poisoned one, no Uncorrectable error other than the Adapter Timeout is reported, and once
+/// the link is clean again every flit queued arrives.
 pub fn ucie_retry(data: &[u8]) {
     use ucie_adapter::crc::{Format, seal};
     use ucie_adapter::flit::Protocol;
@@ -2396,6 +2397,7 @@ pub fn ucie_retry(data: &[u8]) {
         let mut out = [0u8; 256];
         if let Some(n) = hop(a, b, now, fates.0, fates.2, &mut out) {
             if !forged {
+                assert_ne!(n, u64::MAX, "a poisoned flit is never delivered");
                 assert_eq!(n, *delivered, "delivered once, in order");
             }
             *delivered += 1;
@@ -2417,6 +2419,13 @@ pub fn ucie_retry(data: &[u8]) {
         let Ok(op) = UcieRetryOp::arbitrary(&mut u) else { break };
         match op {
             UcieRetryOp::Send(n) => {
+                if n & 0x80 != 0 {
+                    // lp_corrupt_crc: a poisoned flit, which must never be delivered.
+                    let _ = a.send_corrupted_with(now, |f: &mut [u8]| {
+                        f[0] = 0x80;
+                        f[2..10].copy_from_slice(&u64::MAX.to_le_bytes());
+                    });
+                }
                 for _ in 0..n % 32 {
                     let q = queued;
                     let fill = |f: &mut [u8]| {
@@ -2566,12 +2575,19 @@ pub fn ucie_adapter(data: &[u8]) {
             UcieAdapterOp::LinkError(die, v) => dies[usize::from(die)].handle_linkerror(now, v),
             UcieAdapterOp::Send(die, stack, n) => {
                 for k in 0..n % 8 {
-                    // Protocol IDs 00b (refused: a NOP) to 11b.
+                    // Protocol IDs 00b (refused: a NOP) to 11b; bit 7 of n poisons the first.
                     let header = ucie_adapter::header::FlitHeader {
                         protocol_id: k % 4,
                         ..ucie_adapter::header::FlitHeader::NOP
                     };
-                    if dies[usize::from(die)].send(now, u8::from(stack), header, &[k; 8]).is_err() {
+                    let d = &mut dies[usize::from(die)];
+                    let fill = |map: &ucie_adapter::flit::Map, f: &mut [u8]| f[map.payload[0].start] = k;
+                    let r = if k == 0 && n & 0x80 != 0 {
+                        d.send_corrupted_with(now, u8::from(stack), header, fill)
+                    } else {
+                        d.send_with(now, u8::from(stack), header, fill)
+                    };
+                    if r.is_err() {
                         break;
                     }
                 }

@@ -159,8 +159,8 @@ pub struct Adapter<B, const N: usize> {
     exchange_failed: bool,
     rdi_requested: Option<LinkRequest>,
     rdi: LinkStatus,
-    /// Without Retry: one flit waiting to go.
-    staged: Option<(u8, [u8; 256])>,
+    /// Without Retry: one flit waiting to go, and whether its CRCs are to be corrupted.
+    staged: Option<(bool, [u8; 256])>,
     last_stack: Option<u8>,
     sideband: Deque<Packet, 8>,
     events: Deque<AdapterEvent, 16>,
@@ -460,6 +460,31 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         header: FlitHeader,
         fill: impl FnOnce(&Map, &mut [u8]),
     ) -> Result<(), SendError> {
+        self.queue(now, stack, header, false, fill)
+    }
+
+    /// [`Adapter::send_with`] with `lp_corrupt_crc`: the flit goes out with both CRCs
+    /// corrupted (CXL.cachemem viral and poison containment, Table 10-3) and, with Retry, is
+    /// never replayed — the next flit takes its place. With Retry it must be the next flit to
+    /// go out ([`SendError::Full`] otherwise).
+    pub fn send_corrupted_with(
+        &mut self,
+        now: Instant,
+        stack: u8,
+        header: FlitHeader,
+        fill: impl FnOnce(&Map, &mut [u8]),
+    ) -> Result<(), SendError> {
+        self.queue(now, stack, header, true, fill)
+    }
+
+    fn queue(
+        &mut self,
+        now: Instant,
+        stack: u8,
+        header: FlitHeader,
+        corrupt: bool,
+        fill: impl FnOnce(&Map, &mut [u8]),
+    ) -> Result<(), SendError> {
         let Some(n) = self.negotiated else { return Err(SendError::NotActive) };
         if n.format == Format::Raw {
             return Err(SendError::Format);
@@ -485,8 +510,10 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             }
         };
         if n.retry {
-            self.retry.send_with(now, stamp).map_err(|e| match e {
-                RetryError::Full => SendError::Full,
+            let queued =
+                if corrupt { self.retry.send_corrupted_with(now, stamp) } else { self.retry.send_with(now, stamp) };
+            queued.map_err(|e| match e {
+                RetryError::Full | RetryError::Busy => SendError::Full,
                 _ => SendError::Format,
             })?;
         } else {
@@ -498,7 +525,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             if let Some(b) = f.get_mut(..len) {
                 stamp(b);
             }
-            self.staged = Some((stack, f));
+            self.staged = Some((corrupt, f));
         }
         self.collect(now);
         Ok(())
@@ -551,11 +578,11 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             }
             sent
         } else {
-            let (_, flit) = self.staged.take()?;
+            let (corrupt, flit) = self.staged.take()?;
             let len = n.format.flit_len();
             let (dst, src) = (out.get_mut(..len)?, flit.get(..len)?);
             dst.copy_from_slice(src);
-            let _ = crc::seal(n.format, dst);
+            let _ = crc::seal_corrupted(n.format, dst, if corrupt { 0b11 } else { 0 });
             Some(Sent { payload: None, replay: false, command: ReplayCommand::Explicit, seq: 0, pds_before: false })
         };
         self.collect(now);

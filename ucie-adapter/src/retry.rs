@@ -227,6 +227,8 @@ pub enum RetryError {
     Length,
     /// The configured format has no retry (Format 1).
     Raw,
+    /// A corrupted flit must go out next, and flits are queued before it.
+    Busy,
 }
 
 impl core::fmt::Display for RetryError {
@@ -235,6 +237,7 @@ impl core::fmt::Display for RetryError {
             RetryError::Full => f.write_str("retry buffer full"),
             RetryError::Length => f.write_str("flit length differs from the format's"),
             RetryError::Raw => f.write_str("Format 1 has no retry"),
+            RetryError::Busy => f.write_str("flits are queued before the corrupted flit"),
         }
     }
 }
@@ -478,6 +481,28 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         Ok(s)
     }
 
+    /// Queues a flit like [`Retry::send_with`] that goes out with its CRCs corrupted by
+    /// [`crc::CORRUPT_SYNDROME`] (`lp_corrupt_crc`, Table 10-3: CXL.cachemem viral and poison
+    /// containment; both CRCs of the flit). The receiver drops it as invalid; the flit is
+    /// never replayed: the next flit queued takes its place and sequence number in the retry
+    /// buffer. Refused ([`RetryError::Busy`]) unless it is the next flit to go out (nothing
+    /// queued before it, no replay pending).
+    pub fn send_corrupted_with(&mut self, now: Instant, fill: impl FnOnce(&mut [u8])) -> Result<SeqNum, RetryError> {
+        if self.header.is_none() {
+            return Err(RetryError::Raw);
+        }
+        if self.buf.unsent() > 0 || self.is_replaying() {
+            return Err(RetryError::Busy);
+        }
+        let len = self.config.format.flit_len();
+        self.buf
+            .push_marked_with(now, len, true, |_, b| {
+                b.fill(0);
+                fill(b)
+            })
+            .map_err(|_| RetryError::Full)
+    }
+
     /// Queues a copy of `flit`; see [`Retry::send_with`].
     pub fn send(&mut self, now: Instant, flit: &[u8]) -> Result<SeqNum, RetryError> {
         if flit.len() != self.config.format.flit_len() {
@@ -540,6 +565,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         // A replay starts on an explicit flit that follows a non-explicit one (or a reset
         // count), when Naks are not mid-burst and FLIT_REPLAY_NUM allows.
         let mut pds_before = false;
+        let mut corrupt = false;
         if let (Some(from), ReplayCommand::Explicit, false) = (self.st.replay_scheduled, command, hold) {
             let nak_burst_done = self.st.handshake.is_some() || self.st.consec_nak == 0 || self.st.consec_nak > 2;
             if self.st.consec_explicit == 0 && nak_burst_done {
@@ -551,6 +577,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         let sent = match payload {
             Some(o) => {
                 let (s, replay) = (o.seq, o.replay);
+                corrupt = o.mark;
                 if let Some(dst) = out.get_mut(..o.frame.len()) {
                     dst.copy_from_slice(o.frame);
                 }
@@ -589,7 +616,11 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
             h[1] = h[1] & 0xC0 | bits[1] & 0x3F;
         }
         // The flit length was checked above, so sealing cannot fail.
-        let _ = crc::seal(self.config.format, out);
+        let _ = crc::seal_corrupted(self.config.format, out, if corrupt { 0b11 } else { 0 });
+        if corrupt {
+            // Overwritten by the next flit: never replayed.
+            self.buf.retract_newest();
+        }
         self.after_transmit(sent);
         if self.st.ack_deadline.is_none() && self.buf.in_flight() > 0 {
             self.st.ack_deadline = Some(now.saturating_add(self.config.ack_timeout));
@@ -1155,6 +1186,31 @@ mod tests {
         let mut out = [0u8; 256];
         assert_eq!(sim.a.poll_transmit(now, &mut out), None);
         assert_eq!(sim.b.poll_transmit(now, &mut out), None);
+    }
+
+    /// `lp_corrupt_crc`: the poisoned flit is dropped by the receiver and never replayed; the
+    /// next flit takes its sequence number and everything else arrives in order.
+    #[test]
+    fn a_corrupted_flit_is_replaced_by_the_next() {
+        let mut sim = Sim::new(6, Impair::default());
+        sim.run(3, 10_000);
+        for _ in 0..50 {
+            sim.step(3);
+        }
+        let now = Instant::from_nanos(sim.slot);
+        assert_eq!(sim.a.send_corrupted_with(now, fill(999)).map(|s| s.value()), Ok(4));
+        assert_eq!(sim.a.send_corrupted_with(now, fill(998)), Err(RetryError::Busy));
+        for _ in 0..10 {
+            sim.step(3);
+        }
+        assert_eq!(sim.b.stats().invalid, 1);
+        sim.next_a = 3;
+        sim.run(6, 20_000);
+        assert_eq!(sim.got_b, [0, 1, 2, 3, 4, 5]);
+        // The receiver's Nak may replay the flit that took the poisoned one's number.
+        assert!(sim.a.stats().replays <= 1);
+        let uie = sim.events.iter().any(|(_, e)| matches!(e, RetryEvent::Uncorrectable(_)));
+        assert!(!uie, "{:?}", sim.events);
     }
 
     #[test]

@@ -310,6 +310,21 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
         n
     }
 
+    /// Takes back the newest frame after its first transmission, when nothing was stored
+    /// after it and no replay is in progress: its sequence number goes to the next frame
+    /// pushed (UCIe `lp_corrupt_crc`: a flit sent with a corrupted CRC is overwritten in the
+    /// retry buffer by the next flit). Returns whether it was taken back.
+    pub fn retract_newest(&mut self) -> bool {
+        if self.sent == 0 || self.sent != self.slots.len() || self.cursor != self.sent {
+            return false;
+        }
+        let Some(slot) = self.slots.pop_back() else { return false };
+        self.bytes -= slot.len;
+        self.sent -= 1;
+        self.cursor -= 1;
+        true
+    }
+
     /// Drops every stored frame and restarts numbering at `first`.
     pub fn reset_to(&mut self, first: Seq<S>) {
         self.slots.clear();
@@ -545,5 +560,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn retract_newest_gives_its_number_to_the_next_frame() {
+        let mut b = Buf::new([0; 64], Seq::new(1).unwrap());
+        b.push(T, &[1; 4]).unwrap();
+        let bad = b.push(T, &[2; 4]).unwrap();
+        // Not yet sent: nothing to take back.
+        assert!(!b.retract_newest());
+        assert_eq!(b.poll_next().map(|o| o.seq.value()), Some(1));
+        assert_eq!(b.poll_next().map(|o| o.seq), Some(bad));
+        assert!(b.retract_newest());
+        assert_eq!((b.len(), b.in_flight(), b.bytes()), (1, 1, 4));
+        assert_eq!(b.push(T, &[3; 4]).unwrap(), bad);
+        assert_eq!(b.poll_next().map(|o| o.frame[0]), Some(3));
+        // During a replay nothing is taken back.
+        b.rewind_all();
+        assert!(!b.retract_newest());
     }
 }
