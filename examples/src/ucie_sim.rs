@@ -21,7 +21,7 @@ use ucie_adapter::crc::Format;
 use ucie_adapter::flit::Protocol;
 use ucie_adapter::header::{FlitHeader, protocol_id};
 use ucie_adapter::lsm::{LinkRequest, LinkStatus};
-use ucie_adapter::param::{AdapterCaps, CxlCaps, ExchangeConfig, ExchangeState, Negotiated, Role};
+use ucie_adapter::param::{AdapterCaps, CxlCaps, ExchangeConfig, ExchangeState, MultiProtocolCaps, Negotiated, Role};
 use ucie_adapter::sideband::Packet;
 use ucie_adapter::stream68::{Item, Packer, Unpacker};
 
@@ -56,6 +56,8 @@ pub struct UcieSimConfig {
     pub up: AdapterCaps,
     /// {AdvCap.CXL} of both dies (PCIe or CXL).
     pub cxl: CxlCaps,
+    /// Enhanced Multi-Protocol: stack 1's {MultiProtAdvCap.Adapter} and {AdvCap.CXL}.
+    pub stack1: (MultiProtocolCaps, CxlCaps),
     /// Whether the upstream die's adapter never answers on the sideband.
     pub silent_peer: bool,
     /// Print each state change and the negotiated parameters.
@@ -69,6 +71,20 @@ impl UcieSimConfig {
         let both = AdapterCaps::MULTI_PROTOCOL | AdapterCaps::STACK0 | AdapterCaps::STACK1;
         self.dp |= both;
         self.up |= both;
+        self
+    }
+
+    /// Enhanced Multi-Protocol: CXL 256B on stack 0, PCIe flit mode on stack 1 (limited to
+    /// half the link by the upstream die), sharing the standard 256B start-header format.
+    pub fn two_protocols(mut self) -> UcieSimConfig {
+        let both = AdapterCaps::ENHANCED_MULTI_PROTOCOL
+            | AdapterCaps::STACK0
+            | AdapterCaps::STACK1
+            | AdapterCaps::STD_START_HEADER;
+        self.dp |= both;
+        self.up |= both | AdapterCaps::STACK1_BW_LIMIT;
+        self.cxl |= CxlCaps::PCIE;
+        self.stack1 = (MultiProtocolCaps::FLIT_68B | MultiProtocolCaps::PCIE_FLIT, CxlCaps::PCIE);
         self
     }
 }
@@ -93,6 +109,7 @@ impl UcieSimConfig {
             dp: caps,
             up: caps,
             cxl: CxlCaps::CXL_IO | CxlCaps::CXL_MEM,
+            stack1: (MultiProtocolCaps::empty(), CxlCaps::empty()),
             silent_peer: false,
             verbose: false,
         }
@@ -108,8 +125,8 @@ pub struct UcieSimReport {
     pub exchange: Option<ExchangeState>,
     /// Flits delivered, per direction (DP → UP, UP → DP), both stacks.
     pub delivered: [u64; 2],
-    /// Payload flits sent right after a payload flit of the same stack (must stay 0 with two
-    /// stacks).
+    /// Payload flits of a stack that must alternate sent right after one of the same stack
+    /// (must stay 0).
     pub same_stack_back_to_back: u64,
     /// Flits corrupted on the mainband.
     pub corrupted: u64,
@@ -159,7 +176,10 @@ impl UcieSim {
     /// A simulation of two dies, powered up, RDI in Reset.
     pub fn new(config: UcieSimConfig) -> UcieSim {
         let die = |role, caps| Die {
-            adapter: Adapter::new(ExchangeConfig::new(role, caps, config.cxl), vec![0u8; 64 * 256].into_boxed_slice()),
+            adapter: Adapter::new(
+                ExchangeConfig::new(role, caps, config.cxl).with_stack1(config.stack1.0, config.stack1.1),
+                vec![0u8; 64 * 256].into_boxed_slice(),
+            ),
             rdi: LinkStatus::Reset,
             packer: Packer::new(),
             unpacker: Unpacker::new(true),
@@ -274,18 +294,18 @@ impl UcieSim {
             let Some(negotiated) = die.adapter.negotiated() else { continue };
             // CXL.cachemem flits on a CXL link, PCIe (or streaming) flits otherwise, numbered
             // at the start of the payload.
-            let pid = if negotiated.protocol.layout_protocol() == Protocol::Cxl {
-                protocol_id::CXL_CACHEMEM
-            } else {
-                protocol_id::PCIE
-            };
-            let header = FlitHeader { protocol_id: pid, ..FlitHeader::NOP };
             loop {
                 let stack = if stacks[1] && die.sent[1] < die.sent[0] { 1 } else { 0 };
                 let s = usize::from(stack);
                 if die.sent[s] >= self.config.flits || !die.adapter.can_send(stack) {
                     break;
                 }
+                let pid = if negotiated.protocol_of(stack).layout_protocol() == Protocol::Cxl {
+                    protocol_id::CXL_CACHEMEM
+                } else {
+                    protocol_id::PCIE
+                };
+                let header = FlitHeader { protocol_id: pid, ..FlitHeader::NOP };
                 die.adapter.send(now, stack, header, &die.sent[s].to_le_bytes()).unwrap();
                 die.sent[s] += 1;
             }
@@ -298,7 +318,9 @@ impl UcieSim {
             if let Some(sent) = self.dies[i].adapter.poll_transmit(now, &mut out) {
                 let header_at = if format == Format::Standard256EndHeader { 236 } else { 0 };
                 let stack = sent.payload.map(|_| out[header_at] >> 5 & 1);
-                if stack.is_some() && stack == self.dies[i].last_stack {
+                let alternates =
+                    self.dies[i].adapter.negotiated().is_some_and(|n| stack.is_some_and(|s| n.alternates(s)));
+                if alternates && stack == self.dies[i].last_stack {
                     self.report.same_stack_back_to_back += 1;
                 }
                 self.dies[i].last_stack = stack;

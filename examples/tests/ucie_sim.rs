@@ -88,3 +88,16 @@ fn two_stacks_share_the_link_and_never_send_back_to_back() {
     assert!(r.replays > 0);
     assert_eq!(r.same_stack_back_to_back, 0);
 }
+
+#[test]
+fn two_protocols_share_the_link_with_enhanced_multi_protocol() {
+    let r = UcieSim::new(UcieSimConfig::new(9, 30_000, 1e-6).two_protocols()).run(5_000_000);
+    println!("{r:?}");
+    let n = r.negotiated.unwrap();
+    assert_eq!(
+        (n.protocol, n.protocol_of(1), n.format),
+        (LinkProtocol::Cxl256, LinkProtocol::PcieFlit, Format::Standard256StartHeader)
+    );
+    assert_eq!(r.delivered, [60_000, 60_000]);
+    assert_eq!(r.same_stack_back_to_back, 0);
+}

@@ -29,7 +29,9 @@
 //! Retrain ([`AdapterEvent::RdiRequest`]).
 //!
 //! With Multi_Protocol_Enable the two stacks share the link and the adapter never sends two
-//! flits of one stack back to back, sending a NOP between them instead (§3.1).
+//! flits of one stack back to back, sending a NOP between them instead (§3.1); with Enhanced
+//! Multi-Protocol the stacks may carry different protocols, and only a stack limited to half
+//! the link alternates ([`Negotiated::alternates`]).
 //!
 //! *Project-defined:* Format 1 (raw) is not carried by this type (its bytes pass the adapter
 //! unmodified, so there is nothing to do); a stack's PM entry waits until the whole retry
@@ -40,7 +42,7 @@ use crate::crc::{self, Format};
 use crate::flit::{Flit, Layout, Map, Protocol};
 use crate::header::{FlitHeader, FlitType, ReplayCommand, protocol_id};
 use crate::lsm::{AdapterLsm, LinkRequest, LinkStatus, LsmConfig, LsmError, LsmEvent};
-use crate::param::{AdapterCaps, ExchangeConfig, ExchangeError, ExchangeState, Negotiated, ParamExchange, Role};
+use crate::param::{ExchangeConfig, ExchangeError, ExchangeState, Negotiated, ParamExchange, Role};
 use crate::retry::{Received, Retry, RetryConfig, RetryError, RetryEvent, Sent, UncorrectableCause};
 use crate::sideband::{DST_REMOTE_ADAPTER, Message, Packet, SRC_ADAPTER, Severity};
 use heapless::Deque;
@@ -324,9 +326,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
     fn on_negotiated(&mut self, now: Instant, n: Negotiated) {
         self.negotiated = Some(n);
         self.event(AdapterEvent::Negotiated(n));
-        let protocol = n.protocol.layout_protocol();
         if n.format != Format::Raw {
-            self.retry.reconfigure(RetryConfig::new(n.format, protocol));
+            let protocols = [n.protocol_of(0).layout_protocol(), n.protocol_of(1).layout_protocol()];
+            self.retry.reconfigure(RetryConfig { protocols, ..RetryConfig::new(n.format, protocols[0]) });
         }
         let up = self.rdi == LinkStatus::Active;
         for (l, enabled) in self.lsm.iter_mut().zip(n.stacks) {
@@ -495,8 +497,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         if header.protocol_id == protocol_id::ADAPTER && header.flit_type == FlitType::Protocol {
             return Err(SendError::Nop);
         }
-        let map =
-            Map::new(n.format, Layout::of(n.protocol.layout_protocol(), &header)).map_err(|_| SendError::Format)?;
+        let map = Map::new(n.format, Layout::of(n.protocol_of(stack).layout_protocol(), &header))
+            .map_err(|_| SendError::Format)?;
         let bits = FlitHeader { stack, command: ReplayCommand::Explicit, seq: 0, ..header };
         let bytes = match n.format {
             Format::Flit68 => bits.emit_68(n.retry),
@@ -567,10 +569,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             return None;
         }
         let sent = if n.retry {
-            let alternate = n.adapter.intersects(AdapterCaps::MULTI_PROTOCOL);
             let next_stack = self.retry.peek_payload().map(|f| self.retry.stack_of(f));
-            let sent = match (alternate, next_stack, self.last_stack) {
-                (true, Some(s), Some(last)) if s == last => self.retry.poll_nop(now, out),
+            let sent = match (next_stack, self.last_stack) {
+                (Some(s), Some(last)) if s == last && n.alternates(s) => self.retry.poll_nop(now, out),
                 _ => self.retry.poll_transmit(now, out),
             };
             if let Some(s) = &sent {
@@ -599,7 +600,15 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
                 Received::Discarded(_) => None,
             }
         } else {
-            match Flit::parse(n.format, n.protocol.layout_protocol(), false, bytes) {
+            // Stack 1 may carry another protocol (Enhanced Multi-Protocol): read its flits
+            // with its own map.
+            let parsed = match Flit::parse(n.format, n.protocol.layout_protocol(), false, bytes) {
+                Ok(f) if f.header().stack == 1 && n.protocol1.is_some() => {
+                    Flit::parse(n.format, n.protocol_of(1).layout_protocol(), false, bytes)
+                }
+                other => other,
+            };
+            match parsed {
                 Ok(flit) if flit.is_nop() => None,
                 Ok(flit) => Some(Delivery { stack: flit.header().stack, flit }),
                 Err(crate::flit::FlitError::Crc(_)) => {

@@ -271,11 +271,11 @@ pub fn flit_format_optional(fin: AdapterCaps) -> Option<Format> {
 }
 
 /// The flit format for `protocol` from the finalized capabilities: Table 3-10 for streaming
-/// and management transport alone, or when any flit-format bit (23–27) is set; Table 3-9
-/// otherwise.
+/// and management transport alone, with Enhanced Multi-Protocol, or when any flit-format bit
+/// (23–27) is set; Table 3-9 otherwise.
 pub fn flit_format(protocol: LinkProtocol, fin: AdapterCaps) -> Option<Format> {
     let optional = matches!(protocol, LinkProtocol::Streaming | LinkProtocol::ManagementOnly)
-        || fin.intersects(AdapterCaps::FORMATS);
+        || fin.intersects(AdapterCaps::FORMATS.union(AdapterCaps::ENHANCED_MULTI_PROTOCOL));
     if optional { flit_format_optional(fin) } else { flit_format_pcie_cxl(fin) }
 }
 
@@ -314,6 +314,30 @@ pub struct Negotiated {
     pub stacks: [bool; 2],
     /// The peer's retimer credits (from its {AdvCap.Adapter}).
     pub retimer_credits: u16,
+    /// With Enhanced Multi-Protocol: stack 1's protocol (from {MultiProtFinCap.Adapter} and
+    /// its {FinCap.CXL}); `None` when stack 1 carries `protocol` or is off.
+    pub protocol1: Option<LinkProtocol>,
+    /// With Enhanced Multi-Protocol: stack 1's finalized CXL capabilities.
+    pub cxl1: Option<CxlCaps>,
+}
+
+impl Negotiated {
+    /// The protocol `stack` carries.
+    pub fn protocol_of(&self, stack: u8) -> LinkProtocol {
+        match (stack, self.protocol1) {
+            (1, Some(p)) => p,
+            _ => self.protocol,
+        }
+    }
+
+    /// Whether the peer may not receive two flits of `stack` back to back: both stacks under
+    /// Multi_Protocol_Enable, a stack limited to 50% under Enhanced Multi-Protocol (§3.1).
+    /// *Project-defined:* a limit either side advertised applies to both directions.
+    pub fn alternates(&self, stack: u8) -> bool {
+        let limit = if stack == 0 { AdapterCaps::STACK0_BW_LIMIT } else { AdapterCaps::STACK1_BW_LIMIT };
+        self.adapter.contains(AdapterCaps::MULTI_PROTOCOL)
+            || self.adapter.contains(AdapterCaps::ENHANCED_MULTI_PROTOCOL | limit)
+    }
 }
 
 /// Why parameter exchange failed; either is an Uncorrectable Internal Error that takes RDI to
@@ -358,6 +382,10 @@ pub enum ExchangeState {
     AwaitCxlAdvCap,
     /// Upstream port: waiting for {FinCap.CXL}.
     AwaitCxlFinCap,
+    /// Enhanced Multi-Protocol: waiting for the peer's {MultiProtAdvCap.Adapter}.
+    AwaitMultiAdvCap,
+    /// Enhanced Multi-Protocol, upstream port: waiting for {MultiProtFinCap.Adapter}.
+    AwaitMultiFinCap,
     /// Done.
     Done(Negotiated),
     /// Failed.
@@ -374,6 +402,10 @@ pub struct ExchangeConfig {
     pub adapter: AdapterCaps,
     /// {AdvCap.CXL} (PCIe and CXL only).
     pub cxl: CxlCaps,
+    /// With Enhanced Multi-Protocol: {MultiProtAdvCap.Adapter}, stack 1's protocols.
+    pub multi: MultiProtocolCaps,
+    /// With Enhanced Multi-Protocol: stack 1's {AdvCap.CXL}.
+    pub cxl1: CxlCaps,
     /// The timeout (8 ms; the spec allows up to +50%).
     pub timeout: Duration,
 }
@@ -381,7 +413,22 @@ pub struct ExchangeConfig {
 impl ExchangeConfig {
     /// A configuration with the spec's 8 ms timeout.
     pub const fn new(role: Role, adapter: AdapterCaps, cxl: CxlCaps) -> ExchangeConfig {
-        ExchangeConfig { role, adapter, cxl, timeout: Duration::from_nanos(8_000_000) }
+        ExchangeConfig {
+            role,
+            adapter,
+            cxl,
+            multi: MultiProtocolCaps::empty(),
+            cxl1: CxlCaps::empty(),
+            timeout: Duration::from_nanos(8_000_000),
+        }
+    }
+
+    /// The same with stack 1's advertisement for Enhanced Multi-Protocol (the adapter
+    /// capabilities also need `ENHANCED_MULTI_PROTOCOL`, `STACK0` and `STACK1`).
+    pub const fn with_stack1(mut self, multi: MultiProtocolCaps, cxl1: CxlCaps) -> ExchangeConfig {
+        self.multi = multi;
+        self.cxl1 = cxl1;
+        self
     }
 
     fn advertised(&self) -> AdapterCaps {
@@ -466,6 +513,11 @@ pub struct ParamExchange {
     out: heapless::Deque<Message, 4>,
     peer: AdapterCaps,
     fin: AdapterCaps,
+    /// Which stack's CXL handshake runs (MsgInfo 0000h or 0001h).
+    stack: u8,
+    cxl0: Option<CxlCaps>,
+    peer_multi: MultiProtocolCaps,
+    multi_fin: MultiProtocolCaps,
 }
 
 impl ParamExchange {
@@ -478,6 +530,10 @@ impl ParamExchange {
             out: heapless::Deque::new(),
             peer: AdapterCaps::empty(),
             fin: AdapterCaps::empty(),
+            stack: 0,
+            cxl0: None,
+            peer_multi: MultiProtocolCaps::empty(),
+            multi_fin: MultiProtocolCaps::empty(),
         }
     }
 
@@ -499,8 +555,8 @@ impl ParamExchange {
         }
     }
 
-    fn cap(kind: CapKind, finalized: bool, caps: u64) -> Message {
-        Message::Capability { kind, finalized, info: 0, caps }
+    fn cap(kind: CapKind, finalized: bool, info: u16, caps: u64) -> Message {
+        Message::Capability { kind, finalized, info, caps }
     }
 
     fn send(&mut self, m: Message) {
@@ -514,8 +570,12 @@ impl ParamExchange {
         self.out.clear();
         self.deadline = Some(now.saturating_add(self.config.timeout));
         self.state = ExchangeState::AwaitAdvCap;
+        self.stack = 0;
+        self.cxl0 = None;
+        self.peer_multi = MultiProtocolCaps::empty();
+        self.multi_fin = MultiProtocolCaps::empty();
         if self.config.role != Role::Upstream {
-            self.send(Self::cap(CapKind::Adapter, false, self.config.advertised().bits()));
+            self.send(Self::cap(CapKind::Adapter, false, 0, self.config.advertised().bits()));
         }
     }
 
@@ -551,10 +611,69 @@ impl ParamExchange {
         self.state = ExchangeState::Failed(e);
     }
 
-    fn finish(&mut self, cxl: Option<CxlCaps>) {
+    /// Stack 0's exchange is done: with Enhanced Multi-Protocol stack 1's follows (roles
+    /// only), else the link is finalized.
+    fn finish_stack0(&mut self, cxl: Option<CxlCaps>) {
+        self.cxl0 = cxl;
+        let enhanced = self.fin.contains(AdapterCaps::ENHANCED_MULTI_PROTOCOL);
+        if !enhanced || self.config.role == Role::Symmetric {
+            return self.finish(None);
+        }
+        if self.config.role == Role::Downstream {
+            self.send(Self::cap(CapKind::MultiProtocol, false, 0, self.config.multi.bits()));
+        }
+        self.state = ExchangeState::AwaitMultiAdvCap;
+    }
+
+    /// After {MultiProtFinCap.Adapter}: stack 1's CXL handshake (MsgInfo 0001h) when it runs
+    /// 68B or CXL 256B flits, else done.
+    fn after_multi_fin(&mut self) {
+        if self.multi_fin.intersects(MultiProtocolCaps::FLIT_68B | MultiProtocolCaps::CXL_256B) {
+            self.stack = 1;
+            if self.config.role == Role::Downstream {
+                self.send(Self::cap(CapKind::Cxl, false, 1, self.config.cxl1.bits()));
+            }
+            self.state = ExchangeState::AwaitCxlAdvCap;
+        } else {
+            self.finish(None);
+        }
+    }
+
+    /// Stack 1's protocol under Enhanced Multi-Protocol: Table 3-8 on the
+    /// {MultiProtFinCap.Adapter} bits, or streaming when both advertised it and nothing else.
+    fn stack1_protocol(&self, cxl1: Option<CxlCaps>) -> Option<LinkProtocol> {
+        use MultiProtocolCaps as M;
+        let m = self.multi_fin;
+        let mut caps = AdapterCaps::empty();
+        for (bit, cap) in [
+            (M::FLIT_68B, AdapterCaps::FLIT_68B),
+            (M::CXL_256B, AdapterCaps::CXL_256B),
+            (M::PCIE_FLIT, AdapterCaps::PCIE_FLIT),
+            (M::MANAGEMENT, AdapterCaps::MANAGEMENT),
+        ] {
+            if m.contains(bit) {
+                caps |= cap;
+            }
+        }
+        let both = self.config.multi.intersection(self.peer_multi);
+        if cxl1.is_none() && both.contains(M::STREAMING) {
+            caps |= AdapterCaps::STREAMING;
+        }
+        protocol(caps, cxl1).map(|(p, _)| p)
+    }
+
+    fn finish(&mut self, cxl1: Option<CxlCaps>) {
         let fin = self.fin;
-        let Some((protocol, management)) = protocol(fin, cxl) else {
+        let Some((protocol, management)) = protocol(fin, self.cxl0) else {
             return self.fail(ExchangeError::Invalid(Invalid::NoProtocol));
+        };
+        let protocol1 = if fin.contains(AdapterCaps::ENHANCED_MULTI_PROTOCOL) && self.config.role != Role::Symmetric {
+            match self.stack1_protocol(cxl1) {
+                Some(p) => Some(p),
+                None => return self.fail(ExchangeError::Invalid(Invalid::NoProtocol)),
+            }
+        } else {
+            None
         };
         let Some(format) = flit_format(protocol, fin) else {
             return self.fail(ExchangeError::Invalid(Invalid::NoFormat));
@@ -568,13 +687,15 @@ impl ParamExchange {
         self.deadline = None;
         self.state = ExchangeState::Done(Negotiated {
             adapter: fin,
-            cxl,
+            cxl: self.cxl0,
             protocol,
             management,
             format,
             retry,
             stacks,
             retimer_credits,
+            protocol1,
+            cxl1,
         });
     }
 
@@ -601,17 +722,17 @@ impl ParamExchange {
                     fin |= AdapterCaps::RETRY;
                 }
                 self.fin = fin | stacks(both);
-                self.finish(None);
+                self.finish_stack0(None);
             }
             (ExchangeState::AwaitAdvCap, CapKind::Adapter, false, Role::Downstream) => {
                 self.peer = AdapterCaps::from_bits_retain(caps);
                 self.fin = finalize(ours, self.peer);
-                self.send(Self::cap(CapKind::Adapter, true, self.fin.bits()));
+                self.send(Self::cap(CapKind::Adapter, true, 0, self.fin.bits()));
                 self.after_fin();
             }
             (ExchangeState::AwaitAdvCap, CapKind::Adapter, false, Role::Upstream) => {
                 self.peer = AdapterCaps::from_bits_retain(caps);
-                self.send(Self::cap(CapKind::Adapter, false, ours.bits()));
+                self.send(Self::cap(CapKind::Adapter, false, 0, ours.bits()));
                 self.state = ExchangeState::AwaitFinCap;
             }
             (ExchangeState::AwaitFinCap, CapKind::Adapter, true, Role::Upstream) => {
@@ -631,24 +752,48 @@ impl ParamExchange {
                 self.after_fin();
             }
             (ExchangeState::AwaitCxlAdvCap, CapKind::Cxl, false, Role::Downstream) => {
-                let fin = finalize_cxl(self.config.cxl, CxlCaps::from_bits_retain(caps), self.fin);
-                self.send(Self::cap(CapKind::Cxl, true, fin.bits()));
-                self.finish(Some(fin));
+                let (ours_cxl, fin_adapter) = self.cxl_side();
+                let fin = finalize_cxl(ours_cxl, CxlCaps::from_bits_retain(caps), fin_adapter);
+                self.send(Self::cap(CapKind::Cxl, true, u16::from(self.stack), fin.bits()));
+                self.cxl_done(fin);
             }
             (ExchangeState::AwaitCxlAdvCap, CapKind::Cxl, false, Role::Upstream) => {
-                self.send(Self::cap(CapKind::Cxl, false, self.config.cxl.bits()));
+                let (ours_cxl, _) = self.cxl_side();
+                self.send(Self::cap(CapKind::Cxl, false, u16::from(self.stack), ours_cxl.bits()));
                 self.state = ExchangeState::AwaitCxlFinCap;
             }
             (ExchangeState::AwaitCxlFinCap, CapKind::Cxl, true, Role::Upstream) => {
                 let fin = CxlCaps::from_bits_retain(caps);
-                if !self.config.cxl.contains(fin.intersection(CxlCaps::PCIE | CxlCaps::CXL_IO)) {
+                let (ours_cxl, _) = self.cxl_side();
+                if !ours_cxl.contains(fin.intersection(CxlCaps::PCIE | CxlCaps::CXL_IO)) {
                     return self.fail(ExchangeError::Invalid(Invalid::NotAdvertised));
                 }
-                self.finish(Some(fin));
+                self.cxl_done(fin);
+            }
+            (ExchangeState::AwaitMultiAdvCap, CapKind::MultiProtocol, false, Role::Downstream) => {
+                self.peer_multi = MultiProtocolCaps::from_bits_retain(caps);
+                // Each protocol both advertised; streaming is reserved in the finalized form.
+                self.multi_fin =
+                    self.config.multi.intersection(self.peer_multi).difference(MultiProtocolCaps::STREAMING);
+                self.send(Self::cap(CapKind::MultiProtocol, true, 0, self.multi_fin.bits()));
+                self.after_multi_fin();
+            }
+            (ExchangeState::AwaitMultiAdvCap, CapKind::MultiProtocol, false, Role::Upstream) => {
+                self.peer_multi = MultiProtocolCaps::from_bits_retain(caps);
+                self.send(Self::cap(CapKind::MultiProtocol, false, 0, self.config.multi.bits()));
+                self.state = ExchangeState::AwaitMultiFinCap;
+            }
+            (ExchangeState::AwaitMultiFinCap, CapKind::MultiProtocol, true, Role::Upstream) => {
+                let fin = MultiProtocolCaps::from_bits_retain(caps);
+                if !self.config.multi.contains(fin) {
+                    return self.fail(ExchangeError::Invalid(Invalid::NotAdvertised));
+                }
+                self.multi_fin = fin;
+                self.after_multi_fin();
             }
             // A repeated advertisement (the peer restarted its side) is answered again.
             (_, CapKind::Adapter, false, Role::Upstream) => {
-                self.send(Self::cap(CapKind::Adapter, false, ours.bits()));
+                self.send(Self::cap(CapKind::Adapter, false, 0, ours.bits()));
             }
             _ => self.fail(ExchangeError::Invalid(Invalid::OutOfOrder)),
         }
@@ -658,13 +803,38 @@ impl ParamExchange {
     /// or CXL 256B flit mode (so for every PCIe or CXL link), else done.
     fn after_fin(&mut self) {
         if self.fin.intersects(AdapterCaps::FLIT_68B | AdapterCaps::CXL_256B) {
+            self.stack = 0;
             if self.config.role == Role::Downstream {
-                self.send(Self::cap(CapKind::Cxl, false, self.config.cxl.bits()));
+                self.send(Self::cap(CapKind::Cxl, false, 0, self.config.cxl.bits()));
             }
             self.state = ExchangeState::AwaitCxlAdvCap;
         } else {
-            self.finish(None);
+            self.finish_stack0(None);
         }
+    }
+
+    /// This side's {AdvCap.CXL} and the finalized adapter bits for the stack whose CXL
+    /// handshake runs.
+    fn cxl_side(&self) -> (CxlCaps, AdapterCaps) {
+        if self.stack == 0 {
+            return (self.config.cxl, self.fin);
+        }
+        let m = self.multi_fin;
+        let mut fin = AdapterCaps::empty();
+        if m.contains(MultiProtocolCaps::FLIT_68B) {
+            fin |= AdapterCaps::FLIT_68B;
+        }
+        if m.contains(MultiProtocolCaps::CXL_256B) {
+            fin |= AdapterCaps::CXL_256B;
+        }
+        if m.contains(MultiProtocolCaps::PCIE_FLIT) {
+            fin |= AdapterCaps::PCIE_FLIT;
+        }
+        (self.config.cxl1, fin)
+    }
+
+    fn cxl_done(&mut self, fin: CxlCaps) {
+        if self.stack == 0 { self.finish_stack0(Some(fin)) } else { self.finish(Some(fin)) }
     }
 }
 
@@ -896,5 +1066,52 @@ mod tests {
         // PCIe flit mode without CXL 256B: PCIe, though both could run CXL.io (note f).
         assert_eq!(finalize_cxl(both, both, A::FLIT_68B | A::PCIE_FLIT), CxlCaps::PCIE);
         assert_eq!(finalize_cxl(both, both, A::FLIT_68B | A::PCIE_FLIT | A::CXL_256B), CxlCaps::CXL_IO);
+    }
+
+    #[test]
+    fn enhanced_multi_protocol_negotiates_stack_1() {
+        use AdapterCaps as A;
+        use MultiProtocolCaps as M;
+        let caps = A::FLIT_68B
+            | A::CXL_256B
+            | A::PCIE_FLIT
+            | A::RETRY
+            | A::STACK0
+            | A::STACK1
+            | A::ENHANCED_MULTI_PROTOCOL
+            | A::STD_START_HEADER;
+        let dp_cfg =
+            ExchangeConfig::new(Role::Downstream, caps, CXL_DEV).with_stack1(M::FLIT_68B | M::PCIE_FLIT, CxlCaps::PCIE);
+        let up_cfg = ExchangeConfig::new(Role::Upstream, caps | A::STACK1_BW_LIMIT, CXL_DEV)
+            .with_stack1(M::FLIT_68B | M::PCIE_FLIT | M::CXL_256B, CxlCaps::PCIE | CxlCaps::CXL_IO);
+        let (mut dp, mut up) = (ParamExchange::new(dp_cfg), ParamExchange::new(up_cfg));
+        let log = shuttle(&mut dp, &mut up);
+        let order: std::vec::Vec<(char, CapKind, bool, u16)> = log
+            .iter()
+            .map(|(w, m)| match m {
+                Message::Capability { kind, finalized, info, .. } => (*w, *kind, *finalized, *info),
+                _ => panic!("{m:?}"),
+            })
+            .collect();
+        assert_eq!(
+            order[6..],
+            [
+                ('a', CapKind::MultiProtocol, false, 0),
+                ('b', CapKind::MultiProtocol, false, 0),
+                ('a', CapKind::MultiProtocol, true, 0),
+                ('a', CapKind::Cxl, false, 1),
+                ('b', CapKind::Cxl, false, 1),
+                ('a', CapKind::Cxl, true, 1),
+            ]
+        );
+        let n = dp.negotiated().unwrap();
+        assert_eq!(up.negotiated(), Some(n));
+        assert_eq!(
+            (n.protocol, n.protocol_of(1), n.format),
+            (LinkProtocol::Cxl256, LinkProtocol::PcieFlit, Format::Standard256StartHeader)
+        );
+        assert_eq!((n.cxl1, n.stacks), (Some(CxlCaps::PCIE), [true, true]));
+        // Stack 1 limited to half the link: its flits never go back to back; stack 0's may.
+        assert!(n.alternates(1) && !n.alternates(0));
     }
 }
