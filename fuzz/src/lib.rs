@@ -2536,10 +2536,19 @@ pub fn ucie_adapter(data: &[u8]) {
         }
     };
     let cxl = CxlCaps::CXL_IO | CxlCaps::CXL_MEM | CxlCaps::PCIE;
-    let mut dies: [D; 2] = [
-        Adapter::new(ExchangeConfig::new(role(kind, false), pick(kind), cxl), [0; 16 * 256]),
-        Adapter::new(ExchangeConfig::new(role(kind >> 2, true), pick(kind >> 2), cxl), [0; 16 * 256]),
-    ];
+    // Bit 7: Enhanced Multi-Protocol, PCIe on stack 1 limited to half the link.
+    let config = |k: u8, up: bool| {
+        let c = ExchangeConfig::new(role(k, up), pick(k), cxl);
+        if kind & 0x80 == 0 {
+            return c;
+        }
+        let enhanced = A::ENHANCED_MULTI_PROTOCOL | A::STACK0 | A::STACK1 | A::STD_START_HEADER | A::STACK1_BW_LIMIT;
+        let multi =
+            ucie_adapter::param::MultiProtocolCaps::FLIT_68B | ucie_adapter::param::MultiProtocolCaps::PCIE_FLIT;
+        ExchangeConfig { adapter: c.adapter | enhanced, ..c }.with_stack1(multi, CxlCaps::PCIE)
+    };
+    let mut dies: [D; 2] =
+        [Adapter::new(config(kind, false), [0; 16 * 256]), Adapter::new(config(kind >> 2, true), [0; 16 * 256])];
     let mut now = Instant::ZERO;
     let mut sideband: [VecDeque<Packet>; 2] = [VecDeque::new(), VecDeque::new()];
     let pump = |dies: &mut [D; 2], sideband: &mut [VecDeque<Packet>; 2], now: Instant| {
