@@ -282,10 +282,10 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         let all = |f: &dyn Fn(LinkStatus) -> bool| stacks.iter().filter(|(e, _)| *e).all(|(_, s)| f(*s));
         let any = |s: LinkStatus| stacks.iter().any(|&(e, x)| e && x == s);
         let down = |s: LinkStatus| matches!(s, LinkStatus::LinkReset | LinkStatus::Disabled | LinkStatus::LinkError);
-        let want = if all(&|s| s == LinkStatus::L1) {
-            Some(LinkRequest::L1)
-        } else if all(&|s| s == LinkStatus::L2) {
-            Some(LinkRequest::L2)
+        let pm = |s: LinkStatus| matches!(s, LinkStatus::L1 | LinkStatus::L2);
+        let want = if all(&pm) {
+            // All in PM: the shallowest state any stack is in.
+            Some(if any(LinkStatus::L1) { LinkRequest::L1 } else { LinkRequest::L2 })
         } else if all(&down) && any(LinkStatus::Disabled) && !any(LinkStatus::LinkError) {
             Some(LinkRequest::Disable)
         } else if all(&down) && !any(LinkStatus::LinkError) {
@@ -293,13 +293,19 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         } else {
             None
         };
-        if want.is_some() && self.rdi_requested != want && matches!(self.rdi, LinkStatus::Active | LinkStatus::Retrain)
-        {
-            if let Some(w) = want {
-                self.event(AdapterEvent::RdiRequest(w));
-            }
+        let Some(w) = want else {
+            self.rdi_requested = None;
+            return;
+        };
+        // Table 10-4: RDI takes PM from Active, LinkReset and Disable also from PM.
+        let takes = match w {
+            LinkRequest::L1 | LinkRequest::L2 => self.rdi == LinkStatus::Active,
+            _ => matches!(self.rdi, LinkStatus::Active | LinkStatus::Retrain | LinkStatus::L1 | LinkStatus::L2),
+        };
+        if takes && self.rdi_requested != want {
+            self.event(AdapterEvent::RdiRequest(w));
+            self.rdi_requested = want;
         }
-        self.rdi_requested = want;
     }
 
     fn collect_lsms(&mut self) {
@@ -466,9 +472,10 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
     }
 
     /// [`Adapter::send_with`] with `lp_corrupt_crc`: the flit goes out with both CRCs
-    /// corrupted (CXL.cachemem viral and poison containment, Table 10-3) and, with Retry, is
-    /// never replayed — the next flit takes its place. With Retry it must be the next flit to
-    /// go out ([`SendError::Full`] otherwise).
+    /// corrupted (CXL.cachemem viral and poison containment, Table 10-3) and is never
+    /// replayed — the next flit takes its place. Only with Retry ([`SendError::Format`]
+    /// otherwise), and only as the next flit to go out; nothing is queued behind it until it
+    /// has gone ([`SendError::Full`]).
     pub fn send_corrupted_with(
         &mut self,
         now: Instant,
@@ -488,6 +495,11 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         fill: impl FnOnce(&Map, &mut [u8]),
     ) -> Result<(), SendError> {
         let Some(n) = self.negotiated else { return Err(SendError::NotActive) };
+        // lp_corrupt_crc applies only with Retry (Table 10-3); without it the peer would
+        // raise an Uncorrectable Internal Error.
+        if corrupt && !n.retry {
+            return Err(SendError::Format);
+        }
         if n.format == Format::Raw {
             return Err(SendError::Format);
         }
@@ -579,8 +591,11 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             }
             sent
         } else {
-            let (corrupt, flit) = self.staged.take()?;
             let len = n.format.flit_len();
+            if out.len() < len {
+                return None;
+            }
+            let (corrupt, flit) = self.staged.take()?;
             let (dst, src) = (out.get_mut(..len)?, flit.get(..len)?);
             dst.copy_from_slice(src);
             let _ = crc::seal_corrupted(n.format, dst, if corrupt { 0b11 } else { 0 });

@@ -182,7 +182,8 @@ pub enum LsmError {
     /// The request needs a NOP first (leaving Reset, or Retrain entered from Active).
     NeedsNop,
     /// Not now: RDI is not Active or parameter exchange has not finished (Active), the
-    /// 16 ms LinkError residency has not passed, or `lp_linkerror` is still asserted.
+    /// 16 ms LinkError residency has not passed, `lp_linkerror` is still asserted, or PM is
+    /// requested from Active.PMNAK (request Active first).
     NotReady,
 }
 
@@ -435,6 +436,10 @@ impl AdapterLsm {
     pub fn handle_request(&mut self, now: Instant, request: LinkRequest) -> Result<(), LsmError> {
         let previous = self.request;
         self.request = request;
+        if self.stallreq && !matches!(request, LinkRequest::L1 | LinkRequest::L2) {
+            // The protocol layer gave up PM entry: the stall ends (§10.3.2's four phases).
+            self.set_stallreq(false);
+        }
         if request == LinkRequest::Nop {
             self.nop_seen = true;
             return Ok(());
@@ -483,7 +488,9 @@ impl AdapterLsm {
                 }
                 self.enter_reset(now);
             }
-            (R::L1 | R::L2, S::Active | S::ActivePmNak) => self.try_pm(now),
+            // Active.PMNAK never moves to PM directly: the protocol layer asks for Active first.
+            (R::L1 | R::L2, S::ActivePmNak) => return Err(LsmError::NotReady),
+            (R::L1 | R::L2, S::Active) => self.try_pm(now),
             (R::Retrain, _) => {} // RDI's: the embedder requests Retrain on RDI.
             (R::LinkReset | R::Disable, _) => {
                 if status == S::Reset && !edge {
@@ -543,7 +550,7 @@ impl AdapterLsm {
             LinkRequest::L2 => LinkState::L2,
             _ => return,
         };
-        if !matches!(self.status, LinkStatus::Active | LinkStatus::ActivePmNak) || !self.retry_idle {
+        if self.status != LinkStatus::Active || !self.retry_idle {
             return;
         }
         let will_act = self.pm_asked.is_some() || (self.config.pm_initiator && self.pending.is_none());
@@ -613,8 +620,8 @@ impl AdapterLsm {
             }
             LinkState::L1 | LinkState::L2 => match self.status {
                 S::L1 | S::L2 => self.respond(state),
-                S::Retrain => self.respond(LinkState::PmNak),
-                S::Active | S::ActivePmNak => {
+                S::Retrain | S::ActivePmNak => self.respond(LinkState::PmNak),
+                S::Active => {
                     self.pm_asked = Some((state, now.saturating_add(self.config.pm_nak_delay)));
                     if !matches!(self.request, LinkRequest::L1 | LinkRequest::L2) {
                         self.event(LsmEvent::PmRequested(state));
@@ -656,7 +663,7 @@ impl AdapterLsm {
                 }
             }
             (LinkState::L1, LinkState::L1) | (LinkState::L2, LinkState::L2) => {
-                if matches!(self.status, S::Active | S::ActivePmNak) {
+                if self.status == S::Active {
                     self.set_status(if asked == LinkState::L2 { S::L2 } else { S::L1 }, now);
                 }
             }
@@ -995,5 +1002,29 @@ mod tests {
             dp.poll_message(),
             Some(Message::LinkResponse { target: LinkTarget::Adapter0, state: LinkState::L1, stall: false })
         );
+    }
+
+    #[test]
+    fn giving_up_pm_releases_the_stall_and_pmnak_needs_active_first() {
+        let (mut dp, mut up) = active_pair();
+        up.handle_request(T0, LinkRequest::L1).unwrap();
+        up.handle_stall_ack(T0, true);
+        let req = up.poll_message().unwrap();
+        dp.handle_message(T0, &req);
+        dp.handle_request(T0, LinkRequest::L1).unwrap();
+        let events = |m: &mut AdapterLsm| core::iter::from_fn(|| m.poll_event()).collect::<Vec<_>>();
+        assert!(events(&mut dp).contains(&LsmEvent::StallRequest(true)));
+        // The protocol layer changes its mind before acknowledging: the stall ends, PMNAK.
+        assert!(dp.handle_request(T0, LinkRequest::Active).is_err()); // already Active
+        assert_eq!(events(&mut dp), [LsmEvent::StallRequest(false)]);
+        dp.handle_timeout(at(1_000));
+        let nak = dp.poll_message().unwrap();
+        assert_eq!(nak, Message::LinkResponse { target: LinkTarget::Adapter0, state: LinkState::PmNak, stall: false });
+        up.handle_message(at(1_000), &nak);
+        assert_eq!(up.status(), LinkStatus::ActivePmNak);
+        // From Active.PMNAK, PM needs an Active request first.
+        assert_eq!(up.handle_request(at(2_000), LinkRequest::L1), Err(LsmError::NotReady));
+        up.handle_request(at(2_000), LinkRequest::Active).unwrap();
+        assert_eq!(up.status(), LinkStatus::Active);
     }
 }

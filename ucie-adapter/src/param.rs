@@ -319,6 +319,9 @@ pub struct Negotiated {
     pub protocol1: Option<LinkProtocol>,
     /// With Enhanced Multi-Protocol: stack 1's finalized CXL capabilities.
     pub cxl1: Option<CxlCaps>,
+    /// Stack 0 and stack 1 Maximum Bandwidth_Limit as the peer advertised them: what it
+    /// receives of that stack is limited to 50%.
+    pub peer_limits: [bool; 2],
 }
 
 impl Negotiated {
@@ -331,12 +334,12 @@ impl Negotiated {
     }
 
     /// Whether the peer may not receive two flits of `stack` back to back: both stacks under
-    /// Multi_Protocol_Enable, a stack limited to 50% under Enhanced Multi-Protocol (§3.1).
-    /// *Project-defined:* a limit either side advertised applies to both directions.
+    /// Multi_Protocol_Enable, and under Enhanced Multi-Protocol a stack the peer advertised
+    /// with a 50% Maximum Bandwidth_Limit (§3.1).
     pub fn alternates(&self, stack: u8) -> bool {
-        let limit = if stack == 0 { AdapterCaps::STACK0_BW_LIMIT } else { AdapterCaps::STACK1_BW_LIMIT };
+        let limited = if stack == 0 { self.peer_limits[0] } else { self.peer_limits[1] };
         self.adapter.contains(AdapterCaps::MULTI_PROTOCOL)
-            || self.adapter.contains(AdapterCaps::ENHANCED_MULTI_PROTOCOL | limit)
+            || (self.adapter.contains(AdapterCaps::ENHANCED_MULTI_PROTOCOL) && limited)
     }
 }
 
@@ -616,10 +619,11 @@ impl ParamExchange {
     fn finish_stack0(&mut self, cxl: Option<CxlCaps>) {
         self.cxl0 = cxl;
         let enhanced = self.fin.contains(AdapterCaps::ENHANCED_MULTI_PROTOCOL);
-        if !enhanced || self.config.role == Role::Symmetric {
+        if !enhanced {
             return self.finish(None);
         }
-        if self.config.role == Role::Downstream {
+        // The downstream port advertises first; without roles both do.
+        if self.config.role != Role::Upstream {
             self.send(Self::cap(CapKind::MultiProtocol, false, 0, self.config.multi.bits()));
         }
         self.state = ExchangeState::AwaitMultiAdvCap;
@@ -655,8 +659,7 @@ impl ParamExchange {
                 caps |= cap;
             }
         }
-        let both = self.config.multi.intersection(self.peer_multi);
-        if cxl1.is_none() && both.contains(M::STREAMING) {
+        if cxl1.is_none() && m.contains(M::STREAMING) {
             caps |= AdapterCaps::STREAMING;
         }
         protocol(caps, cxl1).map(|(p, _)| p)
@@ -667,7 +670,7 @@ impl ParamExchange {
         let Some((protocol, management)) = protocol(fin, self.cxl0) else {
             return self.fail(ExchangeError::Invalid(Invalid::NoProtocol));
         };
-        let protocol1 = if fin.contains(AdapterCaps::ENHANCED_MULTI_PROTOCOL) && self.config.role != Role::Symmetric {
+        let protocol1 = if fin.contains(AdapterCaps::ENHANCED_MULTI_PROTOCOL) {
             match self.stack1_protocol(cxl1) {
                 Some(p) => Some(p),
                 None => return self.fail(ExchangeError::Invalid(Invalid::NoProtocol)),
@@ -696,6 +699,10 @@ impl ParamExchange {
             retimer_credits,
             protocol1,
             cxl1,
+            peer_limits: [
+                self.peer.contains(AdapterCaps::STACK0_BW_LIMIT),
+                self.peer.contains(AdapterCaps::STACK1_BW_LIMIT),
+            ],
         });
     }
 
@@ -713,6 +720,11 @@ impl ParamExchange {
         }
         let role = self.config.role;
         let ours = self.config.advertised();
+        if kind == CapKind::Cxl && info != u16::from(self.stack) {
+            // Another stack's CXL handshake (MsgInfo 0000h stack 0, 0001h stack 1): not this
+            // one's; ignored.
+            return;
+        }
         match (self.state, kind, finalized, role) {
             (ExchangeState::AwaitAdvCap, CapKind::Adapter, false, Role::Symmetric) => {
                 self.peer = AdapterCaps::from_bits_retain(caps);
@@ -770,18 +782,26 @@ impl ParamExchange {
                 }
                 self.cxl_done(fin);
             }
-            (ExchangeState::AwaitMultiAdvCap, CapKind::MultiProtocol, false, Role::Downstream) => {
+            (ExchangeState::AwaitMultiAdvCap, CapKind::MultiProtocol, false, _) => {
                 self.peer_multi = MultiProtocolCaps::from_bits_retain(caps);
-                // Each protocol both advertised; streaming is reserved in the finalized form.
-                self.multi_fin =
-                    self.config.multi.intersection(self.peer_multi).difference(MultiProtocolCaps::STREAMING);
-                self.send(Self::cap(CapKind::MultiProtocol, true, 0, self.multi_fin.bits()));
-                self.after_multi_fin();
-            }
-            (ExchangeState::AwaitMultiAdvCap, CapKind::MultiProtocol, false, Role::Upstream) => {
-                self.peer_multi = MultiProtocolCaps::from_bits_retain(caps);
-                self.send(Self::cap(CapKind::MultiProtocol, false, 0, self.config.multi.bits()));
-                self.state = ExchangeState::AwaitMultiFinCap;
+                if role == Role::Upstream {
+                    self.send(Self::cap(CapKind::MultiProtocol, false, 0, self.config.multi.bits()));
+                }
+                let both = self.config.multi.intersection(self.peer_multi);
+                let pcie_cxl = MultiProtocolCaps::FLIT_68B | MultiProtocolCaps::CXL_256B | MultiProtocolCaps::PCIE_FLIT;
+                if role == Role::Symmetric || !both.intersects(pcie_cxl) {
+                    // Stack 1 streaming or management transport: no FinCap (Table 7-10 sends
+                    // it only for PCIe or CXL); both take what both advertised.
+                    self.multi_fin = both;
+                    self.finish(None);
+                } else if role == Role::Downstream {
+                    // Each protocol both advertised; streaming is reserved in the finalized form.
+                    self.multi_fin = both.difference(MultiProtocolCaps::STREAMING);
+                    self.send(Self::cap(CapKind::MultiProtocol, true, 0, self.multi_fin.bits()));
+                    self.after_multi_fin();
+                } else {
+                    self.state = ExchangeState::AwaitMultiFinCap;
+                }
             }
             (ExchangeState::AwaitMultiFinCap, CapKind::MultiProtocol, true, Role::Upstream) => {
                 let fin = MultiProtocolCaps::from_bits_retain(caps);
@@ -1105,13 +1125,51 @@ mod tests {
             ]
         );
         let n = dp.negotiated().unwrap();
-        assert_eq!(up.negotiated(), Some(n));
+        let u = up.negotiated().unwrap();
+        assert_eq!(Negotiated { peer_limits: [false; 2], ..u }, Negotiated { peer_limits: [false; 2], ..n });
         assert_eq!(
             (n.protocol, n.protocol_of(1), n.format),
             (LinkProtocol::Cxl256, LinkProtocol::PcieFlit, Format::Standard256StartHeader)
         );
         assert_eq!((n.cxl1, n.stacks), (Some(CxlCaps::PCIE), [true, true]));
-        // Stack 1 limited to half the link: its flits never go back to back; stack 0's may.
-        assert!(n.alternates(1) && !n.alternates(0));
+        // The upstream port receives stack 1 at half the link: the downstream port never
+        // sends two stack 1 flits back to back; stack 0's, and the other direction, may.
+        assert!(n.alternates(1) && !n.alternates(0) && !u.alternates(1));
+    }
+
+    #[test]
+    fn enhanced_multi_protocol_with_a_streaming_stack_1_has_no_fincap() {
+        use AdapterCaps as A;
+        use MultiProtocolCaps as M;
+        let caps = A::FLIT_68B
+            | A::CXL_256B
+            | A::PCIE_FLIT
+            | A::STACK0
+            | A::STACK1
+            | A::ENHANCED_MULTI_PROTOCOL
+            | A::STD_START_HEADER;
+        let cfg = |role| ExchangeConfig::new(role, caps, CXL_DEV).with_stack1(M::STREAMING, CxlCaps::empty());
+        let (mut dp, mut up) = (ParamExchange::new(cfg(Role::Downstream)), ParamExchange::new(cfg(Role::Upstream)));
+        let log = shuttle(&mut dp, &mut up);
+        // Two MultiProtAdvCaps and no MultiProtFinCap.
+        let multi: std::vec::Vec<bool> = log
+            .iter()
+            .filter_map(|(_, m)| match m {
+                Message::Capability { kind: CapKind::MultiProtocol, finalized, .. } => Some(*finalized),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(multi, [false, false]);
+        assert_eq!(dp.negotiated().map(|n| n.protocol_of(1)), Some(LinkProtocol::Streaming));
+        assert_eq!(up.negotiated().map(|n| n.protocol_of(1)), Some(LinkProtocol::Streaming));
+        // Both stacks streaming, no roles: both advertise MultiProtAdvCap.
+        let s = A::STREAMING | A::STACK0 | A::STACK1 | A::ENHANCED_MULTI_PROTOCOL | A::STD_START_HEADER;
+        let sym = ExchangeConfig::new(Role::Symmetric, s, CxlCaps::empty()).with_stack1(M::STREAMING, CxlCaps::empty());
+        let (mut a, mut b) = (ParamExchange::new(sym), ParamExchange::new(sym));
+        assert_eq!(shuttle(&mut a, &mut b).len(), 4);
+        assert_eq!(
+            a.negotiated().map(|n| (n.protocol, n.protocol_of(1))),
+            Some((LinkProtocol::Streaming, LinkProtocol::Streaming))
+        );
     }
 }

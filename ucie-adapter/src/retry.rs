@@ -227,7 +227,8 @@ pub enum RetryError {
     Length,
     /// The configured format has no retry (Format 1).
     Raw,
-    /// A corrupted flit must go out next, and flits are queued before it.
+    /// A corrupted flit must go out next, and flits are queued before it; or a corrupted
+    /// flit waits to go out, and nothing may be queued behind it.
     Busy,
 }
 
@@ -237,7 +238,7 @@ impl core::fmt::Display for RetryError {
             RetryError::Full => f.write_str("retry buffer full"),
             RetryError::Length => f.write_str("flit length differs from the format's"),
             RetryError::Raw => f.write_str("Format 1 has no retry"),
-            RetryError::Busy => f.write_str("flits are queued before the corrupted flit"),
+            RetryError::Busy => f.write_str("a corrupted flit must go out alone, next"),
         }
     }
 }
@@ -283,6 +284,8 @@ struct Handshake {
 
 const HANDSHAKE: Handshake = Handshake { flits: 0, explicit_sent: 0, acks_sent: 0, timed_out: false };
 const REPLAY_TIMEOUT_MAX: u16 = 0x1FF;
+/// Bytes of a Format 2 flit slot.
+const FLIT68: u16 = 68;
 /// PCIe's receive window constant 511, for UCIe's 8-bit space (project-defined: 127, the
 /// largest number of unacknowledged flits).
 const RX_WINDOW: u64 = 127;
@@ -434,9 +437,10 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
     }
 
     /// The sequence field a PDS from the peer is expected to carry: the inverse of the last
-    /// sequence number received (see [`crate::stream68`]).
+    /// sequence number the peer sent as far as this receiver knows (`IMPLICIT_RX_FLIT_SEQ_NUM`,
+    /// which counts flits lost to errors too; see [`crate::stream68`]).
     pub fn expected_pds_field(&self) -> u8 {
-        !wire(self.st.next_expected.prev())
+        !wire(self.st.implicit.unwrap_or(self.st.next_expected.prev()))
     }
 
     /// RDI went through Reset: every variable back to its initial value, the buffer emptied
@@ -457,9 +461,15 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         self.st.handshake = Some(HANDSHAKE);
     }
 
-    /// Whether a payload flit would be accepted now.
+    /// Whether a payload flit would be accepted now (not while a corrupted flit waits to go:
+    /// the next flit must take its place).
     pub fn can_send(&self) -> bool {
-        self.buf.can_push(self.config.format.flit_len())
+        !self.poisoned_pending() && self.buf.can_push(self.config.format.flit_len())
+    }
+
+    /// Whether a flit sent with corrupted CRCs is queued and not yet transmitted.
+    fn poisoned_pending(&self) -> bool {
+        self.buf.unsent() > 0 && self.buf.peek_newest_mark()
     }
 
     /// Queues a payload flit built in place by `fill`, which gets the flit's bytes (zeroed):
@@ -470,6 +480,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         let len = self.config.format.flit_len();
         if self.header.is_none() {
             return Err(RetryError::Raw);
+        }
+        if self.poisoned_pending() {
+            return Err(RetryError::Busy);
         }
         let s = self
             .buf
@@ -594,7 +607,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
                     || self.st.nak_scheduled
                     || waiting_replay;
                 if !owed {
-                    self.tick(0);
+                    // A flit slot with nothing sent: a Flit Time, or in Format 2 a 68-byte slot.
+                    let slot = if self.config.format == Format::Flit68 { FLIT68 } else { 0 };
+                    self.tick(slot);
                     return None;
                 }
                 // With nothing to number, a NOP carries what is owed: the Ack or Nak, or an
@@ -734,9 +749,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         self.tick(self.config.format.flit_len() as u16);
     }
 
-    /// One flit time passed, with a flit (`bytes` of it) or without (0): the replay timer,
-    /// Rule 0 and the Nak ignore window advance. In Format 2 the timer counts 256-byte units
-    /// of data sent (§3.8), and a flit time with nothing sent as one.
+    /// One flit slot passed, `bytes` long (0: a whole Flit Time with nothing sent): the replay
+    /// timer, Rule 0 and the Nak ignore window advance. In Format 2 the timer counts 256-byte
+    /// units (§3.8); PDS bytes, which the stream adds outside this machine, are not counted.
     fn tick(&mut self, bytes: u16) {
         if let IgnoreWindow::Open(n) = self.st.ignore_window {
             self.st.ignore_window = if n <= 1 { IgnoreWindow::Elapsed } else { IgnoreWindow::Open(n - 1) };
@@ -1200,6 +1215,9 @@ mod tests {
         let now = Instant::from_nanos(sim.slot);
         assert_eq!(sim.a.send_corrupted_with(now, fill(999)).map(|s| s.value()), Ok(4));
         assert_eq!(sim.a.send_corrupted_with(now, fill(998)), Err(RetryError::Busy));
+        // Nothing queues behind it until it has gone.
+        assert!(!sim.a.can_send());
+        assert_eq!(sim.a.send_with(now, fill(997)), Err(RetryError::Busy));
         for _ in 0..10 {
             sim.step(3);
         }

@@ -310,6 +310,11 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
         n
     }
 
+    /// The owner's flag of the newest stored frame (`false` when empty).
+    pub fn peek_newest_mark(&self) -> bool {
+        self.slots.back().is_some_and(|s| s.mark)
+    }
+
     /// Takes back the newest frame after its first transmission, when nothing was stored
     /// after it and no replay is in progress: its sequence number goes to the next frame
     /// pushed (UCIe `lp_corrupt_crc`: a flit sent with a corrupted CRC is overwritten in the
