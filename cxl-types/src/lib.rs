@@ -3,4 +3,9 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+#[cfg(feature = "arbitrary")]
+extern crate std;
+
+pub mod flit68;
+
 pub use linklayer;

@@ -49,6 +49,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ucie_sideband", ucie_sideband),
     ("ucie_retry", ucie_retry),
     ("ucie_adapter", ucie_adapter),
+    ("cxl_flit68", cxl_flit68),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits the same bytes with its reserved bits
@@ -2642,5 +2643,31 @@ pub fn ucie_adapter(data: &[u8]) {
             }
         }
         pump(&mut dies, &mut sideband, now);
+    }
+}
+
+/// The CXL 68B flit (`cxl_types::flit68`): never panics on any 66 bytes; a sealed flit checks
+/// and one with a flipped covered bit does not; a protocol flit header or a control flit that
+/// parses re-emits to bytes that parse the same.
+pub fn cxl_flit68(data: &[u8]) {
+    use cxl_types::flit68::control::ControlFlit;
+    use cxl_types::flit68::crc::{check, seal};
+    use cxl_types::flit68::header::{FlitHeader, HeaderError};
+    let Some((&choice, rest)) = data.split_first() else { return };
+    let Some(flit) = rest.first_chunk::<66>() else { return };
+    let _ = check(flit);
+    let mut sealed = *flit;
+    seal(&mut sealed);
+    assert_eq!(check(&sealed), Ok(()));
+    let bit = usize::from(choice) * 2 % 512;
+    sealed[bit / 8] ^= 1 << (bit % 8);
+    assert!(check(&sealed).is_err(), "a one-bit error is caught");
+    match FlitHeader::parse(*flit.first_chunk::<4>().unwrap()) {
+        Ok(h) => assert_eq!(FlitHeader::parse(h.emit()), Ok(h)),
+        Err(HeaderError::Control) => {
+            let m = ControlFlit::parse(flit).expect("a Type 1 flit is a control flit");
+            assert_eq!(ControlFlit::parse(&m.emit()), Ok(m));
+        }
+        Err(HeaderError::ReservedSlotFormat { .. }) => {}
     }
 }
