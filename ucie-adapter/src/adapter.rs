@@ -512,11 +512,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         let map = Map::new(n.format, Layout::of(n.protocol_of(stack).layout_protocol(), &header))
             .map_err(|_| SendError::Format)?;
         let bits = FlitHeader { stack, command: ReplayCommand::Explicit, seq: 0, ..header };
-        let bytes = match n.format {
-            Format::Flit68 => bits.emit_68(n.retry),
-            _ => bits.emit_256(n.retry),
-        }
-        .map_err(|_| SendError::Format)?;
+        let bytes = bits.emit_for(n.format, n.retry).map_err(|_| SendError::Format)?;
         let stamp = move |f: &mut [u8]| {
             fill(&map, f);
             if let Some(h) = f.get_mut(map.header.start..map.header.end) {

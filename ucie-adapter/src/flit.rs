@@ -25,7 +25,7 @@
 //! are reserved ([`Flit::fm`] is `None`).
 //!
 //! *Project-defined:* a CXL flit with Protocol ID 11b (ARB/MUX) uses the CXL.cachemem map —
-//! all payload, no adapter-inserted DLP bytes — since the digestible text gives ALMPs no DLP
+//! all payload, no adapter-inserted DLP bytes — since no source read gives ALMPs DLP
 //! bytes; a D2D NOP (all zero) reads the same under any map.
 
 pub use crate::crc::Format;
@@ -294,20 +294,6 @@ impl Map {
         let expected = self.format.flit_len();
         if got == expected { Ok(()) } else { Err(FlitError::Length { expected, got }) }
     }
-
-    fn emit_header(&self, header: &FlitHeader, retry: bool) -> Result<[u8; 2], HeaderError> {
-        match self.format {
-            Format::Flit68 => header.emit_68(retry),
-            _ => header.emit_256(retry),
-        }
-    }
-
-    fn parse_header(&self, bytes: [u8; 2], retry: bool) -> Result<FlitHeader, HeaderError> {
-        match self.format {
-            Format::Flit68 => FlitHeader::parse_68(bytes, retry),
-            _ => FlitHeader::parse_256(bytes, retry),
-        }
-    }
 }
 
 fn put(flit: &mut [u8], span: Option<Span>, value: [u8; 4]) {
@@ -347,7 +333,7 @@ impl FlitRepr {
     /// header, DLP, FM and CRD bytes, zeroes the reserved bytes and seals the CRCs.
     pub fn emit(&self, map: &Map, retry: bool, flit: &mut [u8]) -> Result<(), FlitError> {
         map.check_len(flit.len())?;
-        let header = map.emit_header(&self.header, retry)?;
+        let header = self.header.emit_for(map.format, retry)?;
         if let Some(dst) = flit.get_mut(map.header.start..map.header.end) {
             dst.copy_from_slice(&header);
         }
@@ -376,12 +362,15 @@ impl<'a> Flit<'a> {
     /// Checks a received flit of `format` on a stack carrying `protocol`: its length, its CRCs
     /// (first, so a corrupt header is never interpreted), then its header, which picks the map.
     pub fn parse(format: Format, protocol: Protocol, retry: bool, bytes: &'a [u8]) -> Result<Flit<'a>, FlitError> {
-        // Any applicable map serves to place the header: it sits at the same bytes in all.
-        let probe = Map::new(format, Layout::Streaming)?;
-        probe.check_len(bytes.len())?;
+        let Some(at) = header_span(format) else {
+            return Err(FlitError::NotApplicable { format, layout: Layout::of(protocol, &FlitHeader::NOP) });
+        };
+        if bytes.len() != format.flit_len() {
+            return Err(FlitError::Length { expected: format.flit_len(), got: bytes.len() });
+        }
         crc::check(format, bytes)?;
-        let raw = bytes.get(probe.header.start..probe.header.end).and_then(|b| b.first_chunk::<2>()).copied();
-        let header = probe.parse_header(raw.unwrap_or([0; 2]), retry)?;
+        let raw = bytes.get(at.start..at.end).and_then(|b| b.first_chunk::<2>()).copied();
+        let header = FlitHeader::parse_for(format, raw.unwrap_or([0; 2]), retry)?;
         let map = Map::new(format, Layout::of(protocol, &header))?;
         Ok(Flit { map: Some(map), header, bytes })
     }

@@ -41,6 +41,8 @@ pub mod protocol_id {
     pub const MANAGEMENT: u8 = 0b01;
 }
 
+use crate::crc::Format;
+
 /// Why a flit header does not decode or encode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -210,6 +212,24 @@ impl FlitHeader {
             _ => return Err(HeaderError::ReservedFlitType),
         };
         Ok(FlitHeader { flit_type, ..Self::parse_common(bytes, retry)? })
+    }
+
+    /// The header in `format`'s layout: Format 2's ([`FlitHeader::emit_68`]) or Formats
+    /// 3–6' ([`FlitHeader::emit_256`]).
+    pub fn emit_for(&self, format: Format, retry: bool) -> Result<[u8; 2], HeaderError> {
+        match format {
+            Format::Flit68 => self.emit_68(retry),
+            _ => self.emit_256(retry),
+        }
+    }
+
+    /// Reads a header in `format`'s layout ([`FlitHeader::parse_68`] or
+    /// [`FlitHeader::parse_256`]).
+    pub fn parse_for(format: Format, bytes: [u8; 2], retry: bool) -> Result<FlitHeader, HeaderError> {
+        match format {
+            Format::Flit68 => Self::parse_68(bytes, retry),
+            _ => Self::parse_256(bytes, retry),
+        }
     }
 
     /// The header of a Format 2 flit (Tables 3-2 and 3-3); `marker` is the PDS bit, and a

@@ -843,11 +843,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         let raw = bytes.get(h.start..h.end).and_then(|b| b.first_chunk::<2>()).copied().unwrap_or([0; 2]);
         let header = match crc::check(format, bytes) {
             Ok(()) if FlitHeader::is_nop(raw) => return Received::Discarded(Discard::Idle),
-            Ok(()) => match format {
-                Format::Flit68 => FlitHeader::parse_68(raw, true),
-                _ => FlitHeader::parse_256(raw, true),
-            }
-            .ok(),
+            Ok(()) => FlitHeader::parse_for(format, raw, true).ok(),
             Err(_) => None,
         };
         let Some(h) = header else { return self.invalid() };
