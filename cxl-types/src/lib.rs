@@ -7,5 +7,6 @@
 extern crate std;
 
 pub mod flit68;
+pub mod msg;
 
 pub use linklayer;

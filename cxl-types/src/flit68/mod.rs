@@ -12,3 +12,5 @@
 pub mod control;
 pub mod crc;
 pub mod header;
+pub mod pack;
+pub mod slot;
