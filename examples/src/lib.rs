@@ -19,6 +19,7 @@
 //!   DL, replay) over a wire with bit errors, with credit starvation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+pub mod cxl_sim;
 pub mod endpoint_sim;
 pub mod ethx_efficiency;
 pub mod ethx_sim;

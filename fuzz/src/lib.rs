@@ -50,6 +50,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ucie_retry", ucie_retry),
     ("ucie_adapter", ucie_adapter),
     ("cxl_flit68", cxl_flit68),
+    ("cxl_pack68", cxl_pack68),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits the same bytes with its reserved bits
@@ -2669,5 +2670,97 @@ pub fn cxl_flit68(data: &[u8]) {
             assert_eq!(ControlFlit::parse(&m.emit()), Ok(m));
         }
         Err(HeaderError::ReservedSlotFormat { .. }) => {}
+    }
+}
+
+/// One step of the `cxl_pack68` target.
+#[derive(Arbitrary, Debug)]
+enum Pack68Op {
+    /// Queue a message (kept only when it encodes in 68B and suits the direction), with data of
+    /// this shape for a data header.
+    Push(cxl_types::msg::Msg, u8, bool, bool),
+    /// Pack a flit, seal it, check it and unpack it at the peer.
+    Pack,
+    /// Give arbitrary bytes to a second unpacker.
+    Raw([u8; 64]),
+}
+
+/// The 68B packer and unpacker (`cxl_types::flit68::pack`): whatever the packer makes, the
+/// peer's unpacker accepts, and every message comes out once, in order per kind, with its data;
+/// arbitrary flit bytes never panic an unpacker, and a refused flit leaves it unchanged.
+pub fn cxl_pack68(data: &[u8]) {
+    use cxl_types::flit68::crc;
+    use cxl_types::flit68::header::Credit;
+    use cxl_types::flit68::pack::{Item, Packer, Payload, Queues, Shape, Unpacker};
+    use cxl_types::flit68::slot::Direction;
+    use cxl_types::msg::{Msg, Width};
+    let mut u = Unstructured::new(data);
+    let (Ok(down), Ok(mdh)) = (bool::arbitrary(&mut u), bool::arbitrary(&mut u)) else { return };
+    let direction = if down { Direction::Downstream } else { Direction::Upstream };
+    let mut queues = Queues::<16>::default();
+    let mut packer = Packer::new(direction, mdh);
+    let mut peer = Unpacker::new(direction, mdh);
+    let mut raw = Unpacker::new(direction, mdh);
+    let mut sent: Vec<(Msg, Option<Payload>)> = Vec::new();
+    let mut got: Vec<(Msg, Option<Payload>)> = Vec::new();
+    let mut deliver = |item: Item<'_>| match item {
+        Item::Msg(m) => got.push((m, None)),
+        Item::Data(m, p) => got.push((m, Some(*p))),
+        Item::Mac(_) => panic!("the packer sends no MAC"),
+    };
+    let pack_one =
+        |queues: &mut Queues<16>, packer: &mut Packer, peer: &mut Unpacker, deliver: &mut dyn FnMut(Item<'_>)| {
+            let mut flit = [0u8; 66];
+            let body: &mut [u8; 64] = flit.first_chunk_mut().unwrap();
+            let packed = packer.pack(queues, [Credit::NONE; 3], body).expect("queued messages pack");
+            if packed.is_none() {
+                return false;
+            }
+            crc::seal(&mut flit);
+            assert_eq!(crc::check(&flit), Ok(()));
+            peer.unpack(flit.first_chunk().unwrap(), deliver).expect("the peer accepts what the packer makes");
+            true
+        };
+    while !u.is_empty() {
+        let Ok(op) = Pack68Op::arbitrary(&mut u) else { break };
+        match op {
+            Pack68Op::Push(msg, seed, half, be) => {
+                let kind = msg.kind();
+                if kind.downstream() != down {
+                    continue;
+                }
+                let Ok(bits) = msg.encode(Width::Flit68) else { continue };
+                let msg = Msg::decode(kind, bits, Width::Flit68).unwrap();
+                let shape = Shape { half, be };
+                let shape = if shape.allowed(kind) { shape } else { Shape::default() };
+                let payload = kind.has_data().then(|| {
+                    let mut bytes: [u8; 64] = core::array::from_fn(|i| seed.wrapping_mul(i as u8 + 1));
+                    if shape.half {
+                        bytes[32..].fill(0);
+                    }
+                    Payload { bytes, half: shape.half, be: shape.be.then_some(u64::from(seed) << 8 | 1) }
+                });
+                if queues.push(msg, payload).is_ok() {
+                    sent.push((msg, payload));
+                }
+            }
+            Pack68Op::Pack => {
+                pack_one(&mut queues, &mut packer, &mut peer, &mut deliver);
+            }
+            Pack68Op::Raw(bytes) => {
+                let before = raw.pending_chunks();
+                if raw.unpack(&bytes, |_| ()).is_err() {
+                    assert_eq!(raw.pending_chunks(), before, "a refused flit changes nothing");
+                }
+            }
+        }
+    }
+    while pack_one(&mut queues, &mut packer, &mut peer, &mut deliver) {}
+    assert_eq!(peer.pending_chunks(), 0);
+    assert_eq!(packer.pending_chunks(), 0);
+    for kind in cxl_types::msg::Kind::ALL {
+        let a = sent.iter().filter(|(m, _)| m.kind() == kind);
+        let b = got.iter().filter(|(m, _)| m.kind() == kind);
+        assert!(a.eq(b), "{kind:?} messages come out as they went in");
     }
 }

@@ -12,5 +12,6 @@
 pub mod control;
 pub mod crc;
 pub mod header;
+pub mod llr;
 pub mod pack;
 pub mod slot;

@@ -310,6 +310,13 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
         n
     }
 
+    /// The owner's flag of the frame [`ReplayBuffer::poll_next`] would hand out next, `None`
+    /// when no frame is due (CXL LLR: whether the next flit is an all-data flit, before which
+    /// no control flit may go).
+    pub fn peek_next_mark(&self) -> Option<bool> {
+        self.slot(self.cursor).map(|s| s.mark)
+    }
+
     /// The owner's flag of the newest stored frame (`false` when empty).
     pub fn peek_newest_mark(&self) -> bool {
         self.slots.back().is_some_and(|s| s.mark)
@@ -583,5 +590,20 @@ mod tests {
         // During a replay nothing is taken back.
         b.rewind_all();
         assert!(!b.retract_newest());
+    }
+
+    #[test]
+    fn peek_next_mark_follows_the_cursor() {
+        let mut b = Buf::new([0; 64], Seq::new(1).unwrap());
+        assert_eq!(b.peek_next_mark(), None);
+        b.push_marked_with(T, 4, false, |_, f| f.fill(1)).unwrap();
+        b.push_marked_with(T, 4, true, |_, f| f.fill(2)).unwrap();
+        assert_eq!(b.peek_next_mark(), Some(false));
+        assert!(!b.poll_next().unwrap().mark);
+        assert_eq!(b.peek_next_mark(), Some(true));
+        assert!(b.poll_next().unwrap().mark);
+        assert_eq!(b.peek_next_mark(), None);
+        b.rewind_all();
+        assert_eq!(b.peek_next_mark(), Some(false));
     }
 }

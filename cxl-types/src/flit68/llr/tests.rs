@@ -1,0 +1,143 @@
+//! The retry handshake step by step.
+
+use super::*;
+
+type L = Llr<[u8; ENTRY * 32], 32>;
+
+fn llr() -> L {
+    L::new(LlrConfig::default(), [0; ENTRY * 32]).unwrap()
+}
+
+fn body(tag: u8) -> [u8; 64] {
+    // A protocol flit: Type 0, empty slots (H0, G1, G1, G1), a marker byte in slot 3.
+    let mut b = [0u8; 64];
+    b[1] = 0b0100_0001; // slot 1 = G1 (bits 10:8), slot 2 = G1 (bits 13:11)
+    b[2] = 0b0000_0001 << 6; // slot 3 = G1 (bits 16:14): bit 14
+    b[63] = tag;
+    b
+}
+
+/// Sends every flit `from` has into `to`, corrupting the ones `lose` picks; returns what `to`
+/// delivered.
+fn pump(from: &mut L, to: &mut L, mut lose: impl FnMut(usize) -> bool) -> Vec<Delivered> {
+    let mut got = Vec::new();
+    let mut out = [0u8; ENTRY];
+    let mut i = 0;
+    while from.poll_transmit(&mut out).is_some() {
+        if lose(i) {
+            out[10] ^= 1;
+        }
+        if let Some(d) = to.handle_flit(&out, false) {
+            got.push(d);
+        }
+        i += 1;
+        if i > 200 {
+            break;
+        }
+    }
+    got
+}
+
+#[test]
+fn init_param_first_then_flits() {
+    let (mut a, mut b) = (llr(), llr());
+    a.send(&body(1), FlitKind::Protocol, false).unwrap();
+    let got = pump(&mut a, &mut b, |_| false);
+    assert_eq!(got[0], Delivered::Control(ControlFlit::InitParam { version: 0b0010, wrap: 31 }));
+    assert_eq!(got[1], Delivered::Protocol);
+    assert_eq!(b.acks_owed(), 2);
+    assert_eq!(b.poll_event(), None);
+    // B, idle, acknowledges both with one LLCRD; A frees its two entries.
+    let got = pump(&mut b, &mut a, |_| false);
+    assert_eq!(got.len(), 2, "B's INIT.Param and its LLCRD");
+    assert_eq!(a.unacknowledged(), 0);
+    assert_eq!(b.acks_owed(), 0);
+}
+
+#[test]
+fn a_crc_error_is_retried_and_replayed_in_order() {
+    let (mut a, mut b) = (llr(), llr());
+    // Bring both up.
+    pump(&mut a, &mut b, |_| false);
+    pump(&mut b, &mut a, |_| false);
+    for t in 0..4 {
+        a.send(&body(t), FlitKind::Protocol, false).unwrap();
+    }
+    // The second protocol flit is corrupted: B delivers one, then asks for a retry.
+    let got = pump(&mut a, &mut b, |i| i == 1);
+    assert_eq!(got.len(), 1);
+    assert_eq!(b.local_state(), LocalState::LlrReq);
+    assert_eq!(b.stats().crc_errors, 1);
+    // B sends five frames and the Req; A answers with five frames, the Ack and the replay.
+    let mut out = [0u8; ENTRY];
+    let mut kinds = Vec::new();
+    for _ in 0..6 {
+        kinds.push(b.poll_transmit(&mut out).unwrap());
+        a.handle_flit(&out, false);
+    }
+    assert_eq!(b.local_state(), LocalState::LocalIdle);
+    assert!(kinds.iter().all(|k| *k == Sent::Retry));
+    assert_eq!(a.remote_state(), RemoteState::LlrAck);
+    let mut delivered = Vec::new();
+    for _ in 0..12 {
+        let Some(_) = a.poll_transmit(&mut out) else { break };
+        if let Some(Delivered::Protocol) = b.handle_flit(&out, false) {
+            delivered.push(out[63]);
+        }
+    }
+    assert_eq!(b.local_state(), LocalState::LocalNormal);
+    assert_eq!(delivered, vec![1, 2, 3]);
+    assert_eq!(a.stats().replayed, 3);
+}
+
+#[test]
+fn retries_escalate_to_phy_reinit_and_abort() {
+    let cfg = LlrConfig { max_num_retry: 2, max_num_phy_reinit: 1, timeout: 8, ..LlrConfig::default() };
+    let mut b = L::new(cfg, [0; ENTRY * 32]).unwrap();
+    let mut bad = [0u8; ENTRY];
+    bad[0] = 2; // a CRC error
+    assert_eq!(b.handle_flit(&bad, false), None);
+    let mut out = [0u8; ENTRY];
+    // Nobody answers: the Req repeats after each TIMEOUT, then the PHY is retrained once,
+    // then the link aborts.
+    for _ in 0..200 {
+        if b.poll_transmit(&mut out).is_none() {
+            break;
+        }
+        if b.local_state() == LocalState::PhyReinit {
+            assert_eq!(b.poll_event(), Some(Event::PhyReinit));
+            b.handle_phy_reinit_done();
+        }
+    }
+    assert_eq!(b.local_state(), LocalState::Abort);
+    assert_eq!(b.poll_event(), Some(Event::Abort));
+    assert_eq!(b.send(&body(0), FlitKind::Protocol, false), Err(LlrError::Aborted));
+}
+
+#[test]
+fn config_is_checked() {
+    assert_eq!(
+        Llr::<[u8; 100], 32>::new(LlrConfig::default(), [0; 100]).err(),
+        Some(LlrError::Config { needed: 32 * ENTRY, got: 100 })
+    );
+    assert!(Llr::<[u8; ENTRY * 21], 21>::new(LlrConfig::default(), [0; ENTRY * 21]).is_err());
+}
+
+#[test]
+fn the_llrb_keeps_room() {
+    let mut a = llr();
+    let mut n = 0;
+    while a.can_send() {
+        a.send(&body(n), FlitKind::Protocol, false).unwrap();
+        n += 1;
+    }
+    // 32 entries: INIT.Param plus 25 flits leave 6 free; the four all-data flits the last one
+    // may commit to still leave two.
+    assert_eq!((n, a.free_entries()), (25, 6));
+    for _ in 0..4 {
+        a.send(&[0; 64], FlitKind::AllData, false).unwrap();
+    }
+    assert_eq!(a.free_entries(), 2);
+    a.send(&[0; 64], FlitKind::AllData, false).unwrap();
+    assert_eq!(a.send(&[0; 64], FlitKind::AllData, false), Err(LlrError::Full));
+}
