@@ -6,6 +6,7 @@
 #[cfg(feature = "arbitrary")]
 extern crate std;
 
+pub mod flit256;
 pub mod flit68;
 pub mod msg;
 

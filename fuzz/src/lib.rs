@@ -51,6 +51,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ucie_adapter", ucie_adapter),
     ("cxl_flit68", cxl_flit68),
     ("cxl_pack68", cxl_pack68),
+    ("cxl_llr68", cxl_llr68),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits the same bytes with its reserved bits
@@ -2762,5 +2763,129 @@ pub fn cxl_pack68(data: &[u8]) {
         let a = sent.iter().filter(|(m, _)| m.kind() == kind);
         let b = got.iter().filter(|(m, _)| m.kind() == kind);
         assert!(a.eq(b), "{kind:?} messages come out as they went in");
+    }
+}
+
+/// One step of the `cxl_llr68` target.
+#[derive(Arbitrary, Debug)]
+enum Llr68Op {
+    /// A queues up to this many protocol flits, each followed by 0–4 all-data flits.
+    Send(u8),
+    /// One flit time each way; bit 0 of a fate flips the bit at the position given, bit 1
+    /// replaces the flit with these bytes under a valid CRC (a forgery no CRC can catch).
+    Step(u8, u8, u16, [u8; 8]),
+    /// Several clean flit times.
+    Run(u8),
+}
+
+/// The 68B link-layer retry machine (`cxl_types::flit68::llr`), A sending to B over a channel
+/// that corrupts what the input says: never panics; unless a flit was forged under a valid CRC,
+/// B delivers every protocol and all-data flit exactly once and in order, never mistakes a
+/// control flit for data inside an all-data run, and after clean flit times has everything.
+pub fn cxl_llr68(data: &[u8]) {
+    use cxl_types::flit68::crc;
+    use cxl_types::flit68::llr::{Delivered, ENTRY, Event, FlitKind, Llr, LlrConfig, LocalState};
+    type L = Llr<[u8; ENTRY * 24], 24>;
+    let config = LlrConfig { timeout: 64, max_num_retry: 4, max_num_phy_reinit: 2, ..LlrConfig::default() };
+    let mut a = L::new(config, [0; ENTRY * 24]).unwrap();
+    let mut b = L::new(config, [0; ENTRY * 24]).unwrap();
+    let mut u = Unstructured::new(data);
+    struct Rx {
+        next: u64,
+        expect: u8,
+        forged: bool,
+    }
+    let mut rx = Rx { next: 0, expect: 0, forged: false };
+    let mut queued = 0u64;
+    fn step(a: &mut L, b: &mut L, rx: &mut Rx, fates: (u8, u8, u16, [u8; 8])) {
+        let mut out = [0u8; ENTRY];
+        if a.poll_transmit(&mut out).is_some() {
+            damage(&mut out, fates.0, fates.2, fates.3, &mut rx.forged);
+            match b.handle_flit(&out, rx.expect > 0) {
+                Some(Delivered::Protocol) => {
+                    let n = u64::from_le_bytes(out[8..16].try_into().unwrap());
+                    if !rx.forged {
+                        assert_eq!(rx.expect, 0, "a protocol flit inside an all-data run");
+                        assert_eq!(n, rx.next, "delivered once, in order");
+                    }
+                    rx.next += 1;
+                    rx.expect = out[63] % 5;
+                }
+                Some(Delivered::AllData) => {
+                    let n = u64::from_le_bytes(out[..8].try_into().unwrap());
+                    if !rx.forged {
+                        assert_eq!(n, rx.next, "all-data flits once, in order");
+                    }
+                    rx.next += 1;
+                    rx.expect = rx.expect.saturating_sub(1);
+                }
+                Some(Delivered::Control(_)) | None => {}
+            }
+        }
+        if b.poll_transmit(&mut out).is_some() {
+            damage(&mut out, fates.1, fates.2, fates.3, &mut rx.forged);
+            assert!(
+                rx.forged || !matches!(a.handle_flit(&out, false), Some(Delivered::Protocol | Delivered::AllData)),
+                "B sends no data"
+            );
+        }
+        for m in [a, b] {
+            while let Some(e) = m.poll_event() {
+                match e {
+                    Event::PhyReinit => m.handle_phy_reinit_done(),
+                    Event::Abort => {}
+                    other => assert!(rx.forged, "{other:?}"),
+                }
+            }
+        }
+    }
+    fn damage(out: &mut [u8; ENTRY], fate: u8, at: u16, bytes: [u8; 8], forged: &mut bool) {
+        if fate & 1 != 0 {
+            out[usize::from(at / 8) % ENTRY] ^= 1 << (at % 8);
+        }
+        if fate & 2 != 0 {
+            out[..8].copy_from_slice(&bytes);
+            crc::seal(out);
+            *forged = true;
+        }
+    }
+    while !u.is_empty() {
+        let Ok(op) = Llr68Op::arbitrary(&mut u) else { break };
+        match op {
+            Llr68Op::Send(n) => {
+                for i in 0..n % 16 {
+                    if !a.can_send() {
+                        break;
+                    }
+                    let run = (i ^ n) % 5;
+                    let mut body = [0u8; 64];
+                    body[8..16].copy_from_slice(&queued.to_le_bytes());
+                    body[63] = run;
+                    a.send(&body, FlitKind::Protocol, run > 0).unwrap();
+                    queued += 1;
+                    for k in 0..run {
+                        let mut data = [0x5Au8; 64];
+                        data[..8].copy_from_slice(&queued.to_le_bytes());
+                        a.send(&data, FlitKind::AllData, k + 1 < run).unwrap();
+                        queued += 1;
+                    }
+                }
+            }
+            Llr68Op::Step(fa, fb, at, bytes) => step(&mut a, &mut b, &mut rx, (fa, fb, at, bytes)),
+            Llr68Op::Run(n) => {
+                for _ in 0..n {
+                    step(&mut a, &mut b, &mut rx, (0, 0, 0, [0; 8]));
+                }
+            }
+        }
+    }
+    for _ in 0..20_000 {
+        if rx.next >= queued || rx.forged || [a.local_state(), b.local_state()].contains(&LocalState::Abort) {
+            break;
+        }
+        step(&mut a, &mut b, &mut rx, (0, 0, 0, [0; 8]));
+    }
+    if !rx.forged && ![a.local_state(), b.local_state()].contains(&LocalState::Abort) {
+        assert_eq!(rx.next, queued, "every flit arrives on a clean link");
     }
 }
