@@ -11,10 +11,12 @@
 //! | 250–255 | the 6-byte FEC (the physical layer's; opaque here) |
 //!
 //! Retry, CRC and FEC belong to the physical layer in 256B mode; this module fills and reads
-//! bytes 0–241. The latency-optimized layout (an HS-slot split across the halves) is not built.
+//! bytes 0–241 ([`pack`]). The latency-optimized layout (an HS-slot split across the halves) is
+//! not built.
 
 pub mod crd;
 pub mod header;
+pub mod pack;
 pub mod slot;
 
 /// Bytes of a 256B flit.

@@ -124,14 +124,20 @@ impl Payload {
     }
 }
 
-/// Where the packer takes messages from: one first-in first-out queue per message kind, with
-/// only the messages the sender holds credits for.
-pub trait Source {
-    /// The shape of the `i`-th oldest waiting message of `kind` (`i = 0` the next to send; the
-    /// default shape for a message without data); `None` when fewer are waiting.
-    fn peek(&self, kind: Kind, i: usize) -> Option<Shape>;
+/// Where a packer takes messages from: one first-in first-out queue per message kind, with
+/// only the messages the sender holds credits for. `P` is the data a data header carries
+/// ([`Payload`] for 68B flits, [`crate::flit256::pack::Data`] for 256B flits).
+pub trait Source<P = Payload> {
+    /// The `i`-th oldest waiting message of `kind` (`i = 0` the next to send) with its data;
+    /// `None` when fewer are waiting.
+    fn peek(&self, kind: Kind, i: usize) -> Option<(&Msg, Option<&P>)>;
     /// Removes the oldest message of `kind`, with its data for a data header.
-    fn pop(&mut self, kind: Kind) -> Option<(Msg, Option<Payload>)>;
+    fn pop(&mut self, kind: Kind) -> Option<(Msg, Option<P>)>;
+}
+
+/// The shape of the `i`-th waiting message of `kind` (the default for one without data).
+fn peek_shape<S: Source>(src: &S, kind: Kind, i: usize) -> Option<Shape> {
+    src.peek(kind, i).map(|(_, d)| d.map(Payload::shape).unwrap_or_default())
 }
 
 /// What [`Packer::pack`] wrote.
@@ -177,13 +183,17 @@ impl core::error::Error for PackError {}
 
 /// Per-kind counts for one flit.
 #[derive(Clone, Copy, Default)]
-struct Counts([u8; 12]);
+pub(crate) struct Counts([u8; 12]);
 
 impl Counts {
-    fn get(&self, kind: Kind) -> usize {
+    pub(crate) const fn new() -> Counts {
+        Counts([0; 12])
+    }
+
+    pub(crate) fn get(&self, kind: Kind) -> usize {
         self.0.get(kind as usize).copied().map_or(0, usize::from)
     }
-    fn add(&mut self, kind: Kind) {
+    pub(crate) fn add(&mut self, kind: Kind) {
         if let Some(c) = self.0.get_mut(kind as usize) {
             *c = c.saturating_add(1);
         }
@@ -356,7 +366,7 @@ impl Packer {
             let next = local.get(pos.kind);
             if self.can_place(src, pos.kind, next, positions, counts, &local, &data) {
                 if pos.kind.has_data() {
-                    let shape = src.peek(pos.kind, next).unwrap_or_default();
+                    let shape = peek_shape(src, pos.kind, next).unwrap_or_default();
                     if !shape.allowed(pos.kind) {
                         return Err(PackError::Shape { kind: pos.kind });
                     }
@@ -394,7 +404,7 @@ impl Packer {
         if taken >= max_per_flit(kind) {
             return false;
         }
-        let Some(shape) = src.peek(kind, next) else { return false };
+        let Some(shape) = peek_shape(src, kind, next) else { return false };
         if !kind.has_data() {
             return true;
         }
@@ -644,23 +654,23 @@ impl Unpacker {
 }
 
 /// A [`Source`] over fixed-capacity queues, one per message kind, each holding up to `N`
-/// messages: the simplest way to feed a [`Packer`].
+/// messages with their data `P`: the simplest way to feed a packer.
 #[derive(Clone, Debug)]
-pub struct Queues<const N: usize> {
-    queues: [Deque<(Msg, Option<Payload>), N>; 12],
+pub struct Queues<const N: usize, P = Payload> {
+    queues: [Deque<(Msg, Option<P>), N>; 12],
 }
 
-impl<const N: usize> Default for Queues<N> {
+impl<const N: usize, P> Default for Queues<N, P> {
     fn default() -> Self {
         Queues { queues: core::array::from_fn(|_| Deque::new()) }
     }
 }
 
-impl<const N: usize> Queues<N> {
+impl<const N: usize, P> Queues<N, P> {
     /// Queues a message (with its data for a data header); gives it back when its queue is
     /// full.
     #[allow(clippy::result_large_err, reason = "the message comes back when its queue is full")]
-    pub fn push(&mut self, msg: Msg, data: Option<Payload>) -> Result<(), (Msg, Option<Payload>)> {
+    pub fn push(&mut self, msg: Msg, data: Option<P>) -> Result<(), (Msg, Option<P>)> {
         match self.queues.get_mut(msg.kind() as usize) {
             Some(q) => q.push_back((msg, data)),
             None => Err((msg, data)),
@@ -678,13 +688,13 @@ impl<const N: usize> Queues<N> {
     }
 }
 
-impl<const N: usize> Source for Queues<N> {
-    fn peek(&self, kind: Kind, i: usize) -> Option<Shape> {
-        let (_, data) = self.queues.get(kind as usize)?.iter().nth(i)?;
-        Some(data.map(|d| d.shape()).unwrap_or_default())
+impl<const N: usize, P> Source<P> for Queues<N, P> {
+    fn peek(&self, kind: Kind, i: usize) -> Option<(&Msg, Option<&P>)> {
+        let (m, data) = self.queues.get(kind as usize)?.iter().nth(i)?;
+        Some((m, data.as_ref()))
     }
 
-    fn pop(&mut self, kind: Kind) -> Option<(Msg, Option<Payload>)> {
+    fn pop(&mut self, kind: Kind) -> Option<(Msg, Option<P>)> {
         self.queues.get_mut(kind as usize)?.pop_front()
     }
 }

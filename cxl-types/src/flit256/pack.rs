@@ -1,0 +1,533 @@
+//! Packing messages into standard 256B flits and unpacking them (CXL 3.x §4.3.4), with
+//! hierarchy-based (HBR, [`Width::Flit256`]) or port-based routing ([`Width::Pbr`]).
+//!
+//! * Every transfer is 64 bytes: four 16-byte data slots follow the data header in the next
+//!   G-slots, then a trailer slot when the header says so (TRP in M2S RwD and S2M DRS, BEP in
+//!   a D2H data header); what does not fit rolls over into slot 1 onwards of the next flit.
+//!   Data slots carry no SlotFmt. Data of several headers goes in header order.
+//! * Slot groups A (slots 0–3), B (4–7), C (8–11) and D (12–14): each rolling pair AB, BC, CD
+//!   and DA (D with the next flit's A) carries at most D2H Req 4, D2H Rsp 4, D2H DH 4,
+//!   S2M BISnp 2, S2M NDR 6, S2M DRS 3, H2D Req 2, H2D Rsp 6, H2D DH 4, M2S Req 4, M2S RwD 2,
+//!   M2S BIRsp 3.
+//! * The first message of a data-header slot format (SlotFmt 12–15) is valid.
+//! * CRD returns credits; a flit with no message and no data says so with CRD's Empty code.
+//!
+//! The packer fills bytes 2–241 and the flit header's Flit Type (CXL.cachemem); the rest of
+//! the header, the CRC and the FEC are the physical layer's.
+//!
+//! *Project-defined:* the trailer slot is kept whole (its byte-enable and EMD layout is in the
+//! figures only); a data header goes into the H-slot only while at most 16 data slots are
+//! owed, and into any slot only while at most 32 are (the specification bounds the H-slot
+//! case; the second bound keeps the packer's store fixed); an empty slot is sent as SlotFmt 0
+//! with every Valid bit clear.
+
+use super::crd::Crd;
+use super::header::{FlitHeader, FlitType, ReplayCommand};
+use super::slot::{self, Contents, SlotKind};
+use super::{CRD, FLIT_LEN, G_SLOT_LEN, H_SLOT_LEN, SLOTS, slot_range};
+use crate::flit68::pack::{Counts, Source};
+use crate::flit68::slot::Direction;
+use crate::msg::{Kind, Msg, Width};
+use heapless::Deque;
+
+/// Bytes of a data slot.
+pub const CHUNK: usize = 16;
+
+/// A data header's data in a 256B flit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct Data {
+    /// The 64 bytes.
+    pub bytes: [u8; 64],
+    /// The trailer slot, present exactly when the header's TRP (or BEP) is set.
+    pub trailer: Option<[u8; CHUNK]>,
+}
+
+impl Default for Data {
+    fn default() -> Self {
+        Data { bytes: [0; 64], trailer: None }
+    }
+}
+
+impl Data {
+    /// Slots the data takes.
+    pub const fn slots(&self) -> usize {
+        4 + self.trailer.is_some() as usize
+    }
+
+    fn chunk(&self, i: usize) -> [u8; CHUNK] {
+        let mut c = [0u8; CHUNK];
+        match self.bytes.get(i * CHUNK..(i + 1) * CHUNK) {
+            Some(src) => c.copy_from_slice(src),
+            None => c = self.trailer.unwrap_or_default(),
+        }
+        c
+    }
+
+    fn set_chunk(&mut self, i: usize, c: &[u8; CHUNK]) {
+        match self.bytes.get_mut(i * CHUNK..(i + 1) * CHUNK) {
+            Some(dst) => dst.copy_from_slice(c),
+            None => self.trailer = Some(*c),
+        }
+    }
+}
+
+/// Whether a data header announces a trailer (TRP, or BEP for D2H data).
+pub fn has_trailer(msg: &Msg) -> bool {
+    match msg {
+        Msg::M2sRwd(m) => m.trp,
+        Msg::S2mDrs(m) => m.trp,
+        Msg::D2hData(m) => m.bep,
+        _ => false,
+    }
+}
+
+/// The most messages of a kind in a rolling pair of 128-byte slot groups.
+pub const fn max_per_pair(kind: Kind) -> usize {
+    match kind {
+        Kind::D2hReq | Kind::D2hRsp | Kind::D2hData | Kind::H2dData | Kind::M2sReq => 4,
+        Kind::S2mNdr | Kind::H2dRsp => 6,
+        Kind::S2mDrs | Kind::M2sBiRsp => 3,
+        Kind::S2mBiSnp | Kind::H2dReq | Kind::M2sRwd => 2,
+    }
+}
+
+/// The slot group (A = 0 … D = 3) of slot `s`.
+const fn group(s: usize) -> usize {
+    if s >= 12 { 3 } else { s / 4 }
+}
+
+/// Per-group message counts of a flit, with the previous flit's group D.
+#[derive(Clone, Copy, Default)]
+struct Groups {
+    prev_d: Counts,
+    now: [Counts; 4],
+}
+
+impl Groups {
+    /// Whether one more `kind` in group `g` keeps the pair with the group before within limits.
+    fn room(&self, g: usize, kind: Kind, extra: usize) -> bool {
+        let before = match g.checked_sub(1).and_then(|p| self.now.get(p)) {
+            Some(c) => c.get(kind),
+            None => self.prev_d.get(kind),
+        };
+        let here = self.now.get(g).map_or(0, |c| c.get(kind));
+        before + here + extra < max_per_pair(kind) + 1
+    }
+
+    fn add(&mut self, g: usize, kind: Kind) {
+        if let Some(c) = self.now.get_mut(g) {
+            c.add(kind);
+        }
+    }
+
+    fn next_flit(&mut self) {
+        self.prev_d = self.now.get(3).copied().unwrap_or_default();
+        self.now = [Counts::default(); 4];
+    }
+}
+
+/// Why a flit could not be packed; the source's messages stay where they were.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum PackError {
+    /// A data header without data, or whose trailer disagrees with its TRP/BEP bit.
+    Data {
+        /// The kind.
+        kind: Kind,
+    },
+    /// The source said a message was waiting and then gave none, or one of another kind.
+    Source {
+        /// The kind asked for.
+        kind: Kind,
+    },
+    /// The CRD value does not encode.
+    Crd(super::crd::CrdError),
+}
+
+impl core::fmt::Display for PackError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            PackError::Data { kind } => write!(f, "{kind:?} data missing or its trailer disagrees with the header"),
+            PackError::Source { kind } => write!(f, "the source announced a {kind:?} message and gave none"),
+            PackError::Crd(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl core::error::Error for PackError {}
+
+/// Data slots the packer can hold.
+const PENDING: usize = 40;
+/// Data slots owed after which no data header goes into any slot.
+const MAX_OWED: usize = 32;
+/// Data slots owed after which no data header goes into the H-slot.
+const MAX_OWED_H: usize = 16;
+
+/// Fills standard 256B flits from a [`Source`] of messages with [`Data`].
+#[derive(Clone, Debug)]
+pub struct Packer {
+    width: Width,
+    direction: Direction,
+    pending: Deque<[u8; CHUNK], PENDING>,
+    groups: Groups,
+}
+
+impl core::fmt::Debug for Groups {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Groups")
+    }
+}
+
+impl Packer {
+    /// A packer for `direction` in `width` (256B or PBR).
+    pub const fn new(width: Width, direction: Direction) -> Packer {
+        Packer {
+            width,
+            direction,
+            pending: Deque::new(),
+            groups: Groups { prev_d: Counts::new(), now: [Counts::new(); 4] },
+        }
+    }
+
+    /// Data slots waiting to be sent.
+    pub fn pending_slots(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Packs the next flit into `out`: rolled-over data first (slot 1 on), then as many
+    /// messages as the slot and rate rules allow, and `crd`. `None` when there is nothing to
+    /// send: no data, no message and no credit.
+    pub fn pack<S: Source<Data>>(
+        &mut self,
+        src: &mut S,
+        crd: Crd,
+        out: &mut [u8; FLIT_LEN],
+    ) -> Result<Option<()>, PackError> {
+        let was_pending = !self.pending.is_empty();
+        let mut groups = self.groups;
+        groups.next_flit();
+        let mut slots = [0u128; SLOTS];
+        let mut placed = 0;
+        for (s, bits) in slots.iter_mut().enumerate() {
+            if s > 0 {
+                if let Some(c) = self.pending.pop_front() {
+                    *bits = u128::from_le_bytes(c);
+                    continue;
+                }
+            }
+            placed += self.fill_slot(src, s, bits, &mut groups)?;
+        }
+        if placed == 0 && !was_pending && crd == Crd::default() {
+            return Ok(None);
+        }
+        let crd = Crd { empty: placed == 0 && !was_pending && crd.req.is_none(), ..crd };
+        let crd = crd.emit().map_err(PackError::Crd)?;
+        self.groups = groups;
+        out.fill(0);
+        let header = FlitHeader {
+            flit_type: FlitType::CacheMem,
+            prior_payload: false,
+            dllp_type: false,
+            replay: ReplayCommand::ExplicitSequence,
+            seq: 0,
+        };
+        if let Some(h) = out.get_mut(..2) {
+            h.copy_from_slice(&header.emit());
+        }
+        for (s, bits) in slots.iter().enumerate() {
+            let len = if s == 0 { H_SLOT_LEN } else { G_SLOT_LEN };
+            if let (Some(dst), Some(src)) = (out.get_mut(slot_range(s)), bits.to_le_bytes().get(..len)) {
+                dst.copy_from_slice(src);
+            }
+        }
+        if let Some(c) = out.get_mut(CRD..CRD + 2) {
+            c.copy_from_slice(&crd);
+        }
+        Ok(Some(()))
+    }
+
+    /// Chooses slot `s`'s format, fills it and queues the data of its data headers; the
+    /// messages placed.
+    fn fill_slot<S: Source<Data>>(
+        &mut self,
+        src: &mut S,
+        s: usize,
+        bits: &mut u128,
+        groups: &mut Groups,
+    ) -> Result<usize, PackError> {
+        let kind = if s == 0 { SlotKind::H } else { SlotKind::G };
+        // The format placing the most messages, then the most bits.
+        let mut best: Option<(u8, &'static [Kind], (usize, u32))> = None;
+        for code in 0..16u8 {
+            let Some(Contents::Messages(kinds)) = slot::contents(self.width, kind, code) else { continue };
+            let n = self.plan(src, s, kind, kinds, groups)?;
+            let bits: u32 = kinds.iter().take(n).filter_map(|k| k.bits(self.width)).sum();
+            if n > 0 && best.is_none_or(|(_, _, b)| (n, bits) > b) {
+                best = Some((code, kinds, (n, bits)));
+            }
+        }
+        let Some((code, kinds, (n, _))) = best else { return Ok(0) };
+        *bits = u128::from(code);
+        for (i, (k, at)) in slot::positions(kinds, self.width).enumerate() {
+            if i >= n {
+                break;
+            }
+            let (msg, data) = src.pop(k).ok_or(PackError::Source { kind: k })?;
+            if msg.kind() != k || slot::put(bits, kind, at, &msg, self.width).is_err() {
+                return Err(PackError::Source { kind: k });
+            }
+            groups.add(group(s), k);
+            if k.has_data() {
+                let data = data.ok_or(PackError::Data { kind: k })?;
+                for c in 0..data.slots() {
+                    // `plan` checked the room.
+                    let _ = self.pending.push_back(data.chunk(c));
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    /// How many messages a slot of this format takes now: positions in order, each the next
+    /// waiting message of its kind, stopping at the first that cannot go (the formats repeat
+    /// one kind, or put a kind after one whose queue is empty).
+    fn plan<S: Source<Data>>(
+        &self,
+        src: &S,
+        s: usize,
+        kind: SlotKind,
+        kinds: &'static [Kind],
+        groups: &Groups,
+    ) -> Result<usize, PackError> {
+        let mut local = Counts::default();
+        let mut owed = self.pending.len();
+        let mut n = 0;
+        for (k, at) in slot::positions(kinds, self.width) {
+            if k.downstream() != (self.direction == Direction::Downstream) {
+                return Ok(0);
+            }
+            let Some((msg, data)) = src.peek(k, local.get(k)) else { break };
+            if !groups.room(group(s), k, local.get(k) + 1) {
+                break;
+            }
+            if slot::put(&mut 0, kind, at, msg, self.width).is_err() {
+                break;
+            }
+            if k.has_data() {
+                let Some(data) = data.filter(|d| d.trailer.is_some() == has_trailer(msg)) else {
+                    return Err(PackError::Data { kind: k });
+                };
+                let limit = if s == 0 { MAX_OWED_H } else { MAX_OWED };
+                if owed > limit {
+                    break;
+                }
+                owed += data.slots();
+            }
+            local.add(k);
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+/// What the unpacker hands over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Item<'a> {
+    /// A message without data.
+    Msg(Msg),
+    /// A data header with its data, once the data has arrived.
+    Data(Msg, &'a Data),
+    /// A link-layer control message.
+    Llctrl(slot::Llctrl),
+}
+
+/// Why a flit is refused; nothing of it was delivered and the unpacker is unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum UnpackError {
+    /// CRD holds a reserved code.
+    Crd(super::crd::CrdError),
+    /// A reserved SlotFmt.
+    ReservedFormat {
+        /// The slot.
+        slot: u8,
+    },
+    /// A message of the other direction.
+    Direction {
+        /// The slot.
+        slot: u8,
+    },
+    /// A data-header format whose first message is not valid.
+    FirstInvalid {
+        /// The slot.
+        slot: u8,
+    },
+    /// More messages of a kind in a pair of slot groups than allowed.
+    RateLimit {
+        /// The kind.
+        kind: Kind,
+    },
+    /// More data owed than the unpacker holds (64 headers).
+    Overflow,
+}
+
+impl core::fmt::Display for UnpackError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            UnpackError::Crd(e) => write!(f, "{e}"),
+            UnpackError::ReservedFormat { slot } => write!(f, "slot {slot} uses a reserved SlotFmt"),
+            UnpackError::Direction { slot } => write!(f, "slot {slot} holds a message of the other direction"),
+            UnpackError::FirstInvalid { slot } => {
+                write!(f, "slot {slot}: a data-header format's first message is not valid")
+            }
+            UnpackError::RateLimit { kind } => write!(f, "too many {kind:?} messages in two slot groups"),
+            UnpackError::Overflow => f.write_str("more data owed than the unpacker holds"),
+        }
+    }
+}
+
+impl core::error::Error for UnpackError {}
+
+#[derive(Clone, Copy, Debug)]
+struct Waiting {
+    msg: Msg,
+    data: Data,
+    slots: u8,
+    got: u8,
+}
+
+impl Waiting {
+    fn needs(&self) -> usize {
+        usize::from(self.slots.saturating_sub(self.got))
+    }
+}
+
+const WAITING: usize = 64;
+
+/// Reads standard 256B flits back into messages, checking every slot.
+#[derive(Clone, Debug)]
+pub struct Unpacker {
+    width: Width,
+    direction: Direction,
+    waiting: Deque<Waiting, WAITING>,
+    groups: Groups,
+}
+
+impl Unpacker {
+    /// An unpacker for traffic in `direction` and `width` (256B or PBR).
+    pub const fn new(width: Width, direction: Direction) -> Unpacker {
+        Unpacker {
+            width,
+            direction,
+            waiting: Deque::new(),
+            groups: Groups { prev_d: Counts::new(), now: [Counts::new(); 4] },
+        }
+    }
+
+    /// Data slots still expected.
+    pub fn pending_slots(&self) -> usize {
+        self.waiting.iter().map(Waiting::needs).sum()
+    }
+
+    /// Reads one flit (the physical layer has checked it), handing each message to `sink` in
+    /// slot order, data headers once their data is complete; the flit's CRD.
+    pub fn unpack(&mut self, flit: &[u8; FLIT_LEN], mut sink: impl FnMut(Item<'_>)) -> Result<Crd, UnpackError> {
+        let [.., c0, c1] = *flit.first_chunk::<{ CRD + 2 }>().unwrap_or(&[0; CRD + 2]);
+        let crd = Crd::parse([c0, c1]).map_err(UnpackError::Crd)?;
+        let mut slots = [0u128; SLOTS];
+        for (s, bits) in slots.iter_mut().enumerate() {
+            let mut b = [0u8; 16];
+            if let (Some(dst), Some(src)) = (b.get_mut(..slot_range(s).len()), flit.get(slot_range(s))) {
+                dst.copy_from_slice(src);
+            }
+            *bits = u128::from_le_bytes(b);
+        }
+        let groups = self.validate(&slots)?;
+        self.groups = groups;
+        for (s, bits) in slots.iter().enumerate() {
+            if s > 0 && self.pending_slots() > 0 {
+                self.take(&bits.to_le_bytes(), &mut sink);
+                continue;
+            }
+            let kind = if s == 0 { SlotKind::H } else { SlotKind::G };
+            match slot::contents(self.width, kind, (bits & 0xF) as u8) {
+                Some(Contents::Messages(kinds)) => {
+                    for (k, at) in slot::positions(kinds, self.width) {
+                        let Some(msg) = slot::get(*bits, kind, at, k, self.width) else { continue };
+                        if k.has_data() {
+                            let slots = 4 + u8::from(has_trailer(&msg));
+                            // Capacity checked by `validate`.
+                            let _ = self.waiting.push_back(Waiting { msg, data: Data::default(), slots, got: 0 });
+                        } else {
+                            sink(Item::Msg(msg));
+                        }
+                    }
+                }
+                Some(Contents::Llctrl) => sink(Item::Llctrl(slot::Llctrl::parse(*bits))),
+                None => {}
+            }
+        }
+        Ok(crd)
+    }
+
+    fn take(&mut self, chunk: &[u8; CHUNK], sink: &mut impl FnMut(Item<'_>)) {
+        if let Some(w) = self.waiting.iter_mut().find(|w| w.needs() > 0) {
+            w.data.set_chunk(usize::from(w.got), chunk);
+            w.got += 1;
+        }
+        while self.waiting.front().is_some_and(|w| w.needs() == 0) {
+            if let Some(w) = self.waiting.pop_front() {
+                sink(Item::Data(w.msg, &w.data));
+            }
+        }
+    }
+
+    /// Checks a flit whole; the group counts it leaves.
+    fn validate(&self, slots: &[u128; SLOTS]) -> Result<Groups, UnpackError> {
+        let mut groups = self.groups;
+        groups.next_flit();
+        let mut due = self.pending_slots();
+        let mut headers = self.waiting.len();
+        for (s, bits) in slots.iter().enumerate() {
+            let index = s as u8;
+            if s > 0 && due > 0 {
+                due -= 1;
+                continue;
+            }
+            let kind = if s == 0 { SlotKind::H } else { SlotKind::G };
+            let code = (bits & 0xF) as u8;
+            let Some(contents) = slot::contents(self.width, kind, code) else {
+                return Err(UnpackError::ReservedFormat { slot: index });
+            };
+            let Contents::Messages(kinds) = contents else { continue };
+            for (i, (k, at)) in slot::positions(kinds, self.width).enumerate() {
+                let Some(msg) = slot::get(*bits, kind, at, k, self.width) else {
+                    if i == 0 && code >= 12 {
+                        return Err(UnpackError::FirstInvalid { slot: index });
+                    }
+                    continue;
+                };
+                if k.downstream() != (self.direction == Direction::Downstream) {
+                    return Err(UnpackError::Direction { slot: index });
+                }
+                if !groups.room(group(s), k, 1) {
+                    return Err(UnpackError::RateLimit { kind: k });
+                }
+                groups.add(group(s), k);
+                if k.has_data() {
+                    headers += 1;
+                    if headers > WAITING {
+                        return Err(UnpackError::Overflow);
+                    }
+                    due += 4 + usize::from(has_trailer(&msg));
+                }
+            }
+        }
+        Ok(groups)
+    }
+}
+
+#[cfg(test)]
+mod tests;

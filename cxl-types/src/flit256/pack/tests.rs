@@ -1,0 +1,170 @@
+//! 256B packing by hand, the packing property over random queues in both routings, and the
+//! refusals.
+
+use super::*;
+use crate::flit68::pack::Queues;
+use crate::msg::mem::{M2sReqOpcode, M2sRwdOpcode};
+use crate::msg::{M2sReq, M2sRwd, Message};
+use proptest::prelude::*;
+
+fn line(seed: u8) -> [u8; 64] {
+    core::array::from_fn(|i| seed.wrapping_add(i as u8))
+}
+
+fn unpack_all(u: &mut Unpacker, flits: &[[u8; 256]]) -> Vec<(Msg, Option<Data>)> {
+    let mut got = Vec::new();
+    for f in flits {
+        u.unpack(f, |item| match item {
+            Item::Msg(m) => got.push((m, None)),
+            Item::Data(m, d) => got.push((m, Some(*d))),
+            Item::Llctrl(_) => panic!("no LLCTRL sent"),
+        })
+        .unwrap();
+    }
+    got
+}
+
+fn pack_all<const N: usize>(p: &mut Packer, q: &mut Queues<N, Data>) -> Vec<[u8; 256]> {
+    let mut flits = Vec::new();
+    loop {
+        let mut f = [0u8; 256];
+        match p.pack(q, Crd::default(), &mut f).unwrap() {
+            Some(()) => flits.push(f),
+            None => return flits,
+        }
+    }
+}
+
+/// An M2S RwD with a trailer in the H-slot (H14): its four data slots and the trailer fill
+/// slots 1–5; an M2S Req behind it takes slot 6 as G4.
+#[test]
+fn rwd_with_trailer_by_hand() {
+    let rwd = M2sRwd { opcode: M2sRwdOpcode::MemWrPtl, tag: 3, addr: 0x40, trp: true, ..M2sRwd::default() };
+    let req = M2sReq { opcode: M2sReqOpcode::MemRd, tag: 4, addr: 0x80, ..M2sReq::default() };
+    let data = Data { bytes: line(9), trailer: Some([0xEE; 16]) };
+    let mut q = Queues::<4, Data>::default();
+    q.push(Msg::M2sRwd(rwd), Some(data)).unwrap();
+    q.push(Msg::M2sReq(req), None).unwrap();
+    let mut p = Packer::new(Width::Flit256, Direction::Downstream);
+    let flits = pack_all(&mut p, &mut q);
+    assert_eq!(flits.len(), 1);
+    let f = flits[0];
+    assert_eq!(f[0] >> 6, 0b10, "Flit Type: CXL.cachemem");
+    // Slot 0: SlotFmt 14 then the RwD from bit 4.
+    let mut h = [0u8; 16];
+    h[..14].copy_from_slice(&f[2..16]);
+    assert_eq!(u128::from_le_bytes(h), 14 | rwd.encode(Width::Flit256).unwrap() << 4);
+    assert_eq!(&f[16..80], &line(9)[..]);
+    assert_eq!(&f[80..96], &[0xEE; 16]);
+    let g = u128::from_le_bytes(f[96..112].try_into().unwrap());
+    assert_eq!(g, 4 | req.encode(Width::Flit256).unwrap() << 4);
+    // Empty slots after, CRD zero.
+    assert!(f[112..242].iter().all(|b| *b == 0));
+    let mut u = Unpacker::new(Width::Flit256, Direction::Downstream);
+    assert_eq!(unpack_all(&mut u, &flits), vec![(Msg::M2sRwd(rwd), Some(data)), (Msg::M2sReq(req), None)]);
+    // A trailer the header does not announce is refused.
+    let mut q = Queues::<4, Data>::default();
+    q.push(Msg::M2sRwd(M2sRwd { trp: false, ..rwd }), Some(data)).unwrap();
+    assert_eq!(p.pack(&mut q, Crd::default(), &mut [0; 256]), Err(PackError::Data { kind: Kind::M2sRwd }));
+}
+
+/// Credits alone go in an Empty flit; a reserved CRD code is refused.
+#[test]
+fn credits_and_refusals() {
+    use super::super::crd::{Channel, Return};
+    let mut p = Packer::new(Width::Pbr, Direction::Upstream);
+    let mut q = Queues::<4, Data>::default();
+    let crd = Crd { data: Some(Return { channel: Channel::M2s, count: 4 }), ..Crd::default() };
+    let mut f = [0u8; 256];
+    assert_eq!(p.pack(&mut q, crd, &mut f), Ok(Some(())));
+    let mut u = Unpacker::new(Width::Pbr, Direction::Upstream);
+    assert_eq!(u.unpack(&f, |_| panic!()), Ok(Crd { empty: true, ..crd }));
+    f[240] = 0x02;
+    assert!(matches!(u.unpack(&f, |_| panic!()), Err(UnpackError::Crd(_))));
+    // A reserved SlotFmt (9) in slot 3.
+    let mut f = [0u8; 256];
+    f[48] = 9;
+    assert_eq!(u.unpack(&f, |_| panic!()), Err(UnpackError::ReservedFormat { slot: 3 }));
+    // A downstream message at an upstream unpacker.
+    let mut f = [0u8; 256];
+    f[16] = 0x10 | 1; // SlotFmt 1 (H2D Rsp), the first Valid bit set at bit 4
+    assert_eq!(u.unpack(&f, |_| panic!()), Err(UnpackError::Direction { slot: 1 }));
+    // SlotFmt 13 (D2H DH) with its first message invalid.
+    let mut f = [0u8; 256];
+    f[16] = 13;
+    assert_eq!(u.unpack(&f, |_| panic!()), Err(UnpackError::FirstInvalid { slot: 1 }));
+    // Three valid S2M BISnp in slots 1-3 (group A): more than two per group pair.
+    let mut f = [0u8; 256];
+    for s in 1..4 {
+        f[16 * s] = 0x16; // SlotFmt 6, Valid at bit 4
+    }
+    assert_eq!(u.unpack(&f, |_| panic!()), Err(UnpackError::RateLimit { kind: Kind::S2mBiSnp }));
+    assert_eq!(u.pending_slots(), 0);
+}
+
+fn kinds(direction: Direction, width: Width) -> Vec<Kind> {
+    Kind::ALL
+        .into_iter()
+        .filter(|k| k.downstream() == (direction == Direction::Downstream) && k.bits(width).is_some())
+        .collect()
+}
+
+fn random_msg(kind: Kind, bits: u128, width: Width) -> Msg {
+    let n = kind.bits(width).unwrap();
+    let m = Msg::decode(kind, bits & ((1u128 << n) - 1) | 1, width).unwrap();
+    Msg::decode(kind, m.encode(width).unwrap(), width).unwrap()
+}
+
+proptest! {
+    /// Any interleaving of message queues packs into flits that unpack to the same messages
+    /// with the same data, in order per kind, in both routings and directions.
+    #[test]
+    fn packing_round_trip(
+        down in any::<bool>(),
+        pbr in any::<bool>(),
+        script in proptest::collection::vec((0..8usize, any::<u128>(), any::<u8>(), 0..3usize), 1..64),
+    ) {
+        let direction = if down { Direction::Downstream } else { Direction::Upstream };
+        let width = if pbr { Width::Pbr } else { Width::Flit256 };
+        let ks = kinds(direction, width);
+        let mut q = Queues::<64, Data>::default();
+        let mut p = Packer::new(width, direction);
+        let mut u = Unpacker::new(width, direction);
+        let (mut sent, mut got) = (Vec::new(), Vec::new());
+        for (k, bits, seed, flits_now) in script {
+            let kind = ks[k % ks.len()];
+            let msg = random_msg(kind, bits, width);
+            let data = kind.has_data().then(|| Data { bytes: line(seed), trailer: has_trailer(&msg).then_some([seed; 16]) });
+            q.push(msg, data).unwrap();
+            sent.push((msg, data));
+            for _ in 0..flits_now {
+                let mut f = [0u8; 256];
+                if p.pack(&mut q, Crd::default(), &mut f).unwrap().is_some() {
+                    got.extend(unpack_all(&mut u, &[f]));
+                }
+            }
+        }
+        got.extend(unpack_all(&mut u, &pack_all(&mut p, &mut q)));
+        prop_assert_eq!(u.pending_slots(), 0);
+        for kind in ks {
+            let a: Vec<_> = sent.iter().filter(|(m, _)| m.kind() == kind).collect();
+            let b: Vec<_> = got.iter().filter(|(m, _)| m.kind() == kind).collect();
+            prop_assert_eq!(a, b, "{:?}", kind);
+        }
+    }
+
+    /// Arbitrary bytes never panic the unpacker; a refused flit changes nothing.
+    #[test]
+    fn unpacker_total(down in any::<bool>(), pbr in any::<bool>(), flits in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 256), 1..8)) {
+        let direction = if down { Direction::Downstream } else { Direction::Upstream };
+        let width = if pbr { Width::Pbr } else { Width::Flit256 };
+        let mut u = Unpacker::new(width, direction);
+        for f in flits {
+            let f: [u8; 256] = f.try_into().unwrap();
+            let before = u.pending_slots();
+            if u.unpack(&f, |_| ()).is_err() {
+                prop_assert_eq!(u.pending_slots(), before);
+            }
+        }
+    }
+}
