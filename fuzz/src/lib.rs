@@ -52,6 +52,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("cxl_flit68", cxl_flit68),
     ("cxl_pack68", cxl_pack68),
     ("cxl_llr68", cxl_llr68),
+    ("cxl_pack256", cxl_pack256),
 ];
 
 /// CtlOS parser: never panics; whatever parses re-emits the same bytes with its reserved bits
@@ -2887,5 +2888,93 @@ pub fn cxl_llr68(data: &[u8]) {
     }
     if !rx.forged && ![a.local_state(), b.local_state()].contains(&LocalState::Abort) {
         assert_eq!(rx.next, queued, "every flit arrives on a clean link");
+    }
+}
+
+/// One step of the `cxl_pack256` target.
+#[derive(Arbitrary, Debug)]
+enum Pack256Op {
+    /// Queue a message (kept only when it encodes in the width and suits the direction), with
+    /// data for a data header.
+    Push(cxl_types::msg::Msg, u8),
+    /// Pack a flit and unpack it at the peer.
+    Pack,
+    /// Give arbitrary bytes to a second unpacker.
+    Raw(Box<[u8; 256]>),
+}
+
+/// The 256B packer and unpacker (`cxl_types::flit256::pack`), HBR or PBR, standard or
+/// latency-optimized: whatever the packer
+/// makes, the peer accepts, and every message comes out once, in order per kind, with its data;
+/// arbitrary flits never panic an unpacker, and a refused flit leaves it unchanged.
+pub fn cxl_pack256(data: &[u8]) {
+    use cxl_types::flit68::pack::Queues;
+    use cxl_types::flit68::slot::Direction;
+    use cxl_types::flit256::Layout;
+    use cxl_types::flit256::crd::Crd;
+    use cxl_types::flit256::pack::{Data, Item, Packer, Unpacker, has_trailer};
+    use cxl_types::msg::{Msg, Width};
+    let mut u = Unstructured::new(data);
+    let (Ok(down), Ok(pbr), Ok(lopt)) = (bool::arbitrary(&mut u), bool::arbitrary(&mut u), bool::arbitrary(&mut u))
+    else {
+        return;
+    };
+    let direction = if down { Direction::Downstream } else { Direction::Upstream };
+    let width = if pbr { Width::Pbr } else { Width::Flit256 };
+    let layout = if lopt && !pbr { Layout::LatencyOptimized } else { Layout::Standard };
+    let mut queues = Queues::<16, Data>::default();
+    let mut packer = Packer::new(width, layout, direction).unwrap();
+    let mut peer = Unpacker::new(width, layout, direction).unwrap();
+    let mut raw = Unpacker::new(width, layout, direction).unwrap();
+    let mut sent: Vec<(Msg, Option<Data>)> = Vec::new();
+    let mut got: Vec<(Msg, Option<Data>)> = Vec::new();
+    let pack_one = |queues: &mut Queues<16, Data>, packer: &mut Packer, peer: &mut Unpacker, got: &mut Vec<_>| {
+        let mut flit = [0u8; 256];
+        if packer.pack(queues, Crd::default(), &mut flit).expect("queued messages pack").is_none() {
+            return false;
+        }
+        peer.unpack(&flit, |item| match item {
+            Item::Msg(m) => got.push((m, None)),
+            Item::Data(m, d) => got.push((m, Some(*d))),
+            Item::Llctrl(_) => panic!("the packer sends no LLCTRL"),
+        })
+        .expect("the peer accepts what the packer makes");
+        true
+    };
+    while !u.is_empty() {
+        let Ok(op) = Pack256Op::arbitrary(&mut u) else { break };
+        match op {
+            Pack256Op::Push(msg, seed) => {
+                let kind = msg.kind();
+                if kind.downstream() != down {
+                    continue;
+                }
+                let Ok(bits) = msg.encode(width) else { continue };
+                let msg = Msg::decode(kind, bits, width).unwrap();
+                let data = kind.has_data().then(|| Data {
+                    bytes: core::array::from_fn(|i| seed.wrapping_mul(i as u8 + 3)),
+                    trailer: has_trailer(&msg).then_some([seed; 16]),
+                });
+                if queues.push(msg, data).is_ok() {
+                    sent.push((msg, data));
+                }
+            }
+            Pack256Op::Pack => {
+                pack_one(&mut queues, &mut packer, &mut peer, &mut got);
+            }
+            Pack256Op::Raw(bytes) => {
+                let before = raw.pending_slots();
+                if raw.unpack(&bytes, |_| ()).is_err() {
+                    assert_eq!(raw.pending_slots(), before, "a refused flit changes nothing");
+                }
+            }
+        }
+    }
+    while pack_one(&mut queues, &mut packer, &mut peer, &mut got) {}
+    assert_eq!((peer.pending_slots(), packer.pending_slots()), (0, 0));
+    for kind in cxl_types::msg::Kind::ALL {
+        let a = sent.iter().filter(|(m, _)| m.kind() == kind);
+        let b = got.iter().filter(|(m, _)| m.kind() == kind);
+        assert!(a.eq(b), "{kind:?} messages come out as they went in");
     }
 }

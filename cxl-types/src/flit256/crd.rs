@@ -110,7 +110,7 @@ pub struct Crd {
 pub enum CrdError {
     /// A reserved code in a field.
     Reserved {
-        /// The field: "CRD[4:0]", "CRD[9:5]" or "CRD[14:10]".
+        /// The field: `"CRD[4:0]"`, `"CRD[9:5]"` or `"CRD[14:10]"`.
         field: &'static str,
         /// The code.
         value: u8,

@@ -1,12 +1,15 @@
-//! Packing messages into standard 256B flits and unpacking them (CXL 3.x §4.3.4), with
-//! hierarchy-based (HBR, [`Width::Flit256`]) or port-based routing ([`Width::Pbr`]).
+//! Packing messages into 256B flits and unpacking them (CXL 3.x §4.3.4), standard or
+//! latency-optimized ([`Layout`]), with hierarchy-based (HBR, [`Width::Flit256`]) or port-based
+//! routing ([`Width::Pbr`]).
 //!
 //! * Every transfer is 64 bytes: four 16-byte data slots follow the data header in the next
 //!   G-slots, then a trailer slot when the header says so (TRP in M2S RwD and S2M DRS, BEP in
 //!   a D2H data header); what does not fit rolls over into slot 1 onwards of the next flit.
-//!   Data slots carry no SlotFmt. Data of several headers goes in header order.
-//! * Slot groups A (slots 0–3), B (4–7), C (8–11) and D (12–14): each rolling pair AB, BC, CD
-//!   and DA (D with the next flit's A) carries at most D2H Req 4, D2H Rsp 4, D2H DH 4,
+//!   Data slots carry no SlotFmt and are G-slots only (never the H- or HS-slot). Data of
+//!   several headers goes in header order.
+//! * Slot groups A (slots 0–3), B (4–7), C (8–11) and D (12–14; in the latency-optimized flit
+//!   slot 7 belongs to B and C): each rolling pair AB, BC, CD and DA (D with the next flit's A)
+//!   carries at most D2H Req 4, D2H Rsp 4, D2H DH 4,
 //!   S2M BISnp 2, S2M NDR 6, S2M DRS 3, H2D Req 2, H2D Rsp 6, H2D DH 4, M2S Req 4, M2S RwD 2,
 //!   M2S BIRsp 3.
 //! * The first message of a data-header slot format (SlotFmt 12–15) is valid.
@@ -24,7 +27,7 @@
 use super::crd::Crd;
 use super::header::{FlitHeader, FlitType, ReplayCommand};
 use super::slot::{self, Contents, SlotKind};
-use super::{CRD, FLIT_LEN, G_SLOT_LEN, H_SLOT_LEN, SLOTS, slot_range};
+use super::{CRD, FLIT_LEN, Layout, SLOTS};
 use crate::flit68::pack::{Counts, Source};
 use crate::flit68::slot::Direction;
 use crate::msg::{Kind, Msg, Width};
@@ -93,38 +96,71 @@ pub const fn max_per_pair(kind: Kind) -> usize {
     }
 }
 
-/// The slot group (A = 0 … D = 3) of slot `s`.
-const fn group(s: usize) -> usize {
-    if s >= 12 { 3 } else { s / 4 }
-}
-
-/// Per-group message counts of a flit, with the previous flit's group D.
+/// Per-group message counts of a flit (A = slots 0–3, B = 4–7, C = 8–11, D = 12–14), with
+/// the previous flit's group D. In the latency-optimized flit slot 7 lies in both B and C: its
+/// messages are kept apart (`shared`) and counted in every pair touching B or C.
 #[derive(Clone, Copy, Default)]
 struct Groups {
     prev_d: Counts,
     now: [Counts; 4],
+    shared: Counts,
+    split7: bool,
 }
 
 impl Groups {
-    /// Whether one more `kind` in group `g` keeps the pair with the group before within limits.
-    fn room(&self, g: usize, kind: Kind, extra: usize) -> bool {
-        let before = match g.checked_sub(1).and_then(|p| self.now.get(p)) {
-            Some(c) => c.get(kind),
-            None => self.prev_d.get(kind),
-        };
-        let here = self.now.get(g).map_or(0, |c| c.get(kind));
-        before + here + extra < max_per_pair(kind) + 1
+    const fn new(layout: Layout) -> Groups {
+        Groups {
+            prev_d: Counts::new(),
+            now: [Counts::new(); 4],
+            shared: Counts::new(),
+            split7: matches!(layout, Layout::LatencyOptimized),
+        }
     }
 
-    fn add(&mut self, g: usize, kind: Kind) {
-        if let Some(c) = self.now.get_mut(g) {
-            c.add(kind);
+    /// The group slot `s` lies in (`None`: its messages are `shared`).
+    fn group(&self, s: usize) -> Option<usize> {
+        match s {
+            7 if self.split7 => None,
+            12.. => Some(3),
+            _ => Some(s / 4),
+        }
+    }
+
+    /// `kind` messages in the pair ending with group `g` (0: the previous D with A).
+    fn pair(&self, g: usize, kind: Kind) -> usize {
+        let count = |i: usize| self.now.get(i).map_or(0, |c| c.get(kind));
+        let (before, here) = match g.checked_sub(1) {
+            Some(p) => (count(p), count(g)),
+            None => (self.prev_d.get(kind), count(0)),
+        };
+        let shared = if g >= 1 && self.split7 { self.shared.get(kind) } else { 0 };
+        before + here + shared
+    }
+
+    /// Whether `extra` more `kind` messages in slot `s` keep every pair within limits.
+    fn room(&self, s: usize, kind: Kind, extra: usize) -> bool {
+        let pairs = match self.group(s) {
+            Some(g) => g..g + 2,
+            None => 1..4,
+        };
+        pairs.filter(|p| *p < 4).all(|p| self.pair(p, kind) + extra <= max_per_pair(kind))
+    }
+
+    fn add(&mut self, s: usize, kind: Kind) {
+        match self.group(s) {
+            Some(g) => {
+                if let Some(c) = self.now.get_mut(g) {
+                    c.add(kind);
+                }
+            }
+            None => self.shared.add(kind),
         }
     }
 
     fn next_flit(&mut self) {
         self.prev_d = self.now.get(3).copied().unwrap_or_default();
-        self.now = [Counts::default(); 4];
+        self.now = [Counts::new(); 4];
+        self.shared = Counts::new();
     }
 }
 
@@ -165,10 +201,40 @@ const MAX_OWED: usize = 32;
 /// Data slots owed after which no data header goes into the H-slot.
 const MAX_OWED_H: usize = 16;
 
-/// Fills standard 256B flits from a [`Source`] of messages with [`Data`].
+/// A width and layout that do not make a 256B flit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ConfigError {
+    /// [`Width::Flit68`] is not a 256B width.
+    NotA256BWidth,
+    /// PBR flits use the standard layout only.
+    PbrLatencyOptimized,
+}
+
+impl core::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ConfigError::NotA256BWidth => f.write_str("the 68B width is not a 256B flit"),
+            ConfigError::PbrLatencyOptimized => f.write_str("PBR flits use the standard layout only"),
+        }
+    }
+}
+
+impl core::error::Error for ConfigError {}
+
+const fn check(width: Width, layout: Layout) -> Result<(), ConfigError> {
+    match (width, layout) {
+        (Width::Flit68, _) => Err(ConfigError::NotA256BWidth),
+        (Width::Pbr, Layout::LatencyOptimized) => Err(ConfigError::PbrLatencyOptimized),
+        _ => Ok(()),
+    }
+}
+
+/// Fills 256B flits from a [`Source`] of messages with [`Data`].
 #[derive(Clone, Debug)]
 pub struct Packer {
     width: Width,
+    layout: Layout,
     direction: Direction,
     pending: Deque<[u8; CHUNK], PENDING>,
     groups: Groups,
@@ -181,13 +247,11 @@ impl core::fmt::Debug for Groups {
 }
 
 impl Packer {
-    /// A packer for `direction` in `width` (256B or PBR).
-    pub const fn new(width: Width, direction: Direction) -> Packer {
-        Packer {
-            width,
-            direction,
-            pending: Deque::new(),
-            groups: Groups { prev_d: Counts::new(), now: [Counts::new(); 4] },
+    /// A packer for `direction` in `width` (256B or PBR) and `layout`.
+    pub const fn new(width: Width, layout: Layout, direction: Direction) -> Result<Packer, ConfigError> {
+        match check(width, layout) {
+            Ok(()) => Ok(Packer { width, layout, direction, pending: Deque::new(), groups: Groups::new(layout) }),
+            Err(e) => Err(e),
         }
     }
 
@@ -211,7 +275,7 @@ impl Packer {
         let mut slots = [0u128; SLOTS];
         let mut placed = 0;
         for (s, bits) in slots.iter_mut().enumerate() {
-            if s > 0 {
+            if self.layout.slot_kind(s) == SlotKind::G {
                 if let Some(c) = self.pending.pop_front() {
                     *bits = u128::from_le_bytes(c);
                     continue;
@@ -236,11 +300,8 @@ impl Packer {
         if let Some(h) = out.get_mut(..2) {
             h.copy_from_slice(&header.emit());
         }
-        for (s, bits) in slots.iter().enumerate() {
-            let len = if s == 0 { H_SLOT_LEN } else { G_SLOT_LEN };
-            if let (Some(dst), Some(src)) = (out.get_mut(slot_range(s)), bits.to_le_bytes().get(..len)) {
-                dst.copy_from_slice(src);
-            }
+        for (s, bits) in slots.into_iter().enumerate() {
+            self.layout.write_slot(out, s, bits);
         }
         if let Some(c) = out.get_mut(CRD..CRD + 2) {
             c.copy_from_slice(&crd);
@@ -257,7 +318,7 @@ impl Packer {
         bits: &mut u128,
         groups: &mut Groups,
     ) -> Result<usize, PackError> {
-        let kind = if s == 0 { SlotKind::H } else { SlotKind::G };
+        let kind = self.layout.slot_kind(s);
         // The format placing the most messages, then the most bits.
         let mut best: Option<(u8, &'static [Kind], (usize, u32))> = None;
         for code in 0..16u8 {
@@ -278,7 +339,7 @@ impl Packer {
             if msg.kind() != k || slot::put(bits, kind, at, &msg, self.width).is_err() {
                 return Err(PackError::Source { kind: k });
             }
-            groups.add(group(s), k);
+            groups.add(s, k);
             if k.has_data() {
                 let data = data.ok_or(PackError::Data { kind: k })?;
                 for c in 0..data.slots() {
@@ -309,7 +370,7 @@ impl Packer {
                 return Ok(0);
             }
             let Some((msg, data)) = src.peek(k, local.get(k)) else { break };
-            if !groups.room(group(s), k, local.get(k) + 1) {
+            if !groups.room(s, k, local.get(k) + 1) {
                 break;
             }
             if slot::put(&mut 0, kind, at, msg, self.width).is_err() {
@@ -319,7 +380,7 @@ impl Packer {
                 let Some(data) = data.filter(|d| d.trailer.is_some() == has_trailer(msg)) else {
                     return Err(PackError::Data { kind: k });
                 };
-                let limit = if s == 0 { MAX_OWED_H } else { MAX_OWED };
+                let limit = if kind == SlotKind::G { MAX_OWED } else { MAX_OWED_H };
                 if owed > limit {
                     break;
                 }
@@ -406,23 +467,22 @@ impl Waiting {
 
 const WAITING: usize = 64;
 
-/// Reads standard 256B flits back into messages, checking every slot.
+/// Reads 256B flits back into messages, checking every slot.
 #[derive(Clone, Debug)]
 pub struct Unpacker {
     width: Width,
+    layout: Layout,
     direction: Direction,
     waiting: Deque<Waiting, WAITING>,
     groups: Groups,
 }
 
 impl Unpacker {
-    /// An unpacker for traffic in `direction` and `width` (256B or PBR).
-    pub const fn new(width: Width, direction: Direction) -> Unpacker {
-        Unpacker {
-            width,
-            direction,
-            waiting: Deque::new(),
-            groups: Groups { prev_d: Counts::new(), now: [Counts::new(); 4] },
+    /// An unpacker for traffic in `direction`, `width` (256B or PBR) and `layout`.
+    pub const fn new(width: Width, layout: Layout, direction: Direction) -> Result<Unpacker, ConfigError> {
+        match check(width, layout) {
+            Ok(()) => Ok(Unpacker { width, layout, direction, waiting: Deque::new(), groups: Groups::new(layout) }),
+            Err(e) => Err(e),
         }
     }
 
@@ -436,22 +496,15 @@ impl Unpacker {
     pub fn unpack(&mut self, flit: &[u8; FLIT_LEN], mut sink: impl FnMut(Item<'_>)) -> Result<Crd, UnpackError> {
         let [.., c0, c1] = *flit.first_chunk::<{ CRD + 2 }>().unwrap_or(&[0; CRD + 2]);
         let crd = Crd::parse([c0, c1]).map_err(UnpackError::Crd)?;
-        let mut slots = [0u128; SLOTS];
-        for (s, bits) in slots.iter_mut().enumerate() {
-            let mut b = [0u8; 16];
-            if let (Some(dst), Some(src)) = (b.get_mut(..slot_range(s).len()), flit.get(slot_range(s))) {
-                dst.copy_from_slice(src);
-            }
-            *bits = u128::from_le_bytes(b);
-        }
+        let slots: [u128; SLOTS] = core::array::from_fn(|s| self.layout.read_slot(flit, s));
         let groups = self.validate(&slots)?;
         self.groups = groups;
         for (s, bits) in slots.iter().enumerate() {
-            if s > 0 && self.pending_slots() > 0 {
+            let kind = self.layout.slot_kind(s);
+            if kind == SlotKind::G && self.pending_slots() > 0 {
                 self.take(&bits.to_le_bytes(), &mut sink);
                 continue;
             }
-            let kind = if s == 0 { SlotKind::H } else { SlotKind::G };
             match slot::contents(self.width, kind, (bits & 0xF) as u8) {
                 Some(Contents::Messages(kinds)) => {
                     for (k, at) in slot::positions(kinds, self.width) {
@@ -492,11 +545,11 @@ impl Unpacker {
         let mut headers = self.waiting.len();
         for (s, bits) in slots.iter().enumerate() {
             let index = s as u8;
-            if s > 0 && due > 0 {
+            let kind = self.layout.slot_kind(s);
+            if kind == SlotKind::G && due > 0 {
                 due -= 1;
                 continue;
             }
-            let kind = if s == 0 { SlotKind::H } else { SlotKind::G };
             let code = (bits & 0xF) as u8;
             let Some(contents) = slot::contents(self.width, kind, code) else {
                 return Err(UnpackError::ReservedFormat { slot: index });
@@ -512,10 +565,10 @@ impl Unpacker {
                 if k.downstream() != (self.direction == Direction::Downstream) {
                     return Err(UnpackError::Direction { slot: index });
                 }
-                if !groups.room(group(s), k, 1) {
+                if !groups.room(s, k, 1) {
                     return Err(UnpackError::RateLimit { kind: k });
                 }
-                groups.add(group(s), k);
+                groups.add(s, k);
                 if k.has_data() {
                     headers += 1;
                     if headers > WAITING {

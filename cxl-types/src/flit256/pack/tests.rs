@@ -45,7 +45,7 @@ fn rwd_with_trailer_by_hand() {
     let mut q = Queues::<4, Data>::default();
     q.push(Msg::M2sRwd(rwd), Some(data)).unwrap();
     q.push(Msg::M2sReq(req), None).unwrap();
-    let mut p = Packer::new(Width::Flit256, Direction::Downstream);
+    let mut p = Packer::new(Width::Flit256, Layout::Standard, Direction::Downstream).unwrap();
     let flits = pack_all(&mut p, &mut q);
     assert_eq!(flits.len(), 1);
     let f = flits[0];
@@ -60,7 +60,7 @@ fn rwd_with_trailer_by_hand() {
     assert_eq!(g, 4 | req.encode(Width::Flit256).unwrap() << 4);
     // Empty slots after, CRD zero.
     assert!(f[112..242].iter().all(|b| *b == 0));
-    let mut u = Unpacker::new(Width::Flit256, Direction::Downstream);
+    let mut u = Unpacker::new(Width::Flit256, Layout::Standard, Direction::Downstream).unwrap();
     assert_eq!(unpack_all(&mut u, &flits), vec![(Msg::M2sRwd(rwd), Some(data)), (Msg::M2sReq(req), None)]);
     // A trailer the header does not announce is refused.
     let mut q = Queues::<4, Data>::default();
@@ -72,12 +72,12 @@ fn rwd_with_trailer_by_hand() {
 #[test]
 fn credits_and_refusals() {
     use super::super::crd::{Channel, Return};
-    let mut p = Packer::new(Width::Pbr, Direction::Upstream);
+    let mut p = Packer::new(Width::Pbr, Layout::Standard, Direction::Upstream).unwrap();
     let mut q = Queues::<4, Data>::default();
     let crd = Crd { data: Some(Return { channel: Channel::M2s, count: 4 }), ..Crd::default() };
     let mut f = [0u8; 256];
     assert_eq!(p.pack(&mut q, crd, &mut f), Ok(Some(())));
-    let mut u = Unpacker::new(Width::Pbr, Direction::Upstream);
+    let mut u = Unpacker::new(Width::Pbr, Layout::Standard, Direction::Upstream).unwrap();
     assert_eq!(u.unpack(&f, |_| panic!()), Ok(Crd { empty: true, ..crd }));
     f[240] = 0x02;
     assert!(matches!(u.unpack(&f, |_| panic!()), Err(UnpackError::Crd(_))));
@@ -122,14 +122,16 @@ proptest! {
     fn packing_round_trip(
         down in any::<bool>(),
         pbr in any::<bool>(),
+        lopt in any::<bool>(),
         script in proptest::collection::vec((0..8usize, any::<u128>(), any::<u8>(), 0..3usize), 1..64),
     ) {
         let direction = if down { Direction::Downstream } else { Direction::Upstream };
         let width = if pbr { Width::Pbr } else { Width::Flit256 };
+        let layout = if lopt && !pbr { Layout::LatencyOptimized } else { Layout::Standard };
         let ks = kinds(direction, width);
         let mut q = Queues::<64, Data>::default();
-        let mut p = Packer::new(width, direction);
-        let mut u = Unpacker::new(width, direction);
+        let mut p = Packer::new(width, layout, direction).unwrap();
+        let mut u = Unpacker::new(width, layout, direction).unwrap();
         let (mut sent, mut got) = (Vec::new(), Vec::new());
         for (k, bits, seed, flits_now) in script {
             let kind = ks[k % ks.len()];
@@ -155,10 +157,11 @@ proptest! {
 
     /// Arbitrary bytes never panic the unpacker; a refused flit changes nothing.
     #[test]
-    fn unpacker_total(down in any::<bool>(), pbr in any::<bool>(), flits in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 256), 1..8)) {
+    fn unpacker_total(down in any::<bool>(), pbr in any::<bool>(), lopt in any::<bool>(), flits in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 256), 1..8)) {
         let direction = if down { Direction::Downstream } else { Direction::Upstream };
         let width = if pbr { Width::Pbr } else { Width::Flit256 };
-        let mut u = Unpacker::new(width, direction);
+        let layout = if lopt && !pbr { Layout::LatencyOptimized } else { Layout::Standard };
+        let mut u = Unpacker::new(width, layout, direction).unwrap();
         for f in flits {
             let f: [u8; 256] = f.try_into().unwrap();
             let before = u.pending_slots();
@@ -167,4 +170,38 @@ proptest! {
             }
         }
     }
+}
+
+/// The latency-optimized flit: an HS-slot in slot 8 (never data), slot 7 split around the even
+/// half's CRC, and PBR refused.
+#[test]
+fn latency_optimized_layout() {
+    assert_eq!(
+        Packer::new(Width::Pbr, Layout::LatencyOptimized, Direction::Upstream).err(),
+        Some(ConfigError::PbrLatencyOptimized)
+    );
+    assert_eq!(
+        Unpacker::new(Width::Flit68, Layout::Standard, Direction::Upstream).err(),
+        Some(ConfigError::NotA256BWidth)
+    );
+    let mut q = Queues::<8, Data>::default();
+    // Two D2H data headers (G13 in slot 1 could take four) fill slots 2–9 with data, but slot 8
+    // is the HS-slot: data goes 2–7 and 9–10.
+    for i in 0..2u8 {
+        let dh = crate::msg::D2hData { uqid: u16::from(i), ..crate::msg::D2hData::default() };
+        q.push(Msg::D2hData(dh), Some(Data { bytes: line(i * 64), trailer: None })).unwrap();
+    }
+    let mut p = Packer::new(Width::Flit256, Layout::LatencyOptimized, Direction::Upstream).unwrap();
+    let flits = pack_all(&mut p, &mut q);
+    assert_eq!(flits.len(), 1);
+    let f = &flits[0];
+    assert_eq!(f[2] & 0xF, 13, "slot 0: H13, both data headers");
+    assert_eq!(&f[16..32], &line(0)[..16], "data from slot 1");
+    // Slot 7's 16 bytes: 112–121 then 138–143 (the seventh data chunk: line(64)[32..48]).
+    assert_eq!(&f[112..122], &line(64)[32..42]);
+    assert_eq!(&f[138..144], &line(64)[42..48]);
+    assert_eq!(&f[122..128], &[0; 6], "the even half's CRC is left alone");
+    assert_eq!(&f[144..160], &line(64)[48..64], "slot 9 after the HS-slot");
+    let mut u = Unpacker::new(Width::Flit256, Layout::LatencyOptimized, Direction::Upstream).unwrap();
+    assert_eq!(unpack_all(&mut u, &flits).len(), 2);
 }
