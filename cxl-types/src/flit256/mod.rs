@@ -118,8 +118,8 @@ mod tests {
             for i in 0..SLOTS {
                 let mut n = 0;
                 for (start, len) in layout.slot_bytes(i) {
-                    for b in start..start + len {
-                        owner[b] += 1;
+                    for o in &mut owner[start..start + len] {
+                        *o += 1;
                     }
                     n += len;
                 }
