@@ -205,3 +205,38 @@ fn latency_optimized_layout() {
     let mut u = Unpacker::new(Width::Flit256, Layout::LatencyOptimized, Direction::Upstream).unwrap();
     assert_eq!(unpack_all(&mut u, &flits).len(), 2);
 }
+
+/// A PBR flit by hand: an H2D Req in H0 and an H2D Rsp in G1, each field at the place the
+/// PBR tables give it.
+#[test]
+fn pbr_by_hand() {
+    use crate::msg::cache::{H2dReqOpcode, H2dRspOpcode};
+    use crate::msg::{H2dReq, H2dRsp};
+    let req = H2dReq {
+        opcode: H2dReqOpcode::SnpInv,
+        addr: 0xFC0,
+        uqid: 0x123,
+        spid: 0xABC,
+        dpid: 0x456,
+        ..H2dReq::default()
+    };
+    let rsp = H2dRsp { opcode: H2dRspOpcode::GoWritePull, rsp_data: 0x77, cqid: 0x9, dpid: 0xFFF, ..H2dRsp::default() };
+    // H2D Req, PBR: Valid 0, Opcode 1-3, Address[51:6] 4-49, UQID 50-61, SPID 62-73, DPID 74-85.
+    let req_bits: u128 = 1 | 0b010 << 1 | 0x3F << 4 | 0x123 << 50 | 0xABC << 62 | 0x456 << 74;
+    // H2D Rsp, PBR: Valid 0, Opcode 1-4, RspData 5-16, RSP_PRE 17-18, CQID 19-30, DPID 31-42.
+    let rsp_bits: u128 = 1 | 0b0101 << 1 | 0x77 << 5 | 0x9 << 19 | 0xFFF << 31;
+    assert_eq!(req.encode(Width::Pbr), Ok(req_bits));
+    assert_eq!(rsp.encode(Width::Pbr), Ok(rsp_bits));
+    let mut q = Queues::<4, Data>::default();
+    q.push(Msg::H2dReq(req), None).unwrap();
+    q.push(Msg::H2dRsp(rsp), None).unwrap();
+    let mut p = Packer::new(Width::Pbr, Layout::Standard, Direction::Downstream).unwrap();
+    let flits = pack_all(&mut p, &mut q);
+    let f = &flits[0];
+    let mut h = [0u8; 16];
+    h[..14].copy_from_slice(&f[2..16]);
+    assert_eq!(u128::from_le_bytes(h), req_bits << 4, "H0: SlotFmt 0, the request from bit 4");
+    assert_eq!(u128::from_le_bytes(f[16..32].try_into().unwrap()), 1 | rsp_bits << 4, "G1 with one response");
+    let mut u = Unpacker::new(Width::Pbr, Layout::Standard, Direction::Downstream).unwrap();
+    assert_eq!(unpack_all(&mut u, &flits), vec![(Msg::H2dReq(req), None), (Msg::H2dRsp(rsp), None)]);
+}
