@@ -2930,7 +2930,7 @@ pub fn cxl_pack256(data: &[u8]) {
     let mut got: Vec<(Msg, Option<Data>)> = Vec::new();
     let pack_one = |queues: &mut Queues<16, Data>, packer: &mut Packer, peer: &mut Unpacker, got: &mut Vec<_>| {
         let mut flit = [0u8; 256];
-        if packer.pack(queues, Crd::default(), &mut flit).expect("queued messages pack").is_none() {
+        if !packer.pack(queues, Crd::default(), &mut flit).expect("queued messages pack") {
             return false;
         }
         peer.unpack(&flit, |item| match item {
@@ -2953,7 +2953,14 @@ pub fn cxl_pack256(data: &[u8]) {
                 let msg = Msg::decode(kind, bits, width).unwrap();
                 let data = kind.has_data().then(|| Data {
                     bytes: core::array::from_fn(|i| seed.wrapping_mul(i as u8 + 3)),
-                    trailer: has_trailer(&msg).then_some([seed; 16]),
+                    // An S2M DRS trailer is its 32-bit EMD.
+                    trailer: has_trailer(&msg).then(|| {
+                        let mut t = [seed; 16];
+                        if kind == cxl_types::msg::Kind::S2mDrs {
+                            t[4..].fill(0);
+                        }
+                        t
+                    }),
                 });
                 if queues.push(msg, data).is_ok() {
                     sent.push((msg, data));

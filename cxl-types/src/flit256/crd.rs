@@ -100,7 +100,7 @@ pub struct Crd {
     pub data: Option<Return>,
     /// CRD\[14:10\].
     pub rsp: Option<Return>,
-    /// CRD\[4:0\] = 01h: the flit is Empty (then no request credits ride in it).
+    /// CRD\[4:0\] = 01h: the flit is Empty; it returns no credits and a receiver may drop it.
     pub empty: bool,
 }
 
@@ -122,7 +122,8 @@ pub enum CrdError {
         /// The count given.
         count: u8,
     },
-    /// Empty together with request credits (both live in CRD\[4:0\]).
+    /// Empty together with credits: an Empty flit may be dropped, so it returns none
+    /// (§4.3.8.1).
     EmptyWithCredit,
 }
 
@@ -131,7 +132,7 @@ impl core::fmt::Display for CrdError {
         match self {
             CrdError::Reserved { field, value } => write!(f, "{field} = {value:#04x} is reserved"),
             CrdError::Count { field, count } => write!(f, "{field} cannot return {count} credits"),
-            CrdError::EmptyWithCredit => f.write_str("an Empty flit carries no request credits"),
+            CrdError::EmptyWithCredit => f.write_str("an Empty flit returns no credits"),
         }
     }
 }
@@ -166,10 +167,10 @@ impl Crd {
     /// Flit bytes 240–241.
     pub fn emit(&self) -> Result<[u8; 2], CrdError> {
         let [f0, f1, f2] = FIELDS;
-        let req = match (self.empty, self.req) {
-            (true, Some(_)) => return Err(CrdError::EmptyWithCredit),
-            (true, None) => 0x01,
-            (false, r) => encode_field(f0, r)?,
+        let req = match (self.empty, self.req, self.data, self.rsp) {
+            (true, None, None, None) => 0x01,
+            (true, ..) => return Err(CrdError::EmptyWithCredit),
+            (false, r, ..) => encode_field(f0, r)?,
         };
         let w = req | encode_field(f1, self.data)? << 5 | encode_field(f2, self.rsp)? << 10;
         Ok(w.to_le_bytes())
@@ -181,12 +182,16 @@ impl Crd {
         let [f0, f1, f2] = FIELDS;
         let code = |shift: u16| (w >> shift & 0x1F) as u8;
         let empty = code(0) == 0x01;
-        Ok(Crd {
+        let crd = Crd {
             req: if empty { None } else { decode_field(f0, code(0))? },
             data: decode_field(f1, code(5))?,
             rsp: decode_field(f2, code(10))?,
             empty,
-        })
+        };
+        if empty && (crd.data.is_some() || crd.rsp.is_some()) {
+            return Err(CrdError::EmptyWithCredit);
+        }
+        Ok(crd)
     }
 }
 
@@ -207,6 +212,7 @@ mod tests {
         assert_eq!(crd.emit(), Ok(w.to_le_bytes()));
         assert_eq!(Crd::parse(w.to_le_bytes()), Ok(crd));
         assert_eq!(Crd::parse([0x01, 0x80]), Ok(Crd { empty: true, ..Crd::default() }), "CRD[15] ignored");
+        assert_eq!(Crd::parse([0x01 | 0x04 << 5, 0]), Err(CrdError::EmptyWithCredit));
         assert_eq!(Crd::parse([0x02, 0]), Err(CrdError::Reserved { field: "CRD[4:0]", value: 2 }));
         assert_eq!(Crd::parse([0x01 << 5, 0]), Err(CrdError::Reserved { field: "CRD[9:5]", value: 1 }));
         assert_eq!(Crd::parse([0, 0x0E << 2]), Err(CrdError::Reserved { field: "CRD[14:10]", value: 0x0E }));

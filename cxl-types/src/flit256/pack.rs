@@ -13,7 +13,9 @@
 //!   S2M BISnp 2, S2M NDR 6, S2M DRS 3, H2D Req 2, H2D Rsp 6, H2D DH 4, M2S Req 4, M2S RwD 2,
 //!   M2S BIRsp 3.
 //! * The first message of a data-header slot format (SlotFmt 12–15) is valid.
-//! * CRD returns credits; a flit with no message and no data says so with CRD's Empty code.
+//! * CRD returns credits. A flit goes only with a message, data or credits: with nothing to
+//!   send the packer returns `false` and the physical layer sends IDLE or NOP; it never needs
+//!   an Empty flit, which returns no credits (§4.3.8.1).
 //!
 //! The packer fills bytes 2–241 and the flit header's Flit Type (CXL.cachemem); the rest of
 //! the header, the CRC and the FEC are the physical layer's.
@@ -28,8 +30,9 @@ use super::crd::Crd;
 use super::header::{FlitHeader, FlitType, ReplayCommand};
 use super::slot::{self, Contents, SlotKind};
 use super::{CRD, FLIT_LEN, Layout, SLOTS};
-use crate::flit68::pack::{Counts, Source};
-use crate::flit68::slot::Direction;
+use crate::flit68::pack::Counts;
+pub use crate::flit68::pack::{Queues, Source};
+pub use crate::flit68::slot::Direction;
 use crate::msg::{Kind, Msg, Width};
 use heapless::Deque;
 
@@ -43,7 +46,9 @@ pub const CHUNK: usize = 16;
 pub struct Data {
     /// The 64 bytes.
     pub bytes: [u8; 64],
-    /// The trailer slot, present exactly when the header's TRP (or BEP) is set.
+    /// The trailer, present exactly when the header's TRP (or BEP) is set: a whole slot after
+    /// the data for M2S RwD and D2H data; for an S2M DRS its 32-bit EMD in bytes 0–3 (bytes
+    /// 4–15 zero), because the DRS headers of one slot share one trailer slot (Table 4-17).
     pub trailer: Option<[u8; CHUNK]>,
 }
 
@@ -168,7 +173,8 @@ impl Groups {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum PackError {
-    /// A data header without data, or whose trailer disagrees with its TRP/BEP bit.
+    /// A data header without data, or whose trailer disagrees with its TRP/BEP bit (or, for an
+    /// S2M DRS, holds more than the 32-bit EMD).
     Data {
         /// The kind.
         kind: Kind,
@@ -236,6 +242,7 @@ pub struct Packer {
     width: Width,
     layout: Layout,
     direction: Direction,
+    mdh: bool,
     pending: Deque<[u8; CHUNK], PENDING>,
     groups: Groups,
 }
@@ -250,9 +257,18 @@ impl Packer {
     /// A packer for `direction` in `width` (256B or PBR) and `layout`.
     pub const fn new(width: Width, layout: Layout, direction: Direction) -> Result<Packer, ConfigError> {
         match check(width, layout) {
-            Ok(()) => Ok(Packer { width, layout, direction, pending: Deque::new(), groups: Groups::new(layout) }),
+            Ok(()) => {
+                Ok(Packer { width, layout, direction, mdh: true, pending: Deque::new(), groups: Groups::new(layout) })
+            }
             Err(e) => Err(e),
         }
+    }
+
+    /// With `mdh` false (multiple data headers disabled, §4.3.4) at most one data header goes
+    /// in a slot; enabled by default.
+    pub const fn with_mdh(mut self, mdh: bool) -> Packer {
+        self.mdh = mdh;
+        self
     }
 
     /// Data slots waiting to be sent.
@@ -260,15 +276,44 @@ impl Packer {
         self.pending.len()
     }
 
+    /// Writes a flit carrying the link-layer control message `llctrl` in the H-slot, with
+    /// `crd`; the slots after it are reserved (zero) and owed data waits for the next flit
+    /// (Table 4-20).
+    pub fn pack_llctrl(&mut self, llctrl: slot::Llctrl, crd: Crd, out: &mut [u8; FLIT_LEN]) -> Result<(), PackError> {
+        let crd = crd.emit().map_err(PackError::Crd)?;
+        self.groups.next_flit();
+        out.fill(0);
+        self.write_frame(out, crd);
+        self.layout.write_slot(out, 0, llctrl.emit(SlotKind::H));
+        Ok(())
+    }
+
+    /// The flit header's Flit Type and CRD.
+    fn write_frame(&self, out: &mut [u8; FLIT_LEN], crd: [u8; 2]) {
+        let header = FlitHeader {
+            flit_type: FlitType::CacheMem,
+            prior_payload: false,
+            dllp_type: false,
+            replay: ReplayCommand::ExplicitSequence,
+            seq: 0,
+        };
+        if let Some(h) = out.get_mut(..2) {
+            h.copy_from_slice(&header.emit());
+        }
+        if let Some(c) = out.get_mut(CRD..CRD + 2) {
+            c.copy_from_slice(&crd);
+        }
+    }
+
     /// Packs the next flit into `out`: rolled-over data first (slot 1 on), then as many
-    /// messages as the slot and rate rules allow, and `crd`. `None` when there is nothing to
-    /// send: no data, no message and no credit.
+    /// messages as the slot and rate rules allow, and `crd`. `false` (and `out` untouched)
+    /// when there is nothing to send: no data, no message and no credit.
     pub fn pack<S: Source<Data>>(
         &mut self,
         src: &mut S,
         crd: Crd,
         out: &mut [u8; FLIT_LEN],
-    ) -> Result<Option<()>, PackError> {
+    ) -> Result<bool, PackError> {
         let was_pending = !self.pending.is_empty();
         let mut groups = self.groups;
         groups.next_flit();
@@ -284,29 +329,16 @@ impl Packer {
             placed += self.fill_slot(src, s, bits, &mut groups)?;
         }
         if placed == 0 && !was_pending && crd == Crd::default() {
-            return Ok(None);
+            return Ok(false);
         }
-        let crd = Crd { empty: placed == 0 && !was_pending && crd.req.is_none(), ..crd };
         let crd = crd.emit().map_err(PackError::Crd)?;
         self.groups = groups;
         out.fill(0);
-        let header = FlitHeader {
-            flit_type: FlitType::CacheMem,
-            prior_payload: false,
-            dllp_type: false,
-            replay: ReplayCommand::ExplicitSequence,
-            seq: 0,
-        };
-        if let Some(h) = out.get_mut(..2) {
-            h.copy_from_slice(&header.emit());
-        }
+        self.write_frame(out, crd);
         for (s, bits) in slots.into_iter().enumerate() {
             self.layout.write_slot(out, s, bits);
         }
-        if let Some(c) = out.get_mut(CRD..CRD + 2) {
-            c.copy_from_slice(&crd);
-        }
-        Ok(Some(()))
+        Ok(true)
     }
 
     /// Chooses slot `s`'s format, fills it and queues the data of its data headers; the
@@ -330,6 +362,8 @@ impl Packer {
             }
         }
         let Some((code, kinds, (n, _))) = best else { return Ok(0) };
+        let mut drs = [Data::default(); 3];
+        let mut drs_n = 0;
         *bits = u128::from(code);
         for (i, (k, at)) in slot::positions(kinds, self.width).enumerate() {
             if i >= n {
@@ -342,13 +376,40 @@ impl Packer {
             groups.add(s, k);
             if k.has_data() {
                 let data = data.ok_or(PackError::Data { kind: k })?;
-                for c in 0..data.slots() {
-                    // `plan` checked the room.
-                    let _ = self.pending.push_back(data.chunk(c));
+                if k == Kind::S2mDrs {
+                    // Sent after the slot: the group shares one trailer slot.
+                    if let Some(d) = drs.get_mut(drs_n) {
+                        *d = data;
+                    }
+                    drs_n += 1;
+                } else {
+                    for c in 0..data.slots() {
+                        // `plan` checked the room.
+                        let _ = self.pending.push_back(data.chunk(c));
+                    }
                 }
             }
         }
+        self.queue_drs(drs.get(..drs_n).unwrap_or(&[]));
         Ok(n)
+    }
+
+    /// Queues the data of the S2M DRS headers of one slot: the first one's four data slots,
+    /// then one trailer slot with the EMD of each header whose TRP is set, packed in header
+    /// order, then the others' data (§4.3.3.2, Table 4-17).
+    fn queue_drs(&mut self, group: &[Data]) {
+        for (i, d) in group.iter().enumerate() {
+            for c in 0..4 {
+                let _ = self.pending.push_back(d.chunk(c));
+            }
+            if i == 0 && group.iter().any(|d| d.trailer.is_some()) {
+                let mut t = [0u8; CHUNK];
+                for (dst, emd) in t.chunks_exact_mut(4).zip(group.iter().filter_map(|d| d.trailer)) {
+                    dst.copy_from_slice(emd.get(..4).unwrap_or(&[0; 4]));
+                }
+                let _ = self.pending.push_back(t);
+            }
+        }
     }
 
     /// How many messages a slot of this format takes now: positions in order, each the next
@@ -377,11 +438,15 @@ impl Packer {
                 break;
             }
             if k.has_data() {
-                let Some(data) = data.filter(|d| d.trailer.is_some() == has_trailer(msg)) else {
+                let fits = |d: &&Data| match (d.trailer, k) {
+                    (Some(t), Kind::S2mDrs) => t.get(4..).is_some_and(|r| r.iter().all(|b| *b == 0)),
+                    (t, _) => t.is_some() == has_trailer(msg),
+                };
+                let Some(data) = data.filter(|d| d.trailer.is_some() == has_trailer(msg)).filter(fits) else {
                     return Err(PackError::Data { kind: k });
                 };
                 let limit = if kind == SlotKind::G { MAX_OWED } else { MAX_OWED_H };
-                if owed > limit {
+                if owed > limit || (!self.mdh && n > 0) {
                     break;
                 }
                 owed += data.slots();
@@ -432,6 +497,16 @@ pub enum UnpackError {
     },
     /// More data owed than the unpacker holds (64 headers).
     Overflow,
+    /// IDE or INIT.Param in the HS-slot (H-slot only).
+    LlctrlPlacement {
+        /// The slot.
+        slot: u8,
+    },
+    /// More than one data header in a slot with multiple data headers disabled.
+    Mdh {
+        /// The slot.
+        slot: u8,
+    },
 }
 
 impl core::fmt::Display for UnpackError {
@@ -445,6 +520,8 @@ impl core::fmt::Display for UnpackError {
             }
             UnpackError::RateLimit { kind } => write!(f, "too many {kind:?} messages in two slot groups"),
             UnpackError::Overflow => f.write_str("more data owed than the unpacker holds"),
+            UnpackError::LlctrlPlacement { slot } => write!(f, "slot {slot}: IDE and INIT.Param go in the H-slot only"),
+            UnpackError::Mdh { slot } => write!(f, "slot {slot}: several data headers with MDH disabled"),
         }
     }
 }
@@ -457,6 +534,9 @@ struct Waiting {
     data: Data,
     slots: u8,
     got: u8,
+    /// The first S2M DRS of a slot: which headers of its group (bit j: the j-th) have TRP set,
+    /// whose EMDs its trailer slot carries.
+    group_trp: u8,
 }
 
 impl Waiting {
@@ -473,6 +553,7 @@ pub struct Unpacker {
     width: Width,
     layout: Layout,
     direction: Direction,
+    mdh: bool,
     waiting: Deque<Waiting, WAITING>,
     groups: Groups,
 }
@@ -481,9 +562,18 @@ impl Unpacker {
     /// An unpacker for traffic in `direction`, `width` (256B or PBR) and `layout`.
     pub const fn new(width: Width, layout: Layout, direction: Direction) -> Result<Unpacker, ConfigError> {
         match check(width, layout) {
-            Ok(()) => Ok(Unpacker { width, layout, direction, waiting: Deque::new(), groups: Groups::new(layout) }),
+            Ok(()) => {
+                Ok(Unpacker { width, layout, direction, mdh: true, waiting: Deque::new(), groups: Groups::new(layout) })
+            }
             Err(e) => Err(e),
         }
+    }
+
+    /// With `mdh` false (multiple data headers disabled) a slot with more than one data header
+    /// is refused; enabled by default.
+    pub const fn with_mdh(mut self, mdh: bool) -> Unpacker {
+        self.mdh = mdh;
+        self
     }
 
     /// Data slots still expected.
@@ -507,18 +597,46 @@ impl Unpacker {
             }
             match slot::contents(self.width, kind, (bits & 0xF) as u8) {
                 Some(Contents::Messages(kinds)) => {
+                    let first = self.waiting.len();
+                    let (mut group_trp, mut members) = (0u8, 0u8);
                     for (k, at) in slot::positions(kinds, self.width) {
                         let Some(msg) = slot::get(*bits, kind, at, k, self.width) else { continue };
-                        if k.has_data() {
+                        if k == Kind::S2mDrs {
+                            group_trp |= u8::from(has_trailer(&msg)) << members;
+                            members += 1;
+                            // Capacity checked by `validate`; the group's trailer is added below.
+                            let _ = self.waiting.push_back(Waiting {
+                                msg,
+                                data: Data::default(),
+                                slots: 4,
+                                got: 0,
+                                group_trp: 0,
+                            });
+                        } else if k.has_data() {
                             let slots = 4 + u8::from(has_trailer(&msg));
-                            // Capacity checked by `validate`.
-                            let _ = self.waiting.push_back(Waiting { msg, data: Data::default(), slots, got: 0 });
+                            let _ = self.waiting.push_back(Waiting {
+                                msg,
+                                data: Data::default(),
+                                slots,
+                                got: 0,
+                                group_trp: 0,
+                            });
                         } else {
                             sink(Item::Msg(msg));
                         }
                     }
+                    if let (true, Some(w)) = (group_trp != 0, self.waiting.iter_mut().nth(first)) {
+                        w.slots += 1;
+                        w.group_trp = group_trp;
+                    }
                 }
-                Some(Contents::Llctrl) => sink(Item::Llctrl(slot::Llctrl::parse(*bits))),
+                Some(Contents::Llctrl) => {
+                    let c = slot::Llctrl::parse(*bits);
+                    sink(Item::Llctrl(c));
+                    if !c.is_ide_mac() {
+                        break;
+                    }
+                }
                 None => {}
             }
         }
@@ -526,9 +644,30 @@ impl Unpacker {
     }
 
     fn take(&mut self, chunk: &[u8; CHUNK], sink: &mut impl FnMut(Item<'_>)) {
-        if let Some(w) = self.waiting.iter_mut().find(|w| w.needs() > 0) {
-            w.data.set_chunk(usize::from(w.got), chunk);
-            w.got += 1;
+        if let Some(i) = self.waiting.iter().position(|w| w.needs() > 0) {
+            let mut members = self.waiting.iter_mut().skip(i);
+            if let Some(w) = members.next() {
+                if w.got == 4 && w.group_trp != 0 {
+                    // The DRS group's shared trailer: EMDs in header order.
+                    let mut emds = chunk.chunks_exact(4);
+                    let trp = w.group_trp;
+                    for (j, m) in core::iter::once(w).chain(members).enumerate().take(3) {
+                        if trp >> j & 1 != 0 {
+                            let mut t = [0u8; CHUNK];
+                            if let Some(d) = t.get_mut(..4) {
+                                d.copy_from_slice(emds.next().unwrap_or(&[0; 4]));
+                            }
+                            m.data.trailer = Some(t);
+                        }
+                        if j == 0 {
+                            m.got += 1;
+                        }
+                    }
+                } else {
+                    w.data.set_chunk(usize::from(w.got), chunk);
+                    w.got += 1;
+                }
+            }
         }
         while self.waiting.front().is_some_and(|w| w.needs() == 0) {
             if let Some(w) = self.waiting.pop_front() {
@@ -554,7 +693,22 @@ impl Unpacker {
             let Some(contents) = slot::contents(self.width, kind, code) else {
                 return Err(UnpackError::ReservedFormat { slot: index });
             };
-            let Contents::Messages(kinds) = contents else { continue };
+            let kinds = match contents {
+                Contents::Messages(kinds) => kinds,
+                Contents::Llctrl => {
+                    let c = slot::Llctrl::parse(*bits);
+                    if kind == SlotKind::Hs && matches!(c, slot::Llctrl::Ide { .. } | slot::Llctrl::InitParam { .. }) {
+                        return Err(UnpackError::LlctrlPlacement { slot: index });
+                    }
+                    // The slots after a control message are reserved, except after IDE.MAC.
+                    if c.is_ide_mac() {
+                        continue;
+                    }
+                    break;
+                }
+            };
+            let mut headers_here = 0;
+            let mut drs_trp = false;
             for (i, (k, at)) in slot::positions(kinds, self.width).enumerate() {
                 let Some(msg) = slot::get(*bits, kind, at, k, self.width) else {
                     if i == 0 && code >= 12 {
@@ -571,10 +725,17 @@ impl Unpacker {
                 groups.add(s, k);
                 if k.has_data() {
                     headers += 1;
+                    headers_here += 1;
+                    if headers_here > 1 && !self.mdh {
+                        return Err(UnpackError::Mdh { slot: index });
+                    }
                     if headers > WAITING {
                         return Err(UnpackError::Overflow);
                     }
-                    due += 4 + usize::from(has_trailer(&msg));
+                    // A DRS group's shared trailer counts once.
+                    let trailer = has_trailer(&msg) && !(k == Kind::S2mDrs && drs_trp);
+                    drs_trp |= k == Kind::S2mDrs && has_trailer(&msg);
+                    due += 4 + usize::from(trailer);
                 }
             }
         }

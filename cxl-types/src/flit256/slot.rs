@@ -251,6 +251,20 @@ pub enum Llctrl {
 }
 
 impl Llctrl {
+    /// Whether this is IDE.MAC, after which a flit's slots keep their messages (after any
+    /// other control message they are reserved).
+    pub const fn is_ide_mac(&self) -> bool {
+        matches!(self, Llctrl::Ide { subtype: 0b0011, .. })
+    }
+
+    /// The strict check: a Poison offset beyond 7 is reserved.
+    pub const fn check_reserved(&self) -> Result<(), u8> {
+        match self {
+            Llctrl::Poison { offset } if *offset > 7 => Err(*offset),
+            _ => Ok(()),
+        }
+    }
+
     /// The slot's bits (SlotFmt 8 included) for a slot of `slot` kind; an HS-slot keeps
     /// payload bits 79:0.
     pub fn emit(&self, slot: SlotKind) -> u128 {

@@ -38,6 +38,12 @@ pub fn crc(flit: &[u8; COVERED]) -> u16 {
     CRC.checksum(&reversed)
 }
 
+/// Bytes 0–63 of a flit: what the packer fills and the unpacker reads.
+pub fn body(flit: &[u8; FLIT_LEN]) -> &[u8; COVERED] {
+    let (body, _) = flit.split_first_chunk::<COVERED>().unwrap_or((&[0; COVERED], &[]));
+    body
+}
+
 /// Computes the CRC of `flit`'s first 64 bytes and writes it into bytes 64–65.
 pub fn seal(flit: &mut [u8; FLIT_LEN]) {
     let (covered, tail) = flit.split_at_mut(COVERED);

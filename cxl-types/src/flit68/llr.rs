@@ -28,6 +28,11 @@
 //! `RemoteNormal`. RETRY.Req and RETRY.Ack are acted on in every state, even right after a CRC
 //! error.
 //!
+//! **Initialization** (§4.2.7): RETRY.Idle until an error-free flit arrives, then INIT.Param;
+//! new flits only once the peer's INIT.Param has arrived as well ([`Llr::is_initialized`]).
+//! A RETRY flit must also pass the static-bit check (every bit outside its fields clear);
+//! a control flit failing it counts as a CRC error (§4.2.2).
+//!
 //! **All-data flits carry no header**, so only the receiver's unpacker knows one is due
 //! ([`super::pack::Unpacker::expects_all_data`], passed to [`Llr::handle_flit`]), and no control
 //! flit may be sent inside an all-data run: the sender says when one follows
@@ -35,10 +40,13 @@
 //!
 //! *Project-defined* (the specification leaves these open or shows them only in figures):
 //! * LLR Wrap Value W: sequence numbers run 0..=W ("value after which the counter wraps to 0");
-//!   this machine's LLRB has `N` entries and advertises W = N − 1. Before the peer's INIT.Param
+//!   this machine's LLRB has `N` entries (22 to 255) and advertises W = N − 1. Before the peer's INIT.Param
 //!   ESeq wraps at the default 9.
 //! * A RETRY.Req or RETRY.Ack is accepted after at least one error-free RETRY.Frame directly
-//!   before it (the sender always sends five).
+//!   before it (the sender always sends five; with the static-bit check an all-data flit cannot
+//!   pass for a RETRY flit).
+//! * [`Llr::handle_retrain`] (the virtual link state machine entering Retrain) resets the RRSM
+//!   and asks for a replay at once, where §4.2.8.6 forces a retry on the next flit.
 //! * The RETRY.Req carries NUM_RETRY before its increment; the Ack must echo that value.
 //! * An LLCRD acknowledgement is sent when there is nothing else to send and at least two
 //!   acknowledgements are owed (an idle link then stops after one LLCRD each way); busy links
@@ -95,14 +103,16 @@ pub enum RemoteState {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LlrConfig {
-    /// MAX_NUM_RETRY (5 bits; suggested at least 10).
+    /// MAX_NUM_RETRY (5 bits; suggested at least 10; default 10).
     pub max_num_retry: u8,
-    /// MAX_NUM_PHY_REINIT (5 bits; suggested at least 10).
+    /// MAX_NUM_PHY_REINIT (5 bits; suggested at least 10; default 10).
     pub max_num_phy_reinit: u8,
     /// TIMEOUT: flits transmitted in `LocalIdle` before the Req is sent again (suggested at
-    /// least 4096).
+    /// least 4096; default 4096). Each RETRY.Req or RETRY.Ack sequence lost on the wire costs
+    /// this many flit times, so on a channel that corrupts many flits the timeout, not the
+    /// replay, sets the throughput.
     pub timeout: u32,
-    /// The version sent in INIT.Param (0010b: CXL 2.0 and later).
+    /// The version sent in INIT.Param (0010b: CXL 2.0 and later; the default).
     pub version: u8,
 }
 
@@ -178,7 +188,9 @@ pub enum LlrError {
     Full,
     /// The link failed (`Abort`).
     Aborted,
-    /// [`Llr::new`]: `N` is not 22 to 256, or the storage is smaller than `N ×` [`ENTRY`].
+    /// Link initialization is not complete ([`Llr::is_initialized`]).
+    NotInitialized,
+    /// [`Llr::new`]: `N` is not 22 to 255, or the storage is smaller than `N ×` [`ENTRY`].
     Config {
         /// Bytes the storage needs.
         needed: usize,
@@ -192,8 +204,9 @@ impl core::fmt::Display for LlrError {
         match self {
             LlrError::Full => f.write_str("the LLRB keeps one entry free"),
             LlrError::Aborted => f.write_str("the link failed"),
+            LlrError::NotInitialized => f.write_str("link initialization is not complete"),
             LlrError::Config { needed, got } => {
-                write!(f, "an LLRB of 22 to 256 entries needs {needed} bytes of storage, got {got}")
+                write!(f, "an LLRB of 22 to 255 entries needs {needed} bytes of storage, got {got}")
             }
         }
     }
@@ -224,8 +237,10 @@ struct Sequence {
 
 const EVENTS: usize = 8;
 
-/// The 68B link-layer retry machine over an LLRB of `N` entries (22 to 256) kept in `B`
-/// (at least `N ×` [`ENTRY`] bytes, e.g. `[u8; 66 * 32]`).
+/// The 68B link-layer retry machine over an LLRB of `N` entries (22 to 255) kept in `B`
+/// (at least `N ×` [`ENTRY`] bytes: `Llr<[u8; 66 * 32], 32>`; the size is written twice
+/// because stable Rust cannot compute one from the other in a type). It seals what it sends
+/// and checks the CRC of what it receives.
 #[derive(Clone, Debug)]
 pub struct Llr<B, const N: usize> {
     config: LlrConfig,
@@ -239,6 +254,8 @@ pub struct Llr<B, const N: usize> {
     eseq: u16,
     rx_modulus: u16,
     got_init: bool,
+    heard: bool,
+    sent_init: bool,
     num_ack: u16,
     num_retry: u8,
     num_phy_reinit: u8,
@@ -251,10 +268,10 @@ pub struct Llr<B, const N: usize> {
     stats: Stats,
 }
 
-/// Entries of an LLRB holding `n` flits, as a modulus of LLRB indices (`n` is 22..=256).
+/// Entries of an LLRB holding `n` flits, as a modulus of LLRB indices (`n` is 22..=255).
 const fn modulus(n: usize) -> u16 {
-    if n > 256 {
-        256
+    if n > 255 {
+        255
     } else if n == 0 {
         1
     } else {
@@ -263,16 +280,17 @@ const fn modulus(n: usize) -> u16 {
 }
 
 impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
-    /// A machine about to send its INIT.Param (the first retryable flit, LLRB entry 0).
-    /// Refuses an `N` outside 22..=256 (the LLRB's minimum and the 8-bit index) or storage
+    /// A machine starting link initialization: it sends RETRY.Idle until it receives an
+    /// error-free flit, then its INIT.Param (the first retryable flit, LLRB entry 0).
+    /// Refuses an `N` outside 22..=255 (the LLRB's minimum and the 8-bit index) or storage
     /// smaller than `N ×` [`ENTRY`] bytes.
     pub fn new(config: LlrConfig, storage: B) -> Result<Self, LlrError> {
         let needed = N * ENTRY;
         let got = storage.as_ref().len();
-        if !(22..=256).contains(&N) || got < needed {
+        if !(22..=255).contains(&N) || got < needed {
             return Err(LlrError::Config { needed, got });
         }
-        let mut llr = Llr {
+        Ok(Llr {
             config,
             llrb: ReplayBuffer::new(storage, Seq::from_index(0)),
             base_index: 0,
@@ -283,6 +301,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
             eseq: 0,
             rx_modulus: 10,
             got_init: false,
+            heard: false,
+            sent_init: false,
             num_ack: 0,
             num_retry: 0,
             num_phy_reinit: 0,
@@ -293,15 +313,13 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
             flits: 0,
             events: heapless::Deque::new(),
             stats: Stats::default(),
-        };
-        let wrap = (modulus(N) - 1) as u8;
-        let init = ControlFlit::InitParam { version: config.version, wrap }.emit();
-        let mut body = [0u8; crc::COVERED];
-        if let Some(b) = body.get_mut(..16) {
-            b.copy_from_slice(&init);
-        }
-        llr.store(&body, false)?;
-        Ok(llr)
+        })
+    }
+
+    /// Whether link initialization is complete (§4.2.7): this end has sent its INIT.Param and
+    /// received the peer's. Until then only RETRY flits and the INIT.Param go.
+    pub fn is_initialized(&self) -> bool {
+        self.sent_init && self.got_init
     }
 
     /// The LRSM's state.
@@ -342,7 +360,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
     /// is under way, and the LLRB has room for it and the all-data flits that may follow it.
     /// The all-data flits a protocol flit commits to are sent with [`Llr::send`] regardless.
     pub fn can_send(&self) -> bool {
-        self.local != LocalState::Abort
+        self.is_initialized()
+            && self.local != LocalState::Abort
             && !self.all_data_run
             && self.free_entries() >= ROOM
             && self.llrb.can_push(ENTRY)
@@ -356,7 +375,16 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
         if self.local == LocalState::Abort {
             return Err(LlrError::Aborted);
         }
-        if self.free_entries() < 2 || !self.llrb.can_push(ENTRY) {
+        if !self.is_initialized() {
+            return Err(LlrError::NotInitialized);
+        }
+        // At two free entries only a flit carrying an acknowledgement may go (§4.2.8.2).
+        let acks = match kind {
+            FlitKind::Protocol => self.num_ack >= 8,
+            FlitKind::Control => matches!(ControlFlit::parse(body), Ok(ControlFlit::LlcrdAck { full_ack: 1.., .. })),
+            FlitKind::AllData => false,
+        };
+        if self.free_entries() < 2 || (self.free_entries() == 2 && !acks) || !self.llrb.can_push(ENTRY) {
             return Err(LlrError::Full);
         }
         let mut body = *body;
@@ -440,6 +468,19 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
             }
             return Some(Sent::Retry);
         }
+        if !self.sent_init {
+            if !self.heard {
+                control(ControlFlit::RetryIdle, out);
+                return Some(Sent::Retry);
+            }
+            let wrap = (modulus(N) - 1) as u8;
+            let init = ControlFlit::InitParam { version: self.config.version, wrap }.emit();
+            let mut body = [0u8; crc::COVERED];
+            if let Some(b) = body.get_mut(..16) {
+                b.copy_from_slice(&init);
+            }
+            self.sent_init = self.store(&body, false).is_ok();
+        }
         if let Some(o) = self.llrb.poll_next() {
             out.copy_from_slice(o.frame.get(..ENTRY).unwrap_or(&[0; ENTRY]));
             if o.replay {
@@ -514,6 +555,18 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
         self.req = None;
     }
 
+    /// The virtual link state machine went from Active to Retrain (§4.2.8.6): the RRSM is
+    /// reset and any pending RETRY.Ack dropped (the peer asks again), and this end asks for a
+    /// replay from its ESeq.
+    pub fn handle_retrain(&mut self) {
+        self.remote = RemoteState::RemoteNormal;
+        self.ack = None;
+        self.frames_seen = 0;
+        if self.local == LocalState::LocalNormal {
+            self.enter_llr_req();
+        }
+    }
+
     /// The physical layer finished retraining: the Req goes again with NUM_RETRY = 0.
     pub fn handle_phy_reinit_done(&mut self) {
         if self.local == LocalState::PhyReinit {
@@ -534,9 +587,12 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
         self.events.pop_front()
     }
 
-    /// Takes a received 66-byte flit. `all_data_expected`: the unpacker expects an all-data
-    /// flit ([`super::pack::Unpacker::expects_all_data`]). Returns what to hand on, in order;
-    /// `None` for RETRY flits and for flits discarded during a retry.
+    /// Takes a received 66-byte flit and checks its CRC (the caller does not). `all_data_expected`:
+    /// the unpacker expects an all-data flit ([`super::pack::Unpacker::expects_all_data`]).
+    /// Acknowledgements are taken here — a protocol flit's Ak, an LLCRD's Full_Ack — and free
+    /// LLRB entries; credits are the caller's (the protocol flit header, an LLCRD's fields).
+    /// Returns what to hand on, in order (bytes 0–63 of `flit`: [`crc::body`]); `None` for
+    /// RETRY flits and for flits discarded during a retry.
     pub fn handle_flit(&mut self, flit: &[u8; ENTRY], all_data_expected: bool) -> Option<Delivered> {
         if crc::check(flit).is_err() {
             self.stats.crc_errors += 1;
@@ -546,6 +602,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
             }
             return None;
         }
+        self.heard = true;
         let normal = self.local == LocalState::LocalNormal;
         let [b0, ..] = *flit;
         if normal && all_data_expected {
@@ -566,6 +623,15 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
             return Some(Delivered::Protocol);
         }
         let Ok(cf) = ControlFlit::parse(flit) else { return None };
+        if !static_bits_hold(flit, &cf) {
+            // A control flit whose fixed bits are wrong is treated as a CRC error (§4.2.2).
+            self.frames_seen = 0;
+            if normal {
+                self.stats.crc_errors += 1;
+                self.enter_llr_req();
+            }
+            return None;
+        }
         let framed = self.frames_seen > 0;
         self.frames_seen = match cf {
             ControlFlit::RetryFrame => self.frames_seen.saturating_add(1),
@@ -657,6 +723,26 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
                 }
             }
         }
+    }
+}
+
+/// The static-bit check of a CRC-good control flit (§4.2.2, §4.2.6): bytes 5–7 of a
+/// CTL_FMT 000b flit are zero, and a RETRY flit's slot 0 has every bit outside its fields
+/// clear (it equals its own re-encoding) and slots 1–3 are zero — an all-data flit mistaken
+/// for a RETRY flit fails it.
+fn static_bits_hold(flit: &[u8; ENTRY], cf: &ControlFlit) -> bool {
+    if ControlFlit::check_reserved(flit).is_err() {
+        return false;
+    }
+    match cf {
+        ControlFlit::RetryIdle
+        | ControlFlit::RetryReq { .. }
+        | ControlFlit::RetryAck { .. }
+        | ControlFlit::RetryFrame => {
+            flit.get(..16) == Some(&cf.emit()[..])
+                && flit.get(16..crc::COVERED).is_some_and(|r| r.iter().all(|b| *b == 0))
+        }
+        _ => true,
     }
 }
 

@@ -79,7 +79,8 @@ pub struct Payload {
     pub bytes: [u8; 64],
     /// A 32-byte transfer.
     pub half: bool,
-    /// Byte enables (bit n enables byte n).
+    /// Byte enables, bit n for byte n of the line; with a 32-byte transfer the half sent
+    /// uses BE\[31:0\] (lower half) or BE\[63:32\] (upper half).
     pub be: Option<u64>,
 }
 
@@ -125,7 +126,8 @@ impl Payload {
 }
 
 /// Where a packer takes messages from: one first-in first-out queue per message kind, with
-/// only the messages the sender holds credits for. `P` is the data a data header carries
+/// only the messages the sender holds credits for (credit counting is the caller's: the
+/// packer offers what the source offers, and carries the credit returns it is given). `P` is the data a data header carries
 /// ([`Payload`] for 68B flits, [`crate::flit256::pack::Data`] for 256B flits).
 pub trait Source<P = Payload> {
     /// The `i`-th oldest waiting message of `kind` (`i = 0` the next to send) with its data;
@@ -432,7 +434,8 @@ pub enum Item<'a> {
 /// What [`Unpacker::unpack`] read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unpacked {
-    /// A protocol flit (its header carries credits and Ak).
+    /// A protocol flit, with its header: the credits it returns are for the caller (its Ak is
+    /// the retry machine's, [`super::llr::Llr::handle_flit`]).
     Protocol(FlitHeader),
     /// An all-data flit.
     AllData,
@@ -465,8 +468,9 @@ pub enum UnpackError {
         /// The kind.
         kind: Kind,
     },
-    /// Several data headers in one flit without MDH enabled, spread over slots, or not all
-    /// 64-byte transfers without byte enables.
+    /// A slot format with several data-header positions while MDH is disabled, or several data
+    /// headers in one flit spread over slots or not all 64-byte transfers without byte
+    /// enables.
     Mdh,
     /// The header's Sz or BE is not allowed for the flit's data (Table 4-3).
     Shape {
@@ -620,6 +624,10 @@ impl Unpacker {
                 Some(Contents::Data) => return Err(UnpackError::UnexpectedData { slot: index }),
                 Some(Contents::Mac) => {}
                 Some(Contents::Messages(positions)) => {
+                    // An MDH format received while MDH is disabled is an error (§4.2.5).
+                    if !self.mdh && data_positions(positions) > 1 {
+                        return Err(UnpackError::Mdh);
+                    }
                     let before = headers;
                     for pos in positions {
                         if slot::get(*slot, pos).is_none() {
@@ -675,6 +683,11 @@ impl<const N: usize, P> Queues<N, P> {
             Some(q) => q.push_back((msg, data)),
             None => Err((msg, data)),
         }
+    }
+
+    /// Whether a message of `kind` would be queued now.
+    pub fn has_room(&self, kind: Kind) -> bool {
+        self.queues.get(kind as usize).is_some_and(|q| !q.is_full())
     }
 
     /// Messages waiting, of every kind.

@@ -55,7 +55,8 @@ code! {
 
 code! {
     /// M2S RwD MemOpcode (Table 3-41). MemRdFill, MemWrTEE, MemWrPtlTEE and MemRdFillTEE
-    /// exist only in 256B and PBR flits.
+    /// exist only in 256B and PBR flits, and so does BIConflict: the back-invalidate flows it
+    /// belongs to (BISnp, BIRsp, BI-ConflictAck) have no 68B form.
     M2sRwdOpcode, 4 bits, {
         /// Write a full line.
         MemWr = 0b0001,
@@ -367,7 +368,7 @@ const RWD_PBR: &[Place] = &[
 ];
 
 message_impl! {
-    M2sRwd, M2sRwd, "M2S RwD", opcode: |m: &M2sRwd| m.opcode, only_256: &[0b0101, 0b1001, 0b1010, 0b1101],
+    M2sRwd, M2sRwd, "M2S RwD", opcode: |m: &M2sRwd| m.opcode, only_256: &[0b0100, 0b0101, 0b1001, 0b1010, 0b1101],
     names: RWD_NAMES, layouts: [Some(RWD_68), Some(RWD_256), Some(RWD_PBR)],
     values(m) {
         [

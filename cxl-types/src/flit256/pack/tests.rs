@@ -29,8 +29,8 @@ fn pack_all<const N: usize>(p: &mut Packer, q: &mut Queues<N, Data>) -> Vec<[u8;
     loop {
         let mut f = [0u8; 256];
         match p.pack(q, Crd::default(), &mut f).unwrap() {
-            Some(()) => flits.push(f),
-            None => return flits,
+            true => flits.push(f),
+            false => return flits,
         }
     }
 }
@@ -68,7 +68,7 @@ fn rwd_with_trailer_by_hand() {
     assert_eq!(p.pack(&mut q, Crd::default(), &mut [0; 256]), Err(PackError::Data { kind: Kind::M2sRwd }));
 }
 
-/// Credits alone go in an Empty flit; a reserved CRD code is refused.
+/// Credits alone go in a flit of their own; a reserved CRD code is refused.
 #[test]
 fn credits_and_refusals() {
     use super::super::crd::{Channel, Return};
@@ -76,9 +76,9 @@ fn credits_and_refusals() {
     let mut q = Queues::<4, Data>::default();
     let crd = Crd { data: Some(Return { channel: Channel::M2s, count: 4 }), ..Crd::default() };
     let mut f = [0u8; 256];
-    assert_eq!(p.pack(&mut q, crd, &mut f), Ok(Some(())));
+    assert_eq!(p.pack(&mut q, crd, &mut f), Ok(true));
     let mut u = Unpacker::new(Width::Pbr, Layout::Standard, Direction::Upstream).unwrap();
-    assert_eq!(u.unpack(&f, |_| panic!()), Ok(Crd { empty: true, ..crd }));
+    assert_eq!(u.unpack(&f, |_| panic!()), Ok(crd), "credits alone: not an Empty flit");
     f[240] = 0x02;
     assert!(matches!(u.unpack(&f, |_| panic!()), Err(UnpackError::Crd(_))));
     // A reserved SlotFmt (9) in slot 3.
@@ -136,12 +136,13 @@ proptest! {
         for (k, bits, seed, flits_now) in script {
             let kind = ks[k % ks.len()];
             let msg = random_msg(kind, bits, width);
-            let data = kind.has_data().then(|| Data { bytes: line(seed), trailer: has_trailer(&msg).then_some([seed; 16]) });
+            let trailer = if kind == Kind::S2mDrs { [seed, seed, seed, seed, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] } else { [seed; 16] };
+            let data = kind.has_data().then(|| Data { bytes: line(seed), trailer: has_trailer(&msg).then_some(trailer) });
             q.push(msg, data).unwrap();
             sent.push((msg, data));
             for _ in 0..flits_now {
                 let mut f = [0u8; 256];
-                if p.pack(&mut q, Crd::default(), &mut f).unwrap().is_some() {
+                if p.pack(&mut q, Crd::default(), &mut f).unwrap() {
                     got.extend(unpack_all(&mut u, &[f]));
                 }
             }
@@ -239,4 +240,97 @@ fn pbr_by_hand() {
     assert_eq!(u128::from_le_bytes(f[16..32].try_into().unwrap()), 1 | rsp_bits << 4, "G1 with one response");
     let mut u = Unpacker::new(Width::Pbr, Layout::Standard, Direction::Downstream).unwrap();
     assert_eq!(unpack_all(&mut u, &flits), vec![(Msg::H2dReq(req), None), (Msg::H2dRsp(rsp), None)]);
+}
+
+/// Three S2M DRS in one G15 slot, the second without TRP: the first's data, one trailer slot
+/// with the two EMDs packed in order, then the others' data (Table 4-17).
+#[test]
+fn drs_group_shares_one_trailer_slot() {
+    use crate::msg::S2mDrs;
+    let mut q = Queues::<4, Data>::default();
+    let emd = |b: u8| [b, b, b, b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    let sent: Vec<_> = [(true, 0xA1), (false, 0xB2), (true, 0xC3)]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (trp, b))| {
+            let m = Msg::S2mDrs(S2mDrs { tag: i as u16, trp, ..S2mDrs::default() });
+            (m, Some(Data { bytes: line(b), trailer: trp.then_some(emd(b)) }))
+        })
+        .collect();
+    for (m, d) in &sent {
+        q.push(*m, *d).unwrap();
+    }
+    // Two NDRs take the H-slot (H7 ties with H15 and has the lower code), so the three DRS
+    // share G15 in slot 1: slots 2-5 the first one's data, slot 6 the shared trailer, then the
+    // others' data in slots 7-14.
+    for _ in 0..2 {
+        q.push(Msg::S2mNdr(crate::msg::S2mNdr::default()), None).unwrap();
+    }
+    let mut p = Packer::new(Width::Flit256, Layout::Standard, Direction::Upstream).unwrap();
+    let flits = pack_all(&mut p, &mut q);
+    assert_eq!(flits.len(), 1);
+    let f = &flits[0];
+    assert_eq!((f[2] & 0xF, f[16] & 0xF), (7, 15));
+    assert_eq!(&f[32..96], &line(0xA1)[..]);
+    assert_eq!(&f[96..112], &[0xA1, 0xA1, 0xA1, 0xA1, 0xC3, 0xC3, 0xC3, 0xC3, 0, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(&f[112..176], &line(0xB2)[..]);
+    assert_eq!(&f[176..240], &line(0xC3)[..]);
+    let mut u = Unpacker::new(Width::Flit256, Layout::Standard, Direction::Upstream).unwrap();
+    let got: Vec<_> = unpack_all(&mut u, &flits).into_iter().filter(|(m, _)| m.kind() == Kind::S2mDrs).collect();
+    assert_eq!(got, sent);
+}
+
+/// A control message goes in the H-slot of a flit of its own; owed data waits for the next
+/// flit, and the unpacker skips the reserved slots after it.
+#[test]
+fn llctrl_flits() {
+    use crate::flit256::slot::Llctrl;
+    let mut q = Queues::<4, Data>::default();
+    for i in 0..4u8 {
+        q.push(
+            Msg::H2dData(crate::msg::H2dData { cqid: u16::from(i), ..Default::default() }),
+            Some(Data { bytes: line(i), trailer: None }),
+        )
+        .unwrap();
+    }
+    let mut p = Packer::new(Width::Flit256, Layout::Standard, Direction::Downstream).unwrap();
+    let mut u = Unpacker::new(Width::Flit256, Layout::Standard, Direction::Downstream).unwrap();
+    let mut f = [0u8; 256];
+    assert_eq!(p.pack(&mut q, Crd::default(), &mut f), Ok(true));
+    let mut got = unpack_all(&mut u, &[f]);
+    assert!(p.pending_slots() > 0, "data rolls over");
+    let viral = Llctrl::Viral { ld_id: 0x0003 };
+    p.pack_llctrl(viral, Crd::default(), &mut f).unwrap();
+    f[100] = 0xFF; // a reserved slot's bits are ignored
+    let mut items = Vec::new();
+    u.unpack(&f, |i| items.push(format!("{i:?}"))).unwrap();
+    assert_eq!(items, vec![format!("{:?}", Item::Llctrl(viral))]);
+    got.extend(unpack_all(&mut u, &pack_all(&mut p, &mut q)));
+    assert_eq!(got.len(), 4);
+    assert_eq!(u.pending_slots(), 0);
+    // IDE and INIT.Param belong in the H-slot only.
+    let mut lo = Unpacker::new(Width::Flit256, Layout::LatencyOptimized, Direction::Downstream).unwrap();
+    let mut f = [0u8; 256];
+    Layout::LatencyOptimized.write_slot(&mut f, 8, Llctrl::InitParam { p2p_mem: true }.emit(SlotKind::Hs));
+    assert_eq!(lo.unpack(&f, |_| ()), Err(UnpackError::LlctrlPlacement { slot: 8 }));
+}
+
+/// With MDH disabled one data header per slot goes, and a slot with two is refused.
+#[test]
+fn mdh_disabled() {
+    let mut q = Queues::<4, Data>::default();
+    for _ in 0..2 {
+        q.push(Msg::H2dData(crate::msg::H2dData::default()), Some(Data::default())).unwrap();
+    }
+    let mut p = Packer::new(Width::Flit256, Layout::Standard, Direction::Downstream).unwrap().with_mdh(false);
+    let flits = pack_all(&mut p, &mut q);
+    let mut u = Unpacker::new(Width::Flit256, Layout::Standard, Direction::Downstream).unwrap().with_mdh(false);
+    assert_eq!(unpack_all(&mut u, &flits).len(), 2);
+    let mut q = Queues::<4, Data>::default();
+    for _ in 0..2 {
+        q.push(Msg::H2dData(crate::msg::H2dData::default()), Some(Data::default())).unwrap();
+    }
+    let flits = pack_all(&mut Packer::new(Width::Flit256, Layout::Standard, Direction::Downstream).unwrap(), &mut q);
+    let mut u = Unpacker::new(Width::Flit256, Layout::Standard, Direction::Downstream).unwrap().with_mdh(false);
+    assert_eq!(u.unpack(&flits[0], |_| ()), Err(UnpackError::Mdh { slot: 0 }));
 }

@@ -38,28 +38,72 @@ fn pump(from: &mut L, to: &mut L, mut lose: impl FnMut(usize) -> bool) -> Vec<De
     got
 }
 
-#[test]
-fn init_param_first_then_flits() {
+/// One flit time each way; what each end delivered.
+fn exchange(a: &mut L, b: &mut L) -> (Option<Delivered>, Option<Delivered>) {
+    let mut out = [0u8; ENTRY];
+    let at_b = a.poll_transmit(&mut out).and_then(|_| b.handle_flit(&out, false));
+    let at_a = b.poll_transmit(&mut out).and_then(|_| a.handle_flit(&out, false));
+    (at_a, at_b)
+}
+
+/// Brings both ends up.
+fn up() -> (L, L) {
     let (mut a, mut b) = (llr(), llr());
+    for _ in 0..4 {
+        exchange(&mut a, &mut b);
+    }
+    assert!(a.is_initialized() && b.is_initialized());
+    (a, b)
+}
+
+#[test]
+fn initialization_idles_then_exchanges_init_param() {
+    let (mut a, mut b) = (llr(), llr());
+    assert_eq!(a.send(&body(1), FlitKind::Protocol, false), Err(LlrError::NotInitialized));
+    assert!(!a.can_send());
+    // Both send RETRY.Idle until they hear an error-free flit, then INIT.Param.
+    let mut out = [0u8; ENTRY];
+    assert_eq!(a.poll_transmit(&mut out), Some(Sent::Retry));
+    assert_eq!(ControlFlit::parse(&out), Ok(ControlFlit::RetryIdle));
+    assert_eq!(b.handle_flit(&out, false), None);
+    assert_eq!(b.poll_transmit(&mut out), Some(Sent::New));
+    assert_eq!(ControlFlit::parse(&out), Ok(ControlFlit::InitParam { version: 0b0010, wrap: 31 }));
+    assert_eq!(
+        a.handle_flit(&out, false),
+        Some(Delivered::Control(ControlFlit::InitParam { version: 0b0010, wrap: 31 }))
+    );
+    assert!(!a.is_initialized(), "A has not sent its own INIT.Param yet");
+    assert_eq!(a.poll_transmit(&mut out), Some(Sent::New));
+    b.handle_flit(&out, false);
+    assert!(a.is_initialized() && b.is_initialized());
     a.send(&body(1), FlitKind::Protocol, false).unwrap();
-    let got = pump(&mut a, &mut b, |_| false);
-    assert_eq!(got[0], Delivered::Control(ControlFlit::InitParam { version: 0b0010, wrap: 31 }));
-    assert_eq!(got[1], Delivered::Protocol);
+    assert_eq!(pump(&mut a, &mut b, |_| false), vec![Delivered::Protocol]);
     assert_eq!(b.acks_owed(), 2);
     assert_eq!(b.poll_event(), None);
     // B, idle, acknowledges both with one LLCRD; A frees its two entries.
     let got = pump(&mut b, &mut a, |_| false);
-    assert_eq!(got.len(), 2, "B's INIT.Param and its LLCRD");
+    assert_eq!(got.len(), 1, "B's LLCRD");
     assert_eq!(a.unacknowledged(), 0);
     assert_eq!(b.acks_owed(), 0);
 }
 
 #[test]
+fn a_retry_flit_with_a_wrong_fixed_bit_counts_as_a_crc_error() {
+    let (mut a, mut b) = up();
+    let mut frame = [0u8; ENTRY];
+    frame[..16].copy_from_slice(&ControlFlit::RetryFrame.emit());
+    frame[20] = 1; // slot 1 is not zero
+    crc::seal(&mut frame);
+    assert_eq!(b.handle_flit(&frame, false), None);
+    assert_eq!(b.local_state(), LocalState::LlrReq);
+    // A retrain resets the RRSM and asks for a replay.
+    a.handle_retrain();
+    assert_eq!((a.local_state(), a.remote_state()), (LocalState::LlrReq, RemoteState::RemoteNormal));
+}
+
+#[test]
 fn a_crc_error_is_retried_and_replayed_in_order() {
-    let (mut a, mut b) = (llr(), llr());
-    // Bring both up.
-    pump(&mut a, &mut b, |_| false);
-    pump(&mut b, &mut a, |_| false);
+    let (mut a, mut b) = up();
     for t in 0..4 {
         a.send(&body(t), FlitKind::Protocol, false).unwrap();
     }
@@ -125,7 +169,7 @@ fn config_is_checked() {
 
 #[test]
 fn the_llrb_keeps_room() {
-    let mut a = llr();
+    let (mut a, _) = up();
     let mut n = 0;
     while a.can_send() {
         a.send(&body(n), FlitKind::Protocol, false).unwrap();
@@ -138,6 +182,18 @@ fn the_llrb_keeps_room() {
         a.send(&[0; 64], FlitKind::AllData, false).unwrap();
     }
     assert_eq!(a.free_entries(), 2);
-    a.send(&[0; 64], FlitKind::AllData, false).unwrap();
+    // At two free entries only a flit carrying an acknowledgement goes.
     assert_eq!(a.send(&[0; 64], FlitKind::AllData, false), Err(LlrError::Full));
+    let mut llcrd = [0u8; 64];
+    llcrd[..16].copy_from_slice(
+        &ControlFlit::LlcrdAck {
+            full_ack: 1,
+            rsp_crd: Default::default(),
+            req_crd: Default::default(),
+            data_crd: Default::default(),
+        }
+        .emit(),
+    );
+    a.send(&llcrd, FlitKind::Control, false).unwrap();
+    assert_eq!(a.send(&llcrd, FlitKind::Control, false), Err(LlrError::Full));
 }
