@@ -62,7 +62,7 @@ fn refill(q: &mut Q, stream: &str, i: &mut u16) {
 /// A stream's flits, sealed, from a clean start back to no pending data.
 fn flits(stream: &str, n: usize) -> Vec<[u8; 66]> {
     let mut q = Q::default();
-    let mut p = Packer::new(Direction::Downstream, false);
+    let mut p = Packer::new(Direction::Downstream);
     let mut i = 0;
     let mut out = Vec::new();
     while out.len() < n || p.pending_chunks() > 0 {
@@ -93,7 +93,7 @@ fn flit68(c: &mut Criterion) {
     for stream in ["rwd_64B", "cache_rsp"] {
         g.bench_function(format!("pack_seal/{stream}"), |b| {
             let mut q = Q::default();
-            let mut p = Packer::new(Direction::Downstream, false);
+            let mut p = Packer::new(Direction::Downstream);
             let mut i = 0;
             let mut f = [0u8; 66];
             b.iter(|| {
@@ -106,7 +106,7 @@ fn flit68(c: &mut Criterion) {
         let all = flits(stream, 64);
         g.bench_function(format!("unpack_check/{stream}"), |b| {
             b.iter_batched_ref(
-                || Unpacker::new(Direction::Downstream, false),
+                || Unpacker::new(Direction::Downstream),
                 |u| {
                     let mut n = 0usize;
                     for f in &all {

@@ -96,15 +96,13 @@ impl End {
         End {
             direction,
             queues: Queues::default(),
-            packer: Packer::new(direction, mdh),
+            packer: Packer::new(direction).with_mdh(mdh),
             llr: Llr::new(LlrConfig::default(), [0; ENTRY * LLRB]).expect("a valid LLRB"),
-            unpacker: Unpacker::new(
-                match direction {
-                    Direction::Downstream => Direction::Upstream,
-                    Direction::Upstream => Direction::Downstream,
-                },
-                mdh,
-            ),
+            unpacker: Unpacker::new(match direction {
+                Direction::Downstream => Direction::Upstream,
+                Direction::Upstream => Direction::Downstream,
+            })
+            .with_mdh(mdh),
             made: [0; 12],
             got: [0; 12],
             sent: 0,

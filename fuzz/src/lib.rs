@@ -2700,9 +2700,9 @@ pub fn cxl_pack68(data: &[u8]) {
     let (Ok(down), Ok(mdh)) = (bool::arbitrary(&mut u), bool::arbitrary(&mut u)) else { return };
     let direction = if down { Direction::Downstream } else { Direction::Upstream };
     let mut queues = Queues::<16>::default();
-    let mut packer = Packer::new(direction, mdh);
-    let mut peer = Unpacker::new(direction, mdh);
-    let mut raw = Unpacker::new(direction, mdh);
+    let mut packer = Packer::new(direction).with_mdh(mdh);
+    let mut peer = Unpacker::new(direction).with_mdh(mdh);
+    let mut raw = Unpacker::new(direction).with_mdh(mdh);
     let mut sent: Vec<(Msg, Option<Payload>)> = Vec::new();
     let mut got: Vec<(Msg, Option<Payload>)> = Vec::new();
     let mut deliver = |item: Item<'_>| match item {

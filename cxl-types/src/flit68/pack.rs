@@ -228,9 +228,16 @@ struct FlitData {
 }
 
 impl Packer {
-    /// A packer for `direction`; `mdh`: both ends support multiple data headers per slot.
-    pub const fn new(direction: Direction, mdh: bool) -> Packer {
-        Packer { direction, mdh, pending: Deque::new() }
+    /// A packer for `direction`, with multiple data headers per slot (MDH) disabled.
+    pub const fn new(direction: Direction) -> Packer {
+        Packer { direction, mdh: false, pending: Deque::new() }
+    }
+
+    /// With `mdh` true both ends support multiple data headers per slot and have it enabled
+    /// (§4.2.5).
+    pub const fn with_mdh(mut self, mdh: bool) -> Packer {
+        self.mdh = mdh;
+        self
     }
 
     /// Data chunks waiting to be sent.
@@ -522,9 +529,16 @@ pub struct Unpacker {
 }
 
 impl Unpacker {
-    /// An unpacker for traffic in `direction`; `mdh`: multiple data headers are enabled.
-    pub const fn new(direction: Direction, mdh: bool) -> Unpacker {
-        Unpacker { direction, mdh, waiting: Deque::new() }
+    /// An unpacker for traffic in `direction`, with multiple data headers per slot (MDH)
+    /// disabled: an MDH slot format is refused.
+    pub const fn new(direction: Direction) -> Unpacker {
+        Unpacker { direction, mdh: false, waiting: Deque::new() }
+    }
+
+    /// With `mdh` true MDH slot formats are accepted.
+    pub const fn with_mdh(mut self, mdh: bool) -> Unpacker {
+        self.mdh = mdh;
+        self
     }
 
     /// Data chunks still expected.

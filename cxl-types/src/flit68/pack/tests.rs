@@ -47,7 +47,7 @@ fn rwd_by_hand() {
     let req = M2sReq { opcode: M2sReqOpcode::MemRd, tag: 0x55, addr: 0x2000, ..M2sReq::default() };
     let mut q = Queues::<4>::default();
     q.push(Msg::M2sRwd(rwd), Some(Payload { bytes: line(0x10), ..Payload::default() })).unwrap();
-    let mut p = Packer::new(Direction::Downstream, false);
+    let mut p = Packer::new(Direction::Downstream);
     let mut f = [0u8; 64];
     let credits = [Credit::NONE, Credit::new(true, 8).unwrap(), Credit::NONE];
     assert_eq!(p.pack(&mut q, credits, &mut f), Ok(Some(Packed::Protocol)));
@@ -67,7 +67,7 @@ fn rwd_by_hand() {
     assert_eq!(&g[32..], &[0u8; 32]);
     assert_eq!(p.pack(&mut q, [Credit::NONE; 3], &mut [0; 64]), Ok(None));
 
-    let mut u = Unpacker::new(Direction::Downstream, false);
+    let mut u = Unpacker::new(Direction::Downstream);
     let got = unpack_all(&mut u, &[f, g]);
     assert_eq!(
         got,
@@ -84,12 +84,12 @@ fn mdh_rollover_into_all_data_flits() {
         let dh = H2dData { cqid: u16::from(i), ..H2dData::default() };
         q.push(Msg::H2dData(dh), Some(Payload { bytes: line(i * 64), ..Payload::default() })).unwrap();
     }
-    let mut p = Packer::new(Direction::Downstream, true);
+    let mut p = Packer::new(Direction::Downstream).with_mdh(true);
     let flits = pack_all(&mut p, &mut q);
     assert_eq!(flits.len(), 5);
     assert_eq!(flits[0][0] >> 5, 0b011, "slot 0 is H3");
     assert_eq!(&flits[1][..], &[line(48)[..16].to_vec(), line(64).to_vec()[..48].to_vec()].concat()[..]);
-    let mut u = Unpacker::new(Direction::Downstream, true);
+    let mut u = Unpacker::new(Direction::Downstream).with_mdh(true);
     let got = unpack_all(&mut u, &flits);
     assert_eq!(got.len(), 4);
     for (i, (m, d)) in got.iter().enumerate() {
@@ -101,15 +101,15 @@ fn mdh_rollover_into_all_data_flits() {
     for i in 0..4u8 {
         q.push(Msg::H2dData(H2dData { cqid: u16::from(i), ..H2dData::default() }), Some(Payload::default())).unwrap();
     }
-    let flits = pack_all(&mut Packer::new(Direction::Downstream, false), &mut q);
+    let flits = pack_all(&mut Packer::new(Direction::Downstream), &mut q);
     assert_eq!(flits.len(), 5);
     // … and an unpacker without MDH refuses an MDH flit, delivering nothing.
     let mut q = Queues::<8>::default();
     for _ in 0..2 {
         q.push(Msg::H2dData(H2dData::default()), Some(Payload::default())).unwrap();
     }
-    let flits = pack_all(&mut Packer::new(Direction::Downstream, true), &mut q);
-    let mut u = Unpacker::new(Direction::Downstream, false);
+    let flits = pack_all(&mut Packer::new(Direction::Downstream).with_mdh(true), &mut q);
+    let mut u = Unpacker::new(Direction::Downstream);
     assert_eq!(u.unpack(&flits[0], |_| panic!()), Err(UnpackError::Mdh));
     assert_eq!(u.pending_chunks(), 0);
 }
@@ -132,9 +132,9 @@ fn half_lines_and_byte_enables() {
     let dh = D2hData { uqid: 5, ..D2hData::default() };
     let be = Payload { bytes: line(2), half: false, be: Some(0x0F0F_0000_FFFF_0001) };
     q.push(Msg::D2hData(dh), Some(be)).unwrap();
-    let mut p = Packer::new(Direction::Upstream, false);
+    let mut p = Packer::new(Direction::Upstream);
     let flits = pack_all(&mut p, &mut q);
-    let mut u = Unpacker::new(Direction::Upstream, false);
+    let mut u = Unpacker::new(Direction::Upstream);
     let got = unpack_all(&mut u, &flits);
     assert!(got.contains(&(Msg::S2mDrs(drs), Some(half))));
     assert!(got.contains(&(Msg::D2hData(dh), Some(be))));
@@ -149,7 +149,7 @@ fn half_lines_and_byte_enables() {
     let mut q = Queues::<4>::default();
     q.push(Msg::M2sRwd(M2sRwd::default()), Some(Payload { half: true, ..Payload::default() })).unwrap();
     assert_eq!(
-        Packer::new(Direction::Downstream, false).pack(&mut q, [Credit::NONE; 3], &mut [0; 64]),
+        Packer::new(Direction::Downstream).pack(&mut q, [Credit::NONE; 3], &mut [0; 64]),
         Err(PackError::Shape { kind: Kind::M2sRwd })
     );
     assert_eq!(q.len(), 1, "the message stays queued");
@@ -167,7 +167,7 @@ fn unpacker_refusals() {
         }
         f
     };
-    let mut u = Unpacker::new(Direction::Downstream, false);
+    let mut u = Unpacker::new(Direction::Downstream);
     // G6 is reserved downstream.
     assert_eq!(u.unpack(&flit(hdr([0, 6, 1, 1], false), &[]), |_| ()), Err(UnpackError::ReservedFormat { slot: 1 }));
     // A G0 slot with no data due.
@@ -228,8 +228,8 @@ proptest! {
         let ks = kinds(direction);
         let mut q = Queues::<64>::default();
         let mut sent: Vec<(Msg, Option<Payload>)> = Vec::new();
-        let mut p = Packer::new(direction, mdh);
-        let mut u = Unpacker::new(direction, mdh);
+        let mut p = Packer::new(direction).with_mdh(mdh);
+        let mut u = Unpacker::new(direction).with_mdh(mdh);
         let mut got = Vec::new();
         for (k, bits, seed, half, be, flits_now) in script {
             let kind = ks[k % ks.len()];
@@ -258,7 +258,7 @@ proptest! {
     #[test]
     fn unpacker_total(down in any::<bool>(), mdh in any::<bool>(), flits in proptest::collection::vec(proptest::array::uniform32(any::<u16>()), 1..20)) {
         let direction = if down { Direction::Downstream } else { Direction::Upstream };
-        let mut u = Unpacker::new(direction, mdh);
+        let mut u = Unpacker::new(direction).with_mdh(mdh);
         for words in flits {
             let mut f = [0u8; 64];
             for (c, w) in f.chunks_exact_mut(2).zip(words) {
