@@ -121,25 +121,6 @@ const H_HBR: [Option<Contents>; 16] = [
     Some(Contents::Messages(&[S2mDrs, S2mDrs])),
 ];
 
-const H_PBR: [Option<Contents>; 16] = [
-    Some(Contents::Messages(&[H2dReq])),
-    Some(Contents::Messages(&[H2dRsp, H2dRsp])),
-    Some(Contents::Messages(&[D2hReq])),
-    Some(Contents::Messages(&[D2hRsp, D2hRsp, D2hRsp])),
-    Some(Contents::Messages(&[M2sReq])),
-    Some(Contents::Messages(&[M2sBiRsp, M2sBiRsp])),
-    Some(Contents::Messages(&[S2mBiSnp])),
-    Some(Contents::Messages(&[S2mNdr, S2mNdr])),
-    Some(Contents::Llctrl),
-    None,
-    None,
-    None,
-    Some(Contents::Messages(&[H2dData, H2dData, H2dData])),
-    Some(Contents::Messages(&[D2hData, D2hData, D2hData])),
-    Some(Contents::Messages(&[M2sRwd])),
-    Some(Contents::Messages(&[S2mDrs, S2mDrs])),
-];
-
 const HS_HBR: [Option<Contents>; 16] = [
     Some(Contents::Messages(&[H2dReq])),
     Some(Contents::Messages(&[H2dRsp, H2dRsp])),
@@ -167,7 +148,10 @@ pub fn contents(width: Width, slot: SlotKind, code: u8) -> Option<Contents> {
         (Width::Flit256, SlotKind::G) => &G_HBR,
         (Width::Pbr, SlotKind::G) => &G_PBR,
         (Width::Flit256, SlotKind::H) => &H_HBR,
-        (Width::Pbr, SlotKind::H) => &H_PBR,
+        // The PBR H-slot holds what the PBR G-slot does (M2S Req and RwD zero-extended), plus
+        // LLCTRL.
+        (Width::Pbr, SlotKind::H) if code == 8 => return Some(Contents::Llctrl),
+        (Width::Pbr, SlotKind::H) => &G_PBR,
         (Width::Flit256, SlotKind::Hs) => &HS_HBR,
         _ => return None,
     };
