@@ -5,7 +5,8 @@
 //! * `flit68/pack_seal/*`: pack one flit from per-kind queues and seal it with the CRC —
 //!   `rwd_64B`: a stream of M2S RwD writes with 64 bytes of data each (header flits and rolled
 //!   over data); `cache_rsp`: H2D Req and Rsp only, refilled so every slot is full.
-//! * `flit68/unpack_check/*`: check the CRC of each flit of those streams and unpack it.
+//! * `flit68/unpack_check/*`: check the CRC of each flit of those streams and unpack it (one
+//!   iteration = the whole stream; the throughput line gives flits per second).
 //! * `flit68/reference/bare_crc_64B`: the floor: `Table<16>` over 64 bytes already in order.
 //! * `flit68/reference/copy_66B`: a plain copy of a sealed flit.
 #![allow(missing_docs)]
@@ -91,6 +92,8 @@ fn flit68(c: &mut Criterion) {
         })
     });
     for stream in ["rwd_64B", "cache_rsp"] {
+        // Per flit: one flit per iteration here, `all.len()` flits per iteration below.
+        g.throughput(Throughput::Elements(1));
         g.bench_function(format!("pack_seal/{stream}"), |b| {
             let mut q = Q::default();
             let mut p = Packer::new(Direction::Downstream);
@@ -104,6 +107,7 @@ fn flit68(c: &mut Criterion) {
             })
         });
         let all = flits(stream, 64);
+        g.throughput(Throughput::Elements(all.len() as u64));
         g.bench_function(format!("unpack_check/{stream}"), |b| {
             b.iter_batched_ref(
                 || Unpacker::new(Direction::Downstream),

@@ -192,9 +192,11 @@ impl Counts {
         Counts([0; 12])
     }
 
+    #[inline]
     pub(crate) fn get(&self, kind: Kind) -> usize {
         self.0.get(kind as usize).copied().map_or(0, usize::from)
     }
+    #[inline]
     pub(crate) fn add(&mut self, kind: Kind) {
         if let Some(c) = self.0.get_mut(kind as usize) {
             *c = c.saturating_add(1);
@@ -270,6 +272,7 @@ impl Packer {
         let mut header = FlitHeader { rsp_crd, req_crd, data_crd, ..FlitHeader::default() };
         let mut slots = [0u128; 4];
         let mut counts = Counts::default();
+        let avail = waiting(src, self.direction);
         let mut data = FlitData::default();
         let mut placed = 0usize;
         let was_pending = !self.pending.is_empty();
@@ -279,7 +282,7 @@ impl Packer {
                 *slot = u128::from_le_bytes(c);
                 0
             } else {
-                let (code, n) = self.fill_slot(src, s == 0, slot, &mut counts, &mut data)?;
+                let (code, n) = self.fill_slot(src, s == 0, slot, &mut counts, &avail, &mut data)?;
                 placed += n;
                 code
             };
@@ -304,29 +307,30 @@ impl Packer {
     }
 
     /// Chooses the format for one slot, fills it from the source and queues the data of any
-    /// data header; the format code and the messages placed.
+    /// data header; the format code and the messages placed. `avail`: the messages of each
+    /// kind waiting when the flit began (at most a flit's worth).
     fn fill_slot<S: Source>(
         &mut self,
         src: &mut S,
         header: bool,
         slot: &mut u128,
         counts: &mut Counts,
+        avail: &Counts,
         data: &mut FlitData,
     ) -> Result<(u8, usize), PackError> {
-        let mut best: Option<(u8, &'static [Position], usize)> = None;
-        for (code, positions) in slot::message_formats(self.direction, header) {
-            let n = self.plan(src, positions, counts, data)?;
-            if n > 0 && best.is_none_or(|(_, _, b)| n > b) {
-                best = Some((code, positions, n));
+        let mut best: Option<(u8, &'static [Position], bool, usize)> = None;
+        for (code, positions, mdh_format) in slot::message_formats(self.direction, header) {
+            let n = self.plan(src, positions, mdh_format, counts, avail, data)?;
+            if n > 0 && best.is_none_or(|(.., b)| n > b) {
+                best = Some((code, positions, mdh_format, n));
             }
         }
-        let Some((code, positions, _)) = best else {
+        let Some((code, positions, mdh_format, _)) = best else {
             return Ok((if header { 0 } else { 1 }, 0));
         };
-        let mut local = Counts::default();
-        let mut placed = 0;
+        let mut pick = Pick::new(mdh_format);
         for pos in positions {
-            if !self.can_place(src, pos.kind, 0, positions, counts, &local, data) {
+            if !self.can_place(src, pos.kind, 0, counts, avail, &pick, data) {
                 continue;
             }
             let (msg, payload) = src.pop(pos.kind).ok_or(PackError::Source { kind: pos.kind })?;
@@ -347,33 +351,31 @@ impl Packer {
                     data.shape = payload.shape();
                 }
                 data.headers += 1;
-                data.mdh_slot |= data_positions(positions) > 1;
+                data.mdh_slot |= pick.mdh_format;
             }
-            local.add(pos.kind);
-            placed += 1;
+            pick.add(pos.kind);
+            counts.add(pos.kind);
         }
-        for kind in Kind::ALL {
-            for _ in 0..local.get(kind) {
-                counts.add(kind);
-            }
-        }
-        Ok((code, placed))
+        Ok((code, pick.placed))
     }
 
     /// How many messages the source could put in a slot of this format now.
     fn plan<S: Source>(
         &self,
         src: &S,
-        positions: &[Position],
+        positions: &'static [Position],
+        mdh_format: bool,
         counts: &Counts,
+        avail: &Counts,
         data: &FlitData,
     ) -> Result<usize, PackError> {
-        let mut local = Counts::default();
+        let mut pick = Pick::new(mdh_format);
         let mut data = *data;
-        let mut n = 0;
+        // Picks made in this slot are not yet in `counts`: count them in.
+        let mut seen = *counts;
         for pos in positions {
-            let next = local.get(pos.kind);
-            if self.can_place(src, pos.kind, next, positions, counts, &local, &data) {
+            let next = pick.local.get(pos.kind);
+            if self.can_place(src, pos.kind, next, &seen, avail, &pick, &data) {
                 if pos.kind.has_data() {
                     let shape = peek_shape(src, pos.kind, next).unwrap_or_default();
                     if !shape.allowed(pos.kind) {
@@ -384,47 +386,86 @@ impl Packer {
                     }
                     data.headers += 1;
                 }
-                local.add(pos.kind);
-                n += 1;
+                pick.add(pos.kind);
+                seen.add(pos.kind);
             }
         }
         // An MDH format only for more than one data header.
-        let dh = Kind::ALL.iter().filter(|k| k.has_data()).map(|k| local.get(*k)).sum::<usize>();
-        if data_positions(positions) > 1 && dh < 2 {
+        if pick.mdh_format && pick.headers < 2 {
             return Ok(0);
         }
-        Ok(n)
+        Ok(pick.placed)
     }
 
-    /// Whether the waiting message of `kind` at queue index `next` may take a position of this
-    /// format, given what the flit and the slot (`local`) hold already.
+    /// Whether the waiting message of `kind` at queue index `next` may take a position of the
+    /// slot being picked, given what the flit holds already (`counts`, this slot's picks
+    /// included).
     #[allow(clippy::too_many_arguments, reason = "one private predicate over the packing state")]
     fn can_place<S: Source>(
         &self,
         src: &S,
         kind: Kind,
         next: usize,
-        positions: &[Position],
         counts: &Counts,
-        local: &Counts,
+        avail: &Counts,
+        pick: &Pick,
         data: &FlitData,
     ) -> bool {
-        let taken = counts.get(kind) + local.get(kind);
-        if taken >= max_per_flit(kind) {
+        let taken = counts.get(kind);
+        if taken >= max_per_flit(kind) || taken >= avail.get(kind) {
             return false;
         }
-        let Some(shape) = peek_shape(src, kind, next) else { return false };
         if !kind.has_data() {
             return true;
         }
-        let mdh_format = data_positions(positions) > 1;
-        if !mdh_format {
+        let Some(shape) = peek_shape(src, kind, next) else { return false };
+        if !pick.mdh_format {
             return data.headers == 0;
         }
         // An MDH slot: the flit's only data headers, all 64 bytes without byte enables.
-        let in_slot = Kind::ALL.iter().filter(|k| k.has_data()).map(|k| local.get(*k)).sum::<usize>();
-        self.mdh && data.headers == in_slot && shape == Shape::default()
+        self.mdh && data.headers == pick.headers && shape == Shape::default()
     }
+}
+
+/// One slot's picks while its format is chosen and filled.
+struct Pick {
+    /// The format has several data-header positions.
+    mdh_format: bool,
+    /// Messages picked, per kind.
+    local: Counts,
+    /// Messages picked.
+    placed: usize,
+    /// Data headers picked.
+    headers: usize,
+}
+
+impl Pick {
+    const fn new(mdh_format: bool) -> Pick {
+        Pick { mdh_format, local: Counts::new(), placed: 0, headers: 0 }
+    }
+
+    fn add(&mut self, kind: Kind) {
+        self.local.add(kind);
+        self.placed += 1;
+        self.headers += usize::from(kind.has_data());
+    }
+}
+
+/// Messages of each kind waiting at the start of a flit, up to what one flit may carry.
+fn waiting<S: Source>(src: &S, direction: Direction) -> Counts {
+    let mut avail = Counts::new();
+    for kind in Kind::ALL {
+        if kind.downstream() != (direction == Direction::Downstream) {
+            continue;
+        }
+        for i in 0..max_per_flit(kind) {
+            if src.peek(kind, i).is_none() {
+                break;
+            }
+            avail.add(kind);
+        }
+    }
+    avail
 }
 
 /// What the unpacker hands over.
@@ -644,7 +685,8 @@ impl Unpacker {
                     }
                     let before = headers;
                     for pos in positions {
-                        if slot::get(*slot, pos).is_none() {
+                        // The Valid bit alone: the message is decoded once, on delivery.
+                        if slot >> pos.at & 1 == 0 {
                             continue;
                         }
                         counts.add(pos.kind);

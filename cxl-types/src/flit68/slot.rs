@@ -122,10 +122,40 @@ pub fn contents(direction: Direction, header: bool, code: u8) -> Option<Contents
     table.get(usize::from(code)).copied()
 }
 
-/// The format codes that hold messages, for a header slot or a generic slot, in `direction`.
-pub(crate) fn message_formats(direction: Direction, header: bool) -> impl Iterator<Item = (u8, &'static [Position])> {
+/// Bit `code` set for each format of a table with two or more data-header positions (an MDH
+/// format, §4.2.5); computed at compile time.
+const fn mdh_formats(table: &[Contents]) -> u8 {
+    let mut flags = 0u8;
+    let mut rest = table;
+    let mut code = 0;
+    while let [first, tail @ ..] = rest {
+        if let Contents::Messages(positions) = first {
+            let mut n = 0;
+            let mut p = *positions;
+            while let [pos, more @ ..] = p {
+                n += pos.kind.has_data() as usize;
+                p = more;
+            }
+            flags |= ((n > 1) as u8) << code;
+        }
+        code += 1;
+        rest = tail;
+    }
+    flags
+}
+
+const MDH: [u8; 4] = [mdh_formats(&DOWN_H), mdh_formats(&DOWN_G), mdh_formats(&UP_H), mdh_formats(&UP_G)];
+
+/// The format codes that hold messages, for a header slot or a generic slot, in `direction`,
+/// each with its positions and whether it is an MDH format.
+pub(crate) fn message_formats(
+    direction: Direction,
+    header: bool,
+) -> impl Iterator<Item = (u8, &'static [Position], bool)> {
+    let mdh =
+        MDH.get(usize::from(direction == Direction::Upstream) * 2 + usize::from(!header)).copied().unwrap_or_default();
     (0..8u8).filter_map(move |code| match contents(direction, header, code) {
-        Some(Contents::Messages(p)) => Some((code, p)),
+        Some(Contents::Messages(p)) => Some((code, p, mdh >> code & 1 != 0)),
         _ => None,
     })
 }
@@ -174,7 +204,7 @@ mod tests {
     fn positions_fit_without_overlap() {
         for direction in [Direction::Downstream, Direction::Upstream] {
             for header in [true, false] {
-                for (code, positions) in message_formats(direction, header) {
+                for (code, positions, _) in message_formats(direction, header) {
                     let mut used: u128 = if header { 0xFFFF_FFFF } else { 0 };
                     for pos in positions {
                         let len = pos.kind.bits(Width::Flit68).unwrap();

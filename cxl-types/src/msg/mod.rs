@@ -312,6 +312,14 @@ pub(crate) const fn layout_bits(layout: &[Place]) -> u32 {
     n
 }
 
+/// A layout's length, if the width has the message.
+pub(crate) const fn bits_of(layout: Option<&[Place]>) -> Option<u32> {
+    match layout {
+        Some(l) => Some(layout_bits(l)),
+        None => None,
+    }
+}
+
 /// Encodes field values (indexed as the layout's fields) after a Valid bit of 1.
 pub(crate) fn encode_fields<const N: usize>(
     message: &'static str,
@@ -425,6 +433,13 @@ macro_rules! message_impl {
                     $crate::msg::Width::Pbr => $pbr,
                 }
             }
+
+            /// The lengths in the three widths, computed once at compile time.
+            const BITS: [Option<u32>; 3] = [
+                $crate::msg::bits_of(Self::layout($crate::msg::Width::Flit68)),
+                $crate::msg::bits_of(Self::layout($crate::msg::Width::Flit256)),
+                $crate::msg::bits_of(Self::layout($crate::msg::Width::Pbr)),
+            ];
         }
 
         impl $crate::msg::Message for $name {
@@ -432,9 +447,11 @@ macro_rules! message_impl {
             const NAME: &'static str = $label;
 
             fn bits(width: $crate::msg::Width) -> Option<u32> {
-                match Self::layout(width) {
-                    Some(l) => Some($crate::msg::layout_bits(l)),
-                    None => None,
+                let [b68, b256, pbr] = Self::BITS;
+                match width {
+                    $crate::msg::Width::Flit68 => b68,
+                    $crate::msg::Width::Flit256 => b256,
+                    $crate::msg::Width::Pbr => pbr,
                 }
             }
 
