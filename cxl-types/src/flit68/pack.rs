@@ -204,11 +204,6 @@ impl Counts {
     }
 }
 
-/// How many data-header positions a slot format has: two or more make it an MDH format.
-fn data_positions(positions: &[Position]) -> usize {
-    positions.iter().filter(|p| p.kind.has_data()).count()
-}
-
 /// Chunks that can wait in the packer: up to three rolled over plus four 64-byte lines.
 const PENDING: usize = 20;
 
@@ -680,7 +675,7 @@ impl Unpacker {
                 Some(Contents::Mac) => {}
                 Some(Contents::Messages(positions)) => {
                     // An MDH format received while MDH is disabled is an error (§4.2.5).
-                    if !self.mdh && data_positions(positions) > 1 {
+                    if !self.mdh && slot::is_mdh(self.direction, s == 0, code) {
                         return Err(UnpackError::Mdh);
                     }
                     let before = headers;

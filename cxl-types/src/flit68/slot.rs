@@ -146,14 +146,23 @@ const fn mdh_formats(table: &[Contents]) -> u8 {
 
 const MDH: [u8; 4] = [mdh_formats(&DOWN_H), mdh_formats(&DOWN_G), mdh_formats(&UP_H), mdh_formats(&UP_G)];
 
+/// Whether format `code` of a header slot or a generic slot in `direction` has two or more
+/// data-header positions (an MDH format).
+pub fn is_mdh(direction: Direction, header: bool, code: u8) -> bool {
+    mdh_table(direction, header) >> (code & 7) & 1 != 0
+}
+
+fn mdh_table(direction: Direction, header: bool) -> u8 {
+    MDH.get(usize::from(direction == Direction::Upstream) * 2 + usize::from(!header)).copied().unwrap_or_default()
+}
+
 /// The format codes that hold messages, for a header slot or a generic slot, in `direction`,
 /// each with its positions and whether it is an MDH format.
 pub(crate) fn message_formats(
     direction: Direction,
     header: bool,
 ) -> impl Iterator<Item = (u8, &'static [Position], bool)> {
-    let mdh =
-        MDH.get(usize::from(direction == Direction::Upstream) * 2 + usize::from(!header)).copied().unwrap_or_default();
+    let mdh = mdh_table(direction, header);
     (0..8u8).filter_map(move |code| match contents(direction, header, code) {
         Some(Contents::Messages(p)) => Some((code, p, mdh >> code & 1 != 0)),
         _ => None,
