@@ -8,9 +8,10 @@
 //! * A flit begins at most one data message, and the flit header's Sz (64 or 32 bytes) and BE
 //!   (a byte-enable chunk follows the data) describe it. 32-byte transfers are allowed for H2D,
 //!   D2H and S2M data, byte enables for M2S and D2H data (Table 4-3).
-//! * With MDH (multiple data headers) enabled, one slot may hold several data headers, each a
-//!   64-byte transfer without byte enables (Sz = 1, BE = 0); that flit carries no other data
-//!   header, and a slot format holding several data headers is used only for more than one.
+//! * With MDH (multiple data headers; off unless both ends enable it, `with_mdh`), one slot
+//!   may hold several data headers, each a 64-byte transfer without byte enables (Sz = 1,
+//!   BE = 0); that flit carries no other data header, and a slot format holding several data
+//!   headers is used only for more than one. With MDH off such a format is refused on receive.
 //! * Per flit at most: D2H Req 4, D2H Rsp 2, D2H DH 4, S2M NDR 2, S2M DRS 3, H2D Req 2,
 //!   H2D Rsp 4, H2D DH 4, M2S Req 2, M2S RwD 1.
 //!
