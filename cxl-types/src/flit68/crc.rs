@@ -52,15 +52,32 @@ pub fn seal(flit: &mut [u8; FLIT_LEN]) {
     tail.copy_from_slice(&crc(&body).to_le_bytes());
 }
 
-/// Whether `flit`'s CRC (bytes 64–65) matches its first 64 bytes; the CRC computed and the
-/// one received otherwise.
-pub fn check(flit: &[u8; FLIT_LEN]) -> Result<(), (u16, u16)> {
+/// A flit whose CRC does not match its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CrcError {
+    /// The CRC of bytes 0–63.
+    pub computed: u16,
+    /// The CRC in bytes 64–65.
+    pub received: u16,
+}
+
+impl core::fmt::Display for CrcError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "68B flit CRC {:#06x} received, {:#06x} computed", self.received, self.computed)
+    }
+}
+
+impl core::error::Error for CrcError {}
+
+/// Whether `flit`'s CRC (bytes 64–65) matches its first 64 bytes.
+pub fn check(flit: &[u8; FLIT_LEN]) -> Result<(), CrcError> {
     let (covered, tail) = flit.split_at(COVERED);
     let mut body = [0u8; COVERED];
     body.copy_from_slice(covered);
     let computed = crc(&body);
     let received = u16::from_le_bytes([tail.first().copied().unwrap_or(0), tail.get(1).copied().unwrap_or(0)]);
-    if computed == received { Ok(()) } else { Err((computed, received)) }
+    if computed == received { Ok(()) } else { Err(CrcError { computed, received }) }
 }
 
 #[cfg(test)]
