@@ -424,8 +424,10 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
 
     /// The next flit to put on the wire, sealed, into `out`; `None` when there is nothing to
     /// send. Order: a due RETRY.Ack sequence; a due RETRY.Req sequence (not inside an all-data
-    /// run); flits from the LLRB (a replay first); a forced LLCRD; RETRY.Idle while waiting for
-    /// an Ack (so TIMEOUT keeps counting).
+    /// run); during initialization RETRY.Idle until an error-free flit has arrived, then the
+    /// INIT.Param; flits from the LLRB (a replay first); an LLCRD when two or more
+    /// acknowledgements are owed; RETRY.Idle while waiting for an Ack (so TIMEOUT keeps
+    /// counting).
     pub fn poll_transmit(&mut self, out: &mut [u8; ENTRY]) -> Option<Sent> {
         let sent = self.next_flit(out)?;
         self.flits += 1;
