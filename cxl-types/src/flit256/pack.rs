@@ -104,7 +104,7 @@ pub const fn max_per_pair(kind: Kind) -> usize {
 /// Per-group message counts of a flit (A = slots 0–3, B = 4–7, C = 8–11, D = 12–14), with
 /// the previous flit's group D. In the latency-optimized flit slot 7 lies in both B and C: its
 /// messages are kept apart (`shared`) and counted in every pair touching B or C.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Groups {
     prev_d: Counts,
     now: [Counts; 4],
@@ -245,12 +245,6 @@ pub struct Packer {
     mdh: bool,
     pending: Deque<[u8; CHUNK], PENDING>,
     groups: Groups,
-}
-
-impl core::fmt::Debug for Groups {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("Groups")
-    }
 }
 
 impl Packer {

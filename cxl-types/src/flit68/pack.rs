@@ -185,7 +185,7 @@ impl core::fmt::Display for PackError {
 impl core::error::Error for PackError {}
 
 /// Per-kind counts for one flit.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Counts([u8; 12]);
 
 impl Counts {
