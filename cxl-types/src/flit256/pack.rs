@@ -169,7 +169,9 @@ impl Groups {
     }
 }
 
-/// Why a flit could not be packed; the source's messages stay where they were.
+/// Why a flit could not be packed. A CRD that does not encode is refused before anything is
+/// taken; a data header whose data is missing or wrong stays queued, but messages already
+/// taken into the same flit are dropped with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum PackError {
@@ -308,6 +310,8 @@ impl Packer {
         crd: Crd,
         out: &mut [u8; FLIT_LEN],
     ) -> Result<bool, PackError> {
+        // Checked before anything leaves the source or the pending data.
+        let crd_bytes = crd.emit().map_err(PackError::Crd)?;
         let was_pending = !self.pending.is_empty();
         let mut groups = self.groups;
         groups.next_flit();
@@ -325,10 +329,9 @@ impl Packer {
         if placed == 0 && !was_pending && crd == Crd::default() {
             return Ok(false);
         }
-        let crd = crd.emit().map_err(PackError::Crd)?;
         self.groups = groups;
         out.fill(0);
-        self.write_frame(out, crd);
+        self.write_frame(out, crd_bytes);
         for (s, bits) in slots.into_iter().enumerate() {
             self.layout.write_slot(out, s, bits);
         }

@@ -153,7 +153,10 @@ pub enum Packed {
     AllData,
 }
 
-/// Why a flit could not be packed; the source's message stays where it was.
+/// Why a flit could not be packed. The message at fault stays queued; messages already
+/// taken into the same flit are dropped with it, so a source should hold only messages that
+/// encode in 68B ([`crate::msg::Message::encode`] with [`crate::msg::Width::Flit68`]) and
+/// give every data header its data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum PackError {
@@ -329,11 +332,14 @@ impl Packer {
             if !self.can_place(src, pos.kind, 0, counts, avail, &pick, data) {
                 continue;
             }
+            // Encoded from the queue before it leaves it: a message that does not fit a 68B
+            // slot stays queued.
+            let (next, _) = src.peek(pos.kind, 0).ok_or(PackError::Source { kind: pos.kind })?;
+            slot::put(slot, pos, next).map_err(PackError::Message)?;
             let (msg, payload) = src.pop(pos.kind).ok_or(PackError::Source { kind: pos.kind })?;
             if msg.kind() != pos.kind {
                 return Err(PackError::Source { kind: pos.kind });
             }
-            slot::put(slot, pos, &msg).map_err(PackError::Message)?;
             if pos.kind.has_data() {
                 let payload = payload.ok_or(PackError::Shape { kind: pos.kind })?;
                 if !payload.shape().allowed(pos.kind) {
@@ -373,6 +379,10 @@ impl Packer {
             let next = pick.local.get(pos.kind);
             if self.can_place(src, pos.kind, next, &seen, avail, &pick, &data) {
                 if pos.kind.has_data() {
+                    // A data header without its data is refused while still queued.
+                    if let Some((_, None)) = src.peek(pos.kind, next) {
+                        return Err(PackError::Shape { kind: pos.kind });
+                    }
                     let shape = peek_shape(src, pos.kind, next).unwrap_or_default();
                     if !shape.allowed(pos.kind) {
                         return Err(PackError::Shape { kind: pos.kind });

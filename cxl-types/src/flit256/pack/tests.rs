@@ -81,6 +81,11 @@ fn credits_and_refusals() {
     assert_eq!(u.unpack(&f, |_| panic!()), Ok(crd), "credits alone: not an Empty flit");
     f[240] = 0x02;
     assert!(matches!(u.unpack(&f, |_| panic!()), Err(UnpackError::Crd(_))));
+    // A CRD that does not encode is refused before any message leaves the queues.
+    q.push(Msg::S2mNdr(crate::msg::S2mNdr::default()), None).unwrap();
+    let bad = Crd { rsp: Some(Return { channel: Channel::S2m, count: 3 }), ..Crd::default() };
+    assert!(matches!(p.pack(&mut q, bad, &mut [0; 256]), Err(PackError::Crd(_))));
+    assert_eq!(q.len(), 1);
     // A reserved SlotFmt (9) in slot 3.
     let mut f = [0u8; 256];
     f[48] = 9;

@@ -153,6 +153,22 @@ fn half_lines_and_byte_enables() {
         Err(PackError::Shape { kind: Kind::M2sRwd })
     );
     assert_eq!(q.len(), 1, "the message stays queued");
+    // A message that does not encode in 68B (CKID is 256B only) stays queued too.
+    let mut q = Queues::<4>::default();
+    q.push(Msg::M2sReq(M2sReq { ckid: 1, ..M2sReq::default() }), None).unwrap();
+    assert!(matches!(
+        Packer::new(Direction::Downstream).pack(&mut q, [Credit::NONE; 3], &mut [0; 64]),
+        Err(PackError::Message(MsgError::Range { field: "CKID", .. }))
+    ));
+    assert_eq!(q.len(), 1);
+    // So does a data header without its data.
+    let mut q = Queues::<4>::default();
+    q.push(Msg::H2dData(H2dData::default()), None).unwrap();
+    assert_eq!(
+        Packer::new(Direction::Downstream).pack(&mut q, [Credit::NONE; 3], &mut [0; 64]),
+        Err(PackError::Shape { kind: Kind::H2dData })
+    );
+    assert_eq!(q.len(), 1);
 }
 
 /// Every refusal names what is wrong and leaves the unpacker as it was.
