@@ -27,7 +27,7 @@
 //! the specification requires. The LLCTRL slot holds LLCTRL in bits 7:4, SubType in 11:8 and
 //! its payload from bit 16, as the 68B control flit orders them.
 
-use crate::msg::{Kind, Msg, MsgError, Width};
+use crate::msg::{Kind, Msg, MsgError, Width, slot_mask};
 
 /// Which slot of a 256B flit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -167,17 +167,12 @@ pub fn positions(kinds: &'static [Kind], width: Width) -> impl Iterator<Item = (
     })
 }
 
-/// The mask of `n` low bits.
-fn low_mask(n: u32) -> u128 {
-    1u128.checked_shl(n).map_or(u128::MAX, |b| b - 1)
-}
-
 /// Writes `msg` at bit `at` of a `slot`-kind slot's bits; fails when the message does not
 /// encode in `width` or has set bits beyond the slot's end.
 pub fn put(bits: &mut u128, slot: SlotKind, at: u32, msg: &Msg, width: Width) -> Result<(), MsgError> {
     let m = msg.encode(width)?;
     let room = slot.bits().saturating_sub(at);
-    if m & !low_mask(room) != 0 {
+    if m & !slot_mask(room) != 0 {
         return Err(MsgError::Range { message: "slot", field: "bits beyond the slot", value: u64::from(room) });
     }
     *bits |= m << at;
@@ -191,7 +186,7 @@ pub fn get(bits: u128, slot: SlotKind, at: u32, kind: Kind, width: Width) -> Opt
     }
     let len = kind.bits(width)?;
     let room = slot.bits().saturating_sub(at).min(len);
-    Msg::decode(kind, bits >> at & low_mask(room), width).ok()
+    Msg::decode(kind, bits >> at & slot_mask(room), width).ok()
 }
 
 /// A link-layer control message in an H- or HS-slot (SlotFmt 8; §4.3.6, Table 4-20). 256B mode
@@ -260,7 +255,7 @@ impl Llctrl {
             Llctrl::Other { llctrl, subtype, payload } => (llctrl, subtype, le96(payload)),
         };
         let w = 8 | u128::from(llctrl & 0xF) << 4 | u128::from(subtype & 0xF) << 8 | payload << 16;
-        w & low_mask(slot.bits())
+        w & slot_mask(slot.bits())
     }
 
     /// Reads an LLCTRL slot's bits.

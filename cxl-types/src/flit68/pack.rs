@@ -225,7 +225,6 @@ pub struct Packer {
 struct FlitData {
     headers: usize,
     shape: Shape,
-    mdh_slot: bool,
 }
 
 impl Packer {
@@ -353,7 +352,6 @@ impl Packer {
                     data.shape = payload.shape();
                 }
                 data.headers += 1;
-                data.mdh_slot |= pick.mdh_format;
             }
             pick.add(pos.kind);
             counts.add(pos.kind);

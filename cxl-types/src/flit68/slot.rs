@@ -20,7 +20,7 @@
 //! *Project-defined:* G4 and G5 of the H2D/M2S direction start their second message at bit 88,
 //! after one reserved bit (the figures are images; two public slot implementations agree).
 
-use crate::msg::{Kind, Msg, MsgError, Width};
+use crate::msg::{Kind, Msg, MsgError, Width, slot_mask};
 
 /// The direction of a link's traffic; the same slot format code means different contents in
 /// each.
@@ -193,14 +193,10 @@ pub fn get(slot: u128, pos: &Position) -> Option<Msg> {
     }
     let len = pos.kind.bits(Width::Flit68).unwrap_or(0);
     let bits = match pos.dev_load_at {
-        None => slot >> pos.at & low_mask(len),
-        Some(d) => (slot >> pos.at & low_mask(DEV_LOAD)) | (slot >> d & 0b11) << DEV_LOAD,
+        None => slot >> pos.at & slot_mask(len),
+        Some(d) => (slot >> pos.at & slot_mask(DEV_LOAD)) | (slot >> d & 0b11) << DEV_LOAD,
     };
     Msg::decode(pos.kind, bits, Width::Flit68).ok()
-}
-
-fn low_mask(bits: u32) -> u128 {
-    1u128.checked_shl(bits).map_or(u128::MAX, |b| b - 1)
 }
 
 #[cfg(test)]
@@ -222,7 +218,7 @@ mod tests {
                             Some(d) => (DEV_LOAD, Some(d)),
                         };
                         assert!(u32::from(pos.at) + body <= 128, "{direction:?} {header} {code}");
-                        let m = low_mask(body) << pos.at;
+                        let m = slot_mask(body) << pos.at;
                         assert_eq!(used & m, 0, "{direction:?} header={header} code={code} {pos:?}");
                         used |= m;
                         if let Some(d) = apart {

@@ -359,6 +359,14 @@ pub(crate) fn decode_fields<const N: usize>(layout: &[Place], bits: u128) -> [u6
     values
 }
 
+/// The mask of the `n` low bits of a 128-bit slot (all of it for 128 or more).
+pub(crate) const fn slot_mask(n: u32) -> u128 {
+    match 1u128.checked_shl(n) {
+        Some(b) => b - 1,
+        None => u128::MAX,
+    }
+}
+
 const fn low_mask(bits: u8) -> u64 {
     if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 }
 }
