@@ -6,6 +6,7 @@
 #[cfg(feature = "arbitrary")]
 extern crate std;
 
+pub mod crc32c;
 pub mod entropy;
 mod error;
 pub mod msg;

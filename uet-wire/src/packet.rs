@@ -38,16 +38,10 @@ use crate::tss::{ICV_LEN, TssHeader};
 /// Length of the CRC32C trailer.
 pub const CRC_LEN: usize = 4;
 
-const CRC32C: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
-
 /// CRC-32C over `prefix` (IP source and destination, and the UDP header in UDP mode) followed by
-/// `covered` (the packet from the entropy/PDS header to the end of the payload).
-pub fn crc32c(prefix: &[u8], covered: &[u8]) -> u32 {
-    let mut d = CRC32C.digest();
-    d.update(prefix);
-    d.update(covered);
-    d.finalize()
-}
+/// `covered` (the packet from the entropy/PDS header to the end of the payload): the hardware or
+/// table backend of [`crate::crc32c`].
+pub use crate::crc32c::crc32c;
 
 /// A PDS request and a standard SES request back to back, as the commonest data packet carries
 /// them when it has neither CC fields nor an SES extension: 56 bytes.
