@@ -43,6 +43,41 @@ pub const CRC_LEN: usize = 4;
 /// table backend of [`crate::crc32c`].
 pub use crate::crc32c::crc32c;
 
+/// Checks the CRC32C trailer at the end of `packet` over `prefix ‖` the bytes before it, and
+/// returns those bytes (the packet without its trailer). The receive side of [`append_crc`].
+pub fn check_crc<'a>(prefix: &[u8], packet: &'a [u8]) -> Result<&'a [u8], Error> {
+    let (covered, trailer) = split_trailer(packet)?;
+    let expected = crc32c(prefix, covered);
+    if expected == trailer { Ok(covered) } else { Err(Error::Crc { expected, got: trailer }) }
+}
+
+/// Writes the CRC32C trailer of `prefix ‖ out[..len]` at `out[len..len + 4]` and returns the
+/// packet's length with it: the last step of building a packet whose headers and payload are in
+/// `out` (after [`Endpoint::poll_transmit`](crate::msg::Endpoint::poll_transmit) and the payload
+/// it names).
+pub fn append_crc(prefix: &[u8], out: &mut [u8], len: usize) -> Result<usize, Error> {
+    let end = len.saturating_add(CRC_LEN);
+    if out.len() < end {
+        return Err(Error::BufferTooShort { needed: end, got: out.len() });
+    }
+    let (packet, trailer) = out.split_at_mut(len);
+    let crc = crc32c(prefix, packet);
+    trailer.get_mut(..CRC_LEN).unwrap_or_default().copy_from_slice(&crc.to_be_bytes());
+    Ok(end)
+}
+
+/// `packet` split before its CRC32C trailer, and the trailer's value.
+fn split_trailer(packet: &[u8]) -> Result<(&[u8], u32), Error> {
+    let split = packet.len().checked_sub(CRC_LEN).ok_or(Error::Truncated {
+        field: "CRC32C trailer",
+        needed: CRC_LEN,
+        got: packet.len(),
+    })?;
+    let (covered, trailer) = packet.split_at(split);
+    let t = <[u8; CRC_LEN]>::try_from(trailer).map_err(|_| Error::Mismatch { field: "CRC32C trailer" })?;
+    Ok((covered, u32::from_be_bytes(t)))
+}
+
 /// A PDS request and a standard SES request back to back, as the commonest data packet carries
 /// them when it has neither CC fields nor an SES extension: 56 bytes.
 #[derive(zerocopy::FromBytes, zerocopy::KnownLayout, zerocopy::Immutable, zerocopy::Unaligned)]
@@ -160,14 +195,8 @@ impl<'a> UetPacket<'a> {
             return Ok(UetPacket { entropy, body: Body::Secured { tss, ciphertext, icv }, crc_covered: &[] });
         }
         let (covered, crc) = if config.crc {
-            let split = bytes.len().checked_sub(CRC_LEN).ok_or(Error::Truncated {
-                field: "CRC32C trailer",
-                needed: CRC_LEN,
-                got: bytes.len(),
-            })?;
-            let (covered, trailer) = bytes.split_at(split);
-            let t = <[u8; CRC_LEN]>::try_from(trailer).map_err(|_| Error::Mismatch { field: "CRC32C trailer" })?;
-            (covered, Some(u32::from_be_bytes(t)))
+            let (covered, crc) = split_trailer(bytes)?;
+            (covered, Some(crc))
         } else {
             (bytes, None)
         };
@@ -258,15 +287,10 @@ impl PacketRepr {
         }
         let end = n + payload.len();
         out.get_mut(n..end).ok_or(Error::BufferTooShort { needed: end, got: n })?.copy_from_slice(payload);
-        n = end;
-        if let Some(prefix) = crc_prefix {
-            let crc = crc32c(prefix, out.get(..n).unwrap_or_default());
-            out.get_mut(n..n + CRC_LEN)
-                .ok_or(Error::BufferTooShort { needed: n + CRC_LEN, got: n })?
-                .copy_from_slice(&crc.to_be_bytes());
-            n += CRC_LEN;
+        match crc_prefix {
+            Some(prefix) => append_crc(prefix, out, end),
+            None => Ok(end),
         }
-        Ok(n)
     }
 }
 
@@ -312,6 +336,25 @@ mod tests {
     /// A READ request carries no payload; in a continuation packet its `payload_length` is the
     /// data it asks for (the reference provider's `uet_tx_msg`), so no bytes must follow. A WRITE
     /// continuation must carry what it announces.
+    #[test]
+    fn append_and_check_crc() {
+        let prefix = [10, 0, 0, 1, 10, 0, 0, 2];
+        let mut out = [0u8; 40];
+        out[..32].fill(0x5A);
+        assert_eq!(append_crc(&prefix, &mut out, 32), Ok(36));
+        assert_eq!(out[32..36], crc32c(&prefix, &[0x5A; 32]).to_be_bytes());
+        assert_eq!(check_crc(&prefix, &out[..36]), Ok(&[0x5A; 32][..]));
+        let mut bad = out;
+        bad[0] ^= 1;
+        assert!(matches!(check_crc(&prefix, &bad[..36]), Err(Error::Crc { .. })));
+        assert!(matches!(check_crc(&prefix, &out[..3]), Err(Error::Truncated { needed: 4, got: 3, .. })));
+        assert_eq!(append_crc(&prefix, &mut out, 37), Err(Error::BufferTooShort { needed: 41, got: 40 }));
+        assert_eq!(
+            append_crc(&prefix, &mut out, usize::MAX),
+            Err(Error::BufferTooShort { needed: usize::MAX, got: 40 })
+        );
+    }
+
     #[test]
     fn a_read_continuation_asks_for_data_and_carries_none() {
         let mut repr = write_request(5);

@@ -36,6 +36,23 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         self.handle_any_packet(now, src, bytes, true)
     }
 
+    /// [`Endpoint::handle_packet`] (or, with `ce`, [`Endpoint::handle_ce_packet`]) for a packet
+    /// that ends with its CRC32C trailer: the trailer is checked over `crc_prefix ‖` the packet
+    /// (the IP source and destination addresses, and the UDP header with UDP framing: see
+    /// [`packet`](crate::packet)), then the packet is handled, in one call and one pass over its
+    /// bytes. A wrong trailer is `Malformed(Error::Crc { .. })` and changes nothing.
+    pub fn handle_crc_packet<'a>(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        bytes: &'a [u8],
+        crc_prefix: &[u8],
+        ce: bool,
+    ) -> Result<Option<Placement<'a>>, EndpointError> {
+        let covered = crate::packet::check_crc(crc_prefix, bytes)?;
+        self.handle_any_packet(now, src, covered, ce)
+    }
+
     pub(super) fn handle_any_packet<'a>(
         &mut self,
         now: Instant,

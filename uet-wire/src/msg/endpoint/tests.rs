@@ -1361,3 +1361,24 @@ fn a_failed_message_says_what_the_target_may_hold() {
         assert_eq!(st.rtt.is_some(), acked_first);
     }
 }
+
+#[test]
+fn a_packet_with_a_wrong_crc_changes_nothing_and_the_right_one_is_placed() {
+    let (mut a, mut b, a_addr, b_addr) = kept_pair();
+    let mut pkt = one_packet_request(&mut a, b_addr, 3, 100);
+    let prefix = [10, 0, 0, 1, 10, 0, 0, 2];
+    let len = pkt.len();
+    pkt.extend([0; crate::packet::CRC_LEN]);
+    let len = crate::packet::append_crc(&prefix, &mut pkt, len).unwrap();
+    assert_eq!(len, pkt.len());
+    let mut bad = pkt.clone();
+    bad[20] ^= 0x10;
+    let err = b.handle_crc_packet(Instant::ZERO, a_addr, &bad, &prefix, false).unwrap_err();
+    assert!(matches!(err, EndpointError::Malformed(Error::Crc { .. })), "{err:?}");
+    assert_eq!(b.target_pdcs(), 0, "the corrupt packet opened nothing");
+    let short = b.handle_crc_packet(Instant::ZERO, a_addr, &pkt[..3], &prefix, false).unwrap_err();
+    assert!(matches!(short, EndpointError::Malformed(Error::Truncated { .. })), "{short:?}");
+    let p = b.handle_crc_packet(Instant::ZERO, a_addr, &pkt, &prefix, false).unwrap().expect("placed");
+    assert_eq!((p.payload.len(), p.header.match_bits), (100, 3));
+    assert_eq!(b.target_pdcs(), 1);
+}

@@ -1,0 +1,218 @@
+//! End to end: messages from one `Endpoint` to another over in-memory frames, CRC32C trailer on,
+//! beside the floor — the codec work the same frames need with no endpoint — in the same run.
+//!
+//! * `endpoint/rud_{64,4096,65536}`: ns per message, RUD WRITEs of 64 B and 4 KiB (one packet
+//!   each) and 64 KiB (16 packets of 4 KiB), 16 messages in flight on one PDC. Each packet the
+//!   sender's `poll_transmit` names is built in one frame buffer (headers, then the payload copied
+//!   from the message's memory, then `append_crc`), handed at once to the receiver's
+//!   `handle_crc_packet`, and its payload copied to where the `Placement` says. The receiver's
+//!   ACKs go back the same way, and both sides' events are taken every turn. The wire is perfect
+//!   and has no delay; the clock advances 1 µs per turn (for the ACK coalescing timer).
+//! * `floor/rud_{64,4096,65536}`: per message, for each of its packets, `PacketRepr::emit` of the
+//!   same request (headers, payload copy, CRC), `UetPacket::parse` and `verify_crc` of the frame,
+//!   and the copy of its payload out. No ACKs, no state.
+#![allow(missing_docs)]
+// Harness code, not library code.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use std::hint::black_box;
+use std::time::Duration as StdDuration;
+use uet_wire::linklayer::{Duration, Instant};
+use uet_wire::msg::{Endpoint, EndpointConfig, Event, MAX_HEADER_LEN, MessageDesc, Service};
+use uet_wire::packet::{CRC_LEN, append_crc};
+use uet_wire::pdc::{IpAddr, ipv4};
+use uet_wire::pds::{DeliveryMode, NextHeader, PdcDest, PdsHeader, Request, RequestFlags};
+use uet_wire::ses::{Opcode, RequestCommon, SesFlags, SesHeader, StandardRequest, StandardTail};
+use uet_wire::{PacketRepr, UetPacket, WalkConfig};
+
+const MTU: u16 = 4096;
+const IN_FLIGHT: usize = 16;
+const FRAME: usize = MAX_HEADER_LEN + MTU as usize + CRC_LEN;
+
+/// The CRC prefix of a packet from `src` to `dst`: the two IPv4 addresses.
+fn prefix(src: IpAddr, dst: IpAddr) -> [u8; 8] {
+    let mut p = [0; 8];
+    p[..4].copy_from_slice(&src[12..]);
+    p[4..].copy_from_slice(&dst[12..]);
+    p
+}
+
+/// Two endpoints, the memory each message is read from and written to, and one frame buffer.
+struct Pair {
+    eps: [Endpoint<4, 32, 64>; 2],
+    addrs: [IpAddr; 2],
+    source: Vec<u8>,
+    dest: Vec<u8>,
+    frame: Vec<u8>,
+    now: Instant,
+    in_flight: usize,
+}
+
+impl Pair {
+    fn new(len: u32) -> Self {
+        let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
+        Pair {
+            eps: [
+                Endpoint::new(EndpointConfig::new(addrs[0], MTU), 1),
+                Endpoint::new(EndpointConfig::new(addrs[1], MTU), 2),
+            ],
+            addrs,
+            source: (0..len).map(|i| i as u8).collect(),
+            dest: vec![0; len as usize],
+            frame: vec![0; FRAME],
+            now: Instant::ZERO,
+            in_flight: 0,
+        }
+    }
+
+    /// Sends `count` messages from endpoint 0 to endpoint 1, keeping [`IN_FLIGHT`] started.
+    fn run(&mut self, count: u64) {
+        let len = self.source.len() as u32;
+        let (mut started, mut sent) = (0u64, 0u64);
+        while sent < count {
+            while started < count && self.in_flight < IN_FLIGHT {
+                let desc = MessageDesc::new(self.addrs[1], Service::Rud, Opcode::Write, 1, len);
+                self.eps[0].send(desc).unwrap();
+                self.in_flight += 1;
+                started += 1;
+            }
+            for from in [0, 1] {
+                self.transmit(from);
+            }
+            self.now = self.now.saturating_add(Duration::from_micros(1));
+            for ep in &mut self.eps {
+                if ep.poll_timeout().is_some_and(|t| t <= self.now) {
+                    ep.handle_timeout(self.now);
+                }
+            }
+            while let Some(ev) = self.eps[0].poll_event() {
+                match ev {
+                    Event::Sent(_) => {
+                        self.in_flight -= 1;
+                        sent += 1;
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            while let Some(ev) = self.eps[1].poll_event() {
+                assert!(matches!(ev, Event::Received { .. }), "{ev:?}");
+            }
+        }
+    }
+
+    /// Every packet endpoint `from` has to send, each built in the frame buffer and handled by
+    /// the other endpoint at once.
+    fn transmit(&mut self, from: usize) {
+        let to = 1 - from;
+        let tx_prefix = prefix(self.addrs[from], self.addrs[to]);
+        while let Some(t) = self.eps[from].poll_transmit(self.now, &mut self.frame).unwrap() {
+            let mut len = t.header_len;
+            if let Some(p) = t.payload {
+                let bytes = &self.source[p.offset as usize..][..usize::from(p.len)];
+                self.frame[len..len + bytes.len()].copy_from_slice(bytes);
+                len += bytes.len();
+            }
+            let len = append_crc(&tx_prefix, &mut self.frame, len).unwrap();
+            let placed =
+                self.eps[to].handle_crc_packet(self.now, self.addrs[from], &self.frame[..len], &tx_prefix, false);
+            if let Some(p) = placed.unwrap() {
+                self.dest[p.offset as usize..][..p.payload.len()].copy_from_slice(p.payload);
+            }
+        }
+    }
+}
+
+/// A data request of `len` payload bytes at `offset` of a `total`-byte message.
+fn request(psn: u32, offset: u32, len: usize, total: u32) -> PacketRepr {
+    let mut flags = SesFlags::empty();
+    if offset == 0 {
+        flags |= SesFlags::SOM;
+    }
+    if offset as usize + len == total as usize {
+        flags |= SesFlags::EOM;
+    }
+    PacketRepr {
+        entropy: None,
+        pds: PdsHeader::Request(Request {
+            mode: DeliveryMode::Rud,
+            next_header: NextHeader::ReqStd,
+            flags: RequestFlags::empty(),
+            clear_psn_offset: 0,
+            psn,
+            spdcid: 1,
+            dest: PdcDest::Established { dpdcid: 2 },
+            cc: None,
+        }),
+        ses: Some(SesHeader::Standard(StandardRequest {
+            common: RequestCommon {
+                opcode: Opcode::Write,
+                flags,
+                ri_generation: 0,
+                job_id: 1,
+                pid_on_fep: 0,
+                resource_index: 0,
+            },
+            message_id: 1,
+            buffer_offset: 0,
+            initiator: 0,
+            match_bits: 0,
+            tail: if offset == 0 {
+                StandardTail::Som { header_data: 0 }
+            } else {
+                StandardTail::Continuation { payload_length: len as u16, message_offset: offset }
+            },
+            request_length: total,
+            ext: None,
+        })),
+    }
+}
+
+/// The floor of one message: every packet emitted with its CRC, walked, CRC-checked and its
+/// payload copied out.
+fn floor(source: &[u8], dest: &mut [u8], frame: &mut [u8], prefix: &[u8; 8]) {
+    let total = source.len() as u32;
+    for (k, chunk) in source.chunks(usize::from(MTU)).enumerate() {
+        let offset = (k * usize::from(MTU)) as u32;
+        let n = request(k as u32, offset, chunk.len(), total).emit(chunk, Some(prefix), frame).unwrap();
+        let pkt = UetPacket::parse(&frame[..n], WalkConfig { crc: true, ..WalkConfig::default() }).unwrap();
+        pkt.verify_crc(prefix).unwrap();
+        let uet_wire::Body::Clear { payload, .. } = pkt.body else { panic!("clear") };
+        dest[offset as usize..][..payload.len()].copy_from_slice(payload);
+    }
+}
+
+fn endpoint_benches(c: &mut Criterion) {
+    let mut g = c.benchmark_group("endpoint");
+    g.throughput(Throughput::Elements(1));
+    for len in [64u32, 4096, 65536] {
+        let mut pair = Pair::new(len);
+        pair.run(64);
+        assert_eq!(pair.dest, pair.source, "the messages arrive whole");
+        g.bench_function(format!("rud_{len}"), |b| {
+            b.iter_custom(|iters| {
+                let start = std::time::Instant::now();
+                pair.run(iters);
+                start.elapsed()
+            })
+        });
+
+        let source: Vec<u8> = (0..len).map(|i| i as u8).collect();
+        let mut dest = vec![0; len as usize];
+        let mut frame = vec![0; FRAME];
+        let p = prefix(ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+        floor(&source, &mut dest, &mut frame, &p);
+        assert_eq!(dest, source);
+        g.bench_function(format!("floor/rud_{len}"), |b| {
+            b.iter(|| floor(black_box(&source), &mut dest, &mut frame, &p));
+        });
+    }
+    g.finish();
+}
+
+criterion_group! {
+    name = endpoint;
+    config = Criterion::default().measurement_time(StdDuration::from_secs(3));
+    targets = endpoint_benches
+}
+criterion_main!(endpoint);
