@@ -2,7 +2,7 @@
 //! beside the floor — the codec work the same frames need with no endpoint — in the same run.
 //!
 //! * `endpoint/rud_{64,4096,65536}`: ns per message, RUD WRITEs of 64 B and 4 KiB (one packet
-//!   each) and 64 KiB (16 packets of 4 KiB), 16 messages in flight on one PDC. Each packet the
+//!   each) and 64 KiB (16 packets of 4 KiB), 16 messages in flight on one PDC, kept open. Each packet the
 //!   sender's `poll_transmit` names is built in one frame buffer (headers, then the payload copied
 //!   from the message's memory, then `append_crc`), handed at once to the receiver's
 //!   `handle_crc_packet`, and its payload copied to where the `Placement` says. The receiver's
@@ -38,6 +38,11 @@ fn prefix(src: IpAddr, dst: IpAddr) -> [u8; 8] {
     p
 }
 
+/// The PDC stays open between bursts (a stream of messages, not one PDC per burst).
+fn config(addr: IpAddr) -> EndpointConfig {
+    EndpointConfig { close_when_idle: false, ..EndpointConfig::new(addr, MTU) }
+}
+
 /// Two endpoints, the memory each message is read from and written to, and one frame buffer.
 struct Pair {
     eps: [Endpoint<4, 32, 64>; 2],
@@ -53,10 +58,7 @@ impl Pair {
     fn new(len: u32) -> Self {
         let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
         Pair {
-            eps: [
-                Endpoint::new(EndpointConfig::new(addrs[0], MTU), 1),
-                Endpoint::new(EndpointConfig::new(addrs[1], MTU), 2),
-            ],
+            eps: [Endpoint::new(config(addrs[0]), 1), Endpoint::new(config(addrs[1]), 2)],
             addrs,
             source: (0..len).map(|i| i as u8).collect(),
             dest: vec![0; len as usize],

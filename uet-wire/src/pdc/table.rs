@@ -16,12 +16,75 @@
 //!   initiator holds the message until a PDC closes, a target answers NACK NO_PDC_AVAIL (a
 //!   retransmit-class code, so the initiator tries again).
 //!
-//! `N` must be a power of two of at least 2 (the key index is a `heapless` FNV index map) and at
+//! `N` must be a power of two of at least 2 (the key index is a `heapless` index map) and at
 //! most 32768.
 
 use crate::pds::DeliveryMode;
-use core::hash::Hash;
-use heapless::index_map::FnvIndexMap;
+use core::hash::{Hash, Hasher};
+use hash32::BuildHasherDefault;
+use heapless::index_map::IndexMap;
+
+/// The key index, hashed by [`KeyHasher`].
+type KeyIndex<K, const N: usize> = IndexMap<K, u16, BuildHasherDefault<KeyHasher>, N>;
+
+/// The key index's hasher: one multiply per 8 bytes of key, where FNV (heapless's default)
+/// takes one per byte; a lookup happens for every message an endpoint starts, and FNV over the
+/// 38-byte initiator key was an eighth of a 64-byte message's cost. The index keeps the low 16
+/// bits of the hash, so [`Hasher::finish`] rotates the best-mixed bits of the last product (its
+/// top) down to them. Like FNV it is not keyed: a peer choosing addresses to collide slows the
+/// lookups of its own target PDCs toward a scan of the table, no worse.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KeyHasher(u64);
+
+impl KeyHasher {
+    /// An odd constant with well-spread bits (the 64-bit golden ratio).
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::K);
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut b = [0; 8];
+            b.copy_from_slice(w);
+            self.add(u64::from_le_bytes(b));
+        }
+        let tail = words.remainder();
+        if !tail.is_empty() {
+            let mut b = [0; 8];
+            b.get_mut(..tail.len()).unwrap_or_default().copy_from_slice(tail);
+            self.add(u64::from_le_bytes(b) ^ (tail.len() as u64) << 59);
+        }
+    }
+
+    fn write_u8(&mut self, v: u8) {
+        self.add(v.into());
+    }
+
+    fn write_u16(&mut self, v: u16) {
+        self.add(v.into());
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.add(v.into());
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.add(v);
+    }
+
+    fn write_usize(&mut self, v: usize) {
+        self.add(v as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0.rotate_left(16)
+    }
+}
 
 /// An IP address as 16 bytes (IPv4 as IPv4-mapped IPv6, `::ffff:a.b.c.d`).
 pub type IpAddr = [u8; 16];
@@ -110,7 +173,7 @@ pub struct PdcTable<K, T, const N: usize> {
     cycle: u16,
     generations: [u16; N],
     free: heapless::Vec<u16, N>,
-    by_key: FnvIndexMap<K, u16, N>,
+    by_key: KeyIndex<K, N>,
 }
 
 impl<K: Hash + Eq + Clone, T, const N: usize> Default for PdcTable<K, T, N> {
@@ -146,7 +209,7 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
             cycle,
             generations: [0; N],
             free,
-            by_key: FnvIndexMap::new(),
+            by_key: KeyIndex::new(),
         }
     }
 

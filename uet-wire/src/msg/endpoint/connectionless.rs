@@ -18,9 +18,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let index = m.sent;
         let t = self.write_rudi(out, slot, index, pkt_id, false)?;
         self.next_pkt_id = pkt_id.wrapping_add(1);
-        if let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) {
-            m.sent += 1;
-        }
+        self.count_sent(slot);
         let resend_at = now.saturating_add(self.cfg.pdc.rto);
         // Room was checked above.
         let _ = self.rudi.push(RudiOut { pkt_id, slot: slot as u16, index, resend_at, retries: 0, nacked: false });
@@ -80,9 +78,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     pub(super) fn transmit_uud(&mut self, out: &mut [u8], slot: usize) -> Result<Transmit, EndpointError> {
         let uud = crate::pds::Uud { next_header: NextHeader::ReqStd };
         let t = self.write_packet(out, slot, 0, &PdsHeader::Uud(uud))?;
-        if let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) {
-            m.sent = 1;
-        }
+        self.count_sent(slot);
         self.complete_connectionless(slot);
         Ok(t)
     }
@@ -92,8 +88,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     pub(super) fn complete_connectionless(&mut self, slot: usize) {
         let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { return };
         let answered = !self.rudi.iter().any(|r| usize::from(r.slot) == slot);
-        if m.sent == m.segments.packets() && answered && self.events.push_back(Event::Sent(m.handle(slot))).is_ok() {
-            self.free_msg(slot);
+        if m.sent == m.segments.packets() && answered {
+            if self.events.push_back(Event::Sent(m.handle(slot))).is_ok() {
+                self.free_msg(slot);
+            } else {
+                self.unsettled = true;
+            }
         }
     }
 

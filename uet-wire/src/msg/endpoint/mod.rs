@@ -111,6 +111,7 @@ use crate::ses::{
     StandardTail,
 };
 use linklayer::Instant;
+use links::{Link, SlotList};
 use stats::Marked;
 pub use stats::{EndpointStats, NackCounts, Resends};
 
@@ -552,6 +553,11 @@ impl SendMsg {
         }
     }
 
+    /// Whether every packet went out.
+    const fn all_sent(&self) -> bool {
+        self.sent >= self.segments.packets()
+    }
+
     /// The caller's name for this message, in slot `slot`.
     const fn handle(&self, slot: usize) -> MsgHandle {
         MsgHandle { slot: slot as u16, generation: self.generation, user: self.desc.user }
@@ -588,6 +594,10 @@ struct IniPdc {
     next_message_id: u16,
     /// The message whose packets are going out (the next message waits for it).
     active: Option<u16>,
+    /// Messages started on this PDC and not yet settled (`Sent` or `Failed`): how many, and
+    /// their slots, in the order they started.
+    messages: u16,
+    started: SlotList,
 }
 
 struct TgtPdc<const R: usize> {
@@ -693,6 +703,11 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     targets: PdcTable<TargetKey, TgtPdc<R>, P>,
     msgs: [Option<SendMsg>; M],
     generations: [u16; M],
+    /// The messages with packets not yet sent, oldest first (what `poll_transmit` walks).
+    unsent: SlotList,
+    unsent_links: [Link; M],
+    /// The links of each initiator PDC's list of started messages.
+    started_links: [Link; M],
     next_seq: u64,
     events: heapless::Deque<Event, E>,
     /// Random bits for start PSNs (the caller seeds it; time and randomness are inputs).
@@ -711,6 +726,10 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     /// Target PDCs closed lately, newest last.
     closed_targets: heapless::Deque<ClosedTarget, CLOSED_MEMORY>,
     stats: EndpointStats,
+    /// A completed message waits for room in the event queue: the next event polled settles it.
+    unsettled: bool,
+    /// The initiator PDC a new message was last found for.
+    last_pdc: Option<u16>,
 }
 
 /// A target PDC closed lately: a SYN request for its key and start PSN before `until` is a late
@@ -760,6 +779,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             targets: PdcTable::with_ids(0x8000, 0xFFFF),
             msgs: core::array::from_fn(|_| None),
             generations: [0; M],
+            unsent: SlotList::default(),
+            unsent_links: [Link::default(); M],
+            started_links: [Link::default(); M],
             next_seq: 0,
             events: heapless::Deque::new(),
             rng: seed | 1,
@@ -771,6 +793,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             rudi_responses: heapless::Deque::new(),
             closed_targets: heapless::Deque::new(),
             stats: EndpointStats::default(),
+            unsettled: false,
+            last_pdc: None,
         }
     }
 
@@ -867,7 +891,23 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             };
             *m = Some(SendMsg::new(generation, kind, desc, segments, seq, message_id));
         }
+        self.unsent.insert(&mut self.unsent_links, slot as u16, |_| true);
         Ok(MsgHandle { slot: slot as u16, generation, user: desc.user })
+    }
+
+    /// Counts a packet of message `slot` sent; it leaves the unsent list with its last packet.
+    fn count_sent(&mut self, slot: usize) {
+        let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) else { return };
+        m.sent += 1;
+        if m.all_sent() {
+            self.unsent.unlink(&mut self.unsent_links, slot as u16);
+        }
+    }
+
+    /// The slots of the messages started on initiator PDC `id`, in the order they started.
+    fn started_on(&self, id: u16) -> impl Iterator<Item = usize> + '_ {
+        let list = self.initiators.get(id).map(|p| p.started).unwrap_or_default();
+        list.iter(&self.started_links).map(usize::from)
     }
 
     fn key(&self, desc: &MessageDesc) -> InitiatorKey {
@@ -880,12 +920,19 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
     }
 
-    fn free_msg(&mut self, slot: usize) -> Option<SendMsg> {
-        let m = self.msgs.get_mut(slot)?.take()?;
+    /// Empties message slot `slot` (in place: the message is not moved out).
+    fn free_msg(&mut self, slot: usize) {
+        let Some(m) = self.msgs.get_mut(slot) else { return };
+        let Some(pdc) = m.as_ref().map(|m| m.pdc) else { return };
+        *m = None;
+        self.unsent.unlink(&mut self.unsent_links, slot as u16);
+        if let Some(p) = pdc.and_then(|id| self.initiators.get_mut(id)) {
+            p.messages = p.messages.saturating_sub(1);
+            p.started.unlink(&mut self.started_links, slot as u16);
+        }
         if let Some(g) = self.generations.get_mut(slot) {
             *g = g.wrapping_add(1);
         }
-        Some(m)
     }
 
     /// The next deadline of any PDC.
@@ -940,8 +987,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// The next event.
     pub fn poll_event(&mut self) -> Option<Event> {
         let ev = self.events.pop_front();
-        if ev.is_some() {
-            // Room again: settle what waited for it.
+        if ev.is_some() && core::mem::take(&mut self.unsettled) {
+            // Room again: settle what waited for it (what still finds no room sets the flag again).
             let ids: heapless::Vec<u16, P> = self.initiators.iter().map(|(id, _)| id).collect();
             for id in ids {
                 self.settle_later(id);
@@ -974,8 +1021,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// Messages that found the event queue full are settled once it has room (at the latest
     /// time a call gave).
     fn settle_later(&mut self, id: u16) {
-        let any = self.msgs.iter().flatten().any(|m| m.pdc == Some(id));
-        if any {
+        if self.initiators.get(id).is_some_and(|p| p.messages > 0) {
             self.after_initiator_change(self.now, id);
         }
     }
@@ -1014,6 +1060,7 @@ const fn refusal(code: NackCode, r: &Request, spdcid: u16) -> Nack {
 
 mod connectionless;
 mod demux;
+mod links;
 mod receiving;
 mod sending;
 mod stats;

@@ -181,6 +181,11 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 if let Ok(s) = Segmenter::new(m.desc.len, mtu) {
                     m.segments = s;
                 }
+                // A run sent whole has packets to send again, in its place by age.
+                let seq = m.seq;
+                let msgs = &self.msgs;
+                let older = |s: u16| msgs.get(usize::from(s)).and_then(Option::as_ref).is_some_and(|o| o.seq < seq);
+                self.unsent.insert(&mut self.unsent_links, run as u16, older);
             }
             return;
         }
@@ -195,6 +200,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         if let Some(m) = self.msgs.get_mut(slot) {
             *m = Some(SendMsg::new(generation, kind, desc, segments, seq, 0));
         }
+        self.unsent.insert(&mut self.unsent_links, slot as u16, |_| true);
     }
 
     /// Reports a target PDC's events, forgets the read data it had acknowledged (all of it once

@@ -154,10 +154,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
         let cfg = self.cfg.pdc;
         // The READ this data answers, if its bytes fit it.
-        let slot = self.msgs.iter().position(|m| {
-            m.as_ref().is_some_and(|m| {
-                m.pdc == Some(id)
-                    && matches!(m.kind, MsgKind::Read { .. })
+        let slot = self.started_on(id).find(|&slot| {
+            self.msgs.get(slot).and_then(Option::as_ref).is_some_and(|m| {
+                matches!(m.kind, MsgKind::Read { .. })
                     && m.message_id == rsp.read_request_message_id
                     && u64::from(rsp.message_offset) + payload.len() as u64 <= u64::from(m.desc.len)
             })
@@ -217,21 +216,29 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let (mut started_unsent, mut for_key);
         if restarted_by != 0 {
             // NEW_START_PSN moved every PSN of the PDC (nothing was acknowledged yet).
-            for m in self.msgs.iter_mut().flatten().filter(|m| m.pdc == Some(id)) {
-                m.first_psn = m.first_psn.wrapping_add(restarted_by);
+            let mut next = p.started.first();
+            while let Some(slot) = next {
+                next = SlotList::next(&self.started_links, slot);
+                if let Some(m) = self.msgs.get_mut(usize::from(slot)).and_then(Option::as_mut) {
+                    m.first_psn = m.first_psn.wrapping_add(restarted_by);
+                }
             }
         }
-        // Completions are reported in send order (the slots are in no order), a batch at a time.
+        // Messages for this PDC's key that have not started keep it open.
+        let queued_for_key = self.unsent.iter(&self.unsent_links).any(|slot| {
+            let m = self.msgs.get(usize::from(slot)).and_then(Option::as_ref);
+            m.is_some_and(|m| m.pdc.is_none() && m.kind.read_data_pdc().is_none() && self.key(&m.desc) == key)
+        });
+        // Completions are reported in send order, a batch at a time.
         loop {
             let mut done: heapless::Vec<(u64, u16), COMPLETION_BATCH> = heapless::Vec::new();
             let mut overflow = false;
-            (started_unsent, for_key) = (false, false);
-            for slot in 0..M {
+            (started_unsent, for_key) = (false, queued_for_key);
+            let mut next = self.initiators.get(id).and_then(|p| p.started.first());
+            while let Some(slot) = next {
+                next = SlotList::next(&self.started_links, slot);
+                let slot = usize::from(slot);
                 let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
-                if m.pdc != Some(id) {
-                    for_key |= m.pdc.is_none() && m.kind.read_data_pdc().is_none() && self.key(&m.desc) == key;
-                    continue;
-                }
                 let packets = m.segments.packets();
                 // Read before a failure gives the window up.
                 let partly_acked = m.partly_acked || (failure.is_none() && m.sent > 0 && psn_after(base, m.first_psn));
@@ -281,6 +288,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 } else {
                     reported_all = false;
                     for_key = true;
+                    self.unsettled = true;
                 }
             }
             if !(overflow && reported_all) {
@@ -298,8 +306,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         if wants_close {
             let _ = p.pdc.close(now, &cfg);
         }
-        let settled = !self.msgs.iter().flatten().any(|m| m.pdc == Some(id));
-        if p.pdc.state() == InitiatorState::Closed && settled && !p.pdc.has_pending() {
+        if p.pdc.state() == InitiatorState::Closed && p.messages == 0 && !p.pdc.has_pending() {
             self.initiators.remove(id);
         }
     }

@@ -134,10 +134,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// The message slot holding PSN `psn` of initiator PDC `id`, and the packet's index in it
     /// (PSNs of a PDC's messages are consecutive).
     pub(super) fn message_at(&self, id: u16, psn: u32) -> Option<(usize, u32)> {
-        self.msgs.iter().enumerate().find_map(|(slot, m)| {
-            let m = m.as_ref()?;
+        self.started_on(id).find_map(|slot| {
+            let m = self.msgs.get(slot)?.as_ref()?;
             let i = psn.wrapping_sub(m.first_psn);
-            (m.pdc == Some(id) && i < m.sent).then_some((slot, i))
+            (i < m.sent).then_some((slot, i))
         })
     }
 
@@ -216,16 +216,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
 
     pub(super) fn transmit_new(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
         // Oldest message first among those that can go.
-        let mut order: heapless::Vec<(u64, u16), M> = heapless::Vec::new();
-        for (slot, m) in self.msgs.iter().enumerate() {
-            if let Some(m) = m {
-                if m.sent < m.segments.packets() {
-                    let _ = order.push((m.seq, slot as u16));
-                }
-            }
-        }
-        order.sort_unstable();
-        for &(_, slot) in &order {
+        let mut next = self.unsent.first();
+        while let Some(slot) = next {
+            next = SlotList::next(&self.unsent_links, slot);
             let slot = usize::from(slot);
             let service = self.msgs.get(slot).and_then(Option::as_ref).map(|m| m.desc.service);
             match service {
@@ -253,13 +246,15 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             let Ok(stamp) = p.pdc.send(now, &cfg, last) else { continue };
             if m.sent == 0 {
                 m.pdc = Some(id);
+                p.messages += 1;
+                p.started.insert(&mut self.started_links, slot as u16, |_| true);
                 m.message_id = p.next_message_id;
                 m.first_psn = stamp.psn;
                 p.next_message_id = p.next_message_id.wrapping_add(1);
             }
             let index = m.sent;
-            m.sent += 1;
             p.active = if last { None } else { Some(slot as u16) };
+            self.count_sent(slot);
             let t = self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, None))?;
             return Ok(Some(t));
         }
@@ -294,7 +289,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             m.first_psn = stamp.psn;
         }
         let index = m.sent;
-        m.sent += 1;
+        self.count_sent(slot);
         self.write_read_data(out, slot, index, stamp).map(Some)
     }
 
@@ -307,12 +302,14 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             return Some(id);
         }
         let key = self.key(&m.desc);
-        if let Some(id) = self.initiators.find(&key) {
+        // Messages come in runs to one PDC: the one found last is tried before the key index.
+        let last = self.last_pdc.filter(|&id| self.initiators.key(id) == Some(&key));
+        if let Some(id) = last.or_else(|| self.initiators.find(&key)) {
+            self.last_pdc = Some(id);
             let p = self.initiators.get(id)?;
             let takes_new = matches!(p.pdc.state(), InitiatorState::Creating | InitiatorState::Established);
             // No more messages in progress than the target tracks (see `messages_per_pdc`).
-            let open = self.msgs.iter().flatten().filter(|m| m.pdc == Some(id)).count();
-            return (takes_new && open < usize::from(self.cfg.messages_per_pdc)).then_some(id);
+            return (takes_new && p.messages < self.cfg.messages_per_pdc).then_some(id);
         }
         let id = self.initiators.next_id()?;
         let start = self.random_u32();
@@ -328,6 +325,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     close_req_psn: None,
                     next_message_id: 0,
                     active: None,
+                    messages: 0,
+                    started: SlotList::default(),
                 },
             )
             .ok()
