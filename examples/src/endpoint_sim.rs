@@ -18,7 +18,7 @@ use crate::link_sim::Rng;
 use linklayer::{Duration, Instant};
 use std::collections::HashMap;
 use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, MsgHandle, Service};
-use uet_wire::packet::crc32c;
+use uet_wire::packet::{CRC_LEN, append_crc};
 use uet_wire::pdc::held::HELD_RESPONSES;
 use uet_wire::pdc::{IpAddr, PdcConfig, ipv4};
 use uet_wire::pds::{DeliveryMode, PdsHeader, RequestFlags};
@@ -259,8 +259,9 @@ impl<const R: usize> EndpointSim<R> {
                 }
             }
         }
-        let crc = crc32c(&[], &pkt);
-        pkt.extend_from_slice(&crc.to_be_bytes());
+        let len = pkt.len();
+        pkt.resize(len + CRC_LEN, 0);
+        append_crc(&[], &mut pkt, len).expect("room for the trailer");
         let bits = pkt.len() as u64 * 8;
         self.sides[i].tx_free_at =
             self.now.saturating_add(Duration::from_nanos(bits.div_ceil(self.cfg.link_gbps).max(1)));
@@ -282,12 +283,9 @@ impl<const R: usize> EndpointSim<R> {
             let _ = self.sides[to].ep.handle_trimmed(now, from, &p.bytes, false);
             return;
         }
-        let (covered, crc) = p.bytes.split_at(p.bytes.len() - 4);
-        if crc32c(&[], covered).to_be_bytes() != crc {
-            return;
-        }
         let side = &mut self.sides[to];
-        match side.ep.handle_packet(now, from, covered) {
+        // The CRC is checked and the packet handled in one call; a corrupted one is dropped.
+        match side.ep.handle_crc_packet(now, from, &p.bytes, &[], false) {
             Ok(Some(pl)) if pl.read.is_some() => {
                 let h = pl.read.expect("read data");
                 let (_, buf, arrived) = side.reads.get_mut(&h).expect("data for a READ in progress");
@@ -318,6 +316,7 @@ impl<const R: usize> EndpointSim<R> {
             }
             Ok(None) => {}
             Err(uet_wire::msg::EndpointError::EventsFull | uet_wire::msg::EndpointError::ResponsesFull) => {}
+            Err(uet_wire::msg::EndpointError::Malformed(uet_wire::Error::Crc { .. })) => {}
             Err(e) => panic!("a CRC-checked packet was refused: {e:?}"),
         }
     }

@@ -1074,8 +1074,10 @@ pub fn pdc_pair(data: &[u8]) {
     }
 }
 
-/// Two endpoints over a network the input drives (any order, drops, duplicates, time jumps),
-/// with arbitrary bytes injected at either, over all four services. Invariants: no panic; every
+/// Two endpoints over a network the input drives (any order, drops, duplicates, corruption, time
+/// jumps, events left unpolled), with arbitrary bytes injected at either, over all four services.
+/// Packets carry the CRC32C trailer (`append_crc`, `handle_crc_packet`); a corrupted one is
+/// refused as a CRC mismatch. Invariants: no panic; every
 /// placement lies inside its message; each message handle completes or fails at most once;
 /// messages on a PDC complete once each, in message order, only after all their bytes were
 /// placed; a UUD datagram is reported only after it was placed; a placement the input answers
@@ -1104,6 +1106,8 @@ pub fn endpoint(data: &[u8]) {
     // READs in flight: (side, handle) → (length, bytes of data placed).
     let mut reads: HashMap<(usize, uet_wire::msg::MsgHandle), (u32, u64)> = HashMap::new();
     let mut out = [0u8; 128];
+    // While set, events are left in the queue (it fills; completions wait for room).
+    let mut hold_events = false;
     while !u.is_empty() {
         match u.int_in_range(0u8..=6).unwrap_or(0) {
             0 => {
@@ -1142,6 +1146,10 @@ pub fn endpoint(data: &[u8]) {
                                     );
                                     pkt.extend(std::iter::repeat_n(0x5A, usize::from(r.len)));
                                 }
+                                let len = pkt.len();
+                                pkt.resize(len + uet_wire::packet::CRC_LEN, 0);
+                                let prefix = crc_prefix(&addrs, side);
+                                uet_wire::packet::append_crc(&prefix, &mut pkt, len).expect("room for the trailer");
                                 net.push((1 - side, pkt));
                             }
                             Ok(None) => break,
@@ -1152,21 +1160,40 @@ pub fn endpoint(data: &[u8]) {
             }
             2 if !net.is_empty() => {
                 let k = u.choose_index(net.len()).unwrap_or(0);
-                match u.int_in_range(0u8..=3).unwrap_or(0) {
+                match u.int_in_range(0u8..=4).unwrap_or(0) {
                     0 => {
                         net.swap_remove(k);
                     }
                     1 => net.push(net[k].clone()),
+                    4 => {
+                        // One bit flipped anywhere: the CRC check refuses the packet.
+                        let (to, mut pkt) = net.swap_remove(k);
+                        let bit = u.int_in_range(0..=pkt.len() * 8 - 1).unwrap_or(0);
+                        pkt[bit / 8] ^= 1 << (bit % 8);
+                        let r = eps[to].handle_crc_packet(now, addrs[1 - to], &pkt, &crc_prefix(&addrs, 1 - to), false);
+                        assert!(
+                            matches!(r, Err(uet_wire::msg::EndpointError::Malformed(uet_wire::Error::Crc { .. }))),
+                            "a corrupted packet was not refused by its CRC: {r:?}"
+                        );
+                    }
                     r => {
                         let (to, pkt) = net.swap_remove(k);
-                        deliver(&mut eps, now, &addrs, to, &pkt, &mut placed, &mut reads, r == 3);
+                        deliver(&mut eps, now, &addrs, to, &pkt, true, &mut placed, &mut reads, r == 3);
                     }
                 }
             }
             3 => {
                 let to = usize::from(u.arbitrary::<bool>().unwrap_or(false));
-                let pkt: Vec<u8> = u.arbitrary().unwrap_or_default();
-                deliver(&mut eps, now, &addrs, to, &pkt, &mut placed, &mut reads, false);
+                let mut pkt: Vec<u8> = u.arbitrary().unwrap_or_default();
+                // With a valid trailer half the time, so the bytes reach the parser either way.
+                let crc = u.arbitrary::<bool>().unwrap_or(false);
+                if crc {
+                    let len = pkt.len();
+                    pkt.resize(len + uet_wire::packet::CRC_LEN, 0);
+                    let prefix = crc_prefix(&addrs, 1 - to);
+                    uet_wire::packet::append_crc(&prefix, &mut pkt, len).expect("room for the trailer");
+                }
+                deliver(&mut eps, now, &addrs, to, &pkt, crc, &mut placed, &mut reads, false);
             }
             4 => {
                 now = now.saturating_add(Duration::from_micros(u.int_in_range(0u64..=3000).unwrap_or(0)));
@@ -1174,9 +1201,10 @@ pub fn endpoint(data: &[u8]) {
                     ep.handle_timeout(now);
                 }
             }
+            5 => hold_events = !hold_events,
             _ => {}
         }
-        for (side, ep) in eps.iter_mut().enumerate() {
+        for (side, ep) in eps.iter_mut().enumerate().filter(|_| !hold_events || u.is_empty()) {
             while let Some(ev) = ep.poll_event() {
                 match ev {
                     Event::Sent(h) => {
@@ -1221,6 +1249,15 @@ pub fn endpoint(data: &[u8]) {
         }
     }
 
+    /// The CRC prefix of a packet from side `from`: its IPv4 source and destination.
+    fn crc_prefix(addrs: &[uet_wire::pdc::IpAddr; 2], from: usize) -> [u8; 8] {
+        let mut p = [0; 8];
+        p[..4].copy_from_slice(&addrs[from][12..]);
+        p[4..].copy_from_slice(&addrs[1 - from][12..]);
+        p
+    }
+
+    /// Hands `pkt` to endpoint `to`, through `handle_crc_packet` when it carries a trailer.
     #[allow(clippy::too_many_arguments)]
     fn deliver(
         eps: &mut [Endpoint<4, 8, 40>; 2],
@@ -1228,12 +1265,18 @@ pub fn endpoint(data: &[u8]) {
         addrs: &[uet_wire::pdc::IpAddr; 2],
         to: usize,
         pkt: &[u8],
+        crc: bool,
         placed: &mut std::collections::HashMap<(usize, u16, u16), u64>,
         reads: &mut std::collections::HashMap<(usize, uet_wire::msg::MsgHandle), (u32, u64)>,
         respond: bool,
     ) {
         let mtu = u32::from(eps[to].config().mtu);
-        if let Ok(Some(p)) = eps[to].handle_packet(now, addrs[1 - to], pkt) {
+        let handled = if crc {
+            eps[to].handle_crc_packet(now, addrs[1 - to], pkt, &crc_prefix(addrs, 1 - to), false)
+        } else {
+            eps[to].handle_packet(now, addrs[1 - to], pkt)
+        };
+        if let Ok(Some(p)) = handled {
             let end = u64::from(p.offset) + p.payload.len() as u64;
             assert!(end <= u64::from(p.header.request_length), "placement past the message end");
             if let Some(h) = p.read {

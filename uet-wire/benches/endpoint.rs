@@ -11,6 +11,9 @@
 //! * `floor/rud_{64,4096,65536}`: per message, for each of its packets, `PacketRepr::emit` of the
 //!   same request (headers, payload copy, CRC), `UetPacket::parse` and `verify_crc` of the frame,
 //!   and the copy of its payload out. No ACKs, no state.
+//! * `floor_with_ack/rud_{64,4096,65536}`: the floor plus the same for the one ACK per message the
+//!   endpoint sends back (a 12-byte ACK with the 12-byte DEFAULT_RESPONSE; every message's last
+//!   packet asks for an ACK), the least a reliable message needs on the wire.
 #![allow(missing_docs)]
 // Harness code, not library code.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
@@ -22,8 +25,13 @@ use uet_wire::linklayer::{Duration, Instant};
 use uet_wire::msg::{Endpoint, EndpointConfig, Event, MAX_HEADER_LEN, MessageDesc, Service};
 use uet_wire::packet::{CRC_LEN, append_crc};
 use uet_wire::pdc::{IpAddr, ipv4};
-use uet_wire::pds::{DeliveryMode, NextHeader, PdcDest, PdsHeader, Request, RequestFlags};
-use uet_wire::ses::{Opcode, RequestCommon, SesFlags, SesHeader, StandardRequest, StandardTail};
+use uet_wire::pds::{
+    Ack, AckExtension, AckFlags, AckRequest, DeliveryMode, NextHeader, PdcDest, PdsHeader, Request, RequestFlags,
+};
+use uet_wire::ses::{
+    Opcode, RequestCommon, Response, ResponseList, ResponseOpcode, ReturnCode, SesFlags, SesHeader, StandardRequest,
+    StandardTail,
+};
 use uet_wire::{PacketRepr, UetPacket, WalkConfig};
 
 const MTU: u16 = 4096;
@@ -184,6 +192,38 @@ fn floor(source: &[u8], dest: &mut [u8], frame: &mut [u8], prefix: &[u8; 8]) {
     }
 }
 
+/// The ACK of a message's last packet, with its DEFAULT_RESPONSE, emitted with its CRC, walked
+/// and CRC-checked.
+fn ack_floor(psn: u32, frame: &mut [u8], prefix: &[u8; 8]) -> u32 {
+    let ack = PacketRepr {
+        entropy: None,
+        pds: PdsHeader::Ack(Ack {
+            next_header: NextHeader::Rsp,
+            flags: AckFlags::empty(),
+            request: AckRequest::None,
+            ack_psn_offset: 0,
+            cack_psn: psn,
+            spdcid: 2,
+            dpdcid: 1,
+            ext: AckExtension::None,
+        }),
+        ses: Some(SesHeader::Response(Response {
+            list: ResponseList::Expected,
+            opcode: ResponseOpcode::DefaultResponse,
+            return_code: ReturnCode::Ok,
+            message_id: 1,
+            ri_generation: 0,
+            job_id: 1,
+            modified_length: 64,
+        })),
+    };
+    let n = ack.emit(&[], Some(prefix), frame).unwrap();
+    let pkt = UetPacket::parse(&frame[..n], WalkConfig { crc: true, ..WalkConfig::default() }).unwrap();
+    pkt.verify_crc(prefix).unwrap();
+    let uet_wire::Body::Clear { pds: PdsHeader::Ack(a), .. } = pkt.body else { panic!("an ACK") };
+    a.cack_psn
+}
+
 fn endpoint_benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("endpoint");
     g.throughput(Throughput::Elements(1));
@@ -207,6 +247,13 @@ fn endpoint_benches(c: &mut Criterion) {
         assert_eq!(dest, source);
         g.bench_function(format!("floor/rud_{len}"), |b| {
             b.iter(|| floor(black_box(&source), &mut dest, &mut frame, &p));
+        });
+        let back = prefix(ipv4([10, 0, 0, 2]), ipv4([10, 0, 0, 1]));
+        g.bench_function(format!("floor_with_ack/rud_{len}"), |b| {
+            b.iter(|| {
+                floor(black_box(&source), &mut dest, &mut frame, &p);
+                ack_floor(black_box(7), &mut frame, &back)
+            });
         });
     }
     g.finish();
