@@ -1149,7 +1149,8 @@ pub fn endpoint(data: &[u8]) {
                                 let len = pkt.len();
                                 pkt.resize(len + uet_wire::packet::CRC_LEN, 0);
                                 let prefix = crc_prefix(&addrs, side);
-                                uet_wire::packet::append_crc(&prefix, &mut pkt, len).expect("room for the trailer");
+                                uet_wire::packet::append_crc(prefix.as_bytes(), &mut pkt, len)
+                                    .expect("room for the trailer");
                                 net.push((1 - side, pkt));
                             }
                             Ok(None) => break,
@@ -1170,7 +1171,13 @@ pub fn endpoint(data: &[u8]) {
                         let (to, mut pkt) = net.swap_remove(k);
                         let bit = u.int_in_range(0..=pkt.len() * 8 - 1).unwrap_or(0);
                         pkt[bit / 8] ^= 1 << (bit % 8);
-                        let r = eps[to].handle_crc_packet(now, addrs[1 - to], &pkt, &crc_prefix(&addrs, 1 - to), false);
+                        let r = eps[to].handle_crc_packet(
+                            now,
+                            addrs[1 - to],
+                            &pkt,
+                            crc_prefix(&addrs, 1 - to).as_bytes(),
+                            false,
+                        );
                         assert!(
                             matches!(r, Err(uet_wire::msg::EndpointError::Malformed(uet_wire::Error::Crc { .. }))),
                             "a corrupted packet was not refused by its CRC: {r:?}"
@@ -1191,7 +1198,7 @@ pub fn endpoint(data: &[u8]) {
                     let len = pkt.len();
                     pkt.resize(len + uet_wire::packet::CRC_LEN, 0);
                     let prefix = crc_prefix(&addrs, 1 - to);
-                    uet_wire::packet::append_crc(&prefix, &mut pkt, len).expect("room for the trailer");
+                    uet_wire::packet::append_crc(prefix.as_bytes(), &mut pkt, len).expect("room for the trailer");
                 }
                 deliver(&mut eps, now, &addrs, to, &pkt, crc, &mut placed, &mut reads, false);
             }
@@ -1243,18 +1250,16 @@ pub fn endpoint(data: &[u8]) {
                 }
             }
         }
-        // A freed PDC id may come back after its generations wrap; forget released order then.
-        if eps[0].target_pdcs() == 0 && eps[1].target_pdcs() == 0 {
+        // A freed PDC id may come back after its generations wrap; forget released order then
+        // (once its events were all taken: held ones may still name the closed PDC).
+        if !hold_events && eps[0].target_pdcs() == 0 && eps[1].target_pdcs() == 0 {
             last_released.clear();
         }
     }
 
     /// The CRC prefix of a packet from side `from`: its IPv4 source and destination.
-    fn crc_prefix(addrs: &[uet_wire::pdc::IpAddr; 2], from: usize) -> [u8; 8] {
-        let mut p = [0; 8];
-        p[..4].copy_from_slice(&addrs[from][12..]);
-        p[4..].copy_from_slice(&addrs[1 - from][12..]);
-        p
+    fn crc_prefix(addrs: &[uet_wire::pdc::IpAddr; 2], from: usize) -> uet_wire::packet::CrcPrefix {
+        uet_wire::packet::CrcPrefix::ip(&addrs[from], &addrs[1 - from])
     }
 
     /// Hands `pkt` to endpoint `to`, through `handle_crc_packet` when it carries a trailer.
@@ -1272,7 +1277,7 @@ pub fn endpoint(data: &[u8]) {
     ) {
         let mtu = u32::from(eps[to].config().mtu);
         let handled = if crc {
-            eps[to].handle_crc_packet(now, addrs[1 - to], pkt, &crc_prefix(addrs, 1 - to), false)
+            eps[to].handle_crc_packet(now, addrs[1 - to], pkt, crc_prefix(addrs, 1 - to).as_bytes(), false)
         } else {
             eps[to].handle_packet(now, addrs[1 - to], pkt)
         };

@@ -23,7 +23,7 @@ use std::hint::black_box;
 use std::time::Duration as StdDuration;
 use uet_wire::linklayer::{Duration, Instant};
 use uet_wire::msg::{Endpoint, EndpointConfig, Event, MAX_HEADER_LEN, MessageDesc, Service};
-use uet_wire::packet::{CRC_LEN, append_crc};
+use uet_wire::packet::{CRC_LEN, CrcPrefix, append_crc};
 use uet_wire::pdc::{IpAddr, ipv4};
 use uet_wire::pds::{
     Ack, AckExtension, AckFlags, AckRequest, DeliveryMode, NextHeader, PdcDest, PdsHeader, Request, RequestFlags,
@@ -40,10 +40,7 @@ const FRAME: usize = MAX_HEADER_LEN + MTU as usize + CRC_LEN;
 
 /// The CRC prefix of a packet from `src` to `dst`: the two IPv4 addresses.
 fn prefix(src: IpAddr, dst: IpAddr) -> [u8; 8] {
-    let mut p = [0; 8];
-    p[..4].copy_from_slice(&src[12..]);
-    p[4..].copy_from_slice(&dst[12..]);
-    p
+    CrcPrefix::ip(&src, &dst).as_bytes().try_into().unwrap()
 }
 
 /// The PDC stays open between bursts (a stream of messages, not one PDC per burst).

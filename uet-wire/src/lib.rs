@@ -21,6 +21,8 @@ pub use error::Error;
 /// `std`, `linklayer::StdClock`: `StdClock::new()`, then `clock.now()` for each call's `now` and
 /// `clock.to_std(deadline)` to wait until a `poll_timeout`.
 pub use linklayer;
+#[doc(inline)]
+pub use linklayer::{Duration, Instant};
 pub use packet::{Body, PacketRepr, UetPacket, WalkConfig, parse_request_std};
 
 #[cfg(test)]

@@ -18,11 +18,14 @@
 //! over the IP source and destination addresses, then everything from the entropy or UDP header to
 //! the end of the payload, appended as 4 bytes **most significant byte first**, like every other
 //! UET field. Both the coverage and the byte order are the reference provider's
-//! (`ultraethernet/uet-ref-prov`: `uet_pds.c` covers IPv4 header + 12 or IPv6 header + 8 through
-//! the IP payload; `crc32c.c`'s `crc32c_finish` returns `htonl(~crc)`, which `uet_pds.c` appends
-//! with `memcpy`). What a UDP-mode trailer covers besides the addresses is not public; this crate
-//! has the caller include the UDP header (*project-defined*). The addresses (and the UDP header)
-//! are outside this crate's bytes, so the caller passes them as the `prefix` of [`crc32c`]. The
+//! (`ultraethernet/uet-ref-prov`: `uet_pds.c`, "calculate the CRC (include src/dst IP and UDP)",
+//! covers IPv4 header + 12 or IPv6 header + 8 through the end of the packet; `crc32c.c`'s
+//! `crc32c_finish` returns `htonl(~crc)`, which `uet_pds.c` appends with `memcpy`). Which value
+//! the UDP checksum field holds when the CRC is computed is not public (the checksum covers the
+//! trailer, so it is filled after); this crate's examples put zero there (*project-defined*).
+//! The bytes before the ones a call is given (the addresses, the UDP header, and for
+//! [`Endpoint`](crate::msg::Endpoint) calls in native-IP mode the entropy header) are outside
+//! them, so the caller passes them as the `prefix` of [`crc32c`]: [`CrcPrefix`] builds it. The
 //! trailer is found from the end of the UET bytes: take them from the IP length, not from the end
 //! of an Ethernet frame, which may be padded.
 //!
@@ -42,6 +45,66 @@ pub const CRC_LEN: usize = 4;
 /// `covered` (the packet from the entropy/PDS header to the end of the payload): the hardware or
 /// table backend of [`crate::crc32c`].
 pub use crate::crc32c::crc32c;
+
+/// The bytes a CRC32C trailer covers before the bytes a call is given: the IP source and
+/// destination addresses as the IP header carries them, then the UDP header (UDP framing) or,
+/// for [`Endpoint`](crate::msg::Endpoint) calls, which take the bytes after it, the entropy
+/// header (native-IP framing). See the module doc.
+///
+/// ```
+/// use uet_wire::packet::CrcPrefix;
+/// use uet_wire::pdc::ipv4;
+/// let p = CrcPrefix::ip(&ipv4([10, 0, 0, 1]), &ipv4([10, 0, 0, 2]));
+/// assert_eq!(p.as_bytes(), [10, 0, 0, 1, 10, 0, 0, 2]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CrcPrefix {
+    bytes: [u8; 40],
+    len: usize,
+}
+
+impl CrcPrefix {
+    /// The addresses of a packet from `src` to `dst` (in the 16-byte form the endpoint uses):
+    /// 4 bytes each when both are IPv4-mapped (the reference provider's CRC starts at byte 12 of
+    /// the IPv4 header), else 16 bytes each (byte 8 of the IPv6 header). A receiver passes the
+    /// sender first: `CrcPrefix::ip(&peer, &own)`.
+    pub fn ip(src: &crate::pdc::IpAddr, dst: &crate::pdc::IpAddr) -> Self {
+        let mut bytes = [0; 40];
+        let v4 = |a: &crate::pdc::IpAddr| a.get(..12) == Some(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF][..]);
+        let width = if v4(src) && v4(dst) { 4 } else { 16 };
+        let (s, d) = (src.get(16 - width..).unwrap_or_default(), dst.get(16 - width..).unwrap_or_default());
+        bytes.get_mut(..width).unwrap_or_default().copy_from_slice(s);
+        bytes.get_mut(width..2 * width).unwrap_or_default().copy_from_slice(d);
+        CrcPrefix { bytes, len: 2 * width }
+    }
+
+    /// With UDP framing: the 8-byte UDP header after the addresses (the checksum field as it
+    /// stands when the CRC is computed, zero in this crate's examples).
+    pub fn with_udp(self, udp_header: [u8; 8]) -> Self {
+        self.then(&udp_header)
+    }
+
+    /// With native-IP framing, for the [`Endpoint`](crate::msg::Endpoint) calls, which take the
+    /// bytes after it: the 4-byte entropy header after the addresses.
+    pub fn with_entropy(self, entropy_header: [u8; 4]) -> Self {
+        self.then(&entropy_header)
+    }
+
+    /// `bytes` appended, if they fit (one UDP or entropy header after the addresses always does).
+    fn then(mut self, bytes: &[u8]) -> Self {
+        if let Some(b) = self.bytes.get_mut(self.len..self.len + bytes.len()) {
+            b.copy_from_slice(bytes);
+            self.len += bytes.len();
+        }
+        self
+    }
+
+    /// The prefix's bytes, for [`crc32c`], [`check_crc`], [`append_crc`] and
+    /// [`Endpoint::handle_crc_packet`](crate::msg::Endpoint::handle_crc_packet).
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes.get(..self.len).unwrap_or_default()
+    }
+}
 
 /// Checks the CRC32C trailer at the end of `packet` over `prefix ‖` the bytes before it, and
 /// returns those bytes (the packet without its trailer). The receive side of [`append_crc`].
@@ -336,6 +399,26 @@ mod tests {
     /// A READ request carries no payload; in a continuation packet its `payload_length` is the
     /// data it asks for (the reference provider's `uet_tx_msg`), so no bytes must follow. A WRITE
     /// continuation must carry what it announces.
+    #[test]
+    fn crc_prefixes() {
+        use crate::pdc::ipv4;
+        let (a, b) = (ipv4([10, 0, 0, 1]), ipv4([192, 168, 1, 2]));
+        assert_eq!(CrcPrefix::ip(&a, &b).as_bytes(), [10, 0, 0, 1, 192, 168, 1, 2]);
+        let v6: crate::pdc::IpAddr = core::array::from_fn(|i| 0x20 + i as u8);
+        let p = CrcPrefix::ip(&v6, &a);
+        assert_eq!(p.as_bytes().len(), 32);
+        assert_eq!((&p.as_bytes()[..16], &p.as_bytes()[16..]), (&v6[..], &a[..]));
+        let udp = [0x12, 0x34, 0x12, 0xB9, 0, 40, 0, 0];
+        assert_eq!(CrcPrefix::ip(&a, &b).with_udp(udp).as_bytes()[8..], udp);
+        assert_eq!(p.with_udp(udp).as_bytes().len(), 40);
+        // A second UDP header does not fit and is not added.
+        assert_eq!(p.with_udp(udp).with_udp(udp).as_bytes().len(), 40);
+        assert_eq!(
+            CrcPrefix::ip(&a, &b).with_entropy([1, 2, 3, 4]).as_bytes(),
+            [10, 0, 0, 1, 192, 168, 1, 2, 1, 2, 3, 4]
+        );
+    }
+
     #[test]
     fn append_and_check_crc() {
         let prefix = [10, 0, 0, 1, 10, 0, 0, 2];

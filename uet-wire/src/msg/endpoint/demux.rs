@@ -13,8 +13,9 @@ pub(super) enum Side {
 }
 
 impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
-    /// Takes a received packet: PDS header on, without any CRC trailer. Returns where a new
-    /// request's payload belongs. For a packet that arrived CE-marked, call
+    /// Takes a received packet: PDS header on, without any CRC trailer (a trailer left on would
+    /// be taken for payload; packets that carry one go to [`Endpoint::handle_crc_packet`]).
+    /// Returns where a new request's payload belongs. For a packet that arrived CE-marked, call
     /// [`Endpoint::handle_ce_packet`] instead.
     pub fn handle_packet<'a>(
         &mut self,
@@ -37,10 +38,18 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     }
 
     /// [`Endpoint::handle_packet`] (or, with `ce`, [`Endpoint::handle_ce_packet`]) for a packet
-    /// that ends with its CRC32C trailer: the trailer is checked over `crc_prefix ‖` the packet
-    /// (the IP source and destination addresses, and the UDP header with UDP framing: see
-    /// [`packet`](crate::packet)), then the packet is handled, in one call and one pass over its
-    /// bytes. A wrong trailer is `Malformed(Error::Crc { .. })` and changes nothing.
+    /// that ends with its CRC32C trailer: the trailer is checked over `crc_prefix ‖` the packet,
+    /// then the packet is handled, in one call and one pass over its bytes. The prefix is the IP
+    /// source and destination addresses as the IP header carries them, then the UDP header (UDP
+    /// framing) or the entropy header (native-IP framing):
+    /// [`CrcPrefix::ip(&src, &own_address)`](crate::packet::CrcPrefix::ip) with `.with_udp(..)`
+    /// or `.with_entropy(..)`, see [`packet`](crate::packet). A wrong trailer is `Malformed(Error::Crc { .. })` and changes
+    /// nothing; so is one computed with another prefix.
+    ///
+    /// The sender's side: [`append_crc`](crate::packet::append_crc) after the payload that
+    /// [`Endpoint::poll_transmit`] names, with the prefix of the packet's own direction. A buffer
+    /// of [`MAX_HEADER_LEN`] + `mtu` + [`CRC_LEN`](crate::packet::CRC_LEN) bytes holds any packet
+    /// built in place.
     pub fn handle_crc_packet<'a>(
         &mut self,
         now: Instant,
