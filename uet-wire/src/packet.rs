@@ -396,9 +396,6 @@ mod tests {
         }
     }
 
-    /// A READ request carries no payload; in a continuation packet its `payload_length` is the
-    /// data it asks for (the reference provider's `uet_tx_msg`), so no bytes must follow. A WRITE
-    /// continuation must carry what it announces.
     #[test]
     fn crc_prefixes() {
         use crate::pdc::ipv4;
@@ -438,6 +435,9 @@ mod tests {
         );
     }
 
+    /// A READ request carries no payload; in a continuation packet its `payload_length` is the
+    /// data it asks for (the reference provider's `uet_tx_msg`), so no bytes must follow. A WRITE
+    /// continuation must carry what it announces.
     #[test]
     fn a_read_continuation_asks_for_data_and_carries_none() {
         let mut repr = write_request(5);

@@ -43,8 +43,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// source and destination addresses as the IP header carries them, then the UDP header (UDP
     /// framing) or the entropy header (native-IP framing):
     /// [`CrcPrefix::ip(&src, &own_address)`](crate::packet::CrcPrefix::ip) with `.with_udp(..)`
-    /// or `.with_entropy(..)`, see [`packet`](crate::packet). A wrong trailer is `Malformed(Error::Crc { .. })` and changes
-    /// nothing; so is one computed with another prefix.
+    /// or `.with_entropy(..)`, see [`packet`](crate::packet). A wrong trailer is
+    /// `Malformed(Error::Crc { .. })` and changes nothing; so is one computed with another
+    /// prefix.
     ///
     /// The sender's side: [`append_crc`](crate::packet::append_crc) after the payload that
     /// [`Endpoint::poll_transmit`] names, with the prefix of the packet's own direction. A buffer
