@@ -216,7 +216,13 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     return None;
                 };
                 let pdc = Target::new(now, &self.cfg.pdc, id, r, StartPolicy::Open).ok()?;
-                let tgt = TgtPdc { pdc, order: MessageOrder::new(), ack_response: None, last_ids: (0, 0) };
+                let tgt = TgtPdc {
+                    pdc,
+                    order: MessageOrder::new(),
+                    ack_response: None,
+                    last_ids: (0, 0),
+                    runs: SlotList::default(),
+                };
                 self.targets.insert(key, tgt).ok().map(|_| id)
             }
         }

@@ -609,6 +609,8 @@ struct TgtPdc<const R: usize> {
     /// The RI generation and JobID of the last request taken, for the RC_NULL response of an ACK
     /// that names an older request (one answering a probe, or a CLEAR).
     last_ids: (u8, u32),
+    /// The read data runs answering READs that arrived on this PDC, oldest first.
+    runs: SlotList,
 }
 
 /// One fabric endpoint with up to `P` initiator and `P` target PDCs, `M` messages being sent
@@ -706,8 +708,13 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     /// The messages with packets not yet sent, oldest first (what `poll_transmit` walks).
     unsent: SlotList,
     unsent_links: [Link; M],
-    /// The links of each initiator PDC's list of started messages.
-    started_links: [Link; M],
+    /// The links of the per-PDC lists of message slots: an initiator's started messages, a
+    /// target's read data runs (a slot is on one of them at most).
+    pdc_links: [Link; M],
+    /// The empty message slots, the next one to fill last.
+    free_slots: heapless::Vec<u16, M>,
+    /// Messages of kind `Read` (their data may stop coming: see `give_up_reads`).
+    reads: u16,
     next_seq: u64,
     events: heapless::Deque<Event, E>,
     /// Random bits for start PSNs (the caller seeds it; time and randomness are inputs).
@@ -781,7 +788,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             generations: [0; M],
             unsent: SlotList::default(),
             unsent_links: [Link::default(); M],
-            started_links: [Link::default(); M],
+            pdc_links: [Link::default(); M],
+            free_slots: (0..M as u16).rev().collect(),
+            reads: 0,
             next_seq: 0,
             events: heapless::Deque::new(),
             rng: seed | 1,
@@ -821,13 +830,13 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
 
     /// Messages queued or in flight.
     pub fn messages_in_flight(&self) -> usize {
-        self.msgs.iter().flatten().count()
+        M - self.free_slots.len()
     }
 
     /// Whether nothing is left to do: no message queued or in flight, no PDC open, no packet or
     /// event waiting. An idle endpoint has no deadline either.
     pub fn is_idle(&self) -> bool {
-        self.msgs.iter().all(Option::is_none)
+        self.free_slots.is_full()
             && self.initiators.is_empty()
             && self.targets.is_empty()
             && self.nacks.is_empty()
@@ -871,7 +880,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         if desc.header.common.opcode == crate::ses::Opcode::Read && desc.service.pdc_mode().is_none() {
             return Err(EndpointError::ReadWithoutPdc);
         }
-        let slot = self.msgs.iter().position(Option::is_none).ok_or(EndpointError::TooManyMessages)?;
+        let slot = usize::from(*self.free_slots.last().ok_or(EndpointError::TooManyMessages)?);
         let generation = self.generations.get(slot).copied().unwrap_or(0);
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -889,8 +898,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             } else {
                 MsgKind::Request
             };
+            self.reads += u16::from(matches!(kind, MsgKind::Read { .. }));
             *m = Some(SendMsg::new(generation, kind, desc, segments, seq, message_id));
         }
+        self.free_slots.pop();
         self.unsent.insert(&mut self.unsent_links, slot as u16, |_| true);
         Ok(MsgHandle { slot: slot as u16, generation, user: desc.user })
     }
@@ -907,7 +918,13 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// The slots of the messages started on initiator PDC `id`, in the order they started.
     fn started_on(&self, id: u16) -> impl Iterator<Item = usize> + '_ {
         let list = self.initiators.get(id).map(|p| p.started).unwrap_or_default();
-        list.iter(&self.started_links).map(usize::from)
+        list.iter(&self.pdc_links).map(usize::from)
+    }
+
+    /// The slots of the read data runs of target PDC `id`, oldest first.
+    fn runs_on(&self, id: u16) -> impl Iterator<Item = usize> + '_ {
+        let list = self.targets.get(id).map(|t| t.runs).unwrap_or_default();
+        list.iter(&self.pdc_links).map(usize::from)
     }
 
     fn key(&self, desc: &MessageDesc) -> InitiatorKey {
@@ -923,12 +940,20 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// Empties message slot `slot` (in place: the message is not moved out).
     fn free_msg(&mut self, slot: usize) {
         let Some(m) = self.msgs.get_mut(slot) else { return };
-        let Some(pdc) = m.as_ref().map(|m| m.pdc) else { return };
+        let Some((pdc, kind)) = m.as_ref().map(|m| (m.pdc, m.kind)) else { return };
         *m = None;
+        // Room for every slot, and a slot is pushed once per fill.
+        let _ = self.free_slots.push(slot as u16);
         self.unsent.unlink(&mut self.unsent_links, slot as u16);
         if let Some(p) = pdc.and_then(|id| self.initiators.get_mut(id)) {
             p.messages = p.messages.saturating_sub(1);
-            p.started.unlink(&mut self.started_links, slot as u16);
+            p.started.unlink(&mut self.pdc_links, slot as u16);
+        }
+        if let Some(t) = kind.read_data_pdc().and_then(|id| self.targets.get_mut(id)) {
+            t.runs.unlink(&mut self.pdc_links, slot as u16);
+        }
+        if matches!(kind, MsgKind::Read { .. }) {
+            self.reads = self.reads.saturating_sub(1);
         }
         if let Some(g) = self.generations.get_mut(slot) {
             *g = g.wrapping_add(1);
@@ -940,7 +965,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let i = self.initiators.iter().filter_map(|(_, p)| p.pdc.poll_timeout());
         let t = self.targets.iter().filter_map(|(_, p)| p.pdc.poll_timeout());
         let r = self.rudi.iter().map(|r| r.resend_at);
-        let reads = self.msgs.iter().flatten().filter_map(|m| match m.kind {
+        let reads = self.msgs.iter().take(if self.reads > 0 { M } else { 0 }).flatten().filter_map(|m| match m.kind {
             MsgKind::Read { give_up, .. } => give_up,
             _ => None,
         });
@@ -1007,6 +1032,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// Fails the READs whose data stopped arriving (see [`Failure::ReadTimeout`]); one that finds
     /// the event queue full fails at a later call.
     fn give_up_reads(&mut self, now: Instant) {
+        if self.reads == 0 {
+            return;
+        }
         for slot in 0..M {
             let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
             let MsgKind::Read { give_up: Some(t), .. } = m.kind else { continue };

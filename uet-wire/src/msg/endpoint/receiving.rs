@@ -63,7 +63,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let cfg = self.cfg.pdc;
         let Some(id) = self.target_for_request(now, src, &r) else { return Ok(None) };
         // A READ is answered with data, which needs a message slot until acknowledged.
-        let read_room = !read || self.msgs.iter().any(Option::is_none) || self.read_run_for(id, &ses, seg).is_some();
+        let read_room = !read || !self.free_slots.is_empty() || self.read_run_for(id, &ses, seg).is_some();
         let Some(t) = self.targets.get_mut(id) else { return Ok(None) };
         let no_room =
             matches!(t.order.check(ses.message_id, ses.request_length, seg.len), Err(OrderError::NoRoom { .. }));
@@ -150,13 +150,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// last. One run answers a READ whose requests arrive in order, whatever its length.
     fn read_run_for(&self, tpdc: u16, ses: &StandardRequest, seg: Segment) -> Option<usize> {
         let mtu = u32::from(self.cfg.mtu);
-        let (slot, m) = self
-            .msgs
-            .iter()
-            .enumerate()
-            .filter_map(|(slot, m)| Some((slot, m.as_ref()?)))
-            .filter(|(_, m)| m.kind.read_data_pdc() == Some(tpdc))
-            .max_by_key(|(_, m)| m.seq)?;
+        // The newest run: runs are listed oldest first.
+        let slot = self.runs_on(tpdc).last()?;
+        let m = self.msgs.get(slot)?.as_ref()?;
         let MsgKind::ReadData { offset, .. } = m.kind else { return None };
         let ret = self.targets.get(tpdc)?.pdc.return_window();
         let psns_follow = m.sent == 0 || ret.next_psn() == m.first_psn.wrapping_add(m.sent);
@@ -189,7 +185,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             }
             return;
         }
-        let Some(slot) = self.msgs.iter().position(Option::is_none) else { return };
+        let Some(slot) = self.free_slots.last().map(|&s| usize::from(s)) else { return };
         let Ok(segments) = Segmenter::new(u32::from(seg.len), mtu.max(seg.len)) else { return };
         let service = if mode == DeliveryMode::Rod { Service::Rod } else { Service::Rud };
         let desc = MessageDesc { dst: src, service, tc: 0, header: ses, len: u32::from(seg.len), user: 0 };
@@ -200,7 +196,11 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         if let Some(m) = self.msgs.get_mut(slot) {
             *m = Some(SendMsg::new(generation, kind, desc, segments, seq, 0));
         }
+        self.free_slots.pop();
         self.unsent.insert(&mut self.unsent_links, slot as u16, |_| true);
+        if let Some(t) = self.targets.get_mut(tpdc) {
+            t.runs.insert(&mut self.pdc_links, slot as u16, |_| true);
+        }
     }
 
     /// Reports a target PDC's events, forgets the read data it had acknowledged (all of it once
@@ -214,11 +214,14 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let ret = *t.pdc.return_window();
         let open = t.pdc.state() != crate::pdc::TargetState::Closed;
         let start_psn = t.pdc.start_psn();
-        for slot in 0..M {
+        let mut next = t.runs.first();
+        while let Some(slot) = next {
+            next = SlotList::next(&self.pdc_links, slot);
+            let slot = usize::from(slot);
             let done = self.msgs.get(slot).and_then(Option::as_ref).is_some_and(|m| {
                 let packets = m.segments.packets();
                 let acked = m.sent == packets && psn_after(ret.base(), m.first_psn.wrapping_add(packets - 1));
-                m.kind.read_data_pdc() == Some(id) && (!open || acked)
+                !open || acked
             });
             if done {
                 self.free_msg(slot);

@@ -218,7 +218,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             // NEW_START_PSN moved every PSN of the PDC (nothing was acknowledged yet).
             let mut next = p.started.first();
             while let Some(slot) = next {
-                next = SlotList::next(&self.started_links, slot);
+                next = SlotList::next(&self.pdc_links, slot);
                 if let Some(m) = self.msgs.get_mut(usize::from(slot)).and_then(Option::as_mut) {
                     m.first_psn = m.first_psn.wrapping_add(restarted_by);
                 }
@@ -236,7 +236,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             (started_unsent, for_key) = (false, queued_for_key);
             let mut next = self.initiators.get(id).and_then(|p| p.started.first());
             while let Some(slot) = next {
-                next = SlotList::next(&self.started_links, slot);
+                next = SlotList::next(&self.pdc_links, slot);
                 let slot = usize::from(slot);
                 let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
                 let packets = m.segments.packets();

@@ -115,10 +115,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     header_only(dst, emit(out, &PdsHeader::Nack(n))?)
                 }
                 TargetTx::Resend(stamp) => {
-                    let run = self.msgs.iter().enumerate().find_map(|(slot, m)| {
-                        let m = m.as_ref()?;
+                    let run = self.runs_on(id).find_map(|slot| {
+                        let m = self.msgs.get(slot)?.as_ref()?;
                         let index = stamp.psn.wrapping_sub(m.first_psn);
-                        (m.kind.read_data_pdc() == Some(id) && index < m.sent).then_some((slot, index))
+                        (index < m.sent).then_some((slot, index))
                     });
                     // Data no longer kept (its READ's PDC closed) is not resent.
                     let Some((slot, index)) = run else { continue };
@@ -247,7 +247,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             if m.sent == 0 {
                 m.pdc = Some(id);
                 p.messages += 1;
-                p.started.insert(&mut self.started_links, slot as u16, |_| true);
+                p.started.insert(&mut self.pdc_links, slot as u16, |_| true);
                 m.message_id = p.next_message_id;
                 m.first_psn = stamp.psn;
                 p.next_message_id = p.next_message_id.wrapping_add(1);
@@ -273,10 +273,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     ) -> Result<Option<Transmit>, EndpointError> {
         let cfg = self.cfg.pdc;
         let waiting: u32 = self
-            .msgs
-            .iter()
-            .flatten()
-            .filter(|m| m.kind.read_data_pdc() == Some(tpdc))
+            .runs_on(tpdc)
+            .filter_map(|slot| self.msgs.get(slot)?.as_ref())
             .map(|m| m.segments.packets() - m.sent)
             .sum();
         let Some(t) = self.targets.get_mut(tpdc) else { return Ok(None) };
