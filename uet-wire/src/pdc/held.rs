@@ -95,6 +95,12 @@ impl<const R: usize> HeldResponses<R> {
         }
     }
 
+    /// Whether a response's ACK is due.
+    #[inline]
+    pub(crate) fn has_unsent(&self) -> bool {
+        self.held.iter().any(|h| h.unsent)
+    }
+
     /// The PSN of a response whose ACK is due, marked sent.
     #[inline]
     pub(crate) fn take_unsent(&mut self) -> Option<u32> {

@@ -255,12 +255,18 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
         Ok(id)
     }
 
-    fn index_of(&self, id: u16) -> Option<usize> {
+    /// The slot of the PDC with id `id` (below `N`), for arrays kept beside the table.
+    pub fn index_of(&self, id: u16) -> Option<usize> {
         let index = usize::from(id.checked_sub(self.first)?) % N.max(1);
         match self.slots.get(index) {
             Some(Some(slot)) if slot.id == id => Some(index),
             _ => None,
         }
+    }
+
+    /// The id of the PDC in slot `index` (see [`PdcTable::index_of`]).
+    pub fn id_at(&self, index: usize) -> Option<u16> {
+        self.slots.get(index)?.as_ref().map(|s| s.id)
     }
 
     /// The PDC with local id `id`.

@@ -830,6 +830,17 @@ impl<const W: usize, const R: usize> Target<W, R> {
         self.state = next;
     }
 
+    /// Whether [`Target::poll_transmit`] has a packet to give: a NACK, CLOSE_REQ, an ACK due (or
+    /// owed for a held response), or a return-direction packet to resend. Only the calls that
+    /// take a packet or run a timer change it, so a scheduler polls a PDC only while this holds.
+    pub fn has_pending(&self) -> bool {
+        self.nacks.iter().any(Option::is_some)
+            || self.tx_pending != 0
+            || self.ack_due
+            || self.held.has_unsent()
+            || (self.state != TargetState::Closed && self.ret.lost_count() > 0)
+    }
+
     /// The next packet to send: a NACK refusing a packet, NACK CLOSING_IN_ERR, CLOSE_REQ, the
     /// ACK that is due, or a resend of the return direction.
     // Fast path: see "Speed" in the module doc of `pdc`.

@@ -172,10 +172,11 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             PdcDest::Established { dpdcid } => Some(dpdcid),
             PdcDest::Syn { .. } => self.targets.find(&TargetKey { src, dst: self.cfg.addr, spdcid: r.spdcid }),
         };
-        match id.and_then(|id| self.targets.get_mut(id)) {
+        match id.and_then(|id| Some((id, self.targets.get_mut(id)?))) {
             // Its NACK leaves through the PDC's `poll_transmit`.
-            Some(t) => {
+            Some((id, t)) => {
                 let _ = t.pdc.handle_trimmed(&r, last_hop);
+                self.refresh_target(id);
             }
             // No PDC yet (a trimmed SYN): NACK it so the initiator resends; the resend creates it.
             None => {

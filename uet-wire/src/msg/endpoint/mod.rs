@@ -711,6 +711,12 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     /// The links of the per-PDC lists of message slots: an initiator's started messages, a
     /// target's read data runs (a slot is on one of them at most).
     pdc_links: [Link; M],
+    /// The initiator and target PDCs with a packet to give (`has_pending`), by table slot, in the
+    /// order `poll_transmit` serves them (one served goes to the back).
+    initiators_ready: SlotList,
+    initiators_ready_links: [Link; P],
+    targets_ready: SlotList,
+    targets_ready_links: [Link; P],
     /// The empty message slots, the next one to fill last.
     free_slots: heapless::Vec<u16, M>,
     /// Messages of kind `Read` (their data may stop coming: see `give_up_reads`).
@@ -789,6 +795,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             unsent: SlotList::default(),
             unsent_links: [Link::default(); M],
             pdc_links: [Link::default(); M],
+            initiators_ready: SlotList::default(),
+            initiators_ready_links: [Link::default(); P],
+            targets_ready: SlotList::default(),
+            targets_ready_links: [Link::default(); P],
             free_slots: (0..M as u16).rev().collect(),
             reads: 0,
             next_seq: 0,
@@ -919,6 +929,48 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     fn started_on(&self, id: u16) -> impl Iterator<Item = usize> + '_ {
         let list = self.initiators.get(id).map(|p| p.started).unwrap_or_default();
         list.iter(&self.pdc_links).map(usize::from)
+    }
+
+    /// Puts initiator PDC `id` on the ready list while it has a packet to give, else takes it
+    /// off; call after anything that may change that (and before removing it).
+    fn refresh_initiator(&mut self, id: u16) {
+        let Some(index) = self.initiators.index_of(id) else { return };
+        if self.initiators.get(id).is_some_and(|p| p.pdc.has_pending()) {
+            self.initiators_ready.insert(&mut self.initiators_ready_links, index as u16, |_| true);
+        } else {
+            self.initiators_ready.unlink(&mut self.initiators_ready_links, index as u16);
+        }
+    }
+
+    /// [`Endpoint::refresh_initiator`] for target PDC `id`.
+    fn refresh_target(&mut self, id: u16) {
+        let Some(index) = self.targets.index_of(id) else { return };
+        if self.targets.get(id).is_some_and(|t| t.pdc.has_pending()) {
+            self.targets_ready.insert(&mut self.targets_ready_links, index as u16, |_| true);
+        } else {
+            self.targets_ready.unlink(&mut self.targets_ready_links, index as u16);
+        }
+    }
+
+    /// After `poll_transmit` gave `None`: no PDC off the ready lists has a packet to give (each
+    /// is tried on a copy). Tests call it to show that the lists miss nothing.
+    #[cfg(test)]
+    fn check_ready_lists(&self, now: Instant) {
+        for (id, p) in self.initiators.iter() {
+            let listed = self
+                .initiators
+                .index_of(id)
+                .is_some_and(|i| SlotList::contains(&self.initiators_ready_links, i as u16));
+            assert!(
+                listed || p.pdc.clone().poll_transmit(now).is_none(),
+                "initiator {id} has a packet but is not ready"
+            );
+        }
+        for (id, t) in self.targets.iter() {
+            let listed =
+                self.targets.index_of(id).is_some_and(|i| SlotList::contains(&self.targets_ready_links, i as u16));
+            assert!(listed || t.pdc.clone().poll_transmit(now).is_none(), "target {id} has a packet but is not ready");
+        }
     }
 
     /// The slots of the read data runs of target PDC `id`, oldest first.

@@ -73,7 +73,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let placement = with_data.filter(|_| first && accepted).and_then(|r| self.place_ack_data(id, psn, &r, data));
         if let Some(response) = response.filter(|_| first && accepted) {
             if let Some((slot, _)) = self.message_at(id, psn) {
-                let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { return Ok(placement) };
+                let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else {
+                    self.after_initiator_change(now, id);
+                    return Ok(placement);
+                };
                 let (msg, len) = (m.handle(slot), m.desc.len);
                 let event = match (response.opcode, response.return_code) {
                     (ResponseOpcode::DefaultResponse, ReturnCode::Ok) => {
@@ -306,7 +309,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         if wants_close {
             let _ = p.pdc.close(now, &cfg);
         }
-        if p.pdc.state() == InitiatorState::Closed && p.messages == 0 && !p.pdc.has_pending() {
+        let remove = p.pdc.state() == InitiatorState::Closed && p.messages == 0 && !p.pdc.has_pending();
+        // Off the ready list before a removal (it has nothing pending then).
+        self.refresh_initiator(id);
+        if remove {
             self.initiators.remove(id);
         }
     }

@@ -170,6 +170,7 @@ fn exchange_run(run: &Run, a: EndpointConfig, lens: &[u32]) -> (Vec<(u64, u32)>,
                 }
                 moved = true;
             }
+            ep.check_ready_lists(now);
         }
         if wire.reorder && wire.flight.len() > 1 {
             for i in (1..wire.flight.len()).rev() {

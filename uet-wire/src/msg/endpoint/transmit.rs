@@ -44,14 +44,20 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         now: Instant,
         out: &mut [u8],
     ) -> Result<Option<Transmit>, EndpointError> {
-        let ids: heapless::Vec<u16, P> = self.initiators.iter().map(|(id, _)| id).collect();
-        for id in ids {
+        while let Some(index) = self.initiators_ready.first() {
+            // Served or not, it leaves the front; `after_initiator_change` puts it at the back
+            // while it has more (round robin over the PDCs with something to send).
+            self.initiators_ready.unlink(&mut self.initiators_ready_links, index);
+            let Some(id) = self.initiators.id_at(usize::from(index)) else { continue };
             let Some(dst) = self.initiators.key(id).map(|k| k.dst) else { continue };
             let Some(p) = self.initiators.get_mut(id) else { continue };
             let Some(tx) = p.pdc.poll_transmit(now) else { continue };
             let t = match tx {
                 InitiatorTx::Resend(stamp) => {
-                    let Some((slot, index)) = self.message_at(id, stamp.psn) else { continue };
+                    let Some((slot, index)) = self.message_at(id, stamp.psn) else {
+                        self.refresh_initiator(id);
+                        continue;
+                    };
                     self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, None))?
                 }
                 InitiatorTx::Control(c) => {
@@ -87,8 +93,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         now: Instant,
         out: &mut [u8],
     ) -> Result<Option<Transmit>, EndpointError> {
-        let ids: heapless::Vec<u16, P> = self.targets.iter().map(|(id, _)| id).collect();
-        for id in ids {
+        while let Some(index) = self.targets_ready.first() {
+            // As for initiators: off the front, back at the end while it has more.
+            self.targets_ready.unlink(&mut self.targets_ready_links, index);
+            let Some(id) = self.targets.id_at(usize::from(index)) else { continue };
             let Some(dst) = self.targets.key(id).map(|k| k.src) else { continue };
             let Some(p) = self.targets.get_mut(id) else { continue };
             let Some(tx) = p.pdc.poll_transmit(now) else { continue };
@@ -121,7 +129,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                         (index < m.sent).then_some((slot, index))
                     });
                     // Data no longer kept (its READ's PDC closed) is not resent.
-                    let Some((slot, index)) = run else { continue };
+                    let Some((slot, index)) = run else {
+                        self.refresh_target(id);
+                        continue;
+                    };
                     self.write_read_data(out, slot, index, stamp)?
                 }
             };
@@ -255,6 +266,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             let index = m.sent;
             p.active = if last { None } else { Some(slot as u16) };
             self.count_sent(slot);
+            self.refresh_initiator(id);
             let t = self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, None))?;
             return Ok(Some(t));
         }
@@ -288,6 +300,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
         let index = m.sent;
         self.count_sent(slot);
+        self.refresh_target(tpdc);
         self.write_read_data(out, slot, index, stamp).map(Some)
     }
 
