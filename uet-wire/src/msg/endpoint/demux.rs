@@ -176,7 +176,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             // Its NACK leaves through the PDC's `poll_transmit`.
             Some((id, t)) => {
                 let _ = t.pdc.handle_trimmed(&r, last_hop);
-                self.refresh_target(id);
+                self.refresh_target(id, false);
             }
             // No PDC yet (a trimmed SYN): NACK it so the initiator resends; the resend creates it.
             None => {

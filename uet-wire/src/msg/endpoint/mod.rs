@@ -717,6 +717,12 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     initiators_ready_links: [Link; P],
     targets_ready: SlotList,
     targets_ready_links: [Link; P],
+    /// The initiator and target PDCs with a deadline (`poll_timeout`), by table slot: what
+    /// `poll_timeout` and `handle_timeout` look at.
+    initiators_timed: SlotList,
+    initiators_timed_links: [Link; P],
+    targets_timed: SlotList,
+    targets_timed_links: [Link; P],
     /// The empty message slots, the next one to fill last.
     free_slots: heapless::Vec<u16, M>,
     /// Messages of kind `Read` (their data may stop coming: see `give_up_reads`).
@@ -799,6 +805,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             initiators_ready_links: [Link::default(); P],
             targets_ready: SlotList::default(),
             targets_ready_links: [Link::default(); P],
+            initiators_timed: SlotList::default(),
+            initiators_timed_links: [Link::default(); P],
+            targets_timed: SlotList::default(),
+            targets_timed_links: [Link::default(); P],
             free_slots: (0..M as u16).rev().collect(),
             reads: 0,
             next_seq: 0,
@@ -931,29 +941,52 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         list.iter(&self.pdc_links).map(usize::from)
     }
 
-    /// Puts initiator PDC `id` on the ready list while it has a packet to give, else takes it
-    /// off; call after anything that may change that (and before removing it).
-    fn refresh_initiator(&mut self, id: u16) {
-        let Some(index) = self.initiators.index_of(id) else { return };
-        if self.initiators.get(id).is_some_and(|p| p.pdc.has_pending()) {
-            self.initiators_ready.insert(&mut self.initiators_ready_links, index as u16, |_| true);
-        } else {
-            self.initiators_ready.unlink(&mut self.initiators_ready_links, index as u16);
+    /// Puts initiator PDC `id` on the ready list while it has a packet to give and on the timed
+    /// list while it has a deadline, else takes it off; call after anything that may change
+    /// either (`gone`: it is about to be removed).
+    fn refresh_initiator(&mut self, id: u16, gone: bool) {
+        let Some(index) = self.initiators.index_of(id).map(|i| i as u16) else { return };
+        let p = self.initiators.get(id).map(|p| &p.pdc).filter(|_| !gone);
+        let (ready, timed) = (p.is_some_and(|p| p.has_pending()), p.is_some_and(|p| p.poll_timeout().is_some()));
+        for (on, list, links) in [
+            (ready, &mut self.initiators_ready, &mut self.initiators_ready_links),
+            (timed, &mut self.initiators_timed, &mut self.initiators_timed_links),
+        ] {
+            if on { list.insert(links, index, |_| true) } else { list.unlink(links, index) }
         }
     }
 
     /// [`Endpoint::refresh_initiator`] for target PDC `id`.
-    fn refresh_target(&mut self, id: u16) {
-        let Some(index) = self.targets.index_of(id) else { return };
-        if self.targets.get(id).is_some_and(|t| t.pdc.has_pending()) {
-            self.targets_ready.insert(&mut self.targets_ready_links, index as u16, |_| true);
-        } else {
-            self.targets_ready.unlink(&mut self.targets_ready_links, index as u16);
+    fn refresh_target(&mut self, id: u16, gone: bool) {
+        let Some(index) = self.targets.index_of(id).map(|i| i as u16) else { return };
+        let t = self.targets.get(id).map(|t| &t.pdc).filter(|_| !gone);
+        let (ready, timed) = (t.is_some_and(|t| t.has_pending()), t.is_some_and(|t| t.poll_timeout().is_some()));
+        for (on, list, links) in [
+            (ready, &mut self.targets_ready, &mut self.targets_ready_links),
+            (timed, &mut self.targets_timed, &mut self.targets_timed_links),
+        ] {
+            if on { list.insert(links, index, |_| true) } else { list.unlink(links, index) }
         }
     }
 
+    /// The ids of the initiator PDCs with a deadline at or before `now`.
+    fn initiators_due(&self, now: Instant) -> heapless::Vec<u16, P> {
+        let ids = self
+            .initiators_timed
+            .iter(&self.initiators_timed_links)
+            .filter_map(|i| self.initiators.id_at(usize::from(i)));
+        ids.filter(|&id| self.initiators.get(id).and_then(|p| p.pdc.poll_timeout()).is_some_and(|t| t <= now)).collect()
+    }
+
+    /// The ids of the target PDCs with a deadline at or before `now`.
+    fn targets_due(&self, now: Instant) -> heapless::Vec<u16, P> {
+        let ids = self.targets_timed.iter(&self.targets_timed_links).filter_map(|i| self.targets.id_at(usize::from(i)));
+        ids.filter(|&id| self.targets.get(id).and_then(|t| t.pdc.poll_timeout()).is_some_and(|t| t <= now)).collect()
+    }
+
     /// After `poll_transmit` gave `None`: no PDC off the ready lists has a packet to give (each
-    /// is tried on a copy). Tests call it to show that the lists miss nothing.
+    /// is tried on a copy), and the timed lists hold exactly the PDCs with a deadline. Tests
+    /// call it to show that the lists miss nothing.
     #[cfg(test)]
     fn check_ready_lists(&self, now: Instant) {
         for (id, p) in self.initiators.iter() {
@@ -965,11 +998,19 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 listed || p.pdc.clone().poll_transmit(now).is_none(),
                 "initiator {id} has a packet but is not ready"
             );
+            let timed = self
+                .initiators
+                .index_of(id)
+                .is_some_and(|i| SlotList::contains(&self.initiators_timed_links, i as u16));
+            assert_eq!(timed, p.pdc.poll_timeout().is_some(), "initiator {id}: timed list and deadline disagree");
         }
         for (id, t) in self.targets.iter() {
             let listed =
                 self.targets.index_of(id).is_some_and(|i| SlotList::contains(&self.targets_ready_links, i as u16));
             assert!(listed || t.pdc.clone().poll_transmit(now).is_none(), "target {id} has a packet but is not ready");
+            let timed =
+                self.targets.index_of(id).is_some_and(|i| SlotList::contains(&self.targets_timed_links, i as u16));
+            assert_eq!(timed, t.pdc.poll_timeout().is_some(), "target {id}: timed list and deadline disagree");
         }
     }
 
@@ -1014,8 +1055,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
 
     /// The next deadline of any PDC.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let i = self.initiators.iter().filter_map(|(_, p)| p.pdc.poll_timeout());
-        let t = self.targets.iter().filter_map(|(_, p)| p.pdc.poll_timeout());
+        let i = self.initiators_timed.iter(&self.initiators_timed_links).filter_map(|index| {
+            self.initiators.id_at(usize::from(index)).and_then(|id| self.initiators.get(id)?.pdc.poll_timeout())
+        });
+        let t = self.targets_timed.iter(&self.targets_timed_links).filter_map(|index| {
+            self.targets.id_at(usize::from(index)).and_then(|id| self.targets.get(id)?.pdc.poll_timeout())
+        });
         let r = self.rudi.iter().map(|r| r.resend_at);
         let reads = self.msgs.iter().take(if self.reads > 0 { M } else { 0 }).flatten().filter_map(|m| match m.kind {
             MsgKind::Read { give_up, .. } => give_up,
@@ -1029,13 +1074,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         self.now = self.now.max(now);
         self.give_up_reads(now);
         let cfg = self.cfg.pdc;
-        let due: heapless::Vec<u16, P> = self
-            .initiators
-            .iter()
-            .filter(|(_, p)| p.pdc.poll_timeout().is_some_and(|t| t <= now))
-            .map(|(id, _)| id)
-            .collect();
-        for id in due {
+        for id in self.initiators_due(now) {
             if let Some(p) = self.initiators.get_mut(id) {
                 let (lost, timeouts) = (p.pdc.window().lost_count(), p.pdc.timeouts());
                 p.pdc.handle_timeout(now, &cfg);
@@ -1044,13 +1083,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             }
             self.after_initiator_change(now, id);
         }
-        let due: heapless::Vec<u16, P> = self
-            .targets
-            .iter()
-            .filter(|(_, p)| p.pdc.poll_timeout().is_some_and(|t| t <= now))
-            .map(|(id, _)| id)
-            .collect();
-        for id in due {
+        for id in self.targets_due(now) {
             if let Some(p) = self.targets.get_mut(id) {
                 let (lost, timeouts) = (p.pdc.return_window().lost_count(), p.pdc.timeouts());
                 p.pdc.handle_timeout(now, &cfg);

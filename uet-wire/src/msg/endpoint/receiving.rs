@@ -29,7 +29,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         match self.targets.get_mut(placement.pdc) {
             Some(t) if from == Some(placement.src) => {
                 let held = t.pdc.hold_response(placement.psn, rsp).map_err(EndpointError::Respond);
-                self.refresh_target(placement.pdc);
+                self.refresh_target(placement.pdc, false);
                 held
             }
             _ => Err(EndpointError::Respond(crate::pdc::PdcError::CannotHold {
@@ -230,10 +230,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             }
         }
         if closed {
-            // Off the ready list before the removal.
-            if let Some(index) = self.targets.index_of(id) {
-                self.targets_ready.unlink(&mut self.targets_ready_links, index as u16);
-            }
+            // Off the lists before the removal.
+            self.refresh_target(id, true);
             if let (Some(key), Some(_)) = (self.targets.key(id).copied(), self.targets.remove(id)) {
                 if self.closed_targets.is_full() {
                     self.closed_targets.pop_front();
@@ -242,6 +240,6 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 let _ = self.closed_targets.push_back(ClosedTarget { key, start_psn, until });
             }
         }
-        self.refresh_target(id);
+        self.refresh_target(id, false);
     }
 }

@@ -310,8 +310,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             let _ = p.pdc.close(now, &cfg);
         }
         let remove = p.pdc.state() == InitiatorState::Closed && p.messages == 0 && !p.pdc.has_pending();
-        // Off the ready list before a removal (it has nothing pending then).
-        self.refresh_initiator(id);
+        // Off the lists before a removal.
+        self.refresh_initiator(id, remove);
         if remove {
             self.initiators.remove(id);
         }

@@ -51,11 +51,17 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             let Some(id) = self.initiators.id_at(usize::from(index)) else { continue };
             let Some(dst) = self.initiators.key(id).map(|k| k.dst) else { continue };
             let Some(p) = self.initiators.get_mut(id) else { continue };
-            let Some(tx) = p.pdc.poll_transmit(now) else { continue };
+            let Some(tx) = p.pdc.poll_transmit(now) else {
+                // Nothing after all (resends still held): its deadline may have moved, and it
+                // stays off the ready list until its next change (so this loop ends).
+                self.refresh_initiator(id, false);
+                self.initiators_ready.unlink(&mut self.initiators_ready_links, index);
+                continue;
+            };
             let t = match tx {
                 InitiatorTx::Resend(stamp) => {
                     let Some((slot, index)) = self.message_at(id, stamp.psn) else {
-                        self.refresh_initiator(id);
+                        self.refresh_initiator(id, false);
                         continue;
                     };
                     self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, None))?
@@ -99,7 +105,11 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             let Some(id) = self.targets.id_at(usize::from(index)) else { continue };
             let Some(dst) = self.targets.key(id).map(|k| k.src) else { continue };
             let Some(p) = self.targets.get_mut(id) else { continue };
-            let Some(tx) = p.pdc.poll_transmit(now) else { continue };
+            let Some(tx) = p.pdc.poll_transmit(now) else {
+                self.refresh_target(id, false);
+                self.targets_ready.unlink(&mut self.targets_ready_links, index);
+                continue;
+            };
             let t = match tx {
                 TargetTx::Ack(a) => {
                     let rsp = if a.next_header == NextHeader::Rsp {
@@ -130,7 +140,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     });
                     // Data no longer kept (its READ's PDC closed) is not resent.
                     let Some((slot, index)) = run else {
-                        self.refresh_target(id);
+                        self.refresh_target(id, false);
                         continue;
                     };
                     self.write_read_data(out, slot, index, stamp)?
@@ -266,7 +276,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             let index = m.sent;
             p.active = if last { None } else { Some(slot as u16) };
             self.count_sent(slot);
-            self.refresh_initiator(id);
+            self.refresh_initiator(id, false);
             let t = self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, None))?;
             return Ok(Some(t));
         }
@@ -300,7 +310,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
         let index = m.sent;
         self.count_sent(slot);
-        self.refresh_target(tpdc);
+        self.refresh_target(tpdc, false);
         self.write_read_data(out, slot, index, stamp).map(Some)
     }
 
