@@ -66,6 +66,16 @@ impl SlotList {
         }
     }
 
+    /// Puts `slot` at the back of `list` if `on` (where it is, if it is on it already), else
+    /// takes it off.
+    pub(super) fn place(slot: u16, on: bool, list: &mut SlotList, links: &mut [Link]) {
+        if on {
+            list.insert(links, slot, |_| true);
+        } else {
+            list.unlink(links, slot);
+        }
+    }
+
     /// Takes `slot` off the list, if it is on it.
     pub(super) fn unlink(&mut self, links: &mut [Link], slot: u16) {
         let Some(&Link { prev, next, linked: true }) = links.get(usize::from(slot)) else { return };

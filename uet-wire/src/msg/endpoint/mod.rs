@@ -948,12 +948,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let Some(index) = self.initiators.index_of(id).map(|i| i as u16) else { return };
         let p = self.initiators.get(id).map(|p| &p.pdc).filter(|_| !gone);
         let (ready, timed) = (p.is_some_and(|p| p.has_pending()), p.is_some_and(|p| p.poll_timeout().is_some()));
-        for (on, list, links) in [
-            (ready, &mut self.initiators_ready, &mut self.initiators_ready_links),
-            (timed, &mut self.initiators_timed, &mut self.initiators_timed_links),
-        ] {
-            if on { list.insert(links, index, |_| true) } else { list.unlink(links, index) }
-        }
+        SlotList::place(index, ready, &mut self.initiators_ready, &mut self.initiators_ready_links);
+        SlotList::place(index, timed, &mut self.initiators_timed, &mut self.initiators_timed_links);
     }
 
     /// [`Endpoint::refresh_initiator`] for target PDC `id`.
@@ -961,12 +957,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let Some(index) = self.targets.index_of(id).map(|i| i as u16) else { return };
         let t = self.targets.get(id).map(|t| &t.pdc).filter(|_| !gone);
         let (ready, timed) = (t.is_some_and(|t| t.has_pending()), t.is_some_and(|t| t.poll_timeout().is_some()));
-        for (on, list, links) in [
-            (ready, &mut self.targets_ready, &mut self.targets_ready_links),
-            (timed, &mut self.targets_timed, &mut self.targets_timed_links),
-        ] {
-            if on { list.insert(links, index, |_| true) } else { list.unlink(links, index) }
-        }
+        SlotList::place(index, ready, &mut self.targets_ready, &mut self.targets_ready_links);
+        SlotList::place(index, timed, &mut self.targets_timed, &mut self.targets_timed_links);
     }
 
     /// The ids of the initiator PDCs with a deadline at or before `now`.
