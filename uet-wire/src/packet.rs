@@ -41,9 +41,9 @@ use crate::tss::{ICV_LEN, TssHeader};
 /// Length of the CRC32C trailer.
 pub const CRC_LEN: usize = 4;
 
-/// CRC-32C over `prefix` (IP source and destination, and the UDP header in UDP mode) followed by
-/// `covered` (the packet from the entropy/PDS header to the end of the payload): the hardware or
-/// table backend of [`crate::crc32c`].
+/// CRC-32C over `prefix` (built by [`CrcPrefix`]: the IP addresses, then the UDP header in UDP
+/// mode, or the entropy header when `covered` starts after it) followed by `covered`: the
+/// hardware or table backend of [`crate::crc32c`].
 pub use crate::crc32c::crc32c;
 
 /// The bytes a CRC32C trailer covers before the bytes a call is given: the IP source and
