@@ -114,6 +114,7 @@ use linklayer::Instant;
 use links::{Link, SlotList};
 use stats::Marked;
 pub use stats::{EndpointStats, NackCounts, Resends};
+use timers::TimerHeap;
 
 /// The most header bytes one packet takes: a 16-byte PDS header (RUD_CC, NACK, control) or a
 /// 32-byte ACK_CC or NACK_CCX, 40-byte ACK_CCX; or a 12-byte request with a 44-byte standard SES
@@ -495,8 +496,8 @@ enum MsgKind {
     /// one packet of data; it completes when every request is acknowledged and `arrived` bytes
     /// equal its length, or when the target `refused` it (an SES response with an error code,
     /// reported as [`Event::Response`]). Once every request is acknowledged it fails if no data
-    /// arrives before `give_up` ([`Failure::ReadTimeout`]).
-    Read { arrived: u32, refused: bool, give_up: Option<Instant> },
+    /// arrives before its deadline in `read_timers` ([`Failure::ReadTimeout`]).
+    Read { arrived: u32, refused: bool },
     /// Read data answering a run of request packets of one READ received on target PDC `tpdc`:
     /// `desc.len` bytes from byte `offset` of the READ, one packet per request (`segments`), at
     /// consecutive return PSNs from `first_psn`; `desc.header` is the READ's request.
@@ -717,16 +718,13 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     initiators_ready_links: [Link; P],
     targets_ready: SlotList,
     targets_ready_links: [Link; P],
-    /// The initiator and target PDCs with a deadline (`poll_timeout`), by table slot: what
-    /// `poll_timeout` and `handle_timeout` look at.
-    initiators_timed: SlotList,
-    initiators_timed_links: [Link; P],
-    targets_timed: SlotList,
-    targets_timed_links: [Link; P],
+    /// The deadlines of the initiator and target PDCs (`poll_timeout`), by table slot, and of the
+    /// READs waiting for data, by message slot (see [`Failure::ReadTimeout`]).
+    initiator_timers: TimerHeap<P>,
+    target_timers: TimerHeap<P>,
+    read_timers: TimerHeap<M>,
     /// The empty message slots, the next one to fill last.
     free_slots: heapless::Vec<u16, M>,
-    /// Messages of kind `Read` (their data may stop coming: see `give_up_reads`).
-    reads: u16,
     next_seq: u64,
     events: heapless::Deque<Event, E>,
     /// Random bits for start PSNs (the caller seeds it; time and randomness are inputs).
@@ -765,6 +763,9 @@ const CLOSED_MEMORY: usize = 16;
 
 /// RUDI packets an endpoint keeps in flight.
 const RUDI_IN_FLIGHT: usize = 32;
+
+/// PDCs whose timers `handle_timeout` runs per batch (what it collects before running them).
+const TIMER_BATCH: usize = 32;
 
 /// A RUDI packet waiting for its response.
 #[derive(Clone, Copy, Debug)]
@@ -805,12 +806,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             initiators_ready_links: [Link::default(); P],
             targets_ready: SlotList::default(),
             targets_ready_links: [Link::default(); P],
-            initiators_timed: SlotList::default(),
-            initiators_timed_links: [Link::default(); P],
-            targets_timed: SlotList::default(),
-            targets_timed_links: [Link::default(); P],
+            initiator_timers: TimerHeap::new(),
+            target_timers: TimerHeap::new(),
+            read_timers: TimerHeap::new(),
             free_slots: (0..M as u16).rev().collect(),
-            reads: 0,
             next_seq: 0,
             events: heapless::Deque::new(),
             rng: seed | 1,
@@ -913,12 +912,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             0
         };
         if let Some(m) = self.msgs.get_mut(slot) {
-            let kind = if is_read(&desc) {
-                MsgKind::Read { arrived: 0, refused: false, give_up: None }
-            } else {
-                MsgKind::Request
-            };
-            self.reads += u16::from(matches!(kind, MsgKind::Read { .. }));
+            let kind = if is_read(&desc) { MsgKind::Read { arrived: 0, refused: false } } else { MsgKind::Request };
             *m = Some(SendMsg::new(generation, kind, desc, segments, seq, message_id));
         }
         self.free_slots.pop();
@@ -941,44 +935,50 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         list.iter(&self.pdc_links).map(usize::from)
     }
 
-    /// Puts initiator PDC `id` on the ready list while it has a packet to give and on the timed
-    /// list while it has a deadline, else takes it off; call after anything that may change
-    /// either (`gone`: it is about to be removed).
+    /// Puts initiator PDC `id` on the ready list while it has a packet to give, else takes it off,
+    /// and files its deadline; call after anything that may change either (`gone`: it is about
+    /// to be removed).
     fn refresh_initiator(&mut self, id: u16, gone: bool) {
         let Some(index) = self.initiators.index_of(id).map(|i| i as u16) else { return };
         let p = self.initiators.get(id).map(|p| &p.pdc).filter(|_| !gone);
-        let (ready, timed) = (p.is_some_and(|p| p.has_pending()), p.is_some_and(|p| p.poll_timeout().is_some()));
+        let (ready, deadline) = (p.is_some_and(|p| p.has_pending()), p.and_then(|p| p.poll_timeout()));
         SlotList::place(index, ready, &mut self.initiators_ready, &mut self.initiators_ready_links);
-        SlotList::place(index, timed, &mut self.initiators_timed, &mut self.initiators_timed_links);
+        self.initiator_timers.set(index, deadline);
     }
 
     /// [`Endpoint::refresh_initiator`] for target PDC `id`.
     fn refresh_target(&mut self, id: u16, gone: bool) {
         let Some(index) = self.targets.index_of(id).map(|i| i as u16) else { return };
         let t = self.targets.get(id).map(|t| &t.pdc).filter(|_| !gone);
-        let (ready, timed) = (t.is_some_and(|t| t.has_pending()), t.is_some_and(|t| t.poll_timeout().is_some()));
+        let (ready, deadline) = (t.is_some_and(|t| t.has_pending()), t.and_then(|t| t.poll_timeout()));
         SlotList::place(index, ready, &mut self.targets_ready, &mut self.targets_ready_links);
-        SlotList::place(index, timed, &mut self.targets_timed, &mut self.targets_timed_links);
+        self.target_timers.set(index, deadline);
     }
 
-    /// The ids of the initiator PDCs with a deadline at or before `now`.
-    fn initiators_due(&self, now: Instant) -> heapless::Vec<u16, P> {
-        let ids = self
-            .initiators_timed
-            .iter(&self.initiators_timed_links)
-            .filter_map(|i| self.initiators.id_at(usize::from(i)));
-        ids.filter(|&id| self.initiators.get(id).and_then(|p| p.pdc.poll_timeout()).is_some_and(|t| t <= now)).collect()
+    /// Takes up to [`TIMER_BATCH`] initiator PDCs with a deadline at or before `now` off their
+    /// heap: their ids.
+    fn initiators_due(&mut self, now: Instant) -> heapless::Vec<u16, TIMER_BATCH> {
+        let mut due = heapless::Vec::new();
+        while !due.is_full() {
+            let Some(index) = self.initiator_timers.pop_due(now) else { break };
+            let _ = self.initiators.id_at(usize::from(index)).map(|id| due.push(id));
+        }
+        due
     }
 
-    /// The ids of the target PDCs with a deadline at or before `now`.
-    fn targets_due(&self, now: Instant) -> heapless::Vec<u16, P> {
-        let ids = self.targets_timed.iter(&self.targets_timed_links).filter_map(|i| self.targets.id_at(usize::from(i)));
-        ids.filter(|&id| self.targets.get(id).and_then(|t| t.pdc.poll_timeout()).is_some_and(|t| t <= now)).collect()
+    /// [`Endpoint::initiators_due`] for the target PDCs.
+    fn targets_due(&mut self, now: Instant) -> heapless::Vec<u16, TIMER_BATCH> {
+        let mut due = heapless::Vec::new();
+        while !due.is_full() {
+            let Some(index) = self.target_timers.pop_due(now) else { break };
+            let _ = self.targets.id_at(usize::from(index)).map(|id| due.push(id));
+        }
+        due
     }
 
     /// After `poll_transmit` gave `None`: no PDC off the ready lists has a packet to give (each
-    /// is tried on a copy), and the timed lists hold exactly the PDCs with a deadline. Tests
-    /// call it to show that the lists miss nothing.
+    /// is tried on a copy), and the timer heaps hold exactly each PDC's deadline. Tests call it
+    /// to show that the lists miss nothing.
     #[cfg(test)]
     fn check_ready_lists(&self, now: Instant) {
         for (id, p) in self.initiators.iter() {
@@ -990,19 +990,15 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 listed || p.pdc.clone().poll_transmit(now).is_none(),
                 "initiator {id} has a packet but is not ready"
             );
-            let timed = self
-                .initiators
-                .index_of(id)
-                .is_some_and(|i| SlotList::contains(&self.initiators_timed_links, i as u16));
-            assert_eq!(timed, p.pdc.poll_timeout().is_some(), "initiator {id}: timed list and deadline disagree");
+            let filed = self.initiators.index_of(id).and_then(|i| self.initiator_timers.deadline(i as u16));
+            assert_eq!(filed, p.pdc.poll_timeout(), "initiator {id}: timer heap and deadline disagree");
         }
         for (id, t) in self.targets.iter() {
             let listed =
                 self.targets.index_of(id).is_some_and(|i| SlotList::contains(&self.targets_ready_links, i as u16));
             assert!(listed || t.pdc.clone().poll_transmit(now).is_none(), "target {id} has a packet but is not ready");
-            let timed =
-                self.targets.index_of(id).is_some_and(|i| SlotList::contains(&self.targets_timed_links, i as u16));
-            assert_eq!(timed, t.pdc.poll_timeout().is_some(), "target {id}: timed list and deadline disagree");
+            let filed = self.targets.index_of(id).and_then(|i| self.target_timers.deadline(i as u16));
+            assert_eq!(filed, t.pdc.poll_timeout(), "target {id}: timer heap and deadline disagree");
         }
     }
 
@@ -1037,52 +1033,57 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         if let Some(t) = kind.read_data_pdc().and_then(|id| self.targets.get_mut(id)) {
             t.runs.unlink(&mut self.pdc_links, slot as u16);
         }
-        if matches!(kind, MsgKind::Read { .. }) {
-            self.reads = self.reads.saturating_sub(1);
-        }
+        self.read_timers.set(slot as u16, None);
         if let Some(g) = self.generations.get_mut(slot) {
             *g = g.wrapping_add(1);
         }
     }
 
-    /// The next deadline of any PDC.
+    /// The next deadline: of a PDC, a RUDI resend, or a READ waiting for data.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let i = self.initiators_timed.iter(&self.initiators_timed_links).filter_map(|index| {
-            self.initiators.id_at(usize::from(index)).and_then(|id| self.initiators.get(id)?.pdc.poll_timeout())
-        });
-        let t = self.targets_timed.iter(&self.targets_timed_links).filter_map(|index| {
-            self.targets.id_at(usize::from(index)).and_then(|id| self.targets.get(id)?.pdc.poll_timeout())
-        });
-        let r = self.rudi.iter().map(|r| r.resend_at);
-        let reads = self.msgs.iter().take(if self.reads > 0 { M } else { 0 }).flatten().filter_map(|m| match m.kind {
-            MsgKind::Read { give_up, .. } => give_up,
-            _ => None,
-        });
-        i.chain(t).chain(r).chain(reads).min()
+        let heads = [&self.initiator_timers.first(), &self.target_timers.first()];
+        let pdcs = heads.into_iter().flatten().map(|&(at, _)| at);
+        let reads = self.read_timers.first().map(|(at, _)| at);
+        let rudi = self.rudi.iter().map(|r| r.resend_at);
+        pdcs.chain(reads).chain(rudi).min()
     }
 
-    /// Runs every timer due at `now`.
+    /// Runs every timer due at `now`: each PDC due is taken off its heap and runs its timers
+    /// once, a batch at a time (a PDC still due after that runs them again at the next call).
     pub fn handle_timeout(&mut self, now: Instant) {
         self.now = self.now.max(now);
         self.give_up_reads(now);
         let cfg = self.cfg.pdc;
-        for id in self.initiators_due(now) {
-            if let Some(p) = self.initiators.get_mut(id) {
-                let (lost, timeouts) = (p.pdc.window().lost_count(), p.pdc.timeouts());
-                p.pdc.handle_timeout(now, &cfg);
-                let marked = p.pdc.window().lost_count().saturating_sub(lost);
-                self.stats.resends.count_timer(marked, p.pdc.timeouts() != timeouts);
+        // Enough batches for every PDC due now; one back on the heap and due again waits.
+        for _ in 0..=self.initiator_timers.len() / TIMER_BATCH {
+            let due = self.initiators_due(now);
+            for &id in &due {
+                if let Some(p) = self.initiators.get_mut(id) {
+                    let (lost, timeouts) = (p.pdc.window().lost_count(), p.pdc.timeouts());
+                    p.pdc.handle_timeout(now, &cfg);
+                    let marked = p.pdc.window().lost_count().saturating_sub(lost);
+                    self.stats.resends.count_timer(marked, p.pdc.timeouts() != timeouts);
+                }
+                self.after_initiator_change(now, id);
             }
-            self.after_initiator_change(now, id);
+            if !due.is_full() {
+                break;
+            }
         }
-        for id in self.targets_due(now) {
-            if let Some(p) = self.targets.get_mut(id) {
-                let (lost, timeouts) = (p.pdc.return_window().lost_count(), p.pdc.timeouts());
-                p.pdc.handle_timeout(now, &cfg);
-                let marked = p.pdc.return_window().lost_count().saturating_sub(lost);
-                self.stats.resends.count_timer(marked, p.pdc.timeouts() != timeouts);
+        for _ in 0..=self.target_timers.len() / TIMER_BATCH {
+            let due = self.targets_due(now);
+            for &id in &due {
+                if let Some(p) = self.targets.get_mut(id) {
+                    let (lost, timeouts) = (p.pdc.return_window().lost_count(), p.pdc.timeouts());
+                    p.pdc.handle_timeout(now, &cfg);
+                    let marked = p.pdc.return_window().lost_count().saturating_sub(lost);
+                    self.stats.resends.count_timer(marked, p.pdc.timeouts() != timeouts);
+                }
+                self.after_target_change(now, id);
             }
-            self.after_target_change(now, id);
+            if !due.is_full() {
+                break;
+            }
         }
     }
 
@@ -1091,9 +1092,11 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let ev = self.events.pop_front();
         if ev.is_some() && core::mem::take(&mut self.unsettled) {
             // Room again: settle what waited for it (what still finds no room sets the flag again).
-            let ids: heapless::Vec<u16, P> = self.initiators.iter().map(|(id, _)| id).collect();
-            for id in ids {
-                self.settle_later(id);
+            // A walk of every PDC and message slot, but only after the queue overflowed.
+            for index in 0..P {
+                if let Some(id) = self.initiators.id_at(index) {
+                    self.settle_later(id);
+                }
             }
             for slot in 0..M {
                 let connectionless =
@@ -1109,17 +1112,18 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// Fails the READs whose data stopped arriving (see [`Failure::ReadTimeout`]); one that finds
     /// the event queue full fails at a later call.
     fn give_up_reads(&mut self, now: Instant) {
-        if self.reads == 0 {
-            return;
-        }
-        for slot in 0..M {
-            let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
-            let MsgKind::Read { give_up: Some(t), .. } = m.kind else { continue };
+        while let Some((_, slot)) = self.read_timers.first().filter(|&(at, _)| at <= now) {
+            let Some(m) = self.msgs.get(usize::from(slot)).and_then(Option::as_ref) else {
+                self.read_timers.set(slot, None);
+                continue;
+            };
             let delivery = FailedDelivery::Partial;
-            let failed = Event::Failed { msg: m.handle(slot), why: Failure::ReadTimeout, delivery };
-            if t <= now && self.events.push_back(failed).is_ok() {
-                self.free_msg(slot);
+            let failed = Event::Failed { msg: m.handle(usize::from(slot)), why: Failure::ReadTimeout, delivery };
+            if self.events.push_back(failed).is_err() {
+                // It keeps its deadline: a later call tries again.
+                return;
             }
+            self.free_msg(usize::from(slot));
         }
     }
 
@@ -1171,4 +1175,5 @@ mod sending;
 mod stats;
 #[cfg(test)]
 mod tests;
+mod timers;
 mod transmit;

@@ -112,9 +112,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     ) -> Option<Placement<'a>> {
         let (slot, _) = self.message_at(id, psn)?;
         let src = self.initiators.key(id)?.dst;
+        // Data came: the READ's wait for the rest starts again (`after_initiator_change`).
+        self.read_timers.set(slot as u16, None);
         let m = self.msgs.get_mut(slot)?.as_mut()?;
-        let MsgKind::Read { arrived, give_up, .. } = &mut m.kind else { return None };
-        *give_up = None;
+        let MsgKind::Read { arrived, .. } = &mut m.kind else { return None };
         let fits = m.message_id == r.read_request_message_id
             && u64::from(r.message_offset) + data.len() as u64 <= u64::from(m.desc.len);
         if !fits {
@@ -180,10 +181,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 p.last_ids = (header.common.ri_generation, header.common.job_id);
             }
             if delivery == Delivery::New {
-                if let MsgKind::Read { arrived, give_up, .. } = &mut m.kind {
+                if let MsgKind::Read { arrived, .. } = &mut m.kind {
                     *arrived = arrived.saturating_add(payload.len() as u32);
                     // Data arrived: the wait for the rest starts again (`after_initiator_change`).
-                    *give_up = None;
+                    self.read_timers.set(slot as u16, None);
                 }
                 placement = Some(Placement {
                     src,
@@ -258,10 +259,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 let wait = self.cfg.pdc.idle_timeout;
                 if let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) {
                     m.partly_acked = partly_acked;
-                    if let MsgKind::Read { give_up: g @ None, .. } = &mut m.kind {
-                        if requests_acked && !completes && wait != linklayer::Duration::ZERO {
-                            *g = Some(now.saturating_add(wait));
-                        }
+                    let waits = matches!(m.kind, MsgKind::Read { .. }) && requests_acked && !completes;
+                    if waits && wait != linklayer::Duration::ZERO && self.read_timers.deadline(slot as u16).is_none() {
+                        self.read_timers.set(slot as u16, Some(now.saturating_add(wait)));
                     }
                 }
                 if completes && done.is_full() {
