@@ -5,7 +5,10 @@
 //! active))` messages are in flight. Each packet is handled by the other endpoint as soon as it
 //! is sent, and each endpoint's events are taken after every packet it handles.
 //!
-//! `endpoint_scaling/P{p}_M{m}/active_{k}`; the sizes of the endpoints are printed first.
+//! `endpoint_scaling/P{p}_M{m}/active_{k}`; the sizes of the endpoints are printed first. Two more
+//! cases: `.../queued_{n}`, `n` messages queued at once to one PDC (the PDC takes 16 at a time,
+//! the rest wait), and `.../loss_1pct`, 1 024 PDCs in use with 1 % of the packets lost each way
+//! (seeded; the clock moves 1 µs a turn, so resends wait for their timers).
 //! The endpoints are built on a thread with a stack large enough for the largest of them.
 #![allow(missing_docs)]
 // Harness code, not library code.
@@ -27,12 +30,15 @@ struct Pair<const P: usize, const M: usize> {
     next_job: usize,
     in_flight: usize,
     window: usize,
+    /// Packets lost per mille, and the generator choosing them.
+    loss: u32,
+    rng: u64,
     now: Instant,
     frame: Vec<u8>,
 }
 
 impl<const P: usize, const M: usize> Pair<P, M> {
-    fn new(active: usize) -> Self {
+    fn new(active: usize, window: usize, loss: u32) -> Self {
         let cfg = |addr| EndpointConfig { close_when_idle: false, ..EndpointConfig::new(addr, 1024) };
         let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
         Pair {
@@ -41,7 +47,9 @@ impl<const P: usize, const M: usize> Pair<P, M> {
             active,
             next_job: 0,
             in_flight: 0,
-            window: M.min(active.max(16)),
+            window,
+            loss,
+            rng: 0x9E37_79B9_7F4A_7C15,
             now: Instant::ZERO,
             frame: vec![0; MAX_HEADER_LEN + LEN as usize],
         }
@@ -78,6 +86,12 @@ impl<const P: usize, const M: usize> Pair<P, M> {
         let src = self.addrs[from];
         while let Some(t) = tx.poll_transmit(self.now, &mut self.frame).unwrap() {
             let len = t.header_len + t.payload.map_or(0, |p| usize::from(p.len));
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            if (self.rng >> 32) % 1000 < u64::from(self.loss) {
+                continue;
+            }
             let _ = rx.handle_packet(self.now, src, &self.frame[..len]);
             while let Some(ev) = rx.poll_event() {
                 if let Event::Sent(_) = ev {
@@ -91,9 +105,19 @@ impl<const P: usize, const M: usize> Pair<P, M> {
 }
 
 fn case<const P: usize, const M: usize>(g: &mut BenchmarkGroup<'_, WallTime>, active: usize) {
-    let mut pair = Pair::<P, M>::new(active);
-    pair.run(active as u64 * 2);
-    g.bench_function(format!("P{P}_M{M}/active_{active}"), |b| {
+    case_with::<P, M>(g, &format!("active_{active}"), active, M.min(active.max(16)), 0);
+}
+
+fn case_with<const P: usize, const M: usize>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    active: usize,
+    window: usize,
+    loss: u32,
+) {
+    let mut pair = Pair::<P, M>::new(active, window, loss);
+    pair.run(active.max(window) as u64 * 2);
+    g.bench_function(format!("P{P}_M{M}/{name}"), |b| {
         b.iter_custom(|iters| {
             let start = std::time::Instant::now();
             pair.run(iters);
@@ -114,10 +138,12 @@ fn scaling(c: &mut Criterion) {
     g.sample_size(10).warm_up_time(StdDuration::from_millis(500)).measurement_time(StdDuration::from_secs(2));
     case::<16, 16>(&mut g, 1);
     case::<16, 4096>(&mut g, 1);
+    case_with::<16, 4096>(&mut g, "queued_4096", 1, 4096, 0);
     for active in [1, 64, 1024] {
         case::<1024, 16>(&mut g, active);
         case::<1024, 4096>(&mut g, active);
     }
+    case_with::<1024, 4096>(&mut g, "loss_1pct", 1024, 1024, 10);
     for active in [1, 64, 1024, 16384] {
         case::<16384, 16>(&mut g, active);
         case::<16384, 4096>(&mut g, active);

@@ -521,7 +521,8 @@ struct SendMsg {
     segments: Segmenter,
     /// Order of submission (for fairness and per-key order).
     seq: u64,
-    /// The initiator PDC carrying it, its message id there and its first PSN, once started.
+    /// The initiator PDC it is queued on (not started: `sent` is 0) or goes on, its message id
+    /// there and its first PSN, once started.
     pdc: Option<u16>,
     message_id: u16,
     first_psn: u32,
@@ -599,6 +600,20 @@ struct IniPdc {
     /// their slots, in the order they started.
     messages: u16,
     started: SlotList,
+    /// The messages of this PDC's key that have not started, in the order they were sent.
+    queued: SlotList,
+}
+
+impl IniPdc {
+    /// The message slot this PDC would send a new packet of: the message in progress, else
+    /// (while the PDC takes new messages and fewer than `limit` have started) the oldest queued.
+    fn next_new(&self, limit: u16) -> Option<u16> {
+        if self.active.is_some() {
+            return self.active;
+        }
+        let takes_new = matches!(self.pdc.state(), InitiatorState::Creating | InitiatorState::Established);
+        self.queued.first().filter(|_| takes_new && self.messages < limit)
+    }
 }
 
 struct TgtPdc<const R: usize> {
@@ -706,12 +721,18 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     targets: PdcTable<TargetKey, TgtPdc<R>, P>,
     msgs: [Option<SendMsg>; M],
     generations: [u16; M],
-    /// The messages with packets not yet sent, oldest first (what `poll_transmit` walks).
+    /// The messages with packets not yet sent that no initiator PDC holds, oldest first:
+    /// RUDI and UUD messages, read data runs, and messages whose key has no PDC yet (what
+    /// `poll_transmit` walks before serving the PDCs).
     unsent: SlotList,
     unsent_links: [Link; M],
-    /// The links of the per-PDC lists of message slots: an initiator's started messages, a
-    /// target's read data runs (a slot is on one of them at most).
+    /// The links of the per-PDC lists of message slots: an initiator's started messages or its
+    /// queued ones, a target's read data runs (a slot is on one of them at most).
     pdc_links: [Link; M],
+    /// The initiator PDCs that can send a new packet of a message (`IniPdc::next_new`, room in
+    /// the window), by table slot, served round robin.
+    initiators_new: SlotList,
+    initiators_new_links: [Link; P],
     /// The initiator and target PDCs with a packet to give (`has_pending`), by table slot, in the
     /// order `poll_transmit` serves them (one served goes to the back).
     initiators_ready: SlotList,
@@ -802,6 +823,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             unsent: SlotList::default(),
             unsent_links: [Link::default(); M],
             pdc_links: [Link::default(); M],
+            initiators_new: SlotList::default(),
+            initiators_new_links: [Link::default(); P],
             initiators_ready: SlotList::default(),
             initiators_ready_links: [Link::default(); P],
             targets_ready: SlotList::default(),
@@ -872,9 +895,13 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let m = self.msgs.get(slot).and_then(Option::as_ref).filter(|m| m.generation == msg.generation);
         match m {
             None => Err(EndpointError::UnknownMessage),
-            Some(m) if m.sent > 0 || m.pdc.is_some() => Err(EndpointError::Started),
-            Some(_) => {
+            Some(m) if m.sent > 0 => Err(EndpointError::Started),
+            Some(m) => {
+                let pdc = m.pdc;
                 self.free_msg(slot);
+                if let Some(id) = pdc {
+                    self.refresh_initiator(id, false);
+                }
                 Ok(())
             }
         }
@@ -916,8 +943,58 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             *m = Some(SendMsg::new(generation, kind, desc, segments, seq, message_id));
         }
         self.free_slots.pop();
-        self.unsent.insert(&mut self.unsent_links, slot as u16, |_| true);
+        // A message for a PDC waits in that PDC's queue; one whose key has none yet waits for
+        // `poll_transmit` to open it.
+        let key = self.key(&desc);
+        match self.find_pdc(&key).filter(|_| desc.service.pdc_mode().is_some()) {
+            Some(id) => self.queue_on(id, slot),
+            None => self.unsent.insert(&mut self.unsent_links, slot as u16, |_| true),
+        }
         Ok(MsgHandle { slot: slot as u16, generation, user: desc.user })
+    }
+
+    /// The open initiator PDC of `key`.
+    fn find_pdc(&mut self, key: &InitiatorKey) -> Option<u16> {
+        // Messages come in runs to one PDC: the one found last is tried before the key index.
+        let last = self.last_pdc.filter(|&id| self.initiators.key(id) == Some(key));
+        let id = last.or_else(|| self.initiators.find(key))?;
+        self.last_pdc = Some(id);
+        Some(id)
+    }
+
+    /// Queues message `slot`, not started, on initiator PDC `id`, in its place by age.
+    fn queue_on(&mut self, id: u16, slot: usize) {
+        let Some(seq) = self.msgs.get_mut(slot).and_then(Option::as_mut).map(|m| {
+            m.pdc = Some(id);
+            m.seq
+        }) else {
+            return;
+        };
+        let Some(p) = self.initiators.get_mut(id) else { return };
+        let msgs = &self.msgs;
+        let older = |s: u16| msgs.get(usize::from(s)).and_then(Option::as_ref).is_some_and(|o| o.seq < seq);
+        p.queued.insert(&mut self.pdc_links, slot as u16, older);
+        // Only whether it has new packets can have changed.
+        let new = p.next_new(self.cfg.messages_per_pdc).is_some() && p.pdc.can_send(&self.cfg.pdc);
+        if let Some(index) = self.initiators.index_of(id) {
+            SlotList::place(index as u16, new, &mut self.initiators_new, &mut self.initiators_new_links);
+        }
+    }
+
+    /// Hands the messages queued on initiator PDC `id`, about to be removed, back to the unsent
+    /// list, so that `poll_transmit` opens a new PDC for them.
+    fn requeue_from(&mut self, id: u16) {
+        while let Some(slot) = self.initiators.get(id).and_then(|p| p.queued.first()) {
+            if let Some(p) = self.initiators.get_mut(id) {
+                p.queued.unlink(&mut self.pdc_links, slot);
+            }
+            let Some(m) = self.msgs.get_mut(usize::from(slot)).and_then(Option::as_mut) else { continue };
+            m.pdc = None;
+            let seq = m.seq;
+            let msgs = &self.msgs;
+            let older = |s: u16| msgs.get(usize::from(s)).and_then(Option::as_ref).is_some_and(|o| o.seq < seq);
+            self.unsent.insert(&mut self.unsent_links, slot, older);
+        }
     }
 
     /// Counts a packet of message `slot` sent; it leaves the unsent list with its last packet.
@@ -935,14 +1012,17 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         list.iter(&self.pdc_links).map(usize::from)
     }
 
-    /// Puts initiator PDC `id` on the ready list while it has a packet to give, else takes it off,
-    /// and files its deadline; call after anything that may change either (`gone`: it is about
-    /// to be removed).
+    /// Puts initiator PDC `id` on the ready list while it has a packet to give and on the list of
+    /// PDCs with new packets while it can send one, else takes it off, and files its deadline;
+    /// call after anything that may change any of these (`gone`: it is about to be removed).
     fn refresh_initiator(&mut self, id: u16, gone: bool) {
         let Some(index) = self.initiators.index_of(id).map(|i| i as u16) else { return };
-        let p = self.initiators.get(id).map(|p| &p.pdc).filter(|_| !gone);
+        let e = self.initiators.get(id).filter(|_| !gone);
+        let p = e.map(|e| &e.pdc);
         let (ready, deadline) = (p.is_some_and(|p| p.has_pending()), p.and_then(|p| p.poll_timeout()));
+        let new = e.is_some_and(|e| e.next_new(self.cfg.messages_per_pdc).is_some() && e.pdc.can_send(&self.cfg.pdc));
         SlotList::place(index, ready, &mut self.initiators_ready, &mut self.initiators_ready_links);
+        SlotList::place(index, new, &mut self.initiators_new, &mut self.initiators_new_links);
         self.initiator_timers.set(index, deadline);
     }
 
@@ -990,6 +1070,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 listed || p.pdc.clone().poll_transmit(now).is_none(),
                 "initiator {id} has a packet but is not ready"
             );
+            let new =
+                self.initiators.index_of(id).is_some_and(|i| SlotList::contains(&self.initiators_new_links, i as u16));
+            let can = p.next_new(self.cfg.messages_per_pdc).is_some() && p.pdc.can_send(&self.cfg.pdc);
+            assert_eq!(new, can, "initiator {id}: list of PDCs with new packets and its state disagree");
             let filed = self.initiators.index_of(id).and_then(|i| self.initiator_timers.deadline(i as u16));
             assert_eq!(filed, p.pdc.poll_timeout(), "initiator {id}: timer heap and deadline disagree");
         }
@@ -1018,17 +1102,22 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
     }
 
-    /// Empties message slot `slot` (in place: the message is not moved out).
+    /// Empties message slot `slot` (in place: the message is not moved out). Its PDC may take a
+    /// queued message now: the caller refreshes it (`after_initiator_change` does).
     fn free_msg(&mut self, slot: usize) {
         let Some(m) = self.msgs.get_mut(slot) else { return };
-        let Some((pdc, kind)) = m.as_ref().map(|m| (m.pdc, m.kind)) else { return };
+        let Some((pdc, kind, started)) = m.as_ref().map(|m| (m.pdc, m.kind, m.sent > 0)) else { return };
         *m = None;
         // Room for every slot, and a slot is pushed once per fill.
         let _ = self.free_slots.push(slot as u16);
         self.unsent.unlink(&mut self.unsent_links, slot as u16);
         if let Some(p) = pdc.and_then(|id| self.initiators.get_mut(id)) {
-            p.messages = p.messages.saturating_sub(1);
-            p.started.unlink(&mut self.pdc_links, slot as u16);
+            if started {
+                p.messages = p.messages.saturating_sub(1);
+                p.started.unlink(&mut self.pdc_links, slot as u16);
+            } else {
+                p.queued.unlink(&mut self.pdc_links, slot as u16);
+            }
         }
         if let Some(t) = kind.read_data_pdc().and_then(|id| self.targets.get_mut(id)) {
             t.runs.unlink(&mut self.pdc_links, slot as u16);
@@ -1123,7 +1212,11 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 // It keeps its deadline: a later call tries again.
                 return;
             }
+            let pdc = m.pdc;
             self.free_msg(usize::from(slot));
+            if let Some(id) = pdc {
+                self.refresh_initiator(id, false);
+            }
         }
     }
 

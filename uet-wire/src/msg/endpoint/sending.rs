@@ -205,7 +205,6 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// Settles initiator PDC `id` after it changed: reports its events, completes or fails its
     /// messages, closes it when its work is done, and frees it once closed and settled.
     pub(super) fn after_initiator_change(&mut self, now: Instant, id: u16) {
-        let Some(key) = self.initiators.key(id).copied() else { return };
         let Some(p) = self.initiators.get_mut(id) else { return };
         while let Some(ev) = p.pdc.poll_event() {
             if let InitiatorEvent::Failed(_) = ev {
@@ -229,10 +228,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             }
         }
         // Messages for this PDC's key that have not started keep it open.
-        let queued_for_key = self.unsent.iter(&self.unsent_links).any(|slot| {
-            let m = self.msgs.get(usize::from(slot)).and_then(Option::as_ref);
-            m.is_some_and(|m| m.pdc.is_none() && m.kind.read_data_pdc().is_none() && self.key(&m.desc) == key)
-        });
+        let queued_for_key = p.queued.first().is_some();
         // Completions are reported in send order, a batch at a time.
         loop {
             let mut done: heapless::Vec<(u64, u16), COMPLETION_BATCH> = heapless::Vec::new();
@@ -310,9 +306,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             let _ = p.pdc.close(now, &cfg);
         }
         let remove = p.pdc.state() == InitiatorState::Closed && p.messages == 0 && !p.pdc.has_pending();
-        // Off the lists before a removal.
+        // Off the lists before a removal; what waited for it waits for a new PDC.
         self.refresh_initiator(id, remove);
         if remove {
+            self.requeue_from(id);
             self.initiators.remove(id);
         }
     }

@@ -1383,3 +1383,175 @@ fn a_packet_with_a_wrong_crc_changes_nothing_and_the_right_one_is_placed() {
     assert_eq!((p.payload.len(), p.header.match_bits), (100, 3));
     assert_eq!(b.target_pdcs(), 1);
 }
+
+/// What [`many_pdcs_run`] saw.
+struct ManyPdcs {
+    /// The job of each message start at A, in the order the first packets went out.
+    starts: Vec<u32>,
+    /// Turns of the loop until both endpoints were idle.
+    turns: usize,
+}
+
+/// `per_job` messages of 1–1 500 bytes (one or two packets) to each of `jobs` jobs (one PDC
+/// each), all queued at once at A, job by job, over a wire that loses, duplicates, corrupts and
+/// reorders `chaos` per mille of the packets each way; corrupt packets go through the CRC check,
+/// which must refuse them. Checks that every message is reported `Sent` once and `Received` once
+/// with its bytes, in send order per job, and that both endpoints end idle.
+fn many_pdcs_run<const P: usize, const M: usize>(jobs: usize, per_job: usize, chaos: u32, seed: u64) -> ManyPdcs {
+    type Pair<const P: usize, const M: usize> = [Box<Endpoint<P, M, 128>>; 2];
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let cfg = |addr| EndpointConfig { pdc: PdcConfig { max_rto_retx: 30, ..PdcConfig::default() }, ..config(addr) };
+    let mut eps: Pair<P, M> = [Box::new(Endpoint::new(cfg(a_addr), seed)), Box::new(Endpoint::new(cfg(b_addr), !seed))];
+    let mut rng = seed | 1;
+    let mut chance = move || (xorshift_step(&mut rng) >> 32) as u32 % 1000;
+    // Message index -> (job, length); handles -> index.
+    let mut msgs: Vec<(u32, u32)> = Vec::new();
+    let mut handles: HashMap<MsgHandle, usize> = HashMap::new();
+    for job in 0..jobs as u32 {
+        for k in 0..per_job {
+            let index = msgs.len();
+            let len = 1 + ((index as u32).wrapping_mul(2_654_435_761) >> 8) % 1500;
+            let d = MessageDesc::new(b_addr, Service::Rud, Opcode::Send, job, len).with_match_bits(index as u64);
+            handles.insert(eps[0].send(d).unwrap(), index);
+            msgs.push((job, len));
+            let _ = k;
+        }
+    }
+    let prefix = |from: IpAddr, to: IpAddr| crate::packet::CrcPrefix::ip(&from, &to);
+    let mut started = std::collections::HashSet::new();
+    let mut starts = Vec::new();
+    let mut sent_events = vec![0u32; msgs.len()];
+    let mut received: HashMap<u32, Vec<usize>> = HashMap::new();
+    let mut bufs: HashMap<(u16, u16), (usize, Vec<u8>)> = HashMap::new();
+    let mut flight: Vec<(usize, Vec<u8>)> = Vec::new();
+    let mut now = Instant::ZERO;
+    let mut out = [0u8; 256];
+    for turn in 0..1_000_000 {
+        for (side, ep) in eps.iter_mut().enumerate() {
+            while let Some(t) = ep.poll_transmit(now, &mut out).unwrap() {
+                let mut pkt = out[..t.header_len].to_vec();
+                if let Some(p) = t.payload {
+                    let index = handles[&p.msg];
+                    if started.insert(index) {
+                        starts.push(msgs[index].0);
+                    }
+                    pkt.extend((0..u32::from(p.len)).map(|i| byte(index as u64, p.offset + i)));
+                }
+                let (from, to) = if side == 0 { (a_addr, b_addr) } else { (b_addr, a_addr) };
+                let len = pkt.len();
+                pkt.extend([0; crate::packet::CRC_LEN]);
+                crate::packet::append_crc(prefix(from, to).as_bytes(), &mut pkt, len).unwrap();
+                match chance() {
+                    c if c < chaos => {}
+                    c if c < 2 * chaos => flight.extend([(1 - side, pkt.clone()), (1 - side, pkt)]),
+                    c if c < 3 * chaos => {
+                        let bit = (c as usize * 7919) % (pkt.len() * 8);
+                        pkt[bit / 8] ^= 1 << (bit % 8);
+                        flight.push((1 - side, pkt));
+                    }
+                    _ => flight.push((1 - side, pkt)),
+                }
+            }
+            ep.check_ready_lists(now);
+        }
+        if chaos > 0 {
+            for i in (1..flight.len()).rev() {
+                flight.swap(i, chance() as usize % (i + 1));
+            }
+        }
+        let moved = !flight.is_empty();
+        for (to, pkt) in core::mem::take(&mut flight) {
+            let from = eps[1 - to].config().addr;
+            let pre = prefix(from, eps[to].config().addr);
+            let placed = match eps[to].handle_crc_packet(now, from, &pkt, pre.as_bytes(), false) {
+                Ok(p) => p,
+                Err(EndpointError::Malformed(Error::Crc { .. }) | EndpointError::EventsFull) => None,
+                Err(e) => panic!("a packet was refused: {e:?}"),
+            };
+            if let Some(p) = placed {
+                let index = p.header.match_bits as usize;
+                let (i, buf) = bufs
+                    .entry((p.pdc, p.message_id))
+                    .or_insert_with(|| (index, vec![0; p.header.request_length as usize]));
+                assert_eq!(*i, index);
+                buf[p.offset as usize..][..p.payload.len()].copy_from_slice(p.payload);
+            }
+        }
+        for ep in eps.iter_mut() {
+            while let Some(ev) = ep.poll_event() {
+                match ev {
+                    Event::Sent(h) => sent_events[handles[&h]] += 1,
+                    Event::Received { pdc, message_id, len, .. } => {
+                        let (index, buf) = bufs.remove(&(pdc, message_id)).expect("placed before received");
+                        assert_eq!(len, msgs[index].1);
+                        assert!(buf.iter().enumerate().all(|(o, &b)| b == byte(index as u64, o as u32)));
+                        received.entry(msgs[index].0).or_default().push(index);
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        if eps.iter().all(|e| e.is_idle()) {
+            assert!(sent_events.iter().all(|&n| n == 1), "every message reported Sent once");
+            for (job, indexes) in &received {
+                let expected: Vec<usize> = (0..msgs.len()).filter(|&i| msgs[i].0 == *job).collect();
+                assert_eq!(indexes, &expected, "job {job}: every message received once, in send order");
+            }
+            assert_eq!(received.len(), jobs);
+            return ManyPdcs { starts, turns: turn };
+        }
+        if moved {
+            now = now.saturating_add(linklayer::Duration::from_micros(1));
+        } else {
+            now = eps.iter().filter_map(|e| e.poll_timeout()).min().unwrap_or(now).max(now);
+            eps.iter_mut().for_each(|e| e.handle_timeout(now));
+        }
+    }
+    panic!("not idle after a million turns");
+}
+
+/// The first message of every job starts before any job's second: the PDCs take turns.
+fn assert_fair(starts: &[u32], jobs: usize) {
+    let first: std::collections::HashSet<u32> = starts[..jobs].iter().copied().collect();
+    assert_eq!(first.len(), jobs, "a PDC waited for another's backlog: {:?}", &starts[..jobs]);
+}
+
+#[test]
+fn many_pdcs_take_turns_and_lose_no_event_at_any_capacity() {
+    // Big endpoints: on a thread with room for them.
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(|| {
+            let run = many_pdcs_run::<4, 16>(4, 4, 0, 1);
+            assert_fair(&run.starts, 4);
+            let run = many_pdcs_run::<64, 256>(60, 4, 0, 2);
+            assert_fair(&run.starts, 60);
+            let run = many_pdcs_run::<1024, 1024>(1000, 1, 0, 3);
+            assert_fair(&run.starts, 1000);
+            std::println!("1000 PDCs: idle after {} turns", run.turns);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+    /// Under loss, duplication, corruption and reordering, at three capacities: every message
+    /// once, in order per PDC, and the first message of every job starts before any second.
+    #[test]
+    fn many_pdcs_under_chaos(seed in proptest::prelude::any::<u64>(), chaos in 0u32..60, size in 0usize..3) {
+        let (jobs, per_job) = [(3, 5), (12, 3), (40, 2)][size];
+        let run = std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn(move || match size {
+                0 => many_pdcs_run::<4, 16>(jobs, per_job, chaos, seed),
+                1 => many_pdcs_run::<16, 64>(jobs, per_job, chaos, seed),
+                _ => many_pdcs_run::<64, 128>(jobs, per_job, chaos, seed),
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_fair(&run.starts, jobs);
+    }
+}

@@ -1,13 +1,15 @@
 //! Sending: `poll_transmit` and the packets it writes — control packets the PDCs owe first,
-//! then new requests, oldest message first — and the choice of PDC for a new message.
+//! then new requests, the PDCs with some taking turns — and the PDC a new message goes on.
 
 use super::*;
 
 impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
     /// The next packet to send, its headers written to the front of `out`, which must hold
     /// [`MAX_HEADER_LEN`] bytes (checked first, so a short buffer changes nothing). NACKs go
-    /// first, then resends and control packets, then ACKs, then new packets of queued messages,
-    /// oldest message first.
+    /// first, then resends and control packets, then ACKs, then new packets of queued messages:
+    /// the PDCs with one to send take turns, a packet each (each PDC sends its messages in the
+    /// order they were queued), and RUDI, UUD and read data go when they are older than the
+    /// message whose turn it is.
     pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
         if out.len() < MAX_HEADER_LEN {
             return Err(EndpointError::BufferTooShort);
@@ -235,50 +237,109 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         Ok(Transmit { dst: m.desc.dst, header_len: n + k, payload, read: None })
     }
 
+    /// New packets: of the messages no PDC holds (RUDI, UUD, read data, messages whose key has
+    /// no PDC yet, which get one here), oldest first while older than the message of the PDC whose
+    /// turn it is; then of the PDCs' messages, one packet per PDC in turn.
     pub(super) fn transmit_new(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
-        // Oldest message first among those that can go.
+        if self.unsent.first().is_none() {
+            return self.transmit_pdc_new(now, out);
+        }
+        let limit = self.cfg.messages_per_pdc;
+        let turn = self.initiators_new.first().and_then(|index| {
+            let id = self.initiators.id_at(usize::from(index))?;
+            let slot = self.initiators.get(id)?.next_new(limit)?;
+            Some(self.msgs.get(usize::from(slot))?.as_ref()?.seq)
+        });
+        if let Some(t) = self.transmit_unheld(now, out, turn)? {
+            return Ok(Some(t));
+        }
+        if let Some(t) = self.transmit_pdc_new(now, out)? {
+            return Ok(Some(t));
+        }
+        if turn.is_none() {
+            return Ok(None);
+        }
+        // No PDC could send after all: the rest of the walk, then the PDCs it opened.
+        if let Some(t) = self.transmit_unheld(now, out, None)? {
+            return Ok(Some(t));
+        }
+        self.transmit_pdc_new(now, out)
+    }
+
+    /// The next packet of the messages no PDC holds, oldest first, up to those newer than
+    /// `turn`; a message waiting for a PDC gets one (its key's, opened if need be) and waits in
+    /// its queue.
+    fn transmit_unheld(
+        &mut self,
+        now: Instant,
+        out: &mut [u8],
+        turn: Option<u64>,
+    ) -> Result<Option<Transmit>, EndpointError> {
         let mut next = self.unsent.first();
         while let Some(slot) = next {
             next = SlotList::next(&self.unsent_links, slot);
             let slot = usize::from(slot);
-            let service = self.msgs.get(slot).and_then(Option::as_ref).map(|m| m.desc.service);
+            let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
+            if turn.is_some_and(|seq| m.seq > seq) {
+                break;
+            }
+            let (service, read_data) = (m.desc.service, m.kind.read_data_pdc());
             match service {
-                Some(Service::Rudi) => match self.transmit_rudi_new(now, out, slot)? {
+                Service::Rudi => match self.transmit_rudi_new(now, out, slot)? {
                     Some(t) => return Ok(Some(t)),
                     None => continue,
                 },
-                Some(Service::Uud) => return self.transmit_uud(out, slot).map(Some),
-                _ => {}
+                Service::Uud => return self.transmit_uud(out, slot).map(Some),
+                Service::Rud | Service::Rod => {}
             }
-            if let Some(tpdc) = self.msgs.get(slot).and_then(Option::as_ref).and_then(|m| m.kind.read_data_pdc()) {
+            if let Some(tpdc) = read_data {
                 match self.transmit_read_data_new(now, out, slot, tpdc)? {
                     Some(t) => return Ok(Some(t)),
                     None => continue,
                 }
             }
-            let Some(id) = self.pdc_for(slot) else { continue };
-            let cfg = self.cfg.pdc;
-            let Some(p) = self.initiators.get_mut(id) else { continue };
-            if !p.pdc.can_send(&cfg) || p.active.is_some_and(|a| usize::from(a) != slot) {
-                continue;
+            // Its key's PDC, opened now if there is none (or, with the table full, later).
+            if let Some(id) = self.pdc_for(slot) {
+                self.unsent.unlink(&mut self.unsent_links, slot as u16);
+                self.queue_on(id, slot);
             }
-            let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) else { continue };
-            let last = m.sent + 1 == m.segments.packets();
-            let Ok(stamp) = p.pdc.send(now, &cfg, last) else { continue };
+        }
+        Ok(None)
+    }
+
+    /// The next packet of a message of the PDC whose turn it is; a PDC served goes to the back of
+    /// the list while it can send more.
+    fn transmit_pdc_new(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
+        let (cfg, limit) = (self.cfg.pdc, self.cfg.messages_per_pdc);
+        while let Some(index) = self.initiators_new.first() {
+            self.initiators_new.unlink(&mut self.initiators_new_links, index);
+            let Some(id) = self.initiators.id_at(usize::from(index)) else { continue };
+            let Some(p) = self.initiators.get_mut(id) else { continue };
+            let slot = p.next_new(limit).map(usize::from);
+            let m = slot.and_then(|slot| self.msgs.get_mut(slot)?.as_mut());
+            let sent = m.and_then(|m| {
+                let last = m.sent + 1 == m.segments.packets();
+                Some((m, last, p.pdc.send(now, &cfg, last).ok()?))
+            });
+            let (Some(slot), Some((m, last, stamp))) = (slot, sent) else {
+                // Nothing after all: off the list until its next change (so this loop ends).
+                self.refresh_initiator(id, false);
+                self.initiators_new.unlink(&mut self.initiators_new_links, index);
+                continue;
+            };
             if m.sent == 0 {
-                m.pdc = Some(id);
+                p.queued.unlink(&mut self.pdc_links, slot as u16);
                 p.messages += 1;
                 p.started.insert(&mut self.pdc_links, slot as u16, |_| true);
                 m.message_id = p.next_message_id;
                 m.first_psn = stamp.psn;
                 p.next_message_id = p.next_message_id.wrapping_add(1);
             }
-            let index = m.sent;
+            let packet = m.sent;
             p.active = if last { None } else { Some(slot as u16) };
             self.count_sent(slot);
             self.refresh_initiator(id, false);
-            let t = self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, None))?;
-            return Ok(Some(t));
+            return self.write_request(out, slot, packet, stamp.request(NextHeader::ReqStd, None)).map(Some);
         }
         Ok(None)
     }
@@ -314,23 +375,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         self.write_read_data(out, slot, index, stamp).map(Some)
     }
 
-    /// The PDC a message goes out on: its own once started; else the open PDC of its key if it
-    /// takes new messages; else a new one (none while the key's PDC is closing or the table is
+    /// The PDC of message `slot`'s key: the open one, else a new one (none while the table is
     /// full).
     pub(super) fn pdc_for(&mut self, slot: usize) -> Option<u16> {
-        let m = self.msgs.get(slot)?.as_ref()?;
-        if let Some(id) = m.pdc {
+        let key = self.key(&self.msgs.get(slot)?.as_ref()?.desc);
+        if let Some(id) = self.find_pdc(&key) {
             return Some(id);
-        }
-        let key = self.key(&m.desc);
-        // Messages come in runs to one PDC: the one found last is tried before the key index.
-        let last = self.last_pdc.filter(|&id| self.initiators.key(id) == Some(&key));
-        if let Some(id) = last.or_else(|| self.initiators.find(&key)) {
-            self.last_pdc = Some(id);
-            let p = self.initiators.get(id)?;
-            let takes_new = matches!(p.pdc.state(), InitiatorState::Creating | InitiatorState::Established);
-            // No more messages in progress than the target tracks (see `messages_per_pdc`).
-            return (takes_new && p.messages < self.cfg.messages_per_pdc).then_some(id);
         }
         let id = self.initiators.next_id()?;
         let start = self.random_u32();
@@ -348,6 +398,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     active: None,
                     messages: 0,
                     started: SlotList::default(),
+                    queued: SlotList::default(),
                 },
             )
             .ok()
