@@ -16,25 +16,23 @@
 //!   initiator holds the message until a PDC closes, a target answers NACK NO_PDC_AVAIL (a
 //!   retransmit-class code, so the initiator tries again).
 //!
-//! `N` must be a power of two of at least 2 (the key index is a `heapless` index map) and at
-//! most 32768.
+//! `N` is 2 to 32768, any number. The key index is a chained hash over the slots themselves: a
+//! bucket head per slot and a link per slot (4 bytes a slot, the key is kept once, in its slot),
+//! so a lookup hashes the key once and compares the keys on one chain, 1.5 on average with every
+//! slot in use.
 
 use crate::pds::DeliveryMode;
 use core::hash::{Hash, Hasher};
-use hash32::BuildHasherDefault;
-use heapless::index_map::IndexMap;
 
-/// The key index, hashed by [`KeyHasher`].
-type KeyIndex<K, const N: usize> = IndexMap<K, u16, BuildHasherDefault<KeyHasher>, N>;
+/// No slot (the end of a chain, an empty bucket).
+const NO_SLOT: u16 = u16::MAX;
 
-/// The key index's hasher: one multiply per 8 bytes of key, where FNV (heapless's default)
-/// takes one per byte; a lookup happens for every message an endpoint starts, and FNV over the
-/// 38-byte initiator key was an eighth of a 64-byte message's cost. The index places a key by
-/// the low bits of the hash, and a last field as small as the traffic class or a PDC id leaves
-/// those bits of the last product poorly mixed; so [`Hasher::finish`] folds the state's halves,
-/// multiplies once more and reverses the bits, bringing the product's best-mixed top bits to the
-/// bottom. Like FNV it is not keyed: a peer choosing addresses to collide makes lookups probe
-/// longer, at worst a scan of the table.
+/// The key index's hasher: one multiply per 8 bytes of key, where FNV takes one per byte; a
+/// lookup happens for every message an endpoint sends, and FNV over the 38-byte initiator key
+/// was an eighth of a 64-byte message's cost. [`Hasher::finish`] folds the state's halves and
+/// multiplies once more, so every bit of the key reaches the top bits, which choose the bucket.
+/// Like FNV it is not keyed: a peer choosing addresses to collide makes lookups walk longer
+/// chains, at worst a scan of the table.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KeyHasher(u64);
 
@@ -84,7 +82,7 @@ impl Hasher for KeyHasher {
     }
 
     fn finish(&self) -> u64 {
-        (self.0 ^ (self.0 >> 32)).wrapping_mul(Self::K).reverse_bits()
+        (self.0 ^ (self.0 >> 32)).wrapping_mul(Self::K)
     }
 }
 
@@ -175,7 +173,9 @@ pub struct PdcTable<K, T, const N: usize> {
     cycle: u16,
     generations: [u16; N],
     free: heapless::Vec<u16, N>,
-    by_key: KeyIndex<K, N>,
+    /// The key index: the first slot of each bucket's chain, and each slot's next on its chain.
+    buckets: [u16; N],
+    chain: [u16; N],
 }
 
 impl<K: Hash + Eq + Clone, T, const N: usize> Default for PdcTable<K, T, N> {
@@ -187,6 +187,26 @@ impl<K: Hash + Eq + Clone, T, const N: usize> Default for PdcTable<K, T, N> {
 impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
     /// Rejects, at compile time, capacities whose ids would not fit 16 bits.
     const CAPACITY_FITS: () = assert!(N >= 2 && N <= 32768, "a PDC table holds 2 to 32768 PDCs");
+
+    /// The bucket of `key`: the hash's top 32 bits scaled to `0..N`.
+    fn bucket(key: &K) -> usize {
+        let mut h = KeyHasher::default();
+        key.hash(&mut h);
+        (((h.finish() >> 32) * N as u64) >> 32) as usize
+    }
+
+    /// The slot holding `key`.
+    fn slot_of(&self, key: &K) -> Option<usize> {
+        let mut at = *self.buckets.get(Self::bucket(key))?;
+        while at != NO_SLOT {
+            let i = usize::from(at);
+            if self.slots.get(i)?.as_ref().is_some_and(|s| s.key == *key) {
+                return Some(i);
+            }
+            at = *self.chain.get(i)?;
+        }
+        None
+    }
 
     /// An empty table with ids from 1 to 65535.
     pub fn new() -> Self {
@@ -211,7 +231,8 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
             cycle,
             generations: [0; N],
             free,
-            by_key: KeyIndex::new(),
+            buckets: [NO_SLOT; N],
+            chain: [NO_SLOT; N],
         }
     }
 
@@ -240,14 +261,19 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
 
     /// Adds a PDC under `key`; returns its id (never 0; the one [`PdcTable::next_id`] gave).
     pub fn insert(&mut self, key: K, pdc: T) -> Result<u16, TableError> {
-        if let Some(&id) = self.by_key.get(&key) {
+        if let Some(id) = self.find(&key) {
             return Err(TableError::KeyInUse { id });
         }
         let index = *self.free.last().ok_or(TableError::Full)?;
         let id = self.next_id().ok_or(TableError::Full)?;
-        if self.by_key.insert(key.clone(), id).is_err() {
+        // First on its bucket's chain.
+        let (Some(head), Some(next)) =
+            (self.buckets.get_mut(Self::bucket(&key)), self.chain.get_mut(usize::from(index)))
+        else {
             return Err(TableError::Full);
-        }
+        };
+        *next = *head;
+        *head = index;
         self.free.pop();
         if let Some(slot) = self.slots.get_mut(usize::from(index)) {
             *slot = Some(Slot { id, key, pdc });
@@ -283,7 +309,8 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
 
     /// The id of the PDC under `key`.
     pub fn find(&self, key: &K) -> Option<u16> {
-        self.by_key.get(key).copied()
+        let i = self.slot_of(key)?;
+        self.slots.get(i)?.as_ref().map(|s| s.id)
     }
 
     /// The key a PDC was added under.
@@ -296,9 +323,16 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
     /// generations come round again.
     pub fn remove(&mut self, id: u16) -> Option<T> {
         let index = self.index_of(id)?;
+        // Off its chain first: the link that names it takes its next.
+        let bucket = Self::bucket(&self.slots.get(index)?.as_ref()?.key);
+        let next = *self.chain.get(index)?;
+        let mut link = self.buckets.get_mut(bucket)?;
+        while usize::from(*link) != index {
+            let at = usize::from(*link);
+            link = self.chain.get_mut(at)?;
+        }
+        *link = next;
         let slot = self.slots.get_mut(index)?.take()?;
-        // The map's order means nothing here, so the cheap removal is the right one.
-        self.by_key.swap_remove(&slot.key);
         if let Some(g) = self.generations.get_mut(index) {
             *g = g.wrapping_add(1) % self.cycle;
         }
@@ -357,35 +391,36 @@ mod tests {
         assert_eq!(t.find(&key(3)), None);
     }
 
-    /// Keys that differ in one small field fill the index's buckets about as random hashes do
-    /// (n keys in n buckets: 1 - 1/e, 63 %, used).
-    #[test]
-    fn key_hashes_spread_over_the_low_bits() {
-        use core::hash::BuildHasher;
-        let build = BuildHasherDefault::<KeyHasher>::default();
-        let used = |hashes: &mut dyn Iterator<Item = u64>, n: u64| {
-            let buckets: std::collections::HashSet<u64> = hashes.map(|h| h & (n - 1)).collect();
-            buckets.len() as f64 / n as f64
-        };
-        for n in [64u64, 1024, 16384] {
-            let by_peer = (0..n).map(|i| {
-                let dst = ipv4([10, 0, (i >> 8) as u8, i as u8]);
-                let k = InitiatorKey { mode: DeliveryMode::Rud, job_id: 1, src: ipv4([10, 0, 0, 1]), dst, tc: 0 };
-                build.hash_one(k)
-            });
-            let by_spdcid = (0..n).map(|i| build.hash_one(key(i as u16 + 1)));
-            let by_tc = (0..n).map(|i| {
-                let k = InitiatorKey { mode: DeliveryMode::Rod, job_id: i as u32, src: [0; 16], dst: [0; 16], tc: 3 };
-                build.hash_one(k)
-            });
-            for (what, share) in [
-                ("peer", used(&mut { by_peer }, n)),
-                ("spdcid", used(&mut { by_spdcid }, n)),
-                ("job", used(&mut { by_tc }, n)),
-            ] {
-                assert!(share > 0.55, "{n} keys by {what} use {:.0} % of the buckets", share * 100.0);
-            }
+    /// Keys that differ in one small field fill a table's buckets about as random hashes do
+    /// (n keys in n buckets: 1 - 1/e, 63 %, used), at any capacity.
+    fn keys_spread<const N: usize>() {
+        let n = N as u64;
+        let share = |buckets: std::collections::HashSet<usize>| buckets.len() as f64 / n as f64;
+        let by_peer = (0..n).map(|i| {
+            let dst = ipv4([10, 0, (i >> 8) as u8, i as u8]);
+            let k = InitiatorKey { mode: DeliveryMode::Rud, job_id: 1, src: ipv4([10, 0, 0, 1]), dst, tc: 0 };
+            PdcTable::<InitiatorKey, (), N>::bucket(&k)
+        });
+        let by_spdcid = (0..n).map(|i| PdcTable::<TargetKey, (), N>::bucket(&key(i as u16 + 1)));
+        let by_job = (0..n).map(|i| {
+            let k = InitiatorKey { mode: DeliveryMode::Rod, job_id: i as u32, src: [0; 16], dst: [0; 16], tc: 3 };
+            PdcTable::<InitiatorKey, (), N>::bucket(&k)
+        });
+        for (what, used) in [
+            ("peer", share(by_peer.collect())),
+            ("spdcid", share(by_spdcid.collect())),
+            ("job", share(by_job.collect())),
+        ] {
+            assert!(used > 0.55, "{n} keys by {what} use {:.0} % of the buckets", used * 100.0);
         }
+    }
+
+    #[test]
+    fn key_hashes_spread_over_the_buckets() {
+        keys_spread::<64>();
+        keys_spread::<1000>();
+        keys_spread::<16384>();
+        keys_spread::<32767>();
     }
 
     #[test]
@@ -424,10 +459,11 @@ mod tests {
     }
 
     proptest! {
-        /// The table against a map: inserts, removes and lookups by id and by key agree.
+        /// The table against a map: inserts, removes and lookups by id and by key agree (7
+        /// slots, 7 buckets, 12 keys: chains of every length).
         #[test]
         fn matches_model(ops in prop::collection::vec((0u8..3, 0u16..12), 0..400)) {
-            let mut t = PdcTable::<TargetKey, u16, 8>::new();
+            let mut t = PdcTable::<TargetKey, u16, 7>::new();
             let mut model: HashMap<u16, (u16, u16)> = HashMap::new(); // id -> (spdcid, value)
             let mut ids = Vec::new();
             for (op, x) in ops {
@@ -441,7 +477,7 @@ mod tests {
                         let existing = model.iter().find(|(_, v)| v.0 == x).map(|(id, _)| *id);
                         match (r, existing) {
                             (Err(TableError::KeyInUse { id }), Some(e)) => prop_assert_eq!(id, e),
-                            (Err(TableError::Full), None) => prop_assert_eq!(model.len(), 8),
+                            (Err(TableError::Full), None) => prop_assert_eq!(model.len(), 7),
                             (Ok(id), None) => {
                                 prop_assert!(id != 0 && !model.contains_key(&id));
                                 model.insert(id, (x, x));
@@ -461,6 +497,9 @@ mod tests {
                     }
                 }
                 prop_assert_eq!(t.len(), model.len());
+                for (&id, &(spdcid, _)) in &model {
+                    prop_assert_eq!(t.find(&key(spdcid)), Some(id));
+                }
             }
         }
     }

@@ -141,6 +141,6 @@ mod tests {
             codes.iter().enumerate().map(|(k, &code)| (code, k as u32 + 1)).collect();
         assert_eq!(counted, want);
         assert_eq!(c.get(NackCode::ExpNackFatal), codes.len() as u32);
-        assert_eq!(c.total(), (1..=codes.len() as u64).sum());
+        assert_eq!(c.total(), (1..=codes.len() as u64).sum::<u64>());
     }
 }

@@ -1384,20 +1384,13 @@ fn a_packet_with_a_wrong_crc_changes_nothing_and_the_right_one_is_placed() {
     assert_eq!(b.target_pdcs(), 1);
 }
 
-/// What [`many_pdcs_run`] saw.
-struct ManyPdcs {
-    /// The job of each message start at A, in the order the first packets went out.
-    starts: Vec<u32>,
-    /// Turns of the loop until both endpoints were idle.
-    turns: usize,
-}
-
 /// `per_job` messages of 1–1 500 bytes (one or two packets) to each of `jobs` jobs (one PDC
 /// each), all queued at once at A, job by job, over a wire that loses, duplicates, corrupts and
 /// reorders `chaos` per mille of the packets each way; corrupt packets go through the CRC check,
 /// which must refuse them. Checks that every message is reported `Sent` once and `Received` once
-/// with its bytes, in send order per job, and that both endpoints end idle.
-fn many_pdcs_run<const P: usize, const M: usize>(jobs: usize, per_job: usize, chaos: u32, seed: u64) -> ManyPdcs {
+/// with its bytes, in send order per job, and that both endpoints end idle. Returns the job of
+/// each message started at A, in the order their first packets went out.
+fn many_pdcs_run<const P: usize, const M: usize>(jobs: usize, per_job: usize, chaos: u32, seed: u64) -> Vec<u32> {
     type Pair<const P: usize, const M: usize> = [Box<Endpoint<P, M, 128>>; 2];
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
     let cfg = |addr| EndpointConfig { pdc: PdcConfig { max_rto_retx: 30, ..PdcConfig::default() }, ..config(addr) };
@@ -1426,7 +1419,7 @@ fn many_pdcs_run<const P: usize, const M: usize>(jobs: usize, per_job: usize, ch
     let mut flight: Vec<(usize, Vec<u8>)> = Vec::new();
     let mut now = Instant::ZERO;
     let mut out = [0u8; 256];
-    for turn in 0..1_000_000 {
+    for _ in 0..1_000_000 {
         for (side, ep) in eps.iter_mut().enumerate() {
             while let Some(t) = ep.poll_transmit(now, &mut out).unwrap() {
                 let mut pkt = out[..t.header_len].to_vec();
@@ -1498,7 +1491,7 @@ fn many_pdcs_run<const P: usize, const M: usize>(jobs: usize, per_job: usize, ch
                 assert_eq!(indexes, &expected, "job {job}: every message received once, in send order");
             }
             assert_eq!(received.len(), jobs);
-            return ManyPdcs { starts, turns: turn };
+            return starts;
         }
         if moved {
             now = now.saturating_add(linklayer::Duration::from_micros(1));
@@ -1522,13 +1515,11 @@ fn many_pdcs_take_turns_and_lose_no_event_at_any_capacity() {
     std::thread::Builder::new()
         .stack_size(256 << 20)
         .spawn(|| {
-            let run = many_pdcs_run::<4, 16>(4, 4, 0, 1);
-            assert_fair(&run.starts, 4);
-            let run = many_pdcs_run::<64, 256>(60, 4, 0, 2);
-            assert_fair(&run.starts, 60);
-            let run = many_pdcs_run::<1024, 1024>(1000, 1, 0, 3);
-            assert_fair(&run.starts, 1000);
-            std::println!("1000 PDCs: idle after {} turns", run.turns);
+            assert_fair(&many_pdcs_run::<4, 16>(4, 4, 0, 1), 4);
+            assert_fair(&many_pdcs_run::<64, 256>(60, 4, 0, 2), 60);
+            assert_fair(&many_pdcs_run::<1024, 1024>(1000, 1, 0, 3), 1000);
+            // The largest capacity: 32 767 PDCs each way (16-bit ids, 0 reserved), 46 MB each.
+            assert_fair(&many_pdcs_run::<32767, 64>(8, 4, 20, 4), 8);
         })
         .unwrap()
         .join()
@@ -1542,7 +1533,7 @@ proptest::proptest! {
     #[test]
     fn many_pdcs_under_chaos(seed in proptest::prelude::any::<u64>(), chaos in 0u32..60, size in 0usize..3) {
         let (jobs, per_job) = [(3, 5), (12, 3), (40, 2)][size];
-        let run = std::thread::Builder::new()
+        let starts = std::thread::Builder::new()
             .stack_size(64 << 20)
             .spawn(move || match size {
                 0 => many_pdcs_run::<4, 16>(jobs, per_job, chaos, seed),
@@ -1552,6 +1543,36 @@ proptest::proptest! {
             .unwrap()
             .join()
             .unwrap();
-        assert_fair(&run.starts, jobs);
+        assert_fair(&starts, jobs);
     }
+}
+
+/// What an endpoint costs per PDC (one initiator and one target slot) and per message slot,
+/// and where it goes; printed with `--nocapture`, and kept from growing unnoticed.
+#[test]
+fn memory_per_pdc_and_per_message() {
+    use core::mem::size_of;
+    let base = size_of::<Endpoint<16, 16, 64>>();
+    let per_pdc = (size_of::<Endpoint<32, 16, 64>>() - base) / 16;
+    let per_msg = (size_of::<Endpoint<16, 32, 64>>() - base) / 16;
+    let (ini, tgt) = (size_of::<IniPdc>(), size_of::<TgtPdc<HELD_RESPONSES>>());
+    let lists = 3 * size_of::<Link>() + 2 * 12; // ready, new and target ready links; two timer heaps
+    std::println!(
+        "per PDC {per_pdc} B: initiator {ini} (its state machine {}), target {tgt} (state machine {}, \
+         message order {}), lists and timers {lists}, table slots, keys and key index {}",
+        size_of::<Initiator>(),
+        size_of::<Target<2, HELD_RESPONSES>>(),
+        size_of::<MessageOrder<ORDER_WINDOW>>(),
+        per_pdc - ini - tgt - lists
+    );
+    std::println!(
+        "per message slot {per_msg} B: the message {} (its description {}, standard request {}), \
+         two list links {}, generation and free-slot entry 4, READ timer 12",
+        size_of::<Option<SendMsg>>(),
+        size_of::<MessageDesc>(),
+        size_of::<StandardRequest>(),
+        2 * size_of::<Link>()
+    );
+    assert!(per_pdc <= 1400, "{per_pdc} B per PDC");
+    assert!(per_msg <= 240, "{per_msg} B per message slot");
 }
