@@ -8,7 +8,11 @@
 //! `endpoint_scaling/P{p}_M{m}/active_{k}`; the sizes of the endpoints are printed first. Two more
 //! cases: `.../queued_{n}`, `n` messages queued at once to one PDC (the PDC takes 16 at a time,
 //! the rest wait), and `.../loss_1pct`, 1 024 PDCs in use with 1 % of the packets lost each way
-//! (seeded; the clock moves 1 µs a turn, so resends wait for their timers).
+//! (seeded; the clock moves 1 µs a turn, so resends wait for their timers); and
+//! `.../active_1024_x16`, 16 messages in flight on each of 1 024 PDCs. With one message in
+//! flight per PDC every message draws its own ACK (2 packets a message); with 16 on a PDC, as
+//! in `active_1`, ACKs cover several (1.06 packets a message): each case prints its packets per
+//! message first.
 //! The endpoints are built on a thread with a stack large enough for the largest of them.
 #![allow(missing_docs)]
 // Harness code, not library code.
@@ -33,6 +37,8 @@ struct Pair<const P: usize, const M: usize> {
     /// Packets lost per mille, and the generator choosing them.
     loss: u32,
     rng: u64,
+    /// Packets put on the wire, lost ones included.
+    packets: u64,
     now: Instant,
     frame: Vec<u8>,
 }
@@ -50,6 +56,7 @@ impl<const P: usize, const M: usize> Pair<P, M> {
             window,
             loss,
             rng: 0x9E37_79B9_7F4A_7C15,
+            packets: 0,
             now: Instant::ZERO,
             frame: vec![0; MAX_HEADER_LEN + LEN as usize],
         }
@@ -86,6 +93,7 @@ impl<const P: usize, const M: usize> Pair<P, M> {
         let src = self.addrs[from];
         while let Some(t) = tx.poll_transmit(self.now, &mut self.frame).unwrap() {
             let len = t.header_len + t.payload.map_or(0, |p| usize::from(p.len));
+            self.packets += 1;
             self.rng ^= self.rng << 13;
             self.rng ^= self.rng >> 7;
             self.rng ^= self.rng << 17;
@@ -116,7 +124,9 @@ fn case_with<const P: usize, const M: usize>(
     loss: u32,
 ) {
     let mut pair = Pair::<P, M>::new(active, window, loss);
-    pair.run(active.max(window) as u64 * 2);
+    let warm_up = active.max(window) as u64 * 4;
+    pair.run(warm_up);
+    println!("P{P}_M{M}/{name}: {:.2} packets per message", pair.packets as f64 / warm_up as f64);
     g.bench_function(format!("P{P}_M{M}/{name}"), |b| {
         b.iter_custom(|iters| {
             let start = std::time::Instant::now();
@@ -144,6 +154,9 @@ fn scaling(c: &mut Criterion) {
         case::<1024, 4096>(&mut g, active);
     }
     case_with::<1024, 4096>(&mut g, "loss_1pct", 1024, 1024, 10);
+    // 16 messages in flight on each of 1 024 PDCs, as on the one PDC of `active_1`: the target
+    // acknowledges several with one ACK in both.
+    case_with::<1024, 16384>(&mut g, "active_1024_x16", 1024, 16384, 0);
     for active in [1, 64, 1024, 16384] {
         case::<16384, 16>(&mut g, active);
         case::<16384, 4096>(&mut g, active);
