@@ -62,20 +62,26 @@ impl core::fmt::Display for OrderError {
 
 impl core::error::Error for OrderError {}
 
-/// One message in progress.
+/// One message in progress (16 bytes: a target PDC keeps `N` of them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Slot {
     message_id: u16,
-    /// The PSN of its first packet, once that arrived.
-    first_psn: Option<u32>,
-    /// Bytes arrived, and the message's length.
-    received: u64,
+    /// Whether its first packet arrived; `first_psn` is that packet's PSN then.
+    started: bool,
+    first_psn: u32,
+    /// Bytes arrived (never more than `total`), and the message's length.
+    received: u32,
     total: u32,
 }
 
 impl Slot {
     fn complete(&self) -> bool {
-        self.received == u64::from(self.total)
+        self.received == self.total
+    }
+
+    /// The PSN of its first packet, once that arrived.
+    fn first(&self) -> Option<u32> {
+        self.started.then_some(self.first_psn)
     }
 }
 
@@ -120,7 +126,7 @@ impl<const N: usize> MessageOrder<N> {
                 if s.total != request_length {
                     return Err(OrderError::Inconsistent { message_id });
                 }
-                (at, s.received)
+                (at, u64::from(s.received))
             }
             None => (self.slots.iter().position(Option::is_none).ok_or(OrderError::NoRoom { message_id })?, 0),
         };
@@ -144,10 +150,12 @@ impl<const N: usize> MessageOrder<N> {
     ) -> Result<bool, OrderError> {
         let (at, received) = self.check(message_id, request_length, len)?;
         let slot = self.slots.get_mut(at).ok_or(OrderError::NoRoom { message_id })?;
-        let s = slot.get_or_insert(Slot { message_id, first_psn: None, received: 0, total: request_length });
-        s.received = received;
+        let s =
+            slot.get_or_insert(Slot { message_id, started: false, first_psn: 0, received: 0, total: request_length });
+        // At most `request_length` (checked), so it fits.
+        s.received = received as u32;
         if offset == 0 {
-            s.first_psn = Some(psn);
+            (s.started, s.first_psn) = (true, psn);
         }
         Ok(s.complete())
     }
@@ -163,7 +171,7 @@ impl<const N: usize> MessageOrder<N> {
             .slots
             .iter()
             .enumerate()
-            .filter_map(|(i, s)| Some((i, s.as_ref()?.first_psn?)))
+            .filter_map(|(i, s)| Some((i, s.as_ref()?.first()?)))
             .reduce(|a, b| if psn_after(a.1, b.1) { b } else { a })?;
         if psn_after(first, cack_psn.wrapping_add(1)) {
             return None;
@@ -184,7 +192,7 @@ impl<const N: usize> MessageOrder<N> {
             .slots
             .iter()
             .enumerate()
-            .filter_map(|(i, s)| s.filter(Slot::complete).map(|s| (i, s.first_psn.unwrap_or(0))))
+            .filter_map(|(i, s)| s.filter(Slot::complete).map(|s| (i, s.first().unwrap_or(0))))
             .reduce(|a, b| if psn_after(a.1, b.1) { b } else { a })?;
         let s = self.slots.get_mut(at)?.take()?;
         Some((s.message_id, s.total))

@@ -1573,6 +1573,6 @@ fn memory_per_pdc_and_per_message() {
         size_of::<StandardRequest>(),
         2 * size_of::<Link>()
     );
-    assert!(per_pdc <= 1400, "{per_pdc} B per PDC");
-    assert!(per_msg <= 240, "{per_msg} B per message slot");
+    assert!(per_pdc <= 1190, "{per_pdc} B per PDC");
+    assert!(per_msg <= 212, "{per_msg} B per message slot");
 }
