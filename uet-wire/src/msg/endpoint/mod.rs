@@ -899,8 +899,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             Some(m) => {
                 let pdc = m.pdc;
                 self.free_msg(slot);
+                // The PDC it was queued on may have nothing left to do (close when idle).
                 if let Some(id) = pdc {
-                    self.refresh_initiator(id, false);
+                    self.after_initiator_change(self.now, id);
                 }
                 Ok(())
             }
@@ -1214,8 +1215,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             }
             let pdc = m.pdc;
             self.free_msg(usize::from(slot));
+            // Its PDC may be done now (close when idle, removal once closed), or take a queued
+            // message.
             if let Some(id) = pdc {
-                self.refresh_initiator(id, false);
+                self.after_initiator_change(now, id);
             }
         }
     }

@@ -1576,3 +1576,109 @@ fn memory_per_pdc_and_per_message() {
     assert!(per_pdc <= 1190, "{per_pdc} B per PDC");
     assert!(per_msg <= 212, "{per_msg} B per message slot");
 }
+
+/// Moves packets between `a` (at `a_addr`) and `b` until neither has one to send (payloads as
+/// zeros; read data dropped when `drop_read_data`); returns the events each reported.
+fn pump(a: &mut Ep, b: &mut Ep, now: Instant, drop_read_data: bool) -> [Vec<Event>; 2] {
+    let mut out = [0u8; 256];
+    let mut events = [Vec::new(), Vec::new()];
+    loop {
+        let mut moved = false;
+        for side in 0..2 {
+            let (from, to) = if side == 0 { (&mut *a, &mut *b) } else { (&mut *b, &mut *a) };
+            let src = from.config().addr;
+            while let Some(t) = from.poll_transmit(now, &mut out).unwrap() {
+                moved = true;
+                if drop_read_data && t.read.is_some() {
+                    continue;
+                }
+                let mut pkt = out[..t.header_len].to_vec();
+                let len = t.payload.map(|p| p.len).or(t.read.map(|r| r.len)).unwrap_or(0);
+                pkt.extend(std::iter::repeat_n(0u8, usize::from(len)));
+                let _ = to.handle_packet(now, src, &pkt);
+            }
+        }
+        for (ep, seen) in [&mut *a, &mut *b].into_iter().zip(events.iter_mut()) {
+            while let Some(ev) = ep.poll_event() {
+                seen.push(ev);
+            }
+        }
+        if !moved {
+            return events;
+        }
+    }
+}
+
+#[test]
+fn a_message_withdrawn_from_an_idle_pdc_lets_it_close() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
+    let first = a.send(desc(b_addr, Service::Rud, 0, 10)).unwrap();
+    let mut out = [0u8; 256];
+    let t = a.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap();
+    let mut pkt = out[..t.header_len].to_vec();
+    pkt.extend([0u8; 10]);
+    b.handle_packet(Instant::ZERO, a_addr, &pkt).unwrap();
+    // A second message for the same PDC keeps it open when the first one's ACK arrives ...
+    let second = a.send(desc(b_addr, Service::Rud, 1, 10)).unwrap();
+    while let Some(t) = b.poll_transmit(Instant::ZERO, &mut out).unwrap() {
+        a.handle_packet(Instant::ZERO, b_addr, &out[..t.header_len]).unwrap();
+    }
+    assert_eq!(a.poll_event(), Some(Event::Sent(first)));
+    assert_eq!(a.initiator_pdcs(), 1);
+    // ... and once it is withdrawn, the idle PDC closes.
+    a.cancel(second).unwrap();
+    pump(&mut a, &mut b, Instant::ZERO, false);
+    assert!(a.is_idle() && b.is_idle(), "A's PDC closed, B's too");
+}
+
+#[test]
+fn a_read_that_timed_out_lets_its_pdc_close() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
+    let h = a.send(MessageDesc::new(b_addr, Service::Rud, Opcode::Read, 42, 2048)).unwrap();
+    // The requests are acknowledged; the data never arrives.
+    pump(&mut a, &mut b, Instant::ZERO, true);
+    let deadline = a.poll_timeout().expect("the READ waits for its data");
+    a.handle_timeout(deadline);
+    let failed = Event::Failed { msg: h, why: Failure::ReadTimeout, delivery: FailedDelivery::Partial };
+    assert_eq!(a.poll_event(), Some(failed));
+    // Its PDC has nothing left to do: it closes.
+    pump(&mut a, &mut b, deadline, true);
+    assert_eq!(a.initiator_pdcs(), 0, "A's PDC closed");
+}
+
+#[test]
+fn a_new_pdc_takes_every_message_of_its_key_that_waits() {
+    // X1 and X2 (job 2) wait behind job 1's long message; the PDC X1 opens takes X2 as well,
+    // so it stays open for it instead of closing after X1.
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
+    let d = |job: u32, len: u32| MessageDesc::new(b_addr, Service::Rud, Opcode::Send, job, len);
+    let mut out = [0u8; 256];
+    // Job 1's PDC opens with a first message (its packet held back), then gets a long one.
+    a.send(d(1, 10)).unwrap();
+    let t = a.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap();
+    let mut held = out[..t.header_len].to_vec();
+    held.extend([0u8; 10]);
+    let x1 = a.send(d(2, 10)).unwrap();
+    a.send(d(1, 20 * 1024)).unwrap();
+    let x2 = a.send(d(2, 10)).unwrap();
+    let mut pdc_of = HashMap::new();
+    while let Some(t) = a.poll_transmit(Instant::ZERO, &mut out).unwrap() {
+        if let (Some(p), Ok((PdsHeader::Request(r), _))) = (t.payload, PdsHeader::parse(&out[..t.header_len])) {
+            pdc_of.entry(p.msg).or_insert(r.spdcid);
+        }
+        let mut pkt = out[..t.header_len].to_vec();
+        pkt.extend(std::iter::repeat_n(0u8, t.payload.map_or(0, |p| usize::from(p.len))));
+        let _ = b.handle_packet(Instant::ZERO, a_addr, &pkt);
+        // X1's ACK comes back at once.
+        while let Some(t) = b.poll_transmit(Instant::ZERO, &mut out).unwrap() {
+            let _ = a.handle_packet(Instant::ZERO, b_addr, &out[..t.header_len]);
+        }
+    }
+    let _ = b.handle_packet(Instant::ZERO, a_addr, &held);
+    pump(&mut a, &mut b, Instant::ZERO, false);
+    assert!(pdc_of[&x1] == pdc_of[&x2], "X2 went on X1's PDC, not on a new one");
+    assert!(a.is_idle());
+}

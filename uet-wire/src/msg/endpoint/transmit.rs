@@ -300,8 +300,14 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             }
             // Its key's PDC, opened now if there is none (or, with the table full, later).
             if let Some(id) = self.pdc_for(slot) {
-                self.unsent.unlink(&mut self.unsent_links, slot as u16);
-                self.queue_on(id, slot);
+                if SlotList::contains(&self.unsent_links, slot as u16) {
+                    self.unsent.unlink(&mut self.unsent_links, slot as u16);
+                    self.queue_on(id, slot);
+                }
+                // A new PDC took every message of its key off the list, perhaps the next one.
+                if next.is_some_and(|n| !SlotList::contains(&self.unsent_links, n)) {
+                    next = self.unsent.first();
+                }
             }
         }
         Ok(None)
@@ -376,7 +382,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     }
 
     /// The PDC of message `slot`'s key: the open one, else a new one (none while the table is
-    /// full).
+    /// full), which takes every message of that key waiting on the unsent list into its queue
+    /// (a message left behind would not keep the PDC open, and would wait for another).
     pub(super) fn pdc_for(&mut self, slot: usize) -> Option<u16> {
         let key = self.key(&self.msgs.get(slot)?.as_ref()?.desc);
         if let Some(id) = self.find_pdc(&key) {
@@ -401,7 +408,18 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     queued: SlotList::default(),
                 },
             )
-            .ok()
+            .ok()?;
+        let mut next = self.unsent.first();
+        while let Some(s) = next {
+            next = SlotList::next(&self.unsent_links, s);
+            let m = self.msgs.get(usize::from(s)).and_then(Option::as_ref);
+            let waits = |m: &SendMsg| m.pdc.is_none() && m.kind.read_data_pdc().is_none();
+            if m.is_some_and(|m| waits(m) && m.desc.service.pdc_mode().is_some() && self.key(&m.desc) == key) {
+                self.unsent.unlink(&mut self.unsent_links, s);
+                self.queue_on(id, usize::from(s));
+            }
+        }
+        Some(id)
     }
 }
 
