@@ -161,6 +161,8 @@ fn scaling(c: &mut Criterion) {
         case::<16384, 16>(&mut g, active);
         case::<16384, 4096>(&mut g, active);
     }
+    // The largest capacity: 32 767 PDCs each way.
+    case::<32767, 4096>(&mut g, 1);
     g.finish();
 }
 
