@@ -1099,6 +1099,8 @@ pub fn endpoint(data: &[u8]) {
     let mut now = Instant::ZERO;
     let mut net: Vec<(usize, Vec<u8>)> = Vec::new();
     let mut live: HashSet<(usize, uet_wire::msg::MsgHandle)> = HashSet::new();
+    // Every handle given, in order (for cancels; completed ones stay and are refused).
+    let mut given: Vec<(usize, uet_wire::msg::MsgHandle)> = Vec::new();
     // Per receiver and (PDC, message id): bytes placed, and the last message id released.
     let mut placed: HashMap<(usize, u16, u16), u64> = HashMap::new();
     let mut last_released: HashMap<(usize, u16), u16> = HashMap::new();
@@ -1125,6 +1127,7 @@ pub fn endpoint(data: &[u8]) {
                 let desc = MessageDesc::new(addrs[1 - side], service, opcode, job, len);
                 if let Ok(h) = eps[side].send(desc) {
                     assert!(live.insert((side, h)), "a live handle was given twice");
+                    given.push((side, h));
                     if read && service.pdc_mode().is_some() {
                         reads.insert((side, h), (len, 0));
                     }
@@ -1209,7 +1212,28 @@ pub fn endpoint(data: &[u8]) {
                 }
             }
             5 => hold_events = !hold_events,
+            _ if !given.is_empty() => {
+                // Withdraw a message: one that has not started goes without a trace.
+                let (side, h) = given[u.choose_index(given.len()).unwrap_or(0)];
+                match eps[side].cancel(h) {
+                    Ok(()) => {
+                        assert!(live.remove(&(side, h)), "a message not in flight was withdrawn");
+                        reads.remove(&(side, h));
+                    }
+                    Err(uet_wire::msg::EndpointError::Started) => {
+                        assert!(live.contains(&(side, h)), "a finished message said it had started")
+                    }
+                    // Finished (its event may still wait in the queue), or withdrawn before.
+                    Err(uet_wire::msg::EndpointError::UnknownMessage) => {}
+                    Err(e) => panic!("cancel failed: {e:?}"),
+                }
+            }
             _ => {}
+        }
+        for ep in &eps {
+            if let Err(e) = ep.check_invariants() {
+                panic!("endpoint invariant broken: {e}");
+            }
         }
         for (side, ep) in eps.iter_mut().enumerate().filter(|_| !hold_events || u.is_empty()) {
             while let Some(ev) = ep.poll_event() {

@@ -76,6 +76,22 @@ impl SlotList {
         }
     }
 
+    /// The list's length if its links agree (each slot on it is linked, points back at the one
+    /// before, and the last is the tail), else `None`.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(super) fn well_formed(&self, links: &[Link]) -> Option<usize> {
+        let (mut len, mut prev, mut at) = (0, None, self.head);
+        while let Some(slot) = at {
+            let l = links.get(usize::from(slot)).filter(|l| l.linked && l.prev == prev)?;
+            len += 1;
+            if len > links.len() {
+                return None;
+            }
+            (prev, at) = (Some(slot), l.next);
+        }
+        (self.tail == prev).then_some(len)
+    }
+
     /// Takes `slot` off the list, if it is on it.
     pub(super) fn unlink(&mut self, links: &mut [Link], slot: u16) {
         let Some(&Link { prev, next, linked: true }) = links.get(usize::from(slot)) else { return };

@@ -1,0 +1,113 @@
+//! The endpoint's indexes checked against the state they summarise, for fuzzers and tests: every
+//! list well formed, each message on exactly the list its state says, each PDC on the list of
+//! PDCs with new packets exactly when it has one, each deadline filed, and no PDC left open or
+//! kept in the table with nothing left to do.
+
+use super::*;
+
+impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
+    /// Checks the endpoint's internal indexes against its state, in O(P + M); the first
+    /// disagreement found, if any. For fuzz targets and tests (feature `fuzzing`): any `Err` is
+    /// a bug in this crate.
+    #[doc(hidden)]
+    pub fn check_invariants(&self) -> Result<(), &'static str> {
+        let well = |list: &SlotList, links: &[Link]| list.well_formed(links).ok_or("a list's links disagree");
+        well(&self.unsent, &self.unsent_links)?;
+        well(&self.initiators_ready, &self.initiators_ready_links)?;
+        well(&self.initiators_new, &self.initiators_new_links)?;
+        well(&self.targets_ready, &self.targets_ready_links)?;
+        let used = self.msgs.iter().flatten().count();
+        if used + self.free_slots.len() != M {
+            return Err("message slots in use and free do not add up");
+        }
+        let occupied = |list: &SlotList, links: &[Link], ids: &dyn Fn(usize) -> Option<u16>| {
+            list.iter(links).all(|index| ids(usize::from(index)).is_some())
+        };
+        if !occupied(&self.initiators_ready, &self.initiators_ready_links, &|i| self.initiators.id_at(i))
+            || !occupied(&self.initiators_new, &self.initiators_new_links, &|i| self.initiators.id_at(i))
+            || !occupied(&self.targets_ready, &self.targets_ready_links, &|i| self.targets.id_at(i))
+        {
+            return Err("a list names a PDC table slot that is empty");
+        }
+        let (limit, cfg) = (self.cfg.messages_per_pdc, &self.cfg.pdc);
+        let mut on_pdc_lists = 0;
+        for index in 0..P {
+            let Some(id) = self.initiators.id_at(index) else { continue };
+            let p = self.initiators.get(id).ok_or("a table slot without its PDC")?;
+            let started = well(&p.started, &self.pdc_links)?;
+            let queued = well(&p.queued, &self.pdc_links)?;
+            on_pdc_lists += started + queued;
+            if started != usize::from(p.messages) {
+                return Err("an initiator's started list and message count disagree");
+            }
+            let is = |slot: u16, started: bool| {
+                self.msgs
+                    .get(usize::from(slot))
+                    .and_then(Option::as_ref)
+                    .is_some_and(|m| m.pdc == Some(id) && (m.sent > 0) == started)
+            };
+            if !p.started.iter(&self.pdc_links).all(|s| is(s, true)) {
+                return Err("a started message does not name its PDC");
+            }
+            if !p.queued.iter(&self.pdc_links).all(|s| is(s, false)) {
+                return Err("a queued message does not name its PDC, or has started");
+            }
+            let new = SlotList::contains(&self.initiators_new_links, index as u16);
+            if new != (p.next_new(limit).is_some() && p.pdc.can_send(cfg)) {
+                return Err("an initiator is on the list of PDCs with new packets, or off it, wrongly");
+            }
+            let deadline = p.pdc.poll_timeout();
+            if self.initiator_timers.deadline(index as u16) != deadline {
+                return Err("an initiator's deadline is not filed");
+            }
+            let nothing_left = p.messages == 0 && p.queued.first().is_none() && !p.pdc.has_pending();
+            let open = matches!(p.pdc.state(), InitiatorState::Creating | InitiatorState::Established);
+            if nothing_left && deadline.is_none() && open && self.cfg.close_when_idle {
+                return Err("an idle initiator stays open");
+            }
+            if nothing_left && p.pdc.state() == InitiatorState::Closed {
+                return Err("a closed initiator stays in the table");
+            }
+        }
+        for index in 0..P {
+            let Some(id) = self.targets.id_at(index) else { continue };
+            let t = self.targets.get(id).ok_or("a table slot without its PDC")?;
+            on_pdc_lists += well(&t.runs, &self.pdc_links)?;
+            let run = |slot: u16| {
+                let m = self.msgs.get(usize::from(slot)).and_then(Option::as_ref);
+                m.is_some_and(|m| m.kind.read_data_pdc() == Some(id))
+            };
+            if !t.runs.iter(&self.pdc_links).all(run) {
+                return Err("a read data run is not of its PDC");
+            }
+            if self.target_timers.deadline(index as u16) != t.pdc.poll_timeout() {
+                return Err("a target's deadline is not filed");
+            }
+        }
+        let on_links = (0..M).filter(|&slot| SlotList::contains(&self.pdc_links, slot as u16)).count();
+        if on_links != on_pdc_lists {
+            return Err("a message is linked on no PDC's list, or on two");
+        }
+        for (slot, m) in self.msgs.iter().enumerate() {
+            let s = slot as u16;
+            let Some(m) = m else {
+                let linked = SlotList::contains(&self.unsent_links, s) || SlotList::contains(&self.pdc_links, s);
+                if linked || self.read_timers.deadline(s).is_some() {
+                    return Err("a free message slot is still listed");
+                }
+                continue;
+            };
+            // Connectionless messages and read data wait on the unsent list while they have
+            // packets to send; a PDC message waits there only while no PDC holds it.
+            let unheld = m.desc.service.pdc_mode().is_none() || m.kind.read_data_pdc().is_some();
+            let waits = if unheld { !m.all_sent() } else { m.pdc.is_none() };
+            if SlotList::contains(&self.unsent_links, s) != waits {
+                return Err("a message is on the unsent list, or off it, wrongly");
+            }
+            if !matches!(m.kind, MsgKind::Read { .. }) && self.read_timers.deadline(s).is_some() {
+                return Err("a message that is no READ has a READ deadline");
+            }
+        }
+        Ok(())
+    }
+}
