@@ -1094,7 +1094,10 @@ pub fn endpoint(data: &[u8]) {
     let mtu = u.int_in_range(1u16..=2048).unwrap_or(512);
     // Odd MTUs run the software profile.
     let pdc = if mtu % 2 == 1 { uet_wire::pdc::PdcConfig::software() } else { uet_wire::pdc::PdcConfig::default() };
-    let cfg = |addr| EndpointConfig { pdc, ..EndpointConfig::new(addr, mtu) };
+    // PDCs closed when idle or kept, and 1 to 16 messages in progress per PDC.
+    let close_when_idle = u.arbitrary::<bool>().unwrap_or(true);
+    let messages_per_pdc = u.int_in_range(1u16..=16).unwrap_or(16);
+    let cfg = |addr| EndpointConfig { pdc, close_when_idle, messages_per_pdc, ..EndpointConfig::new(addr, mtu) };
     let mut eps = [Ep::new(cfg(addrs[0]), 1), Ep::new(cfg(addrs[1]), 2)];
     let mut now = Instant::ZERO;
     let mut net: Vec<(usize, Vec<u8>)> = Vec::new();
@@ -1212,7 +1215,7 @@ pub fn endpoint(data: &[u8]) {
                 }
             }
             5 => hold_events = !hold_events,
-            _ if !given.is_empty() => {
+            6 if !given.is_empty() => {
                 // Withdraw a message: one that has not started goes without a trace.
                 let (side, h) = given[u.choose_index(given.len()).unwrap_or(0)];
                 match eps[side].cancel(h) {
@@ -1237,6 +1240,10 @@ pub fn endpoint(data: &[u8]) {
         }
         for (side, ep) in eps.iter_mut().enumerate().filter(|_| !hold_events || u.is_empty()) {
             while let Some(ev) = ep.poll_event() {
+                // Taking an event settles what waited for room, which may close PDCs.
+                if let Err(e) = ep.check_invariants() {
+                    panic!("endpoint invariant broken after poll_event: {e}");
+                }
                 match ev {
                     Event::Sent(h) => {
                         assert!(live.remove(&(side, h)), "an unknown message completed, or one completed twice");

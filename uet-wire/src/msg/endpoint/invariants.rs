@@ -17,8 +17,17 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         well(&self.initiators_new, &self.initiators_new_links)?;
         well(&self.targets_ready, &self.targets_ready_links)?;
         let used = self.msgs.iter().flatten().count();
-        if used + self.free_slots.len() != M {
+        let free = |&s: &u16| self.msgs.get(usize::from(s)).is_some_and(Option::is_none);
+        if used + self.free_slots.len() != M || !self.free_slots.iter().all(free) {
             return Err("message slots in use and free do not add up");
+        }
+        let seq = |s: u16| self.msgs.get(usize::from(s)).and_then(Option::as_ref).map_or(0, |m| m.seq);
+        let in_order = |list: &SlotList, links: &[Link]| {
+            let later = list.iter(links).skip(1).map(seq);
+            list.iter(links).map(seq).zip(later).all(|(a, b)| a < b)
+        };
+        if !in_order(&self.unsent, &self.unsent_links) {
+            return Err("the unsent list is out of order");
         }
         let occupied = |list: &SlotList, links: &[Link], ids: &dyn Fn(usize) -> Option<u16>| {
             list.iter(links).all(|index| ids(usize::from(index)).is_some())
@@ -37,8 +46,11 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             let started = well(&p.started, &self.pdc_links)?;
             let queued = well(&p.queued, &self.pdc_links)?;
             on_pdc_lists += started + queued;
-            if started != usize::from(p.messages) {
-                return Err("an initiator's started list and message count disagree");
+            if started != usize::from(p.messages) || p.messages > limit {
+                return Err("an initiator's started list and message count disagree, or pass the limit");
+            }
+            if !in_order(&p.started, &self.pdc_links) || !in_order(&p.queued, &self.pdc_links) {
+                return Err("an initiator's messages are out of order");
             }
             let is = |slot: u16, started: bool| {
                 self.msgs
@@ -68,6 +80,16 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             if nothing_left && p.pdc.state() == InitiatorState::Closed {
                 return Err("a closed initiator stays in the table");
             }
+        }
+        let filed = |timers: &TimerHeap<P>, ids: &dyn Fn(usize) -> Option<u16>| {
+            let empty = (0..P).filter(|&i| ids(i).is_none());
+            let with = (0..P).filter(|&i| timers.deadline(i as u16).is_some()).count();
+            empty.clone().all(|i| timers.deadline(i as u16).is_none()) && with == timers.len()
+        };
+        if !filed(&self.initiator_timers, &|i| self.initiators.id_at(i))
+            || !filed(&self.target_timers, &|i| self.targets.id_at(i))
+        {
+            return Err("a deadline is filed for an empty table slot");
         }
         for index in 0..P {
             let Some(id) = self.targets.id_at(index) else { continue };
@@ -103,6 +125,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             let waits = if unheld { !m.all_sent() } else { m.pdc.is_none() };
             if SlotList::contains(&self.unsent_links, s) != waits {
                 return Err("a message is on the unsent list, or off it, wrongly");
+            }
+            if !unheld && m.pdc.is_none() && self.initiators.find(&self.key(&m.desc)).is_some() {
+                return Err("a message waits for a PDC its key has");
             }
             if !matches!(m.kind, MsgKind::Read { .. }) && self.read_timers.deadline(s).is_some() {
                 return Err("a message that is no READ has a READ deadline");

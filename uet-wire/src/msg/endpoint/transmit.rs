@@ -268,49 +268,66 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
 
     /// The next packet of the messages no PDC holds, oldest first, up to those newer than
     /// `turn`; a message waiting for a PDC gets one (its key's, opened if need be) and waits in
-    /// its queue.
+    /// its queue. When the walk opened a PDC and stopped early, the rest of the list is passed
+    /// once more for messages whose key now has a PDC: one left behind would not keep its new
+    /// PDC open, and would wait for another.
     fn transmit_unheld(
         &mut self,
         now: Instant,
         out: &mut [u8],
         turn: Option<u64>,
     ) -> Result<Option<Transmit>, EndpointError> {
-        let mut next = self.unsent.first();
-        while let Some(slot) = next {
-            next = SlotList::next(&self.unsent_links, slot);
-            let slot = usize::from(slot);
+        let (mut next, mut opened, mut sent) = (self.unsent.first(), false, None);
+        while let Some(at) = next {
+            next = SlotList::next(&self.unsent_links, at);
+            let slot = usize::from(at);
             let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
             if turn.is_some_and(|seq| m.seq > seq) {
+                next = Some(at);
                 break;
             }
             let (service, read_data) = (m.desc.service, m.kind.read_data_pdc());
-            match service {
-                Service::Rudi => match self.transmit_rudi_new(now, out, slot)? {
-                    Some(t) => return Ok(Some(t)),
-                    None => continue,
-                },
-                Service::Uud => return self.transmit_uud(out, slot).map(Some),
-                Service::Rud | Service::Rod => {}
-            }
-            if let Some(tpdc) = read_data {
-                match self.transmit_read_data_new(now, out, slot, tpdc)? {
-                    Some(t) => return Ok(Some(t)),
-                    None => continue,
+            sent = match (service, read_data) {
+                (Service::Rudi, _) => self.transmit_rudi_new(now, out, slot)?,
+                (Service::Uud, _) => Some(self.transmit_uud(out, slot)?),
+                (_, Some(tpdc)) => self.transmit_read_data_new(now, out, slot, tpdc)?,
+                (Service::Rud | Service::Rod, None) => {
+                    // Its key's PDC, opened now if there is none (or, with the table full, later).
+                    let open = self.initiators.len();
+                    if let Some(id) = self.pdc_for(slot) {
+                        opened |= self.initiators.len() > open;
+                        self.unsent.unlink(&mut self.unsent_links, at);
+                        self.queue_on(id, slot);
+                    }
+                    None
                 }
-            }
-            // Its key's PDC, opened now if there is none (or, with the table full, later).
-            if let Some(id) = self.pdc_for(slot) {
-                if SlotList::contains(&self.unsent_links, slot as u16) {
-                    self.unsent.unlink(&mut self.unsent_links, slot as u16);
-                    self.queue_on(id, slot);
-                }
-                // A new PDC took every message of its key off the list, perhaps the next one.
-                if next.is_some_and(|n| !SlotList::contains(&self.unsent_links, n)) {
-                    next = self.unsent.first();
-                }
+            };
+            if sent.is_some() {
+                break;
             }
         }
-        Ok(None)
+        if opened {
+            self.queue_waiting_from(next);
+        }
+        Ok(sent)
+    }
+
+    /// Queues every message on the unsent list from `start` on whose key has an open PDC on
+    /// that PDC.
+    fn queue_waiting_from(&mut self, start: Option<u16>) {
+        let mut next = start;
+        while let Some(at) = next {
+            next = SlotList::next(&self.unsent_links, at);
+            let m = self.msgs.get(usize::from(at)).and_then(Option::as_ref);
+            let waits = m.filter(|m| m.pdc.is_none() && m.kind.read_data_pdc().is_none());
+            let Some(key) = waits.filter(|m| m.desc.service.pdc_mode().is_some()).map(|m| self.key(&m.desc)) else {
+                continue;
+            };
+            if let Some(id) = self.initiators.find(&key) {
+                self.unsent.unlink(&mut self.unsent_links, at);
+                self.queue_on(id, usize::from(at));
+            }
+        }
     }
 
     /// The next packet of a message of the PDC whose turn it is; a PDC served goes to the back of
@@ -382,8 +399,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     }
 
     /// The PDC of message `slot`'s key: the open one, else a new one (none while the table is
-    /// full), which takes every message of that key waiting on the unsent list into its queue
-    /// (a message left behind would not keep the PDC open, and would wait for another).
+    /// full).
     pub(super) fn pdc_for(&mut self, slot: usize) -> Option<u16> {
         let key = self.key(&self.msgs.get(slot)?.as_ref()?.desc);
         if let Some(id) = self.find_pdc(&key) {
@@ -408,18 +424,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     queued: SlotList::default(),
                 },
             )
-            .ok()?;
-        let mut next = self.unsent.first();
-        while let Some(s) = next {
-            next = SlotList::next(&self.unsent_links, s);
-            let m = self.msgs.get(usize::from(s)).and_then(Option::as_ref);
-            let waits = |m: &SendMsg| m.pdc.is_none() && m.kind.read_data_pdc().is_none();
-            if m.is_some_and(|m| waits(m) && m.desc.service.pdc_mode().is_some() && self.key(&m.desc) == key) {
-                self.unsent.unlink(&mut self.unsent_links, s);
-                self.queue_on(id, usize::from(s));
-            }
-        }
-        Some(id)
+            .ok()
     }
 }
 
