@@ -72,6 +72,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     ) -> Result<Option<Placement<'a>>, EndpointError> {
         let (pds, rest) = PdsHeader::parse(bytes)?;
         self.now = self.now.max(now);
+        let now = self.now;
         match pds {
             // Read data comes back from the target as a request with next header RSP_DATA.
             PdsHeader::Request(r) if r.next_header == NextHeader::RspData => {

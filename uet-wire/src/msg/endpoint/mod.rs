@@ -1135,6 +1135,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// once, a batch at a time (a PDC still due after that runs them again at the next call).
     pub fn handle_timeout(&mut self, now: Instant) {
         self.now = self.now.max(now);
+        let now = self.now;
         self.give_up_reads(now);
         let cfg = self.cfg.pdc;
         // Enough batches for every PDC due now; one back on the heap and due again waits.

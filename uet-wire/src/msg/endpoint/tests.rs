@@ -1682,3 +1682,16 @@ fn a_new_pdc_takes_every_message_of_its_key_that_waits() {
     assert!(pdc_of[&x1] == pdc_of[&x2], "X2 went on X1's PDC, not on a new one");
     assert!(a.is_idle());
 }
+
+#[test]
+fn an_earlier_now_counts_as_the_latest() {
+    let (mut a, _b, _, b_addr) = kept_pair();
+    a.send(desc(b_addr, Service::Rud, 0, 10)).unwrap();
+    let mut out = [0u8; 256];
+    a.poll_transmit(Instant::ZERO, &mut out).unwrap().expect("the request");
+    let rto = a.poll_timeout().expect("its retransmission timer");
+    assert!(a.poll_transmit(rto, &mut out).unwrap().is_none(), "timers run only in handle_timeout");
+    // A call with an earlier time than the last counts as the last: the timer is due.
+    a.handle_timeout(Instant::ZERO);
+    assert!(a.poll_transmit(Instant::ZERO, &mut out).unwrap().is_some(), "the request is resent");
+}

@@ -15,6 +15,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             return Err(EndpointError::BufferTooShort);
         }
         self.now = self.now.max(now);
+        let now = self.now;
         if let Some((dst, n)) = self.nacks.front().copied() {
             let header_len = emit(out, &PdsHeader::Nack(n))?;
             self.nacks.pop_front();
