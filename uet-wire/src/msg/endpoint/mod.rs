@@ -1036,27 +1036,6 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         self.target_timers.set(index, deadline);
     }
 
-    /// Takes up to [`TIMER_BATCH`] initiator PDCs with a deadline at or before `now` off their
-    /// heap: their ids.
-    fn initiators_due(&mut self, now: Instant) -> heapless::Vec<u16, TIMER_BATCH> {
-        let mut due = heapless::Vec::new();
-        while !due.is_full() {
-            let Some(index) = self.initiator_timers.pop_due(now) else { break };
-            let _ = self.initiators.id_at(usize::from(index)).map(|id| due.push(id));
-        }
-        due
-    }
-
-    /// [`Endpoint::initiators_due`] for the target PDCs.
-    fn targets_due(&mut self, now: Instant) -> heapless::Vec<u16, TIMER_BATCH> {
-        let mut due = heapless::Vec::new();
-        while !due.is_full() {
-            let Some(index) = self.target_timers.pop_due(now) else { break };
-            let _ = self.targets.id_at(usize::from(index)).map(|id| due.push(id));
-        }
-        due
-    }
-
     /// After `poll_transmit` gave `None`: no PDC off the ready lists has a packet to give (each
     /// is tried on a copy), and every index agrees with the state it summarises
     /// ([`Endpoint::check_invariants`]). Tests call it to show that the lists miss nothing.
@@ -1137,38 +1116,56 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         self.now = self.now.max(now);
         let now = self.now;
         self.give_up_reads(now);
-        let cfg = self.cfg.pdc;
-        // Enough batches for every PDC due now; one back on the heap and due again waits.
-        for _ in 0..=self.initiator_timers.len() / TIMER_BATCH {
-            let due = self.initiators_due(now);
+        self.run_due(now, |e| &mut e.initiator_timers, |e, i| e.initiators.id_at(i), Self::initiator_timeout);
+        self.run_due(now, |e| &mut e.target_timers, |e, i| e.targets.id_at(i), Self::target_timeout);
+    }
+
+    /// Takes the PDCs due at `now` off the heap `timers` picks, a batch of [`TIMER_BATCH`] at a
+    /// time, and runs `run` on each (by the id `id_at` gives for its table slot): enough batches
+    /// for every PDC due now; one back on the heap and due again waits for the next call.
+    fn run_due(
+        &mut self,
+        now: Instant,
+        timers: fn(&mut Self) -> &mut TimerHeap<P>,
+        id_at: fn(&Self, usize) -> Option<u16>,
+        run: fn(&mut Self, Instant, u16),
+    ) {
+        for _ in 0..=timers(self).len() / TIMER_BATCH {
+            let mut due: heapless::Vec<u16, TIMER_BATCH> = heapless::Vec::new();
+            while !due.is_full() {
+                let Some(index) = timers(self).pop_due(now) else { break };
+                // Not full, so the push succeeds.
+                let _ = id_at(self, usize::from(index)).map(|id| due.push(id));
+            }
             for &id in &due {
-                if let Some(p) = self.initiators.get_mut(id) {
-                    let (lost, timeouts) = (p.pdc.window().lost_count(), p.pdc.timeouts());
-                    p.pdc.handle_timeout(now, &cfg);
-                    let marked = p.pdc.window().lost_count().saturating_sub(lost);
-                    self.stats.resends.count_timer(marked, p.pdc.timeouts() != timeouts);
-                }
-                self.after_initiator_change(now, id);
+                run(self, now, id);
             }
             if !due.is_full() {
                 break;
             }
         }
-        for _ in 0..=self.target_timers.len() / TIMER_BATCH {
-            let due = self.targets_due(now);
-            for &id in &due {
-                if let Some(p) = self.targets.get_mut(id) {
-                    let (lost, timeouts) = (p.pdc.return_window().lost_count(), p.pdc.timeouts());
-                    p.pdc.handle_timeout(now, &cfg);
-                    let marked = p.pdc.return_window().lost_count().saturating_sub(lost);
-                    self.stats.resends.count_timer(marked, p.pdc.timeouts() != timeouts);
-                }
-                self.after_target_change(now, id);
-            }
-            if !due.is_full() {
-                break;
-            }
+    }
+
+    /// Runs initiator PDC `id`'s timers due at `now`, and what follows from them.
+    fn initiator_timeout(&mut self, now: Instant, id: u16) {
+        if let Some(p) = self.initiators.get_mut(id) {
+            let (lost, timeouts) = (p.pdc.window().lost_count(), p.pdc.timeouts());
+            p.pdc.handle_timeout(now, &self.cfg.pdc);
+            let marked = p.pdc.window().lost_count().saturating_sub(lost);
+            self.stats.resends.count_timer(marked, p.pdc.timeouts() != timeouts);
         }
+        self.after_initiator_change(now, id);
+    }
+
+    /// Runs target PDC `id`'s timers due at `now`, and what follows from them.
+    fn target_timeout(&mut self, now: Instant, id: u16) {
+        if let Some(p) = self.targets.get_mut(id) {
+            let (lost, timeouts) = (p.pdc.return_window().lost_count(), p.pdc.timeouts());
+            p.pdc.handle_timeout(now, &self.cfg.pdc);
+            let marked = p.pdc.return_window().lost_count().saturating_sub(lost);
+            self.stats.resends.count_timer(marked, p.pdc.timeouts() != timeouts);
+        }
+        self.after_target_change(now, id);
     }
 
     /// The next event.
