@@ -34,7 +34,7 @@ const NO_SLOT: u16 = u16::MAX;
 /// Like FNV it is not keyed: a peer choosing addresses to collide makes lookups walk longer
 /// chains, at worst a scan of the table.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct KeyHasher(u64);
+pub(crate) struct KeyHasher(u64);
 
 impl KeyHasher {
     /// An odd constant with well-spread bits (the 64-bit golden ratio).

@@ -20,6 +20,9 @@
 //!   packets take consecutive PSNs, so a resend finds its message and packet index from the PSN.
 //!   Our message ids count from 0 on each PDC; received messages are ordered by the PSN of their
 //!   first packet, so a peer's ids may come from any counter ([`order`](super::order)).
+//! * The PDCs with a new packet to send take turns, a packet each (round robin), so one PDC's
+//!   backlog does not hold the others back; RUDI, UUD and read data go oldest first, whenever
+//!   they are older than the message whose turn it is.
 //! * A sent message completes when every PSN up to its last is acknowledged, and the messages of
 //!   one PDC key are reported `Sent` in the order they were sent; a READ only once its data
 //!   arrived too, so messages sent after it may be reported before it.

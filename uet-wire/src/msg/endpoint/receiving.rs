@@ -239,6 +239,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 let until = now.saturating_add(self.cfg.pdc.new_pdc_time);
                 let _ = self.closed_targets.push_back(ClosedTarget { key, start_psn, until });
             }
+            return;
         }
         self.refresh_target(id, false);
     }
