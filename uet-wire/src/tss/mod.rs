@@ -13,6 +13,12 @@
 //! 12 bytes, or 16 with SSI. Everything after the header up to the 16-byte ICV ([`ICV_LEN`]) at the
 //! end of the packet is AES-256-GCM ciphertext (the encrypted PDS prologue onwards).
 
+pub mod aead;
+pub mod kdf;
+
+pub use aead::{Aad, AuthFailed, Framing, PacketKey};
+pub use kdf::{Identity, SessionKey};
+
 use crate::error::{Error, reserved_zero};
 use zerocopy::byteorder::network_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
@@ -124,7 +130,6 @@ impl TssHeader {
         if kind != TSS_TYPE {
             return Err(Error::BadValue { field: "TSS type", value: u64::from(kind) });
         }
-        reserved_zero(u64::from(word & 0x0200_0000), "TSS reserved bit")?;
         let (ssi, tsc, rest) = if word & 0x0400_0000 != 0 {
             let (raw, rest) = TssSsiRaw::read_from_prefix(bytes).map_err(|_| truncated(Self::LEN_SSI))?;
             (Some(raw.ssi.get()), raw.tsc.get(), rest)
@@ -134,6 +139,14 @@ impl TssHeader {
         };
         let h = TssHeader { an: word & 0x0100_0000 != 0, sdi: word & 0xFF_FFFF, ssi, tsc: Tsc::from_u64(tsc) };
         Ok((h, rest))
+    }
+
+    /// The strict check: fails with [`Error::Reserved`] when the reserved bit after SP is set
+    /// (receivers ignore it; [`TssHeader::parse`] does).
+    pub fn check_reserved(bytes: &[u8]) -> Result<(), Error> {
+        let (word, _) = U32::read_from_prefix(bytes)
+            .map_err(|_| Error::Truncated { field: "TSS header", needed: Self::LEN, got: bytes.len() })?;
+        reserved_zero(u64::from(word.get() & 0x0200_0000), "TSS reserved bit")
     }
 
     /// Bytes [`TssHeader::emit`] writes: 12, or 16 with SSI.
@@ -193,7 +206,12 @@ mod tests {
 
     #[test]
     fn rejects() {
-        assert!(matches!(TssHeader::parse(&[0x0A, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), Err(Error::Reserved { .. })));
+        // The reserved bit is ignored on receive and reported by the strict check.
+        let reserved = [0x0A, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        assert!(TssHeader::parse(&reserved).is_ok_and(|(h, _)| !h.an && h.ssi.is_none()));
+        assert!(matches!(TssHeader::check_reserved(&reserved), Err(Error::Reserved { .. })));
+        assert!(TssHeader::check_reserved(&reserved[..3]).is_err());
+        assert!(TssHeader::check_reserved(&[0x08, 0, 0, 0]).is_ok());
         assert!(matches!(TssHeader::parse(&[0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), Err(Error::BadValue { .. })));
         assert!(matches!(TssHeader::parse(&[0x0C, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), Err(Error::Truncated { .. })));
         let h = TssHeader { an: false, sdi: 1 << 24, ssi: None, tsc: Tsc::default() };
