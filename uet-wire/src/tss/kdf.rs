@@ -32,7 +32,7 @@ pub const LABEL_CLUSTER: &[u8] = b"U1";
 /// The label of a server-mode client key.
 pub const LABEL_SERVER: &[u8] = b"U2";
 
-/// An AES-256 key and the 12-byte mask XORed into every IV it seals: what [`derive`] produces.
+/// An AES-256 key and the 12-byte mask XORed into every IV it seals: what [`derive()`] produces.
 ///
 /// Zeroed on drop; `Debug` prints no key bytes.
 #[derive(Clone, PartialEq, Eq)]
@@ -79,7 +79,7 @@ pub enum Identity {
 /// SP 800-108 counter mode with AES-256-CMAC, 8-bit counter before the fixed input: fills `out`
 /// with `K(1) ‖ K(2) ‖ …`, where the fixed input is the concatenation of `fixed`.
 ///
-/// The caller's fixed input carries L itself (as [`derive`] does); this form exists so the NIST
+/// The caller's fixed input carries L itself (as [`derive()`] does); this form exists so the NIST
 /// CAVP vectors, whose fixed input is opaque, run through the same code. Outputs longer than
 /// 255 blocks (4 080 bytes) are cut at that length: an 8-bit counter cannot number more.
 pub fn counter_mode_cmac(key: &[u8; 32], fixed: &[&[u8]], out: &mut [u8]) {

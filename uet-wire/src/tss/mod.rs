@@ -14,9 +14,11 @@
 //! end of the packet is AES-256-GCM ciphertext (the encrypted PDS prologue onwards).
 
 pub mod aead;
+pub mod domain;
 pub mod kdf;
 
 pub use aead::{Aad, AuthFailed, Framing, PacketKey};
+pub use domain::{DomainConfig, Mode, Opened, Path, SecureDomain, TssError, TssStats};
 pub use kdf::{Identity, SessionKey};
 
 use crate::error::{Error, reserved_zero};

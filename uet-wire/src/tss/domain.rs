@@ -1,0 +1,646 @@
+//! A secure domain: the keys, counters and checks behind sealing and opening UET packets
+//! (UE 1.0 §3.7; the reference provider `ultraethernet/uet-ref-prov`, `uet_sec.c` and
+//! `uet_sec_sd.c`).
+//!
+//! The embedder provisions a [`SecureDomain`] per SDI with up to two 32-byte keys, one per
+//! association number (AN), and calls [`SecureDomain::seal`] on each packet it sends and
+//! [`SecureDomain::open`] on each one it receives. Keys go in and are never readable back; they
+//! and every key derived from them are zeroed on drop.
+//!
+//! **Which key seals a packet** ([`Mode`]):
+//! - *direct*: the domain key as it is, no IV mask;
+//! - *cluster*: a key per sender, derived with label "U1" from the packet's epoch, its rekey value
+//!   (`(counter & rekey_mask) >> rekey_shift`) and the sender's identity;
+//! - *server*: a key per client, derived with label "U2" (rekey 0) from the client's identity, in
+//!   both directions; a server sends the client's SSI in the header;
+//! - *client*: the same key, derived from the client's own identity.
+//!
+//! An identity is the SSI the header carries, else the IPv4 address, for IPv4; the IPv6 address for
+//! IPv6 (even with an SSI). Derived keys are cached per peer and re-derived only when the epoch or
+//! rekey value moves: the KDF is not on the per-packet path while the rekey bits stay put.
+//!
+//! **Counters.** One 48-bit transmit counter per domain, shared by every peer: it starts at 0,
+//! every sealed packet (a retransmission too) takes the next value, and
+//! [`SecureDomain::seal`] refuses with [`TssError::CountersExhausted`] once it reaches 2^48 − 1
+//! rather than reuse an IV. [`SecureDomain::rotate`] starts the new AN at counter 0 and epoch 0
+//! (the fresh key keeps every (key, IV) pair unique), as the reference provider does.
+//!
+//! **Receive checks, in order** — each failure a typed error that changes nothing but its counter:
+//! SDI, the latch, SSI presence, epoch age, AN installed, replay, ICV.
+//! - *Epoch*: a packet whose epoch is older than the domain's by more than `max_epoch_lifetime`
+//!   (serial arithmetic on 16 bits, RFC 1982) is late. Newer epochs pass.
+//! - *Latch*: after more than `auth_fail_threshold` ICV failures the domain drops every packet
+//!   until [`SecureDomain::clear_latch`] (the reference provider re-initialises the domain).
+//! - *Replay* (*project-defined*; the reference provider relies on the PDC's PSN checks alone):
+//!   per peer and AN, the last [`REPLAY_WINDOW`] counters seen and the floor below them. A
+//!   sender's counter is shared by all its peers, so a receiver sees a sparse subsequence; a window
+//!   of counters seen, rather than a bitmap over counter values, tolerates reordering of up to
+//!   [`REPLAY_WINDOW`] packets whatever the gaps. The peer table holds `S` entries; when it is full
+//!   the least recently used one is replaced, and that peer's history goes with it (the PDC's
+//!   PSN checks still refuse duplicates).
+//!
+//! **Rotation** (make-before-break): [`SecureDomain::install`] the new AN's key, then
+//! [`SecureDomain::rotate`] to send under it; packets under either installed AN open until
+//! [`SecureDomain::retire`] removes the old one. When to do each is the key manager's (SDME's)
+//! decision; the reference provider's test stand-in rotates every 10 s with a 2 s guard.
+
+use super::aead::{Aad, Framing, PacketKey, iv, is_v4, low4};
+use super::kdf::{self, Identity, LABEL_CLUSTER, LABEL_SERVER, SessionKey};
+use super::{COUNTER_MAX, ICV_LEN, TssHeader, Tsc};
+use crate::error::Error;
+use crate::pdc::IpAddr;
+
+/// Counters remembered per peer and AN by the replay check (*project-defined*).
+pub const REPLAY_WINDOW: usize = 32;
+
+/// How packet keys come from the domain key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Mode {
+    /// The domain key seals every packet, with no IV mask.
+    Direct,
+    /// A key per sender (label "U1", with implicit rekeying).
+    Cluster,
+    /// This FEP serves clients: a key per client (label "U2").
+    Server,
+    /// This FEP is a client of a server: its own key (label "U2").
+    Client,
+}
+
+/// What the embedder sets per domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct DomainConfig {
+    /// Secure domain index (24 bits).
+    pub sdi: u32,
+    /// Key mode.
+    pub mode: Mode,
+    /// This FEP's SSI: when set, every packet carries an SSI (SP = 1) and a received packet
+    /// without one is refused. A server sends its client's SSI instead ([`Path::peer_ssi`]).
+    pub ssi: Option<u32>,
+    /// Counter bits that select the rekey value (cluster mode). Default `0xFF00`: a new key every
+    /// 256 packets (the reference provider's test default; the real value is configuration).
+    pub rekey_mask: u64,
+    /// Right shift applied after the mask. Default 8.
+    pub rekey_shift: u8,
+    /// How many epochs old a packet may be. Default 16 (the reference provider's).
+    pub max_epoch_lifetime: u16,
+    /// ICV failures tolerated before the domain latches to dropping. Default 1 000 (the
+    /// reference provider's).
+    pub auth_fail_threshold: u64,
+}
+
+impl DomainConfig {
+    /// The defaults above for domain `sdi` in `mode`, without SSI.
+    pub const fn new(sdi: u32, mode: Mode) -> Self {
+        DomainConfig {
+            sdi,
+            mode,
+            ssi: None,
+            rekey_mask: 0xFF00,
+            rekey_shift: 8,
+            max_epoch_lifetime: 16,
+            auth_fail_threshold: 1000,
+        }
+    }
+}
+
+/// The addresses and framing of one packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Path {
+    /// IP source (16-byte form; IPv4 mapped).
+    pub src: IpAddr,
+    /// IP destination.
+    pub dst: IpAddr,
+    /// UDP or native IP with its entropy header.
+    pub framing: Framing,
+    /// Sending as a server: the client's SSI, which the header carries (ignored otherwise).
+    pub peer_ssi: Option<u32>,
+}
+
+impl Path {
+    /// A packet from `src` to `dst` framed as `framing`.
+    pub const fn new(src: IpAddr, dst: IpAddr, framing: Framing) -> Self {
+        Path { src, dst, framing, peer_ssi: None }
+    }
+}
+
+/// Why a packet was not sealed or opened. Each leaves the domain as it was, apart from the
+/// counter in [`TssStats`] named on the variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TssError {
+    /// The packet or buffer is too short or the header unreadable (`in_invalid`).
+    Malformed(Error),
+    /// The header names another secure domain (`in_invalid_sa`).
+    WrongSdi(u32),
+    /// The domain latched after too many ICV failures (`in_invalid`).
+    Latched,
+    /// The domain uses SSIs and the header carries none, or a server sends without the client's
+    /// (`in_invalid` / `out_invoke_fail`).
+    SsiRequired,
+    /// The packet's epoch is older than the domain's lifetime allows (`in_late_pkts`).
+    LateEpoch(u16),
+    /// No key is installed for this AN (`in_invalid_sa` / `out_invoke_fail`).
+    UnknownAn(bool),
+    /// This counter was seen already, or is below the replay window (`in_replayed_pkts`).
+    Replayed(u64),
+    /// The ICV does not match (`in_auth_fail_pkts`).
+    AuthFailed,
+    /// The transmit counter reached 2^48 − 1: sealing more would reuse an IV (`out_invoke_fail`).
+    CountersExhausted,
+}
+
+impl From<Error> for TssError {
+    fn from(e: Error) -> Self {
+        TssError::Malformed(e)
+    }
+}
+
+impl core::fmt::Display for TssError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            TssError::Malformed(e) => write!(f, "TSS: {e}"),
+            TssError::WrongSdi(sdi) => write!(f, "TSS: packet for secure domain {sdi:#x}"),
+            TssError::Latched => f.write_str("TSS: domain latched after too many authentication failures"),
+            TssError::SsiRequired => f.write_str("TSS: SSI required"),
+            TssError::LateEpoch(e) => write!(f, "TSS: epoch {e} too old"),
+            TssError::UnknownAn(an) => write!(f, "TSS: no key for AN {}", u8::from(an)),
+            TssError::Replayed(c) => write!(f, "TSS: counter {c:#x} replayed"),
+            TssError::AuthFailed => f.write_str("TSS: authentication failed"),
+            TssError::CountersExhausted => f.write_str("TSS: transmit counter exhausted"),
+        }
+    }
+}
+
+impl core::error::Error for TssError {}
+
+/// The domain's statistics, named as the reference provider names the specification's counters
+/// (`in_replayed_pkts` is this crate's, for its replay check).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TssStats {
+    /// Packets opened.
+    pub in_auth_pkts: u64,
+    /// ICV failures.
+    pub in_auth_fail_pkts: u64,
+    /// Malformed, latched, or missing SSI.
+    pub in_invalid: u64,
+    /// Wrong SDI or an AN with no key.
+    pub in_invalid_sa: u64,
+    /// Epoch too old.
+    pub in_late_pkts: u64,
+    /// Counter replayed or below the window.
+    pub in_replayed_pkts: u64,
+    /// Packets sealed.
+    pub out_auth_pkts: u64,
+    /// Seals refused (no key, no SSI, counters exhausted, buffer too short).
+    pub out_invoke_fail: u64,
+}
+
+/// A packet [`SecureDomain::open`] authenticated and decrypted in place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Opened {
+    /// Its TSS header.
+    pub header: TssHeader,
+    /// Where the plaintext (PDS header onwards) lies in the buffer: after the header, before the
+    /// ICV.
+    pub body: core::ops::Range<usize>,
+}
+
+/// The counters seen from one peer under one AN.
+#[derive(Clone, Debug)]
+struct Replay {
+    /// Counters at or below this are refused.
+    floor: Option<u64>,
+    /// The most recent counters above the floor, unordered.
+    seen: heapless::Vec<u64, REPLAY_WINDOW>,
+}
+
+impl Replay {
+    const fn new() -> Self {
+        Replay { floor: None, seen: heapless::Vec::new() }
+    }
+
+    fn fresh(&self, counter: u64) -> bool {
+        self.floor.is_none_or(|f| counter > f) && !self.seen.contains(&counter)
+    }
+
+    /// Records `counter` (fresh): a full window drops its smallest entry into the floor.
+    fn record(&mut self, counter: u64) {
+        if self.seen.is_full()
+            && let Some((at, &min)) = self.seen.iter().enumerate().min_by_key(|&(_, &c)| c)
+        {
+            self.seen.swap_remove(at);
+            self.floor = Some(self.floor.map_or(min, |f| f.max(min)));
+            if min > counter {
+                return; // older than all kept: now below the floor, as if seen
+            }
+        }
+        let _ = self.seen.push(counter);
+    }
+}
+
+/// One peer under one AN: its derived key (when the mode derives) and its replay window.
+#[derive(Clone, Debug)]
+struct Peer {
+    an: bool,
+    ssi: Option<u32>,
+    addr: IpAddr,
+    /// The derived key and the (epoch, rekey) it was derived for.
+    key: Option<(u16, u32, PacketKey)>,
+    replay: Replay,
+    used: u64,
+}
+
+/// One AN's key.
+struct Slot {
+    master: SessionKey,
+    /// The expanded key in direct mode.
+    direct: Option<PacketKey>,
+}
+
+/// A secure domain: keys by AN, the transmit counter and epoch, receive checks and statistics
+/// (module doc). `S` is how many peers it keeps derived keys and replay windows for.
+pub struct SecureDomain<const S: usize = 16> {
+    cfg: DomainConfig,
+    slots: [Option<Slot>; 2],
+    tx_an: bool,
+    epoch: u16,
+    counter: u64,
+    auth_fails: u64,
+    latched: bool,
+    /// The key this FEP sends under in cluster mode, by (AN, epoch, rekey).
+    tx_key: Option<(bool, u16, u32, PacketKey)>,
+    peers: heapless::Vec<Peer, S>,
+    tick: u64,
+    stats: TssStats,
+}
+
+impl<const S: usize> core::fmt::Debug for SecureDomain<S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SecureDomain")
+            .field("cfg", &self.cfg)
+            .field("keys", &[self.slots[0].is_some(), self.slots[1].is_some()])
+            .field("tx_an", &self.tx_an)
+            .field("tsc", &self.tx_tsc())
+            .field("latched", &self.latched)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<const S: usize> SecureDomain<S> {
+    const SIZE_OK: () = assert!(S >= 1, "a domain keeps at least one peer");
+
+    /// A domain with no keys yet; it sends under AN 0 once [`SecureDomain::install`] gives it one.
+    pub const fn new(cfg: DomainConfig) -> Self {
+        let () = Self::SIZE_OK;
+        SecureDomain {
+            cfg,
+            slots: [None, None],
+            tx_an: false,
+            epoch: 0,
+            counter: 0,
+            auth_fails: 0,
+            latched: false,
+            tx_key: None,
+            peers: heapless::Vec::new(),
+            tick: 0,
+            stats: ZERO_STATS,
+        }
+    }
+
+    /// The configuration.
+    pub const fn config(&self) -> &DomainConfig {
+        &self.cfg
+    }
+
+    /// The statistics.
+    pub const fn stats(&self) -> &TssStats {
+        &self.stats
+    }
+
+    /// The AN packets are sealed under.
+    pub const fn tx_an(&self) -> bool {
+        self.tx_an
+    }
+
+    /// The TSC the next sealed packet takes.
+    pub const fn tx_tsc(&self) -> Tsc {
+        Tsc { epoch: self.epoch, counter: self.counter }
+    }
+
+    /// Whether the domain drops every packet after too many ICV failures.
+    pub const fn is_latched(&self) -> bool {
+        self.latched
+    }
+
+    /// Bytes a sealed packet adds: the TSS header (12, or 16 with SSI) before the PDS header and
+    /// the ICV after the payload. A server's header carries its client's SSI:
+    /// pass `peer_ssi` as in [`Path::peer_ssi`].
+    pub const fn overhead(&self, peer_ssi: Option<u32>) -> (usize, usize) {
+        let ssi = match self.cfg.mode {
+            Mode::Server => peer_ssi.is_some(),
+            _ => self.cfg.ssi.is_some(),
+        };
+        (if ssi { TssHeader::LEN_SSI } else { TssHeader::LEN }, ICV_LEN)
+    }
+
+    /// Installs `key` for `an`, replacing the one there (whose derived keys and replay windows
+    /// go too). In direct mode it seals as is; otherwise it is the key the mode derives from.
+    pub fn install(&mut self, an: bool, key: [u8; 32]) {
+        self.retire(an);
+        let master = SessionKey::direct(key);
+        let direct = (self.cfg.mode == Mode::Direct).then(|| PacketKey::new(&master));
+        if let Some(slot) = self.slots.get_mut(usize::from(an)) {
+            *slot = Some(Slot { master, direct });
+        }
+    }
+
+    /// Sends under `an` from now on, starting again at counter 0 and epoch 0 (its key is fresh,
+    /// so every IV is new). Fails with [`TssError::UnknownAn`] when `an` has no key.
+    pub fn rotate(&mut self, an: bool) -> Result<(), TssError> {
+        if self.slot(an).is_none() {
+            return Err(TssError::UnknownAn(an));
+        }
+        self.tx_an = an;
+        self.counter = 0;
+        self.epoch = 0;
+        self.tx_key = None;
+        Ok(())
+    }
+
+    /// Removes `an`'s key and what was derived from it: packets under it are refused from now
+    /// on (the end of a make-before-break rotation). Sealing under it fails until a new key is
+    /// installed.
+    pub fn retire(&mut self, an: bool) {
+        if let Some(slot) = self.slots.get_mut(usize::from(an)) {
+            *slot = None;
+        }
+        self.peers.retain(|p| p.an != an);
+        if self.tx_key.as_ref().is_some_and(|k| k.0 == an) {
+            self.tx_key = None;
+        }
+    }
+
+    /// Moves the epoch forward to `epoch` (the key manager's decision, e.g. when a FEP leaves and
+    /// rejoins). Packets then carry it, and received ones more than `max_epoch_lifetime` older
+    /// are late. An epoch that is not ahead of the current one (serial arithmetic) is ignored.
+    pub fn set_epoch(&mut self, epoch: u16) {
+        let ahead = epoch.wrapping_sub(self.epoch);
+        if ahead != 0 && ahead < 0x8000 {
+            self.epoch = epoch;
+        }
+    }
+
+    /// Resumes the transmit counter at `counter` (e.g. restored after a restart, so no value is
+    /// used twice). Only moves it forward; at most 2^48 − 1, where sealing stops.
+    pub fn resume_counter(&mut self, counter: u64) {
+        self.counter = self.counter.max(counter.min(COUNTER_MAX));
+    }
+
+    /// Lets packets in again after the ICV-failure latch, and restarts its count.
+    pub fn clear_latch(&mut self) {
+        self.latched = false;
+        self.auth_fails = 0;
+    }
+
+    fn slot(&self, an: bool) -> Option<&Slot> {
+        self.slots.get(usize::from(an)).and_then(Option::as_ref)
+    }
+
+    /// Seals a packet in place. `packet[..h]` is left for the TSS header (h from
+    /// [`SecureDomain::overhead`]), `packet[h..len]` holds the PDS header onwards in clear, and
+    /// `packet[len..len + 16]` takes the ICV. Returns the sealed length, `len + 16`.
+    pub fn seal(&mut self, packet: &mut [u8], len: usize, path: &Path) -> Result<usize, TssError> {
+        let r = self.seal_inner(packet, len, path);
+        match r {
+            Ok(_) => self.stats.out_auth_pkts += 1,
+            Err(_) => self.stats.out_invoke_fail += 1,
+        }
+        r
+    }
+
+    fn seal_inner(&mut self, packet: &mut [u8], len: usize, path: &Path) -> Result<usize, TssError> {
+        if self.counter >= COUNTER_MAX {
+            return Err(TssError::CountersExhausted);
+        }
+        let an = self.tx_an;
+        let ssi = match self.cfg.mode {
+            Mode::Server => Some(path.peer_ssi.ok_or(TssError::SsiRequired)?),
+            _ => self.cfg.ssi,
+        };
+        let header = TssHeader { an, sdi: self.cfg.sdi, ssi, tsc: self.tx_tsc() };
+        let h = header.buffer_len();
+        let total = len + ICV_LEN;
+        if len < h || packet.len() < total {
+            return Err(Error::BufferTooShort { needed: total.max(h + ICV_LEN), got: packet.len() }.into());
+        }
+        self.key_for(an, header, path, true)?;
+        let key = self.cached_key(an, header, path, true).ok_or(TssError::UnknownAn(an))?;
+        let (clear, rest) = packet.split_at_mut(h);
+        header.emit(clear)?;
+        let (body, tail) = rest.split_at_mut(len - h);
+        let iv = iv(ssi, self.cfg.sdi, &path.src, header.tsc, key.iv_mask());
+        let aad = Aad::new(&path.src, &path.dst, path.framing, clear);
+        let icv = key.seal(&iv, aad.as_bytes(), body);
+        if let Some(dst) = tail.get_mut(..ICV_LEN) {
+            dst.copy_from_slice(&icv);
+        }
+        self.counter += 1;
+        Ok(total)
+    }
+
+    /// Authenticates and decrypts a received packet in place: `packet` holds the TSS header, the
+    /// ciphertext and the ICV (after the entropy header in native-IP framing). On success the
+    /// plaintext lies at [`Opened::body`]; on failure the bytes are as they came and the domain
+    /// changed only its statistics.
+    pub fn open(&mut self, packet: &mut [u8], path: &Path) -> Result<Opened, TssError> {
+        let r = self.open_inner(packet, path);
+        let s = &mut self.stats;
+        match r {
+            Ok(_) => s.in_auth_pkts += 1,
+            Err(TssError::Malformed(_) | TssError::Latched | TssError::SsiRequired) => s.in_invalid += 1,
+            Err(TssError::WrongSdi(_) | TssError::UnknownAn(_)) => s.in_invalid_sa += 1,
+            Err(TssError::LateEpoch(_)) => s.in_late_pkts += 1,
+            Err(TssError::Replayed(_)) => s.in_replayed_pkts += 1,
+            Err(TssError::AuthFailed) => {
+                s.in_auth_fail_pkts += 1;
+                self.auth_fails += 1;
+                if self.auth_fails > self.cfg.auth_fail_threshold {
+                    self.latched = true;
+                }
+            }
+            Err(TssError::CountersExhausted) => {}
+        }
+        r
+    }
+
+    fn open_inner(&mut self, packet: &mut [u8], path: &Path) -> Result<Opened, TssError> {
+        let (header, _) = TssHeader::parse(packet)?;
+        let h = header.buffer_len();
+        let end = packet.len().checked_sub(ICV_LEN).filter(|&e| e >= h).ok_or(Error::Truncated {
+            field: "TSS packet",
+            needed: h + ICV_LEN,
+            got: packet.len(),
+        })?;
+        if header.sdi != self.cfg.sdi {
+            return Err(TssError::WrongSdi(header.sdi));
+        }
+        if self.latched {
+            return Err(TssError::Latched);
+        }
+        if self.cfg.ssi.is_some() && header.ssi.is_none() {
+            return Err(TssError::SsiRequired);
+        }
+        let age = self.epoch.wrapping_sub(header.tsc.epoch);
+        if age < 0x8000 && age > self.cfg.max_epoch_lifetime {
+            return Err(TssError::LateEpoch(header.tsc.epoch));
+        }
+        let an = header.an;
+        if self.slot(an).is_none() {
+            return Err(TssError::UnknownAn(an));
+        }
+        let counter = header.tsc.counter;
+        if self.find_peer(an, header.ssi, &path.src).and_then(|i| self.peers.get(i)).is_some_and(|p| !p.replay.fresh(counter)) {
+            return Err(TssError::Replayed(counter));
+        }
+        // A key derived for this packet is kept only once the packet authenticates.
+        let fresh = self.derive_if_needed(an, header, path, false);
+        let key = match &fresh {
+            Some(k) => Some(k),
+            None => self.cached_key(an, header, path, false),
+        }
+        .ok_or(TssError::UnknownAn(an))?;
+        let (clear, rest) = packet.split_at_mut(h);
+        let (body, icv) = rest.split_at_mut(end - h);
+        let icv: [u8; ICV_LEN] = icv.try_into().map_err(|_| Error::Mismatch { field: "TSS ICV" })?;
+        let iv = iv(header.ssi, self.cfg.sdi, &path.src, header.tsc, key.iv_mask());
+        let aad = Aad::new(&path.src, &path.dst, path.framing, clear);
+        key.open(&iv, aad.as_bytes(), body, &icv).map_err(|_| TssError::AuthFailed)?;
+        let rekey = self.rekey_of(counter);
+        if let Some(p) = self.peer_entry(an, header.ssi, path.src) {
+            if let Some(k) = fresh {
+                p.key = Some((header.tsc.epoch, rekey, k));
+            }
+            p.replay.record(counter);
+        }
+        Ok(Opened { header, body: h..end })
+    }
+
+    /// The rekey value of a counter (cluster mode only; 0 otherwise).
+    fn rekey_of(&self, counter: u64) -> u32 {
+        match self.cfg.mode {
+            Mode::Cluster => ((counter & self.cfg.rekey_mask & COUNTER_MAX) >> (self.cfg.rekey_shift & 63)) as u32,
+            _ => 0,
+        }
+    }
+
+    /// The label and identity the packet's key derives from, or `None` in direct mode.
+    /// `sending` tells which end of `path` this FEP is.
+    fn kdf_input(&self, header: &TssHeader, path: &Path, sending: bool) -> Option<(&'static [u8], Identity)> {
+        let (label, subject) = match self.cfg.mode {
+            Mode::Direct => return None,
+            Mode::Cluster => (LABEL_CLUSTER, &path.src),
+            Mode::Server => (LABEL_SERVER, if sending { &path.dst } else { &path.src }),
+            Mode::Client => (LABEL_SERVER, if sending { &path.src } else { &path.dst }),
+        };
+        let id = match header.ssi {
+            _ if !is_v4(subject) => Identity::V6(*subject),
+            Some(ssi) => Identity::V4(ssi.to_be_bytes()),
+            None => Identity::V4(low4(subject)),
+        };
+        Some((label, id))
+    }
+
+    /// A key freshly derived for this packet when the cache does not hold it (`None` in direct
+    /// mode, with no key for the AN, or when the cached one fits).
+    fn derive_if_needed(&self, an: bool, header: TssHeader, path: &Path, sending: bool) -> Option<PacketKey> {
+        if self.cached_key(an, header, path, sending).is_some() {
+            return None;
+        }
+        let (label, who) = self.kdf_input(&header, path, sending)?;
+        let master = &self.slot(an)?.master;
+        let rekey = self.rekey_of(header.tsc.counter);
+        Some(PacketKey::new(&kdf::derive(&master.key, label, header.tsc.epoch, rekey, &who)))
+    }
+
+    /// Derives and caches the sending key when needed.
+    fn key_for(&mut self, an: bool, header: TssHeader, path: &Path, sending: bool) -> Result<(), TssError> {
+        if self.slot(an).is_none() {
+            return Err(TssError::UnknownAn(an));
+        }
+        if let Some(k) = self.derive_if_needed(an, header, path, sending) {
+            let (epoch, rekey) = (header.tsc.epoch, self.rekey_of(header.tsc.counter));
+            match self.cfg.mode {
+                Mode::Server => {
+                    if let Some(p) = self.peer_entry(an, header.ssi, path.dst) {
+                        p.key = Some((epoch, rekey, k));
+                    }
+                }
+                _ => self.tx_key = Some((an, epoch, rekey, k)),
+            }
+        }
+        Ok(())
+    }
+
+    /// The cached key that seals or opens this packet.
+    fn cached_key(&self, an: bool, header: TssHeader, path: &Path, sending: bool) -> Option<&PacketKey> {
+        let fits = |epoch: u16, rekey: u32| epoch == header.tsc.epoch && rekey == self.rekey_of(header.tsc.counter);
+        let slot = self.slot(an)?;
+        match self.cfg.mode {
+            Mode::Direct => slot.direct.as_ref(),
+            Mode::Cluster | Mode::Client if sending => {
+                self.tx_key.as_ref().filter(|k| k.0 == an && fits(k.1, k.2)).map(|k| &k.3)
+            }
+            _ => {
+                let remote = if sending { &path.dst } else { &path.src };
+                let peer = self.peers.get(self.find_peer(an, header.ssi, remote)?)?;
+                peer.key.as_ref().filter(|k| fits(k.0, k.1)).map(|k| &k.2)
+            }
+        }
+    }
+
+    fn find_peer(&self, an: bool, ssi: Option<u32>, addr: &IpAddr) -> Option<usize> {
+        self.peers.iter().position(|p| p.an == an && p.ssi == ssi && p.addr == *addr)
+    }
+
+    /// The entry of a peer, made (replacing the least recently used when full) if new.
+    fn peer_entry(&mut self, an: bool, ssi: Option<u32>, addr: IpAddr) -> Option<&mut Peer> {
+        self.tick += 1;
+        let at = match self.find_peer(an, ssi, &addr) {
+            Some(i) => i,
+            None => {
+                let fresh = Peer { an, ssi, addr, key: None, replay: Replay::new(), used: 0 };
+                if self.peers.is_full()
+                    && let Some(lru) = self.peers.iter().enumerate().min_by_key(|(_, p)| p.used).map(|(i, _)| i)
+                {
+                    self.peers.swap_remove(lru);
+                }
+                self.peers.push(fresh).ok()?;
+                self.peers.len() - 1
+            }
+        };
+        let tick = self.tick;
+        let p = self.peers.get_mut(at)?;
+        p.used = tick;
+        Some(p)
+    }
+}
+
+const ZERO_STATS: TssStats = TssStats {
+    in_auth_pkts: 0,
+    in_auth_fail_pkts: 0,
+    in_invalid: 0,
+    in_invalid_sa: 0,
+    in_late_pkts: 0,
+    in_replayed_pkts: 0,
+    out_auth_pkts: 0,
+    out_invoke_fail: 0,
+};
+
+#[cfg(test)]
+mod tests;
