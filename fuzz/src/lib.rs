@@ -33,6 +33,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("uet_ses", uet_ses),
     ("uet_tss_entropy", uet_tss_entropy),
     ("uet_packet", uet_packet),
+    ("tss_open", tss_open),
+    ("tss_domain", tss_domain),
     ("pdc_window", pdc_window),
     ("pdc_pair", pdc_pair),
     ("endpoint", endpoint),
@@ -694,7 +696,11 @@ pub fn uet_tss_entropy(data: &[u8]) {
     if let Ok((h, rest)) = TssHeader::parse(data) {
         let mut out = [0u8; 16];
         let n = h.emit(&mut out).expect("a parsed header emits");
-        assert_eq!(&out[..n], &data[..data.len() - rest.len()]);
+        // The same bytes with the reserved bit cleared; exactly the same when it was clear.
+        let mut want = data[..data.len() - rest.len()].to_vec();
+        want[0] &= !0x02;
+        assert_eq!(&out[..n], &want[..]);
+        assert_eq!(TssHeader::check_reserved(data).is_ok(), data[0] & 0x02 == 0);
     }
     if let Ok((h, _)) = EntropyHeader::parse(data) {
         let mut out = [0u8; 4];
@@ -3062,5 +3068,193 @@ pub fn cxl_pack256(data: &[u8]) {
         let a = sent.iter().filter(|(m, _)| m.kind() == kind);
         let b = got.iter().filter(|(m, _)| m.kind() == kind);
         assert!(a.eq(b), "{kind:?} messages come out as they went in");
+    }
+}
+
+/// The domain pair the TSS targets drive: `mode` 0–3 picks direct, cluster, client-to-server or
+/// cluster with SSIs; `v6` and `native` pick the addresses and framing.
+fn tss_pair(
+    mode: u8,
+    v6: bool,
+    native: bool,
+) -> (uet_wire::tss::SecureDomain<4>, uet_wire::tss::SecureDomain<4>, uet_wire::tss::Path) {
+    use uet_wire::tss::{DomainConfig, Framing, Mode, Path, SecureDomain};
+    let (tx_mode, rx_mode, ssi) = match mode & 3 {
+        0 => (Mode::Direct, Mode::Direct, None),
+        1 => (Mode::Cluster, Mode::Cluster, None),
+        2 => (Mode::Client, Mode::Server, Some(7)),
+        _ => (Mode::Cluster, Mode::Cluster, Some(9)),
+    };
+    let mut a = SecureDomain::new(DomainConfig { ssi, ..DomainConfig::new(0x42, tx_mode) });
+    let rx_ssi = if rx_mode == Mode::Server { None } else { ssi.map(|s| s + 1) };
+    let mut b = SecureDomain::new(DomainConfig {
+        ssi: rx_ssi,
+        auth_fail_threshold: u64::MAX,
+        ..DomainConfig::new(0x42, rx_mode)
+    });
+    a.install(false, [1; 32]);
+    b.install(false, [1; 32]);
+    let (src, dst) = if v6 {
+        let mut a6 = [0u8; 16];
+        a6[..2].copy_from_slice(&[0x20, 0x01]);
+        let mut b6 = a6;
+        (a6[15], b6[15]) = (1, 2);
+        (a6, b6)
+    } else {
+        (uet_wire::pdc::ipv4([10, 0, 0, 1]), uet_wire::pdc::ipv4([10, 0, 0, 2]))
+    };
+    let framing = if native { Framing::NativeIp([0x5a, 0xa5, 0, 0]) } else { Framing::Udp };
+    (a, b, Path::new(src, dst, framing))
+}
+
+/// TSS open: arbitrary bytes never authenticate, never panic, come back unchanged and move only
+/// one statistic; a packet the sender sealed opens to its plaintext once, and with any one bit
+/// flipped (chosen by the input) does not.
+pub fn tss_open(data: &[u8]) {
+    let Some((&sel, rest)) = data.split_first() else { return };
+    let Some((&flip, rest)) = rest.split_first() else { return };
+    let (mut a, mut b, path) = tss_pair(sel, sel & 4 != 0, sel & 8 != 0);
+    let mut bytes = rest.to_vec();
+    assert!(b.open(&mut bytes, &path).is_err(), "arbitrary bytes authenticated");
+    assert_eq!(bytes, rest, "a failed open changed the bytes");
+    let s = b.stats();
+    assert_eq!(s.in_invalid + s.in_invalid_sa + s.in_auth_fail_pkts + s.in_late_pkts + s.in_replayed_pkts, 1);
+    // Seal the rest as a plaintext and open it.
+    let (h, icv) = a.overhead(None);
+    let mut pkt = vec![0u8; h + rest.len() + icv];
+    pkt[h..h + rest.len()].copy_from_slice(rest);
+    let n = a.seal(&mut pkt, h + rest.len(), &path).expect("a seal with room and a key");
+    assert_eq!(n, pkt.len());
+    let mut bad = pkt.clone();
+    let bit = usize::from(flip) * 7 % (bad.len() * 8);
+    bad[bit / 8] ^= 1 << (bit % 8);
+    assert!(b.open(&mut bad, &path).is_err(), "bit {bit} flipped and still authenticated");
+    let opened = b.open(&mut pkt, &path).expect("the sealed packet opens");
+    assert_eq!(&pkt[opened.body], rest);
+    let mut again = bad;
+    again[bit / 8] ^= 1 << (bit % 8);
+    assert!(matches!(b.open(&mut again, &path), Err(uet_wire::tss::TssError::Replayed(_))));
+}
+
+/// TSS domains under arbitrary key installs, rotations, retirements, epochs, counter jumps, and
+/// packets delivered late, twice, corrupted or not at all. Invariants: no (AN, key, TSC) seals
+/// twice; a packet opens at most once and to its own plaintext; a fresh packet under keys both
+/// ends share opens at once; a refused seal leaves the counter where it was.
+pub fn tss_domain(data: &[u8]) {
+    use std::collections::HashSet;
+    use uet_wire::tss::{COUNTER_MAX, TssError, TssHeader};
+    let Some((&sel, ops)) = data.split_first() else { return };
+    let (mut a, mut b, path) = tss_pair(sel, sel & 4 != 0, sel & 8 != 0);
+    // Which key (by id) each end holds per AN; key `id` is its two bytes then zeros, and no id
+    // is installed twice (a key manager never reinstalls a key).
+    let (mut keys_a, mut keys_b) = ([Some(1u16), None], [Some(1u16), None]);
+    let key = |id: u16| -> [u8; 32] {
+        let mut k = [0u8; 32];
+        k[..2].copy_from_slice(&id.to_be_bytes());
+        k
+    };
+    // tss_pair installed [1; 32]: treat it as id 1 by installing key(1) instead.
+    a.install(false, key(1));
+    b.install(false, key(1));
+    let mut next_id = 2u16;
+    let mut sealed: HashSet<(bool, u16, u64)> = HashSet::new();
+    let mut opened: HashSet<(bool, u16, u64)> = HashSet::new();
+    // Sealed packets: (bytes, plaintext, AN, key id).
+    let mut wire: Vec<(Vec<u8>, Vec<u8>, bool, u16)> = Vec::new();
+    let mut chunks = ops.chunks_exact(2);
+    for (step, op) in chunks.by_ref().enumerate() {
+        let (kind, arg) = (op[0], op[1]);
+        let an = arg & 1 != 0;
+        match kind % 10 {
+            0..=2 => {
+                let plain = vec![arg; usize::from(arg % 40)];
+                let (h, icv) = a.overhead(None);
+                let mut pkt = vec![0u8; h + plain.len() + icv];
+                pkt[h..h + plain.len()].copy_from_slice(&plain);
+                let before = a.tx_tsc();
+                match a.seal(&mut pkt, h + plain.len(), &path) {
+                    Ok(_) => {
+                        let hdr = TssHeader::parse(&pkt).unwrap().0;
+                        let key = keys_a[usize::from(hdr.an)].expect("sealed under an installed key");
+                        assert!(sealed.insert((hdr.an, key, hdr.tsc.to_u64())), "IV reused");
+                        // Delivered at once (kind 0) when both ends hold this key.
+                        let age = b.tx_tsc().epoch.wrapping_sub(hdr.tsc.epoch);
+                        let late = age < 0x8000 && age > b.config().max_epoch_lifetime;
+                        let fresh_ok =
+                            kind % 10 == 0 && keys_b[usize::from(hdr.an)] == Some(key) && !b.is_latched() && !late;
+                        if fresh_ok && !opened.contains(&(hdr.an, key, hdr.tsc.counter)) {
+                            let mut copy = pkt.clone();
+                            let o = b.open(&mut copy, &path).expect("a fresh packet opens");
+                            assert_eq!(copy[o.body], plain[..]);
+                            opened.insert((hdr.an, key, hdr.tsc.counter));
+                        }
+                        wire.push((pkt, plain, hdr.an, key));
+                    }
+                    Err(e) => {
+                        assert_eq!(a.tx_tsc(), before, "a refused seal moved the counter");
+                        if e == TssError::CountersExhausted {
+                            assert_eq!(before.counter, COUNTER_MAX);
+                        }
+                    }
+                }
+            }
+            3 | 4 => {
+                // Deliver (maybe corrupted) an earlier packet.
+                if wire.is_empty() {
+                    continue;
+                }
+                let (pkt, plain, pan, key) = &wire[usize::from(arg) % wire.len()];
+                let mut copy = pkt.clone();
+                let corrupt = kind % 10 == 4;
+                if corrupt {
+                    let bit = (usize::from(arg) * 13 + step) % (copy.len() * 8);
+                    copy[bit / 8] ^= 1 << (bit % 8);
+                }
+                if let Ok(o) = b.open(&mut copy, &path) {
+                    assert!(!corrupt, "a corrupted packet opened");
+                    assert_eq!(copy[o.body], plain[..]);
+                    let hdr = TssHeader::parse(pkt).unwrap().0;
+                    assert_eq!(keys_b[usize::from(*pan)], Some(*key), "opened under a key the receiver lacks");
+                    assert!(opened.insert((*pan, *key, hdr.tsc.counter)), "a packet opened twice");
+                }
+            }
+            5 => {
+                // A new key at the sender, or at both ends (the key manager's make-before-break).
+                let id = next_id;
+                next_id += 1;
+                a.install(an, key(id));
+                keys_a[usize::from(an)] = Some(id);
+                if kind & 0x10 != 0 {
+                    b.install(an, key(id));
+                    keys_b[usize::from(an)] = Some(id);
+                    opened.retain(|&(x, _, _)| x != an);
+                }
+            }
+            6 => {
+                let r = a.rotate(an);
+                assert_eq!(r.is_ok(), keys_a[usize::from(an)].is_some());
+            }
+            7 => {
+                if kind & 0x10 == 0 {
+                    a.retire(an);
+                    keys_a[usize::from(an)] = None;
+                } else {
+                    b.retire(an);
+                    keys_b[usize::from(an)] = None;
+                    opened.retain(|&(x, _, _)| x != an);
+                }
+            }
+            8 => {
+                let epoch = u16::from(arg) * 3;
+                if kind & 0x10 == 0 { a.set_epoch(epoch) } else { b.set_epoch(epoch) }
+            }
+            _ => {
+                if kind & 0x10 == 0 {
+                    a.resume_counter(COUNTER_MAX - u64::from(arg));
+                } else {
+                    b.clear_latch();
+                }
+            }
+        }
     }
 }

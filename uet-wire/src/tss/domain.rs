@@ -19,11 +19,16 @@
 //! IPv6 (even with an SSI). Derived keys are cached per peer and re-derived only when the epoch or
 //! rekey value moves: the KDF is not on the per-packet path while the rekey bits stay put.
 //!
-//! **Counters.** One 48-bit transmit counter per domain, shared by every peer: it starts at 0,
-//! every sealed packet (a retransmission too) takes the next value, and
-//! [`SecureDomain::seal`] refuses with [`TssError::CountersExhausted`] once it reaches 2^48 − 1
-//! rather than reuse an IV. [`SecureDomain::rotate`] starts the new AN at counter 0 and epoch 0
-//! (the fresh key keeps every (key, IV) pair unique), as the reference provider does.
+//! **Counters.** One 48-bit transmit counter per installed key, shared by every peer: it starts at
+//! 0 when the key is installed, every sealed packet (a retransmission too) takes the next value,
+//! and [`SecureDomain::seal`] refuses with [`TssError::CountersExhausted`] once it reaches
+//! 2^48 − 1 rather than reuse an IV. A rotation to a freshly installed key therefore starts at 0,
+//! as in the reference provider (which keeps one counter and resets it at each rotation); keeping
+//! the counter with its key also means rotating back to a key still installed continues its
+//! count instead of reusing IVs. The key manager must never install the same key twice. The epoch
+//! is the domain's, moved only by [`SecureDomain::set_epoch`] (the reference provider's test
+//! stand-in also resets it at a rotation; here a rotation leaves it, so receivers' epoch checks
+//! do not see the new key's packets as late).
 //!
 //! **Receive checks, in order** — each failure a typed error that changes nothing but its counter:
 //! SDI, the latch, SSI presence, epoch age, AN installed, replay, ICV.
@@ -44,13 +49,15 @@
 //! [`SecureDomain::retire`] removes the old one. When to do each is the key manager's (SDME's)
 //! decision; the reference provider's test stand-in rotates every 10 s with a 2 s guard.
 
-use super::aead::{Aad, Framing, PacketKey, iv, is_v4, low4};
+use super::aead::{Aad, Framing, PacketKey, is_v4, iv, low4};
 use super::kdf::{self, Identity, LABEL_CLUSTER, LABEL_SERVER, SessionKey};
-use super::{COUNTER_MAX, ICV_LEN, TssHeader, Tsc};
+use super::{COUNTER_MAX, ICV_LEN, Tsc, TssHeader};
 use crate::error::Error;
 use crate::pdc::IpAddr;
 
-/// Counters remembered per peer and AN by the replay check (*project-defined*).
+/// Counters remembered per peer and AN by the replay check, by default (*project-defined*; a
+/// [`SecureDomain`]'s `W`). Packets reordered deeper than this are refused like losses, and the
+/// PDC resends them under new counters; raise it for paths that reorder more.
 pub const REPLAY_WINDOW: usize = 32;
 
 /// How packet keys come from the domain key.
@@ -212,14 +219,14 @@ pub struct Opened {
 
 /// The counters seen from one peer under one AN.
 #[derive(Clone, Debug)]
-struct Replay {
+struct Replay<const W: usize> {
     /// Counters at or below this are refused.
     floor: Option<u64>,
     /// The most recent counters above the floor, unordered.
-    seen: heapless::Vec<u64, REPLAY_WINDOW>,
+    seen: heapless::Vec<u64, W>,
 }
 
-impl Replay {
+impl<const W: usize> Replay<W> {
     const fn new() -> Self {
         Replay { floor: None, seen: heapless::Vec::new() }
     }
@@ -245,13 +252,13 @@ impl Replay {
 
 /// One peer under one AN: its derived key (when the mode derives) and its replay window.
 #[derive(Clone, Debug)]
-struct Peer {
+struct Peer<const W: usize> {
     an: bool,
     ssi: Option<u32>,
     addr: IpAddr,
     /// The derived key and the (epoch, rekey) it was derived for.
     key: Option<(u16, u32, PacketKey)>,
-    replay: Replay,
+    replay: Replay<W>,
     used: u64,
 }
 
@@ -260,26 +267,28 @@ struct Slot {
     master: SessionKey,
     /// The expanded key in direct mode.
     direct: Option<PacketKey>,
+    /// The counter the next packet sealed under this key takes.
+    counter: u64,
 }
 
 /// A secure domain: keys by AN, the transmit counter and epoch, receive checks and statistics
-/// (module doc). `S` is how many peers it keeps derived keys and replay windows for.
-pub struct SecureDomain<const S: usize = 16> {
+/// (module doc). `S` is how many peers it keeps derived keys and replay windows for, `W` how
+/// many counters each replay window remembers.
+pub struct SecureDomain<const S: usize = 16, const W: usize = REPLAY_WINDOW> {
     cfg: DomainConfig,
     slots: [Option<Slot>; 2],
     tx_an: bool,
     epoch: u16,
-    counter: u64,
     auth_fails: u64,
     latched: bool,
     /// The key this FEP sends under in cluster mode, by (AN, epoch, rekey).
     tx_key: Option<(bool, u16, u32, PacketKey)>,
-    peers: heapless::Vec<Peer, S>,
+    peers: heapless::Vec<Peer<W>, S>,
     tick: u64,
     stats: TssStats,
 }
 
-impl<const S: usize> core::fmt::Debug for SecureDomain<S> {
+impl<const S: usize, const W: usize> core::fmt::Debug for SecureDomain<S, W> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("SecureDomain")
             .field("cfg", &self.cfg)
@@ -292,8 +301,8 @@ impl<const S: usize> core::fmt::Debug for SecureDomain<S> {
     }
 }
 
-impl<const S: usize> SecureDomain<S> {
-    const SIZE_OK: () = assert!(S >= 1, "a domain keeps at least one peer");
+impl<const S: usize, const W: usize> SecureDomain<S, W> {
+    const SIZE_OK: () = assert!(S >= 1 && W >= 1, "a domain keeps at least one peer and one counter");
 
     /// A domain with no keys yet; it sends under AN 0 once [`SecureDomain::install`] gives it one.
     pub const fn new(cfg: DomainConfig) -> Self {
@@ -303,7 +312,6 @@ impl<const S: usize> SecureDomain<S> {
             slots: [None, None],
             tx_an: false,
             epoch: 0,
-            counter: 0,
             auth_fails: 0,
             latched: false,
             tx_key: None,
@@ -328,9 +336,9 @@ impl<const S: usize> SecureDomain<S> {
         self.tx_an
     }
 
-    /// The TSC the next sealed packet takes.
-    pub const fn tx_tsc(&self) -> Tsc {
-        Tsc { epoch: self.epoch, counter: self.counter }
+    /// The TSC the next sealed packet takes (counter 0 while the sending AN has no key).
+    pub fn tx_tsc(&self) -> Tsc {
+        Tsc { epoch: self.epoch, counter: self.slot(self.tx_an).map_or(0, |s| s.counter) }
     }
 
     /// Whether the domain drops every packet after too many ICV failures.
@@ -356,20 +364,17 @@ impl<const S: usize> SecureDomain<S> {
         let master = SessionKey::direct(key);
         let direct = (self.cfg.mode == Mode::Direct).then(|| PacketKey::new(&master));
         if let Some(slot) = self.slots.get_mut(usize::from(an)) {
-            *slot = Some(Slot { master, direct });
+            *slot = Some(Slot { master, direct, counter: 0 });
         }
     }
 
-    /// Sends under `an` from now on, starting again at counter 0 and epoch 0 (its key is fresh,
-    /// so every IV is new). Fails with [`TssError::UnknownAn`] when `an` has no key.
+    /// Sends under `an` from now on, continuing its key's counter (0 for a key just installed).
+    /// Fails with [`TssError::UnknownAn`] when `an` has no key.
     pub fn rotate(&mut self, an: bool) -> Result<(), TssError> {
         if self.slot(an).is_none() {
             return Err(TssError::UnknownAn(an));
         }
         self.tx_an = an;
-        self.counter = 0;
-        self.epoch = 0;
-        self.tx_key = None;
         Ok(())
     }
 
@@ -396,10 +401,12 @@ impl<const S: usize> SecureDomain<S> {
         }
     }
 
-    /// Resumes the transmit counter at `counter` (e.g. restored after a restart, so no value is
-    /// used twice). Only moves it forward; at most 2^48 − 1, where sealing stops.
+    /// Resumes the sending key's counter at `counter` (e.g. restored after a restart, so no
+    /// value is used twice). Only moves it forward; at most 2^48 − 1, where sealing stops.
     pub fn resume_counter(&mut self, counter: u64) {
-        self.counter = self.counter.max(counter.min(COUNTER_MAX));
+        if let Some(slot) = self.slots.get_mut(usize::from(self.tx_an)).and_then(Option::as_mut) {
+            slot.counter = slot.counter.max(counter.min(COUNTER_MAX));
+        }
     }
 
     /// Lets packets in again after the ICV-failure latch, and restarts its count.
@@ -425,10 +432,10 @@ impl<const S: usize> SecureDomain<S> {
     }
 
     fn seal_inner(&mut self, packet: &mut [u8], len: usize, path: &Path) -> Result<usize, TssError> {
-        if self.counter >= COUNTER_MAX {
+        let an = self.tx_an;
+        if self.slot(an).ok_or(TssError::UnknownAn(an))?.counter >= COUNTER_MAX {
             return Err(TssError::CountersExhausted);
         }
-        let an = self.tx_an;
         let ssi = match self.cfg.mode {
             Mode::Server => Some(path.peer_ssi.ok_or(TssError::SsiRequired)?),
             _ => self.cfg.ssi,
@@ -450,7 +457,9 @@ impl<const S: usize> SecureDomain<S> {
         if let Some(dst) = tail.get_mut(..ICV_LEN) {
             dst.copy_from_slice(&icv);
         }
-        self.counter += 1;
+        if let Some(slot) = self.slots.get_mut(usize::from(an)).and_then(Option::as_mut) {
+            slot.counter += 1;
+        }
         Ok(total)
     }
 
@@ -505,7 +514,11 @@ impl<const S: usize> SecureDomain<S> {
             return Err(TssError::UnknownAn(an));
         }
         let counter = header.tsc.counter;
-        if self.find_peer(an, header.ssi, &path.src).and_then(|i| self.peers.get(i)).is_some_and(|p| !p.replay.fresh(counter)) {
+        if self
+            .find_peer(an, header.ssi, &path.src)
+            .and_then(|i| self.peers.get(i))
+            .is_some_and(|p| !p.replay.fresh(counter))
+        {
             return Err(TssError::Replayed(counter));
         }
         // A key derived for this packet is kept only once the packet authenticates.
@@ -609,7 +622,7 @@ impl<const S: usize> SecureDomain<S> {
     }
 
     /// The entry of a peer, made (replacing the least recently used when full) if new.
-    fn peer_entry(&mut self, an: bool, ssi: Option<u32>, addr: IpAddr) -> Option<&mut Peer> {
+    fn peer_entry(&mut self, an: bool, ssi: Option<u32>, addr: IpAddr) -> Option<&mut Peer<W>> {
         self.tick += 1;
         let at = match self.find_peer(an, ssi, &addr) {
             Some(i) => i,

@@ -146,8 +146,11 @@ impl TssHeader {
     /// The strict check: fails with [`Error::Reserved`] when the reserved bit after SP is set
     /// (receivers ignore it; [`TssHeader::parse`] does).
     pub fn check_reserved(bytes: &[u8]) -> Result<(), Error> {
-        let (word, _) = U32::read_from_prefix(bytes)
-            .map_err(|_| Error::Truncated { field: "TSS header", needed: Self::LEN, got: bytes.len() })?;
+        let (word, _) = U32::read_from_prefix(bytes).map_err(|_| Error::Truncated {
+            field: "TSS header",
+            needed: Self::LEN,
+            got: bytes.len(),
+        })?;
         reserved_zero(u64::from(word.get() & 0x0200_0000), "TSS reserved bit")
     }
 

@@ -217,7 +217,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     self.queue_nack(src, refusal(NackCode::NoPdcAvail, r, 0));
                     return None;
                 };
-                let pdc = Target::new(now, &self.cfg.pdc, id, r, StartPolicy::Open).ok()?;
+                let policy = self.start_policy();
+                let pdc = Target::new(now, &self.cfg.pdc, id, r, policy).ok()?;
                 let tgt = TgtPdc {
                     pdc,
                     order: MessageOrder::new(),

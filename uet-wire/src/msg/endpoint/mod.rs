@@ -146,7 +146,52 @@ pub struct EndpointConfig {
     /// PDC (ours [`ORDER_WINDOW`], 16) and refuses the packets of more with NACK
     /// NO_SES_MSG_AVAIL, so sending more under loss only draws NACKs. Default [`ORDER_WINDOW`].
     pub messages_per_pdc: u16,
+    /// TSS: `Some` when this endpoint's packets are sealed by a
+    /// [`SecureDomain`](crate::tss::SecureDomain) (see [`Secure`]). Default `None`.
+    pub secure: Option<Secure>,
 }
+
+/// How an endpoint in a secure domain frames its packets and starts its PDCs (UE 1.0 §3.7; the
+/// secure start PSN of the reference provider `ultraethernet/uet-ref-prov`, `uet_pds.c`).
+///
+/// The endpoint holds no key: [`Endpoint::poll_transmit`] leaves `header_room` bytes at the front
+/// of the buffer, the caller appends the payload as usual and seals the packet with
+/// [`SecureDomain::seal`](crate::tss::SecureDomain::seal) (the payload is the caller's, so
+/// sealing is the step after it is in place); a received packet goes through
+/// [`SecureDomain::open`](crate::tss::SecureDomain::open) first and only its plaintext reaches
+/// [`Endpoint::handle_packet`], so a packet that fails authentication changes no PDC state.
+///
+/// Start PSNs: every initiator PDC starts at a random PSN in [2^16, 2^31) (the reference
+/// provider's range), and target PDCs accept a SYN's start PSN per [`SecureStart`]; the domain's
+/// `Expected_PSN` moves past every PDC that closes, so a replayed SYN of a closed PDC is refused
+/// (NACK NEW_START_PSN) instead of opening a second PDC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Secure {
+    /// Bytes left for the TSS header: 12, or 16 when the domain sends SSIs (the first value of
+    /// [`SecureDomain::overhead`](crate::tss::SecureDomain::overhead)).
+    pub header_room: u8,
+    /// How target PDCs accept start PSNs.
+    pub start: SecureStart,
+}
+
+/// The two secure-PDC establishment methods of the reference provider (`uet_pds.c`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum SecureStart {
+    /// EXPECTED_0RTT_START (the reference provider's default): a SYN whose start PSN is at or
+    /// after the domain's `Expected_PSN` opens the PDC at once; an earlier one is NACKed
+    /// NEW_START_PSN with `Expected_PSN`.
+    Expected0Rtt,
+    /// RANDOM_1RTT_START: every SYN is NACKed NEW_START_PSN with a random start PSN.
+    Random1Rtt,
+}
+
+/// The lowest start PSN of a secure PDC (2^16, the reference provider's).
+pub const SECURE_START_MIN: u32 = 1 << 16;
+
+/// One past the highest start PSN of a secure PDC (2^31, the reference provider's).
+pub const SECURE_START_END: u32 = 1 << 31;
 
 impl EndpointConfig {
     /// An endpoint at `addr` sending `mtu` payload bytes per packet, with the default PDC timers,
@@ -158,6 +203,7 @@ impl EndpointConfig {
             pdc: PdcConfig::default(),
             close_when_idle: true,
             messages_per_pdc: ORDER_WINDOW as u16,
+            secure: None,
         }
     }
 }
@@ -753,6 +799,9 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     events: heapless::Deque<Event, E>,
     /// Random bits for start PSNs (the caller seeds it; time and randomness are inputs).
     rng: u64,
+    /// The secure domain's `Expected_PSN`: target PDCs under [`SecureStart::Expected0Rtt`]
+    /// accept start PSNs at or after it; it moves past every target PDC that closes.
+    expected_psn: u32,
     /// The latest time a call gave (for work `poll_event` triggers).
     now: Instant,
     /// NACKs waiting to go: (destination, NACK).
@@ -839,6 +888,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             next_seq: 0,
             events: heapless::Deque::new(),
             rng: seed | 1,
+            expected_psn: SECURE_START_MIN,
             now: Instant::ZERO,
             nacks: heapless::Deque::new(),
             rudi: heapless::Vec::new(),
@@ -908,6 +958,24 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 }
                 Ok(())
             }
+        }
+    }
+
+    /// A start PSN for a new PDC: random, in [2^16, 2^31) in a secure domain.
+    fn random_start_psn(&mut self) -> u32 {
+        let r = self.random_u32();
+        match self.cfg.secure {
+            Some(_) => SECURE_START_MIN + r % (SECURE_START_END - SECURE_START_MIN),
+            None => r,
+        }
+    }
+
+    /// How a new target PDC accepts its start PSN.
+    fn start_policy(&mut self) -> StartPolicy {
+        match self.cfg.secure.map(|s| s.start) {
+            None => StartPolicy::Open,
+            Some(SecureStart::Expected0Rtt) => StartPolicy::Expected0Rtt { expected_psn: self.expected_psn },
+            Some(SecureStart::Random1Rtt) => StartPolicy::Random1Rtt { start_psn: self.random_start_psn() },
         }
     }
 

@@ -216,6 +216,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let ret = *t.pdc.return_window();
         let open = t.pdc.state() != crate::pdc::TargetState::Closed;
         let start_psn = t.pdc.start_psn();
+        let next_expected = t.pdc.next_expected_psn();
         let mut next = t.runs.first();
         while let Some(slot) = next {
             next = SlotList::next(&self.pdc_links, slot);
@@ -230,6 +231,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             }
         }
         if closed {
+            // The domain's Expected_PSN moves past this PDC (secure start only reads it).
+            if psn_after(next_expected, self.expected_psn) {
+                self.expected_psn = next_expected;
+            }
             // Off the lists before the removal.
             self.refresh_target(id, true);
             if let (Some(key), Some(_)) = (self.targets.key(id).copied(), self.targets.remove(id)) {

@@ -97,7 +97,7 @@ fn exchange_window(
     read_every: usize,
 ) -> (Vec<(u64, u32)>, usize, Ep, Ep, Leftover) {
     let a = config(ipv4([10, 0, 0, 1]));
-    let run = Run { mode, loss, reorder, window, read_every, pause: None, seed: 0x9E37_79B9_7F4A_7C15 };
+    let run = Run { mode, loss, reorder, window, read_every, pause: None, seed: 0x9E37_79B9_7F4A_7C15, corrupt: 0 };
     exchange_run(&run, a, lens)
 }
 
@@ -114,17 +114,30 @@ struct Run {
     /// B stops (hears nothing, sends nothing, runs no timer) from the first instant to the second.
     pause: Option<(Instant, Instant)>,
     seed: u64,
+    /// Packets with one bit flipped per mille, each direction: only in a secure domain
+    /// ([`EndpointConfig::secure`]), where TSS refuses them before the endpoint sees them.
+    corrupt: u32,
 }
 
 /// [`exchange_window`] with A configured as `a` (B the same at its own address) and B's pause.
 fn exchange_run(run: &Run, a: EndpointConfig, lens: &[u32]) -> (Vec<(u64, u32)>, usize, Ep, Ep, Leftover) {
-    let &Run { mode, loss, reorder, window, read_every, pause, seed } = run;
+    let &Run { mode, loss, reorder, window, read_every, pause, seed, corrupt } = run;
+    assert!(corrupt == 0 || a.secure.is_some(), "a clear packet has no check against corruption");
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
     let mut eps = [Ep::new(EndpointConfig { addr: a_addr, ..a }, 1), Ep::new(EndpointConfig { addr: b_addr, ..a }, 2)];
     let paused = |now: Instant| pause.is_some_and(|(from, to)| from <= now && now < to);
     let mut handles: HashMap<MsgHandle, u64> = HashMap::new();
     let mut next_msg = 0usize;
     let mut wire = Wire { rng: seed | 1, loss, reorder, flight: Vec::new() };
+    // In a secure domain: each side's TSS domain, and the packets corrupted on the wire.
+    let mut domains = [a_addr, b_addr].map(|_| {
+        let mut d = crate::tss::SecureDomain::<4>::new(crate::tss::DomainConfig::new(0x77, crate::tss::Mode::Cluster));
+        d.install(false, [0x42; 32]);
+        d
+    });
+    let tss_path =
+        |src: IpAddr, dst: IpAddr| crate::tss::Path::new(src, dst, crate::tss::Framing::NativeIp([1, 2, 0, 0]));
+    let mut corrupted: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
     let mut buffers: HashMap<(u16, u16), (u64, Vec<u8>)> = HashMap::new();
     let mut received = Vec::new();
     let mut sent = 0usize;
@@ -165,6 +178,16 @@ fn exchange_run(run: &Run, a: EndpointConfig, lens: &[u32]) -> (Vec<(u64, u32)>,
                     assert_eq!(side, 1, "only B answers READs");
                     pkt.extend((0..u32::from(r.len)).map(|i| byte(r.header.match_bits, r.offset + i)));
                 }
+                if a.secure.is_some() {
+                    pkt.extend([0; crate::tss::ICV_LEN]);
+                    let len = pkt.len() - crate::tss::ICV_LEN;
+                    domains[side].seal(&mut pkt, len, &tss_path(ep.config().addr, t.dst)).unwrap();
+                    if wire.next() % 1000 < corrupt {
+                        let bit = wire.next() as usize % (pkt.len() * 8);
+                        pkt[bit / 8] ^= 1 << (bit % 8);
+                        corrupted.insert(pkt.clone());
+                    }
+                }
                 if wire.next() % 1000 >= wire.loss {
                     wire.flight.push((1 - side, pkt));
                 }
@@ -184,7 +207,24 @@ fn exchange_run(run: &Run, a: EndpointConfig, lens: &[u32]) -> (Vec<(u64, u32)>,
                 continue;
             }
             let from = eps[1 - to].config().addr;
-            let placed = match eps[to].handle_packet(now, from, &pkt) {
+            let mut pkt = pkt;
+            let mut body = 0..pkt.len();
+            if a.secure.is_some() {
+                match domains[to].open(&mut pkt, &tss_path(from, eps[to].config().addr)) {
+                    Ok(o) => {
+                        assert!(!corrupted.contains(&pkt), "a corrupted packet authenticated");
+                        body = o.body;
+                    }
+                    // Reordered deeper than the replay window: refused like a loss.
+                    Err(crate::tss::TssError::Replayed(_)) if !corrupted.contains(&pkt) => continue,
+                    Err(e) => {
+                        assert!(corrupted.contains(&pkt), "a good packet was refused by TSS: {e:?}");
+                        continue;
+                    }
+                }
+            }
+            let pkt = &pkt[body];
+            let placed = match eps[to].handle_packet(now, from, pkt) {
                 Ok(p) => p,
                 // Dropped unanswered; the sender's resend comes back.
                 Err(EndpointError::EventsFull | EndpointError::ResponsesFull) => None,
@@ -265,6 +305,7 @@ fn exchange_run(run: &Run, a: EndpointConfig, lens: &[u32]) -> (Vec<(u64, u32)>,
             now = now.saturating_add(linklayer::Duration::from_micros(1));
         }
     }
+    assert!(corrupt == 0 || !corrupted.is_empty(), "the run corrupted no packet");
     let [a, b] = eps;
     (received, sent, a, b, buffers)
 }
@@ -388,6 +429,7 @@ fn thirty_two_messages_in_flight_at_one_percent_loss() {
             read_every: 0,
             pause: None,
             seed: 0x5EED_0032,
+            corrupt: 0,
         };
         let (mut received, sent, ..) = exchange_run(&run, EndpointConfig { messages_per_pdc, ..hardware }, &l);
         assert_eq!(sent, l.len());
@@ -410,8 +452,16 @@ fn a_7_ms_receiver_pause_fails_nothing_with_the_software_profile() {
     let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
     let software = EndpointConfig { pdc: PdcConfig::software(), ..EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024) };
     let pause = (Instant::from_nanos(20_000), Instant::from_nanos(7_020_000));
-    let run =
-        Run { mode: Service::Rud, loss: 0, reorder: false, window: 16, read_every: 4, pause: Some(pause), seed: 7 };
+    let run = Run {
+        mode: Service::Rud,
+        loss: 0,
+        reorder: false,
+        window: 16,
+        read_every: 4,
+        pause: Some(pause),
+        seed: 7,
+        corrupt: 0,
+    };
     let (received, sent, a, ..) = exchange_run(&run, software, &l);
     assert_eq!(sent, l.len());
     let writes: Vec<(u64, u32)> = received.iter().copied().filter(|r| r.0 != u64::MAX).collect();
@@ -438,7 +488,7 @@ proptest::proptest! {
             pdc: PdcConfig { max_rto_retx: 14, ..PdcConfig::software() },
             ..EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024)
         };
-        let run = Run { mode: Service::Rud, loss, reorder, window, read_every: 0, pause: None, seed };
+        let run = Run { mode: Service::Rud, loss, reorder, window, read_every: 0, pause: None, seed, corrupt: 0 };
         let (received, sent, ..) = exchange_run(&run, cfg, &l);
         proptest::prop_assert_eq!(sent, l.len());
         let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
@@ -461,7 +511,7 @@ proptest::proptest! {
         let to = from.saturating_add(linklayer::Duration::from_nanos((give_up as f64 * fraction) as u64));
         let l: Vec<u32> = (0..60).map(|i| [0u32, 64, 1025, 4096, 9000][i % 5]).collect();
         let cfg = EndpointConfig { pdc, ..EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024) };
-        let run = Run { mode: Service::Rud, loss: 0, reorder: false, window, read_every: 0, pause: Some((from, to)), seed };
+        let run = Run { mode: Service::Rud, loss: 0, reorder: false, window, read_every: 0, pause: Some((from, to)), seed, corrupt: 0 };
         let (received, sent, a, ..) = exchange_run(&run, cfg, &l);
         proptest::prop_assert_eq!(sent, l.len());
         proptest::prop_assert_eq!(received.len(), l.len());
@@ -1587,12 +1637,14 @@ fn pump(a: &mut Ep, b: &mut Ep, now: Instant, drop_read_data: bool) -> [Vec<Even
         for side in 0..2 {
             let (from, to) = if side == 0 { (&mut *a, &mut *b) } else { (&mut *b, &mut *a) };
             let src = from.config().addr;
+            // In a secure domain, the plaintext after the room left for the TSS header.
+            let room = from.config().secure.map_or(0, |s| usize::from(s.header_room));
             while let Some(t) = from.poll_transmit(now, &mut out).unwrap() {
                 moved = true;
                 if drop_read_data && t.read.is_some() {
                     continue;
                 }
-                let mut pkt = out[..t.header_len].to_vec();
+                let mut pkt = out[room..t.header_len].to_vec();
                 let len = t.payload.map(|p| p.len).or(t.read.map(|r| r.len)).unwrap_or(0);
                 pkt.extend(std::iter::repeat_n(0u8, usize::from(len)));
                 let _ = to.handle_packet(now, src, &pkt);
@@ -1694,4 +1746,95 @@ fn an_earlier_now_counts_as_the_latest() {
     // A call with an earlier time than the last counts as the last: the timer is due.
     a.handle_timeout(Instant::ZERO);
     assert!(a.poll_transmit(Instant::ZERO, &mut out).unwrap().is_some(), "the request is resent");
+}
+
+fn secure(addr: IpAddr, start: SecureStart) -> EndpointConfig {
+    EndpointConfig { secure: Some(Secure { header_room: 12, start }), ..config(addr) }
+}
+
+/// Both secure start methods, sealed and opened by TSS at each end, under 2 % loss, reordering
+/// and 3 % of packets with a bit flipped: every message arrives exactly once, in order, and
+/// nothing fails; every corrupted packet is refused by TSS before the endpoint sees it.
+#[test]
+fn secure_domain_delivers_exactly_once_under_loss_reordering_and_corruption() {
+    let l = lens(120);
+    let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
+    for start in [SecureStart::Expected0Rtt, SecureStart::Random1Rtt] {
+        for seed in [1u64, 0xC0FFEE] {
+            let run = Run {
+                mode: Service::Rud,
+                loss: 20,
+                reorder: true,
+                window: 8,
+                read_every: 5,
+                pause: None,
+                seed,
+                corrupt: 30,
+            };
+            let (received, sent, a, b, left) = exchange_run(&run, secure(ipv4([10, 0, 0, 1]), start), &l);
+            assert!(left.is_empty());
+            assert_eq!(sent, l.len(), "{start:?}");
+            let writes: Vec<(u64, u32)> = received.iter().copied().filter(|r| r.0 != u64::MAX).collect();
+            let want_writes: Vec<(u64, u32)> = want.iter().copied().filter(|(i, _)| i % 5 != 4).collect();
+            assert_eq!(writes, want_writes, "{start:?}");
+            assert!(a.is_idle() && b.is_idle());
+        }
+    }
+}
+
+/// Secure start PSNs: an initiator starts in [2^16, 2^31); under 1-RTT every SYN is refused once
+/// with NEW_START_PSN and the message is delivered once at the PSNs it names.
+#[test]
+fn secure_start_psns_and_the_1rtt_restart() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) =
+        (Ep::new(secure(a_addr, SecureStart::Random1Rtt), 7), Ep::new(secure(b_addr, SecureStart::Random1Rtt), 8));
+    for i in 0..20 {
+        a.send(desc(b_addr, Service::Rud, i, 100)).unwrap();
+        let ev = pump(&mut a, &mut b, Instant::ZERO, false);
+        assert!(a.is_idle() && b.is_idle(), "closed when idle");
+        assert_eq!(ev[1].iter().filter(|e| matches!(e, Event::Received { .. })).count(), 1, "{ev:?}");
+        assert_eq!(ev[0].iter().filter(|e| matches!(e, Event::Sent(_))).count(), 1, "{ev:?}");
+    }
+    assert_eq!(b.stats().nacks_sent.get(NackCode::NewStartPsn), 20, "one restart per PDC");
+    // Start PSNs of new initiator PDCs fall in the secure range.
+    for _ in 0..100 {
+        let s = a.random_start_psn();
+        assert!((SECURE_START_MIN..SECURE_START_END).contains(&s));
+    }
+}
+
+/// A replayed SYN of a secure PDC that closed (a copy TSS no longer remembers) opens no second
+/// PDC and delivers nothing: the domain's Expected_PSN moved past the closed PDC, so the SYN is
+/// NACKed NEW_START_PSN and its pending PDC is reaped after New_PDC_Time.
+#[test]
+fn a_replayed_syn_of_a_closed_secure_pdc_delivers_nothing() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) =
+        (Ep::new(secure(a_addr, SecureStart::Expected0Rtt), 1), Ep::new(secure(b_addr, SecureStart::Expected0Rtt), 2));
+    a.send(desc(b_addr, Service::Rud, 0, 100)).unwrap();
+    let mut out = [0u8; 256];
+    let t = a.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap();
+    assert!(out[..12].iter().all(|&x| x == 0), "room left for the TSS header");
+    let mut syn = out[12..t.header_len].to_vec();
+    syn.extend([0u8; 100]);
+    assert!(b.handle_packet(Instant::ZERO, a_addr, &syn).unwrap().is_some(), "0-RTT: delivered at once");
+    let ev = pump(&mut a, &mut b, Instant::ZERO, false);
+    assert_eq!(ev[1].iter().filter(|e| matches!(e, Event::Received { .. })).count(), 1);
+    assert!(a.is_idle() && b.is_idle(), "closed");
+    // Past the late-SYN memory (which would drop it unanswered), the replay reaches the PDC rules.
+    let later =
+        Instant::ZERO.saturating_add(b.config().pdc.new_pdc_time).saturating_add(linklayer::Duration::from_micros(1));
+    b.handle_timeout(later);
+    assert_eq!(b.handle_packet(later, a_addr, &syn).unwrap(), None, "not delivered");
+    assert_eq!(b.poll_event(), None);
+    let t = b.poll_transmit(later, &mut out).unwrap().unwrap();
+    let (nack, _) = PdsHeader::parse(&out[12..t.header_len]).unwrap();
+    assert!(matches!(nack, PdsHeader::Nack(n) if n.code == NackCode::NewStartPsn), "{nack:?}");
+    // The pending PDC goes after New_PDC_Time.
+    let reaped = later.saturating_add(b.config().pdc.new_pdc_time).saturating_add(linklayer::Duration::from_micros(1));
+    b.handle_timeout(reaped);
+    while b.poll_transmit(reaped, &mut out).unwrap().is_some() {}
+    assert!(b.is_idle(), "nothing left open");
+    assert_eq!(b.poll_event(), None, "nothing delivered");
 }

@@ -10,10 +10,21 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
     /// the PDCs with one to send take turns, a packet each (each PDC sends its messages in the
     /// order they were queued), and RUDI, UUD and read data go when they are older than the
     /// message whose turn it is.
+    ///
+    /// In a secure domain ([`EndpointConfig::secure`]) the headers start after
+    /// [`Secure::header_room`] bytes left for the TSS header, which [`Transmit::header_len`]
+    /// counts, and `out` must hold that much more.
     pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
-        if out.len() < MAX_HEADER_LEN {
+        let room = self.cfg.secure.map_or(0, |s| usize::from(s.header_room));
+        let Some(rest) = out.get_mut(room..).filter(|r| r.len() >= MAX_HEADER_LEN) else {
             return Err(EndpointError::BufferTooShort);
-        }
+        };
+        let t = self.transmit_into(now, rest)?;
+        Ok(t.map(|t| Transmit { header_len: t.header_len + room, ..t }))
+    }
+
+    /// [`Endpoint::poll_transmit`] with `out` starting where the PDS header goes.
+    fn transmit_into(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
         self.now = self.now.max(now);
         let now = self.now;
         if let Some((dst, n)) = self.nacks.front().copied() {
@@ -407,7 +418,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             return Some(id);
         }
         let id = self.initiators.next_id()?;
-        let start = self.random_u32();
+        let start = self.random_start_psn();
         let pdc = Initiator::new(&self.cfg.pdc, key.mode, id, start);
         self.initiators
             .insert(

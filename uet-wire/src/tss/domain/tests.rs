@@ -83,7 +83,9 @@ fn every_mode_and_framing_round_trips() {
 /// mask computed outside the crate, and the IV and AAD built by hand.
 #[test]
 fn cluster_packet_opens_with_the_reference_key() {
-    let hex = |s: &str| -> Vec<u8> { (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect() };
+    let hex = |s: &str| -> Vec<u8> {
+        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    };
     let master: [u8; 32] = hex("34448a064292601b11a0978f56a2d34cf3fc35ede1a6bc04f8db3e5243a2b0ca").try_into().unwrap();
     let mut cfg = DomainConfig::new(0x00_0042, Mode::Cluster);
     (cfg.rekey_mask, cfg.rekey_shift) = (0xFFFF_0000_0000, 32);
@@ -99,7 +101,8 @@ fn cluster_packet_opens_with_the_reference_key() {
     assert_eq!(pkt[..12], tss);
     let key = hex("151b4ddb30112971ddeff3213000ee74d8f18aac2135601f1e5215e505fed449");
     let mask = hex("a7c6992c26b0bd5dd5c20e0c");
-    let iv: Vec<u8> = [192, 168, 42, 1, 0x1d, 0xc0, 0x74, 0xe5, 0, 0, 0, 0x23].iter().zip(&mask).map(|(a, b)| a ^ b).collect();
+    let iv: Vec<u8> =
+        [192, 168, 42, 1, 0x1d, 0xc0, 0x74, 0xe5, 0, 0, 0, 0x23].iter().zip(&mask).map(|(a, b)| a ^ b).collect();
     let aad = [&[192, 168, 42, 1, 192, 168, 42, 2, 0x12, 0x34, 0, 0][..], &tss].concat();
     let gcm = aes_gcm::Aes256Gcm::new_from_slice(&key).unwrap();
     let mut body = pkt[12..pkt.len() - 16].to_vec();
@@ -146,6 +149,10 @@ fn make_before_break_rotation() {
     b.install(true, KEY1);
     a.rotate(true).unwrap();
     assert_eq!(a.tx_tsc(), Tsc { epoch: 0, counter: 0 }, "a fresh key starts its counter again");
+    // Rotating back to a key still installed continues its count: no IV is used twice.
+    a.rotate(false).unwrap();
+    assert_eq!(a.tx_tsc().counter, 1);
+    a.rotate(true).unwrap();
     let new = seal(&mut a, &ab, b"new").unwrap();
     assert!(TssHeader::parse(&new).unwrap().0.an);
     // During the rotation both open.
@@ -347,7 +354,7 @@ proptest! {
 #[test]
 fn domain_memory_stays_in_budget() {
     use core::mem::size_of;
-    let (key, peer, dom) = (size_of::<PacketKey>(), size_of::<Peer>(), size_of::<SecureDomain<16>>());
+    let (key, peer, dom) = (size_of::<PacketKey>(), size_of::<Peer<REPLAY_WINDOW>>(), size_of::<SecureDomain<16>>());
     std::println!("PacketKey {key} B, peer entry {peer} B, SecureDomain<16> {dom} B");
     assert!(peer <= key + 400 && dom <= 16 * peer + 4 * key, "{peer} {dom}");
 }
