@@ -6,7 +6,9 @@
 //! Every packet is the endpoint's headers, the message or read bytes the `Transmit` names (a
 //! pattern the receiver can check), and a CRC32C trailer, carried by the [`fabric`](crate::fabric) (RUD
 //! sprayed, ROD on one path per direction; trimmed requests go to `handle_trimmed`, corrupted
-//! packets fail the CRC check).
+//! packets fail the CRC check). With [`EndpointSimConfig::secure`] every packet is sealed by a
+//! TSS [`SecureDomain`] instead of carrying a CRC, and opened before the endpoint sees it: a
+//! corrupted packet fails authentication, and a trimmed one, whose header is ciphertext, is lost.
 //!
 //! Checked as it runs, panicking on a breach: every message arrives exactly once with every byte
 //! right; messages of one PDC key arrive in the order they were sent; a READ completes only with
@@ -17,12 +19,13 @@ use crate::fabric::{Fabric, FabricConfig, InFlight, percentile};
 use crate::link_sim::Rng;
 use linklayer::{Duration, Instant};
 use std::collections::HashMap;
-use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, MsgHandle, Service};
+use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, MsgHandle, Secure, SecureStart, Service};
 use uet_wire::packet::{CRC_LEN, append_crc};
 use uet_wire::pdc::held::HELD_RESPONSES;
 use uet_wire::pdc::{IpAddr, PdcConfig, ipv4};
-use uet_wire::pds::{DeliveryMode, PdsHeader, RequestFlags};
+use uet_wire::pds::{DeliveryMode, NackCode, PdsHeader, RequestFlags};
 use uet_wire::ses::{Opcode, ReturnCode};
+use uet_wire::tss::{DomainConfig, Framing, ICV_LEN, Mode, Path, SecureDomain, TssError, TssHeader};
 
 /// The endpoints, with `R` guaranteed-delivery response slots per target PDC.
 type Ep<const R: usize> = Endpoint<16, 256, 128, R>;
@@ -57,6 +60,8 @@ pub struct EndpointSimConfig {
     /// Every `read_every`-th message (by number, the last of each group; 0: none) is a READ of
     /// its length from the other side; of the rest, odd numbers are WRITEs and even SENDs.
     pub read_every: u64,
+    /// Seal every packet with TSS (cluster mode, one domain key) instead of a CRC32C trailer.
+    pub secure: bool,
 }
 
 impl EndpointSimConfig {
@@ -76,6 +81,7 @@ impl EndpointSimConfig {
             pdc: base.pdc,
             response_every: 0,
             read_every: 4,
+            secure: false,
         }
     }
 }
@@ -113,6 +119,18 @@ pub struct EndpointSimReport {
     pub read_bytes: u64,
     /// Message latency, `send` to `Received`, in ns, sorted.
     pub latencies_ns: Vec<u64>,
+    /// TSS: packets sealed and opened.
+    pub sealed: u64,
+    /// Packets that authenticated.
+    pub opened: u64,
+    /// Authentication failures (each a packet the fabric corrupted: checked).
+    pub auth_failures: u64,
+    /// Copies TSS refused as replays (fabric duplicates and deep reordering).
+    pub replays: u64,
+    /// Wall-clock time spent in seal and open, in ns.
+    pub tss_ns: u64,
+    /// Secure start: SYNs (and probes) the targets answered NEW_START_PSN, each a PDC restart.
+    pub restarts: u64,
 }
 
 impl EndpointSimReport {
@@ -124,6 +142,8 @@ impl EndpointSimReport {
 
 struct Side<const R: usize> {
     ep: Ep<R>,
+    /// Its TSS domain (used when the run is secure).
+    tss: SecureDomain<4>,
     addr: IpAddr,
     next_message: u64,
     tx_free_at: Instant,
@@ -164,8 +184,18 @@ impl<const R: usize> EndpointSim<R> {
     pub fn new(cfg: EndpointSimConfig) -> Self {
         let mut rng = Rng::new(cfg.seed);
         let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
+        let secure =
+            cfg.secure.then_some(Secure { header_room: TssHeader::LEN as u8, start: SecureStart::Expected0Rtt });
         let side = |i: usize, rng: &mut Rng| Side {
-            ep: Ep::<R>::new(EndpointConfig { pdc: cfg.pdc, ..EndpointConfig::new(addrs[i], cfg.mtu) }, rng.next_u64()),
+            ep: Ep::<R>::new(
+                EndpointConfig { pdc: cfg.pdc, secure, ..EndpointConfig::new(addrs[i], cfg.mtu) },
+                rng.next_u64(),
+            ),
+            tss: {
+                let mut d = SecureDomain::new(DomainConfig::new(0x10, Mode::Cluster));
+                d.install(false, [0x5e; 32]);
+                d
+            },
             addr: addrs[i],
             next_message: 0,
             tx_free_at: Instant::ZERO,
@@ -251,17 +281,27 @@ impl<const R: usize> EndpointSim<R> {
             let (message, _) = self.sides[i].sending[&p.msg];
             pkt.extend((0..u32::from(p.len)).map(|k| byte(i, message, p.offset + k)));
         }
+        let room = if self.cfg.secure { TssHeader::LEN } else { 0 };
         if is_request {
             self.report.requests += 1;
-            if let Ok((PdsHeader::Request(r), _)) = PdsHeader::parse(&pkt) {
+            if let Ok((PdsHeader::Request(r), _)) = PdsHeader::parse(&pkt[room..]) {
                 if r.flags.contains(RequestFlags::RETX) {
                     self.report.resends += 1;
                 }
             }
         }
         let len = pkt.len();
-        pkt.resize(len + CRC_LEN, 0);
-        append_crc(&[], &mut pkt, len).expect("room for the trailer");
+        if self.cfg.secure {
+            pkt.resize(len + ICV_LEN, 0);
+            let path = Path::new(self.sides[i].addr, t.dst, Framing::Udp);
+            let started = std::time::Instant::now();
+            self.sides[i].tss.seal(&mut pkt, len, &path).expect("a key, room, and counters left");
+            self.report.tss_ns += started.elapsed().as_nanos() as u64;
+            self.report.sealed += 1;
+        } else {
+            pkt.resize(len + CRC_LEN, 0);
+            append_crc(&[], &mut pkt, len).expect("room for the trailer");
+        }
         let bits = pkt.len() as u64 * 8;
         self.sides[i].tx_free_at =
             self.now.saturating_add(Duration::from_nanos(bits.div_ceil(self.cfg.link_gbps).max(1)));
@@ -270,7 +310,8 @@ impl<const R: usize> EndpointSim<R> {
             DeliveryMode::Rod => Some(i as u32),
             DeliveryMode::Rud => None,
         };
-        let trim_to = is_request.then_some(t.header_len);
+        // A sealed packet's header is ciphertext: the fabric cannot trim it to the header.
+        let trim_to = (is_request && !self.cfg.secure).then_some(t.header_len);
         self.fabric.send(&mut self.rng, self.now, 1 - i, &pkt, trim_to, entropy);
         true
     }
@@ -284,8 +325,38 @@ impl<const R: usize> EndpointSim<R> {
             return;
         }
         let side = &mut self.sides[to];
-        // The CRC is checked and the packet handled in one call; a corrupted one is dropped.
-        match side.ep.handle_crc_packet(now, from, &p.bytes, &[], false) {
+        let mut bytes = p.bytes;
+        let handled = if self.cfg.secure {
+            let path = Path::new(from, side.addr, Framing::Udp);
+            let started = std::time::Instant::now();
+            let opened = side.tss.open(&mut bytes, &path);
+            self.report.tss_ns += started.elapsed().as_nanos() as u64;
+            match opened {
+                Ok(o) => {
+                    self.report.opened += 1;
+                    side.ep.handle_packet(now, from, &bytes[o.body])
+                }
+                Err(TssError::AuthFailed) => {
+                    assert!(p.corrupted, "an intact packet failed authentication");
+                    self.report.auth_failures += 1;
+                    return;
+                }
+                Err(TssError::Replayed(_)) => {
+                    self.report.replays += 1;
+                    return;
+                }
+                // A bit flipped in the clear header (SDI, AN, SP, type).
+                Err(e) => {
+                    assert!(p.corrupted, "an intact packet refused: {e:?}");
+                    self.report.auth_failures += 1;
+                    return;
+                }
+            }
+        } else {
+            // The CRC is checked and the packet handled in one call; a corrupted one is dropped.
+            side.ep.handle_crc_packet(now, from, &bytes, &[], false)
+        };
+        match handled {
             Ok(Some(pl)) if pl.read.is_some() => {
                 let h = pl.read.expect("read data");
                 let (_, buf, arrived) = side.reads.get_mut(&h).expect("data for a READ in progress");
@@ -421,6 +492,8 @@ impl<const R: usize> EndpointSim<R> {
         (self.report.lost, self.report.duplicated, self.report.trimmed, self.report.corrupted) =
             (faults.lost, faults.duplicated, faults.trimmed, faults.corrupted);
         self.report.completed = self.done();
+        self.report.restarts =
+            self.sides.iter().map(|s| u64::from(s.ep.stats().nacks_sent.get(NackCode::NewStartPsn))).sum();
         let mut r = self.report.clone();
         r.latencies_ns.sort_unstable();
         r

@@ -70,6 +70,8 @@ pub struct InFlight {
     pub to: usize,
     /// Cut to its headers.
     pub trimmed: bool,
+    /// A bit of it was flipped.
+    pub corrupted: bool,
     /// The bytes.
     pub bytes: Vec<u8>,
 }
@@ -123,7 +125,7 @@ impl Fabric {
                 continue;
             }
             let mut bytes = bytes.to_vec();
-            let mut trimmed = false;
+            let (mut trimmed, mut corrupted) = (false, false);
             if let Some(n) = trim_to.filter(|_| rng.chance(f.trim)) {
                 bytes.truncate(n);
                 trimmed = true;
@@ -132,6 +134,7 @@ impl Fabric {
                 let bit = rng.below(bytes.len() as u64 * 8);
                 bytes[(bit / 8) as usize] ^= 1 << (bit % 8);
                 self.faults.corrupted += 1;
+                corrupted = true;
             }
             let entropy = entropy.unwrap_or_else(|| rng.below(1 << 16) as u32);
             let path = (entropy % f.paths) as usize;
@@ -141,7 +144,7 @@ impl Fabric {
             let at = (now.as_nanos() + delay).max(*last);
             *last = at;
             self.seq += 1;
-            self.wire.push(Reverse(InFlight { at, seq: self.seq, to, trimmed, bytes }));
+            self.wire.push(Reverse(InFlight { at, seq: self.seq, to, trimmed, corrupted, bytes }));
         }
     }
 

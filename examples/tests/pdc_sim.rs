@@ -178,4 +178,23 @@ mod endpoints {
         assert!(run_with::<4>(cfg).resends > 0);
         assert_eq!(run_with::<16>(cfg).resends, 0);
     }
+    /// Sealed with TSS: every message arrives once under loss, duplication and corruption; every
+    /// authentication failure is a corrupted packet (the simulation checks each one) and none of
+    /// the fabric's corruptions reaches an endpoint; on a clean fabric no PDC restarts.
+    #[test]
+    fn secure_domain_messages() {
+        for (seed, mode, loss) in
+            [(21, DeliveryMode::Rud, 0.0), (22, DeliveryMode::Rud, 0.05), (23, DeliveryMode::Rod, 0.02)]
+        {
+            let r = run(EndpointSimConfig { secure: true, ..EndpointSimConfig::new(seed, mode, 300, loss) });
+            assert!(r.sealed >= r.requests, "every packet sealed, ACKs too");
+            assert!(r.auth_failures <= r.corrupted);
+            assert!(r.opened + r.auth_failures + r.replays <= r.sealed + r.duplicated);
+            if loss == 0.0 {
+                assert_eq!((r.auth_failures, r.restarts, r.replays), (0, 0, 0));
+            } else {
+                assert!(r.auth_failures > 0, "the fabric corrupted packets: {r:?}");
+            }
+        }
+    }
 }

@@ -585,7 +585,8 @@ impl<const W: usize, const R: usize> Target<W, R> {
     }
 
     /// Handles a control packet from the initiator: CLOSE, ACK_REQ, CLEAR, NOOP; others are NACKed
-    /// UNEXP_EVENT (as uet-ref-prov `uet_pds.c` does).
+    /// UNEXP_EVENT (as uet-ref-prov `uet_pds.c` does). While Pending every control is NACKed
+    /// NEW_START_PSN, like a request.
     pub fn handle_control(&mut self, now: Instant, cfg: &PdcConfig, ctl: &Control) -> Result<(), PdcError> {
         if let PdcDest::Established { dpdcid } = ctl.dest {
             if dpdcid != self.local {
@@ -598,7 +599,10 @@ impl<const W: usize, const R: usize> Target<W, R> {
             return self.refused(NackCode::PdcHdrMismatch, ctl.psn, retx);
         }
         if next == TargetState::Pending {
-            return self.refused(NackCode::UnexpEvent, ctl.psn, retx);
+            // Its initiator has not restarted yet (the NACK that told it was lost, or this packet
+            // overtook it): tell it again. *Project-defined*: UNEXP_EVENT here would fail a PDC
+            // whose tail-loss probe merely arrived before its restart.
+            return self.refused(NackCode::NewStartPsn, ctl.psn, retx);
         }
         match ctl.ctl_type {
             ControlType::Close => {

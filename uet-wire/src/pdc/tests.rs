@@ -603,6 +603,9 @@ fn secure_start_psn_0rtt_refused_then_restarted() {
     // The initiator shifts every PSN and resends both, still with SYN.
     i.handle_nack(t(2), &cfg, &n).unwrap();
     assert_eq!(i.start_psn(), 70_000);
+    // The second SYN's NACK names a PSN of the old numbering: stale, nothing more to do (each
+    // packet goes out once below).
+    assert!(matches!(i.handle_nack(t(2), &cfg, &n), Err(PdcError::StaleNack { psn: 1000 })));
     let mut psns = Vec::new();
     while let Some(InitiatorTx::Resend(r)) = i.poll_transmit(t(2)) {
         assert!(r.syn());
@@ -640,7 +643,8 @@ fn secure_start_psn_1rtt_and_pending_reaped() {
     tg.handle_timeout(t(1).saturating_add(cfg.new_pdc_time), &cfg);
     assert_eq!(tg.state(), TargetState::Closed);
     assert_eq!(tg.poll_event(), Some(TargetEvent::Closed));
-    // Control packets are refused while Pending.
+    // Control packets (a tail-loss probe, a CLOSE) are answered NEW_START_PSN while Pending, so
+    // an initiator whose restart NACK was lost restarts instead of failing.
     let mut tg = Target::<2>::new(t(1), &cfg, 19, &r, StartPolicy::Random1Rtt { start_psn: 123_456 }).unwrap();
     let c = Control {
         ctl_type: ControlType::Close,
@@ -657,7 +661,7 @@ fn secure_start_psn_1rtt_and_pending_reaped() {
             pending_nack(&mut tg)
         }
         .code,
-        NackCode::UnexpEvent
+        NackCode::NewStartPsn
     );
 }
 

@@ -37,12 +37,15 @@
 //! - *Latch*: after more than `auth_fail_threshold` ICV failures the domain drops every packet
 //!   until [`SecureDomain::clear_latch`] (the reference provider re-initialises the domain).
 //! - *Replay* (*project-defined*; the reference provider relies on the PDC's PSN checks alone):
-//!   per peer and AN, the last [`REPLAY_WINDOW`] counters seen and the floor below them. A
-//!   sender's counter is shared by all its peers, so a receiver sees a sparse subsequence; a window
-//!   of counters seen, rather than a bitmap over counter values, tolerates reordering of up to
-//!   [`REPLAY_WINDOW`] packets whatever the gaps. The peer table holds `S` entries; when it is full
-//!   the least recently used one is replaced, and that peer's history goes with it (the PDC's
-//!   PSN checks still refuse duplicates).
+//!   per peer and AN, a sliding bitmap of the 64 × `W` counters below the highest seen (IPsec's
+//!   anti-replay window, RFC 4303 §3.4.3): a counter seen, or below the window, is refused. O(1)
+//!   per packet. A sender's counter is shared by all its peers, so a receiver sees part of it:
+//!   the window spans 2 048 of the sender's counters by default, which is 2 048 packets of
+//!   reordering from a sender talking to this FEP alone, 256 from one spreading its packets over
+//!   8 peers. A packet refused that way is resent by its PDC under a new counter; raise `W` for
+//!   deeper reordering or wider fan-out. The peer table holds `S` entries; when it is full the
+//!   least recently used one is replaced, and that peer's history goes with it (the PDC's PSN
+//!   checks still refuse duplicates).
 //!
 //! **Rotation** (make-before-break): [`SecureDomain::install`] the new AN's key, then
 //! [`SecureDomain::rotate`] to send under it; packets under either installed AN open until
@@ -55,9 +58,9 @@ use super::{COUNTER_MAX, ICV_LEN, Tsc, TssHeader};
 use crate::error::Error;
 use crate::pdc::IpAddr;
 
-/// Counters remembered per peer and AN by the replay check, by default (*project-defined*; a
-/// [`SecureDomain`]'s `W`). Packets reordered deeper than this are refused like losses, and the
-/// PDC resends them under new counters; raise it for paths that reorder more.
+/// The replay window per peer and AN, in 64-bit words: 32 words, 2 048 counters, by default
+/// (*project-defined*; a [`SecureDomain`]'s `W`). A packet whose counter is that far below the
+/// highest seen from its sender is refused like a loss (the PDC resends it under a new counter).
 pub const REPLAY_WINDOW: usize = 32;
 
 /// How packet keys come from the domain key.
@@ -217,36 +220,62 @@ pub struct Opened {
     pub body: core::ops::Range<usize>,
 }
 
-/// The counters seen from one peer under one AN.
+/// The counters seen from one peer under one AN: the highest, and a bitmap of the `64 × W`
+/// counters up to it (IPsec's anti-replay window, RFC 4303 §3.4.3, over the TSC counter).
 #[derive(Clone, Debug)]
 struct Replay<const W: usize> {
-    /// Counters at or below this are refused.
-    floor: Option<u64>,
-    /// The most recent counters above the floor, unordered.
-    seen: heapless::Vec<u64, W>,
+    /// The highest counter seen.
+    top: Option<u64>,
+    /// Bit `c % (64 × W)` is set when counter `c` (within the window below `top`) was seen.
+    seen: [u64; W],
 }
 
 impl<const W: usize> Replay<W> {
+    const SPAN: u64 = 64 * W as u64;
+
     const fn new() -> Self {
-        Replay { floor: None, seen: heapless::Vec::new() }
+        Replay { top: None, seen: [0; W] }
+    }
+
+    fn bit(c: u64) -> (usize, u64) {
+        let at = c % Self::SPAN;
+        ((at / 64) as usize, 1 << (at % 64))
     }
 
     fn fresh(&self, counter: u64) -> bool {
-        self.floor.is_none_or(|f| counter > f) && !self.seen.contains(&counter)
-    }
-
-    /// Records `counter` (fresh): a full window drops its smallest entry into the floor.
-    fn record(&mut self, counter: u64) {
-        if self.seen.is_full()
-            && let Some((at, &min)) = self.seen.iter().enumerate().min_by_key(|&(_, &c)| c)
-        {
-            self.seen.swap_remove(at);
-            self.floor = Some(self.floor.map_or(min, |f| f.max(min)));
-            if min > counter {
-                return; // older than all kept: now below the floor, as if seen
+        match self.top {
+            None => true,
+            Some(top) if counter > top => true,
+            Some(top) if top - counter >= Self::SPAN => false,
+            Some(_) => {
+                let (word, mask) = Self::bit(counter);
+                self.seen.get(word).is_some_and(|w| w & mask == 0)
             }
         }
-        let _ = self.seen.push(counter);
+    }
+
+    /// Records `counter` (fresh): a new top slides the window, forgetting what falls out of it.
+    fn record(&mut self, counter: u64) {
+        match self.top {
+            Some(top) if counter <= top => {}
+            Some(top) if counter - top < Self::SPAN => {
+                for c in top + 1..counter {
+                    let (word, mask) = Self::bit(c);
+                    if let Some(w) = self.seen.get_mut(word) {
+                        *w &= !mask;
+                    }
+                }
+                self.top = Some(counter);
+            }
+            _ => {
+                self.seen = [0; W];
+                self.top = Some(counter);
+            }
+        }
+        let (word, mask) = Self::bit(counter);
+        if let Some(w) = self.seen.get_mut(word) {
+            *w |= mask;
+        }
     }
 }
 
@@ -272,8 +301,8 @@ struct Slot {
 }
 
 /// A secure domain: keys by AN, the transmit counter and epoch, receive checks and statistics
-/// (module doc). `S` is how many peers it keeps derived keys and replay windows for, `W` how
-/// many counters each replay window remembers.
+/// (module doc). `S` is how many peers it keeps derived keys and replay windows for, `W` the
+/// size of each replay window in 64-bit words.
 pub struct SecureDomain<const S: usize = 16, const W: usize = REPLAY_WINDOW> {
     cfg: DomainConfig,
     slots: [Option<Slot>; 2],
@@ -302,7 +331,7 @@ impl<const S: usize, const W: usize> core::fmt::Debug for SecureDomain<S, W> {
 }
 
 impl<const S: usize, const W: usize> SecureDomain<S, W> {
-    const SIZE_OK: () = assert!(S >= 1 && W >= 1, "a domain keeps at least one peer and one counter");
+    const SIZE_OK: () = assert!(S >= 1 && W >= 1, "a domain keeps at least one peer and one window word");
 
     /// A domain with no keys yet; it sends under AN 0 once [`SecureDomain::install`] gives it one.
     pub const fn new(cfg: DomainConfig) -> Self {

@@ -815,6 +815,9 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     rudi_responses: heapless::Deque<(IpAddr, Rudi, Response), NACK_QUEUE>,
     /// Target PDCs closed lately, newest last.
     closed_targets: heapless::Deque<ClosedTarget, CLOSED_MEMORY>,
+    /// In a secure domain: per destination, the furthest first-PSN-after of its initiator PDCs
+    /// that closed (newest last), so the next one starts beyond it (see `random_start_psn`).
+    start_hints: heapless::Deque<(IpAddr, u32), CLOSED_MEMORY>,
     stats: EndpointStats,
     /// A completed message waits for room in the event queue: the next event polled settles it.
     unsettled: bool,
@@ -896,6 +899,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             next_connectionless_id: 0,
             rudi_responses: heapless::Deque::new(),
             closed_targets: heapless::Deque::new(),
+            start_hints: heapless::Deque::new(),
             stats: EndpointStats::default(),
             unsettled: false,
             last_pdc: None,
@@ -961,13 +965,45 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
     }
 
-    /// A start PSN for a new PDC: random, in [2^16, 2^31) in a secure domain.
-    fn random_start_psn(&mut self) -> u32 {
+    /// A start PSN for a new PDC to `dst`: random; in a secure domain in [2^16, 2^31), or, after
+    /// a PDC to `dst` closed, 2^16 to 2^17 past the last PSN it used. *Project-defined*: the
+    /// target's `Expected_PSN` moved past that PDC's CLOSE, so a start beyond it opens under
+    /// 0-RTT without a restart (the reference provider's initiator learns `Expected_PSN` from its
+    /// own ACK flag instead, which this crate does not send; uet-ref-prov `uet_pds.c` also asks
+    /// for a start at least 2^16 from the last PSN used).
+    fn random_start_psn(&mut self, dst: &IpAddr) -> u32 {
         let r = self.random_u32();
-        match self.cfg.secure {
-            Some(_) => SECURE_START_MIN + r % (SECURE_START_END - SECURE_START_MIN),
-            None => r,
+        if self.cfg.secure.is_none() {
+            return r;
         }
+        match self.start_hints.iter().rev().find(|(a, _)| a == dst) {
+            Some(&(_, next)) => next.wrapping_add(SECURE_START_MIN).wrapping_add(r % SECURE_START_MIN),
+            None => SECURE_START_MIN + r % (SECURE_START_END - SECURE_START_MIN),
+        }
+    }
+
+    /// Remembers where the initiator PDC to `dst` that is closing stopped (secure domains only).
+    pub(super) fn remember_start_hint(&mut self, dst: IpAddr, next_psn: u32) {
+        if self.cfg.secure.is_none() {
+            return;
+        }
+        // One entry per destination, in age order, keeping the furthest PSN (PDCs to one
+        // destination close in any order): the old entry for `dst` goes.
+        let mut next_psn = next_psn;
+        for _ in 0..self.start_hints.len() {
+            match self.start_hints.pop_front() {
+                Some((a, old)) if a == dst && psn_after(old, next_psn) => next_psn = old,
+                Some((a, _)) if a == dst => {}
+                Some(e) => {
+                    let _ = self.start_hints.push_back(e);
+                }
+                None => {}
+            }
+        }
+        if self.start_hints.is_full() {
+            self.start_hints.pop_front();
+        }
+        let _ = self.start_hints.push_back((dst, next_psn));
     }
 
     /// How a new target PDC accepts its start PSN.
@@ -975,7 +1011,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         match self.cfg.secure.map(|s| s.start) {
             None => StartPolicy::Open,
             Some(SecureStart::Expected0Rtt) => StartPolicy::Expected0Rtt { expected_psn: self.expected_psn },
-            Some(SecureStart::Random1Rtt) => StartPolicy::Random1Rtt { start_psn: self.random_start_psn() },
+            Some(SecureStart::Random1Rtt) => {
+                let r = self.random_u32();
+                StartPolicy::Random1Rtt { start_psn: SECURE_START_MIN + r % (SECURE_START_END - SECURE_START_MIN) }
+            }
         }
     }
 

@@ -309,6 +309,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         // Off the lists before a removal; what waited for it waits for a new PDC.
         self.refresh_initiator(id, remove);
         if remove {
+            let stopped = self.initiators.get(id).map(|p| p.pdc.window().next_psn());
+            if let (Some(key), Some(next)) = (self.initiators.key(id).copied(), stopped) {
+                self.remember_start_hint(key.dst, next);
+            }
             self.requeue_from(id);
             self.initiators.remove(id);
         }

@@ -1797,11 +1797,40 @@ fn secure_start_psns_and_the_1rtt_restart() {
         assert_eq!(ev[0].iter().filter(|e| matches!(e, Event::Sent(_))).count(), 1, "{ev:?}");
     }
     assert_eq!(b.stats().nacks_sent.get(NackCode::NewStartPsn), 20, "one restart per PDC");
-    // Start PSNs of new initiator PDCs fall in the secure range.
+    // The first start PSN to a destination falls in the secure range.
     for _ in 0..100 {
-        let s = a.random_start_psn();
+        let s = a.random_start_psn(&ipv4([10, 9, 9, 9]));
         assert!((SECURE_START_MIN..SECURE_START_END).contains(&s));
     }
+}
+
+/// Under 0-RTT, each new PDC to a destination starts 2^16 to 2^17 past where the last one
+/// stopped, so it is beyond the target's Expected_PSN and opens without a restart.
+#[test]
+fn secure_0rtt_pdcs_to_one_target_open_without_restarts() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) =
+        (Ep::new(secure(a_addr, SecureStart::Expected0Rtt), 7), Ep::new(secure(b_addr, SecureStart::Expected0Rtt), 8));
+    let mut last_start = None;
+    for i in 0..40 {
+        a.send(desc(b_addr, Service::Rud, i, 3000)).unwrap();
+        let mut out = [0u8; 256];
+        let t = a.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap();
+        let (PdsHeader::Request(r), _) = PdsHeader::parse(&out[12..t.header_len]).unwrap() else { panic!() };
+        let start = r.start_psn().unwrap();
+        if let Some(prev) = last_start {
+            let ahead = start.wrapping_sub(prev);
+            assert!(ahead > SECURE_START_MIN && ahead < 1 << 30, "start {start:#x} after {prev:#x}");
+        }
+        last_start = Some(start);
+        let mut pkt = out[12..t.header_len].to_vec();
+        pkt.extend([0u8; 1024]);
+        b.handle_packet(Instant::ZERO, a_addr, &pkt).unwrap();
+        let ev = pump(&mut a, &mut b, Instant::ZERO, false);
+        assert_eq!(ev[1].iter().filter(|e| matches!(e, Event::Received { .. })).count(), 1);
+        assert!(a.is_idle() && b.is_idle());
+    }
+    assert_eq!(b.stats().nacks_sent.get(NackCode::NewStartPsn), 0, "no restart");
 }
 
 /// A replayed SYN of a secure PDC that closed (a copy TSS no longer remembers) opens no second

@@ -418,7 +418,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             return Some(id);
         }
         let id = self.initiators.next_id()?;
-        let start = self.random_start_psn();
+        let start = self.random_start_psn(&key.dst);
         let pdc = Initiator::new(&self.cfg.pdc, key.mode, id, start);
         self.initiators
             .insert(
