@@ -1091,7 +1091,7 @@ pub fn pdc_pair(data: &[u8]) {
 /// response at most once, before its message completes.
 pub fn endpoint(data: &[u8]) {
     use std::collections::{HashMap, HashSet};
-    use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, Service};
+    use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, Secure, SecureStart, Service};
     use uet_wire::pdc::ipv4;
     use uet_wire::ses::Opcode;
     type Ep = Endpoint<4, 8, 40>;
@@ -1103,7 +1103,16 @@ pub fn endpoint(data: &[u8]) {
     // PDCs closed when idle or kept, and 1 to 16 messages in progress per PDC.
     let close_when_idle = u.arbitrary::<bool>().unwrap_or(true);
     let messages_per_pdc = u.int_in_range(1u16..=16).unwrap_or(16);
-    let cfg = |addr| EndpointConfig { pdc, close_when_idle, messages_per_pdc, ..EndpointConfig::new(addr, mtu) };
+    // A third of MTUs put both ends in a secure domain (TSS header room, secure start PSNs by
+    // 0-RTT or 1-RTT); derived, not drawn, so the committed corpus keeps its meaning.
+    let secure = match (mtu / 2) % 3 {
+        0 => None,
+        1 => Some(Secure { header_room: 12, start: SecureStart::Expected0Rtt }),
+        _ => Some(Secure { header_room: 16, start: SecureStart::Random1Rtt }),
+    };
+    let room = secure.map_or(0, |s| usize::from(s.header_room));
+    let cfg =
+        |addr| EndpointConfig { pdc, close_when_idle, messages_per_pdc, secure, ..EndpointConfig::new(addr, mtu) };
     let mut eps = [Ep::new(cfg(addrs[0]), 1), Ep::new(cfg(addrs[1]), 2)];
     let mut now = Instant::ZERO;
     let mut net: Vec<(usize, Vec<u8>)> = Vec::new();
@@ -1147,7 +1156,7 @@ pub fn endpoint(data: &[u8]) {
                     for _ in 0..u.int_in_range(0u8..=8).unwrap_or(1) {
                         match ep.poll_transmit(now, &mut out) {
                             Ok(Some(t)) => {
-                                let mut pkt = out[..t.header_len].to_vec();
+                                let mut pkt = out[room..t.header_len].to_vec();
                                 if let Some(p) = t.payload {
                                     pkt.extend(std::iter::repeat_n(0xA5, usize::from(p.len)));
                                 }

@@ -8,7 +8,9 @@
 //! duplicates, trims and corrupts packets. One initiator host opens a PDC per flow to one target
 //! host (RUD sprayed, ROD on one path) and closes it when done (half the flows at the target's
 //! request), packet by packet; then two `Endpoint`s exchange a few thousand messages of up to
-//! 64 KiB both ways over the same fabric.
+//! 64 KiB both ways over the same fabric, every packet sealed with TSS (AES-256-GCM, secure start
+//! PSNs) unless `--no-tss`, printing authentication failures, replays refused and the seal + open
+//! cost.
 //!
 //! Part 3 (scale-up): two accelerators on one UALink 200 link, each running the whole
 //! `ualink-flit` stack (UPLI requests → TL packer → DL flits with link-level replay → wire → DL →
@@ -24,7 +26,7 @@
 //! CXL.cachemem flits both ways over a mainband with bit errors; one row adds an error burst
 //! beyond what retry handles, which retrains the link.
 //!
-//! Usage: `fabric-demo [FRAMES_PER_END] [SEED]` (`--help` says more).
+//! Usage: `fabric-demo [FRAMES_PER_END] [SEED] [--no-tss]` (`--help` says more).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 use linklayer::Duration;

@@ -1,4 +1,9 @@
-//! The Transport Security Sublayer header (UE 1.0 §3.7; Wireshark and uet-ref-prov agree).
+//! The Transport Security Sublayer (UE 1.0 §3.7): its header (here), the key derivation
+//! ([`kdf`]), the IV, AAD and AES-256-GCM over a packet ([`aead`]), and the secure domain that
+//! holds the keys, counters and receive checks ([`domain`]); how an `Endpoint` uses them is in
+//! [`Secure`](crate::msg::Secure).
+//!
+//! The header (Wireshark and uet-ref-prov agree):
 //!
 //! | bits | field |
 //! |---|---|
