@@ -63,6 +63,31 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         self.handle_any_packet(now, src, covered, ce)
     }
 
+    /// Opens a packet sealed by TSS with `domain` and handles its plaintext, in one call (see
+    /// [`Secure`]). `datagram` holds the TSS header, the ciphertext and the ICV (the UDP payload,
+    /// or what follows the entropy header, whose bytes `framing` carries); it is decrypted in
+    /// place. A packet TSS refuses (forged, corrupted, replayed, another domain, an unknown key)
+    /// is `Err(EndpointError::Tss(..))`, counted in the domain's statistics, and changes no PDC
+    /// state. `ce`: the packet arrived CE-marked.
+    ///
+    /// The sender's side: [`SecureDomain::seal`](crate::tss::SecureDomain::seal) after the
+    /// payload that [`Endpoint::poll_transmit`] names, with the path from this endpoint to
+    /// [`Transmit::dst`].
+    pub fn handle_sealed_packet<'a, const S: usize, const W: usize>(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        datagram: &'a mut [u8],
+        domain: &mut crate::tss::SecureDomain<S, W>,
+        framing: crate::tss::Framing,
+        ce: bool,
+    ) -> Result<Option<Placement<'a>>, EndpointError> {
+        let path = crate::tss::Path::new(src, self.cfg.addr, framing);
+        let opened = domain.open(datagram, &path).map_err(EndpointError::Tss)?;
+        let plain: &'a [u8] = datagram;
+        self.handle_any_packet(now, src, plain.get(opened.body).unwrap_or_default(), ce)
+    }
+
     pub(super) fn handle_any_packet<'a>(
         &mut self,
         now: Instant,

@@ -498,6 +498,9 @@ pub enum EndpointError {
     /// A READ goes on a PDC (RUD or ROD): this endpoint neither sends nor answers READs over RUDI
     /// (whose data would ride in the RUDI response) or UUD.
     ReadWithoutPdc,
+    /// [`Endpoint::handle_sealed_packet`]: TSS refused the packet (counted in the domain's
+    /// statistics); nothing here changed.
+    Tss(crate::tss::TssError),
 }
 
 impl From<Error> for EndpointError {
@@ -521,6 +524,7 @@ impl core::fmt::Display for EndpointError {
             EndpointError::Started => write!(f, "the message has started and cannot be withdrawn"),
             EndpointError::UnknownMessage => write!(f, "no such message"),
             EndpointError::ReadWithoutPdc => write!(f, "a READ needs RUD or ROD"),
+            EndpointError::Tss(e) => write!(f, "{e}"),
         }
     }
 }

@@ -208,26 +208,26 @@ fn exchange_run(run: &Run, a: EndpointConfig, lens: &[u32]) -> (Vec<(u64, u32)>,
             }
             let from = eps[1 - to].config().addr;
             let mut pkt = pkt;
-            let mut body = 0..pkt.len();
-            if a.secure.is_some() {
-                match domains[to].open(&mut pkt, &tss_path(from, eps[to].config().addr)) {
-                    Ok(o) => {
-                        assert!(!corrupted.contains(&pkt), "a corrupted packet authenticated");
-                        body = o.body;
-                    }
-                    // Reordered deeper than the replay window: refused like a loss.
-                    Err(crate::tss::TssError::Replayed(_)) if !corrupted.contains(&pkt) => continue,
-                    Err(e) => {
-                        assert!(corrupted.contains(&pkt), "a good packet was refused by TSS: {e:?}");
-                        continue;
-                    }
+            let was_corrupted = corrupted.contains(&pkt);
+            let handled = if a.secure.is_some() {
+                let framing = crate::tss::Framing::NativeIp([1, 2, 0, 0]);
+                eps[to].handle_sealed_packet(now, from, &mut pkt, &mut domains[to], framing, false)
+            } else {
+                eps[to].handle_packet(now, from, &pkt)
+            };
+            let placed = match handled {
+                Ok(p) => {
+                    assert!(!was_corrupted, "a corrupted packet authenticated");
+                    p
                 }
-            }
-            let pkt = &pkt[body];
-            let placed = match eps[to].handle_packet(now, from, pkt) {
-                Ok(p) => p,
                 // Dropped unanswered; the sender's resend comes back.
                 Err(EndpointError::EventsFull | EndpointError::ResponsesFull) => None,
+                // Reordered deeper than the replay window: refused like a loss.
+                Err(EndpointError::Tss(crate::tss::TssError::Replayed(_))) if !was_corrupted => None,
+                Err(EndpointError::Tss(e)) => {
+                    assert!(was_corrupted, "a good packet was refused by TSS: {e:?}");
+                    None
+                }
                 Err(e) => panic!("a good packet was refused: {e:?}"),
             };
             if let Some(p) = placed.filter(|p| p.read.is_some()) {
