@@ -25,7 +25,7 @@ use uet_wire::pdc::held::HELD_RESPONSES;
 use uet_wire::pdc::{IpAddr, PdcConfig, ipv4};
 use uet_wire::pds::{DeliveryMode, NackCode, PdsHeader, RequestFlags};
 use uet_wire::ses::{Opcode, ReturnCode};
-use uet_wire::tss::{DomainConfig, Framing, ICV_LEN, Mode, Path, SecureDomain, TssError, TssHeader};
+use uet_wire::tss::{DomainConfig, Framing, ICV_LEN, Mode, Path, SecureDomain, TssError};
 
 /// The endpoints, with `R` guaranteed-delivery response slots per target PDC.
 type Ep<const R: usize> = Endpoint<16, 256, 128, R>;
@@ -184,18 +184,18 @@ impl<const R: usize> EndpointSim<R> {
     pub fn new(cfg: EndpointSimConfig) -> Self {
         let mut rng = Rng::new(cfg.seed);
         let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
-        let secure =
-            cfg.secure.then_some(Secure { header_room: TssHeader::LEN as u8, start: SecureStart::Expected0Rtt });
+        let domain = || {
+            let mut d = SecureDomain::new(DomainConfig::new(0x10, Mode::Cluster));
+            d.install(false, [0x5e; 32]);
+            d
+        };
+        let secure = cfg.secure.then(|| Secure::for_domain(&domain(), SecureStart::Expected0Rtt));
         let side = |i: usize, rng: &mut Rng| Side {
             ep: Ep::<R>::new(
                 EndpointConfig { pdc: cfg.pdc, secure, ..EndpointConfig::new(addrs[i], cfg.mtu) },
                 rng.next_u64(),
             ),
-            tss: {
-                let mut d = SecureDomain::new(DomainConfig::new(0x10, Mode::Cluster));
-                d.install(false, [0x5e; 32]);
-                d
-            },
+            tss: domain(),
             addr: addrs[i],
             next_message: 0,
             tx_free_at: Instant::ZERO,
@@ -281,7 +281,7 @@ impl<const R: usize> EndpointSim<R> {
             let (message, _) = self.sides[i].sending[&p.msg];
             pkt.extend((0..u32::from(p.len)).map(|k| byte(i, message, p.offset + k)));
         }
-        let room = if self.cfg.secure { TssHeader::LEN } else { 0 };
+        let room = if self.cfg.secure { self.sides[i].tss.overhead().0 } else { 0 };
         if is_request {
             self.report.requests += 1;
             if let Ok((PdsHeader::Request(r), _)) = PdsHeader::parse(&pkt[room..]) {

@@ -3089,7 +3089,8 @@ fn tss_pair(
 ) -> (uet_wire::tss::SecureDomain<4>, uet_wire::tss::SecureDomain<4>, uet_wire::tss::Path) {
     use uet_wire::tss::{DomainConfig, Framing, Mode, Path, SecureDomain};
     let (tx_mode, rx_mode, ssi) = match mode & 3 {
-        0 => (Mode::Direct, Mode::Direct, None),
+        // Direct mode over IPv6 needs SSIs.
+        0 => (Mode::Direct, Mode::Direct, v6.then_some(3)),
         1 => (Mode::Cluster, Mode::Cluster, None),
         2 => (Mode::Client, Mode::Server, Some(7)),
         _ => (Mode::Cluster, Mode::Cluster, Some(9)),
@@ -3129,7 +3130,7 @@ pub fn tss_open(data: &[u8]) {
     let s = b.stats();
     assert_eq!(s.in_invalid + s.in_invalid_sa + s.in_auth_fail_pkts + s.in_late_pkts + s.in_replayed_pkts, 1);
     // Seal the rest as a plaintext and open it.
-    let (h, icv) = a.overhead(None);
+    let (h, icv) = a.overhead();
     let mut pkt = vec![0u8; h + rest.len() + icv];
     pkt[h..h + rest.len()].copy_from_slice(rest);
     let n = a.seal(&mut pkt, h + rest.len(), &path).expect("a seal with room and a key");
@@ -3177,7 +3178,7 @@ pub fn tss_domain(data: &[u8]) {
         match kind % 10 {
             0..=2 => {
                 let plain = vec![arg; usize::from(arg % 40)];
-                let (h, icv) = a.overhead(None);
+                let (h, icv) = a.overhead();
                 let mut pkt = vec![0u8; h + plain.len() + icv];
                 pkt[h..h + plain.len()].copy_from_slice(&plain);
                 let before = a.tx_tsc();

@@ -651,6 +651,11 @@ impl<const W: usize> Initiator<W> {
                         state: PdcState::Initiator(self.state),
                     });
                 }
+                if nack.payload == self.start_psn {
+                    // The restart was made already (a NACK per packet the Pending target
+                    // refused): nothing moves, as in uet-ref-prov (`delta == 0`).
+                    return Ok(class);
+                }
                 let next = self.transition(Ev::Update)?;
                 if !self.tx.restart_at(nack.payload) {
                     return Err(PdcError::IllegalEvent {

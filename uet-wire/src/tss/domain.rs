@@ -22,7 +22,11 @@
 //! **Counters.** One 48-bit transmit counter per installed key, shared by every peer: it starts at
 //! 0 when the key is installed, every sealed packet (a retransmission too) takes the next value,
 //! and [`SecureDomain::seal`] refuses with [`TssError::CountersExhausted`] once it reaches
-//! 2^48 − 1 rather than reuse an IV. A rotation to a freshly installed key therefore starts at 0,
+//! 2^48 − 1 rather than reuse an IV. In server/client mode both ends seal under the same key and
+//! IV prefix, so a server counts in the upper half of the space and a client in the lower
+//! (*project-defined*, [`SecureDomain::counter_range`]). A direct-mode domain without SSIs
+//! refuses to seal or open IPv6 packets, whose IVs would start with the same SDI for every
+//! sender under the one key. A rotation to a freshly installed key therefore starts at 0,
 //! as in the reference provider (which keeps one counter and resets it at each rotation); keeping
 //! the counter with its key also means rotating back to a key still installed continues its
 //! count instead of reusing IVs. The key manager must never install the same key twice. The epoch
@@ -57,6 +61,10 @@ use super::kdf::{self, Identity, LABEL_CLUSTER, LABEL_SERVER, SessionKey};
 use super::{COUNTER_MAX, ICV_LEN, Tsc, TssHeader};
 use crate::error::Error;
 use crate::pdc::IpAddr;
+
+/// Half the 48-bit counter space: where a server's counters start (see
+/// [`SecureDomain::counter_range`]).
+const HALF: u64 = 1 << 47;
 
 /// The replay window per peer and AN, in 64-bit words: 32 words, 2 048 counters, by default
 /// (*project-defined*; a [`SecureDomain`]'s `W`). A packet whose counter is that far below the
@@ -310,8 +318,9 @@ pub struct SecureDomain<const S: usize = 16, const W: usize = REPLAY_WINDOW> {
     epoch: u16,
     auth_fails: u64,
     latched: bool,
-    /// The key this FEP sends under in cluster mode, by (AN, epoch, rekey).
-    tx_key: Option<(bool, u16, u32, PacketKey)>,
+    /// The key this FEP sends under in cluster and client mode, by (AN, epoch, rekey, identity:
+    /// a FEP may send from more than one address).
+    tx_key: Option<(bool, u16, u32, Identity, PacketKey)>,
     peers: heapless::Vec<Peer<W>, S>,
     tick: u64,
     stats: TssStats,
@@ -375,15 +384,27 @@ impl<const S: usize, const W: usize> SecureDomain<S, W> {
         self.latched
     }
 
-    /// Bytes a sealed packet adds: the TSS header (12, or 16 with SSI) before the PDS header and
-    /// the ICV after the payload. A server's header carries its client's SSI:
-    /// pass `peer_ssi` as in [`Path::peer_ssi`].
-    pub const fn overhead(&self, peer_ssi: Option<u32>) -> (usize, usize) {
-        let ssi = match self.cfg.mode {
-            Mode::Server => peer_ssi.is_some(),
-            _ => self.cfg.ssi.is_some(),
-        };
+    /// Bytes a sealed packet adds: the TSS header before the PDS header (16 with an SSI: when
+    /// the domain has one, and always for a server, which sends its client's; else 12) and the
+    /// ICV after the payload.
+    pub const fn overhead(&self) -> (usize, usize) {
+        let ssi = matches!(self.cfg.mode, Mode::Server) || self.cfg.ssi.is_some();
         (if ssi { TssHeader::LEN_SSI } else { TssHeader::LEN }, ICV_LEN)
+    }
+
+    /// The counters this domain's keys seal with: `start..end`. *Project-defined*: in
+    /// server/client mode both ends seal under the same client key with the same IV prefix (the
+    /// client's SSI, or the SDI for IPv6), so a server takes the upper half of the 48-bit counter
+    /// space and a client the lower half, and no (key, IV) pair is used by both. Receivers,
+    /// the reference provider's too, accept any counter. The reference provider's server and
+    /// client both count from 0, so a client of ours facing such a server still shares counters
+    /// with it: the spec text should settle this.
+    pub const fn counter_range(&self) -> (u64, u64) {
+        match self.cfg.mode {
+            Mode::Server => (HALF, COUNTER_MAX),
+            Mode::Client => (0, HALF),
+            Mode::Direct | Mode::Cluster => (0, COUNTER_MAX),
+        }
     }
 
     /// Installs `key` for `an`, replacing the one there (whose derived keys and replay windows
@@ -392,8 +413,9 @@ impl<const S: usize, const W: usize> SecureDomain<S, W> {
         self.retire(an);
         let master = SessionKey::direct(key);
         let direct = (self.cfg.mode == Mode::Direct).then(|| PacketKey::new(&master));
+        let counter = self.counter_range().0;
         if let Some(slot) = self.slots.get_mut(usize::from(an)) {
-            *slot = Some(Slot { master, direct, counter: 0 });
+            *slot = Some(Slot { master, direct, counter });
         }
     }
 
@@ -431,10 +453,12 @@ impl<const S: usize, const W: usize> SecureDomain<S, W> {
     }
 
     /// Resumes the sending key's counter at `counter` (e.g. restored after a restart, so no
-    /// value is used twice). Only moves it forward; at most 2^48 − 1, where sealing stops.
+    /// value is used twice). Only moves it forward, and at most to the end of
+    /// [`SecureDomain::counter_range`], where sealing stops.
     pub fn resume_counter(&mut self, counter: u64) {
+        let end = self.counter_range().1;
         if let Some(slot) = self.slots.get_mut(usize::from(self.tx_an)).and_then(Option::as_mut) {
-            slot.counter = slot.counter.max(counter.min(COUNTER_MAX));
+            slot.counter = slot.counter.max(counter.min(end));
         }
     }
 
@@ -451,6 +475,10 @@ impl<const S: usize, const W: usize> SecureDomain<S, W> {
     /// Seals a packet in place. `packet[..h]` is left for the TSS header (h from
     /// [`SecureDomain::overhead`]), `packet[h..len]` holds the PDS header onwards in clear, and
     /// `packet[len..len + 16]` takes the ICV. Returns the sealed length, `len + 16`.
+    ///
+    /// Refused with [`TssError::SsiRequired`]: a server sending without [`Path::peer_ssi`], and
+    /// a direct-mode domain without an SSI sending from IPv6, where every sender's IV would start
+    /// with the same SDI under the one key (the reference provider disables that setup too).
     pub fn seal(&mut self, packet: &mut [u8], len: usize, path: &Path) -> Result<usize, TssError> {
         let r = self.seal_inner(packet, len, path);
         match r {
@@ -462,19 +490,22 @@ impl<const S: usize, const W: usize> SecureDomain<S, W> {
 
     fn seal_inner(&mut self, packet: &mut [u8], len: usize, path: &Path) -> Result<usize, TssError> {
         let an = self.tx_an;
-        if self.slot(an).ok_or(TssError::UnknownAn(an))?.counter >= COUNTER_MAX {
+        if self.slot(an).ok_or(TssError::UnknownAn(an))?.counter >= self.counter_range().1 {
             return Err(TssError::CountersExhausted);
         }
         let ssi = match self.cfg.mode {
             Mode::Server => Some(path.peer_ssi.ok_or(TssError::SsiRequired)?),
             _ => self.cfg.ssi,
         };
+        if self.shared_iv_prefix(ssi, &path.src) {
+            return Err(TssError::SsiRequired);
+        }
         let header = TssHeader { an, sdi: self.cfg.sdi, ssi, tsc: self.tx_tsc() };
         let h = header.buffer_len();
-        let total = len + ICV_LEN;
-        if len < h || packet.len() < total {
-            return Err(Error::BufferTooShort { needed: total.max(h + ICV_LEN), got: packet.len() }.into());
-        }
+        let total = len.checked_add(ICV_LEN).filter(|&t| len >= h && packet.len() >= t);
+        let Some(total) = total else {
+            return Err(Error::BufferTooShort { needed: len.max(h).saturating_add(ICV_LEN), got: packet.len() }.into());
+        };
         self.key_for(an, header, path, true)?;
         let key = self.cached_key(an, header, path, true).ok_or(TssError::UnknownAn(an))?;
         let (clear, rest) = packet.split_at_mut(h);
@@ -531,7 +562,7 @@ impl<const S: usize, const W: usize> SecureDomain<S, W> {
         if self.latched {
             return Err(TssError::Latched);
         }
-        if self.cfg.ssi.is_some() && header.ssi.is_none() {
+        if (self.cfg.ssi.is_some() && header.ssi.is_none()) || self.shared_iv_prefix(header.ssi, &path.src) {
             return Err(TssError::SsiRequired);
         }
         let age = self.epoch.wrapping_sub(header.tsc.epoch);
@@ -571,6 +602,12 @@ impl<const S: usize, const W: usize> SecureDomain<S, W> {
             p.replay.record(counter);
         }
         Ok(Opened { header, body: h..end })
+    }
+
+    /// Whether a packet with `ssi` from `src` would take an IV prefix every sender shares under
+    /// one key: direct mode, IPv6, no SSI (the IV starts with the SDI).
+    fn shared_iv_prefix(&self, ssi: Option<u32>, src: &IpAddr) -> bool {
+        self.cfg.mode == Mode::Direct && ssi.is_none() && !is_v4(src)
     }
 
     /// The rekey value of a counter (cluster mode only; 0 otherwise).
@@ -623,7 +660,11 @@ impl<const S: usize, const W: usize> SecureDomain<S, W> {
                         p.key = Some((epoch, rekey, k));
                     }
                 }
-                _ => self.tx_key = Some((an, epoch, rekey, k)),
+                _ => {
+                    if let Some((_, who)) = self.kdf_input(&header, path, sending) {
+                        self.tx_key = Some((an, epoch, rekey, who, k));
+                    }
+                }
             }
         }
         Ok(())
@@ -636,7 +677,8 @@ impl<const S: usize, const W: usize> SecureDomain<S, W> {
         match self.cfg.mode {
             Mode::Direct => slot.direct.as_ref(),
             Mode::Cluster | Mode::Client if sending => {
-                self.tx_key.as_ref().filter(|k| k.0 == an && fits(k.1, k.2)).map(|k| &k.3)
+                let who = self.kdf_input(&header, path, sending).map(|(_, who)| who)?;
+                self.tx_key.as_ref().filter(|k| k.0 == an && fits(k.1, k.2) && k.3 == who).map(|k| &k.4)
             }
             _ => {
                 let remote = if sending { &path.dst } else { &path.src };

@@ -161,7 +161,7 @@ mod tests {
     #[test]
     fn ipv4_and_ipv6_contexts_follow_the_layout() {
         let master: [u8; 32] = core::array::from_fn(|i| i as u8);
-        // "U1" 00 | epoch 0x0102 | rekey 0x0000_0A0B | 10.0.0.7 | L = 0x0000_0160
+        // "U1" 00 | epoch 0x0102 | rekey 0x0000_0A0B | 10.0.0.7 | L = 0x0160
         let mut fixed = hex("553100" /* U1 00 */);
         fixed.extend(hex("0102" /* epoch */));
         fixed.extend(hex("00000a0b" /* rekey */));

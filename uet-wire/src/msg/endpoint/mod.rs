@@ -169,10 +169,24 @@ pub struct EndpointConfig {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Secure {
     /// Bytes left for the TSS header: 12, or 16 when the domain sends SSIs (the first value of
-    /// [`SecureDomain::overhead`](crate::tss::SecureDomain::overhead)).
+    /// [`SecureDomain::overhead`](crate::tss::SecureDomain::overhead); [`Secure::for_domain`]
+    /// takes it from the domain). A header longer than the room would overwrite the PDS header.
     pub header_room: u8,
     /// How target PDCs accept start PSNs.
     pub start: SecureStart,
+}
+
+impl Secure {
+    /// The framing `domain` seals with: room for its TSS header ([`SecureDomain::overhead`]),
+    /// and `start`. Build the configuration so, and the room always fits the header.
+    ///
+    /// [`SecureDomain::overhead`]: crate::tss::SecureDomain::overhead
+    pub const fn for_domain<const S: usize, const W: usize>(
+        domain: &crate::tss::SecureDomain<S, W>,
+        start: SecureStart,
+    ) -> Self {
+        Secure { header_room: domain.overhead().0 as u8, start }
+    }
 }
 
 /// The two secure-PDC establishment methods of the reference provider (`uet_pds.c`).

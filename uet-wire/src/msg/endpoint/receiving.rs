@@ -232,9 +232,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         }
         if closed {
             // The domain's Expected_PSN moves past this PDC (secure start only reads it).
-            if psn_after(next_expected, self.expected_psn) {
-                self.expected_psn = next_expected;
-            }
+            self.expected_psn = expected_after_close(self.expected_psn, start_psn, next_expected);
             // Off the lists before the removal.
             self.refresh_target(id, true);
             if let (Some(key), Some(_)) = (self.targets.key(id).copied(), self.targets.remove(id)) {
@@ -247,5 +245,33 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             return;
         }
         self.refresh_target(id, false);
+    }
+}
+
+/// The secure domain's `Expected_PSN` once a target PDC that started at `start` closes with
+/// `next` the PSN after the last it received: `next` whenever the PDC started at or after the
+/// current value (a PDC spans up to 2^31 PSNs, so comparing `next` alone, in serial order, could
+/// leave the value behind a long PDC's start), or when `next` is after it; else unchanged.
+pub(super) fn expected_after_close(expected: u32, start: u32, next: u32) -> u32 {
+    if !psn_after(expected, start) || psn_after(next, expected) { next } else { expected }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expected_after_close;
+
+    #[test]
+    fn expected_psn_moves_past_every_closed_pdc() {
+        // A PDC from Expected on moves it to its end.
+        assert_eq!(expected_after_close(70_000, 70_000, 70_010), 70_010);
+        // One started earlier (1-RTT restarted elsewhere) moves it only if it ended later.
+        assert_eq!(expected_after_close(70_000, 60_000, 65_000), 70_000);
+        assert_eq!(expected_after_close(70_000, 60_000, 75_000), 75_000);
+        // A long PDC from near 2^31 past Expected, ending more than 2^31 past it: still moved,
+        // so a replay of its SYN (start) is before the new value.
+        let (expected, start) = (0x0001_0000u32, 0x7FFF_0000u32);
+        let next = start.wrapping_add(0x1000_0000);
+        assert_eq!(expected_after_close(expected, start, next), next);
+        assert!(crate::pdc::psn_after(next, start));
     }
 }

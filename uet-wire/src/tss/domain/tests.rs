@@ -23,7 +23,7 @@ fn pair(mode: Mode, ssi: (Option<u32>, Option<u32>)) -> (Dom, Dom) {
 
 /// A sealed packet from `d` along `path` carrying `plain` after the header.
 fn seal(d: &mut Dom, path: &Path, plain: &[u8]) -> Result<Vec<u8>, TssError> {
-    let (h, icv) = d.overhead(path.peer_ssi);
+    let (h, icv) = d.overhead();
     let mut buf = std::vec![0u8; h + plain.len() + icv];
     buf[h..h + plain.len()].copy_from_slice(plain);
     let n = d.seal(&mut buf, h + plain.len(), path)?;
@@ -52,6 +52,15 @@ fn every_mode_and_framing_round_trips() {
                 for ssi in [(None, None), (Some(0xA), Some(0xB))] {
                     let (mut a, mut b) = pair(mode, ssi);
                     let (ab, mut ba) = paths(v6, native);
+                    if mode == Mode::Direct && v6 && ssi.0.is_none() {
+                        // Every sender's IV would start with the SDI under the one key.
+                        assert_eq!(seal(&mut a, &ab, &plain), Err(TssError::SsiRequired));
+                        let mut forged = seal(&mut pair(mode, (Some(1), None)).0, &ab, &plain).unwrap();
+                        forged[0] &= !0x04; // SP cleared: the same header without SSI
+                        let forged: Vec<u8> = [&forged[..4], &forged[8..]].concat();
+                        assert_eq!(open(&mut b, &ab, forged), Err(TssError::SsiRequired));
+                        continue;
+                    }
                     // A server sends under its client's SSI: B serves A (SSI 0xA).
                     if mode == Mode::Server {
                         if ssi.0.is_none() {
@@ -60,6 +69,8 @@ fn every_mode_and_framing_round_trips() {
                         b.cfg.ssi = None;
                         ba.peer_ssi = ssi.0;
                         a.cfg.mode = Mode::Client;
+                        a.install(false, KEY0); // its counters start in the client's half
+                        b.install(false, KEY0);
                     }
                     for i in 0..600u32 {
                         let pkt = seal(&mut a, &ab, &plain).unwrap();
@@ -210,6 +221,41 @@ fn make_before_break_rotation() {
     assert_eq!(b.stats().in_invalid_sa, before.in_invalid_sa + 1);
 }
 
+/// Server and client seal under the same key and IV prefix: they count in different halves.
+#[test]
+fn server_and_client_count_in_different_halves() {
+    let mut server = Dom::new(DomainConfig::new(1, Mode::Server));
+    let mut client = Dom::new(DomainConfig { ssi: Some(9), ..DomainConfig::new(1, Mode::Client) });
+    server.install(false, KEY0);
+    client.install(false, KEY0);
+    assert_eq!(server.counter_range(), (1 << 47, COUNTER_MAX));
+    assert_eq!(client.counter_range(), (0, 1 << 47));
+    assert_eq!((server.tx_tsc().counter, client.tx_tsc().counter), (1 << 47, 0));
+    let (ab, mut ba) = paths(false, false);
+    ba.peer_ssi = Some(9);
+    let up = seal(&mut client, &ab, b"up").unwrap();
+    let down = seal(&mut server, &ba, b"down").unwrap();
+    assert_eq!(open(&mut server, &ab, up).unwrap(), b"up");
+    assert_eq!(open(&mut client, &ba, down).unwrap(), b"down");
+    // The client stops at the half rather than enter the server's counters.
+    client.resume_counter(u64::MAX);
+    assert_eq!(client.tx_tsc().counter, 1 << 47);
+    assert_eq!(seal(&mut client, &ab, b"x"), Err(TssError::CountersExhausted));
+}
+
+/// A cluster-mode FEP sending from two addresses derives a key for each.
+#[test]
+fn a_sender_with_two_addresses_derives_a_key_for_each() {
+    let (mut a, mut b) = pair(Mode::Cluster, (None, None));
+    let other = ipv4([10, 0, 0, 9]);
+    for i in 0..4 {
+        let src = if i % 2 == 0 { A4 } else { other };
+        let path = Path::new(src, B4, Framing::Udp);
+        let p = seal(&mut a, &path, b"m").unwrap();
+        assert_eq!(open(&mut b, &path, p).unwrap(), b"m", "packet {i}");
+    }
+}
+
 #[test]
 fn the_counter_refuses_to_wrap() {
     let (mut a, _) = pair(Mode::Direct, (None, None));
@@ -352,12 +398,15 @@ proptest! {
         mode in 0..3u8,
     ) {
         let mode = [Mode::Direct, Mode::Cluster, Mode::Client][usize::from(mode)];
+        // Direct mode over IPv6 needs SSIs.
+        let ssi = ssi || (mode == Mode::Direct && v6);
         let ids = if ssi { (Some(5), Some(6)) } else { (None, None) };
         let (mut a, mut b) = pair(mode, ids);
         if mode == Mode::Client {
             // A client sending to its server.
             b.cfg.mode = Mode::Server;
             b.cfg.ssi = None;
+            b.install(false, KEY0);
         }
         b.cfg.auth_fail_threshold = u64::MAX; // thousands of forgeries below
         let (ab, _) = paths(v6, true);
