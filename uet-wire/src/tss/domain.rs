@@ -419,7 +419,8 @@ impl<const S: usize, const W: usize> SecureDomain<S, W> {
         }
     }
 
-    /// Sends under `an` from now on, continuing its key's counter (0 for a key just installed).
+    /// Sends under `an` from now on, continuing its key's counter (the start of
+    /// [`SecureDomain::counter_range`] for a key just installed).
     /// Fails with [`TssError::UnknownAn`] when `an` has no key.
     pub fn rotate(&mut self, an: bool) -> Result<(), TssError> {
         if self.slot(an).is_none() {

@@ -165,6 +165,12 @@ pub struct EndpointConfig {
 /// provider's range), and target PDCs accept a SYN's start PSN per [`SecureStart`]; the domain's
 /// `Expected_PSN` moves past every PDC that closes, so a replayed SYN of a closed PDC is refused
 /// (NACK NEW_START_PSN) instead of opening a second PDC.
+///
+/// One endpoint serves one secure domain (one SDI). For several, run an endpoint per domain at
+/// the same address and route each received packet to the endpoint of the SDI its TSS header
+/// names (the header is clear: [`TssHeader::parse`](crate::tss::TssHeader::parse)); PDCs of jobs
+/// outside any domain go through an endpoint without `secure`. Each endpoint numbers its PDCs on
+/// its own, so a peer that keeps one PDC table across domains may see one PDC id used in two.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Secure {

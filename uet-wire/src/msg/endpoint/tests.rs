@@ -1867,3 +1867,75 @@ fn a_replayed_syn_of_a_closed_secure_pdc_delivers_nothing() {
     assert!(b.is_idle(), "nothing left open");
     assert_eq!(b.poll_event(), None, "nothing delivered");
 }
+
+/// Two secure domains at one address: one endpoint per domain, packets routed to the endpoint
+/// of the SDI their (clear) TSS header names. Each domain's messages arrive once, sealed under
+/// its own key; a packet of one domain never authenticates in the other.
+#[test]
+fn one_endpoint_per_secure_domain_routed_by_sdi() {
+    use crate::tss::{DomainConfig, Framing, ICV_LEN, Mode, SecureDomain, TssError, TssHeader};
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let domain = |sdi: u32, key: u8| {
+        let mut d = SecureDomain::<4>::new(DomainConfig::new(sdi, Mode::Cluster));
+        d.install(false, [key; 32]);
+        d
+    };
+    // Per side, per domain (SDI 1 and 2): an endpoint and its TSS domain.
+    let mut sides: Vec<Vec<(Ep, SecureDomain<4>)>> = [a_addr, b_addr]
+        .iter()
+        .enumerate()
+        .map(|(i, &addr)| {
+            [(1u32, 0x11u8), (2, 0x22)]
+                .iter()
+                .map(|&(sdi, key)| {
+                    let d = domain(sdi, key);
+                    let cfg = EndpointConfig {
+                        secure: Some(Secure::for_domain(&d, SecureStart::Expected0Rtt)),
+                        ..config(addr)
+                    };
+                    (Ep::new(cfg, 10 * i as u64 + u64::from(sdi)), d)
+                })
+                .collect()
+        })
+        .collect();
+    for (k, (ep, _)) in sides[0].iter_mut().enumerate() {
+        ep.send(desc(b_addr, Service::Rud, k as u64, 3000)).unwrap();
+    }
+    let mut received = [0usize; 2];
+    let mut out = [0u8; 16 + MAX_HEADER_LEN + 1024 + ICV_LEN];
+    for _ in 0..20 {
+        for from in 0..2 {
+            let (src, dst_side) = ([a_addr, b_addr][from], 1 - from);
+            for k in 0..2 {
+                loop {
+                    let (ep, dom) = &mut sides[from][k];
+                    let Some(t) = ep.poll_transmit(Instant::ZERO, &mut out).unwrap() else { break };
+                    let len = t.header_len + t.payload.map_or(0, |p| usize::from(p.len));
+                    let path = crate::tss::Path::new(src, t.dst, Framing::Udp);
+                    let n = dom.seal(&mut out, len, &path).unwrap();
+                    let mut pkt = out[..n].to_vec();
+                    // The receiver routes by the SDI in the clear header.
+                    let sdi = TssHeader::parse(&pkt).unwrap().0.sdi;
+                    let to = usize::try_from(sdi - 1).unwrap();
+                    assert_eq!(to, k);
+                    // The other domain's endpoint would refuse it.
+                    let (other_ep, other_dom) = &mut sides[dst_side][1 - to];
+                    let mut copy = pkt.clone();
+                    let refused =
+                        other_ep.handle_sealed_packet(Instant::ZERO, src, &mut copy, other_dom, Framing::Udp, false);
+                    assert!(matches!(refused, Err(EndpointError::Tss(TssError::WrongSdi(_)))), "{refused:?}");
+                    let (ep, dom) = &mut sides[dst_side][to];
+                    ep.handle_sealed_packet(Instant::ZERO, src, &mut pkt, dom, Framing::Udp, false).unwrap();
+                    while let Some(ev) = ep.poll_event() {
+                        if let Event::Received { len, .. } = ev {
+                            assert_eq!(len, 3000);
+                            received[to] += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(received, [1, 1]);
+    assert!(sides.iter().flatten().all(|(ep, _)| ep.is_idle()));
+}
