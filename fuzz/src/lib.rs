@@ -3152,7 +3152,7 @@ pub fn tss_open(data: &[u8]) {
 /// ends share opens at once; a refused seal leaves the counter where it was.
 pub fn tss_domain(data: &[u8]) {
     use std::collections::HashSet;
-    use uet_wire::tss::{COUNTER_MAX, TssError, TssHeader};
+    use uet_wire::tss::{TssError, TssHeader};
     let Some((&sel, ops)) = data.split_first() else { return };
     let (mut a, mut b, path) = tss_pair(sel, sel & 4 != 0, sel & 8 != 0);
     // Which key (by id) each end holds per AN; key `id` is its two bytes then zeros, and no id
@@ -3203,7 +3203,7 @@ pub fn tss_domain(data: &[u8]) {
                     Err(e) => {
                         assert_eq!(a.tx_tsc(), before, "a refused seal moved the counter");
                         if e == TssError::CountersExhausted {
-                            assert_eq!(before.counter, COUNTER_MAX);
+                            assert_eq!(before.counter, a.counter_range().1);
                         }
                     }
                 }
@@ -3260,7 +3260,7 @@ pub fn tss_domain(data: &[u8]) {
             }
             _ => {
                 if kind & 0x10 == 0 {
-                    a.resume_counter(COUNTER_MAX - u64::from(arg));
+                    a.resume_counter(a.counter_range().1 - u64::from(arg));
                 } else {
                     b.clear_latch();
                 }
