@@ -157,14 +157,15 @@ pub struct EndpointConfig {
 /// The endpoint holds no key: [`Endpoint::poll_transmit`] leaves `header_room` bytes at the front
 /// of the buffer, the caller appends the payload as usual and seals the packet with
 /// [`SecureDomain::seal`](crate::tss::SecureDomain::seal) (the payload is the caller's, so
-/// sealing is the step after it is in place); a received packet goes through
-/// [`SecureDomain::open`](crate::tss::SecureDomain::open) first and only its plaintext reaches
-/// [`Endpoint::handle_packet`], so a packet that fails authentication changes no PDC state.
+/// sealing is the step after it is in place); [`Endpoint::handle_sealed_packet`] opens a
+/// received packet and hands only its plaintext on, so a packet that fails authentication
+/// changes no PDC state.
 ///
-/// Start PSNs: every initiator PDC starts at a random PSN in [2^16, 2^31) (the reference
-/// provider's range), and target PDCs accept a SYN's start PSN per [`SecureStart`]; the domain's
-/// `Expected_PSN` moves past every PDC that closes, so a replayed SYN of a closed PDC is refused
-/// (NACK NEW_START_PSN) instead of opening a second PDC.
+/// Start PSNs: the first initiator PDC to a destination starts at a random PSN in [2^16, 2^31)
+/// (the reference provider's range), a later one 2^16 to 2^17 past where the last one stopped;
+/// target PDCs accept a SYN's start PSN per [`SecureStart`]. The domain's `Expected_PSN` moves
+/// past every PDC that closes, so a replayed SYN of a closed PDC is refused (NACK NEW_START_PSN)
+/// instead of opening a second PDC.
 ///
 /// One endpoint serves one secure domain (one SDI). For several, run an endpoint per domain at
 /// the same address and route each received packet to the endpoint of the SDI its TSS header
