@@ -57,13 +57,20 @@ impl EntropyHeader {
     /// Header length.
     pub const LEN: usize = 4;
 
-    /// Parses the header from the front of `bytes`; the reserved half must be zero.
+    /// Parses the header from the front of `bytes`; the reserved half is ignored, as a receiver
+    /// must ([`EntropyHeader::check_reserved`] reports it).
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let (head, rest) = take(bytes, Self::LEN, "entropy header")?;
         let raw = EntropyHeaderRaw::ref_from_bytes(head).map_err(|_| Error::Mismatch { field: "entropy header" })?;
-        reserved_zero(u64::from(raw.reserved.get()), "entropy header reserved")?;
         Ok((EntropyHeader { entropy: raw.entropy.get() }, rest))
+    }
+
+    /// The strict check: fails with [`Error::Reserved`] when the reserved half is not zero.
+    pub fn check_reserved(bytes: &[u8]) -> Result<(), Error> {
+        let (head, _) = take(bytes, Self::LEN, "entropy header")?;
+        let raw = EntropyHeaderRaw::ref_from_bytes(head).map_err(|_| Error::Mismatch { field: "entropy header" })?;
+        reserved_zero(u64::from(raw.reserved.get()), "entropy header reserved")
     }
 
     /// Bytes [`EntropyHeader::emit`] writes.
@@ -89,7 +96,11 @@ mod tests {
         let (h, rest) = EntropyHeader::parse(&[0xBE, 0xEF, 0, 0, 0x11]).unwrap();
         assert_eq!(h.entropy, 0xBEEF);
         assert_eq!(rest, &[0x11]);
-        assert_eq!(EntropyHeader::parse(&[1, 2, 0, 1]), Err(Error::Reserved { field: "entropy header reserved" }));
+        // The reserved half is ignored on receive and reported by the strict check.
+        assert_eq!(EntropyHeader::parse(&[1, 2, 0, 1]).map(|(h, _)| h.entropy), Ok(0x0102));
+        assert_eq!(EntropyHeader::check_reserved(&[1, 2, 0, 1]), Err(Error::Reserved { field: "entropy header reserved" }));
+        assert_eq!(EntropyHeader::check_reserved(&[1, 2, 0, 0]), Ok(()));
+        assert!(EntropyHeader::check_reserved(&[1, 2, 0]).is_err());
         assert!(matches!(EntropyHeader::parse(&[1, 2, 0]), Err(Error::Truncated { .. })));
         let mut out = [0xFF; 4];
         h.emit(&mut out).unwrap();

@@ -283,7 +283,10 @@ impl<'a> UetPacket<'a> {
     /// encrypted and not checked; bytes that do not parse are left to the parse to report.
     pub fn check_reserved(bytes: &[u8], config: WalkConfig) -> Result<(), Error> {
         let after_entropy = match config.encapsulation {
-            Encapsulation::NativeIp => EntropyHeader::parse(bytes)?.1,
+            Encapsulation::NativeIp => {
+                EntropyHeader::check_reserved(bytes)?;
+                EntropyHeader::parse(bytes)?.1
+            }
             Encapsulation::Udp => bytes,
         };
         if TssHeader::starts(after_entropy) {
