@@ -98,7 +98,10 @@ mod tests {
         assert_eq!(rest, &[0x11]);
         // The reserved half is ignored on receive and reported by the strict check.
         assert_eq!(EntropyHeader::parse(&[1, 2, 0, 1]).map(|(h, _)| h.entropy), Ok(0x0102));
-        assert_eq!(EntropyHeader::check_reserved(&[1, 2, 0, 1]), Err(Error::Reserved { field: "entropy header reserved" }));
+        assert_eq!(
+            EntropyHeader::check_reserved(&[1, 2, 0, 1]),
+            Err(Error::Reserved { field: "entropy header reserved" })
+        );
         assert_eq!(EntropyHeader::check_reserved(&[1, 2, 0, 0]), Ok(()));
         assert!(EntropyHeader::check_reserved(&[1, 2, 0]).is_err());
         assert!(matches!(EntropyHeader::parse(&[1, 2, 0]), Err(Error::Truncated { .. })));

@@ -154,12 +154,12 @@ pub struct EndpointConfig {
 /// How an endpoint in a secure domain frames its packets and starts its PDCs (UE 1.0 §3.7; the
 /// secure start PSN of the reference provider `ultraethernet/uet-ref-prov`, `uet_pds.c`).
 ///
-/// The endpoint holds no key: [`Endpoint::poll_transmit`] leaves `header_room` bytes at the front
-/// of the buffer, the caller appends the payload as usual and seals the packet with
-/// [`SecureDomain::seal`](crate::tss::SecureDomain::seal) (the payload is the caller's, so
-/// sealing is the step after it is in place); [`Endpoint::handle_sealed_packet`] opens a
-/// received packet and hands only its plaintext on, so a packet that fails authentication
-/// changes no PDC state.
+/// The endpoint holds no key: [`Endpoint::poll_transmit_sealed`] writes the headers after
+/// `header_room` bytes, copies the payload the caller gives for it and seals the packet with the
+/// caller's [`SecureDomain`](crate::tss::SecureDomain) in one call (or: [`Endpoint::poll_transmit`],
+/// append the payload, then [`SecureDomain::seal`](crate::tss::SecureDomain::seal));
+/// [`Endpoint::handle_sealed_packet`] opens a received packet and hands only its plaintext on,
+/// so a packet that fails authentication changes no PDC state.
 ///
 /// Start PSNs: the first initiator PDC to a destination starts at a random PSN in [2^16, 2^31)
 /// (the reference provider's range), a later one 2^16 to 2^17 past where the last one stopped;
@@ -520,8 +520,12 @@ pub enum EndpointError {
     /// (whose data would ride in the RUDI response) or UUD.
     ReadWithoutPdc,
     /// [`Endpoint::handle_sealed_packet`]: TSS refused the packet (counted in the domain's
-    /// statistics); nothing here changed.
+    /// statistics); nothing here changed. From [`Endpoint::poll_transmit_sealed`]: the domain
+    /// refused to seal (no key, counters exhausted, ...).
     Tss(crate::tss::TssError),
+    /// [`Endpoint::poll_transmit_sealed`]: the payload given is not as long as the transmit
+    /// names.
+    PayloadLength,
 }
 
 impl From<Error> for EndpointError {
@@ -546,6 +550,7 @@ impl core::fmt::Display for EndpointError {
             EndpointError::UnknownMessage => write!(f, "no such message"),
             EndpointError::ReadWithoutPdc => write!(f, "a READ needs RUD or ROD"),
             EndpointError::Tss(e) => write!(f, "{e}"),
+            EndpointError::PayloadLength => write!(f, "the payload given is not the length the transmit names"),
         }
     }
 }

@@ -135,8 +135,6 @@ fn exchange_run(run: &Run, a: EndpointConfig, lens: &[u32]) -> (Vec<(u64, u32)>,
         d.install(false, [0x42; 32]);
         d
     });
-    let tss_path =
-        |src: IpAddr, dst: IpAddr| crate::tss::Path::new(src, dst, crate::tss::Framing::NativeIp([1, 2, 0, 0]));
     let mut corrupted: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
     let mut buffers: HashMap<(u16, u16), (u64, Vec<u8>)> = HashMap::new();
     let mut received = Vec::new();
@@ -167,27 +165,39 @@ fn exchange_run(run: &Run, a: EndpointConfig, lens: &[u32]) -> (Vec<(u64, u32)>,
             if side == 1 && paused(now) {
                 continue;
             }
-            while let Some(t) = ep.poll_transmit(now, &mut out).unwrap() {
-                let mut pkt = out[..t.header_len].to_vec();
+            // The bytes a transmit names: A's messages, or B's memory for the READ its match
+            // bits name.
+            let bytes_of = |t: &Transmit| -> Vec<u8> {
+                let mut bytes = Vec::new();
                 if let Some(p) = t.payload {
                     let index = handles[&p.msg];
-                    pkt.extend((0..u32::from(p.len)).map(|i| byte(index, p.offset + i)));
+                    bytes.extend((0..u32::from(p.len)).map(|i| byte(index, p.offset + i)));
                 }
                 if let Some(r) = t.read {
-                    // B's memory for the READ its match bits name.
                     assert_eq!(side, 1, "only B answers READs");
-                    pkt.extend((0..u32::from(r.len)).map(|i| byte(r.header.match_bits, r.offset + i)));
+                    bytes.extend((0..u32::from(r.len)).map(|i| byte(r.header.match_bits, r.offset + i)));
                 }
-                if a.secure.is_some() {
-                    pkt.extend([0; crate::tss::ICV_LEN]);
-                    let len = pkt.len() - crate::tss::ICV_LEN;
-                    domains[side].seal(&mut pkt, len, &tss_path(ep.config().addr, t.dst)).unwrap();
+                bytes
+            };
+            loop {
+                let pkt = if a.secure.is_some() {
+                    // Headers, payload and seal in one call.
+                    let Some(pkt) = sealed_transmit(ep, now, &mut domains[side], bytes_of) else { break };
                     if wire.next() % 1000 < corrupt {
+                        let mut pkt = pkt;
                         let bit = wire.next() as usize % (pkt.len() * 8);
                         pkt[bit / 8] ^= 1 << (bit % 8);
                         corrupted.insert(pkt.clone());
+                        pkt
+                    } else {
+                        pkt
                     }
-                }
+                } else {
+                    let Some(t) = ep.poll_transmit(now, &mut out).unwrap() else { break };
+                    let mut pkt = out[..t.header_len].to_vec();
+                    pkt.extend(bytes_of(&t));
+                    pkt
+                };
                 if wire.next() % 1000 >= wire.loss {
                     wire.flight.push((1 - side, pkt));
                 }
@@ -308,6 +318,26 @@ fn exchange_run(run: &Run, a: EndpointConfig, lens: &[u32]) -> (Vec<(u64, u32)>,
     assert!(corrupt == 0 || !corrupted.is_empty(), "the run corrupted no packet");
     let [a, b] = eps;
     (received, sent, a, b, buffers)
+}
+
+/// One packet from `ep` through [`Endpoint::poll_transmit_sealed`] (native-IP framing, as the
+/// receiving side of [`exchange_run`] opens it), with the payload `bytes_of` gives.
+fn sealed_transmit(
+    ep: &mut Ep,
+    now: Instant,
+    domain: &mut crate::tss::SecureDomain<4>,
+    bytes_of: impl Fn(&Transmit) -> Vec<u8>,
+) -> Option<Vec<u8>> {
+    let mut out = vec![0u8; 16 + MAX_HEADER_LEN + usize::from(ep.config().mtu) + crate::tss::ICV_LEN];
+    let mut scratch = Vec::new();
+    let s = &mut scratch;
+    let framing = crate::tss::Framing::NativeIp([1, 2, 0, 0]);
+    let sent = ep.poll_transmit_sealed(now, &mut out, domain, framing, move |t| {
+        *s = bytes_of(t);
+        let s: &Vec<u8> = s;
+        s
+    });
+    sent.unwrap().map(|(_, n)| out[..n].to_vec())
 }
 
 fn lens(n: usize) -> Vec<u32> {
@@ -1938,4 +1968,32 @@ fn one_endpoint_per_secure_domain_routed_by_sdi() {
     }
     assert_eq!(received, [1, 1]);
     assert!(sides.iter().flatten().all(|(ep, _)| ep.is_idle()));
+}
+
+/// `poll_transmit_sealed`: a buffer too short for the largest packet changes nothing; a payload of
+/// the wrong length is refused (the packet counts as sent, and its PDC resends it).
+#[test]
+fn poll_transmit_sealed_checks_the_buffer_and_the_payload() {
+    use crate::tss::{DomainConfig, Framing, Mode, SecureDomain};
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let mut dom = SecureDomain::<4>::new(DomainConfig::new(5, Mode::Direct));
+    dom.install(false, [1; 32]);
+    let mut a = Ep::new(secure(a_addr, SecureStart::Expected0Rtt), 1);
+    a.send(desc(b_addr, Service::Rud, 0, 100)).unwrap();
+    let mut small = vec![0u8; 12 + MAX_HEADER_LEN + 100 + 16];
+    let r = a.poll_transmit_sealed(Instant::ZERO, &mut small, &mut dom, Framing::Udp, |_| &[]);
+    assert_eq!(r, Err(EndpointError::BufferTooShort), "room for an mtu of payload is required");
+    assert_eq!(dom.stats().out_auth_pkts, 0);
+    let mut out = vec![0u8; 12 + MAX_HEADER_LEN + 1024 + 16];
+    let r = a.poll_transmit_sealed(Instant::ZERO, &mut out, &mut dom, Framing::Udp, |_| &[0u8; 99]);
+    assert_eq!(r, Err(EndpointError::PayloadLength));
+    assert_eq!(dom.stats().out_auth_pkts, 0);
+    // The right length seals; the packet is the resend of the one refused above.
+    a.handle_timeout(Instant::from_nanos(10_000_000));
+    let (t, n) = a
+        .poll_transmit_sealed(Instant::from_nanos(10_000_000), &mut out, &mut dom, Framing::Udp, |_| &[7u8; 100])
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, t.header_len + 100 + 16);
+    assert_eq!(dom.stats().out_auth_pkts, 1);
 }

@@ -23,6 +23,42 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         Ok(t.map(|t| Transmit { header_len: t.header_len + room, ..t }))
     }
 
+    /// [`Endpoint::poll_transmit`] for an endpoint in a secure domain, with the packet finished
+    /// and sealed in one call: the headers are written after the TSS header's room, `payload`
+    /// gives the bytes the [`Transmit`] names ([`Transmit::payload`] or [`Transmit::read`]; it
+    /// is not called for a packet without), which are copied after them, and `domain` seals the
+    /// whole. Returns the transmit and the sealed packet's length, `out[..n]`.
+    ///
+    /// `out` must hold [`Secure::header_room`] + [`MAX_HEADER_LEN`] + `mtu` + 16 bytes (checked
+    /// first, so a short buffer changes nothing). A `payload` slice of another length than the
+    /// transmit names is `Err(EndpointError::PayloadLength)`, as is a refusal by the domain
+    /// (`Err(EndpointError::Tss(..))`): the packet counts as sent and its PDC resends it.
+    pub fn poll_transmit_sealed<'p, const S: usize, const W: usize>(
+        &mut self,
+        now: Instant,
+        out: &mut [u8],
+        domain: &mut crate::tss::SecureDomain<S, W>,
+        framing: crate::tss::Framing,
+        payload: impl FnOnce(&Transmit) -> &'p [u8],
+    ) -> Result<Option<(Transmit, usize)>, EndpointError> {
+        let room = self.cfg.secure.map_or(0, |s| usize::from(s.header_room));
+        let need = room + MAX_HEADER_LEN + usize::from(self.cfg.mtu) + crate::tss::ICV_LEN;
+        if out.len() < need {
+            return Err(EndpointError::BufferTooShort);
+        }
+        let Some(t) = self.poll_transmit(now, out)? else { return Ok(None) };
+        let named = t.payload.map(|p| p.len).or(t.read.map(|r| r.len)).map_or(0, usize::from);
+        let len = t.header_len + named;
+        if named > 0 {
+            let bytes = payload(&t);
+            let dst = out.get_mut(t.header_len..len).filter(|d| d.len() == bytes.len());
+            dst.ok_or(EndpointError::PayloadLength)?.copy_from_slice(bytes);
+        }
+        let path = crate::tss::Path::new(self.cfg.addr, t.dst, framing);
+        let n = domain.seal(out, len, &path).map_err(EndpointError::Tss)?;
+        Ok(Some((t, n)))
+    }
+
     /// [`Endpoint::poll_transmit`] with `out` starting where the PDS header goes.
     fn transmit_into(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
         self.now = self.now.max(now);
