@@ -1128,7 +1128,18 @@ pub fn endpoint(data: &[u8]) {
     let mut responses: HashSet<(usize, uet_wire::msg::MsgHandle, u32)> = HashSet::new();
     // READs in flight: (side, handle) → (length, bytes of data placed).
     let mut reads: HashMap<(usize, uet_wire::msg::MsgHandle), (u32, u64)> = HashMap::new();
-    let mut out = [0u8; 128];
+    let mut out = vec![0u8; 16 + uet_wire::msg::MAX_HEADER_LEN + usize::from(mtu) + uet_wire::tss::ICV_LEN];
+    // In a secure domain every packet is sealed by its sender's domain and opened by the
+    // receiver's (checked), then carried on as plaintext with the CRC below.
+    let mut tss: [uet_wire::tss::SecureDomain<2>; 2] = std::array::from_fn(|_| {
+        let cfg = uet_wire::tss::DomainConfig {
+            ssi: secure.filter(|s| s.header_room == 16).map(|_| 7),
+            ..uet_wire::tss::DomainConfig::new(3, uet_wire::tss::Mode::Cluster)
+        };
+        let mut d = uet_wire::tss::SecureDomain::new(cfg);
+        d.install(false, [9; 32]);
+        d
+    });
     // While set, events are left in the queue (it fills; completions wait for room).
     let mut hold_events = false;
     while !u.is_empty() {
@@ -1157,7 +1168,29 @@ pub fn endpoint(data: &[u8]) {
             1 => {
                 for (side, ep) in eps.iter_mut().enumerate() {
                     for _ in 0..u.int_in_range(0u8..=8).unwrap_or(1) {
-                        match ep.poll_transmit(now, &mut out) {
+                        let polled = if secure.is_some() {
+                            let framing = uet_wire::tss::Framing::Udp;
+                            let filler = [0xA5u8; 4096];
+                            let payload = |t: &uet_wire::msg::Transmit| {
+                                let n = t.payload.map(|p| p.len).or(t.read.map(|r| r.len)).unwrap_or(0);
+                                &filler[..usize::from(n)]
+                            };
+                            match ep.poll_transmit_sealed(now, &mut out, &mut tss[side], framing, payload) {
+                                Ok(Some((t, n))) => {
+                                    let path = uet_wire::tss::Path::new(addrs[side], t.dst, framing);
+                                    let mut sealed = out[..n].to_vec();
+                                    let o = tss[1 - side].open(&mut sealed, &path).expect("a sealed packet opens");
+                                    // The plaintext back where poll_transmit writes it.
+                                    assert_eq!(o.body.start, room);
+                                    out[room..o.body.end].copy_from_slice(&sealed[o.body.clone()]);
+                                    Ok(Some(t))
+                                }
+                                other => other.map(|o| o.map(|(t, _)| t)),
+                            }
+                        } else {
+                            ep.poll_transmit(now, &mut out)
+                        };
+                        match polled {
                             Ok(Some(t)) => {
                                 let mut pkt = out[room..t.header_len].to_vec();
                                 if let Some(p) = t.payload {
