@@ -293,8 +293,8 @@ struct Peer<const W: usize> {
     an: bool,
     ssi: Option<u32>,
     addr: IpAddr,
-    /// The derived key and the (epoch, rekey) it was derived for.
-    key: Option<(u16, u32, PacketKey)>,
+    /// The derived key and the (epoch, rekey, identity) it was derived for.
+    key: Option<(u16, u32, Identity, PacketKey)>,
     replay: Replay<W>,
     used: u64,
 }
@@ -596,9 +596,10 @@ impl<const S: usize, const W: usize> SecureDomain<S, W> {
         let aad = Aad::new(&path.src, &path.dst, path.framing, clear);
         key.open(&iv, aad.as_bytes(), body, &icv).map_err(|_| TssError::AuthFailed)?;
         let rekey = self.rekey_of(counter);
+        let who = self.kdf_input(&header, path, false).map(|(_, who)| who);
         if let Some(p) = self.peer_entry(an, header.ssi, path.src) {
-            if let Some(k) = fresh {
-                p.key = Some((header.tsc.epoch, rekey, k));
+            if let (Some(k), Some(who)) = (fresh, who) {
+                p.key = Some((header.tsc.epoch, rekey, who, k));
             }
             p.replay.record(counter);
         }
@@ -655,36 +656,37 @@ impl<const S: usize, const W: usize> SecureDomain<S, W> {
         }
         if let Some(k) = self.derive_if_needed(an, header, path, sending) {
             let (epoch, rekey) = (header.tsc.epoch, self.rekey_of(header.tsc.counter));
+            let Some((_, who)) = self.kdf_input(&header, path, sending) else { return Ok(()) };
             match self.cfg.mode {
                 Mode::Server => {
                     if let Some(p) = self.peer_entry(an, header.ssi, path.dst) {
-                        p.key = Some((epoch, rekey, k));
+                        p.key = Some((epoch, rekey, who, k));
                     }
                 }
-                _ => {
-                    if let Some((_, who)) = self.kdf_input(&header, path, sending) {
-                        self.tx_key = Some((an, epoch, rekey, who, k));
-                    }
-                }
+                _ => self.tx_key = Some((an, epoch, rekey, who, k)),
             }
         }
         Ok(())
     }
 
-    /// The cached key that seals or opens this packet.
+    /// The cached key that seals or opens this packet: derived for its epoch, rekey value and
+    /// identity (a FEP may send or receive at more than one address).
     fn cached_key(&self, an: bool, header: TssHeader, path: &Path, sending: bool) -> Option<&PacketKey> {
-        let fits = |epoch: u16, rekey: u32| epoch == header.tsc.epoch && rekey == self.rekey_of(header.tsc.counter);
         let slot = self.slot(an)?;
+        if self.cfg.mode == Mode::Direct {
+            return slot.direct.as_ref();
+        }
+        let who = self.kdf_input(&header, path, sending).map(|(_, who)| who)?;
+        let rekey = self.rekey_of(header.tsc.counter);
+        let fits = |epoch: u16, r: u32, w: &Identity| epoch == header.tsc.epoch && r == rekey && *w == who;
         match self.cfg.mode {
-            Mode::Direct => slot.direct.as_ref(),
             Mode::Cluster | Mode::Client if sending => {
-                let who = self.kdf_input(&header, path, sending).map(|(_, who)| who)?;
-                self.tx_key.as_ref().filter(|k| k.0 == an && fits(k.1, k.2) && k.3 == who).map(|k| &k.4)
+                self.tx_key.as_ref().filter(|k| k.0 == an && fits(k.1, k.2, &k.3)).map(|k| &k.4)
             }
             _ => {
                 let remote = if sending { &path.dst } else { &path.src };
                 let peer = self.peers.get(self.find_peer(an, header.ssi, remote)?)?;
-                peer.key.as_ref().filter(|k| fits(k.0, k.1)).map(|k| &k.2)
+                peer.key.as_ref().filter(|k| fits(k.0, k.1, &k.2)).map(|k| &k.3)
             }
         }
     }

@@ -243,6 +243,23 @@ fn server_and_client_count_in_different_halves() {
     assert_eq!(seal(&mut client, &ab, b"x"), Err(TssError::CountersExhausted));
 }
 
+/// A client receiving at two IPv6 addresses from one server (its identity is the address
+/// there, even with an SSI) derives a key for each.
+#[test]
+fn a_client_at_two_addresses_derives_a_key_for_each() {
+    let mut server = Dom::new(DomainConfig::new(1, Mode::Server));
+    let mut client = Dom::new(DomainConfig::new(1, Mode::Client));
+    server.install(false, KEY0);
+    client.install(false, KEY0);
+    let mut other = A6;
+    other[15] = 0x77;
+    for (i, dst) in [A6, other, A6].into_iter().enumerate() {
+        let path = Path { peer_ssi: Some(0x99), ..Path::new(B6, dst, Framing::Udp) };
+        let p = seal(&mut server, &path, b"r").unwrap();
+        assert_eq!(open(&mut client, &path, p).unwrap(), b"r", "packet {i}");
+    }
+}
+
 /// A cluster-mode FEP sending from two addresses derives a key for each.
 #[test]
 fn a_sender_with_two_addresses_derives_a_key_for_each() {
