@@ -3122,6 +3122,7 @@ fn tss_pair(
     mode: u8,
     v6: bool,
     native: bool,
+    key: [u8; 32],
 ) -> (uet_wire::tss::SecureDomain<4>, uet_wire::tss::SecureDomain<4>, uet_wire::tss::Path) {
     use uet_wire::tss::{DomainConfig, Framing, Mode, Path, SecureDomain};
     let (tx_mode, rx_mode, ssi) = match mode & 3 {
@@ -3138,8 +3139,8 @@ fn tss_pair(
         auth_fail_threshold: u64::MAX,
         ..DomainConfig::new(0x42, rx_mode)
     });
-    a.install(false, [1; 32]);
-    b.install(false, [1; 32]);
+    a.install(false, key);
+    b.install(false, key);
     let (src, dst) = if v6 {
         let mut a6 = [0u8; 16];
         a6[..2].copy_from_slice(&[0x20, 0x01]);
@@ -3159,7 +3160,7 @@ fn tss_pair(
 pub fn tss_open(data: &[u8]) {
     let Some((&sel, rest)) = data.split_first() else { return };
     let Some((&flip, rest)) = rest.split_first() else { return };
-    let (mut a, mut b, path) = tss_pair(sel, sel & 4 != 0, sel & 8 != 0);
+    let (mut a, mut b, path) = tss_pair(sel, sel & 4 != 0, sel & 8 != 0, [1; 32]);
     let mut bytes = rest.to_vec();
     assert!(b.open(&mut bytes, &path).is_err(), "arbitrary bytes authenticated");
     assert_eq!(bytes, rest, "a failed open changed the bytes");
@@ -3190,7 +3191,6 @@ pub fn tss_domain(data: &[u8]) {
     use std::collections::HashSet;
     use uet_wire::tss::{TssError, TssHeader};
     let Some((&sel, ops)) = data.split_first() else { return };
-    let (mut a, mut b, path) = tss_pair(sel, sel & 4 != 0, sel & 8 != 0);
     // Which key (by id) each end holds per AN; key `id` is its two bytes then zeros, and no id
     // is installed twice (a key manager never reinstalls a key).
     let (mut keys_a, mut keys_b) = ([Some(1u16), None], [Some(1u16), None]);
@@ -3199,9 +3199,7 @@ pub fn tss_domain(data: &[u8]) {
         k[..2].copy_from_slice(&id.to_be_bytes());
         k
     };
-    // tss_pair installed [1; 32]: treat it as id 1 by installing key(1) instead.
-    a.install(false, key(1));
-    b.install(false, key(1));
+    let (mut a, mut b, path) = tss_pair(sel, sel & 4 != 0, sel & 8 != 0, key(1));
     let mut next_id = 2u16;
     let mut sealed: HashSet<(bool, u16, u64)> = HashSet::new();
     let mut opened: HashSet<(bool, u16, u64)> = HashSet::new();

@@ -70,7 +70,7 @@ impl CrcPrefix {
     /// sender first: `CrcPrefix::ip(&peer, &own)`.
     pub fn ip(src: &crate::pdc::IpAddr, dst: &crate::pdc::IpAddr) -> Self {
         let mut bytes = [0; 40];
-        let v4 = |a: &crate::pdc::IpAddr| a.get(..12) == Some(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF][..]);
+        let v4 = |a| crate::pdc::table::mapped_ipv4(a).is_some();
         let width = if v4(src) && v4(dst) { 4 } else { 16 };
         let (s, d) = (src.get(16 - width..).unwrap_or_default(), dst.get(16 - width..).unwrap_or_default());
         bytes.get_mut(..width).unwrap_or_default().copy_from_slice(s);

@@ -95,6 +95,14 @@ pub const fn ipv4(a: [u8; 4]) -> IpAddr {
     [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, b0, b1, b2, b3]
 }
 
+/// The IPv4 address of an IPv4-mapped one, `None` for IPv6.
+pub(crate) fn mapped_ipv4(a: &IpAddr) -> Option<[u8; 4]> {
+    match *a {
+        [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, b0, b1, b2, b3] => Some([b0, b1, b2, b3]),
+        _ => None,
+    }
+}
+
 /// The 16-byte form of a `core::net` address: IPv4 mapped (`::ffff:a.b.c.d`), IPv6 as is.
 pub const fn ip(addr: core::net::IpAddr) -> IpAddr {
     match addr {

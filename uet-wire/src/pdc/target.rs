@@ -27,7 +27,9 @@
 //!   whose start PSN is before the domain's `Expected_PSN` (serial order), and with
 //!   [`StartPolicy::Random1Rtt`] every SYN, puts the PDC in Pending and is NACKed NEW_START_PSN
 //!   with the start PSN required; the PDC becomes Established when a SYN with that start arrives,
-//!   and is reaped after `New_PDC_Time`. On close, [`Target::next_expected_psn`] gives the value
+//!   and is reaped after `New_PDC_Time`. *Project-defined*: while Pending, a control packet too
+//!   is NACKed NEW_START_PSN (uet-ref-prov answers UNEXP_EVENT, which would fail a PDC whose
+//!   tail-loss probe overtook its restart). On close, [`Target::next_expected_psn`] gives the value
 //!   the caller stores as the domain's next `Expected_PSN`: *project-defined* as the CLOSE's PSN +
 //!   1 (uet-ref-prov uses start + 1, which would let a later PDC reuse PSNs of this one).
 //! * **Return direction** (UE 1.0 §3.5.20.1, §3.5.20.2.5: read data larger than

@@ -14,20 +14,11 @@
 
 use super::kdf::SessionKey;
 use super::{ICV_LEN, Tsc};
+use crate::packet::CrcPrefix;
 use crate::pdc::IpAddr;
+use crate::pdc::table::mapped_ipv4;
 use aes_gcm::aead::{AeadInOut, KeyInit};
 use aes_gcm::{Aes256Gcm, Nonce, Tag};
-
-/// Whether an address in the endpoint's 16-byte form is IPv4-mapped (`::ffff:a.b.c.d`).
-pub(crate) fn is_v4(a: &IpAddr) -> bool {
-    a.get(..12) == Some(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF][..])
-}
-
-/// The last four bytes of an address: the IPv4 address of a mapped one.
-pub(crate) fn low4(a: &IpAddr) -> [u8; 4] {
-    let [.., a, b, c, d] = *a;
-    [a, b, c, d]
-}
 
 /// How the packet is framed below the TSS header, which decides what the AAD covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -43,10 +34,10 @@ pub enum Framing {
 /// The 12-byte IV of the packet whose TSS header carries `ssi` and `tsc`, sent by `src` in
 /// domain `sdi`, under `mask`.
 pub fn iv(ssi: Option<u32>, sdi: u32, src: &IpAddr, tsc: Tsc, mask: &[u8; 12]) -> [u8; 12] {
-    let id = match ssi {
-        Some(ssi) => ssi.to_be_bytes(),
-        None if is_v4(src) => low4(src),
-        None => sdi.to_be_bytes(),
+    let id = match (ssi, mapped_ipv4(src)) {
+        (Some(ssi), _) => ssi.to_be_bytes(),
+        (None, Some(v4)) => v4,
+        (None, None) => sdi.to_be_bytes(),
     };
     let tsc = tsc.to_u64().to_be_bytes();
     core::array::from_fn(|i| {
@@ -64,16 +55,11 @@ pub struct Aad {
 
 impl Aad {
     /// The AAD of a packet from `src` to `dst` framed as `framing` whose TSS header is `tss`
-    /// (12 or 16 bytes as sent). Addresses are 4 bytes each when both are IPv4-mapped.
+    /// (12 or 16 bytes as sent). The addresses are those the CRC32C trailer covers too
+    /// ([`CrcPrefix::ip`]): 4 bytes each when both are IPv4-mapped, else 16.
     pub fn new(src: &IpAddr, dst: &IpAddr, framing: Framing, tss: &[u8]) -> Self {
         let mut aad = Aad { bytes: [0; 52], len: 0 };
-        if is_v4(src) && is_v4(dst) {
-            aad.push(&low4(src));
-            aad.push(&low4(dst));
-        } else {
-            aad.push(src);
-            aad.push(dst);
-        }
+        aad.push(CrcPrefix::ip(src, dst).as_bytes());
         if let Framing::NativeIp(entropy) = framing {
             aad.push(&entropy);
         }
@@ -173,7 +159,7 @@ mod tests {
         let aad = Aad::new(&a, &b, Framing::NativeIp([0x12, 0x34, 0, 0]), &tss);
         assert_eq!(aad.as_bytes(), [&[10, 0, 0, 1, 10, 0, 0, 2, 0x12, 0x34, 0, 0][..], &tss].concat());
         let aad = Aad::new(&a, &b, Framing::Udp, &tss);
-        assert_eq!(aad.as_bytes().len(), 20);
+        assert_eq!(aad.as_bytes(), [&[10, 0, 0, 1, 10, 0, 0, 2][..], &tss].concat());
         let v6 = [0x20, 1, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
         let tss16 = [0x0C; 16];
         let aad = Aad::new(&v6, &a, Framing::NativeIp([0; 4]), &tss16);

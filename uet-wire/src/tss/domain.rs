@@ -29,10 +29,10 @@
 //! sender under the one key. A rotation to a freshly installed key therefore starts at 0,
 //! as in the reference provider (which keeps one counter and resets it at each rotation); keeping
 //! the counter with its key also means rotating back to a key still installed continues its
-//! count instead of reusing IVs. The key manager must never install the same key twice. The epoch
-//! is the domain's, moved only by [`SecureDomain::set_epoch`] (the reference provider's test
-//! stand-in also resets it at a rotation; here a rotation leaves it, so receivers' epoch checks
-//! do not see the new key's packets as late).
+//! count instead of reusing IVs (*project-defined*). The key manager must never install the same
+//! key twice. The epoch is the domain's, moved only by [`SecureDomain::set_epoch`]
+//! (*project-defined*: the reference provider's test stand-in also resets it at a rotation; here
+//! a rotation leaves it, so receivers' epoch checks do not see the new key's packets as late).
 //!
 //! **Receive checks, in order** — each failure a typed error that changes nothing but its counter:
 //! SDI, the latch, SSI presence, epoch age, AN installed, replay, ICV.
@@ -56,11 +56,12 @@
 //! [`SecureDomain::retire`] removes the old one. When to do each is the key manager's (SDME's)
 //! decision; the reference provider's test stand-in rotates every 10 s with a 2 s guard.
 
-use super::aead::{Aad, Framing, PacketKey, is_v4, iv, low4};
+use super::aead::{Aad, Framing, PacketKey, iv};
 use super::kdf::{self, Identity, LABEL_CLUSTER, LABEL_SERVER, SessionKey};
 use super::{COUNTER_MAX, ICV_LEN, Tsc, TssHeader};
 use crate::error::Error;
 use crate::pdc::IpAddr;
+use crate::pdc::table::mapped_ipv4;
 
 /// Half the 48-bit counter space: where a server's counters start (see
 /// [`SecureDomain::counter_range`]).
@@ -195,7 +196,9 @@ impl core::fmt::Display for TssError {
 impl core::error::Error for TssError {}
 
 /// The domain's statistics, named as the reference provider names the specification's counters
-/// (`in_replayed_pkts` is this crate's, for its replay check).
+/// (`in_replayed_pkts` is this crate's, for its replay check). *Project-defined*: a packet for
+/// another SDI counts in `in_invalid_sa`; the reference provider, which looks the domain up
+/// itself, counts a port-level `in_errored_pkts` there.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TssStats {
@@ -609,7 +612,7 @@ impl<const S: usize, const W: usize> SecureDomain<S, W> {
     /// Whether a packet with `ssi` from `src` would take an IV prefix every sender shares under
     /// one key: direct mode, IPv6, no SSI (the IV starts with the SDI).
     fn shared_iv_prefix(&self, ssi: Option<u32>, src: &IpAddr) -> bool {
-        self.cfg.mode == Mode::Direct && ssi.is_none() && !is_v4(src)
+        self.cfg.mode == Mode::Direct && ssi.is_none() && mapped_ipv4(src).is_none()
     }
 
     /// The rekey value of a counter (cluster mode only; 0 otherwise).
@@ -629,10 +632,10 @@ impl<const S: usize, const W: usize> SecureDomain<S, W> {
             Mode::Server => (LABEL_SERVER, if sending { &path.dst } else { &path.src }),
             Mode::Client => (LABEL_SERVER, if sending { &path.src } else { &path.dst }),
         };
-        let id = match header.ssi {
-            _ if !is_v4(subject) => Identity::V6(*subject),
-            Some(ssi) => Identity::V4(ssi.to_be_bytes()),
-            None => Identity::V4(low4(subject)),
+        let id = match (mapped_ipv4(subject), header.ssi) {
+            (None, _) => Identity::V6(*subject),
+            (Some(_), Some(ssi)) => Identity::V4(ssi.to_be_bytes()),
+            (Some(v4), None) => Identity::V4(v4),
         };
         Some((label, id))
     }

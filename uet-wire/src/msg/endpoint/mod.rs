@@ -77,6 +77,13 @@
 //!   same key (source, destination, SPDCID) and start PSN (its PSN − psn_offset). A new PDC from
 //!   the same initiator PDC id picks a fresh start PSN (random, UE 1.0 §3.5.11.4, or
 //!   above `Expected_PSN` under secure start as in uet-ref-prov), so it is not mistaken for one.
+//! * **Secure domains** ([`Secure`]; UE 1.0 §3.7, uet-ref-prov `uet_pds.c` for the secure start
+//!   PSN): one endpoint serves one secure domain, and the domain's `Expected_PSN` moves to the
+//!   PSN after the last one a closing target PDC received, whenever that PDC started at or after
+//!   it. An initiator PDC starts 2^16 to 2^17 past where the last PDC to its destination stopped
+//!   (random in [2^16, 2^31) for the first), so 0-RTT starts are not refused once
+//!   `Expected_PSN` has risen (the reference provider's initiator learns `Expected_PSN` from an
+//!   ACK flag of its own instead, which this crate does not send).
 //! * A request the event queue has no room for is dropped unanswered (its resend comes back once
 //!   the caller has polled events), so no event is ever lost.
 //!
@@ -847,7 +854,7 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     closed_targets: heapless::Deque<ClosedTarget, CLOSED_MEMORY>,
     /// In a secure domain: per destination, the furthest first-PSN-after of its initiator PDCs
     /// that closed (newest last), so the next one starts beyond it (see `random_start_psn`).
-    start_hints: heapless::Deque<(IpAddr, u32), CLOSED_MEMORY>,
+    start_hints: heapless::Vec<(IpAddr, u32), CLOSED_MEMORY>,
     stats: EndpointStats,
     /// A completed message waits for room in the event queue: the next event polled settles it.
     unsettled: bool,
@@ -929,7 +936,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             next_connectionless_id: 0,
             rudi_responses: heapless::Deque::new(),
             closed_targets: heapless::Deque::new(),
-            start_hints: heapless::Deque::new(),
+            start_hints: heapless::Vec::new(),
             stats: EndpointStats::default(),
             unsettled: false,
             last_pdc: None,
@@ -1006,7 +1013,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         if self.cfg.secure.is_none() {
             return r;
         }
-        match self.start_hints.iter().rev().find(|(a, _)| a == dst) {
+        match self.start_hints.iter().find(|(a, _)| a == dst) {
             Some(&(_, next)) => next.wrapping_add(SECURE_START_MIN).wrapping_add(r % SECURE_START_MIN),
             None => SECURE_START_MIN + r % (SECURE_START_END - SECURE_START_MIN),
         }
@@ -1017,23 +1024,18 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         if self.cfg.secure.is_none() {
             return;
         }
-        // One entry per destination, in age order, keeping the furthest PSN (PDCs to one
-        // destination close in any order): the old entry for `dst` goes.
+        // One entry per destination, oldest first, keeping the furthest PSN (PDCs to one
+        // destination close in any order).
         let mut next_psn = next_psn;
-        for _ in 0..self.start_hints.len() {
-            match self.start_hints.pop_front() {
-                Some((a, old)) if a == dst && psn_after(old, next_psn) => next_psn = old,
-                Some((a, _)) if a == dst => {}
-                Some(e) => {
-                    let _ = self.start_hints.push_back(e);
-                }
-                None => {}
+        if let Some(at) = self.start_hints.iter().position(|(a, _)| *a == dst) {
+            let (_, old) = self.start_hints.remove(at);
+            if psn_after(old, next_psn) {
+                next_psn = old;
             }
+        } else if self.start_hints.is_full() {
+            self.start_hints.remove(0);
         }
-        if self.start_hints.is_full() {
-            self.start_hints.pop_front();
-        }
-        let _ = self.start_hints.push_back((dst, next_psn));
+        let _ = self.start_hints.push((dst, next_psn));
     }
 
     /// How a new target PDC accepts its start PSN.

@@ -1997,3 +1997,25 @@ fn poll_transmit_sealed_checks_the_buffer_and_the_payload() {
     assert_eq!(n, t.header_len + 100 + 16);
     assert_eq!(dom.stats().out_auth_pkts, 1);
 }
+
+/// The start hint keeps the furthest PSN per destination (PDCs close in any order) and the
+/// newest destinations when full.
+#[test]
+fn secure_start_hints_keep_the_furthest_psn() {
+    let mut a = Ep::new(secure(ipv4([10, 0, 0, 1]), SecureStart::Expected0Rtt), 3);
+    let dst = ipv4([10, 0, 0, 2]);
+    a.remember_start_hint(dst, 1_000_000);
+    a.remember_start_hint(dst, 900_000); // an older PDC closed later
+    for _ in 0..50 {
+        let s = a.random_start_psn(&dst);
+        assert!((1_000_000 + SECURE_START_MIN..1_000_000 + 2 * SECURE_START_MIN).contains(&s), "{s}");
+    }
+    for i in 0..CLOSED_MEMORY as u8 {
+        a.remember_start_hint(ipv4([10, 1, 0, i]), 5);
+    }
+    assert_eq!(a.start_hints.len(), CLOSED_MEMORY);
+    assert!(a.start_hints.iter().all(|(d, _)| *d != dst), "the oldest destination made room");
+    // Without a hint, the first start is in the secure range.
+    let s = a.random_start_psn(&dst);
+    assert!((SECURE_START_MIN..SECURE_START_END).contains(&s));
+}
