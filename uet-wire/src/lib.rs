@@ -6,9 +6,11 @@
 #[cfg(feature = "arbitrary")]
 extern crate std;
 
+pub mod cms;
 pub mod crc32c;
 pub mod entropy;
 mod error;
+pub mod lb;
 pub mod msg;
 pub mod packet;
 pub mod pdc;
