@@ -7,6 +7,8 @@
 //!   wire that corrupts frames and loses or corrupts control ordered sets.
 //! * [`fabric`], [`pdc_sim`], [`endpoint_sim`]: a sprayed multipath fabric, and UET PDCs and
 //!   endpoints simulated over it.
+//! * [`cms_sim`]: UET congestion management (`uet_wire::cms`) and load balancing
+//!   (`uet_wire::lb`) over a fabric with switch queues, ECN marking and trimming.
 //! * [`uet_capture`]: a UET exchange framed as Ethernet/IPv4/UDP, and pcap/pcapng files.
 //! * [`uet_fields`]: UET packets as named fields, text and JSON (the `uet-decode` model).
 //! * [`ethx_efficiency`]: wire bytes per useful byte of AXI loads and stores in each ETH-X
@@ -19,6 +21,7 @@
 //!   DL, replay) over a wire with bit errors, with credit starvation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+pub mod cms_sim;
 pub mod cxl_sim;
 pub mod endpoint_sim;
 pub mod ethx_efficiency;

@@ -35,6 +35,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("uet_packet", uet_packet),
     ("tss_open", tss_open),
     ("tss_domain", tss_domain),
+    ("cms", cms),
     ("pdc_window", pdc_window),
     ("pdc_pair", pdc_pair),
     ("endpoint", endpoint),
@@ -3300,5 +3301,112 @@ pub fn tss_domain(data: &[u8]) {
                 }
             }
         }
+    }
+}
+
+/// Congestion management and load balancing (`uet_wire::cms`, `uet_wire::lb`) under any input:
+/// an NSCC window stays within [MTU, maxwnd] whatever feedback arrives; an RCCC sender and a pull
+/// pacer talking over a channel that loses, repeats and reorders neither create nor destroy
+/// credit (the sender never holds more grants than the pacer made, and adds up exactly the steps
+/// it applied), while a second sender and flow take hostile fields; every entropy selector keeps
+/// its EVs in range.
+pub fn cms(data: &[u8]) {
+    use uet_wire::cms::{AckSignal, CreditSender, NackSignal, Nscc, NsccConfig, PullPacer, PullPacerConfig};
+    use uet_wire::lb::{Bitmap, EntropySource, Oblivious, PathFeedback, Reps};
+    let mut u = Unstructured::new(data);
+    let link = LinkRate::new(u.int_in_range(1..=1_600_000_000_000u64).unwrap_or(1)).unwrap();
+    let rtt = Duration::from_nanos(u.int_in_range(0..=2_000_000u64).unwrap_or(12_000));
+    let mtu = u.int_in_range(0..=9_000u32).unwrap_or(4096);
+    let flags = u.arbitrary::<u8>().unwrap_or(0);
+    let cfg = NsccConfig {
+        trimming: flags & 1 != 0,
+        quick_adapt: flags & 2 == 0,
+        with_credit: flags & 4 != 0,
+        qa_gate: flags >> 3,
+        initial_cwnd: u.arbitrary().unwrap_or(None),
+        target_qdelay: u.arbitrary().unwrap_or(None),
+        ..NsccConfig::new(link, rtt, mtu)
+    };
+    let mut now = Instant::from_nanos(u.arbitrary::<u32>().unwrap_or(0).into());
+    let mut nscc = Nscc::new(cfg, now);
+    let maxwnd = u32::try_from(nscc.max_cwnd()).unwrap_or(u32::MAX);
+    let mut pacer: PullPacer<3> = PullPacer::new(PullPacerConfig::new(link, maxwnd));
+    let (fa, fb) = (pacer.add_flow().unwrap(), pacer.add_flow().unwrap());
+    let (mut sa, mut sb) = (CreditSender::new(maxwnd, mtu), CreditSender::new(maxwnd, mtu));
+    let paths = u.arbitrary::<u16>().unwrap_or(8);
+    let seed = u.arbitrary::<u64>().unwrap_or(0);
+    let (mut oblivious, mut reps, mut bitmap) =
+        (Oblivious::new(paths, seed), Reps::new(paths, seed), Bitmap::<32>::new(seed));
+    let mut wire: VecDeque<u32> = VecDeque::new();
+    while !u.is_empty() {
+        let op = u.arbitrary::<u8>().unwrap_or(0);
+        let arg = u.arbitrary::<u32>().unwrap_or(0);
+        let rtt = (op & 0x80 != 0).then(|| Duration::from_nanos(u64::from(arg >> 8)));
+        match op % 12 {
+            0 => nscc.on_send(arg >> 12),
+            1 => {
+                let ack = AckSignal { acked: arg >> 14, rtt, ecn: op & 0x40 != 0, penalty: (arg & 0xFF) as u8 };
+                let _ = nscc.on_ack(now, ack);
+            }
+            2 => nscc.on_nack(now, NackSignal { bytes: arg >> 18, rtt, last_hop: op & 0x40 != 0 }),
+            3 => nscc.on_timeout(arg >> 18),
+            4 => now = now.saturating_add(Duration::from_nanos(u64::from(arg >> 10))),
+            5 => {
+                let cwnd = (op & 0x40 != 0).then(|| nscc.cwnd());
+                let target = sa.pull_target(u64::from(arg >> 8), cwnd, u32::from(op >> 6) + 1);
+                let _ = pacer.on_target(fa, target);
+                sa.on_send(arg & 0xFFFF);
+            }
+            6 => {
+                now = now.saturating_add(Duration::from_nanos(u64::from(arg >> 20)));
+                if let Some(pull) = pacer.poll_pull(now) {
+                    if pull.flow == fa {
+                        wire.push_back(pull.granted);
+                        if op & 0x40 != 0 {
+                            wire.push_back(pull.granted);
+                        }
+                    }
+                }
+            }
+            7 => {
+                if wire.is_empty() {
+                    continue;
+                }
+                let at = arg as usize % wire.len();
+                let g = wire.remove(at).unwrap();
+                if op & 0x40 == 0 {
+                    let _ = sa.on_grant(g);
+                }
+            }
+            8 => {
+                let _ = pacer.on_target(fb, arg);
+                let _ = sb.on_grant(arg.rotate_left(7));
+                sb.pull_target(u64::from(arg), None, 0);
+            }
+            9 => {
+                let _ = pacer.remove_flow(fb);
+                let _ = pacer.add_flow();
+            }
+            10 => {
+                let ev = reps.next_entropy(now);
+                assert!(ev < paths.max(1), "REPS EV {ev} beyond {paths} paths");
+                oblivious.next_entropy(now);
+                bitmap.next_entropy(now);
+            }
+            _ => {
+                let feedback = [PathFeedback::Good, PathFeedback::Ecn, PathFeedback::Nack, PathFeedback::Timeout]
+                    [usize::from(op >> 6)];
+                let ev = (arg & 1 != 0).then_some((arg >> 16) as u16);
+                reps.on_feedback(now, ev.map(|e| e % paths.max(1)), feedback);
+                oblivious.on_feedback(now, ev, feedback);
+                bitmap.on_feedback(now, ev, feedback);
+            }
+        }
+        assert!(nscc.cwnd() >= nscc.min_cwnd() && nscc.cwnd() <= nscc.max_cwnd().max(nscc.min_cwnd()));
+        let (granted, _) = pacer.flow(fa).unwrap();
+        assert!(sa.granted() <= granted, "sender holds {} quanta, pacer granted {granted}", sa.granted());
+        assert_eq!(sa.stats().quanta, sa.granted());
+        assert!(sa.credit() <= i64::from(maxwnd.max(1)) && sb.credit() <= i64::from(maxwnd.max(1)));
+        assert!(bitmap.penalised() <= 32);
     }
 }

@@ -15,7 +15,9 @@
 //! Feedback ([`PathFeedback`]) is what the simulator feeds its selectors: an unmarked ACK is
 //! `Good`, a marked one `Ecn`; a NACK of a packet trimmed at the last hop is `Good` (or `Ecn` if
 //! marked) since another path cannot help there, any other NACK `Nack`; a retransmission timeout
-//! is `Timeout`, with no EV. Every transmission (first sends, resends and probes) draws a new EV.
+//! is `Timeout`, with the EV the lost packet carried when the sender kept it (the simulator keeps
+//! none and passes an unknown EV; [`Bitmap`] can penalise the path only when it is named). Every
+//! transmission (first sends, resends and probes) draws a new EV.
 //!
 //! Random draws come from a xorshift generator seeded by the caller: randomness is an input, and
 //! a seed makes a run repeatable. *Project-defined*: the path count is rounded down to a power of
