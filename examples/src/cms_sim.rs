@@ -408,11 +408,12 @@ impl CmsSim {
             }
             Ev::AtReceiver { flow, psn, mark, trimmed, last_hop, target } => {
                 self.report.marks += u64::from(mark && !trimmed);
-                // The pull target rides the PDS header, which a trimmed packet keeps.
-                if let Some(t) = target {
-                    if self.pacer.on_target(self.senders[flow].flow, t) == Ok(true) {
-                        self.wake_pacer(self.now);
-                    }
+                // The pull target rides the PDS header, which a trimmed packet keeps; a trimmed
+                // packet also gets its flow a pull (credit to resend it).
+                let id = self.senders[flow].flow;
+                let raised = target.is_some_and(|t| self.pacer.on_target(id, t) == Ok(true));
+                if (raised || trimmed && self.pacer.on_trimmed(id).is_ok()) && self.cfg.cc != Cc::Nscc {
+                    self.wake_pacer(self.now);
                 }
                 if !trimmed {
                     if self.received[flow].insert(psn) {

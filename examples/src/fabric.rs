@@ -31,6 +31,14 @@ pub struct FabricConfig {
 }
 
 impl FabricConfig {
+    /// The longest unloaded round trip: twice the longest path with all its jitter.
+    pub fn max_rtt(&self) -> Duration {
+        let longest = self.base_delay.as_nanos()
+            + u64::from(self.paths.saturating_sub(1)) * self.path_step.as_nanos()
+            + self.jitter.as_nanos();
+        Duration::from_nanos(2 * longest)
+    }
+
     /// Eight paths 2 µs to 6.9 µs long with 1.5 µs of jitter; `loss` on every packet and the
     /// other faults at a quarter of it each.
     pub fn sprayed(loss: f64) -> Self {

@@ -3383,10 +3383,16 @@ pub fn cms(data: &[u8]) {
                 let _ = sb.on_grant(arg.rotate_left(7));
                 sb.pull_target(u64::from(arg), None, 0);
             }
-            9 => {
-                let _ = pacer.remove_flow(fb);
-                let _ = pacer.add_flow();
-            }
+            9 => match op >> 6 {
+                0 => {
+                    let _ = pacer.remove_flow(fb);
+                    let _ = pacer.add_flow_with(arg);
+                }
+                1 => pacer.set_rate(arg),
+                _ => {
+                    let _ = pacer.on_trimmed(if op & 0x80 != 0 { fa } else { fb });
+                }
+            },
             10 => {
                 let ev = reps.next_entropy(now);
                 assert!(ev < paths.max(1), "REPS EV {ev} beyond {paths} paths");

@@ -17,7 +17,7 @@
 //! marked) since another path cannot help there, any other NACK `Nack`; a retransmission timeout
 //! is `Timeout`, with the EV the lost packet carried when the sender kept it (the simulator keeps
 //! none and passes an unknown EV; [`Bitmap`] can penalise the path only when it is named). Every
-//! transmission (first sends, resends and probes) draws a new EV.
+//! transmission (first sends, resends, probes and credit requests) draws a new EV.
 //!
 //! Random draws come from a xorshift generator seeded by the caller: randomness is an input, and
 //! a seed makes a run repeatable. *Project-defined*: the path count is rounded down to a power of
@@ -56,8 +56,13 @@ pub trait EntropySource {
 struct Rng(u32);
 
 impl Rng {
+    /// Seeds from `seed` mixed by one splitmix64 step, so that nearby seeds (flow numbers) give
+    /// unrelated sequences.
     fn new(seed: u64) -> Self {
-        let folded = (seed ^ (seed >> 32)) as u32;
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        let folded = ((z ^ (z >> 31)) >> 32) as u32;
         Rng(if folded == 0 { 0x9E37_79B9 } else { folded })
     }
 
@@ -88,8 +93,8 @@ struct Round {
 }
 
 impl Round {
-    fn new(paths: u16, rng: &mut Rng) -> Self {
-        let mask = power_of_two(paths) - 1;
+    /// A round over the paths under `mask` (a power of two minus one).
+    fn new(mask: u16, rng: &mut Rng) -> Self {
         let upper = rng.next() & !mask;
         Round { mask, index: 0, xor: rng.next() & mask, upper }
     }
@@ -125,7 +130,7 @@ impl Oblivious {
     /// Sprays over `paths` (rounded down to a power of two, at least 1), seeded by `seed`.
     pub fn new(paths: u16, seed: u64) -> Self {
         let mut rng = Rng::new(seed);
-        Oblivious { round: Round::new(paths, &mut rng), rng }
+        Oblivious { round: Round::new(power_of_two(paths) - 1, &mut rng), rng }
     }
 
     /// The number of paths sprayed over.
@@ -152,8 +157,9 @@ pub const MAX_PATH_PENALTY: u8 = 15;
 ///
 /// Feedback adds to the path's penalty: ECN 1, NACK 4, timeout [`MAX_PATH_PENALTY`] (the penalty
 /// is capped there). The next EV walks the oblivious order; the first penalised path it meets
-/// loses one point, and every penalised path is skipped, for at most `P + 1` steps (then the
-/// path reached is used anyway).
+/// loses one point, and every penalised path is skipped; after `P` steps the path reached is used
+/// anyway. A timeout that names no EV penalises nothing (*project-defined*: the simulator
+/// penalises its "unknown" EV, 0, which would punish a healthy path).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Bitmap<const P: usize = 64> {
@@ -168,10 +174,7 @@ impl<const P: usize> Bitmap<P> {
     pub fn new(seed: u64) -> Self {
         const { assert!(P.is_power_of_two() && P <= 1 << 16, "Bitmap paths: a power of two up to 65 536") };
         let mut rng = Rng::new(seed);
-        let mut round = Round::new(u16::MAX, &mut rng);
-        round.mask = (P - 1) as u16;
-        round.upper &= !round.mask;
-        round.xor &= round.mask;
+        let round = Round::new((P - 1) as u16, &mut rng);
         Bitmap { round, rng, penalty: [0; P], penalised: 0 }
     }
 
@@ -189,18 +192,17 @@ impl<const P: usize> Bitmap<P> {
 impl<const P: usize> EntropySource for Bitmap<P> {
     fn next_entropy(&mut self, _now: Instant) -> u16 {
         let mut path = self.round.path();
-        let mut first = true;
-        for _ in 0..=P {
-            let Some(p) = self.penalty.get_mut(usize::from(path)) else { break };
-            if *p == 0 {
-                break;
-            }
-            if first {
+        let mut steps = 0;
+        while let Some(p) = self.penalty.get_mut(usize::from(path)).filter(|p| **p > 0) {
+            if steps == 0 {
                 *p -= 1;
                 if *p == 0 {
                     self.penalised = self.penalised.saturating_sub(1);
                 }
-                first = false;
+            }
+            steps += 1;
+            if steps > P {
+                break;
             }
             self.round.advance(&mut self.rng);
             path = self.round.path();
@@ -216,9 +218,8 @@ impl<const P: usize> EntropySource for Bitmap<P> {
             PathFeedback::Nack => 4,
             PathFeedback::Timeout => MAX_PATH_PENALTY,
         };
-        // A timeout names no path; the simulator penalises its "unknown EV" slot, which is path
-        // `0xFFFF & mask`. The same slot is used here.
-        let path = ev.unwrap_or(u16::MAX) & self.round.mask;
+        let Some(ev) = ev else { return };
+        let path = ev & self.round.mask;
         if let Some(p) = self.penalty.get_mut(usize::from(path)) {
             if *p == 0 {
                 self.penalised += 1;

@@ -32,10 +32,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 use linklayer::Duration;
+use uet_wire::pdc::PdcConfig;
 use uet_wire::pds::DeliveryMode;
 use xlink_examples::cms_sim::{Cc, CmsSim, CmsSimConfig, Degrade, Lb};
 use xlink_examples::endpoint_sim::{EndpointSim, EndpointSimConfig};
 use xlink_examples::ethx_sim::{EthxSim, EthxSimConfig};
+use xlink_examples::fabric::FabricConfig;
 use xlink_examples::link_sim::{Sim, SimConfig};
 use xlink_examples::pdc_sim::{PdcSim, PdcSimConfig};
 use xlink_examples::ualink_sim::{FLIT_NS, RxBuffers, UaSim, UaSimConfig};
@@ -267,7 +269,7 @@ fn scale_out(seed: u64, secure: bool) {
         (DeliveryMode::Rod, 0.0),
         (DeliveryMode::Rod, 0.01),
     ] {
-        let cfg = PdcSimConfig::new(seed, mode, flows, packets, loss);
+        let cfg = PdcSimConfig::new(seed, mode, flows, packets, loss).with_sprayed_timers();
         let r = PdcSim::new(cfg).run(Duration::from_millis(60_000));
         assert!(r.completed, "every packet delivered exactly once and every PDC closed");
         let gbps = (r.delivered * u64::from(cfg.packet_bytes) * 8) as f64 / r.elapsed.as_nanos() as f64;
@@ -290,6 +292,14 @@ fn scale_out(seed: u64, secure: bool) {
         "Every packet was delivered exactly once (ROD in order), no PDC failed, and every PDC on both sides closed."
     );
     println!("Latency runs from a packet's first send to its delivery, resends included.");
+    println!(
+        "PDC timers: `PdcConfig::sprayed` for this fabric's longest round trip ({}): resend {} after a gap, probe \
+         after {} of quiet, retransmission timeout from {}.",
+        us(FabricConfig::sprayed(0.0).max_rtt()),
+        us(PdcConfig::sprayed(FabricConfig::sprayed(0.0).max_rtt()).reorder_window),
+        us(PdcConfig::sprayed(FabricConfig::sprayed(0.0).max_rtt()).tail_loss_time),
+        us(PdcConfig::sprayed(FabricConfig::sprayed(0.0).max_rtt()).rto_min),
+    );
     println!();
     messages(seed, secure);
     println!();

@@ -11,17 +11,19 @@
 //!
 //! The CMS specification text was not available to this crate. Both algorithms follow the UEC
 //! Congestion Management working group's simulator (`ultraethernet/uet-htsim`, commit `40ccb05`,
-//! `htsim/sim/uec.cpp`), which says of itself that it is "not a standard": its constants are our
-//! defaults, every one a configuration field. Each module names the simulator functions it
-//! follows, and marks where it departs from them as *project-defined*.
+//! `htsim/sim/uec.cpp`), which says of itself that it is "not a standard": its constants are the
+//! algorithms' constants, scaled from a network the configuration describes. Each module names
+//! the simulator functions it follows, and marks where it departs from them as *project-defined*.
 //!
 //! Everything is integer or fixed-point arithmetic (firmware has no FPU on its fast path), and
 //! nothing here panics or allocates: a value out of range is ignored and counted
 //! ([`Ignored`]), never trusted.
 //!
-//! DFC: no public text or code describes a UE mechanism of that name (the simulator has none),
-//! so this crate builds none; the receiver-side steering the public summaries describe is the
-//! credit scheduler of [`rccc`] and the path feedback of [`crate::lb`].
+//! DFC (destination flow control): public summaries of UE 1.0 describe it as the destination
+//! slowing its credit (RCCC) and sending NSCC senders a window penalty. Both means are here
+//! ([`PullPacer::set_rate`], and the ACK_CC `rcv_cwnd_pend` penalty that [`Nscc`] applies with
+//! [`NsccConfig::honor_penalty`]), but no policy for when a destination should use them: no
+//! public text or code gives one (the simulator has no DFC).
 
 pub mod nscc;
 pub mod rccc;

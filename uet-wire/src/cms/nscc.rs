@@ -18,18 +18,20 @@
 //! | yes | < target | none (the path, not the window, is at fault) |
 //!
 //! The increase collects in `inc` (bytes²) and is applied as `cwnd += inc / cwnd` after eight
-//! MTUs received or one network RTT, plus `η` once per network RTT. Quick adapt: once per epoch
-//! (base RTT + target delay), if a loss or a delay above four targets was seen and the bytes
-//! acknowledged during the epoch are under `maxwnd >> qa_gate`, the window drops to those bytes;
-//! ECN-marked ACKs and NACKs are then ignored until what was in flight has been acknowledged.
+//! MTUs received or one network RTT, plus `η` once per network RTT. Quick adapt: at the first
+//! feedback after each epoch (base RTT + target delay), if a NACK came since the last quick adapt,
+//! or this feedback is a loss or has a delay above four targets, and the bytes acknowledged
+//! during the epoch are under `maxwnd >> qa_gate`, the window drops to those bytes; ECN-marked
+//! ACKs and NACKs are then ignored until what was in flight has been acknowledged.
 //! A NACK (a trimmed packet) subtracts its bytes and arms quick adapt; a retransmission timeout
 //! subtracts the packet's bytes only.
 //!
 //! Constants scale from the reference network ([`REFERENCE_BDP`]): with
 //! `a = BDP / 150 000 B`, `fi = 5·MSS·a`, `η = 0.15·MSS·a`, `fi_scale = a/4`,
 //! `α = 4·MSS·a·(target/12 µs)/target` (so `α × (target − delay) = 4·MSS·a·(target − delay)/12 µs`),
-//! `γ = 0.8`, delay average weight `1/80` (0.0125), `min_cwnd = MTU`, `maxwnd = 1.5 × BDP`
-//! (recomputed when the base RTT drops), initial window `maxwnd`.
+//! `γ = 0.8`, delay average weight `1/80` (0.0125), `min_cwnd = MTU`, `maxwnd = 1.5 × BDP` of
+//! the peer's round trip (recomputed when the base RTT drops), initial window `maxwnd`. These
+//! constants are fixed; the network they scale from is configuration ([`NsccConfig`]).
 //!
 //! Checked against the simulator itself: its NSCC functions, transcribed into a standalone
 //! program with its types and truncations, and this module, fed the same 5 000 scripted feedback
@@ -42,9 +44,16 @@
 //! * Fixed point: the average delay is kept in 1/256 ns, `α` in 2⁻³² bytes per ns of delay,
 //!   `fi_scale` in 2⁻¹⁶; the pending increase in 64 bits, saturating (the simulator's 32-bit one
 //!   overflows at 800 Gb/s). The decrease factor `(avg + 4·target)/(5·avg)` is γ = 0.8 exactly.
-//! * The receiver's window penalty (ACK_CC `rcv_cwnd_pend`, 7 bits): `p` takes `acked × p / 127`
-//!   off the window (at least one MTU stays). 0 is no penalty, so a receiver that sends zeros
-//!   changes nothing; the simulator's 8-bit form counts the other way (255 = none).
+//! * The receiver's window penalty (ACK_CC `rcv_cwnd_pend`, 7 bits) is honoured only when
+//!   [`NsccConfig::honor_penalty`] says so: no public source gives its meaning, and the
+//!   simulator's 8-bit form counts down from 255 = none, so a peer that carries that form over
+//!   would send 127 for none. Honoured, `p` takes `acked × p / 127` off the window (at least one
+//!   MTU stays), so 0 is no penalty and a receiver that sends zeros changes nothing.
+//! * When the base RTT drops, the window is clamped to the new `maxwnd` at once (the simulator
+//!   clamps at its next bounds check), so it never exceeds `maxwnd` between feedback.
+//! * A configured initial window is kept within `[MTU, maxwnd]`.
+//! * [`ReceivedBytes`] resynchronises after three steps in a row it refused, so one genuine jump
+//!   of half the 24-bit range does not stall the count.
 //! * The simulator's two average-delay weights for large samples are both 0.0125, so one rule
 //!   is kept.
 
@@ -63,8 +72,15 @@ pub const MAX_PENALTY: u8 = 0x7F;
 pub struct NsccConfig {
     /// The sender's link rate (the BDP and `maxwnd` are computed from it).
     pub link: LinkRate,
-    /// The network's unloaded round-trip time; also the first base RTT.
+    /// The network's unloaded round-trip time: it scales the constants and sets the target delay
+    /// and the adjustment period.
     pub network_rtt: Duration,
+    /// The unloaded round trip to this CCC's peer, the first base RTT (`maxwnd` is 1.5 times
+    /// its BDP); `None` for `network_rtt`.
+    pub peer_rtt: Option<Duration>,
+    /// Apply the receiver's window penalty (ACK_CC `rcv_cwnd_pend`; off by default, see the
+    /// module doc).
+    pub honor_penalty: bool,
     /// Payload bytes of a full packet (the constants scale with it; htsim `_mss`, 4 096).
     pub mss: u32,
     /// Bytes a full packet counts in the window (the minimum window; htsim `_mtu`).
@@ -82,7 +98,7 @@ pub struct NsccConfig {
     /// RCCC runs beside NSCC on this CCC: a NACK of a packet trimmed at the last hop (congestion
     /// the receiver's credits govern) then leaves the window as it is.
     pub with_credit: bool,
-    /// The window to start with; `None` for `maxwnd`.
+    /// The window to start with, kept within `[MTU, maxwnd]`; `None` for `maxwnd`.
     pub initial_cwnd: Option<u32>,
 }
 
@@ -93,6 +109,8 @@ impl NsccConfig {
         NsccConfig {
             link,
             network_rtt,
+            peer_rtt: None,
+            honor_penalty: false,
             mss: mtu,
             mtu,
             target_qdelay: None,
@@ -122,12 +140,14 @@ impl NsccConfig {
 pub struct AckSignal {
     /// Bytes the receiver took since the previous ACK ([`ReceivedBytes::advance`]).
     pub acked: u32,
-    /// The round trip of the packet the ACK answers, when it was sent once (Karn's rule) or is
-    /// the probe being answered; `None` otherwise.
+    /// The round trip of the packet the ACK answers, when it was sent once (Karn's rule); `None`
+    /// otherwise, and for the answer to a probe or a credit request (the simulator takes no
+    /// base RTT from those).
     pub rtt: Option<Duration>,
     /// The ACK echoes an ECN mark.
     pub ecn: bool,
-    /// The receiver's window penalty (`rcv_cwnd_pend`, 0 for none, at most [`MAX_PENALTY`]).
+    /// The receiver's window penalty (`rcv_cwnd_pend`, 0 for none, at most [`MAX_PENALTY`]);
+    /// used only with [`NsccConfig::honor_penalty`].
     pub penalty: u8,
 }
 
@@ -137,7 +157,8 @@ pub struct AckSignal {
 pub struct NackSignal {
     /// The NACKed packet's size (it leaves the flight).
     pub bytes: u32,
-    /// Its round trip, when it was sent once.
+    /// Its round trip from its latest send (the simulator takes it even for a resent packet:
+    /// it only lowers the base RTT).
     pub rtt: Option<Duration>,
     /// It was trimmed at the last hop (the receiver's port), not inside the network.
     pub last_hop: bool,
@@ -226,7 +247,8 @@ impl Nscc {
         let mss = u64::from(cfg.mss.max(1));
         let rtt = cfg.network_rtt.as_nanos().max(1);
         let bdp = cfg.link.bytes_in(Duration::from_nanos(rtt));
-        let maxwnd = Self::max_window(bdp, mtu);
+        let peer_rtt = cfg.peer_rtt.map_or(rtt, |r| r.as_nanos().max(1));
+        let maxwnd = Self::max_window(cfg.link.bytes_in(Duration::from_nanos(peer_rtt)), mtu);
         let cwnd = cfg.initial_cwnd.map_or(maxwnd, |c| u64::from(c).clamp(mtu, maxwnd));
         Nscc {
             cfg,
@@ -238,7 +260,7 @@ impl Nscc {
             cwnd,
             maxwnd,
             in_flight: 0,
-            base_rtt: rtt,
+            base_rtt: peer_rtt,
             avg_delay_q8: 0,
             inc: 0,
             received: 0,
@@ -316,6 +338,10 @@ impl Nscc {
 
     /// A packet of `bytes` timed out: it leaves the flight and the window shrinks by its size
     /// (htsim `mark_packet_for_retransmission`).
+    ///
+    /// Should the packet be acknowledged after all before it is resent (it was late, not lost),
+    /// call [`Nscc::on_send`] for it again before the ACK's [`Nscc::on_ack`], whose byte count
+    /// includes it (the simulator adds it back to the flight so).
     pub fn on_timeout(&mut self, bytes: u32) {
         self.stats.timeouts += 1;
         self.in_flight = self.in_flight.saturating_sub(u64::from(bytes));
@@ -324,8 +350,8 @@ impl Nscc {
 
     /// An ACK for this CCC arrived at `now`.
     ///
-    /// A penalty beyond 7 bits is ignored ([`Ignored::PenaltyOutOfRange`]); the rest of the ACK
-    /// still counts.
+    /// A penalty beyond 7 bits is ignored ([`Ignored::PenaltyOutOfRange`]; checked even when
+    /// penalties are not honoured); the rest of the ACK still counts.
     pub fn on_ack(&mut self, now: Instant, ack: AckSignal) -> Result<(), Ignored> {
         self.stats.acks += 1;
         let acked = u64::from(ack.acked);
@@ -341,7 +367,7 @@ impl Nscc {
             self.stats.ignored += 1;
             Err(Ignored::PenaltyOutOfRange)
         } else {
-            if ack.penalty > 0 {
+            if ack.penalty > 0 && self.cfg.honor_penalty {
                 let cut = acked * u64::from(ack.penalty) / u64::from(MAX_PENALTY);
                 self.cwnd = self.cwnd.saturating_sub(cut).max(self.min_cwnd());
             }
@@ -525,12 +551,14 @@ impl Nscc {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ReceivedBytes {
     last: u32,
+    /// Steps refused in a row.
+    refused: u8,
 }
 
 impl ReceivedBytes {
     /// The count a new PDC's receiver starts from: 0.
     pub const fn new() -> Self {
-        ReceivedBytes { last: 0 }
+        ReceivedBytes { last: 0, refused: 0 }
     }
 
     /// The last count applied.
@@ -538,13 +566,22 @@ impl ReceivedBytes {
         self.last
     }
 
-    /// The bytes an ACK carrying `field` adds; 0 for a repeat of the last count.
+    /// The bytes an ACK carrying `field` adds; 0 for a repeat of the last count. The third
+    /// refused step in a row is taken as the new count instead (adding nothing), so a genuine
+    /// jump cannot stall the count for good.
     pub fn advance(&mut self, field: u32) -> Result<u32, Ignored> {
         let field = field & 0x00FF_FFFF;
         let step = field.wrapping_sub(self.last) & 0x00FF_FFFF;
         if step >= 1 << 23 {
-            return Err(Ignored::StaleReceivedBytes);
+            self.refused += 1;
+            if self.refused < 3 {
+                return Err(Ignored::StaleReceivedBytes);
+            }
+            self.refused = 0;
+            self.last = field;
+            return Ok(0);
         }
+        self.refused = 0;
         self.last = field;
         Ok(step)
     }

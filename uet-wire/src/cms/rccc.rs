@@ -163,10 +163,12 @@ impl CreditSender {
         if self.speculating && backlog > 0 {
             need = need.max(i64::from(self.mtu));
         }
-        let need = u64::try_from(need).unwrap_or(0) / u64::from(active.max(1));
-        let target = self.granted.saturating_add(quanta_ceil(need));
-        self.requested = self.requested.max(target);
         self.stats.targets += 1;
+        // Credit in hand covers what is wanted: the simulator's target then falls below the
+        // grants and the receiver ignores it; repeating the last target does the same.
+        let Ok(need @ 1..) = u64::try_from(need) else { return (self.requested as u32) & FIELD_MASK };
+        let target = self.granted.saturating_add(quanta_ceil(need / u64::from(active.max(1))));
+        self.requested = self.requested.max(target);
         (target as u32) & FIELD_MASK
     }
 
@@ -179,11 +181,12 @@ impl CreditSender {
         let grant = extend(self.granted, field);
         if grant <= self.granted {
             self.stats.stale += 1;
+            // An old grant is still feedback: speculation ends (the simulator's `processPull`).
+            self.on_feedback();
             if grant < self.granted {
                 self.stats.ignored += 1;
                 return Err(Ignored::StaleGrant);
             }
-            self.on_feedback();
             return Ok(0);
         }
         let allowance = self.maxwnd / u64::from(QUANTUM) + u64::from(CREDIT_PER_PULL);
@@ -203,7 +206,8 @@ impl CreditSender {
     }
 }
 
-/// A flow at the receiver's pull pacer.
+/// A flow at the receiver's pull pacer. A removed flow's id stays unknown until its slot has
+/// been reused 65 536 times (the generation is 16 bits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct FlowId {
@@ -221,7 +225,8 @@ pub struct PullPacerConfig {
     pub ports: u32,
     /// The share of the link rate credit is granted at, in per mille (htsim's 0.99: 990).
     pub rate_permille: u32,
-    /// The senders' `maxwnd` in bytes: bounds a target and the unsolicited credit of an idle flow.
+    /// The senders' `maxwnd` in bytes for flows added by [`PullPacer::add_flow`]: bounds a target
+    /// and the unsolicited credit of an idle flow.
     pub maxwnd: u32,
 }
 
@@ -230,6 +235,11 @@ impl PullPacerConfig {
     pub const fn new(link: LinkRate, maxwnd: u32) -> Self {
         PullPacerConfig { link, ports: 1, rate_permille: 990, maxwnd }
     }
+}
+
+/// Quanta of `maxwnd` bytes, rounded down (the unsolicited credit an idle flow may hold).
+fn window_quanta(maxwnd: u32) -> u64 {
+    u64::from(maxwnd) / u64::from(QUANTUM)
 }
 
 /// One pull: send the flow's sender its cumulative grant.
@@ -262,13 +272,15 @@ enum Queue {
 struct Slot {
     generation: u16,
     queue: Queue,
+    /// The sender's `maxwnd` in bytes.
+    maxwnd: u32,
     prev: u16,
     next: u16,
     target: u64,
     granted: u64,
 }
 
-const FREE: Slot = Slot { generation: 0, queue: Queue::Free, prev: NIL, next: NIL, target: 0, granted: 0 };
+const FREE: Slot = Slot { generation: 0, queue: Queue::Free, maxwnd: 0, prev: NIL, next: NIL, target: 0, granted: 0 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -283,6 +295,8 @@ struct List {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct PullPacer<const N: usize> {
     cfg: PullPacerConfig,
+    /// The slowdown of [`PullPacer::set_rate`], per mille.
+    slowdown: u32,
     slots: [Slot; N],
     active: List,
     idle: List,
@@ -296,6 +310,7 @@ impl<const N: usize> PullPacer<N> {
         const { assert!(N < NIL as usize, "a PullPacer holds fewer than 65 535 flows") };
         PullPacer {
             cfg,
+            slowdown: 1000,
             slots: [FREE; N],
             active: List { head: NIL, tail: NIL },
             idle: List { head: NIL, tail: NIL },
@@ -309,20 +324,29 @@ impl<const N: usize> PullPacer<N> {
         &self.stats
     }
 
-    /// Slows (or restores) the pacer: credit is granted at `permille` of the configured rate
-    /// (1 to 1 000; 0 is taken as 1).
+    /// Slows (or restores) the pacer: credit is granted at `permille` of the configured share
+    /// of the link ([`PullPacerConfig::rate_permille`]), 1 to 1 000 (0 is taken as 1; 1 000
+    /// restores it). The simulator's rate hooks (oversubscription, PCIe) and destination flow
+    /// control slow credit so.
     pub fn set_rate(&mut self, permille: u32) {
-        self.cfg.rate_permille = permille.clamp(1, 1000);
+        self.slowdown = permille.clamp(1, 1000);
     }
 
-    /// Takes a new flow; [`Ignored::NoRoom`] when all `N` are in use.
+    /// Takes a new flow whose sender's `maxwnd` is the configured one; [`Ignored::NoRoom`] when
+    /// all `N` are in use.
     pub fn add_flow(&mut self) -> Result<FlowId, Ignored> {
+        self.add_flow_with(self.cfg.maxwnd)
+    }
+
+    /// Takes a new flow whose sender's `maxwnd` is `maxwnd` bytes; [`Ignored::NoRoom`] when all
+    /// `N` are in use.
+    pub fn add_flow_with(&mut self, maxwnd: u32) -> Result<FlowId, Ignored> {
         let Some((index, slot)) = self.slots.iter_mut().enumerate().find(|(_, s)| s.queue == Queue::Free) else {
             self.stats.ignored += 1;
             return Err(Ignored::NoRoom);
         };
         let generation = slot.generation.wrapping_add(1);
-        *slot = Slot { generation, queue: Queue::None, ..FREE };
+        *slot = Slot { generation, queue: Queue::None, maxwnd, ..FREE };
         Ok(FlowId { index: index as u16, generation })
     }
 
@@ -347,8 +371,8 @@ impl<const N: usize> PullPacer<N> {
     /// A packet of `flow` carried its pull target (24-bit cumulative quanta); returns whether it
     /// raised the target.
     ///
-    /// A target at or below the last one changes nothing; one beyond the grants plus `maxwnd`
-    /// is refused ([`Ignored::BadPullTarget`]).
+    /// A target at or below the last one changes nothing; one beyond the grants plus the flow's
+    /// `maxwnd` and one pull (64 quanta) is refused ([`Ignored::BadPullTarget`]).
     pub fn on_target(&mut self, flow: FlowId, field: u32) -> Result<bool, Ignored> {
         let s = self.slot(flow)?;
         let target = extend(s.target.max(s.granted), field);
@@ -356,7 +380,7 @@ impl<const N: usize> PullPacer<N> {
             self.stats.stale += 1;
             return Ok(false);
         }
-        let room = quanta_ceil(u64::from(self.cfg.maxwnd)).saturating_add(u64::from(CREDIT_PER_PULL));
+        let room = quanta_ceil(u64::from(s.maxwnd)).saturating_add(u64::from(CREDIT_PER_PULL));
         if target > s.granted.saturating_add(room) {
             self.stats.ignored += 1;
             return Err(Ignored::BadPullTarget);
@@ -371,6 +395,17 @@ impl<const N: usize> PullPacer<N> {
             self.push(Queue::Active, flow.index);
         }
         Ok(true)
+    }
+
+    /// A trimmed packet of `flow` arrived (its header, a NACK goes back): the flow is queued for
+    /// a pull even if its target did not rise, as the simulator's sink does, so a sender left
+    /// without credit gets some to resend. An idle flow whose unasked credit is used up gets one
+    /// more pull of 64 quanta.
+    pub fn on_trimmed(&mut self, flow: FlowId) -> Result<(), Ignored> {
+        if self.slot(flow)?.queue == Queue::None {
+            self.push(Queue::Idle, flow.index);
+        }
+        Ok(())
     }
 
     /// When the next pull is due: `None` while no flow waits for one.
@@ -397,7 +432,7 @@ impl<const N: usize> PullPacer<N> {
         s.granted = if unsolicited { grant_to } else { grant_to.min(s.target).max(before) };
         let quanta = (s.granted - before) as u32;
         let (granted, target, generation) = (s.granted, s.target, s.generation);
-        let unasked_room = u64::from(self.cfg.maxwnd) / u64::from(QUANTUM);
+        let unasked_room = window_quanta(s.maxwnd);
         if target > granted {
             self.push(Queue::Active, index);
         } else if granted - target < unasked_room {
@@ -408,7 +443,9 @@ impl<const N: usize> PullPacer<N> {
         self.stats.grants += 1;
         self.stats.quanta += u64::from(quanta);
         self.stats.unsolicited += u64::from(unsolicited);
-        self.next_at = now.saturating_add(self.pull_time(quanta.max(EMPTY_PULL_QUANTA)));
+        // A pull that granted nothing still takes some time (the simulator's four quanta).
+        let paced = if quanta == 0 { EMPTY_PULL_QUANTA } else { quanta };
+        self.next_at = now.saturating_add(self.pull_time(paced));
         Some(Pull { flow: FlowId { index, generation }, granted: (granted as u32) & FIELD_MASK, quanta, unsolicited })
     }
 
@@ -417,8 +454,10 @@ impl<const N: usize> PullPacer<N> {
         let bits = u128::from(quanta) * u128::from(QUANTUM) * 8 * 1_000_000_000 * 1000;
         let rate = u128::from(self.cfg.link.bits_per_second())
             * u128::from(self.cfg.ports.max(1))
-            * u128::from(self.cfg.rate_permille.clamp(1, 1000));
-        Duration::from_nanos(u64::try_from(bits.div_ceil(rate)).unwrap_or(u64::MAX))
+            * u128::from(self.cfg.rate_permille.clamp(1, 1000))
+            * u128::from(self.slowdown)
+            / 1000;
+        Duration::from_nanos(u64::try_from(bits.div_ceil(rate.max(1))).unwrap_or(u64::MAX))
     }
 
     fn slot(&self, flow: FlowId) -> Result<Slot, Ignored> {

@@ -72,10 +72,31 @@ fn bitmap_with_every_path_penalised_still_sends() {
         b.next_entropy(T0);
     }
     assert_eq!(total(&b), 52);
-    // A timeout without an EV penalises the "unknown" slot (all ones under the mask).
+    // A timeout without an EV names no path: nothing is penalised.
     let mut b: Bitmap<4> = Bitmap::new(9);
     b.on_feedback(T0, None, PathFeedback::Timeout);
-    assert_eq!(b.penalty(3), MAX_PATH_PENALTY);
+    assert_eq!(b.penalised(), 0);
+}
+
+#[test]
+fn bitmap_gives_up_after_p_steps_as_the_simulator_does() {
+    // Every path penalised: the walk forgives the first path met and advances P times, so the
+    // EV used is the one P places after the start of the walk.
+    let mut reference: Bitmap<4> = Bitmap::new(11);
+    let mut b = reference;
+    for p in 0..4 {
+        b.on_feedback(T0, Some(p), PathFeedback::Timeout);
+    }
+    let order: Vec<u16> = (0..5).map(|_| reference.next_entropy(T0)).collect();
+    assert_eq!(b.next_entropy(T0), order[4]);
+}
+
+#[test]
+fn selectors_draw_their_upper_bits_per_seed() {
+    let uppers: HashSet<u16> = (0..64u64).map(|seed| Bitmap::<64>::new(seed).next_entropy(T0) & !63).collect();
+    assert!(uppers.len() > 50, "{} distinct upper bits over 64 seeds", uppers.len());
+    let uppers: HashSet<u16> = (0..64u64).map(|seed| Oblivious::new(64, seed).next_entropy(T0) & !63).collect();
+    assert!(uppers.len() > 50, "{} distinct upper bits over 64 seeds", uppers.len());
 }
 
 #[test]

@@ -172,7 +172,11 @@ fn a_smaller_rtt_lowers_the_base_and_maxwnd() {
 
 #[test]
 fn the_receivers_penalty_takes_its_share_of_the_acked_bytes() {
+    // Not honoured by default.
     let mut n = Nscc::new(reference(), at(0));
+    n.on_ack(at(1), AckSignal { acked: 12_700, rtt: None, ecn: true, penalty: 10 }).unwrap();
+    assert_eq!(n.cwnd(), 100_000);
+    let mut n = Nscc::new(NsccConfig { honor_penalty: true, ..reference() }, at(0));
     n.on_ack(at(1), AckSignal { acked: 12_700, rtt: None, ecn: true, penalty: 10 }).unwrap();
     assert_eq!(n.cwnd(), 100_000 - 1000);
     // Out of range: ignored and counted; the rest of the ACK counts.
@@ -203,9 +207,23 @@ fn received_bytes_follow_the_24_bit_count() {
     assert_eq!(r.advance(4096), Ok(0));
     assert_eq!(r.advance(100), Err(Ignored::StaleReceivedBytes));
     r.advance(0xFF_FF00).unwrap_err();
-    let mut r = ReceivedBytes { last: 0xFF_FF00 };
+    let mut r = ReceivedBytes { last: 0xFF_FF00, refused: 0 };
     assert_eq!(r.advance(0x100), Ok(0x200));
     assert_eq!(r.advance(0x7F00_0100), Ok(0), "bits above 24 are not the count's");
+    // A genuine jump of half the range is refused twice, then taken as the new count.
+    assert_eq!(r.advance(0x80_0100), Err(Ignored::StaleReceivedBytes));
+    assert_eq!(r.advance(0x80_1100), Err(Ignored::StaleReceivedBytes));
+    assert_eq!(r.advance(0x80_2100), Ok(0));
+    assert_eq!(r.advance(0x80_3100), Ok(0x1000));
+}
+
+#[test]
+fn the_peers_round_trip_sets_the_base_and_maxwnd() {
+    // A peer 24 µs away in a 12 µs network: the constants stay the reference's, the window's
+    // room is the peer's BDP.
+    let n = Nscc::new(NsccConfig { peer_rtt: Some(Duration::from_micros(24)), ..reference() }, at(0));
+    assert_eq!((n.base_rtt(), n.max_cwnd(), n.fi), (Duration::from_micros(24), 450_000, 20_480));
+    assert_eq!(n.target_qdelay(), Duration::from_micros(12));
 }
 
 #[derive(Clone, Debug)]
@@ -239,6 +257,7 @@ fn config() -> impl Strategy<Value = NsccConfig> {
         .prop_map(|(bps, rtt, mtu, (trimming, quick_adapt, with_credit, qa_gate, initial_cwnd))| {
             let link = LinkRate::new(bps).unwrap_or(LinkRate::GBPS_100);
             NsccConfig {
+                honor_penalty: true,
                 trimming,
                 quick_adapt,
                 with_credit,

@@ -40,7 +40,8 @@ fn the_pull_target_asks_for_the_backlog_shared_among_active_senders() {
     // Credit in hand is subtracted; while speculating at least one MTU is asked for.
     let mut s = CreditSender::new(MAXWND, MTU);
     assert_eq!(s.pull_target(1000, None, 1), 16);
-    assert_eq!(s.pull_target(0, None, 1), 0);
+    // Nothing wanted beyond the credit in hand: the last target again, which the receiver ignores.
+    assert_eq!(s.pull_target(0, None, 1), 16);
 }
 
 #[test]
@@ -159,10 +160,52 @@ fn a_slower_rate_spaces_the_pulls() {
     let mut p = pacer();
     let a = p.add_flow().unwrap();
     p.on_target(a, 900).unwrap();
-    p.set_rate(495);
+    p.set_rate(500);
     p.poll_pull(at(0)).unwrap();
     // Half of 99 %: 64 quanta take 2 × 1 323.96 = 2 647.92 → 2 648 ns.
     assert_eq!(p.poll_timeout(), Some(at(2648)));
+    p.set_rate(1000);
+    p.poll_pull(at(2648)).unwrap();
+    assert_eq!(p.poll_timeout(), Some(at(2648 + 1324)));
+}
+
+#[test]
+fn a_small_grant_paces_for_its_own_size() {
+    let mut p = pacer();
+    let a = p.add_flow().unwrap();
+    p.on_target(a, 1).unwrap();
+    assert_eq!(p.poll_pull(at(0)).map(|p| p.quanta), Some(1));
+    // One quantum: 2 048 bits at 99 Gb/s = 20.7 → 21 ns (four quanta only for an empty pull).
+    assert_eq!(p.poll_timeout(), Some(at(21)));
+}
+
+#[test]
+fn a_trimmed_packet_gets_its_flow_a_pull() {
+    let mut p = pacer();
+    let a = p.add_flow().unwrap();
+    p.on_target(a, 10).unwrap();
+    let mut now = at(0);
+    while let Some(t) = p.poll_timeout() {
+        now = now.max(t);
+        p.poll_pull(now).unwrap();
+    }
+    // Idle and out of unasked credit: a trim still queues it, for one pull of 64.
+    p.on_trimmed(a).unwrap();
+    now = now.max(p.poll_timeout().unwrap());
+    assert_eq!(p.poll_pull(now).map(|p| (p.quanta, p.unsolicited)), Some((64, true)));
+    assert_eq!(p.poll_timeout(), None);
+    let gone = p.add_flow().unwrap();
+    p.remove_flow(gone).unwrap();
+    assert_eq!(p.on_trimmed(gone), Err(Ignored::UnknownFlow));
+}
+
+#[test]
+fn each_flow_has_its_senders_window() {
+    let mut p = pacer();
+    let wide = p.add_flow_with(4 * MAXWND).unwrap();
+    // 4 × 225 000 / 256 = 3 515.6 → 3 516 quanta, plus one pull.
+    assert_eq!(p.on_target(wide, 3516 + 64), Ok(true));
+    assert_eq!(p.on_target(wide, 3516 + 64 + 65), Err(Ignored::BadPullTarget));
 }
 
 proptest! {
