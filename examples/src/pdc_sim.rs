@@ -85,9 +85,7 @@ impl PdcSimConfig {
             },
         }
     }
-}
 
-impl PdcSimConfig {
     /// The same run with the PDC timers of [`PdcConfig::sprayed`] for this fabric's longest round
     /// trip (the retry limits kept).
     pub fn with_sprayed_timers(mut self) -> Self {

@@ -380,7 +380,8 @@ fn messages(seed: u64, secure: bool) {
     for (mode, loss) in
         [(DeliveryMode::Rud, 0.0), (DeliveryMode::Rud, 0.01), (DeliveryMode::Rud, 0.10), (DeliveryMode::Rod, 0.01)]
     {
-        let cfg = EndpointSimConfig { secure, ..EndpointSimConfig::new(seed, mode, per_side, loss) };
+        let cfg =
+            EndpointSimConfig { secure, ..EndpointSimConfig::new(seed, mode, per_side, loss).with_sprayed_timers() };
         let r = <EndpointSim>::new(cfg).run(Duration::from_millis(60_000));
         assert!(r.completed, "every message delivered exactly once, every PDC closed");
         println!(
