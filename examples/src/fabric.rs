@@ -8,6 +8,7 @@ use crate::link_sim::Rng;
 use linklayer::{Duration, Instant};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use uet_wire::pdc::PdcConfig;
 
 /// The fabric between the two hosts.
 #[derive(Clone, Copy, Debug)]
@@ -37,6 +38,19 @@ impl FabricConfig {
             + u64::from(self.paths.saturating_sub(1)) * self.path_step.as_nanos()
             + self.jitter.as_nanos();
         Duration::from_nanos(2 * longest)
+    }
+
+    /// `limits` with the timers of [`PdcConfig::sprayed`] for this fabric's longest round trip
+    /// (resend after a gap, tail-loss probe, retransmission timeout); its retry limits are kept.
+    pub fn sprayed_timers(&self, limits: PdcConfig) -> PdcConfig {
+        let t = PdcConfig::sprayed(self.max_rtt());
+        PdcConfig {
+            rto: t.rto,
+            rto_min: t.rto_min,
+            tail_loss_time: t.tail_loss_time,
+            reorder_window: t.reorder_window,
+            ..limits
+        }
     }
 
     /// Eight paths 2 µs to 6.9 µs long with 1.5 µs of jitter; `loss` on every packet and the

@@ -89,14 +89,7 @@ impl PdcSimConfig {
     /// The same run with the PDC timers of [`PdcConfig::sprayed`] for this fabric's longest round
     /// trip (the retry limits kept).
     pub fn with_sprayed_timers(mut self) -> Self {
-        let t = PdcConfig::sprayed(self.fabric.max_rtt());
-        self.pdc = PdcConfig {
-            rto: t.rto,
-            rto_min: t.rto_min,
-            tail_loss_time: t.tail_loss_time,
-            reorder_window: t.reorder_window,
-            ..self.pdc
-        };
+        self.pdc = self.fabric.sprayed_timers(self.pdc);
         self
     }
 }

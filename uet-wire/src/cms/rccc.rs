@@ -16,17 +16,20 @@
 //!   exceeds `maxwnd`.
 //! * **Receiver** ([`PullPacer`], one per receiving port or NIC). Flows whose target is above
 //!   their grants are served round robin; each pull grants `min(64 quanta, target − granted)`
-//!   and the next pull waits for the time those quanta take at 99 % of the link rate (at least
-//!   four quanta's time when nothing was granted). A flow whose target is met becomes idle;
-//!   while no flow is active, idle flows get unsolicited pulls of 64 quanta until their
-//!   unrequested credit reaches `maxwnd / 256` quanta.
+//!   and the next pull waits for the time those quanta take at 99 % of the link rate (four
+//!   quanta's time when nothing was granted). A flow whose target is met becomes idle; while no
+//!   flow is active, idle flows get unsolicited pulls of 64 quanta until their unrequested credit
+//!   reaches `maxwnd / 256` quanta. A trimmed packet queues its flow for a pull even when its
+//!   target did not rise ([`PullPacer::on_trimmed`]).
 //!
 //! *Project-defined* (the simulator carries credit in its own packets; the public layouts have
 //! these fields): the pull target travels as the RUD_CC / ROD_CC `credit_target` (24 bits), the
 //! grant as the ACK_CC credit state's `credit` (24 bits) or the CREDIT control packet's payload,
 //! both cumulative quanta modulo 2²⁴ (4 GiB: a step of half that is taken as stale). A grant
 //! beyond the sender's largest target plus the unsolicited allowance (`maxwnd / 256 + 64`
-//! quanta) is refused, as is a target beyond the grants plus `maxwnd`. [`PullPacer::set_rate`]
+//! quanta) is refused, as is a target beyond the grants plus the flow's `maxwnd` and one pull;
+//! a sender whose credit covers its backlog repeats its last target (the simulator's falls below
+//! the grants, which the receiver ignores alike). [`PullPacer::set_rate`]
 //! slows the pacer (the simulator's oversubscription and PCIe rate hooks; destination flow
 //! control slows credit this way).
 
