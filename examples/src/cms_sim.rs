@@ -154,7 +154,7 @@ pub struct CmsSimReport {
     pub max_queue: u64,
     /// Mean queueing delay at the downlink, second half.
     pub mean_queue_delay: Duration,
-    /// Packets trimmed (anywhere) and trimmed at the downlink.
+    /// Packets trimmed, anywhere.
     pub trims: u64,
     /// Of them, at the downlink.
     pub last_hop_trims: u64,
@@ -180,7 +180,7 @@ enum Ev {
     /// A data packet reaches path `path`'s queue.
     AtPath { flow: usize, psn: u64, path: u16, mark: bool, target: Option<u32> },
     /// A data packet reaches the downlink queue.
-    AtDownlink { flow: usize, psn: u64, mark: bool, trimmed: bool, target: Option<u32> },
+    AtDownlink { flow: usize, psn: u64, mark: bool, target: Option<u32> },
     /// The packet reaches the receiver.
     AtReceiver { flow: usize, psn: u64, mark: bool, trimmed: bool, last_hop: bool, target: Option<u32> },
     /// An ACK or NACK reaches its sender.
@@ -196,8 +196,8 @@ enum Ev {
 struct Sent {
     at: u64,
     ev: u16,
-    /// Transmissions so far.
-    count: u32,
+    /// A resend (an ACK of it may answer an earlier copy, so it gives no round-trip sample).
+    resent: bool,
 }
 
 struct Sender {
@@ -384,16 +384,16 @@ impl CmsSim {
                 let mark = mark || backlog > threshold;
                 q.free_at = q.free_at.max(self.now) + q.rate.time_for_bytes(mtu).as_nanos();
                 let out = q.free_at + one_way / 2;
-                self.at(out, Ev::AtDownlink { flow, psn, mark, trimmed: false, target });
+                self.at(out, Ev::AtDownlink { flow, psn, mark, target });
             }
-            Ev::AtDownlink { flow, psn, mark, trimmed, target } => {
+            Ev::AtDownlink { flow, psn, mark, target } => {
                 let mtu = u64::from(self.cfg.mtu);
                 let backlog = self.downlink.backlog(self.now);
                 self.report.max_queue = self.report.max_queue.max(backlog);
-                if trimmed || backlog + mtu > self.cfg.queue_capacity {
-                    self.report.trims += u64::from(!trimmed);
-                    self.report.last_hop_trims += u64::from(!trimmed);
-                    self.at(self.now, Ev::AtReceiver { flow, psn, mark, trimmed: true, last_hop: !trimmed, target });
+                if backlog + mtu > self.cfg.queue_capacity {
+                    self.report.trims += 1;
+                    self.report.last_hop_trims += 1;
+                    self.at(self.now, Ev::AtReceiver { flow, psn, mark, trimmed: true, last_hop: true, target });
                     return;
                 }
                 let mark = mark || backlog > self.cfg.ecn_threshold;
@@ -466,16 +466,17 @@ impl CmsSim {
             c.on_feedback();
         }
         let Some(sent) = s.unacked.remove(&psn) else { return };
-        let rtt = (sent.count == 1).then(|| Duration::from_nanos(self.now - sent.at));
+        let rtt = Duration::from_nanos(self.now - sent.at);
         if nack {
             if let Some(n) = s.nscc.as_mut() {
-                n.on_nack(now, NackSignal { bytes: mtu, rtt, last_hop });
+                n.on_nack(now, NackSignal { bytes: mtu, rtt: Some(rtt), last_hop });
             }
             let fb = if last_hop { PathFeedback::Good } else { PathFeedback::Nack };
             s.lb.on_feedback(now, Some(sent.ev), if last_hop && mark { PathFeedback::Ecn } else { fb });
             s.resend.push_back(psn);
         } else {
             if let Some(n) = s.nscc.as_mut() {
+                let rtt = (!sent.resent).then_some(rtt);
                 n.on_ack(now, AckSignal { acked: mtu, rtt, ecn: mark, penalty: 0 }).unwrap();
             }
             s.lb.on_feedback(now, Some(sent.ev), if mark { PathFeedback::Ecn } else { PathFeedback::Good });
@@ -505,18 +506,16 @@ impl CmsSim {
         if s.nscc.as_ref().is_some_and(|n| !n.can_send(mtu)) || s.credit.as_ref().is_some_and(|c| !c.can_send()) {
             return;
         }
-        let psn = match s.resend.pop_front() {
-            Some(psn) => psn,
+        let (psn, resent) = match s.resend.pop_front() {
+            Some(psn) => (psn, true),
             None => {
                 s.next_psn += 1;
-                s.next_psn - 1
+                (s.next_psn - 1, false)
             }
         };
         let now = Instant::from_nanos(self.now);
         let ev = s.lb.next_entropy(now);
-        let count = s.unacked.get(&psn).map_or(0, |p| p.count);
-        let prior = self.received[i].contains(&psn) as u32;
-        s.unacked.insert(psn, Sent { at: self.now, ev, count: count.max(prior) + 1 });
+        s.unacked.insert(psn, Sent { at: self.now, ev, resent });
         if let Some(n) = s.nscc.as_mut() {
             n.on_send(mtu);
         }

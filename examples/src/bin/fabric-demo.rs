@@ -292,13 +292,15 @@ fn scale_out(seed: u64, secure: bool) {
         "Every packet was delivered exactly once (ROD in order), no PDC failed, and every PDC on both sides closed."
     );
     println!("Latency runs from a packet's first send to its delivery, resends included.");
+    let max_rtt = FabricConfig::sprayed(0.0).max_rtt();
+    let timers = PdcConfig::sprayed(max_rtt);
     println!(
         "PDC timers: `PdcConfig::sprayed` for this fabric's longest round trip ({}): resend {} after a gap, probe \
          after {} of quiet, retransmission timeout from {}.",
-        us(FabricConfig::sprayed(0.0).max_rtt()),
-        us(PdcConfig::sprayed(FabricConfig::sprayed(0.0).max_rtt()).reorder_window),
-        us(PdcConfig::sprayed(FabricConfig::sprayed(0.0).max_rtt()).tail_loss_time),
-        us(PdcConfig::sprayed(FabricConfig::sprayed(0.0).max_rtt()).rto_min),
+        us(max_rtt),
+        us(timers.reorder_window),
+        us(timers.tail_loss_time),
+        us(timers.rto_min),
     );
     println!();
     messages(seed, secure);

@@ -306,7 +306,8 @@ impl Nscc {
         self.in_flight
     }
 
-    /// The smallest round trip seen (the configured network RTT until a smaller one).
+    /// The smallest round trip seen (the configured peer RTT, or network RTT, until a smaller
+    /// one).
     pub const fn base_rtt(&self) -> Duration {
         Duration::from_nanos(self.base_rtt)
     }
@@ -545,8 +546,9 @@ impl Nscc {
 /// The ACK_CC NSCC `rcvd_bytes` field (24 bits, the receiver's count of bytes taken, modulo
 /// 2²⁴) turned into bytes per ACK.
 ///
-/// *Project-defined*: the field counts bytes modulo 2²⁴; a step of half the range or more is a
-/// reordered older ACK and is ignored (a real step is at most the window, far below 8 MiB).
+/// *Project-defined*: the field counts bytes modulo 2²⁴; a step of half the range or more is
+/// taken for a reordered older ACK and ignored (a real step is at most the window), until three
+/// such steps in a row resynchronise the count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ReceivedBytes {

@@ -113,17 +113,22 @@ fn the_pacer_serves_active_flows_round_robin_at_the_link_rate() {
     assert_eq!(p.flow(a), Some((164, 100)));
 }
 
-#[test]
-fn idle_flows_get_unasked_credit_up_to_maxwnd() {
-    let mut p = pacer();
-    let a = p.add_flow().unwrap();
-    p.on_target(a, 10).unwrap();
-    let mut now = at(0);
+/// Every pull the pacer makes from `now` on until none is due, and the time of the last.
+fn drain<const N: usize>(p: &mut PullPacer<N>, mut now: Instant) -> (Vec<Pull>, Instant) {
     let mut pulls = Vec::new();
     while let Some(t) = p.poll_timeout() {
         now = now.max(t);
         pulls.push(p.poll_pull(now).unwrap());
     }
+    (pulls, now)
+}
+
+#[test]
+fn idle_flows_get_unasked_credit_up_to_maxwnd() {
+    let mut p = pacer();
+    let a = p.add_flow().unwrap();
+    p.on_target(a, 10).unwrap();
+    let (pulls, now) = drain(&mut p, at(0));
     // 10 asked, then unasked pulls of 64 while the unasked credit is below 878 quanta.
     assert_eq!(pulls.first().map(|p| (p.quanta, p.unsolicited)), Some((10, false)));
     assert!(pulls.iter().skip(1).all(|p| p.quanta == 64 && p.unsolicited));
@@ -184,11 +189,7 @@ fn a_trimmed_packet_gets_its_flow_a_pull() {
     let mut p = pacer();
     let a = p.add_flow().unwrap();
     p.on_target(a, 10).unwrap();
-    let mut now = at(0);
-    while let Some(t) = p.poll_timeout() {
-        now = now.max(t);
-        p.poll_pull(now).unwrap();
-    }
+    let (_, mut now) = drain(&mut p, at(0));
     // Idle and out of unasked credit: a trim still queues it, for one pull of 64.
     p.on_trimmed(a).unwrap();
     now = now.max(p.poll_timeout().unwrap());
