@@ -21,6 +21,7 @@
 //!   DL, replay) over a wire with bit errors, with credit starvation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+pub mod cms_endpoint_sim;
 pub mod cms_sim;
 pub mod cxl_sim;
 pub mod endpoint_sim;

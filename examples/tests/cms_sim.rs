@@ -88,3 +88,24 @@ fn reps_routes_around_a_degraded_path() {
         }
     }
 }
+
+/// Real endpoints in the same kind of incast: with their congestion management on, the
+/// downlink's queue stays far below what the senders' PDC windows alone build, nothing is
+/// dropped, the senders share fairly, and every message arrives exactly once (off or on).
+#[test]
+fn endpoints_with_congestion_management_keep_the_incast_queue_short() {
+    use uet_wire::msg::LoadBalancing;
+    use xlink_examples::cms_endpoint_sim::{CmsEndpointSimConfig, run};
+    let off = run(&CmsEndpointSimConfig::incast(3, None));
+    println!("endpoints, CMS off: {off:?}");
+    assert!(off.exactly_once);
+    for lb in [LoadBalancing::Reps { paths: 64 }, LoadBalancing::Oblivious { paths: 64 }, LoadBalancing::Bitmap] {
+        let on = run(&CmsEndpointSimConfig::incast(3, Some(lb)));
+        println!("endpoints, CMS on ({lb:?}): {on:?}");
+        assert!(on.exactly_once, "{lb:?}");
+        let (q_on, q_off) = (on.mean_late_queue, off.mean_late_queue);
+        assert!(q_on * 4 < q_off.max(1), "{lb:?}: queue {q_on} vs {q_off}");
+        assert!(on.drops <= off.drops, "{lb:?}");
+        assert!(on.jain >= 0.9, "{lb:?}: Jain {}", on.jain);
+    }
+}

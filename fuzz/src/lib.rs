@@ -1098,7 +1098,7 @@ pub fn endpoint(data: &[u8]) {
     use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, Secure, SecureStart, Service};
     use uet_wire::pdc::ipv4;
     use uet_wire::ses::Opcode;
-    type Ep = Endpoint<4, 8, 40>;
+    type Ep = Endpoint<4, 8, 40, { uet_wire::pdc::held::HELD_RESPONSES }, 2>;
     let mut u = Unstructured::new(data);
     let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
     let mtu = u.int_in_range(1u16..=2048).unwrap_or(512);
@@ -1115,8 +1115,23 @@ pub fn endpoint(data: &[u8]) {
         _ => Some(Secure { header_room: 16, start: SecureStart::Random1Rtt }),
     };
     let room = secure.map_or(0, |s| usize::from(s.header_room));
+    // Three quarters of MTUs turn congestion management on, each load balancer in turn, with a
+    // window of 1 to 7 packets at first; also derived, not drawn.
+    let cms = {
+        use uet_wire::cms::nscc::NsccConfig;
+        use uet_wire::msg::{CmsConfig, LoadBalancing};
+        let mut nscc = NsccConfig::new(linklayer::LinkRate::GBPS_100, Duration::from_micros(2), u32::from(mtu));
+        nscc.initial_cwnd = Some(u32::from(mtu % 7 + 1) * u32::from(mtu));
+        let lb = match (mtu / 6) % 4 {
+            0 => None,
+            1 => Some(LoadBalancing::Oblivious { paths: 8 }),
+            2 => Some(LoadBalancing::Reps { paths: 16 }),
+            _ => Some(LoadBalancing::Bitmap),
+        };
+        lb.map(|lb| CmsConfig { nscc, lb, seed: u64::from(mtu) })
+    };
     let cfg =
-        |addr| EndpointConfig { pdc, close_when_idle, messages_per_pdc, secure, ..EndpointConfig::new(addr, mtu) };
+        |addr| EndpointConfig { pdc, close_when_idle, messages_per_pdc, secure, cms, ..EndpointConfig::new(addr, mtu) };
     let mut eps = [Ep::new(cfg(addrs[0]), 1), Ep::new(cfg(addrs[1]), 2)];
     let mut now = Instant::ZERO;
     let mut net: Vec<(usize, Vec<u8>)> = Vec::new();
@@ -1348,7 +1363,7 @@ pub fn endpoint(data: &[u8]) {
     /// Hands `pkt` to endpoint `to`, through `handle_crc_packet` when it carries a trailer.
     #[allow(clippy::too_many_arguments)]
     fn deliver(
-        eps: &mut [Endpoint<4, 8, 40>; 2],
+        eps: &mut [Endpoint<4, 8, 40, { uet_wire::pdc::held::HELD_RESPONSES }, 2>; 2],
         now: Instant,
         addrs: &[uet_wire::pdc::IpAddr; 2],
         to: usize,
@@ -1359,8 +1374,12 @@ pub fn endpoint(data: &[u8]) {
         respond: bool,
     ) {
         let mtu = u32::from(eps[to].config().mtu);
+        // One packet in four arrives CE-marked (ECN feedback for congestion management).
+        let ce = (pkt.len() + to) % 4 == 0;
         let handled = if crc {
-            eps[to].handle_crc_packet(now, addrs[1 - to], pkt, crc_prefix(addrs, 1 - to).as_bytes(), false)
+            eps[to].handle_crc_packet(now, addrs[1 - to], pkt, crc_prefix(addrs, 1 - to).as_bytes(), ce)
+        } else if ce {
+            eps[to].handle_ce_packet(now, addrs[1 - to], pkt)
         } else {
             eps[to].handle_packet(now, addrs[1 - to], pkt)
         };

@@ -8,6 +8,9 @@
 //!   `handle_crc_packet`, and its payload copied to where the `Placement` says. The receiver's
 //!   ACKs go back the same way, and both sides' events are taken every turn. The wire is perfect
 //!   and has no delay; the clock advances 1 µs per turn (for the ACK coalescing timer).
+//! * `cms/rud_{64,4096,65536}`: the same with congestion management on (one CCC: an NSCC window
+//!   for a 400 Gb/s link and a 4 µs network, REPS over 64 paths), beside `rud_*` in the same run:
+//!   its cost per message is the window's accounting and an entropy value per packet.
 //! * `floor/rud_{64,4096,65536}`: per message, for each of its packets, `PacketRepr::emit` of the
 //!   same request (headers, payload copy, CRC), `UetPacket::parse` and `verify_crc` of the frame,
 //!   and the copy of its payload out. No ACKs, no state.
@@ -21,9 +24,11 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration as StdDuration;
-use uet_wire::linklayer::{Duration, Instant};
-use uet_wire::msg::{Endpoint, EndpointConfig, Event, MAX_HEADER_LEN, MessageDesc, Service};
+use uet_wire::cms::nscc::NsccConfig;
+use uet_wire::linklayer::{Duration, Instant, LinkRate};
+use uet_wire::msg::{CmsConfig, Endpoint, EndpointConfig, Event, MAX_HEADER_LEN, MessageDesc, Service};
 use uet_wire::packet::{CRC_LEN, CrcPrefix, append_crc};
+use uet_wire::pdc::held::HELD_RESPONSES;
 use uet_wire::pdc::{IpAddr, ipv4};
 use uet_wire::pds::{
     Ack, AckExtension, AckFlags, AckRequest, DeliveryMode, NextHeader, PdcDest, PdsHeader, Request, RequestFlags,
@@ -48,9 +53,16 @@ fn config(addr: IpAddr) -> EndpointConfig {
     EndpointConfig { close_when_idle: false, ..EndpointConfig::new(addr, MTU) }
 }
 
+/// [`config`] with congestion management: NSCC for 400 Gb/s in a 4 µs network, REPS over 64
+/// paths.
+fn managed(addr: IpAddr) -> EndpointConfig {
+    let nscc = NsccConfig::new(LinkRate::GBPS_400, Duration::from_micros(4), u32::from(MTU));
+    EndpointConfig { cms: Some(CmsConfig::new(nscc, 64)), ..config(addr) }
+}
+
 /// Two endpoints, the memory each message is read from and written to, and one frame buffer.
-struct Pair {
-    eps: [Endpoint<4, 32, 64>; 2],
+struct Pair<const C: usize> {
+    eps: [Endpoint<4, 32, 64, HELD_RESPONSES, C>; 2],
     addrs: [IpAddr; 2],
     source: Vec<u8>,
     dest: Vec<u8>,
@@ -59,8 +71,8 @@ struct Pair {
     in_flight: usize,
 }
 
-impl Pair {
-    fn new(len: u32) -> Self {
+impl<const C: usize> Pair<C> {
+    fn new(len: u32, config: fn(IpAddr) -> EndpointConfig) -> Self {
         let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
         Pair {
             eps: [Endpoint::new(config(addrs[0]), 1), Endpoint::new(config(addrs[1]), 2)],
@@ -225,10 +237,21 @@ fn endpoint_benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("endpoint");
     g.throughput(Throughput::Elements(1));
     for len in [64u32, 4096, 65536] {
-        let mut pair = Pair::new(len);
+        let mut pair = Pair::<0>::new(len, config);
         pair.run(64);
         assert_eq!(pair.dest, pair.source, "the messages arrive whole");
         g.bench_function(format!("rud_{len}"), |b| {
+            b.iter_custom(|iters| {
+                let start = std::time::Instant::now();
+                pair.run(iters);
+                start.elapsed()
+            })
+        });
+        let mut pair = Pair::<1>::new(len, managed);
+        pair.run(64);
+        assert_eq!(pair.dest, pair.source, "the messages arrive whole");
+        assert!(pair.eps[0].congestion(&pair.addrs[1]).is_some_and(|n| n.stats().acks > 0));
+        g.bench_function(format!("cms/rud_{len}"), |b| {
             b.iter_custom(|iters| {
                 let start = std::time::Instant::now();
                 pair.run(iters);

@@ -15,6 +15,10 @@
 //! algorithms' constants, scaled from a network the configuration describes. Each module names
 //! the simulator functions it follows, and marks where it departs from them as *project-defined*.
 //!
+//! The [`Endpoint`](crate::msg::Endpoint) runs NSCC and a load balancer ([`crate::lb`]) per
+//! destination by itself when configured to ([`CmsConfig`](crate::msg::CmsConfig)); the engines
+//! here also work alone, driven by an embedder's own transport.
+//!
 //! Everything is integer or fixed-point arithmetic (firmware has no FPU on its fast path), and
 //! nothing here panics or allocates: a value out of range is ignored and counted
 //! ([`Ignored`]), never trusted.

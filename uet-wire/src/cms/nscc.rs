@@ -349,6 +349,12 @@ impl Nscc {
         self.cwnd = self.cwnd.saturating_sub(u64::from(bytes)).max(self.min_cwnd());
     }
 
+    /// A packet of `bytes` left the flight with no congestion signal (refused for want of a
+    /// buffer, or given up when its PDC closed): the window stays as it is.
+    pub fn on_leave(&mut self, bytes: u32) {
+        self.in_flight = self.in_flight.saturating_sub(u64::from(bytes));
+    }
+
     /// An ACK for this CCC arrived at `now`.
     ///
     /// A penalty beyond 7 bits is ignored ([`Ignored::PenaltyOutOfRange`]; checked even when

@@ -176,6 +176,9 @@ pub struct AckOutcome {
     pub acked: u32,
     /// PSNs newly marked for resend by SACK-driven loss detection.
     pub lost: u32,
+    /// The round trip this ACK measured: the PDC times one packet at a time, sent once (Karn's
+    /// rule), so most ACKs carry none. Congestion control takes its delay from it.
+    pub rtt: Option<linklayer::Duration>,
 }
 
 // Control packets waiting to go, as bits.
@@ -463,9 +466,10 @@ impl<const W: usize> Initiator<W> {
             // The oldest unacknowledged packet is a new one: its timeouts start from zero.
             self.rto_count = 0;
         }
+        let mut rtt = None;
         if acked > 0 {
             let tx = &self.tx;
-            self.rtt.on_ack(now, |psn| tx.is_acked(psn));
+            rtt = self.rtt.on_ack(now, |psn| tx.is_acked(psn));
             self.probe_count = 0;
             if self.tx.outstanding() > 0 || self.clear_owed() {
                 self.rto_at = Some(self.rto_deadline(now, cfg));
@@ -493,7 +497,7 @@ impl<const W: usize> Initiator<W> {
         }
         self.enter(next);
         let request_acked = if close_acked { acked.saturating_sub(1) } else { acked };
-        Ok(AckOutcome { acked: request_acked, lost })
+        Ok(AckOutcome { acked: request_acked, lost, rtt })
     }
 
     /// SACK-driven loss detection (RUD only; a ROD target keeps no SACK): arms the reorder window

@@ -676,9 +676,10 @@ impl<const W: usize, const R: usize> Target<W, R> {
         if self.ret.base() != base_before {
             self.ret_rto_count = 0;
         }
+        let mut rtt = None;
         if acked > 0 {
             let ret = &self.ret;
-            self.ret_rtt.on_ack(now, |psn| ret.is_acked(psn));
+            rtt = self.ret_rtt.on_ack(now, |psn| ret.is_acked(psn));
             let rto = self.ret_rtt.backed_off(cfg, self.ret_rto_count);
             self.ret_rto_at = (self.data_outstanding() > 0).then(|| now.saturating_add(rto));
         }
@@ -690,7 +691,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
         }
         self.enter(next);
         self.touch(now, cfg);
-        Ok(AckOutcome { acked: acked - u32::from(close_req_acked), lost })
+        Ok(AckOutcome { acked: acked - u32::from(close_req_acked), lost, rtt })
     }
 
     /// Handles a NACK from the initiator for a return-direction packet: a retransmit-class code

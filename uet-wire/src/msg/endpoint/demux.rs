@@ -12,7 +12,7 @@ pub(super) enum Side {
     Target,
 }
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
+impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize> Endpoint<P, M, E, R, C> {
     /// Takes a received packet: PDS header on, without any CRC trailer (a trailer left on would
     /// be taken for payload; packets that carry one go to [`Endpoint::handle_crc_packet`]).
     /// Returns where a new request's payload belongs. For a packet that arrived CE-marked, call
@@ -109,8 +109,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     Some(Side::Initiator) if a.next_header != NextHeader::None => {
                         return self.response_ack(now, &a, rest);
                     }
-                    Some(Side::Initiator) => self
-                        .on_initiator(now, a.dpdcid, |p, cfg| p.handle_ack(now, cfg, &a).map(|o| Marked::Sack(o.lost))),
+                    Some(Side::Initiator) => self.on_initiator(now, a.dpdcid, |p, cfg| {
+                        p.handle_ack(now, cfg, &a).map(|o| (Marked::Sack(o.lost), CcSignal::of_ack(&a, &o)))
+                    }),
                     Some(Side::Target) => {
                         self.on_target(now, a.dpdcid, |t, cfg| t.handle_ack(now, cfg, &a).map(|o| Marked::Sack(o.lost)))
                     }
@@ -121,11 +122,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             PdsHeader::Nack(n) => {
                 self.stats.nacks_received.add(n.code);
                 match n.target {
-                    NackTarget::Pdc { dpdcid, spdcid, .. } => match self.side_of(dpdcid, spdcid, src) {
+                    NackTarget::Pdc { dpdcid, spdcid, psn } => match self.side_of(dpdcid, spdcid, src) {
                         Some(Side::Initiator) => self.on_initiator(now, dpdcid, |p, cfg| {
                             let lost = p.window().lost_count();
                             p.handle_nack(now, cfg, &n)?;
-                            Ok(Marked::Nack(p.window().lost_count().saturating_sub(lost)))
+                            let signal = CcSignal::Nack { code: n.code, psn };
+                            Ok((Marked::Nack(p.window().lost_count().saturating_sub(lost)), signal))
                         }),
                         Some(Side::Target) => self.on_target(now, dpdcid, |t, cfg| {
                             let lost = t.return_window().lost_count();
@@ -152,7 +154,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                                     p.close_req_psn = Some(c.psn);
                                 }
                                 self.on_initiator(now, dpdcid, |p, _| {
-                                    p.handle_control(now, &c).map(|()| Marked::Nothing)
+                                    p.handle_control(now, &c).map(|()| (Marked::Nothing, CcSignal::None))
                                 });
                             }
                         } else if c.ctl_type != ControlType::CloseReq {
@@ -316,12 +318,13 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         &mut self,
         now: Instant,
         id: u16,
-        f: impl FnOnce(&mut Initiator, &PdcConfig) -> Result<Marked, crate::pdc::PdcError>,
+        f: impl FnOnce(&mut Initiator, &PdcConfig) -> Result<(Marked, CcSignal), crate::pdc::PdcError>,
     ) {
         let cfg = self.cfg.pdc;
         if let Some(p) = self.initiators.get_mut(id) {
-            let marked = f(&mut p.pdc, &cfg).unwrap_or(Marked::Nothing);
+            let (marked, signal) = f(&mut p.pdc, &cfg).unwrap_or((Marked::Nothing, CcSignal::None));
             self.stats.after_initiator_call(marked, p.pdc.rtt());
+            self.cc_signal = signal;
             self.after_initiator_change(now, id);
         }
     }

@@ -5,7 +5,7 @@
 
 use super::*;
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
+impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize> Endpoint<P, M, E, R, C> {
     /// Checks the endpoint's internal indexes against its state, in O(P + M); the first
     /// disagreement found, if any. For fuzz targets and tests (feature `fuzzing`): any `Err` is
     /// a bug in this crate.
@@ -64,8 +64,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             if !p.queued.iter(&self.pdc_links).all(|s| is(s, false)) {
                 return Err("a queued message does not name its PDC, or has started");
             }
+            // A PDC with a new packet is listed, or waits for its CCC's window (`check_cccs`).
             let new = SlotList::contains(&self.initiators_new_links, index as u16);
-            if new != (p.next_new(limit).is_some() && p.pdc.can_send(cfg)) {
+            let has_new = p.next_new(limit).is_some() && p.pdc.can_send(cfg);
+            if (new && !has_new) || (has_new && !new && p.ccc.is_none()) {
                 return Err("an initiator is on the list of PDCs with new packets, or off it, wrongly");
             }
             let deadline = p.pdc.poll_timeout();
@@ -133,6 +135,6 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                 return Err("a message that is no READ has a READ deadline");
             }
         }
-        Ok(())
+        self.check_cccs()
     }
 }

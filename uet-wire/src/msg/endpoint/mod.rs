@@ -103,8 +103,9 @@
 //! The code is split by concern, each part an `impl` block of [`Endpoint`] in its own file:
 //! which PDC a received packet belongs to (`demux.rs`: lookups, SYN handling, late SYNs, the
 //! source check, NACKs for unknown PDCs), the target side (`receiving.rs`), the initiator side
-//! (`sending.rs`), everything `poll_transmit` writes (`transmit.rs`), and RUDI and UUD
-//! (`connectionless.rs`).
+//! (`sending.rs`), everything `poll_transmit` writes (`transmit.rs`), RUDI and UUD
+//! (`connectionless.rs`), and congestion management (`congestion.rs`: one CCC per destination,
+//! see [`CmsConfig`]).
 
 use super::order::{MessageOrder, OrderError};
 use super::segment::{Segment, SegmentError, Segmenter};
@@ -120,6 +121,8 @@ use crate::ses::{
     Opcode, RequestCommon, Response, ResponseList, ResponseOpcode, ReturnCode, SesFlags, SesHeader, StandardRequest,
     StandardTail,
 };
+pub use congestion::{BITMAP_PATHS, CmsConfig, EV_MEMORY, LoadBalancing};
+use congestion::{CcSignal, Cccs};
 use linklayer::Instant;
 use links::{Link, SlotList};
 use stats::Marked;
@@ -156,6 +159,10 @@ pub struct EndpointConfig {
     /// TSS: `Some` when this endpoint's packets are sealed by a
     /// [`SecureDomain`](crate::tss::SecureDomain) (see [`Secure`]). Default `None`.
     pub secure: Option<Secure>,
+    /// Congestion management: `Some` to gate each destination's new packets by an NSCC window and
+    /// spray them over the fabric's paths (see [`CmsConfig`]); it takes effect on an endpoint
+    /// with CCC slots (the const generic `C` of [`Endpoint`] above 0). Default `None`.
+    pub cms: Option<CmsConfig>,
 }
 
 /// How an endpoint in a secure domain frames its packets and starts its PDCs (UE 1.0 §3.7; the
@@ -232,6 +239,7 @@ impl EndpointConfig {
             close_when_idle: true,
             messages_per_pdc: ORDER_WINDOW as u16,
             secure: None,
+            cms: None,
         }
     }
 }
@@ -400,6 +408,10 @@ pub struct Transmit {
     pub payload: Option<PayloadRef>,
     /// The read data to append, for a packet answering a READ this endpoint received.
     pub read: Option<ReadRef>,
+    /// The entropy value to send the packet with (the entropy header's, or the UDP source port),
+    /// chosen by its CCC's load balancer under congestion management ([`EndpointConfig::cms`]);
+    /// `None`: the caller's choice.
+    pub entropy: Option<u16>,
 }
 
 /// Where a received payload belongs.
@@ -688,6 +700,9 @@ struct IniPdc {
     started: SlotList,
     /// The messages of this PDC's key that have not started, in the order they were sent.
     queued: SlotList,
+    /// Its congestion-control context, and the packets it counts in that CCC's flight.
+    ccc: Option<u16>,
+    charged: u16,
 }
 
 impl IniPdc {
@@ -716,9 +731,10 @@ struct TgtPdc<const R: usize> {
 }
 
 /// One fabric endpoint with up to `P` initiator and `P` target PDCs, `M` messages being sent
-/// (read data it answers with included), `E` undelivered events, and room for `R`
+/// (read data it answers with included), `E` undelivered events, room for `R`
 /// guaranteed-delivery responses per target PDC (see [`held`](crate::pdc::held); more slots let
-/// more answered requests wait for their CLEAR at once).
+/// more answered requests wait for their CLEAR at once), and `C` congestion-control contexts,
+/// one per destination in use (0 by default: no congestion management; see [`CmsConfig`]).
 ///
 /// # The loop
 ///
@@ -801,7 +817,8 @@ struct TgtPdc<const R: usize> {
 /// }
 /// assert_eq!((written, read_back), (message, b_memory));
 /// ```
-pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usize = HELD_RESPONSES> {
+pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usize = HELD_RESPONSES, const C: usize = 0>
+{
     cfg: EndpointConfig,
     initiators: PdcTable<InitiatorKey, IniPdc, P>,
     targets: PdcTable<TargetKey, TgtPdc<R>, P>,
@@ -860,6 +877,11 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     unsettled: bool,
     /// The initiator PDC a new message was last found for.
     last_pdc: Option<u16>,
+    /// The congestion-control contexts, the links of their lists of initiator PDCs waiting for
+    /// the window (by table slot), and what the last call did to an initiator for its CCC.
+    cccs: Cccs<C>,
+    blocked_links: [Link; P],
+    cc_signal: CcSignal,
 }
 
 /// A target PDC closed lately: a SYN request for its key and start PSN before `until` is a late
@@ -895,7 +917,7 @@ struct RudiOut {
 /// NACKs an endpoint holds for sending.
 const NACK_QUEUE: usize = 16;
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
+impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize> Endpoint<P, M, E, R, C> {
     const SIZES_OK: () = assert!(
         P >= 2 && P <= 0x7FFF && M >= 1 && M <= 1 << 15 && E > ORDER_WINDOW,
         "Endpoint<P, M, E, R>: P (PDCs each way) must be 2 to 32767, M (messages) 1 to 32768, and E (events) more than ORDER_WINDOW (16)"
@@ -940,6 +962,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             stats: EndpointStats::default(),
             unsettled: false,
             last_pdc: None,
+            cccs: Cccs::new(),
+            blocked_links: [Link::default(); P],
+            cc_signal: CcSignal::None,
         }
     }
 
@@ -1117,10 +1142,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let msgs = &self.msgs;
         let older = |s: u16| msgs.get(usize::from(s)).and_then(Option::as_ref).is_some_and(|o| o.seq < seq);
         p.queued.insert(&mut self.pdc_links, slot as u16, older);
-        // Only whether it has new packets can have changed.
+        // Only whether it has new packets can have changed (it had one if it waits for its
+        // CCC's window, and still waits).
         let new = p.next_new(self.cfg.messages_per_pdc).is_some() && p.pdc.can_send(&self.cfg.pdc);
-        if let Some(index) = self.initiators.index_of(id) {
-            SlotList::place(index as u16, new, &mut self.initiators_new, &mut self.initiators_new_links);
+        let index = self.initiators.index_of(id).map(|i| i as u16);
+        if let Some(index) = index.filter(|&i| !SlotList::contains(&self.blocked_links, i)) {
+            SlotList::place(index, new, &mut self.initiators_new, &mut self.initiators_new_links);
         }
     }
 
@@ -1164,8 +1191,11 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let p = e.map(|e| &e.pdc);
         let (ready, deadline) = (p.is_some_and(|p| p.has_pending()), p.and_then(|p| p.poll_timeout()));
         let new = e.is_some_and(|e| e.next_new(self.cfg.messages_per_pdc).is_some() && e.pdc.can_send(&self.cfg.pdc));
+        // Settled with its CCC first: a window that opens lists the PDCs that waited for it.
+        let open = self.cc_settle(id, gone);
+        self.cc_place(id, index, new && !open);
         SlotList::place(index, ready, &mut self.initiators_ready, &mut self.initiators_ready_links);
-        SlotList::place(index, new, &mut self.initiators_new, &mut self.initiators_new_links);
+        SlotList::place(index, new && open, &mut self.initiators_new, &mut self.initiators_new_links);
         self.initiator_timers.set(index, deadline);
     }
 
@@ -1294,7 +1324,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             let (lost, timeouts) = (p.pdc.window().lost_count(), p.pdc.timeouts());
             p.pdc.handle_timeout(now, &self.cfg.pdc);
             let marked = p.pdc.window().lost_count().saturating_sub(lost);
-            self.stats.resends.count_timer(marked, p.pdc.timeouts() != timeouts);
+            let fired = p.pdc.timeouts() != timeouts;
+            self.stats.resends.count_timer(marked, fired);
+            self.cc_signal = if fired { CcSignal::Timeout } else { CcSignal::None };
         }
         self.after_initiator_change(now, id);
     }
@@ -1396,6 +1428,7 @@ const fn refusal(code: NackCode, r: &Request, spdcid: u16) -> Nack {
     Nack::for_pdc(code, r.psn, spdcid, r.spdcid)
 }
 
+mod congestion;
 mod connectionless;
 mod demux;
 #[cfg(any(test, feature = "fuzzing"))]

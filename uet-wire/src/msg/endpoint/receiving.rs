@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
+impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize> Endpoint<P, M, E, R, C> {
     /// Answers the request `placement` came from with a guaranteed-delivery SES RESPONSE carrying
     /// `return_code` and `modified_length`: the target PDC holds it until the initiator's
     /// `CLEAR_PSN` passes the request, and the ACK of the request carries it (again on every

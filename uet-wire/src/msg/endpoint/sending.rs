@@ -8,7 +8,7 @@ use super::*;
 /// send order.
 const COMPLETION_BATCH: usize = 16;
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
+impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize> Endpoint<P, M, E, R, C> {
     /// An ACK carrying an SES response to initiator PDC `a.dpdcid`, which is reported the first
     /// time its PSN is acknowledged (the target resends a held response with the ACK of every
     /// duplicate; later copies only acknowledge): a guaranteed-delivery response, or a
@@ -69,6 +69,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         let outcome = p.pdc.handle_ack(now, &cfg, a);
         let marked = outcome.map_or(Marked::Nothing, |o| Marked::Sack(o.lost));
         self.stats.after_initiator_call(marked, p.pdc.rtt());
+        self.cc_signal = outcome.map_or(CcSignal::None, |o| CcSignal::of_ack(a, &o));
         let accepted = outcome.is_ok() && p.pdc.is_acked(psn);
         let placement = with_data.filter(|_| first && accepted).and_then(|r| self.place_ack_data(id, psn, &r, data));
         if let Some(response) = response.filter(|_| first && accepted) {

@@ -22,6 +22,9 @@ pub struct EndpointStats {
     /// endpoint that only receives (read data it sends is timed by its target PDCs, which this
     /// does not report).
     pub rtt: Option<Duration>,
+    /// Times a message's new PDC could not open because every congestion-control context served
+    /// another destination's PDCs (the message waits, see [`CmsConfig`](super::CmsConfig)).
+    pub ccc_waits: u64,
 }
 
 impl EndpointStats {

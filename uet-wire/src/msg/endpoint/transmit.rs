@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P, M, E, R> {
+impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize> Endpoint<P, M, E, R, C> {
     /// The next packet to send, its headers written to the front of `out`, which must hold
     /// [`MAX_HEADER_LEN`] bytes (checked first, so a short buffer changes nothing). NACKs go
     /// first, then resends and control packets, then ACKs, then new packets of queued messages:
@@ -114,13 +114,15 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                         self.refresh_initiator(id, false);
                         continue;
                     };
-                    self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, None))?
+                    let t = self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, None))?;
+                    Transmit { entropy: self.cc_entropy(id, Some(stamp.psn)), ..t }
                 }
                 InitiatorTx::Control(c) => {
                     if c.ctl_type == crate::pds::ControlType::AckReq {
                         self.stats.resends.probes = self.stats.resends.probes.wrapping_add(1);
                     }
-                    header_only(dst, emit(out, &PdsHeader::Control(c))?)
+                    let t = header_only(dst, emit(out, &PdsHeader::Control(c))?);
+                    Transmit { entropy: self.cc_entropy(id, None), ..t }
                 }
                 InitiatorTx::Nack(n) => {
                     self.stats.nacks_sent.add(n.code);
@@ -256,6 +258,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             header_len: n + k,
             payload: None,
             read: Some(ReadRef { header: h, offset, len }),
+            entropy: None,
         })
     }
 
@@ -282,7 +285,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             offset: seg.offset,
             len: seg.len,
         });
-        Ok(Transmit { dst: m.desc.dst, header_len: n + k, payload, read: None })
+        Ok(Transmit { dst: m.desc.dst, header_len: n + k, payload, read: None, entropy: None })
     }
 
     /// New packets: of the messages no PDC holds (RUDI, UUD, read data, messages whose key has
@@ -385,12 +388,14 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
         while let Some(index) = self.initiators_new.first() {
             self.initiators_new.unlink(&mut self.initiators_new_links, index);
             let Some(id) = self.initiators.id_at(usize::from(index)) else { continue };
+            // A shut window: the PDC waits on its CCC's list until the window opens.
+            let Some(fills) = self.cc_admits(id, index) else { continue };
             let Some(p) = self.initiators.get_mut(id) else { continue };
             let slot = p.next_new(limit).map(usize::from);
             let m = slot.and_then(|slot| self.msgs.get_mut(slot)?.as_mut());
             let sent = m.and_then(|m| {
                 let last = m.sent + 1 == m.segments.packets();
-                Some((m, last, p.pdc.send(now, &cfg, last).ok()?))
+                Some((m, last, p.pdc.send(now, &cfg, last || fills).ok()?))
             });
             let (Some(slot), Some((m, last, stamp))) = (slot, sent) else {
                 // Nothing after all: off the list until its next change (so this loop ends).
@@ -410,7 +415,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             p.active = if last { None } else { Some(slot as u16) };
             self.count_sent(slot);
             self.refresh_initiator(id, false);
-            return self.write_request(out, slot, packet, stamp.request(NextHeader::ReqStd, None)).map(Some);
+            let t = self.write_request(out, slot, packet, stamp.request(NextHeader::ReqStd, None))?;
+            return Ok(Some(Transmit { entropy: self.cc_entropy(id, Some(stamp.psn)), ..t }));
         }
         Ok(None)
     }
@@ -454,9 +460,11 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
             return Some(id);
         }
         let id = self.initiators.next_id()?;
+        let ccc = self.join_ccc(key.dst).ok()?;
         let start = self.random_start_psn(&key.dst);
         let pdc = Initiator::new(&self.cfg.pdc, key.mode, id, start);
-        self.initiators
+        let opened = self
+            .initiators
             .insert(
                 key,
                 IniPdc {
@@ -470,15 +478,21 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize> Endpoint<P,
                     messages: 0,
                     started: SlotList::default(),
                     queued: SlotList::default(),
+                    ccc,
+                    charged: 0,
                 },
             )
-            .ok()
+            .ok();
+        if opened.is_none() {
+            self.leave_ccc(ccc);
+        }
+        opened
     }
 }
 
 /// A packet of headers only.
 const fn header_only(dst: IpAddr, header_len: usize) -> Transmit {
-    Transmit { dst, header_len, payload: None, read: None }
+    Transmit { dst, header_len, payload: None, read: None, entropy: None }
 }
 
 /// Writes ACK `a`, with the SES response `rsp` after it if any (next header RSP).

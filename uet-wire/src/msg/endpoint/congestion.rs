@@ -1,0 +1,418 @@
+//! Congestion management on the endpoint: the initiator PDCs to one destination share a
+//! congestion-control context (CCC) whose NSCC window gates their new packets and whose
+//! load balancer picks each packet's entropy value (UE 1.0 §3.6, the CMS; the algorithms follow
+//! the UEC simulator, `ultraethernet/uet-htsim` `40ccb05`, see [`crate::cms`] and [`crate::lb`]).
+//!
+//! *Project-defined*, each here only:
+//!
+//! * One CCC per destination address, shared by every initiator PDC to it (any mode, JobID or
+//!   traffic class). The endpoint holds `C` of them ([`Endpoint`]'s last const generic, 0 by
+//!   default: no congestion management and no cost). A CCC no PDC uses keeps its state until its
+//!   slot is needed for another destination; a message whose destination finds no CCC slot waits,
+//!   as for a full PDC table.
+//! * The window counts each packet as [`NsccConfig::mtu`] bytes, the short last packet of a
+//!   message and a READ's requests too, so the flight the window sees is the PDCs' own: a PSN
+//!   sent and neither acknowledged nor marked lost. A packet's flight is settled after every
+//!   change of its PDC: an ACK takes the packets it acknowledged out of the flight
+//!   ([`Nscc::on_ack`], with the ACK's ECN echo and the round trip its PDC measured, one packet
+//!   timed at a time); a trim NACK its packet ([`Nscc::on_nack`]); packets marked lost by SACK
+//!   or by a timeout shrink the window ([`Nscc::on_timeout`], the simulator's
+//!   `mark_packet_for_retransmission`); any other NACK, and the packets of a PDC that closed,
+//!   leave the window as it is ([`Nscc::on_leave`]); a resend enters the flight again.
+//! * Only an initiator's new requests wait for the window; resends, probes, ACKs, NACKs, control
+//!   packets and read data (the return direction) go at once.
+//! * Each request and probe of a PDC with a CCC carries an entropy value drawn from its load
+//!   balancer ([`Transmit::entropy`]); the CCC remembers the value per PSN in a table of
+//!   [`EV_MEMORY`] entries (by PSN, newest wins), so the ACK or NACK naming that PSN feeds its
+//!   path back. A timeout names no path.
+//! * NSCC only: the RCCC credit exchange ([`crate::cms::rccc`]) is not driven by the endpoint.
+
+use super::*;
+use crate::cms::nscc::{AckSignal, NackSignal, Nscc, NsccConfig};
+use crate::lb::{Bitmap, EntropySource, Oblivious, PathFeedback, Reps};
+
+/// How an endpoint manages congestion ([`EndpointConfig::cms`]); it takes effect on an
+/// [`Endpoint`] with at least one CCC slot (`C` > 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CmsConfig {
+    /// The NSCC of every CCC: link rate, network round trip, packet size, target delay.
+    pub nscc: NsccConfig,
+    /// How each CCC sprays its packets over the fabric's paths.
+    pub lb: LoadBalancing,
+    /// Seeds the load balancers' random draws (time and randomness are inputs); each CCC mixes
+    /// in how many CCCs were opened before it.
+    pub seed: u64,
+}
+
+impl CmsConfig {
+    /// NSCC as configured, packets sprayed by REPS over `paths` entropy values.
+    pub const fn new(nscc: NsccConfig, paths: u16) -> Self {
+        CmsConfig { nscc, lb: LoadBalancing::Reps { paths }, seed: 0 }
+    }
+}
+
+/// The load balancer of each CCC (see [`crate::lb`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum LoadBalancing {
+    /// [`Oblivious`] spraying over `paths` entropy values.
+    Oblivious {
+        /// Entropy values (rounded down to a power of two).
+        paths: u16,
+    },
+    /// [`Reps`] over `paths` entropy values.
+    Reps {
+        /// Entropy values (rounded down to a power of two).
+        paths: u16,
+    },
+    /// The bitmap-penalty selector over [`BITMAP_PATHS`] entropy values ([`Bitmap`]).
+    Bitmap,
+}
+
+/// Entropy values the [`LoadBalancing::Bitmap`] selector spreads over.
+pub const BITMAP_PATHS: usize = 64;
+
+/// PSNs whose entropy value a CCC remembers for the feedback of their ACK or NACK.
+pub const EV_MEMORY: usize = 32;
+
+/// A CCC's load balancer.
+#[derive(Clone, Debug)]
+enum Selector {
+    Oblivious(Oblivious),
+    Reps(Reps),
+    Bitmap(Bitmap<BITMAP_PATHS>),
+}
+
+impl Selector {
+    fn new(lb: LoadBalancing, seed: u64) -> Self {
+        match lb {
+            LoadBalancing::Oblivious { paths } => Selector::Oblivious(Oblivious::new(paths, seed)),
+            LoadBalancing::Reps { paths } => Selector::Reps(Reps::new(paths, seed)),
+            LoadBalancing::Bitmap => Selector::Bitmap(Bitmap::new(seed)),
+        }
+    }
+
+    fn source(&mut self) -> &mut dyn EntropySource {
+        match self {
+            Selector::Oblivious(s) => s,
+            Selector::Reps(s) => s,
+            Selector::Bitmap(s) => s,
+        }
+    }
+}
+
+/// The entropy value a packet went out with.
+#[derive(Clone, Copy, Debug, Default)]
+struct SentEv {
+    pdc: u16,
+    psn: u32,
+    ev: u16,
+    used: bool,
+}
+
+/// One congestion-control context: the destination it serves, its window and its load balancer.
+#[derive(Clone, Debug)]
+pub(super) struct Ccc {
+    dst: IpAddr,
+    nscc: Nscc,
+    lb: Selector,
+    evs: [SentEv; EV_MEMORY],
+    /// Initiator PDCs using it.
+    users: u16,
+    /// Its PDCs that have a new packet to send and wait for the window, by table slot.
+    pub(super) blocked: SlotList,
+}
+
+impl Ccc {
+    /// Bytes one packet counts in the window.
+    fn packet(&self) -> u32 {
+        self.nscc.config().mtu.max(1)
+    }
+
+    /// Whether the window takes one more packet.
+    pub(super) fn open(&self) -> bool {
+        self.nscc.can_send(self.packet())
+    }
+
+    /// The entropy value PSN `psn` of PDC `pdc` went out with, if still remembered.
+    fn ev_of(&self, pdc: u16, psn: u32) -> Option<u16> {
+        let e = self.evs.get(psn as usize % EV_MEMORY)?;
+        (e.used && e.pdc == pdc && e.psn == psn).then_some(e.ev)
+    }
+}
+
+/// The endpoint's CCCs.
+pub(super) struct Cccs<const C: usize> {
+    slots: [Option<Ccc>; C],
+    /// CCCs opened so far (mixed into each one's seed).
+    opened: u64,
+}
+
+impl<const C: usize> Cccs<C> {
+    pub(super) fn new() -> Self {
+        Cccs { slots: core::array::from_fn(|_| None), opened: 0 }
+    }
+
+    pub(super) fn get_mut(&mut self, c: u16) -> Option<&mut Ccc> {
+        self.slots.get_mut(usize::from(c))?.as_mut()
+    }
+
+    /// The CCC of `dst`, opened in a free slot (or one no PDC uses) if it has none; `None`
+    /// while every slot serves another destination's PDCs. O(C).
+    fn join(&mut self, cfg: &CmsConfig, dst: IpAddr, now: Instant) -> Option<u16> {
+        let found = self.slots.iter().position(|c| c.as_ref().is_some_and(|c| c.dst == dst));
+        let slot = found.or_else(|| {
+            let free = self.slots.iter().position(Option::is_none);
+            free.or_else(|| self.slots.iter().position(|c| c.as_ref().is_some_and(|c| c.users == 0)))
+        })?;
+        let entry = self.slots.get_mut(slot)?;
+        if found.is_none() {
+            self.opened = self.opened.wrapping_add(1);
+            *entry = Some(Ccc {
+                dst,
+                nscc: Nscc::new(cfg.nscc, now),
+                lb: Selector::new(cfg.lb, cfg.seed ^ self.opened.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                evs: [SentEv::default(); EV_MEMORY],
+                users: 0,
+                blocked: SlotList::default(),
+            });
+        }
+        let c = entry.as_mut()?;
+        c.users = c.users.saturating_add(1);
+        u16::try_from(slot).ok()
+    }
+
+    /// The CCC serving `dst`.
+    pub(super) fn find(&self, dst: &IpAddr) -> Option<&Ccc> {
+        self.slots.iter().flatten().find(|c| c.dst == *dst)
+    }
+
+    /// The CCCs in use, for the invariant check.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(super) fn iter(&self) -> impl Iterator<Item = (u16, &Ccc)> {
+        self.slots.iter().enumerate().filter_map(|(i, c)| Some((i as u16, c.as_ref()?)))
+    }
+}
+
+/// What the last call did to an initiator PDC, for its CCC (taken when the PDC is settled).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) enum CcSignal {
+    /// Nothing the window reacts to.
+    #[default]
+    None,
+    /// An ACK naming `psn`: `acked` request PSNs newly acknowledged, the round trip measured,
+    /// and whether it echoed an ECN mark.
+    Ack { acked: u32, rtt: Option<linklayer::Duration>, ecn: bool, psn: u32 },
+    /// A NACK naming `psn`; `code` says why.
+    Nack { code: NackCode, psn: u32 },
+    /// The retransmission timer fired.
+    Timeout,
+}
+
+impl CcSignal {
+    /// The signal of `ack`'s outcome.
+    pub(super) fn of_ack(a: &crate::pds::Ack, o: &crate::pdc::AckOutcome) -> Self {
+        let ecn = a.flags.contains(crate::pds::AckFlags::M);
+        CcSignal::Ack { acked: o.acked, rtt: o.rtt, ecn, psn: a.ack_psn() }
+    }
+}
+
+impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize> Endpoint<P, M, E, R, C> {
+    /// The NSCC state of the CCC serving `dst`: its window, flight, base RTT, counters. `None`
+    /// without congestion management or before a PDC to `dst` opened.
+    pub fn congestion(&self, dst: &IpAddr) -> Option<&Nscc> {
+        self.cccs.find(dst).map(|c| &c.nscc)
+    }
+
+    /// The CCC a new initiator PDC to `dst` joins: `Ok(None)` without congestion management,
+    /// `Err(())` while every CCC slot serves another destination.
+    pub(super) fn join_ccc(&mut self, dst: IpAddr) -> Result<Option<u16>, ()> {
+        let Some(cms) = self.cfg.cms.filter(|_| C > 0) else { return Ok(None) };
+        match self.cccs.join(&cms, dst, self.now) {
+            Some(c) => Ok(Some(c)),
+            None => {
+                self.stats.ccc_waits = self.stats.ccc_waits.wrapping_add(1);
+                Err(())
+            }
+        }
+    }
+
+    /// Undoes [`Endpoint::join_ccc`] for a PDC that did not open after all.
+    pub(super) fn leave_ccc(&mut self, ccc: Option<u16>) {
+        if let Some(c) = ccc.and_then(|c| self.cccs.get_mut(c)) {
+            c.users = c.users.saturating_sub(1);
+        }
+    }
+
+    /// Settles initiator PDC `id`'s flight with its CCC after a change (see the module doc;
+    /// `gone`: it is being removed, its packets leave the flight and it leaves the CCC), and
+    /// lists the PDCs that waited for the window when it opened. Whether the CCC's window takes
+    /// a new packet (true without a CCC).
+    pub(super) fn cc_settle(&mut self, id: u16, gone: bool) -> bool {
+        if C == 0 {
+            return true;
+        }
+        let signal = core::mem::take(&mut self.cc_signal);
+        let now = self.now;
+        let Some(index) = self.initiators.index_of(id).map(|i| i as u16) else { return true };
+        let Some(p) = self.initiators.get_mut(id) else { return true };
+        let Some(c) = p.ccc else { return true };
+        let flight = if gone { 0 } else { p.pdc.outstanding().saturating_sub(p.pdc.window().lost_count()) };
+        let charged = u32::from(p.charged);
+        p.charged = u16::try_from(flight).unwrap_or(u16::MAX);
+        if gone {
+            p.ccc = None;
+        }
+        let Some(ccc) = self.cccs.get_mut(c) else { return true };
+        let bytes = ccc.packet();
+        let mut left = charged.saturating_sub(flight);
+        match signal {
+            CcSignal::Ack { acked, rtt, ecn, psn } => {
+                let taken = acked.min(left);
+                left -= taken;
+                let ack = AckSignal { acked: taken.saturating_mul(bytes), rtt, ecn, penalty: 0 };
+                // A penalty of 0 is never out of range.
+                let _ = ccc.nscc.on_ack(now, ack);
+                let ev = ccc.ev_of(id, psn);
+                ccc.lb.source().on_feedback(now, ev, if ecn { PathFeedback::Ecn } else { PathFeedback::Good });
+                if left > 0 {
+                    // Marked lost by SACK.
+                    ccc.nscc.on_timeout(left.saturating_mul(bytes));
+                }
+            }
+            CcSignal::Nack { code, psn } => {
+                let trimmed = matches!(code, NackCode::Trimmed | NackCode::TrimmedLastHop | NackCode::TrimmedAck);
+                if trimmed && left > 0 {
+                    let last_hop = code == NackCode::TrimmedLastHop;
+                    ccc.nscc.on_nack(now, NackSignal { bytes, rtt: None, last_hop });
+                    left -= 1;
+                }
+                let path = if code == NackCode::TrimmedLastHop { PathFeedback::Good } else { PathFeedback::Nack };
+                let ev = ccc.ev_of(id, psn);
+                ccc.lb.source().on_feedback(now, ev, path);
+                ccc.nscc.on_leave(left.saturating_mul(bytes));
+            }
+            CcSignal::Timeout => {
+                if left > 0 {
+                    ccc.nscc.on_timeout(left.saturating_mul(bytes));
+                }
+                ccc.lb.source().on_feedback(now, None, PathFeedback::Timeout);
+            }
+            CcSignal::None => ccc.nscc.on_leave(left.saturating_mul(bytes)),
+        }
+        ccc.nscc.on_send(flight.saturating_sub(charged).saturating_mul(bytes));
+        if gone {
+            ccc.users = ccc.users.saturating_sub(1);
+            ccc.blocked.unlink(&mut self.blocked_links, index);
+        }
+        let open = ccc.open();
+        if open {
+            // The window opened: the PDCs that waited for it take their turns again.
+            while let Some(waiting) = ccc.blocked.first() {
+                ccc.blocked.unlink(&mut self.blocked_links, waiting);
+                self.initiators_new.insert(&mut self.initiators_new_links, waiting, |_| true);
+            }
+        }
+        open
+    }
+
+    /// Whether initiator PDC `id`'s CCC takes a new packet: `Some(fills)` if so (always
+    /// `Some(false)` without a CCC), `fills` when the packet leaves no room for another, so it
+    /// asks for an ACK at once (AR, as the simulator's sender does); `None` if not, and the PDC
+    /// (table slot `index`) waits on the CCC's list until the window opens.
+    pub(super) fn cc_admits(&mut self, id: u16, index: u16) -> Option<bool> {
+        if C == 0 {
+            return Some(false);
+        }
+        let Some(c) = self.initiators.get(id).and_then(|p| p.ccc) else { return Some(false) };
+        let Some(ccc) = self.cccs.get_mut(c) else { return Some(false) };
+        if ccc.open() {
+            return Some(!ccc.nscc.can_send(ccc.packet().saturating_mul(2)));
+        }
+        ccc.blocked.insert(&mut self.blocked_links, index, |_| true);
+        None
+    }
+
+    /// Places initiator PDC `index` on its CCC's waiting list when `waits`, else off it.
+    pub(super) fn cc_place(&mut self, id: u16, index: u16, waits: bool) {
+        if C == 0 {
+            return;
+        }
+        let Some(c) = self.initiators.get(id).and_then(|p| p.ccc) else { return };
+        if let Some(ccc) = self.cccs.get_mut(c) {
+            SlotList::place(index, waits, &mut ccc.blocked, &mut self.blocked_links);
+        }
+    }
+
+    /// The entropy value of a packet initiator PDC `id` sends now, drawn from its CCC's load
+    /// balancer (`None` without a CCC); remembered for PSN `psn` when given.
+    pub(super) fn cc_entropy(&mut self, id: u16, psn: Option<u32>) -> Option<u16> {
+        if C == 0 {
+            return None;
+        }
+        let c = self.initiators.get(id)?.ccc?;
+        let now = self.now;
+        let ccc = self.cccs.get_mut(c)?;
+        let ev = ccc.lb.source().next_entropy(now);
+        if let Some(psn) = psn {
+            if let Some(e) = ccc.evs.get_mut(psn as usize % EV_MEMORY) {
+                *e = SentEv { pdc: id, psn, ev, used: true };
+            }
+        }
+        Some(ev)
+    }
+
+    /// The CCC part of [`Endpoint::check_invariants`]: each CCC's flight is its PDCs' charged
+    /// packets, its user count theirs, and a PDC waits on its list only while it has a new packet
+    /// and the window is shut.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(super) fn check_cccs(&self) -> Result<(), &'static str> {
+        if C == 0 {
+            return Ok(());
+        }
+        let (limit, cfg) = (self.cfg.messages_per_pdc, &self.cfg.pdc);
+        for (c, ccc) in self.cccs.iter() {
+            ccc.blocked.well_formed(&self.blocked_links).ok_or("a CCC's waiting list is malformed")?;
+            let (mut users, mut charged) = (0u16, 0u64);
+            for index in 0..P {
+                let Some(id) = self.initiators.id_at(index) else { continue };
+                let p = self.initiators.get(id).ok_or("a table slot without its PDC")?;
+                let on_blocked = ccc.blocked.iter(&self.blocked_links).any(|i| usize::from(i) == index);
+                if p.ccc != Some(c) {
+                    if on_blocked {
+                        return Err("a PDC waits on another CCC's list");
+                    }
+                    continue;
+                }
+                users += 1;
+                charged += u64::from(p.charged);
+                let flight = p.pdc.outstanding().saturating_sub(p.pdc.window().lost_count());
+                if u32::from(p.charged) != flight {
+                    return Err("a PDC's flight is not what its CCC counts");
+                }
+                let has_new = p.next_new(limit).is_some() && p.pdc.can_send(cfg);
+                if on_blocked && (!has_new || ccc.open()) {
+                    return Err("a PDC waits for a window that is open, or with nothing to send");
+                }
+                let listed = SlotList::contains(&self.initiators_new_links, index as u16);
+                if has_new && !(on_blocked || listed) {
+                    return Err("a PDC with a new packet is neither listed nor waiting for its window");
+                }
+                if on_blocked && listed {
+                    return Err("a PDC is listed and waits for its window at once");
+                }
+            }
+            if users != ccc.users {
+                return Err("a CCC's user count is wrong");
+            }
+            if charged * u64::from(ccc.packet()) != ccc.nscc.in_flight() {
+                return Err("a CCC's flight is not its PDCs' packets");
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
