@@ -227,9 +227,9 @@ pub fn run(cfg: &CmsEndpointSimConfig) -> CmsEndpointSimReport {
     let mut first_finish: Option<u64> = None;
     let mut completion = 0u64;
     let mut buf = vec![0u8; MAX_HEADER_LEN + usize::from(cfg.mtu)];
-    for i in 0..n {
+    for (i, s) in sending.iter_mut().enumerate().take(n) {
         push(&mut events, 0, Ev::Send(i));
-        sending[i] = true;
+        *s = true;
     }
     let total = cfg.messages_per_sender * n as u64;
     while let Some(Reverse((now, _, ev))) = events.pop() {

@@ -6,8 +6,9 @@
 //!   sender's `poll_transmit` names is built in one frame buffer (headers, then the payload copied
 //!   from the message's memory, then `append_crc`), handed at once to the receiver's
 //!   `handle_crc_packet`, and its payload copied to where the `Placement` says. The receiver's
-//!   ACKs go back the same way, and both sides' events are taken every turn. The wire is perfect
-//!   and has no delay; the clock advances 1 µs per turn (for the ACK coalescing timer).
+//!   ACKs go back the same way, and both sides' events are taken every turn. The wire is perfect;
+//!   the clock advances 1 µs after each side transmits (a round trip of 2 µs for NSCC to measure,
+//!   and the ACK coalescing timer's).
 //! * `cms/rud_{64,4096,65536}`: the same with congestion management on (one CCC: an NSCC window
 //!   for a 400 Gb/s link and a 4 µs network, REPS over 64 paths), beside `rud_*` in the same run:
 //!   its cost per message is the window's accounting and an entropy value per packet.
@@ -96,10 +97,11 @@ impl<const C: usize> Pair<C> {
                 self.in_flight += 1;
                 started += 1;
             }
+            // 1 µs each way: the receiver answers a turn later (a round trip NSCC can measure).
             for from in [0, 1] {
                 self.transmit(from);
+                self.now = self.now.saturating_add(Duration::from_micros(1));
             }
-            self.now = self.now.saturating_add(Duration::from_micros(1));
             for ep in &mut self.eps {
                 if ep.poll_timeout().is_some_and(|t| t <= self.now) {
                     ep.handle_timeout(self.now);

@@ -362,6 +362,15 @@ impl<const W: usize> Initiator<W> {
         self.tx.outstanding()
     }
 
+    /// Request packets in flight: sent, and neither acknowledged nor marked lost (a CLOSE, which
+    /// takes a PSN of its own, not counted). What a congestion window counts for this PDC.
+    pub fn requests_in_flight(&self) -> u32 {
+        let close = self.state == InitiatorState::CloseAckWait
+            && !self.tx.is_acked(self.close_psn)
+            && !self.tx.is_lost(self.close_psn);
+        self.tx.outstanding().saturating_sub(self.tx.lost_count()).saturating_sub(u32::from(close))
+    }
+
     /// Whether a new request may be sent now: the state allows it, both windows have room, and
     /// (while SYN is set) the 12-bit `psn_offset` and (with `Limit_PSN_Range`) the 2^31 PSN range
     /// are not used up.

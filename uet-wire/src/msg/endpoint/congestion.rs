@@ -11,20 +11,34 @@
 //!   slot is needed for another destination; a message whose destination finds no CCC slot waits,
 //!   as for a full PDC table.
 //! * The window counts each packet as [`NsccConfig::mtu`] bytes, the short last packet of a
-//!   message and a READ's requests too, so the flight the window sees is the PDCs' own: a PSN
-//!   sent and neither acknowledged nor marked lost. A packet's flight is settled after every
-//!   change of its PDC: an ACK takes the packets it acknowledged out of the flight
-//!   ([`Nscc::on_ack`], with the ACK's ECN echo and the round trip its PDC measured, one packet
-//!   timed at a time); a trim NACK its packet ([`Nscc::on_nack`]); packets marked lost by SACK
-//!   or by a timeout shrink the window ([`Nscc::on_timeout`], the simulator's
-//!   `mark_packet_for_retransmission`); any other NACK, and the packets of a PDC that closed,
-//!   leave the window as it is ([`Nscc::on_leave`]); a resend enters the flight again.
+//!   message and a READ's requests too, so the flight the window sees is the PDCs' own: request
+//!   PSNs sent and neither acknowledged nor marked lost (a CLOSE not counted). The flight is
+//!   settled after every change of a PDC, as the simulator's sender (`uec.cpp`) keeps its own:
+//!   * an ACK credits every packet it acknowledged ([`Nscc::on_ack`], with the ACK's ECN echo
+//!     and the round trip its PDC measured, one packet timed at a time); a packet acknowledged
+//!     after it was marked lost comes back into the flight first (`processAck`);
+//!   * a NACK of a trimmed packet takes it out with a congestion signal ([`Nscc::on_nack`],
+//!     `processNack`);
+//!   * a retransmission timeout shrinks the window by one packet ([`Nscc::on_timeout`]): the
+//!     simulator cuts a packet's size per expired packet timer (`mark_packet_for_retransmission`),
+//!     and a PDC keeps one timer, for its oldest packet;
+//!   * every other packet that leaves the flight leaves the window as it is
+//!     ([`Nscc::on_leave`]): marked lost by SACK (the simulator's SLEEK recovery only takes the
+//!     packet out of the flight), marked with a timed-out one, refused by a NACK of another
+//!     code, or given up by a PDC that closed;
+//!   * a resend enters the flight again.
 //! * Only an initiator's new requests wait for the window; resends, probes, ACKs, NACKs, control
-//!   packets and read data (the return direction) go at once.
+//!   packets and read data (the return direction) go at once. The simulator holds resends after
+//!   a timeout for the window too; here they only refill the flight the timeout emptied, so the
+//!   flight passes the shrunk window by at most the one packet it was cut by.
+//! * A new request that leaves the window no room for another asks for an immediate ACK (AR), as
+//!   the simulator's sender does (`in_flight + size >= cwnd`).
 //! * Each request and probe of a PDC with a CCC carries an entropy value drawn from its load
-//!   balancer ([`Transmit::entropy`]); the CCC remembers the value per PSN in a table of
-//!   [`EV_MEMORY`] entries (by PSN, newest wins), so the ACK or NACK naming that PSN feeds its
-//!   path back. A timeout names no path.
+//!   balancer ([`Transmit::entropy`]); other control packets are the caller's to route. The CCC
+//!   remembers each request's value in a table of [`EV_MEMORY`] entries by PSN, so the ACK or
+//!   NACK naming that PSN feeds its path back: `Good` or `Ecn` for an ACK, `Nack` for a packet
+//!   trimmed inside the network, `Good` (or `Ecn`) for one trimmed at the last hop; a timeout
+//!   names no path; a NACK of another code says nothing about the path and is not fed back.
 //! * NSCC only: the RCCC credit exchange ([`crate::cms::rccc`]) is not driven by the endpoint.
 
 use super::*;
@@ -73,8 +87,9 @@ pub enum LoadBalancing {
 /// Entropy values the [`LoadBalancing::Bitmap`] selector spreads over.
 pub const BITMAP_PATHS: usize = 64;
 
-/// PSNs whose entropy value a CCC remembers for the feedback of their ACK or NACK.
-pub const EV_MEMORY: usize = 32;
+/// PSNs whose entropy value a CCC remembers for the feedback of their ACK or NACK (a table by
+/// PSN; 2 KiB per CCC): enough for a window of 256 packets, 1 MiB of 4 KiB packets.
+pub const EV_MEMORY: usize = 256;
 
 /// A CCC's load balancer.
 #[derive(Clone, Debug)]
@@ -102,13 +117,12 @@ impl Selector {
     }
 }
 
-/// The entropy value a packet went out with.
+/// The entropy value a packet went out with (PDC 0, which no PDC is: an empty entry).
 #[derive(Clone, Copy, Debug, Default)]
 struct SentEv {
-    pdc: u16,
     psn: u32,
+    pdc: u16,
     ev: u16,
-    used: bool,
 }
 
 /// One congestion-control context: the destination it serves, its window and its load balancer.
@@ -138,7 +152,7 @@ impl Ccc {
     /// The entropy value PSN `psn` of PDC `pdc` went out with, if still remembered.
     fn ev_of(&self, pdc: u16, psn: u32) -> Option<u16> {
         let e = self.evs.get(psn as usize % EV_MEMORY)?;
-        (e.used && e.pdc == pdc && e.psn == psn).then_some(e.ev)
+        (e.pdc == pdc && e.psn == psn).then_some(e.ev)
     }
 }
 
@@ -195,17 +209,23 @@ impl<const C: usize> Cccs<C> {
     }
 }
 
+/// Whether NACK `code` says its packet was trimmed by a switch.
+const fn trimmed(code: NackCode) -> bool {
+    matches!(code, NackCode::Trimmed | NackCode::TrimmedLastHop | NackCode::TrimmedAck)
+}
+
 /// What the last call did to an initiator PDC, for its CCC (taken when the PDC is settled).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) enum CcSignal {
     /// Nothing the window reacts to.
     #[default]
     None,
-    /// An ACK naming `psn`: `acked` request PSNs newly acknowledged, the round trip measured,
-    /// and whether it echoed an ECN mark.
-    Ack { acked: u32, rtt: Option<linklayer::Duration>, ecn: bool, psn: u32 },
-    /// A NACK naming `psn`; `code` says why.
-    Nack { code: NackCode, psn: u32 },
+    /// An ACK naming `psn` (`None` for the answer to a probe, whose PSN field is the probe's):
+    /// `acked` request PSNs newly acknowledged, the round trip measured, and whether it echoed
+    /// an ECN mark.
+    Ack { acked: u32, rtt: Option<linklayer::Duration>, ecn: bool, psn: Option<u32> },
+    /// A NACK naming `psn`; `code` says why, `ecn` whether it echoed an ECN mark.
+    Nack { code: NackCode, psn: u32, ecn: bool },
     /// The retransmission timer fired.
     Timeout,
 }
@@ -214,7 +234,8 @@ impl CcSignal {
     /// The signal of `ack`'s outcome.
     pub(super) fn of_ack(a: &crate::pds::Ack, o: &crate::pdc::AckOutcome) -> Self {
         let ecn = a.flags.contains(crate::pds::AckFlags::M);
-        CcSignal::Ack { acked: o.acked, rtt: o.rtt, ecn, psn: a.ack_psn() }
+        let psn = (!a.flags.contains(crate::pds::AckFlags::P)).then(|| a.ack_psn());
+        CcSignal::Ack { acked: o.acked, rtt: o.rtt, ecn, psn }
     }
 }
 
@@ -258,7 +279,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         let Some(index) = self.initiators.index_of(id).map(|i| i as u16) else { return true };
         let Some(p) = self.initiators.get_mut(id) else { return true };
         let Some(c) = p.ccc else { return true };
-        let flight = if gone { 0 } else { p.pdc.outstanding().saturating_sub(p.pdc.window().lost_count()) };
+        let flight = if gone { 0 } else { p.pdc.requests_in_flight() };
         let charged = u32::from(p.charged);
         p.charged = u16::try_from(flight).unwrap_or(u16::MAX);
         if gone {
@@ -269,38 +290,42 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         let mut left = charged.saturating_sub(flight);
         match signal {
             CcSignal::Ack { acked, rtt, ecn, psn } => {
+                // Packets acknowledged after they were marked lost come back into the flight
+                // first (as the simulator adds them back), so the ACK credits all it acknowledged.
                 let taken = acked.min(left);
                 left -= taken;
-                let ack = AckSignal { acked: taken.saturating_mul(bytes), rtt, ecn, penalty: 0 };
+                ccc.nscc.on_send((acked - taken).saturating_mul(bytes));
+                let ack = AckSignal { acked: acked.saturating_mul(bytes), rtt, ecn, penalty: 0 };
                 // A penalty of 0 is never out of range.
                 let _ = ccc.nscc.on_ack(now, ack);
-                let ev = ccc.ev_of(id, psn);
+                let ev = psn.and_then(|psn| ccc.ev_of(id, psn));
                 ccc.lb.source().on_feedback(now, ev, if ecn { PathFeedback::Ecn } else { PathFeedback::Good });
-                if left > 0 {
-                    // Marked lost by SACK.
-                    ccc.nscc.on_timeout(left.saturating_mul(bytes));
-                }
             }
-            CcSignal::Nack { code, psn } => {
-                let trimmed = matches!(code, NackCode::Trimmed | NackCode::TrimmedLastHop | NackCode::TrimmedAck);
-                if trimmed && left > 0 {
-                    let last_hop = code == NackCode::TrimmedLastHop;
-                    ccc.nscc.on_nack(now, NackSignal { bytes, rtt: None, last_hop });
-                    left -= 1;
-                }
-                let path = if code == NackCode::TrimmedLastHop { PathFeedback::Good } else { PathFeedback::Nack };
+            CcSignal::Nack { code, psn, ecn } if left > 0 && trimmed(code) => {
+                let last_hop = code == NackCode::TrimmedLastHop;
+                ccc.nscc.on_nack(now, NackSignal { bytes, rtt: None, last_hop });
+                left -= 1;
+                // Another path cannot help a packet trimmed at the receiver's port.
+                let path = match (last_hop, ecn) {
+                    (true, false) => PathFeedback::Good,
+                    (true, true) => PathFeedback::Ecn,
+                    (false, _) => PathFeedback::Nack,
+                };
                 let ev = ccc.ev_of(id, psn);
                 ccc.lb.source().on_feedback(now, ev, path);
-                ccc.nscc.on_leave(left.saturating_mul(bytes));
             }
-            CcSignal::Timeout => {
-                if left > 0 {
-                    ccc.nscc.on_timeout(left.saturating_mul(bytes));
-                }
+            CcSignal::Timeout if left > 0 => {
+                // One packet's timer expired (the simulator's packets each have one; the PDC
+                // keeps one, for its oldest packet): the window shrinks by one packet.
+                ccc.nscc.on_timeout(bytes);
+                left -= 1;
                 ccc.lb.source().on_feedback(now, None, PathFeedback::Timeout);
             }
-            CcSignal::None => ccc.nscc.on_leave(left.saturating_mul(bytes)),
+            _ => {}
         }
+        // The rest left the flight without a congestion signal: marked lost by SACK or with the
+        // timed-out packet, refused for want of a resource, or given up by a closing PDC.
+        ccc.nscc.on_leave(left.saturating_mul(bytes));
         ccc.nscc.on_send(flight.saturating_sub(charged).saturating_mul(bytes));
         if gone {
             ccc.users = ccc.users.saturating_sub(1);
@@ -328,7 +353,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         let Some(c) = self.initiators.get(id).and_then(|p| p.ccc) else { return Some(false) };
         let Some(ccc) = self.cccs.get_mut(c) else { return Some(false) };
         if ccc.open() {
-            return Some(!ccc.nscc.can_send(ccc.packet().saturating_mul(2)));
+            let after = ccc.nscc.in_flight().saturating_add(u64::from(ccc.packet()));
+            return Some(after.saturating_add(u64::from(ccc.packet())) >= ccc.nscc.cwnd());
         }
         ccc.blocked.insert(&mut self.blocked_links, index, |_| true);
         None
@@ -357,7 +383,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         let ev = ccc.lb.source().next_entropy(now);
         if let Some(psn) = psn {
             if let Some(e) = ccc.evs.get_mut(psn as usize % EV_MEMORY) {
-                *e = SentEv { pdc: id, psn, ev, used: true };
+                *e = SentEv { psn, pdc: id, ev };
             }
         }
         Some(ev)
@@ -387,8 +413,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                 }
                 users += 1;
                 charged += u64::from(p.charged);
-                let flight = p.pdc.outstanding().saturating_sub(p.pdc.window().lost_count());
-                if u32::from(p.charged) != flight {
+                if u32::from(p.charged) != p.pdc.requests_in_flight() {
                     return Err("a PDC's flight is not what its CCC counts");
                 }
                 let has_new = p.next_new(limit).is_some() && p.pdc.can_send(cfg);

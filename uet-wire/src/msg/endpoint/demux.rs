@@ -126,7 +126,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                         Some(Side::Initiator) => self.on_initiator(now, dpdcid, |p, cfg| {
                             let lost = p.window().lost_count();
                             p.handle_nack(now, cfg, &n)?;
-                            let signal = CcSignal::Nack { code: n.code, psn };
+                            let signal =
+                                CcSignal::Nack { code: n.code, psn, ecn: n.flags.contains(crate::pds::NackFlags::M) };
                             Ok((Marked::Nack(p.window().lost_count().saturating_sub(lost)), signal))
                         }),
                         Some(Side::Target) => self.on_target(now, dpdcid, |t, cfg| {

@@ -121,8 +121,11 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                     if c.ctl_type == crate::pds::ControlType::AckReq {
                         self.stats.resends.probes = self.stats.resends.probes.wrapping_add(1);
                     }
+                    // A probe draws a path as a request does; other control packets are the
+                    // caller's to route.
                     let t = header_only(dst, emit(out, &PdsHeader::Control(c))?);
-                    Transmit { entropy: self.cc_entropy(id, None), ..t }
+                    let probe = c.ctl_type == crate::pds::ControlType::AckReq;
+                    Transmit { entropy: if probe { self.cc_entropy(id, None) } else { None }, ..t }
                 }
                 InitiatorTx::Nack(n) => {
                     self.stats.nacks_sent.add(n.code);

@@ -193,3 +193,31 @@ fn destinations_beyond_the_ccc_slots_wait_for_one() {
     assert!(a.stats().ccc_waits > 0, "the third destination waited for a CCC slot");
     assert_eq!(a.initiator_pdcs(), 0);
 }
+
+#[test]
+fn a_closing_pdc_leaves_the_window_as_it_was() {
+    // The CLOSE takes a PSN but is no request: its round trip neither fills nor cuts the window.
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let closing = |addr| EndpointConfig { close_when_idle: true, ..managed(addr, cms(8, LoadBalancing::Bitmap)) };
+    let mut a = Ep::new(closing(a_addr), 1);
+    let mut b = Ep::new(config(b_addr), 2);
+    let mut now = Instant::ZERO;
+    for i in 0..3 {
+        a.send(desc(b_addr, Service::Rud, i, 2 * 1024)).unwrap();
+        for _ in 0..10 {
+            for (pkt, _) in drain(&mut a, now) {
+                b.handle_packet(now, a_addr, &pkt).unwrap();
+            }
+            now = now.saturating_add(Duration::from_micros(1));
+            for (pkt, _) in drain(&mut b, now) {
+                a.handle_packet(now, b_addr, &pkt).unwrap();
+            }
+            while a.poll_event().is_some() {}
+            while b.poll_event().is_some() {}
+        }
+        assert_eq!(a.initiator_pdcs(), 0, "the PDC closed");
+        let nscc = a.congestion(&b_addr).unwrap();
+        assert_eq!((nscc.in_flight(), nscc.stats().timeouts), (0, 0), "{:?}", nscc.stats());
+        assert!(nscc.cwnd() >= 8 * 1024, "window {}", nscc.cwnd());
+    }
+}
