@@ -15,6 +15,7 @@
 //! the run, drops and marks, and each sender's bytes delivered in the second half of the time
 //! before the first sender finished, while all were sending (their Jain index).
 
+use crate::cms_sim::jain;
 use linklayer::{Duration, Instant, LinkRate};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -66,13 +67,13 @@ const WIRE_OVERHEAD: u64 = 14 + 20 + 8 + 4;
 
 impl CmsEndpointSimConfig {
     /// 16 senders at 100 Gb/s into one receiver over 8 paths of 100 Gb/s, 2 µs each way, 4 KiB
-    /// packets, 256 messages of 64 KiB each, queues of 1 MiB marking above 64 KiB (about the
+    /// packets, 512 messages of 64 KiB each, queues of 1 MiB marking above 64 KiB (about the
     /// network round trip's worth at the downlink's rate, NSCC's target delay).
     pub fn incast(seed: u64, cms: Option<LoadBalancing>) -> Self {
         CmsEndpointSimConfig {
             seed,
             senders: 16,
-            messages_per_sender: 256,
+            messages_per_sender: 512,
             message_len: 64 * 1024,
             mtu: 4096,
             link: LinkRate::GBPS_100,
@@ -89,15 +90,15 @@ impl CmsEndpointSimConfig {
     /// The unloaded round trip: both one-way delays and a full packet's serialisation on each
     /// hop.
     pub fn network_rtt(&self) -> Duration {
-        let packet = (u64::from(self.mtu) + MAX_HEADER_LEN as u64 + WIRE_OVERHEAD) * 8;
-        let ser = |rate: LinkRate| packet * 1_000_000_000 / rate.bits_per_second().max(1);
+        let packet = u64::from(self.mtu) + MAX_HEADER_LEN as u64 + WIRE_OVERHEAD;
+        let ser = |rate: LinkRate| rate.time_for_bytes(packet).as_nanos();
         Duration::from_nanos(2 * self.one_way.as_nanos() + 2 * ser(self.link) + ser(self.path_rate))
     }
 
     /// The endpoints' configuration: PDC timers from the longest round trip (full queues on the
     /// way), congestion management as configured.
     fn endpoint(&self, addr: IpAddr) -> EndpointConfig {
-        let queued = |rate: LinkRate| self.queue_capacity * 8 * 1_000_000_000 / rate.bits_per_second().max(1);
+        let queued = |rate: LinkRate| rate.time_for_bytes(self.queue_capacity).as_nanos();
         let max_rtt = self.network_rtt().as_nanos() + queued(self.link) + queued(self.path_rate);
         let cms = self.cms.map(|lb| {
             let nscc = NsccConfig::new(self.link, self.network_rtt(), u32::from(self.mtu));
@@ -135,13 +136,6 @@ pub struct CmsEndpointSimReport {
     pub goodput_gbps: f64,
 }
 
-/// Jain's fairness index of `xs`.
-pub fn jain(xs: &[u64]) -> f64 {
-    let sum: f64 = xs.iter().map(|&x| x as f64).sum();
-    let squares: f64 = xs.iter().map(|&x| (x as f64) * (x as f64)).sum();
-    if squares == 0.0 { 1.0 } else { sum * sum / (xs.len() as f64 * squares) }
-}
-
 /// The byte at `offset` of message `index` of sender `sender`.
 fn byte(sender: usize, index: u64, offset: u32) -> u8 {
     (sender as u32 ^ (index as u32).wrapping_mul(7) ^ offset.wrapping_mul(31)) as u8
@@ -156,7 +150,7 @@ struct Queue {
 impl Queue {
     /// Bytes waiting at `now` on a link of `rate`.
     fn backlog(&self, now: u64, rate: LinkRate) -> u64 {
-        self.busy_until.saturating_sub(now) * rate.bits_per_second() / 8 / 1_000_000_000
+        rate.bytes_in(Duration::from_nanos(self.busy_until.saturating_sub(now)))
     }
 
     /// Takes `bytes` arriving at `now` if they fit under `capacity`: when they leave, and
@@ -166,8 +160,7 @@ impl Queue {
         if backlog + bytes > capacity {
             return None;
         }
-        let ser = bytes * 8 * 1_000_000_000 / rate.bits_per_second().max(1);
-        self.busy_until = self.busy_until.max(now) + ser;
+        self.busy_until = self.busy_until.max(now) + rate.time_for_bytes(bytes).as_nanos();
         Some((self.busy_until, backlog > mark))
     }
 }
@@ -206,7 +199,6 @@ pub fn run(cfg: &CmsEndpointSimConfig) -> CmsEndpointSimReport {
         seq += 1;
         events.push(Reverse((at, seq, ev)));
     };
-    let ser = |bytes: u64, rate: LinkRate| bytes * 8 * 1_000_000_000 / rate.bits_per_second().max(1);
     let one_way = cfg.one_way.as_nanos();
     let mut paths = vec![Queue::default(); usize::from(cfg.paths.max(1))];
     let mut downlink = Queue::default();
@@ -260,7 +252,7 @@ pub fn run(cfg: &CmsEndpointSimConfig) -> CmsEndpointSimReport {
                 if let Some(t) = eps[i].poll_transmit(at, &mut buf).expect("a buffer that fits") {
                     let pkt = packet(&buf, &t, i);
                     let wire = pkt.len() as u64 + WIRE_OVERHEAD;
-                    let free = now + ser(wire, cfg.link);
+                    let free = now + cfg.link.time_for_bytes(wire).as_nanos();
                     push(&mut events, free, Ev::Send(i));
                     sending[i] = true;
                     let to = addrs.iter().position(|a| *a == t.dst).expect("a known destination");

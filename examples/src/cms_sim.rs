@@ -214,6 +214,14 @@ struct Sender {
     done_at: Option<u64>,
 }
 
+/// Jain's fairness index of `xs`: 1 when all are equal, `1/n` when one has everything (0 when
+/// all are zero).
+pub fn jain(xs: &[u64]) -> f64 {
+    let sum: f64 = xs.iter().map(|&x| x as f64).sum();
+    let squares: f64 = xs.iter().map(|&x| (x as f64).powi(2)).sum();
+    if squares > 0.0 { sum * sum / (xs.len() as f64 * squares) } else { 0.0 }
+}
+
 /// A FIFO served at a rate: its backlog follows from when it is next free.
 #[derive(Clone, Copy)]
 struct Queue {
@@ -583,10 +591,8 @@ impl CmsSim {
             got.iter().all(|&p| p < s.next_psn)
                 && (s.done_at.is_none() || s.total.is_some_and(|t| got.len() as u64 == t))
         });
-        let x = &r.second_half_bytes;
-        let sum: f64 = x.iter().map(|&b| b as f64).sum();
-        let squares: f64 = x.iter().map(|&b| (b as f64).powi(2)).sum();
-        r.jain = if squares > 0.0 { sum * sum / (x.len() as f64 * squares) } else { 0.0 };
+        let sum: f64 = r.second_half_bytes.iter().map(|&b| b as f64).sum();
+        r.jain = jain(&r.second_half_bytes);
         let half_ns = (self.cfg.duration.as_nanos() / 2).max(1) as f64;
         r.goodput_gbps = sum * 8.0 / half_ns;
         r.mean_queue_delay = Duration::from_nanos((self.delay_sum / u128::from(self.delay_count.max(1))) as u64);

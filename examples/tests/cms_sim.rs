@@ -106,6 +106,6 @@ fn endpoints_with_congestion_management_keep_the_incast_queue_short() {
         let (q_on, q_off) = (on.mean_late_queue, off.mean_late_queue);
         assert!(q_on * 4 < q_off.max(1), "{lb:?}: queue {q_on} vs {q_off}");
         assert!(on.drops <= off.drops, "{lb:?}");
-        assert!(on.jain >= 0.9, "{lb:?}: Jain {}", on.jain);
+        assert!(on.jain >= 0.9 && on.jain > off.jain, "{lb:?}: Jain {} vs {}", on.jain, off.jain);
     }
 }

@@ -363,7 +363,7 @@ fn congestion(seed: u64) {
     );
     println!();
     println!(
-        "The same incast through real `Endpoint`s (16 senders, 256 WRITEs of 64 KiB each, 8 paths of 100 Gb/s, \
+        "The same incast through real `Endpoint`s (16 senders, 512 WRITEs of 64 KiB each, 8 paths of 100 Gb/s, \
          queues of 1 MiB marking above 64 KiB, drop on overflow), the endpoints' congestion management off and on:"
     );
     println!();

@@ -39,6 +39,8 @@
 //!   NACK naming that PSN feeds its path back: `Good` or `Ecn` for an ACK, `Nack` for a packet
 //!   trimmed inside the network, `Good` (or `Ecn`) for one trimmed at the last hop; a timeout
 //!   names no path; a NACK of another code says nothing about the path and is not fed back.
+//! * Requests go as plain RUD or ROD requests: the CCC is the sender's own, and the RUD_CC /
+//!   ROD_CC fields (`CCC_ID`, `credit_target`) carry RCCC's credit, which is not driven here.
 //! * NSCC only: the RCCC credit exchange ([`crate::cms::rccc`]) is not driven by the endpoint.
 
 use super::*;
