@@ -60,6 +60,10 @@ pub struct CmsEndpointSimConfig {
     pub window: usize,
     /// The senders' load balancer with congestion management on; `None`: off.
     pub cms: Option<LoadBalancing>,
+    /// SLEEK loss recovery with congestion management ([`CmsConfig::sleek`]).
+    pub sleek: bool,
+    /// Packets lost at random on the switch paths, per million (besides drops at full queues).
+    pub loss_ppm: u32,
 }
 
 /// Header bytes on the wire beyond the UET headers (Ethernet, IP, UDP).
@@ -84,6 +88,8 @@ impl CmsEndpointSimConfig {
             ecn_threshold: 64 << 10,
             window: 16,
             cms,
+            sleek: true,
+            loss_ppm: 0,
         }
     }
 
@@ -102,7 +108,7 @@ impl CmsEndpointSimConfig {
         let max_rtt = self.network_rtt().as_nanos() + queued(self.link) + queued(self.path_rate);
         let cms = self.cms.map(|lb| {
             let nscc = NsccConfig::new(self.link, self.network_rtt(), u32::from(self.mtu));
-            CmsConfig { nscc, lb, seed: self.seed }
+            CmsConfig { nscc, lb, seed: self.seed, sleek: self.sleek }
         });
         EndpointConfig {
             pdc: PdcConfig::sprayed(Duration::from_nanos(max_rtt)),
@@ -125,6 +131,14 @@ pub struct CmsEndpointSimReport {
     pub mean_late_queue: u64,
     /// Packets dropped at a full queue.
     pub drops: u64,
+    /// Packets lost at random ([`CmsEndpointSimConfig::loss_ppm`]).
+    pub lost: u64,
+    /// The 99th percentile of the messages' times from `send` to `Sent`.
+    pub p99_message: Duration,
+    /// Packets the senders marked for resending, and the part SLEEK marked.
+    pub resends: u64,
+    /// Of those, marked by SLEEK.
+    pub sleek_resends: u64,
     /// Packets marked CE.
     pub marks: u64,
     /// Bytes each sender delivered in the second half of the time before the first sender
@@ -202,7 +216,18 @@ pub fn run(cfg: &CmsEndpointSimConfig) -> CmsEndpointSimReport {
     let one_way = cfg.one_way.as_nanos();
     let mut paths = vec![Queue::default(); usize::from(cfg.paths.max(1))];
     let mut downlink = Queue::default();
-    let (mut max_queue, mut drops, mut marks) = (0u64, 0u64, 0u64);
+    let (mut max_queue, mut drops, mut marks, mut lost) = (0u64, 0u64, 0u64, 0u64);
+    // Random loss: a xorshift generator from the seed.
+    let mut rng = cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut lose = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % 1_000_000 < u64::from(cfg.loss_ppm)
+    };
+    // When each sender's messages were handed to `send`, and their times to `Sent`.
+    let mut started: Vec<Vec<u64>> = vec![Vec::new(); n];
+    let mut latencies: Vec<u64> = Vec::new();
     // The downlink's queue as each packet found it: (time, bytes).
     let mut queue_samples: Vec<(u64, u64)> = Vec::new();
     // Per host: whether a Send is scheduled, and the earliest Timer scheduled.
@@ -246,6 +271,7 @@ pub fn run(cfg: &CmsEndpointSimConfig) -> CmsEndpointSimReport {
                             .with_user(index)
                             .with_match_bits((i as u64) << 32 | index);
                         eps[i].send(desc).expect("a free message slot");
+                        started[i].push(now);
                         next_msg[i] += 1;
                     }
                 }
@@ -266,6 +292,10 @@ pub fn run(cfg: &CmsEndpointSimConfig) -> CmsEndpointSimReport {
                 }
             }
             Ev::Path { path, from, pkt } => {
+                if lose() {
+                    lost += 1;
+                    continue;
+                }
                 let wire = pkt.len() as u64 + WIRE_OVERHEAD;
                 match paths[path].enqueue(now, wire, cfg.path_rate, cfg.queue_capacity, cfg.ecn_threshold) {
                     Some((left, ce)) => push(&mut events, left, Ev::Downlink { from, ce, pkt }),
@@ -316,6 +346,9 @@ pub fn run(cfg: &CmsEndpointSimConfig) -> CmsEndpointSimReport {
                     let s = host;
                     // One sender's messages complete in the order they were sent.
                     bytes_ok &= h.user() == sent[s];
+                    if let Some(&t) = started[s].get(sent[s] as usize) {
+                        latencies.push(now - t);
+                    }
                     sent[s] += 1;
                     sent_twice |= sent[s] > cfg.messages_per_sender;
                     completion = completion.max(now);
@@ -364,6 +397,9 @@ pub fn run(cfg: &CmsEndpointSimConfig) -> CmsEndpointSimReport {
         }
     }
     let bits = total * u64::from(cfg.message_len) * 8;
+    latencies.sort_unstable();
+    let p99 = latencies.get((latencies.len() * 99 / 100).min(latencies.len().saturating_sub(1))).copied();
+    let resends: Vec<_> = eps[..n].iter().map(|e| e.stats().resends).collect();
     let late: Vec<u64> = queue_samples.iter().filter(|&&(t, _)| t >= completion / 2).map(|&(_, q)| q).collect();
     CmsEndpointSimReport {
         mean_late_queue: late.iter().sum::<u64>() / late.len().max(1) as u64,
@@ -371,6 +407,10 @@ pub fn run(cfg: &CmsEndpointSimConfig) -> CmsEndpointSimReport {
         completion: Duration::from_nanos(completion),
         max_queue,
         drops,
+        lost,
+        p99_message: Duration::from_nanos(p99.unwrap_or(0)),
+        resends: resends.iter().map(|r| r.total()).sum(),
+        sleek_resends: resends.iter().map(|r| r.sleek).sum(),
         marks,
         jain: jain(&shares),
         shares,

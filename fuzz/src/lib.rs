@@ -829,6 +829,10 @@ pub fn pdc_pair(data: &[u8]) {
     let cfg = PdcConfig { max_nack_retx, max_rto_retx, ..base };
     let mut now = Instant::ZERO;
     let mut ini = Initiator::<2>::new(&cfg, mode, 7, start);
+    // SLEEK on half the inputs (by the start PSN, so the corpus keeps its meaning).
+    if start % 2 == 0 {
+        ini.use_sleek();
+    }
     let mut tgt: Option<Target<2>> = None;
     // In flight: (to the target, header).
     let mut net: Vec<(bool, PdsHeader)> = Vec::new();
@@ -1035,7 +1039,19 @@ pub fn pdc_pair(data: &[u8]) {
         if !to_target {
             let before = ini.clone();
             let r = match h {
-                PdsHeader::Ack(a) => ini.handle_ack(now, cfg, &a).map(drop),
+                PdsHeader::Ack(a) => ini.handle_ack(now, cfg, &a).map(|o| {
+                    // SLEEK (nothing when off): any probe answer starts recovery, and limits that
+                    // vary with the ACK.
+                    if o.probe_rtt.is_some() {
+                        ini.recover();
+                    }
+                    let limits = uet_wire::pdc::SleekLimits {
+                        threshold: a.cack_psn % 8 + 1,
+                        window: (a.cack_psn >> 3) % 32 + 1,
+                        probe_after: Duration::from_micros(u64::from(a.cack_psn % 64)),
+                    };
+                    ini.run_sleek(now, &a, limits);
+                }),
                 PdsHeader::Nack(n) => ini.handle_nack(now, cfg, &n).map(drop),
                 PdsHeader::Control(c) => ini.handle_control(now, &c),
                 _ => Ok(()),
@@ -1128,7 +1144,7 @@ pub fn endpoint(data: &[u8]) {
             2 => Some(LoadBalancing::Reps { paths: 16 }),
             _ => Some(LoadBalancing::Bitmap),
         };
-        lb.map(|lb| CmsConfig { nscc, lb, seed: u64::from(mtu) })
+        lb.map(|lb| CmsConfig { nscc, lb, seed: u64::from(mtu), sleek: mtu % 5 != 0 })
     };
     let cfg =
         |addr| EndpointConfig { pdc, close_when_idle, messages_per_pdc, secure, cms, ..EndpointConfig::new(addr, mtu) };

@@ -45,6 +45,9 @@
 //! * **Tail-loss probe**: `Tail_Loss_Time` after the last new packet with PSNs still
 //!   unacknowledged, an ACK_REQ for the newest PSN asks the target for a fresh ACK (or a NACK
 //!   PKT_NOT_RCVD, which resends it), at most `Max_Tail_Loss_Retx` times without progress.
+//! * **SLEEK** ([`sleek`](super::sleek), off unless [`Initiator::use_sleek`]): the probe is a
+//!   PROBE control packet answered by an ACK with P set, and a congestion controller drives
+//!   recovery from the out-of-order count and the probe's round trip.
 //!
 //! **Return direction** (UE 1.0 §3.5.20.1): read data from the target arrives as requests from
 //! its PDC, numbered from this PDC's start PSN (as the reference provider's target numbers them).
@@ -56,6 +59,7 @@
 
 use super::config::{MPR_GRANULARITY, PdcConfig};
 use super::rtt::RttEstimator;
+use super::sleek::{Sleek, SleekLimits};
 use super::target::Delivery;
 use super::window::{AckCoalescer, AckTriggers, Arrival, LossDetector, RxWindow, TxWindow, psn_after};
 use super::{Failure, PdcError, PdcState};
@@ -160,7 +164,7 @@ impl Stamp {
 pub enum InitiatorTx {
     /// Resend the request with this PSN (RETX and AR set).
     Resend(Stamp),
-    /// A control packet: CLOSE, CLEAR, or ACK_REQ (the tail-loss probe).
+    /// A control packet: CLOSE, CLEAR, or the tail-loss probe (ACK_REQ, or PROBE with SLEEK on).
     Control(Control),
     /// An ACK of the return direction (read data, CLOSE_REQ).
     Ack(Ack),
@@ -179,6 +183,9 @@ pub struct AckOutcome {
     /// The round trip this ACK measured: the PDC times one packet at a time, sent once (Karn's
     /// rule), so most ACKs carry none. Congestion control takes its delay from it.
     pub rtt: Option<linklayer::Duration>,
+    /// With SLEEK on ([`Initiator::use_sleek`]), for an ACK with P set answering this PDC's
+    /// latest probe: the probe's round trip.
+    pub probe_rtt: Option<linklayer::Duration>,
 }
 
 // Control packets waiting to go, as bits.
@@ -258,6 +265,8 @@ pub struct Initiator<const W: usize = 2> {
     probe_at: Option<Instant>,
     /// SACK-driven loss detection.
     losses: LossDetector,
+    /// SLEEK's loss recovery and probes (off unless [`Initiator::use_sleek`]).
+    sleek: Sleek,
     /// Resends wait until then (NACK_Retx_Time after a resource NACK).
     hold_until: Option<Instant>,
     /// The round-trip estimate of the request direction.
@@ -305,6 +314,7 @@ impl<const W: usize> Initiator<W> {
             rto_at: None,
             probe_at: None,
             losses: LossDetector::default(),
+            sleek: Sleek::default(),
             hold_until: None,
             rtt: RttEstimator::new(),
             nack_psn: 0,
@@ -441,6 +451,7 @@ impl<const W: usize> Initiator<W> {
             self.rto_at = None;
             self.probe_at = None;
             self.losses.stop();
+            self.sleek.stop();
             self.hold_until = None;
             self.tx_pending &= TX_ACK_CLOSE_REQ;
         }
@@ -476,6 +487,11 @@ impl<const W: usize> Initiator<W> {
             self.rto_count = 0;
         }
         let mut rtt = None;
+        let probe_rtt = if ack.flags.contains(AckFlags::P) {
+            self.sleek.probe_answered(now, ack.ack_psn_offset as u16)
+        } else {
+            None
+        };
         if acked > 0 {
             let tx = &self.tx;
             rtt = self.rtt.on_ack(now, |psn| tx.is_acked(psn));
@@ -506,7 +522,7 @@ impl<const W: usize> Initiator<W> {
         }
         self.enter(next);
         let request_acked = if close_acked { acked.saturating_sub(1) } else { acked };
-        Ok(AckOutcome { acked: request_acked, lost, rtt })
+        Ok(AckOutcome { acked: request_acked, lost, rtt, probe_rtt })
     }
 
     /// SACK-driven loss detection (RUD only; a ROD target keeps no SACK): arms the reorder window
@@ -518,6 +534,66 @@ impl<const W: usize> Initiator<W> {
             return 0;
         }
         self.losses.on_ack(&mut self.tx, now, cfg)
+    }
+
+    /// Turns SLEEK on ([`sleek`](super::sleek)): tail-loss probes go as PROBE control packets,
+    /// whose answers [`AckOutcome::probe_rtt`] times, and [`Initiator::run_sleek`] (after every
+    /// ACK) and [`Initiator::recover`] restart the probe timer and start loss recovery.
+    /// A congestion controller drives it: the limits and the probe's verdict come from its window
+    /// and delays.
+    pub fn use_sleek(&mut self) {
+        self.sleek.enable();
+    }
+
+    /// Whether SLEEK's loss recovery runs now.
+    pub const fn recovering(&self) -> bool {
+        self.sleek.recovering()
+    }
+
+    /// SLEEK after [`Initiator::handle_ack`] accepted `ack` at `now`: restarts the probe timer
+    /// ([`SleekLimits::probe_after`]) and starts, continues or ends loss recovery from the
+    /// out-of-order count (the ACK_CC's `ooo_count`, else the PSNs this PDC knows arrived past
+    /// the cumulative ACK) and `limits` (see [`sleek`](super::sleek)). Returns how many PSNs it
+    /// newly marked for resend; 0 with SLEEK off.
+    pub fn run_sleek(&mut self, now: Instant, ack: &Ack, limits: SleekLimits) -> u32 {
+        self.run_sleek_counted(now, super::sleek::ooo_count(ack), limits)
+    }
+
+    /// [`Initiator::run_sleek`] with the ACK's out-of-order count, if it carried one.
+    pub(crate) fn run_sleek_counted(&mut self, now: Instant, ooo: Option<u32>, limits: SleekLimits) -> u32 {
+        if !self.sleek.on() || !self.sends_requests() {
+            return 0;
+        }
+        // The probe timer restarts with every ACK while packets are outstanding.
+        if self.tx.outstanding() > 0 {
+            self.probe_at = Some(now.saturating_add(limits.probe_after));
+        }
+        let ooo = match (self.mode, ooo) {
+            (DeliveryMode::Rud, Some(n)) => n,
+            (DeliveryMode::Rud, None) => {
+                self.tx.next_psn().wrapping_sub(self.tx.base()).saturating_sub(self.tx.outstanding())
+            }
+            _ => 0,
+        };
+        // The receiver's count cannot pass this PDC's window: a threshold above it would never
+        // be met (project-defined cap, see `sleek`).
+        let threshold = limits.threshold.min(Self::MP_RANGE * 3 / 4);
+        self.sleek.on_ack(&mut self.tx, ooo, SleekLimits { threshold, ..limits })
+    }
+
+    /// Whether every outstanding PSN is a request (no CLOSE among them), so SLEEK may resend.
+    fn sends_requests(&self) -> bool {
+        matches!(self.state, InitiatorState::Established | InitiatorState::Quiesce | InitiatorState::AckWait)
+    }
+
+    /// SLEEK: a probe's answer found the network empty (its queueing delay below the congestion
+    /// controller's target), so what is still missing was lost: loss recovery starts again from
+    /// the cumulative ACK, packets resent before included, and the next [`Initiator::run_sleek`]
+    /// marks them. Nothing without SLEEK or with nothing outstanding.
+    pub fn recover(&mut self) {
+        if self.sends_requests() {
+            self.sleek.recover(&mut self.tx);
+        }
     }
 
     /// When the retransmission timer started now expires: the round-trip estimate's timeout
@@ -613,6 +689,13 @@ impl<const W: usize> Initiator<W> {
             }
             self.enter(next);
             return Ok(class);
+        }
+        if nack.code == NackCode::UnexpEvent && self.sleek.awaits_probe_answer() {
+            // A target that does not take PROBE (the reference provider NACKs control types it
+            // does not know UNEXP_EVENT): later probes are ACK_REQs, and the PDC goes on.
+            self.transition(Ev::Update)?;
+            self.sleek.refuse_probes();
+            return Ok(NackClass::Drop);
         }
         match class {
             NackClass::Drop => {
@@ -832,6 +915,12 @@ impl<const W: usize> Initiator<W> {
         if self.tx_pending & TX_PROBE != 0 {
             self.tx_pending &= !TX_PROBE;
             let newest = self.tx.next_psn().wrapping_sub(1);
+            if self.sleek.probes() {
+                // PROBE: its payload is the SACK base it asks for, the oldest unacknowledged PSN.
+                let mut probe = self.control(ControlType::Probe, newest, self.tx.base(), ControlFlags::empty());
+                probe.probe_opaque = self.sleek.probe_sent(now);
+                return Some(InitiatorTx::Control(probe));
+            }
             return Some(InitiatorTx::Control(self.control(ControlType::AckReq, newest, 0, ControlFlags::empty())));
         }
         if self.hold_until.is_some_and(|t| now < t) {

@@ -10,6 +10,8 @@
 //!   in the return direction, each direction with its own PSN window.
 //! * [`config`]: the timer table, with a hardware and a software profile.
 //! * [`rtt`]: the round-trip time estimate and the retransmission timeout it gives.
+//! * [`sleek`]: the UEC simulator's loss recovery for sprayed packets (out-of-order count and
+//!   probes), which a congestion controller drives on an initiator.
 //! * [`table`]: the fixed-capacity PDC table, by id (never 0, not reused at once) and by the
 //!   initiator's or target's selection key.
 //!
@@ -30,6 +32,7 @@ pub mod config;
 pub mod held;
 pub mod initiator;
 pub mod rtt;
+pub mod sleek;
 pub mod table;
 pub mod target;
 pub mod window;
@@ -40,6 +43,7 @@ mod tests;
 pub use config::{PdcConfig, UNLIMITED_NACK_RETX, UNLIMITED_RTO_RETX};
 pub use initiator::{AckOutcome, Initiator, InitiatorEvent, InitiatorState, InitiatorTx, Stamp};
 pub use rtt::RttEstimator;
+pub use sleek::SleekLimits;
 pub use table::{InitiatorKey, IpAddr, PdcTable, TableError, TargetKey, ip, ipv4};
 pub use target::{Delivery, PENDING_NACKS, StartPolicy, Target, TargetEvent, TargetState, TargetTx};
 pub use window::{AckCoalescer, AckError, AckPolicy, AckTriggers, Arrival, RxWindow, Sack, TxWindow, psn_after};

@@ -59,7 +59,10 @@
 //!   the SES response to a request until `CLEAR_PSN` (from any request, or a CLEAR) passes it; an
 //!   ACK carrying it goes out at once and again for every duplicate, and every other ACK leaves
 //!   its PSN unacknowledged.
-//! * ACKs are coalesced by [`AckCoalescer`]; a duplicate, a probe and a CLOSE are answered at once,
+//! * ACKs are coalesced by [`AckCoalescer`]; a duplicate, an ACK_REQ, a PROBE and a CLOSE are
+//!   answered at once (a PROBE by an ACK of its own with P set that echoes its opaque value in
+//!   place of ACK_PSN's offset, its SACK based at the PSN the probe's payload names, as the
+//!   Wireshark dissector, uet-ref-prov's headers and XDP2 lay out the fields),
 //!   and so is a new packet that fills a gap behind the newest PSN the last ACK reported
 //!   (*project-defined*, after RFC 5681 §4.2).
 //!   Every ACK is an ACK_CC carrying the SACK bitmap and this PDC's MPR.
@@ -156,6 +159,8 @@ pub enum TargetEvent {
 
 const TX_CLOSE_REQ: u8 = 1;
 const TX_CLOSING_IN_ERR: u8 = 2;
+/// The answer to a PROBE (an ACK with P set), a packet of its own.
+const TX_PROBE_ACK: u8 = 4;
 
 const EV_ESTABLISHED: u8 = 1;
 const EV_FAILED: u8 = 2;
@@ -199,6 +204,8 @@ pub struct Target<const W: usize = 2, const R: usize = HELD_RESPONSES> {
     /// The PSN that triggered the ACK and the flags it echoes.
     ack_psn: u32,
     ack_flags: AckFlags,
+    /// The latest PROBE's opaque value, echoed by its answer, and the SACK base it asked for.
+    probe: (u16, u32),
     /// The newest PSN received when the last ACK went out.
     acked_max: u32,
     /// Pending: when the PDC is reaped.
@@ -297,6 +304,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
             ack_due: false,
             ack_psn: start,
             ack_flags: AckFlags::empty(),
+            probe: (0, 0),
             acked_max: required.wrapping_sub(1),
             pending_until: if established { None } else { Some(now.saturating_add(cfg.new_pdc_time)) },
             idle_at: idle_deadline(now, cfg),
@@ -586,8 +594,8 @@ impl<const W: usize, const R: usize> Target<W, R> {
         }
     }
 
-    /// Handles a control packet from the initiator: CLOSE, ACK_REQ, CLEAR, NOOP; others are NACKed
-    /// UNEXP_EVENT (as uet-ref-prov `uet_pds.c` does). While Pending every control is NACKed
+    /// Handles a control packet from the initiator: CLOSE, ACK_REQ, CLEAR, NOOP, PROBE; others are
+    /// NACKed UNEXP_EVENT (as uet-ref-prov `uet_pds.c` does). While Pending every control is NACKed
     /// NEW_START_PSN, like a request.
     pub fn handle_control(&mut self, now: Instant, cfg: &PdcConfig, ctl: &Control) -> Result<(), PdcError> {
         if let PdcDest::Established { dpdcid } = ctl.dest {
@@ -629,6 +637,14 @@ impl<const W: usize, const R: usize> Target<W, R> {
                     return self.refused(NackCode::PktNotRcvd, ctl.psn, retx);
                 }
                 self.ack_now(ctl.psn, retx);
+                self.touch(now, cfg);
+                Ok(())
+            }
+            ControlType::Probe => {
+                // Answered at once, apart from any ACK due, by an ACK with P set that echoes the
+                // probe's opaque value in place of ACK_PSN, its SACK based where the payload asks.
+                self.tx_pending |= TX_PROBE_ACK;
+                self.probe = (ctl.probe_opaque, ctl.payload);
                 self.touch(now, cfg);
                 Ok(())
             }
@@ -691,7 +707,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
         }
         self.enter(next);
         self.touch(now, cfg);
-        Ok(AckOutcome { acked: acked - u32::from(close_req_acked), lost, rtt })
+        Ok(AckOutcome { acked: acked - u32::from(close_req_acked), lost, rtt, probe_rtt: None })
     }
 
     /// Handles a NACK from the initiator for a return-direction packet: a retransmit-class code
@@ -849,7 +865,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
     }
 
     /// The next packet to send: a NACK refusing a packet, NACK CLOSING_IN_ERR, CLOSE_REQ, the
-    /// ACK that is due, or a resend of the return direction.
+    /// answer to a PROBE, the ACK that is due, or a resend of the return direction.
     // Fast path: see "Speed" in the module doc of `pdc`.
     #[inline(always)]
     pub fn poll_transmit(&mut self, _now: Instant) -> Option<TargetTx> {
@@ -865,6 +881,13 @@ impl<const W: usize, const R: usize> Target<W, R> {
         if self.tx_pending & TX_CLOSE_REQ != 0 {
             self.tx_pending &= !TX_CLOSE_REQ;
             return Some(TargetTx::Control(self.close_req()));
+        }
+        if self.tx_pending & TX_PROBE_ACK != 0 {
+            self.tx_pending &= !TX_PROBE_ACK;
+            // It reports everything received so far: a packet filling a gap behind it is
+            // answered at once, as after any ACK.
+            self.acked_max = self.rx.max_rcvd();
+            return Some(TargetTx::Ack(self.ack_for(self.rx.cack_psn(), AckFlags::P, None)));
         }
         let carried = self.held.take_unsent();
         if carried.is_none() && !self.ack_due {
@@ -1010,7 +1033,10 @@ impl<const W: usize, const R: usize> Target<W, R> {
         // ACK_PSN acknowledges the PSN it names (the initiator, like the reference provider,
         // marks it): a PSN whose held response this ACK does not carry is not named.
         let ack_psn = if carried != Some(ack_psn) && self.held.get(ack_psn).is_some() { cack } else { ack_psn };
-        super::AckCcFields {
+        let probe = flags.contains(AckFlags::P);
+        // A probe's answer: its SACK based where the probe asked, when nothing held masks it.
+        let sack = if probe && self.held.is_empty() { self.rx.sack_from(self.probe.1) } else { sack };
+        let mut ack = super::AckCcFields {
             local: self.local,
             remote: self.remote,
             cack,
@@ -1022,7 +1048,12 @@ impl<const W: usize, const R: usize> Target<W, R> {
             mp_range: Self::MP_RANGE,
             out_of_order: self.rx.out_of_order(),
         }
-        .ack()
+        .ack();
+        if probe {
+            // The opaque value goes where ACK_PSN's offset would (P set).
+            ack.ack_psn_offset = self.probe.0 as i16;
+        }
+        ack
     }
 
     /// The next deadline: reaping a Pending PDC, resending or giving up a CLOSE_REQ, the

@@ -478,6 +478,175 @@ fn rto_backs_off_and_counts_timeouts_of_the_same_packet() {
     assert_eq!(capped.rto_backoff(u8::MAX), Duration::from_millis(3));
 }
 
+/// SLEEK's probe: a PROBE control packet with a counted opaque value and the SACK base as
+/// payload, answered by an ACK with P set that echoes it; the initiator times the answer, and a
+/// recovery started from it resends every missing PSN, one already resent included.
+#[test]
+fn sleek_probe_is_answered_with_p_and_restarts_recovery() {
+    use crate::pdc::SleekLimits;
+    let cfg = PdcConfig { rto: Duration::from_millis(10), rto_min: Duration::from_millis(10), ..cfg() };
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    i.use_sleek();
+    let stamps: Vec<Stamp> = (0..4).map(|_| i.send(t(10), &cfg, false).unwrap()).collect();
+    // PSNs 5 and 7 arrive, 6 and 8 are lost; the target owes no ACK yet (coalescing).
+    for s in [stamps[0], stamps[2]] {
+        tg.handle_request(t(11), &cfg, &req(s), 64, false).unwrap();
+    }
+    while tg.poll_transmit(t(11)).is_some() {}
+    let now = i.poll_timeout().unwrap();
+    assert_eq!(now, t(10).saturating_add(cfg.tail_loss_time));
+    i.handle_timeout(now, &cfg);
+    let Some(InitiatorTx::Control(p)) = i.poll_transmit(now) else { panic!("no probe") };
+    let p = ctl(p);
+    assert_eq!((p.ctl_type, p.probe_opaque, p.payload), (ControlType::Probe, 1, stamps[0].psn));
+    tg.handle_control(now, &cfg, &p).unwrap();
+    let a = ack_of(tg.poll_transmit(now).unwrap());
+    assert!(a.flags.contains(AckFlags::P));
+    assert_eq!(a.ack_psn_offset, 1, "the opaque value is echoed");
+    assert_eq!(a.sack(), Some((stamps[0].psn, 0b101)), "SACK based where the probe asked");
+    let later = now.saturating_add(Duration::from_micros(3));
+    let o = i.handle_ack(later, &cfg, &a).unwrap();
+    assert_eq!((o.acked, o.probe_rtt), (2, Some(Duration::from_micros(3))));
+    // Below the threshold, no recovery; the probe's verdict starts one.
+    let limits = SleekLimits { threshold: 100, window: 100, probe_after: Duration::from_micros(50) };
+    assert_eq!(i.run_sleek(later, &a, limits), 0);
+    i.recover();
+    assert!(i.recovering());
+    assert_eq!(i.run_sleek(later, &a, limits), 2);
+    let resent: Vec<u32> = core::iter::from_fn(|| match i.poll_transmit(later) {
+        Some(InitiatorTx::Resend(r)) => Some(r.psn),
+        _ => None,
+    })
+    .collect();
+    assert_eq!(resent, [stamps[1].psn, stamps[3].psn]);
+    // A second probe's answer: the first one's opaque value no longer times anything.
+    assert_eq!(i.handle_ack(later, &cfg, &a).unwrap().probe_rtt, None);
+    // Recovery again resends 6 even though it was resent.
+    i.recover();
+    assert_eq!(
+        i.run_sleek(later, &a, SleekLimits { threshold: 100, window: 2, probe_after: Duration::from_micros(50) }),
+        1
+    );
+    assert!(matches!(i.poll_transmit(later), Some(InitiatorTx::Resend(r)) if r.psn == stamps[1].psn));
+    // Both arrive: recovery ends with the cumulative ACK past PSN 8.
+    for s in [stamps[1], stamps[3]] {
+        tg.handle_request(later, &cfg, &req(s), 64, false).unwrap();
+    }
+    let a = ack_of(tg.poll_transmit(later).unwrap());
+    i.handle_ack(later, &cfg, &a).unwrap();
+    assert_eq!(i.run_sleek(later, &a, limits), 0);
+    assert!(!i.recovering());
+    assert_eq!(i.outstanding(), 0);
+}
+
+/// SLEEK never resends a CLOSE as a request: once the PDC closes, an ACK neither restarts the
+/// probe timer nor starts recovery, and a probe's answer changes nothing.
+#[test]
+fn sleek_leaves_a_closing_pdc_alone() {
+    use crate::pdc::SleekLimits;
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    i.use_sleek();
+    let s = i.send(t(10), &cfg, true).unwrap();
+    tg.handle_request(t(11), &cfg, &req(s), 64, false).unwrap();
+    let a = ack_of(tg.poll_transmit(t(11)).unwrap());
+    i.handle_ack(t(12), &cfg, &a).unwrap();
+    i.close(t(12), &cfg).unwrap();
+    assert_eq!(i.state(), InitiatorState::CloseAckWait);
+    let Some(InitiatorTx::Control(close)) = i.poll_transmit(t(12)) else { panic!("no CLOSE") };
+    assert_eq!(close.ctl_type, ControlType::Close);
+    // The CLOSE is outstanding; an ACK without progress and an eager controller change nothing.
+    let limits = SleekLimits { threshold: 1, window: 8, probe_after: Duration::from_micros(1) };
+    i.recover();
+    assert_eq!(i.run_sleek(t(13), &a, limits), 0);
+    assert!(!i.recovering());
+    assert_ne!(i.poll_timeout(), Some(t(13).saturating_add(Duration::from_micros(1))));
+    assert_eq!(i.poll_transmit(t(13)), None);
+}
+
+/// A target that answers PROBE only with NACK UNEXP_EVENT (as one that does not know it would):
+/// the PDC takes that NACK as the refusal, goes on, and probes with ACK_REQ from then on.
+#[test]
+fn a_refused_probe_falls_back_to_ack_req() {
+    let cfg = PdcConfig { rto: Duration::from_millis(10), rto_min: Duration::from_millis(10), ..cfg() };
+    let (mut i, _tg) = established(DeliveryMode::Rud);
+    i.use_sleek();
+    let s = i.send(t(10), &cfg, false).unwrap();
+    let now = i.poll_timeout().unwrap();
+    i.handle_timeout(now, &cfg);
+    let Some(InitiatorTx::Control(p)) = i.poll_transmit(now) else { panic!("no probe") };
+    assert_eq!(p.ctl_type, ControlType::Probe);
+    let refusal = nack(Nack::for_pdc(NackCode::UnexpEvent, p.psn, 19, 7));
+    assert_eq!(i.handle_nack(now, &cfg, &refusal).unwrap(), NackClass::Drop);
+    assert_eq!(i.failure(), None);
+    assert_eq!(i.state(), InitiatorState::Established);
+    let later = i.poll_timeout().unwrap();
+    i.handle_timeout(later, &cfg);
+    let Some(InitiatorTx::Control(p)) = i.poll_transmit(later) else { panic!("no second probe") };
+    assert_eq!((p.ctl_type, p.psn), (ControlType::AckReq, s.psn));
+    // With no probe waiting, UNEXP_EVENT closes the PDC as before.
+    i.handle_nack(later, &cfg, &refusal).unwrap();
+    assert!(i.failure().is_some());
+}
+
+/// A PROBE's answer is a packet of its own: a request recorded before it goes out neither
+/// suppresses it nor is acknowledged by it in place of its own ACK.
+#[test]
+fn a_probe_answer_and_a_request_ack_both_go() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    i.use_sleek();
+    let s = i.send(t(10), &cfg, true).unwrap();
+    let probe = Control {
+        ctl_type: ControlType::Probe,
+        flags: ControlFlags::empty(),
+        probe_opaque: 0xBEEF,
+        psn: s.psn,
+        spdcid: 7,
+        dest: PdcDest::Established { dpdcid: 19 },
+        payload: s.psn,
+    };
+    tg.handle_control(t(11), &cfg, &ctl(probe)).unwrap();
+    tg.handle_request(t(11), &cfg, &req(s), 64, true).unwrap();
+    let first = ack_of(tg.poll_transmit(t(11)).unwrap());
+    let second = ack_of(tg.poll_transmit(t(11)).unwrap());
+    assert!(first.flags.contains(AckFlags::P) && first.ack_psn_offset as u16 == 0xBEEF);
+    assert!(!second.flags.contains(AckFlags::P) && second.flags.contains(AckFlags::M));
+    assert_eq!(second.ack_psn(), s.psn);
+    assert!(!tg.ack().flags.contains(AckFlags::P), "the ACK this PDC would send names no probe");
+    assert_eq!(tg.poll_transmit(t(11)), None);
+}
+
+/// SLEEK's out-of-order rule: the ACK_CC's `ooo_count` reaching the threshold marks the missing
+/// PSNs at once, without the reorder window; below it, and with SLEEK off, nothing.
+#[test]
+fn sleek_marks_losses_when_the_out_of_order_count_reaches_the_threshold() {
+    use crate::pdc::SleekLimits;
+    let cfg = PdcConfig { reorder_window: Duration::from_millis(1), ..cfg() };
+    for on in [false, true] {
+        let (mut i, mut tg) = established(DeliveryMode::Rud);
+        if on {
+            i.use_sleek();
+        }
+        let stamps: Vec<Stamp> = (0..8).map(|_| i.send(t(10), &cfg, false).unwrap()).collect();
+        let limits = SleekLimits { threshold: 6, window: 8, probe_after: Duration::from_micros(50) };
+        let mut marked = Vec::new();
+        for (n, s) in stamps.iter().enumerate().skip(1) {
+            tg.handle_request(t(11), &cfg, &req(*s), 64, false).unwrap();
+            let a = tg.ack();
+            i.handle_ack(t(12), &cfg, &a).unwrap();
+            let AckExtension::Cc(cc) = a.ext else { panic!("not an ACK_CC") };
+            assert!(matches!(cc.state, crate::pds::CcState::Nscc { ooo_count, .. } if usize::from(ooo_count) == n));
+            marked.push(i.run_sleek(t(12), &a, limits));
+        }
+        // At 6 out of order, every unacknowledged PSN within the window from the cumulative ACK
+        // is lost: the first, and the last, not yet arrived (the simulator's rule).
+        let expect = if on { vec![0, 0, 0, 0, 0, 2, 0] } else { vec![0; 7] };
+        assert_eq!(marked, expect, "SLEEK on: {on}");
+        assert_eq!(i.recovering(), on);
+    }
+}
+
 #[test]
 fn tail_loss_probe_recovers_a_lost_last_packet() {
     let cfg = PdcConfig { rto: Duration::from_millis(10), rto_min: Duration::from_millis(10), ..cfg() };

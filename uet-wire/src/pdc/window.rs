@@ -584,6 +584,12 @@ impl<const W: usize> TxWindow<W> {
         self.lost.set_below_unless(n.min(sent), &self.acked, &self.resent)
     }
 
+    /// Forgets which PSNs were resent, so loss detection may mark them lost again (SLEEK's
+    /// recovery after a probe found the network empty).
+    pub fn forget_resends(&mut self) {
+        self.resent = Bits([0; W]);
+    }
+
     /// The oldest PSN marked lost, without taking it.
     pub fn next_lost(&self) -> Option<u32> {
         self.lost.first_set().map(|i| self.base.wrapping_add(i))
@@ -630,9 +636,11 @@ impl<const W: usize> TxWindow<W> {
 /// [`config`](super::config)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct LossDetector {
-    /// When the candidates up to `psn` are marked lost if still unacknowledged.
-    at: Option<linklayer::Instant>,
+    /// When the candidates up to `psn` are marked lost if still unacknowledged, while `armed`
+    /// (16 bytes where an `Option` of the instant would take 24).
+    at: linklayer::Instant,
     psn: u32,
+    armed: bool,
 }
 
 impl LossDetector {
@@ -645,7 +653,7 @@ impl LossDetector {
         now: linklayer::Instant,
         cfg: &super::PdcConfig,
     ) -> u32 {
-        if self.at.is_some() {
+        if self.armed {
             return 0;
         }
         let Some(psn) = tx.loss_candidates(cfg.loss_threshold) else { return 0 };
@@ -653,7 +661,8 @@ impl LossDetector {
             return tx.mark_lost_through(psn);
         }
         self.psn = psn;
-        self.at = Some(now.saturating_add(cfg.reorder_window));
+        self.at = now.saturating_add(cfg.reorder_window);
+        self.armed = true;
         0
     }
 
@@ -664,8 +673,8 @@ impl LossDetector {
         now: linklayer::Instant,
         cfg: &super::PdcConfig,
     ) {
-        if self.at.is_some_and(|t| t <= now) {
-            self.at = None;
+        if self.armed && self.at <= now {
+            self.armed = false;
             tx.mark_lost_through(self.psn);
             self.on_ack(tx, now, cfg);
         }
@@ -673,12 +682,12 @@ impl LossDetector {
 
     /// The end of the reorder window, if one runs.
     pub(crate) const fn deadline(&self) -> Option<linklayer::Instant> {
-        self.at
+        if self.armed { Some(self.at) } else { None }
     }
 
     /// Stops the reorder window.
     pub(crate) fn stop(&mut self) {
-        self.at = None;
+        self.armed = false;
     }
 }
 

@@ -39,6 +39,17 @@
 //!   NACK naming that PSN feeds its path back: `Good` or `Ecn` for an ACK, `Nack` for a packet
 //!   trimmed inside the network, `Good` (or `Ecn`) for one trimmed at the last hop; a timeout
 //!   names no path; a NACK of another code says nothing about the path and is not fed back.
+//! * SLEEK ([`CmsConfig::sleek`], on by [`CmsConfig::new`]; see [`crate::pdc::sleek`]) runs on
+//!   every initiator PDC with a CCC, after the window took each ACK, as the simulator's sender
+//!   runs it: the recovery threshold and window come from the CCC's window
+//!   ([`SleekLimits::from_window`], counting packets of [`NsccConfig::mtu`] bytes as the window
+//!   does, where the simulator counts its payload size); the next probe is due 3 base round
+//!   trips after the ACK, or the base round trip plus the target delay once the PDC has no new
+//!   packet; a probe answered with a queueing delay (its round trip less the base) below NSCC's
+//!   target starts recovery.
+//!   The packets it marks leave the flight without a window change, as SACK losses do. The
+//!   simulator also feeds a probe's delay to its average; here a probe's round trip only decides
+//!   recovery. [`EndpointStats::resends`] counts its resends apart.
 //! * Requests go as plain RUD or ROD requests: the CCC is the sender's own, and the RUD_CC /
 //!   ROD_CC fields (`CCC_ID`, `credit_target`) carry RCCC's credit, which is not driven here.
 //! * NSCC only: the RCCC credit exchange ([`crate::cms::rccc`]) is not driven by the endpoint.
@@ -46,6 +57,7 @@
 use super::*;
 use crate::cms::nscc::{AckSignal, NackSignal, Nscc, NsccConfig};
 use crate::lb::{Bitmap, EntropySource, Oblivious, PathFeedback, Reps};
+use crate::pdc::SleekLimits;
 
 /// How an endpoint manages congestion ([`EndpointConfig::cms`]); it takes effect on an
 /// [`Endpoint`] with at least one CCC slot (`C` > 0).
@@ -59,12 +71,16 @@ pub struct CmsConfig {
     /// Seeds the load balancers' random draws (time and randomness are inputs); each CCC mixes
     /// in how many CCCs were opened before it.
     pub seed: u64,
+    /// SLEEK loss recovery on every initiator PDC with a CCC ([`crate::pdc::sleek`]): its
+    /// out-of-order threshold and recovery window come from the CCC's window, and a probe
+    /// answered with a queueing delay below NSCC's target starts recovery.
+    pub sleek: bool,
 }
 
 impl CmsConfig {
-    /// NSCC as configured, packets sprayed by REPS over `paths` entropy values.
+    /// NSCC as configured, packets sprayed by REPS over `paths` entropy values, SLEEK on.
     pub const fn new(nscc: NsccConfig, paths: u16) -> Self {
-        CmsConfig { nscc, lb: LoadBalancing::Reps { paths }, seed: 0 }
+        CmsConfig { nscc, lb: LoadBalancing::Reps { paths }, seed: 0, sleek: true }
     }
 }
 
@@ -88,6 +104,10 @@ pub enum LoadBalancing {
 
 /// Entropy values the [`LoadBalancing::Bitmap`] selector spreads over.
 pub const BITMAP_PATHS: usize = 64;
+
+/// `probe_first_trial_time`: base round trips after an ACK before a PDC with more to send probes
+/// (the simulator's `uec.cpp` 1081).
+const PROBE_FIRST_TRIAL_RTTS: u64 = 3;
 
 /// PSNs whose entropy value a CCC remembers for the feedback of their ACK or NACK (a table by
 /// PSN; 2 KiB per CCC): enough for a window of 256 packets, 1 MiB of 4 KiB packets.
@@ -149,6 +169,30 @@ impl Ccc {
     /// Whether the window takes one more packet.
     pub(super) fn open(&self) -> bool {
         self.nscc.can_send(self.packet())
+    }
+
+    /// SLEEK on `pdc` at `now`, after an ACK with out-of-order count `ooo` (if it carried one)
+    /// that answered a probe after `probe_rtt`, if it did: a probe whose queueing delay is below
+    /// the target starts recovery, and the limits come from the window; the next probe is due 3
+    /// base round trips on, or the base round trip plus the target delay once the PDC has no new
+    /// packet to send (`backlog` false). Returns the PSNs it marked lost (none for a PDC without
+    /// SLEEK).
+    fn sleek(
+        &self,
+        now: Instant,
+        pdc: &mut Initiator,
+        backlog: bool,
+        ooo: Option<u32>,
+        probe_rtt: Option<linklayer::Duration>,
+    ) -> u32 {
+        let n = &self.nscc;
+        let (base, target) = (n.base_rtt(), n.target_qdelay());
+        if probe_rtt.is_some_and(|rtt| rtt.as_nanos().saturating_sub(base.as_nanos()) < target.as_nanos()) {
+            pdc.recover();
+        }
+        let probe_after =
+            if backlog { base.saturating_mul(PROBE_FIRST_TRIAL_RTTS) } else { base.saturating_add(target) };
+        pdc.run_sleek_counted(now, ooo, SleekLimits::from_window(n.cwnd(), n.max_cwnd(), self.packet(), probe_after))
     }
 
     /// The entropy value PSN `psn` of PDC `pdc` went out with, if still remembered.
@@ -223,9 +267,16 @@ pub(super) enum CcSignal {
     #[default]
     None,
     /// An ACK naming `psn` (`None` for the answer to a probe, whose PSN field is the probe's):
-    /// `acked` request PSNs newly acknowledged, the round trip measured, and whether it echoed
-    /// an ECN mark.
-    Ack { acked: u32, rtt: Option<linklayer::Duration>, ecn: bool, psn: Option<u32> },
+    /// `acked` request PSNs newly acknowledged, the round trip measured, whether it echoed an
+    /// ECN mark, the out-of-order count it carried, and the round trip of the probe it answers.
+    Ack {
+        acked: u32,
+        rtt: Option<linklayer::Duration>,
+        ecn: bool,
+        psn: Option<u32>,
+        ooo: Option<u32>,
+        probe_rtt: Option<linklayer::Duration>,
+    },
     /// A NACK naming `psn`; `code` says why, `ecn` whether it echoed an ECN mark.
     Nack { code: NackCode, psn: u32, ecn: bool },
     /// The retransmission timer fired.
@@ -237,7 +288,8 @@ impl CcSignal {
     pub(super) fn of_ack(a: &crate::pds::Ack, o: &crate::pdc::AckOutcome) -> Self {
         let ecn = a.flags.contains(crate::pds::AckFlags::M);
         let psn = (!a.flags.contains(crate::pds::AckFlags::P)).then(|| a.ack_psn());
-        CcSignal::Ack { acked: o.acked, rtt: o.rtt, ecn, psn }
+        let ooo = crate::pdc::sleek::ooo_count(a);
+        CcSignal::Ack { acked: o.acked, rtt: o.rtt, ecn, psn, ooo, probe_rtt: o.probe_rtt }
     }
 }
 
@@ -291,7 +343,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         let bytes = ccc.packet();
         let mut left = charged.saturating_sub(flight);
         match signal {
-            CcSignal::Ack { acked, rtt, ecn, psn } => {
+            CcSignal::Ack { acked, rtt, ecn, psn, .. } => {
                 // Packets acknowledged after they were marked lost come back into the flight
                 // first (as the simulator adds them back), so the ACK credits all it acknowledged.
                 let taken = acked.min(left);
@@ -325,10 +377,24 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             }
             _ => {}
         }
-        // The rest left the flight without a congestion signal: marked lost by SACK or with the
-        // timed-out packet, refused for want of a resource, or given up by a closing PDC.
+        let sent = flight.saturating_sub(charged);
+        // SLEEK, after the window took the ACK (as the simulator runs it after its update): the
+        // packets it marks lost leave the flight too.
+        if let (CcSignal::Ack { ooo, probe_rtt, .. }, Some(p), false) = (signal, self.initiators.get_mut(id), gone) {
+            let backlog = p.next_new(self.cfg.messages_per_pdc).is_some();
+            let marked = ccc.sleek(now, &mut p.pdc, backlog, ooo, probe_rtt);
+            if marked > 0 {
+                self.stats.resends.sleek = self.stats.resends.sleek.wrapping_add(u64::from(marked));
+                let after = p.pdc.requests_in_flight();
+                left = left.saturating_add(flight.saturating_sub(after));
+                p.charged = u16::try_from(after).unwrap_or(u16::MAX);
+            }
+        }
+        // The rest left the flight without a congestion signal: marked lost by SACK, SLEEK or
+        // with the timed-out packet, refused for want of a resource, or given up by a closing
+        // PDC.
         ccc.nscc.on_leave(left.saturating_mul(bytes));
-        ccc.nscc.on_send(flight.saturating_sub(charged).saturating_mul(bytes));
+        ccc.nscc.on_send(sent.saturating_mul(bytes));
         if gone {
             ccc.users = ccc.users.saturating_sub(1);
             ccc.blocked.unlink(&mut self.blocked_links, index);

@@ -1187,12 +1187,13 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     /// call after anything that may change any of these (`gone`: it is about to be removed).
     fn refresh_initiator(&mut self, id: u16, gone: bool) {
         let Some(index) = self.initiators.index_of(id).map(|i| i as u16) else { return };
+        // Settled with its CCC first: SLEEK may mark packets lost and move the probe timer, and a
+        // window that opens lists the PDCs that waited for it.
+        let open = self.cc_settle(id, gone);
         let e = self.initiators.get(id).filter(|_| !gone);
         let p = e.map(|e| &e.pdc);
         let (ready, deadline) = (p.is_some_and(|p| p.has_pending()), p.and_then(|p| p.poll_timeout()));
         let new = e.is_some_and(|e| e.next_new(self.cfg.messages_per_pdc).is_some() && e.pdc.can_send(&self.cfg.pdc));
-        // Settled with its CCC first: a window that opens lists the PDCs that waited for it.
-        let open = self.cc_settle(id, gone);
         self.cc_place(id, index, new && !open);
         SlotList::place(index, ready, &mut self.initiators_ready, &mut self.initiators_ready_links);
         SlotList::place(index, new && open, &mut self.initiators_new, &mut self.initiators_new_links);

@@ -49,7 +49,11 @@ pub struct Resends {
     pub nack: u64,
     /// By SACK-driven loss detection (later packets acknowledged, the reorder window passed).
     pub sack: u64,
-    /// Tail-loss probes sent (ACK_REQ for the newest PSN; each costs one control packet).
+    /// By SLEEK loss recovery ([`CmsConfig::sleek`](super::CmsConfig::sleek)): the
+    /// out-of-order count passed its threshold, or a probe found the network empty.
+    pub sleek: u64,
+    /// Tail-loss probes sent (ACK_REQ for the newest PSN, or PROBE with SLEEK; each costs one
+    /// control packet).
     pub probes: u64,
 }
 
@@ -86,7 +90,7 @@ impl Resends {
 
     /// Every resend, whatever its cause (probes not counted).
     pub const fn total(&self) -> u64 {
-        self.timeout.wrapping_add(self.nack).wrapping_add(self.sack)
+        self.timeout.wrapping_add(self.nack).wrapping_add(self.sack).wrapping_add(self.sleek)
     }
 }
 

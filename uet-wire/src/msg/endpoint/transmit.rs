@@ -118,13 +118,14 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                     Transmit { entropy: self.cc_entropy(id, Some(stamp.psn)), ..t }
                 }
                 InitiatorTx::Control(c) => {
-                    if c.ctl_type == crate::pds::ControlType::AckReq {
+                    use crate::pds::ControlType::{AckReq, Probe};
+                    let probe = matches!(c.ctl_type, AckReq | Probe);
+                    if probe {
                         self.stats.resends.probes = self.stats.resends.probes.wrapping_add(1);
                     }
                     // A probe draws a path as a request does; other control packets are the
                     // caller's to route.
                     let t = header_only(dst, emit(out, &PdsHeader::Control(c))?);
-                    let probe = c.ctl_type == crate::pds::ControlType::AckReq;
                     Transmit { entropy: if probe { self.cc_entropy(id, None) } else { None }, ..t }
                 }
                 InitiatorTx::Nack(n) => {
@@ -465,7 +466,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         let id = self.initiators.next_id()?;
         let ccc = self.join_ccc(key.dst).ok()?;
         let start = self.random_start_psn(&key.dst);
-        let pdc = Initiator::new(&self.cfg.pdc, key.mode, id, start);
+        let mut pdc = Initiator::new(&self.cfg.pdc, key.mode, id, start);
+        if ccc.is_some() && self.cfg.cms.is_some_and(|c| c.sleek) {
+            pdc.use_sleek();
+        }
         let opened = self
             .initiators
             .insert(

@@ -14,7 +14,7 @@ use std::vec::Vec;
 fn cms(initial: u32, lb: LoadBalancing) -> CmsConfig {
     let mut nscc = NsccConfig::new(LinkRate::GBPS_100, Duration::from_micros(2), 1024);
     nscc.initial_cwnd = Some(initial * 1024);
-    CmsConfig { nscc, lb, seed: 7 }
+    CmsConfig { nscc, lb, seed: 7, sleek: true }
 }
 
 fn managed(addr: IpAddr, cms: CmsConfig) -> EndpointConfig {
@@ -33,6 +33,65 @@ fn drain(ep: &mut Ep, now: Instant) -> Vec<(Vec<u8>, Option<u16>)> {
     }
     ep.check_ready_lists(now);
     pkts
+}
+
+/// SLEEK on the endpoint: a PDC whose last packets were lost sends a PROBE (with a path) after
+/// the tail-loss time; the target answers with P set; the answer comes back sooner than the
+/// queueing-delay target, so the PDC resends every missing packet at once, where without SLEEK
+/// it would wait for its retransmission timer.
+#[test]
+fn a_probe_answered_quickly_resends_the_missing_packets() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let pdc = crate::pdc::PdcConfig::sprayed(Duration::from_micros(4));
+    let cfg = EndpointConfig { pdc, ..managed(a_addr, cms(16, LoadBalancing::Reps { paths: 8 })) };
+    let mut a = Ep::new(cfg, 1);
+    let mut b = Ep::new(EndpointConfig { pdc, close_when_idle: false, ..config(b_addr) }, 2);
+    a.send(desc(b_addr, Service::Rud, 0, 8 * 1024)).unwrap();
+    let mut now = Instant::ZERO;
+    // The first packet draws B's ACK (SYN); of the rest, the last three are lost.
+    let sent = drain(&mut a, now);
+    assert_eq!(sent.len(), 8);
+    for (pkt, _) in &sent[..5] {
+        b.handle_packet(now, a_addr, pkt).unwrap();
+    }
+    now = now.saturating_add(Duration::from_micros(2));
+    for (pkt, _) in drain(&mut b, now) {
+        a.handle_packet(now, b_addr, &pkt).unwrap();
+    }
+    assert!(drain(&mut a, now).is_empty(), "nothing to send before the probe");
+    // The probe timer is the first deadline, well before the RTO.
+    now = a.poll_timeout().unwrap();
+    assert!(now < Instant::from_nanos(Duration::from_micros(8 + 4).as_nanos()), "{now:?}");
+    a.handle_timeout(now);
+    let probe = drain(&mut a, now);
+    assert_eq!(probe.len(), 1);
+    let (pkt, ev) = &probe[0];
+    assert!(ev.is_some(), "a probe names its path");
+    let Ok((crate::pds::PdsHeader::Control(c), _)) = crate::pds::PdsHeader::parse(pkt) else {
+        panic!("a control packet")
+    };
+    assert_eq!(c.ctl_type, crate::pds::ControlType::Probe);
+    b.handle_packet(now, a_addr, pkt).unwrap();
+    let answer = drain(&mut b, now);
+    assert_eq!(answer.len(), 1);
+    let Ok((crate::pds::PdsHeader::Ack(ack), _)) = crate::pds::PdsHeader::parse(&answer[0].0) else { panic!("an ACK") };
+    assert!(ack.flags.contains(crate::pds::AckFlags::P));
+    // Back after 1 µs: below NSCC's target delay over its base RTT.
+    now = now.saturating_add(Duration::from_micros(1));
+    a.handle_packet(now, b_addr, &answer[0].0).unwrap();
+    let resent = drain(&mut a, now);
+    assert_eq!(resent.len(), 3, "the three lost packets, at once");
+    assert_eq!(a.stats().resends.sleek, 3);
+    assert_eq!(a.stats().resends.probes, 1);
+    for (pkt, _) in &resent {
+        b.handle_packet(now, a_addr, pkt).unwrap();
+    }
+    for (pkt, _) in drain(&mut b, now) {
+        a.handle_packet(now, b_addr, &pkt).unwrap();
+    }
+    assert!(core::iter::from_fn(|| a.poll_event()).any(|e| matches!(e, Event::Sent(_))));
+    assert_eq!(a.stats().resends.timeout, 0);
+    assert_eq!(a.congestion(&b_addr).unwrap().in_flight(), 0);
 }
 
 #[test]
@@ -137,7 +196,9 @@ fn every_message_arrives_once_with_the_window_and_spraying_under_loss() {
             // Losses were recovered (the flight's accounting through them is checked after every
             // round by `check_invariants`).
             let r = a.stats().resends;
-            assert_eq!(loss > 0, r.timeout + r.nack + r.sack > 0, "{lb:?} {initial} {loss}: {r:?}");
+            assert_eq!(loss > 0, r.total() > 0, "{lb:?} {initial} {loss}: {r:?}");
+            // SLEEK (on in these runs) marked some of them before any timer.
+            assert_eq!(loss > 0, r.sleek > 0, "{lb:?} {initial} {loss}: {r:?}");
         }
     }
 }
