@@ -21,15 +21,17 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use uet_wire::cms::nscc::NsccConfig;
 use uet_wire::msg::{
-    CmsConfig, Endpoint, EndpointConfig, Event, LoadBalancing, MAX_HEADER_LEN, MessageDesc, Service, Transmit,
+    CmsConfig, Controllers, Endpoint, EndpointConfig, Event, LoadBalancing, MAX_HEADER_LEN, MessageDesc, Service,
+    Transmit,
 };
 use uet_wire::pdc::held::HELD_RESPONSES;
 use uet_wire::pdc::{IpAddr, PdcConfig, ipv4};
 use uet_wire::ses::Opcode;
 
 /// The endpoints of the run: 32 PDCs each way (the receiver's one per sender), 64 messages, 256
-/// events, and two CCC slots (a sender uses one).
-pub type SimEndpoint = Endpoint<32, 64, 256, HELD_RESPONSES, 2>;
+/// events, and 16 CCC slots (a sender uses one; the receiver's pull pacer takes a flow per
+/// sender).
+pub type SimEndpoint = Endpoint<32, 64, 256, HELD_RESPONSES, 16>;
 
 /// One run.
 #[derive(Clone, Copy, Debug)]
@@ -62,6 +64,9 @@ pub struct CmsEndpointSimConfig {
     pub cms: Option<LoadBalancing>,
     /// SLEEK loss recovery with congestion management ([`CmsConfig::sleek`]).
     pub sleek: bool,
+    /// NSCC, RCCC or both, with congestion management ([`CmsConfig::controllers`]); the
+    /// receiver's pull pacer runs with RCCC.
+    pub controllers: Controllers,
     /// Packets lost at random on the switch paths, per million (besides drops at full queues).
     pub loss_ppm: u32,
 }
@@ -89,6 +94,7 @@ impl CmsEndpointSimConfig {
             window: 16,
             cms,
             sleek: true,
+            controllers: Controllers::Nscc,
             loss_ppm: 0,
         }
     }
@@ -107,8 +113,11 @@ impl CmsEndpointSimConfig {
         let queued = |rate: LinkRate| rate.time_for_bytes(self.queue_capacity).as_nanos();
         let max_rtt = self.network_rtt().as_nanos() + queued(self.link) + queued(self.path_rate);
         let cms = self.cms.map(|lb| {
-            let nscc = NsccConfig::new(self.link, self.network_rtt(), u32::from(self.mtu));
-            CmsConfig { nscc, lb, seed: self.seed, sleek: self.sleek }
+            // A packet counts its bytes on the wire in the window and the credit (RCCC's pacer
+            // grants the downlink's rate), its payload as NSCC's segment size.
+            let wire = u32::from(self.mtu) + (16 + 44 + WIRE_OVERHEAD) as u32;
+            let nscc = NsccConfig { mss: u32::from(self.mtu), ..NsccConfig::new(self.link, self.network_rtt(), wire) };
+            CmsConfig { nscc, lb, seed: self.seed, sleek: self.sleek, controllers: self.controllers }
         });
         EndpointConfig {
             pdc: PdcConfig::sprayed(Duration::from_nanos(max_rtt)),

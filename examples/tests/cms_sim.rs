@@ -131,3 +131,35 @@ fn sleek_keeps_the_incast_goodput_under_random_loss() {
     assert!(on.goodput_gbps > 0.98 * clean.goodput_gbps, "{} vs {}", on.goodput_gbps, clean.goodput_gbps);
     assert!(on.goodput_gbps > off.goodput_gbps + 2.0, "{} vs {}", on.goodput_gbps, off.goodput_gbps);
 }
+
+/// RCCC through real endpoints, alone and beside NSCC: the receiver's pull pacer divides its
+/// downlink among the 16 senders (Jain ≥ 0.99), the queue stays a small part of NSCC's own, and
+/// every message arrives exactly once, with random loss on the paths too.
+#[test]
+fn endpoints_with_rccc_share_the_downlink_with_short_queues() {
+    use uet_wire::msg::{Controllers, LoadBalancing};
+    use xlink_examples::cms_endpoint_sim::{CmsEndpointSimConfig, run};
+    let incast = |controllers, loss_ppm| CmsEndpointSimConfig {
+        controllers,
+        loss_ppm,
+        ..CmsEndpointSimConfig::incast(3, Some(LoadBalancing::Reps { paths: 64 }))
+    };
+    let nscc = run(&incast(Controllers::Nscc, 0));
+    for controllers in [Controllers::Rccc, Controllers::Both] {
+        let r = run(&incast(controllers, 0));
+        println!("endpoints, {controllers:?}: {r:?}");
+        assert!(r.exactly_once, "{controllers:?}");
+        assert!(r.jain >= 0.99, "{controllers:?}: Jain {}", r.jain);
+        assert!(
+            r.mean_late_queue * 4 < nscc.mean_late_queue,
+            "{controllers:?}: {} vs {}",
+            r.mean_late_queue,
+            nscc.mean_late_queue
+        );
+        assert!(r.goodput_gbps > 95.0, "{controllers:?}: {} Gb/s", r.goodput_gbps);
+        let lossy = run(&incast(controllers, 10_000));
+        println!("endpoints, {controllers:?}, 1 % loss: {lossy:?}");
+        assert!(lossy.exactly_once && lossy.lost > 0, "{controllers:?}");
+        assert!(lossy.goodput_gbps > 93.0, "{controllers:?}: {} Gb/s", lossy.goodput_gbps);
+    }
+}

@@ -12,6 +12,9 @@
 //! * `cms/rud_{64,4096,65536}`: the same with congestion management on (one CCC: an NSCC window
 //!   for a 400 Gb/s link and a 4 µs network, REPS over 64 paths), beside `rud_*` in the same run:
 //!   its cost per message is the window's accounting and an entropy value per packet.
+//! * `cms_rccc/rud_{64,4096,65536}`: the same with RCCC beside NSCC: each request carries its
+//!   pull target, the receiver's pull pacer grants credit (CREDIT packets, and the grant in every
+//!   ACK_CC) and the sender spends it.
 //! * `floor/rud_{64,4096,65536}`: per message, for each of its packets, `PacketRepr::emit` of the
 //!   same request (headers, payload copy, CRC), `UetPacket::parse` and `verify_crc` of the frame,
 //!   and the copy of its payload out. No ACKs, no state.
@@ -27,7 +30,7 @@ use std::hint::black_box;
 use std::time::Duration as StdDuration;
 use uet_wire::cms::nscc::NsccConfig;
 use uet_wire::linklayer::{Duration, Instant, LinkRate};
-use uet_wire::msg::{CmsConfig, Endpoint, EndpointConfig, Event, MAX_HEADER_LEN, MessageDesc, Service};
+use uet_wire::msg::{CmsConfig, Controllers, Endpoint, EndpointConfig, Event, MAX_HEADER_LEN, MessageDesc, Service};
 use uet_wire::packet::{CRC_LEN, CrcPrefix, append_crc};
 use uet_wire::pdc::held::HELD_RESPONSES;
 use uet_wire::pdc::{IpAddr, ipv4};
@@ -59,6 +62,13 @@ fn config(addr: IpAddr) -> EndpointConfig {
 fn managed(addr: IpAddr) -> EndpointConfig {
     let nscc = NsccConfig::new(LinkRate::GBPS_400, Duration::from_micros(4), u32::from(MTU));
     EndpointConfig { cms: Some(CmsConfig::new(nscc, 64)), ..config(addr) }
+}
+
+/// [`managed`] with RCCC beside NSCC.
+fn managed_rccc(addr: IpAddr) -> EndpointConfig {
+    let mut c = managed(addr);
+    c.cms = c.cms.map(|cms| CmsConfig { controllers: Controllers::Both, ..cms });
+    c
 }
 
 /// Two endpoints, the memory each message is read from and written to, and one frame buffer.
@@ -254,6 +264,17 @@ fn endpoint_benches(c: &mut Criterion) {
         assert_eq!(pair.dest, pair.source, "the messages arrive whole");
         assert!(pair.eps[0].congestion(&pair.addrs[1]).is_some_and(|n| n.stats().acks > 0));
         g.bench_function(format!("cms/rud_{len}"), |b| {
+            b.iter_custom(|iters| {
+                let start = std::time::Instant::now();
+                pair.run(iters);
+                start.elapsed()
+            })
+        });
+        let mut pair = Pair::<1>::new(len, managed_rccc);
+        pair.run(64);
+        assert_eq!(pair.dest, pair.source, "the messages arrive whole");
+        assert!(pair.eps[1].pull_stats().is_some_and(|s| s.grants > 0));
+        g.bench_function(format!("cms_rccc/rud_{len}"), |b| {
             b.iter_custom(|iters| {
                 let start = std::time::Instant::now();
                 pair.run(iters);

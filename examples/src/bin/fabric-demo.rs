@@ -32,7 +32,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 use linklayer::Duration;
-use uet_wire::msg::LoadBalancing;
+use uet_wire::msg::{Controllers, LoadBalancing};
 use uet_wire::pdc::PdcConfig;
 use uet_wire::pds::DeliveryMode;
 use xlink_examples::cms_endpoint_sim::{self, CmsEndpointSimConfig};
@@ -369,13 +369,16 @@ fn congestion(seed: u64) {
     println!();
     println!("| endpoints | Jain index | Gb/s | mean queue (2nd half) | drops | completion |");
     println!("|---|---:|---:|---:|---:|---:|");
-    for (name, lb) in [
-        ("CMS off", None),
-        ("NSCC + REPS", Some(LoadBalancing::Reps { paths: 64 })),
-        ("NSCC + oblivious", Some(LoadBalancing::Oblivious { paths: 64 })),
-        ("NSCC + bitmap", Some(LoadBalancing::Bitmap)),
+    let reps = Some(LoadBalancing::Reps { paths: 64 });
+    for (name, lb, controllers) in [
+        ("CMS off", None, Controllers::Nscc),
+        ("NSCC + REPS", reps, Controllers::Nscc),
+        ("NSCC + oblivious", Some(LoadBalancing::Oblivious { paths: 64 }), Controllers::Nscc),
+        ("NSCC + bitmap", Some(LoadBalancing::Bitmap), Controllers::Nscc),
+        ("RCCC + REPS", reps, Controllers::Rccc),
+        ("NSCC + RCCC + REPS", reps, Controllers::Both),
     ] {
-        let r = cms_endpoint_sim::run(&CmsEndpointSimConfig::incast(seed, lb));
+        let r = cms_endpoint_sim::run(&CmsEndpointSimConfig { controllers, ..CmsEndpointSimConfig::incast(seed, lb) });
         assert!(r.exactly_once);
         println!(
             "| {name} | {:.3} | {:.1} | {} kB | {} | {} |",

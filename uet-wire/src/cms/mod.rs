@@ -59,11 +59,6 @@ pub enum Ignored {
     StaleReceivedBytes,
     /// A credit grant older than one already applied (reordered or duplicated).
     StaleGrant,
-    /// A credit grant beyond what the sender asked for plus the unsolicited credit a receiver
-    /// may give an idle sender.
-    GrantBeyondRequest,
-    /// A pull target behind the grants already made, or beyond the sender's own window.
-    BadPullTarget,
     /// A flow the credit scheduler does not hold.
     UnknownFlow,
     /// The credit scheduler holds as many flows as it can.
@@ -76,8 +71,6 @@ impl core::fmt::Display for Ignored {
             Ignored::PenaltyOutOfRange => "receiver window penalty does not fit 7 bits",
             Ignored::StaleReceivedBytes => "received-byte count went backwards",
             Ignored::StaleGrant => "credit grant older than one already applied",
-            Ignored::GrantBeyondRequest => "credit grant beyond the request",
-            Ignored::BadPullTarget => "pull target out of range",
             Ignored::UnknownFlow => "unknown flow",
             Ignored::NoRoom => "credit scheduler full",
         })

@@ -25,10 +25,13 @@
 //! *Project-defined* (the simulator carries credit in its own packets; the public layouts have
 //! these fields): the pull target travels as the RUD_CC / ROD_CC `credit_target` (24 bits), the
 //! grant as the ACK_CC credit state's `credit` (24 bits) or the CREDIT control packet's payload,
-//! both cumulative quanta modulo 2²⁴ (4 GiB: a step of half that is taken as stale). A grant
-//! beyond the sender's largest target plus the unsolicited allowance (`maxwnd / 256 + 64`
-//! quanta) is refused, as is a target beyond the grants plus the flow's `maxwnd` and one pull;
-//! a sender whose credit covers its backlog repeats its last target (the simulator's falls below
+//! both cumulative quanta modulo 2²⁴ (4 GiB: a step of half that is taken as stale). A sender
+//! asks for at most `maxwnd` beyond its grants (credit overdrawn by resends would ask for more).
+//! A grant beyond the sender's largest target plus the unsolicited allowance (`maxwnd / 256 +
+//! 64` quanta) adds credit only up to that bound, and a target beyond the grants plus the flow's
+//! `maxwnd` and one pull is taken as that bound, both counted as `clamped` (the simulator has no
+//! bound: a sender and a receiver configured with different windows both stay in step); a
+//! sender whose credit covers its backlog repeats its last target (the simulator's falls below
 //! the grants, which the receiver ignores alike). [`PullPacer::set_rate`]
 //! slows the pacer (the simulator's oversubscription and PCIe rate hooks; destination flow
 //! control slows credit this way).
@@ -80,6 +83,9 @@ pub struct RcccStats {
     pub stale: u64,
     /// Inputs refused, one per [`Ignored`] reason returned.
     pub ignored: u64,
+    /// Grants beyond the request and the unsolicited allowance (sender), or targets beyond the
+    /// grants and the flow's window (receiver), taken only up to that bound.
+    pub clamped: u64,
 }
 
 /// The credit side of one CCC at its sender.
@@ -112,6 +118,11 @@ impl CreditSender {
             speculating: true,
             stats: RcccStats::default(),
         }
+    }
+
+    /// The most credit it holds, bytes (its `maxwnd`).
+    pub const fn maxwnd(&self) -> u32 {
+        self.maxwnd as u32
     }
 
     /// Bytes the sender may still send (negative after a packet overdrew it).
@@ -162,7 +173,9 @@ impl CreditSender {
             want = want.min(cwnd.saturating_add(u64::from(self.mtu)));
         }
         let want = want.min(self.maxwnd) as i64;
-        let mut need = want.saturating_sub(self.credit);
+        // At most `maxwnd` beyond the grants, which the receiver takes (resends a caller lets
+        // overdraw the credit could ask for more).
+        let mut need = want.saturating_sub(self.credit).min(self.maxwnd as i64);
         if self.speculating && backlog > 0 {
             need = need.max(i64::from(self.mtu));
         }
@@ -178,8 +191,11 @@ impl CreditSender {
     /// A grant arrived carrying the receiver's cumulative quanta (24 bits); returns the bytes of
     /// credit it added.
     ///
-    /// A repeated grant adds nothing; an older one is ignored ([`Ignored::StaleGrant`]), as is
-    /// one beyond what was asked ([`Ignored::GrantBeyondRequest`]). The grant ends speculation.
+    /// A repeated grant adds nothing; an older one is ignored ([`Ignored::StaleGrant`]). One
+    /// beyond what was asked plus the unsolicited allowance (`maxwnd / 256 + 64` quanta) adds
+    /// credit only up to that bound (counted as `clamped`), and the count still moves to it: a
+    /// receiver with a larger window than this sender's gives more unasked credit, and the
+    /// grants it sends later count from there. The grant ends speculation.
     pub fn on_grant(&mut self, field: u32) -> Result<u64, Ignored> {
         let grant = extend(self.granted, field);
         if grant <= self.granted {
@@ -193,12 +209,13 @@ impl CreditSender {
             return Ok(0);
         }
         let allowance = self.maxwnd / u64::from(QUANTUM) + u64::from(CREDIT_PER_PULL);
-        if grant > self.requested.saturating_add(allowance) {
-            self.stats.ignored += 1;
-            return Err(Ignored::GrantBeyondRequest);
+        let bound = self.requested.saturating_add(allowance).max(self.granted);
+        if grant > bound {
+            self.stats.clamped += 1;
         }
         self.on_feedback();
-        let step = grant - self.granted;
+        // The quanta this grant adds as credit (the count moves to `grant` all the same).
+        let step = grant.min(bound) - self.granted;
         self.granted = grant;
         self.stats.grants += 1;
         self.stats.quanta += step;
@@ -318,7 +335,7 @@ impl<const N: usize> PullPacer<N> {
             active: List { head: NIL, tail: NIL },
             idle: List { head: NIL, tail: NIL },
             next_at: Instant::ZERO,
-            stats: RcccStats { grants: 0, quanta: 0, targets: 0, unsolicited: 0, stale: 0, ignored: 0 },
+            stats: RcccStats { grants: 0, quanta: 0, targets: 0, unsolicited: 0, stale: 0, ignored: 0, clamped: 0 },
         }
     }
 
@@ -375,7 +392,8 @@ impl<const N: usize> PullPacer<N> {
     /// raised the target.
     ///
     /// A target at or below the last one changes nothing; one beyond the grants plus the flow's
-    /// `maxwnd` and one pull (64 quanta) is refused ([`Ignored::BadPullTarget`]).
+    /// `maxwnd` and one pull (64 quanta) is taken as that bound (counted as `clamped`: a sender
+    /// whose window is larger than the receiver's asks for more).
     pub fn on_target(&mut self, flow: FlowId, field: u32) -> Result<bool, Ignored> {
         let s = self.slot(flow)?;
         let target = extend(s.target.max(s.granted), field);
@@ -384,9 +402,13 @@ impl<const N: usize> PullPacer<N> {
             return Ok(false);
         }
         let room = quanta_ceil(u64::from(s.maxwnd)).saturating_add(u64::from(CREDIT_PER_PULL));
-        if target > s.granted.saturating_add(room) {
-            self.stats.ignored += 1;
-            return Err(Ignored::BadPullTarget);
+        let bound = s.granted.saturating_add(room);
+        if target > bound {
+            self.stats.clamped += 1;
+        }
+        let target = target.min(bound);
+        if target <= s.target {
+            return Ok(false);
         }
         let queue = s.queue;
         if let Some(s) = self.slots.get_mut(usize::from(flow.index)) {

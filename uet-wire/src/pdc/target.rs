@@ -921,6 +921,21 @@ impl<const W: usize, const R: usize> Target<W, R> {
         Some(TargetTx::Resend(self.stamp(psn, RequestFlags::RETX | RequestFlags::AR)))
     }
 
+    /// A CREDIT control packet granting `granted` (RCCC's cumulative quanta, 24 bits, in the
+    /// payload) to the initiator; it takes no PSN (the PSN field repeats `CACK_PSN`).
+    pub fn credit(&self, granted: u32) -> Control {
+        let isrod = if self.mode == DeliveryMode::Rod { ControlFlags::ISROD } else { ControlFlags::empty() };
+        Control {
+            ctl_type: ControlType::Credit,
+            flags: isrod,
+            probe_opaque: 0,
+            psn: self.rx.cack_psn(),
+            spdcid: self.local,
+            dest: PdcDest::Established { dpdcid: self.remote },
+            payload: granted & 0x00FF_FFFF,
+        }
+    }
+
     fn close_req(&self) -> Control {
         let retx = if self.close_req_count > 0 { ControlFlags::RETX } else { ControlFlags::empty() };
         let isrod = if self.mode == DeliveryMode::Rod { ControlFlags::ISROD } else { ControlFlags::empty() };

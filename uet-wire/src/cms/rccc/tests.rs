@@ -63,14 +63,32 @@ fn grants_add_their_step_once() {
 }
 
 #[test]
-fn credit_stops_at_maxwnd_and_a_grant_beyond_the_request_is_refused() {
+fn credit_stops_at_maxwnd_and_a_grant_beyond_the_request_adds_only_up_to_it() {
     let mut s = CreditSender::new(MAXWND, MTU);
     s.on_feedback();
     assert_eq!(s.pull_target(100_000, None, 1), 391);
-    // Asked 391; allowed 391 + 878 + 64 = 1 333.
-    assert_eq!(s.on_grant(1334), Err(Ignored::GrantBeyondRequest));
-    assert_eq!(s.on_grant(1333), Ok(u64::from(MAXWND)));
+    // Asked 391; allowed 391 + 878 + 64 = 1 333. A grant of 1 334 adds 1 333 quanta's worth at
+    // most (credit stops at maxwnd anyway), is counted, and moves the count to 1 334.
+    assert_eq!(s.on_grant(1334), Ok(u64::from(MAXWND)));
+    assert_eq!((s.granted(), s.stats().clamped, s.stats().quanta), (1334, 1, 1333));
     assert_eq!(s.credit(), i64::from(MAXWND));
+    // The receiver's later grants count from there, within the next request.
+    s.on_send(MAXWND);
+    assert_eq!(s.pull_target(100_000, None, 1), 1334 + 391);
+    assert_eq!(s.on_grant(1334 + 4), Ok(4 * 256));
+}
+
+#[test]
+fn a_grant_far_beyond_the_request_adds_no_more_than_the_allowance() {
+    let mut s = CreditSender::new(MAXWND, MTU);
+    s.on_feedback();
+    s.on_send(2 * MAXWND);
+    assert_eq!(s.pull_target(100_000, None, 1), 879, "need is capped at maxwnd");
+    // Allowed 879 + 878 + 64 = 1 821 quanta; a grant of 10 000 adds 1 821 × 256 bytes.
+    let before = s.credit();
+    assert_eq!(s.on_grant(10_000), Ok(1821 * 256));
+    assert_eq!(s.credit(), before + 1821 * 256);
+    assert_eq!((s.granted(), s.stats().clamped), (10_000, 1));
 }
 
 #[test]
@@ -155,9 +173,10 @@ fn the_pacer_refuses_what_it_does_not_hold() {
     let again = p.add_flow().unwrap();
     assert_ne!(again, first);
     assert_eq!(p.flow(first), None);
-    // A target beyond maxwnd past the grants is refused.
-    assert_eq!(p.on_target(again, 879 + 64 + 1), Err(Ignored::BadPullTarget));
-    assert_eq!(p.on_target(again, 879 + 64), Ok(true));
+    // A target beyond maxwnd past the grants is taken as that bound, and counted.
+    assert_eq!(p.on_target(again, 879 + 64 + 1), Ok(true));
+    assert_eq!((p.flow(again), p.stats().clamped), (Some((0, 879 + 64)), 1));
+    assert_eq!(p.on_target(again, 879 + 64), Ok(false));
 }
 
 #[test]
@@ -206,7 +225,9 @@ fn each_flow_has_its_senders_window() {
     let wide = p.add_flow_with(4 * MAXWND).unwrap();
     // 4 × 225 000 / 256 = 3 515.6 → 3 516 quanta, plus one pull.
     assert_eq!(p.on_target(wide, 3516 + 64), Ok(true));
-    assert_eq!(p.on_target(wide, 3516 + 64 + 65), Err(Ignored::BadPullTarget));
+    assert_eq!(p.stats().clamped, 0);
+    assert_eq!(p.on_target(wide, 3516 + 64 + 65), Ok(false));
+    assert_eq!((p.flow(wide), p.stats().clamped), (Some((0, 3516 + 64)), 1));
 }
 
 proptest! {

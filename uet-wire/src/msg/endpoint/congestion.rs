@@ -47,15 +47,20 @@
 //!   trips after the ACK, or the base round trip plus the target delay once the PDC has no new
 //!   packet; a probe answered with a queueing delay (its round trip less the base) below NSCC's
 //!   target starts recovery.
-//!   The packets it marks leave the flight without a window change, as SACK losses do. The
+//!   The packets it marks leave the flight without a window change, as SACK losses do. With
+//!   RCCC beside NSCC ([`Controllers::Both`]) a probe's answer starts no recovery: the credit
+//!   keeps the queues short whatever is missing, so a quick answer does not say that the
+//!   packets still unacknowledged were lost (in the endpoint incast at 5 % loss it would resend
+//!   three packets per loss and cost 7 % of the goodput); the out-of-order rule still runs. The
 //!   simulator also feeds a probe's delay to its average; here a probe's round trip only decides
 //!   recovery. [`EndpointStats::resends`] counts its resends apart.
-//! * Requests go as plain RUD or ROD requests: the CCC is the sender's own, and the RUD_CC /
-//!   ROD_CC fields (`CCC_ID`, `credit_target`) carry RCCC's credit, which is not driven here.
-//! * NSCC only: the RCCC credit exchange ([`crate::cms::rccc`]) is not driven by the endpoint.
+//! * Under NSCC alone requests go as plain RUD or ROD requests: the CCC is the sender's own. With
+//!   RCCC ([`Controllers`]; the module `credit`) they go as RUD_CC / ROD_CC, and NSCC, when it
+//!   runs too, is told so ([`NsccConfig::with_credit`]).
 
 use super::*;
 use crate::cms::nscc::{AckSignal, NackSignal, Nscc, NsccConfig};
+use crate::cms::rccc::CreditSender;
 use crate::lb::{Bitmap, EntropySource, Oblivious, PathFeedback, Reps};
 use crate::pdc::SleekLimits;
 
@@ -71,16 +76,59 @@ pub struct CmsConfig {
     /// Seeds the load balancers' random draws (time and randomness are inputs); each CCC mixes
     /// in how many CCCs were opened before it.
     pub seed: u64,
-    /// SLEEK loss recovery on every initiator PDC with a CCC ([`crate::pdc::sleek`]): its
-    /// out-of-order threshold and recovery window come from the CCC's window, and a probe
-    /// answered with a queueing delay below NSCC's target starts recovery.
+    /// SLEEK loss recovery on every initiator PDC with a CCC whose NSCC window gates it
+    /// ([`crate::pdc::sleek`]): its out-of-order threshold and recovery window come from the
+    /// CCC's window, and a probe answered with a queueing delay below NSCC's target starts
+    /// recovery.
     pub sleek: bool,
+    /// What gates a CCC's new packets: NSCC's window, RCCC's credit, or both (see
+    /// [`Controllers`]).
+    pub controllers: Controllers,
+}
+
+/// The congestion controllers of each CCC (UE 1.0 §3.6: NSCC and RCCC, alone or together).
+///
+/// With RCCC ([`crate::cms::rccc`], after the UEC simulator) each CCC keeps a
+/// [`CreditSender`](crate::cms::CreditSender): it starts with `maxwnd` of speculative credit,
+/// every packet it sends (resends too) spends a packet's worth, and a new packet waits while
+/// the credit is spent. Its PDCs' requests go as RUD_CC / ROD_CC: `CCC_ID` names the CCC's
+/// credit session (a new value each time the CCC is taken up again after all its PDCs closed),
+/// `credit_target` its pull target. A receiving endpoint whose own configuration runs RCCC keeps
+/// one [`PullPacer`](crate::cms::PullPacer) of `C` flows, one per sender's credit session, and
+/// grants by CREDIT control packets and in every ACK_CC of those PDCs (credit state). A
+/// receiver without a pacer, or without a free flow when a session begins, grants each pull
+/// target of that session at once in its ACK_CCs. The packet that spends the last credit asks
+/// for an ACK (AR), and a CCC with nothing in flight may send one packet without credit, whose
+/// pull target asks again: a lost CREDIT packet never leaves it waiting. Each packet spends a
+/// full [`NsccConfig::mtu`] of credit. See [`Endpoint::credit`] and [`Endpoint::pull_stats`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Controllers {
+    /// NSCC's window (sender-based).
+    Nscc,
+    /// RCCC's credit (receiver-based): the receiver's pull pacer grants it.
+    Rccc,
+    /// Both: a packet needs room in the window and credit.
+    Both,
+}
+
+impl Controllers {
+    /// Whether NSCC's window gates new packets.
+    pub const fn nscc(self) -> bool {
+        matches!(self, Controllers::Nscc | Controllers::Both)
+    }
+
+    /// Whether RCCC's credit gates new packets.
+    pub const fn rccc(self) -> bool {
+        matches!(self, Controllers::Rccc | Controllers::Both)
+    }
 }
 
 impl CmsConfig {
-    /// NSCC as configured, packets sprayed by REPS over `paths` entropy values, SLEEK on.
+    /// NSCC as configured, packets sprayed by REPS over `paths` entropy values, SLEEK on; no
+    /// RCCC.
     pub const fn new(nscc: NsccConfig, paths: u16) -> Self {
-        CmsConfig { nscc, lb: LoadBalancing::Reps { paths }, seed: 0, sleek: true }
+        CmsConfig { nscc, lb: LoadBalancing::Reps { paths }, seed: 0, sleek: true, controllers: Controllers::Nscc }
     }
 }
 
@@ -151,7 +199,13 @@ struct SentEv {
 #[derive(Clone, Debug)]
 pub(super) struct Ccc {
     dst: IpAddr,
-    nscc: Nscc,
+    /// Counts the flight always; gates new packets when `gates`.
+    pub(super) nscc: Nscc,
+    gates: bool,
+    /// RCCC's credit, when it runs.
+    pub(super) credit: Option<CreditSender>,
+    /// The `CCC_ID` its requests carry: a new value for each stretch of use (see `credit`).
+    pub(super) session: u8,
     lb: Selector,
     evs: [SentEv; EV_MEMORY],
     /// Initiator PDCs using it.
@@ -161,22 +215,31 @@ pub(super) struct Ccc {
 }
 
 impl Ccc {
+    /// Whether NSCC's window gates new packets (else it only counts the flight).
+    pub(super) const fn gates(&self) -> bool {
+        self.gates
+    }
+
     /// Bytes one packet counts in the window.
-    fn packet(&self) -> u32 {
+    pub(super) fn packet(&self) -> u32 {
         self.nscc.config().mtu.max(1)
     }
 
-    /// Whether the window takes one more packet.
+    /// Whether the window (if NSCC gates) and the credit (if RCCC runs) take one more packet.
+    /// With nothing in flight a packet may go without credit: its pull target tells the receiver
+    /// what this CCC waits for (the simulator's RTS), and its ACK brings the grant back, so a
+    /// lost CREDIT never leaves the CCC waiting for good.
     pub(super) fn open(&self) -> bool {
-        self.nscc.can_send(self.packet())
+        let credit = self.credit.as_ref().is_none_or(|c| c.can_send() || self.nscc.in_flight() == 0);
+        (!self.gates || self.nscc.can_send(self.packet())) && credit
     }
 
     /// SLEEK on `pdc` at `now`, after an ACK with out-of-order count `ooo` (if it carried one)
     /// that answered a probe after `probe_rtt`, if it did: a probe whose queueing delay is below
-    /// the target starts recovery, and the limits come from the window; the next probe is due 3
-    /// base round trips on, or the base round trip plus the target delay once the PDC has no new
-    /// packet to send (`backlog` false). Returns the PSNs it marked lost (none for a PDC without
-    /// SLEEK).
+    /// the target starts recovery (not with RCCC too), and the limits come from the window; the
+    /// next probe is due 3 base round trips on, or the base round trip plus the target delay once
+    /// the PDC has no new packet to send (`backlog` false). Returns the PSNs it marked lost (none
+    /// for a PDC without SLEEK).
     fn sleek(
         &self,
         now: Instant,
@@ -187,7 +250,9 @@ impl Ccc {
     ) -> u32 {
         let n = &self.nscc;
         let (base, target) = (n.base_rtt(), n.target_qdelay());
-        if probe_rtt.is_some_and(|rtt| rtt.as_nanos().saturating_sub(base.as_nanos()) < target.as_nanos()) {
+        // Under RCCC too, queues stay short whatever is missing: a quick answer proves nothing.
+        let empty = |rtt: linklayer::Duration| rtt.as_nanos().saturating_sub(base.as_nanos()) < target.as_nanos();
+        if self.credit.is_none() && probe_rtt.is_some_and(empty) {
             pdc.recover();
         }
         let probe_after =
@@ -214,6 +279,10 @@ impl<const C: usize> Cccs<C> {
         Cccs { slots: core::array::from_fn(|_| None), opened: 0 }
     }
 
+    pub(super) fn get(&self, c: u16) -> Option<&Ccc> {
+        self.slots.get(usize::from(c))?.as_ref()
+    }
+
     pub(super) fn get_mut(&mut self, c: u16) -> Option<&mut Ccc> {
         self.slots.get_mut(usize::from(c))?.as_mut()
     }
@@ -229,9 +298,15 @@ impl<const C: usize> Cccs<C> {
         let entry = self.slots.get_mut(slot)?;
         if found.is_none() {
             self.opened = self.opened.wrapping_add(1);
+            let with_credit = cfg.controllers == Controllers::Both;
+            let nscc = Nscc::new(NsccConfig { with_credit, ..cfg.nscc }, now);
+            let maxwnd = u32::try_from(nscc.max_cwnd()).unwrap_or(u32::MAX);
             *entry = Some(Ccc {
                 dst,
-                nscc: Nscc::new(cfg.nscc, now),
+                credit: cfg.controllers.rccc().then(|| CreditSender::new(maxwnd, cfg.nscc.mtu)),
+                session: self.opened as u8,
+                gates: cfg.controllers.nscc(),
+                nscc,
                 lb: Selector::new(cfg.lb, cfg.seed ^ self.opened.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
                 evs: [SentEv::default(); EV_MEMORY],
                 users: 0,
@@ -239,6 +314,15 @@ impl<const C: usize> Cccs<C> {
             });
         }
         let c = entry.as_mut()?;
+        if found.is_some() && c.users == 0 {
+            if let Some(credit) = c.credit.as_mut() {
+                // A new credit session: the receiver's flow for the last one ended with its PDCs,
+                // and a new `CCC_ID` keeps a flow that lingers apart.
+                self.opened = self.opened.wrapping_add(1);
+                c.session = self.opened as u8;
+                *credit = CreditSender::new(credit.maxwnd(), cfg.nscc.mtu);
+            }
+        }
         c.users = c.users.saturating_add(1);
         u16::try_from(slot).ok()
     }
@@ -246,6 +330,12 @@ impl<const C: usize> Cccs<C> {
     /// The CCC serving `dst`.
     pub(super) fn find(&self, dst: &IpAddr) -> Option<&Ccc> {
         self.slots.iter().flatten().find(|c| c.dst == *dst)
+    }
+
+    /// CCCs some PDC uses (RCCC shares a pull target among them; the simulator shares it among
+    /// the sources waiting to send at the NIC). O(C).
+    pub(super) fn in_use(&self) -> u32 {
+        self.slots.iter().flatten().filter(|c| c.users > 0).count() as u32
     }
 
     /// The CCCs in use, for the invariant check.
@@ -268,7 +358,8 @@ pub(super) enum CcSignal {
     None,
     /// An ACK naming `psn` (`None` for the answer to a probe, whose PSN field is the probe's):
     /// `acked` request PSNs newly acknowledged, the round trip measured, whether it echoed an
-    /// ECN mark, the out-of-order count it carried, and the round trip of the probe it answers.
+    /// ECN mark, the out-of-order count it carried, the round trip of the probe it answers, and
+    /// the cumulative credit an ACK_CC of credit state granted.
     Ack {
         acked: u32,
         rtt: Option<linklayer::Duration>,
@@ -276,11 +367,14 @@ pub(super) enum CcSignal {
         psn: Option<u32>,
         ooo: Option<u32>,
         probe_rtt: Option<linklayer::Duration>,
+        grant: Option<u32>,
     },
     /// A NACK naming `psn`; `code` says why, `ecn` whether it echoed an ECN mark.
     Nack { code: NackCode, psn: u32, ecn: bool },
     /// The retransmission timer fired.
     Timeout,
+    /// A CREDIT control packet granted this cumulative credit (24-bit quanta).
+    Grant(u32),
 }
 
 impl CcSignal {
@@ -289,7 +383,14 @@ impl CcSignal {
         let ecn = a.flags.contains(crate::pds::AckFlags::M);
         let psn = (!a.flags.contains(crate::pds::AckFlags::P)).then(|| a.ack_psn());
         let ooo = crate::pdc::sleek::ooo_count(a);
-        CcSignal::Ack { acked: o.acked, rtt: o.rtt, ecn, psn, ooo, probe_rtt: o.probe_rtt }
+        let grant = match a.ext {
+            crate::pds::AckExtension::Cc(crate::pds::AckCc {
+                state: crate::pds::CcState::Credit { credit, .. },
+                ..
+            }) => Some(credit),
+            _ => None,
+        };
+        CcSignal::Ack { acked: o.acked, rtt: o.rtt, ecn, psn, ooo, probe_rtt: o.probe_rtt, grant }
     }
 }
 
@@ -342,6 +443,20 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         let Some(ccc) = self.cccs.get_mut(c) else { return true };
         let bytes = ccc.packet();
         let mut left = charged.saturating_sub(flight);
+        if let Some(credit) = ccc.credit.as_mut() {
+            let grant = match signal {
+                CcSignal::Ack { grant, .. } => grant,
+                CcSignal::Grant(g) => Some(g),
+                CcSignal::Nack { .. } | CcSignal::Timeout | CcSignal::None => None,
+            };
+            if let Some(g) = grant {
+                // A stale or excessive grant is refused and counted (`RcccStats::ignored`).
+                let _ = credit.on_grant(g);
+            } else if matches!(signal, CcSignal::Ack { .. } | CcSignal::Nack { .. }) {
+                // Any feedback ends speculation (the simulator's `stopSpeculating`).
+                credit.on_feedback();
+            }
+        }
         match signal {
             CcSignal::Ack { acked, rtt, ecn, psn, .. } => {
                 // Packets acknowledged after they were marked lost come back into the flight
@@ -378,9 +493,16 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             _ => {}
         }
         let sent = flight.saturating_sub(charged);
+        // New packets and resends alike spend credit (one may overdraw it).
+        if let Some(credit) = ccc.credit.as_mut() {
+            credit.on_send(sent.saturating_mul(bytes));
+        }
         // SLEEK, after the window took the ACK (as the simulator runs it after its update): the
         // packets it marks lost leave the flight too.
-        if let (CcSignal::Ack { ooo, probe_rtt, .. }, Some(p), false) = (signal, self.initiators.get_mut(id), gone) {
+        let sleeks = ccc.gates;
+        if let (CcSignal::Ack { ooo, probe_rtt, .. }, Some(p), false, true) =
+            (signal, self.initiators.get_mut(id), gone, sleeks)
+        {
             let backlog = p.next_new(self.cfg.messages_per_pdc).is_some();
             let marked = ccc.sleek(now, &mut p.pdc, backlog, ooo, probe_rtt);
             if marked > 0 {
@@ -411,9 +533,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     }
 
     /// Whether initiator PDC `id`'s CCC takes a new packet: `Some(fills)` if so (always
-    /// `Some(false)` without a CCC), `fills` when the packet leaves no room for another, so it
-    /// asks for an ACK at once (AR, as the simulator's sender does); `None` if not, and the PDC
-    /// (table slot `index`) waits on the CCC's list until the window opens.
+    /// `Some(false)` without a CCC), `fills` when the packet leaves no room in the window for
+    /// another (as the simulator's sender does) or spends the last credit, so it asks for an ACK
+    /// at once (AR); `None` if not, and the PDC (table slot `index`) waits on the CCC's list
+    /// until the window opens.
     pub(super) fn cc_admits(&mut self, id: u16, index: u16) -> Option<bool> {
         if C == 0 {
             return Some(false);
@@ -421,8 +544,13 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         let Some(c) = self.initiators.get(id).and_then(|p| p.ccc) else { return Some(false) };
         let Some(ccc) = self.cccs.get_mut(c) else { return Some(false) };
         if ccc.open() {
-            let after = ccc.nscc.in_flight().saturating_add(u64::from(ccc.packet()));
-            return Some(after.saturating_add(u64::from(ccc.packet())) >= ccc.nscc.cwnd());
+            let packet = u64::from(ccc.packet());
+            let after = ccc.nscc.in_flight().saturating_add(packet);
+            let window_fills = ccc.gates && after.saturating_add(packet) >= ccc.nscc.cwnd();
+            // The packet that spends the last credit asks for an ACK too, so one comes while the
+            // sender waits for more (else ACK coalescing would hold it, and a probe fire).
+            let credit_ends = ccc.credit.as_ref().is_some_and(|c| c.credit() <= packet as i64);
+            return Some(window_fills || credit_ends);
         }
         ccc.blocked.insert(&mut self.blocked_links, index, |_| true);
         None

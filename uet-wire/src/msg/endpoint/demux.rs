@@ -154,9 +154,20 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                                 {
                                     p.close_req_psn = Some(c.psn);
                                 }
-                                self.on_initiator(now, dpdcid, |p, _| {
-                                    p.handle_control(now, &c).map(|()| (Marked::Nothing, CcSignal::None))
-                                });
+                                if c.ctl_type == ControlType::Credit {
+                                    // RCCC's grant is the CCC's, not the PDC's (see `credit`).
+                                    let ccc = self.initiators.get(dpdcid).and_then(|p| p.ccc);
+                                    if ccc.and_then(|c| self.cccs.get(c)).is_some_and(|c| c.credit.is_some()) {
+                                        let grant = CcSignal::Grant(c.payload);
+                                        self.on_initiator(now, dpdcid, |_, _| Ok((Marked::Nothing, grant)));
+                                    } else {
+                                        self.stats.stray_grants = self.stats.stray_grants.wrapping_add(1);
+                                    }
+                                } else {
+                                    self.on_initiator(now, dpdcid, |p, _| {
+                                        p.handle_control(now, &c).map(|()| (Marked::Nothing, CcSignal::None))
+                                    });
+                                }
                             }
                         } else if c.ctl_type != ControlType::CloseReq {
                             self.control_to_target(now, src, dpdcid, &c);
@@ -205,6 +216,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             // Its NACK leaves through the PDC's `poll_transmit`.
             Some((id, t)) => {
                 let _ = t.pdc.handle_trimmed(&r, last_hop);
+                // Its pull target counts (the simulator's `processTrimmed`), and its flow is
+                // queued for a pull.
+                if let Some(cc) = r.cc {
+                    self.on_credit_target(id, src, cc);
+                }
+                self.on_credit_trimmed(id);
                 self.refresh_target(id, false);
             }
             // No PDC yet (a trimmed SYN): NACK it so the initiator resends; the resend creates it.
@@ -253,6 +270,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                     ack_response: None,
                     last_ids: (0, 0),
                     runs: SlotList::default(),
+                    credit: TargetCredit::None,
                 };
                 self.targets.insert(key, tgt).ok().map(|_| id)
             }
@@ -356,6 +374,13 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             self.nack_unknown(src, c.psn, c.spdcid);
             return;
         };
+        if c.ctl_type == crate::pds::ControlType::CreditReq {
+            // RCCC: a pull target outside a request (the simulator's RTS). It raises the flow's
+            // target of a paced PDC, and is ignored by any other (it takes no PSN; a NACK would
+            // close the sender's PDC).
+            self.on_credit_request(id, src, c.payload);
+            return;
+        }
         // A refused control packet's NACK leaves through the PDC's `poll_transmit`.
         let _ = t.pdc.handle_control(now, &cfg, c);
         self.after_target_change(now, id);

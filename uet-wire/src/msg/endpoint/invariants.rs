@@ -135,6 +135,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                 return Err("a message that is no READ has a READ deadline");
             }
         }
-        self.check_cccs()
+        self.check_cccs()?;
+        self.check_credit()
     }
 }

@@ -121,8 +121,9 @@ use crate::ses::{
     Opcode, RequestCommon, Response, ResponseList, ResponseOpcode, ReturnCode, SesFlags, SesHeader, StandardRequest,
     StandardTail,
 };
-pub use congestion::{BITMAP_PATHS, CmsConfig, EV_MEMORY, LoadBalancing};
+pub use congestion::{BITMAP_PATHS, CmsConfig, Controllers, EV_MEMORY, LoadBalancing};
 use congestion::{CcSignal, Cccs};
+use credit::{Pulls, TargetCredit};
 use linklayer::Instant;
 use links::{Link, SlotList};
 use stats::Marked;
@@ -728,6 +729,8 @@ struct TgtPdc<const R: usize> {
     last_ids: (u8, u32),
     /// The read data runs answering READs that arrived on this PDC, oldest first.
     runs: SlotList,
+    /// Its part in RCCC: the pull pacer's flow, or the credit granted at once.
+    credit: TargetCredit,
 }
 
 /// One fabric endpoint with up to `P` initiator and `P` target PDCs, `M` messages being sent
@@ -882,6 +885,8 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     cccs: Cccs<C>,
     blocked_links: [Link; P],
     cc_signal: CcSignal,
+    /// The receiver's RCCC pull pacer.
+    pulls: Pulls<C>,
 }
 
 /// A target PDC closed lately: a SYN request for its key and start PSN before `until` is a late
@@ -965,6 +970,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             cccs: Cccs::new(),
             blocked_links: [Link::default(); P],
             cc_signal: CcSignal::None,
+            pulls: Pulls::new(cfg.cms),
         }
     }
 
@@ -1203,6 +1209,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     /// [`Endpoint::refresh_initiator`] for target PDC `id`.
     fn refresh_target(&mut self, id: u16, gone: bool) {
         let Some(index) = self.targets.index_of(id).map(|i| i as u16) else { return };
+        if gone {
+            self.release_credit(id);
+        }
         let t = self.targets.get(id).map(|t| &t.pdc).filter(|_| !gone);
         let (ready, deadline) = (t.is_some_and(|t| t.has_pending()), t.and_then(|t| t.poll_timeout()));
         SlotList::place(index, ready, &mut self.targets_ready, &mut self.targets_ready_links);
@@ -1274,13 +1283,14 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         }
     }
 
-    /// The next deadline: of a PDC, a RUDI resend, or a READ waiting for data.
+    /// The next deadline: of a PDC, a RUDI resend, a READ waiting for data, or the next pull of
+    /// the RCCC pull pacer (which [`Endpoint::poll_transmit`] sends once it is due).
     pub fn poll_timeout(&self) -> Option<Instant> {
         let heads = [&self.initiator_timers.first(), &self.target_timers.first()];
         let pdcs = heads.into_iter().flatten().map(|&(at, _)| at);
         let reads = self.read_timers.first().map(|(at, _)| at);
         let rudi = self.rudi.iter().map(|r| r.resend_at);
-        pdcs.chain(reads).chain(rudi).min()
+        pdcs.chain(reads).chain(rudi).chain(self.pulls.poll_timeout()).min()
     }
 
     /// Runs every timer due at `now`: each PDC due is taken off its heap and runs its timers
@@ -1431,6 +1441,7 @@ const fn refusal(code: NackCode, r: &Request, spdcid: u16) -> Nack {
 
 mod congestion;
 mod connectionless;
+mod credit;
 mod demux;
 #[cfg(any(test, feature = "fuzzing"))]
 mod invariants;

@@ -64,6 +64,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         }
         let cfg = self.cfg.pdc;
         let Some(id) = self.target_for_request(now, src, &r) else { return Ok(None) };
+        if let Some(cc) = r.cc {
+            self.on_credit_target(id, src, cc);
+        }
         // A READ is answered with data, which needs a message slot until acknowledged.
         let read_room = !read || !self.free_slots.is_empty() || self.read_run_for(id, &ses, seg).is_some();
         let Some(t) = self.targets.get_mut(id) else { return Ok(None) };

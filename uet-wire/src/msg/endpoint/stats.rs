@@ -25,6 +25,10 @@ pub struct EndpointStats {
     /// Times a message's new PDC could not open because every congestion-control context served
     /// another destination's PDCs (the message waits, see [`CmsConfig`](super::CmsConfig)).
     pub ccc_waits: u64,
+    /// CREDIT control packets to an initiator PDC whose CCC runs no RCCC (or that has no CCC):
+    /// ignored. Refused grants to one that does are counted by its
+    /// [`CreditSender`](crate::cms::CreditSender)'s `stats().ignored`.
+    pub stray_grants: u64,
 }
 
 impl EndpointStats {

@@ -69,6 +69,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             self.stats.nacks_sent.add(n.code);
             return Ok(Some(header_only(dst, header_len)));
         }
+        if let Some(t) = self.transmit_pull(now, out)? {
+            return Ok(Some(t));
+        }
         if let Some((dst, r, rsp)) = self.rudi_responses.front().copied() {
             let n = emit(out, &PdsHeader::Rudi(r))?;
             let k = SesHeader::Response(rsp)
@@ -114,7 +117,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                         self.refresh_initiator(id, false);
                         continue;
                     };
-                    let t = self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, None))?;
+                    let cc = self.cc_request(id, slot);
+                    let t = self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, cc))?;
                     Transmit { entropy: self.cc_entropy(id, Some(stamp.psn)), ..t }
                 }
                 InitiatorTx::Control(c) => {
@@ -166,6 +170,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                 self.targets_ready.unlink(&mut self.targets_ready_links, index);
                 continue;
             };
+            let credit = p.credit;
             let t = match tx {
                 TargetTx::Ack(a) => {
                     let rsp = if a.next_header == NextHeader::Rsp {
@@ -181,7 +186,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                             p.pdc.state() != crate::pdc::TargetState::Closed && p.pdc.window().received(named);
                         last.or_else(|| received.then(|| null_response(p.last_ids)))
                     };
-                    write_ack(out, dst, a, rsp)?
+                    write_ack(out, dst, self.ack_with_credit(credit, a), rsp)?
                 }
                 TargetTx::Control(c) => header_only(dst, emit(out, &PdsHeader::Control(c))?),
                 TargetTx::Nack(n) => {
@@ -419,7 +424,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             p.active = if last { None } else { Some(slot as u16) };
             self.count_sent(slot);
             self.refresh_initiator(id, false);
-            let t = self.write_request(out, slot, packet, stamp.request(NextHeader::ReqStd, None))?;
+            let cc = self.cc_request(id, slot);
+            let t = self.write_request(out, slot, packet, stamp.request(NextHeader::ReqStd, cc))?;
             return Ok(Some(Transmit { entropy: self.cc_entropy(id, Some(stamp.psn)), ..t }));
         }
         Ok(None)
@@ -467,7 +473,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         let ccc = self.join_ccc(key.dst).ok()?;
         let start = self.random_start_psn(&key.dst);
         let mut pdc = Initiator::new(&self.cfg.pdc, key.mode, id, start);
-        if ccc.is_some() && self.cfg.cms.is_some_and(|c| c.sleek) {
+        if ccc.is_some() && self.cfg.cms.is_some_and(|c| c.sleek && c.controllers.nscc()) {
             pdc.use_sleek();
         }
         let opened = self
@@ -498,7 +504,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
 }
 
 /// A packet of headers only.
-const fn header_only(dst: IpAddr, header_len: usize) -> Transmit {
+pub(super) const fn header_only(dst: IpAddr, header_len: usize) -> Transmit {
     Transmit { dst, header_len, payload: None, read: None, entropy: None }
 }
 
