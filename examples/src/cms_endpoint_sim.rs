@@ -144,7 +144,7 @@ pub struct CmsEndpointSimReport {
     pub lost: u64,
     /// The 99th percentile of the messages' times from `send` to `Sent`.
     pub p99_message: Duration,
-    /// Packets the senders marked for resending, and the part SLEEK marked.
+    /// Packets the senders marked for resending, for any cause.
     pub resends: u64,
     /// Of those, marked by SLEEK.
     pub sleek_resends: u64,
