@@ -96,6 +96,24 @@ impl<const C: usize> Pair<C> {
         }
     }
 
+    /// After 64 messages, checked to arrive whole.
+    fn warmed(mut self) -> Self {
+        self.run(64);
+        assert_eq!(self.dest, self.source, "the messages arrive whole");
+        self
+    }
+
+    /// Benchmarks `name`: ns per message sent.
+    fn bench(mut self, g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, name: String) {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let start = std::time::Instant::now();
+                self.run(iters);
+                start.elapsed()
+            })
+        });
+    }
+
     /// Sends `count` messages from endpoint 0 to endpoint 1, keeping [`IN_FLIGHT`] started.
     fn run(&mut self, count: u64) {
         let len = self.source.len() as u32;
@@ -249,38 +267,13 @@ fn endpoint_benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("endpoint");
     g.throughput(Throughput::Elements(1));
     for len in [64u32, 4096, 65536] {
-        let mut pair = Pair::<0>::new(len, config);
-        pair.run(64);
-        assert_eq!(pair.dest, pair.source, "the messages arrive whole");
-        g.bench_function(format!("rud_{len}"), |b| {
-            b.iter_custom(|iters| {
-                let start = std::time::Instant::now();
-                pair.run(iters);
-                start.elapsed()
-            })
-        });
-        let mut pair = Pair::<1>::new(len, managed);
-        pair.run(64);
-        assert_eq!(pair.dest, pair.source, "the messages arrive whole");
+        Pair::<0>::new(len, config).warmed().bench(&mut g, format!("rud_{len}"));
+        let pair = Pair::<1>::new(len, managed).warmed();
         assert!(pair.eps[0].congestion(&pair.addrs[1]).is_some_and(|n| n.stats().acks > 0));
-        g.bench_function(format!("cms/rud_{len}"), |b| {
-            b.iter_custom(|iters| {
-                let start = std::time::Instant::now();
-                pair.run(iters);
-                start.elapsed()
-            })
-        });
-        let mut pair = Pair::<1>::new(len, managed_rccc);
-        pair.run(64);
-        assert_eq!(pair.dest, pair.source, "the messages arrive whole");
+        pair.bench(&mut g, format!("cms/rud_{len}"));
+        let pair = Pair::<1>::new(len, managed_rccc).warmed();
         assert!(pair.eps[1].pull_stats().is_some_and(|s| s.grants > 0));
-        g.bench_function(format!("cms_rccc/rud_{len}"), |b| {
-            b.iter_custom(|iters| {
-                let start = std::time::Instant::now();
-                pair.run(iters);
-                start.elapsed()
-            })
-        });
+        pair.bench(&mut g, format!("cms_rccc/rud_{len}"));
 
         let source: Vec<u8> = (0..len).map(|i| i as u8).collect();
         let mut dest = vec![0; len as usize];
