@@ -3,10 +3,33 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+// The `arbitrary` derive names `std`.
+#[cfg(feature = "arbitrary")]
+extern crate std;
+
 pub mod dl;
 mod error;
 pub mod tl;
 pub mod upli;
 
 pub use error::Error;
+/// The `heapless` crate, whose `Vec` appears in this API ([`tl::Unpacked`], [`dl::Delivered`]).
+pub use heapless;
 pub use linklayer;
+
+/// The sizes the type docs state (a 64-bit host).
+#[cfg(all(test, target_pointer_width = "64"))]
+#[test]
+fn documented_sizes() {
+    use core::mem::size_of;
+    assert_eq!(size_of::<dl::DataLink32>(), 21_760);
+    assert_eq!(size_of::<dl::DataLink>(), 43_040);
+    assert_eq!(size_of::<dl::DataLink128>(), 85_728);
+    assert_eq!(size_of::<dl::DataLink<&'static mut [u8], 64, 8>>(), 2_544);
+    assert_eq!(size_of::<tl::Packer>(), 6_032);
+    assert_eq!(size_of::<tl::Packer<16, 4, 32>>(), 3_472);
+    assert_eq!(size_of::<tl::Packer<64, 4, 64>>() - size_of::<tl::Packer>(), 1_584);
+    assert_eq!(size_of::<tl::Unpacker>(), 728);
+    assert_eq!(size_of::<tl::Unpacker<64, 4>>(), 2_312);
+    assert_eq!(size_of::<dl::service::MessageService>(), 1_304);
+}

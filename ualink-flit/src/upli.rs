@@ -420,6 +420,65 @@ pub const fn beats_spanned(addr: u64, bytes: u64) -> u64 {
 }
 
 impl Request {
+    /// A Read of `bytes` bytes at `addr`: whole DWords (4 to 256 bytes, a multiple of 4, at a
+    /// DWord-aligned address) within one 256-byte block; every byte enabled. Tag and both
+    /// accelerator ids are 0: set them with [`Self::with_tag`], [`Self::from_acc`] and
+    /// [`Self::to_acc`]. Refused with [`Error::BadValue`] where [`Self::check`] would refuse it.
+    ///
+    /// ```
+    /// use ualink_flit::upli::{Command, Request};
+    /// let r = Request::read(0x1000, 64)?.with_tag(7).from_acc(1).to_acc(2);
+    /// assert_eq!((r.cmd, r.bytes(), r.response_beats(), r.src, r.dst), (Command::Read, 64, 1, 1, 2));
+    /// # Ok::<(), ualink_flit::Error>(())
+    /// ```
+    pub fn read(addr: u64, bytes: u16) -> Result<Self, Error> {
+        Self::sized(Command::Read, addr, bytes)
+    }
+
+    /// A partial Write of `bytes` bytes at `addr` (the rules of [`Self::read`]); the data beats'
+    /// byte enables pick the bytes written.
+    pub fn write(addr: u64, bytes: u16) -> Result<Self, Error> {
+        Self::sized(Command::Write, addr, bytes)
+    }
+
+    /// A WriteFull of `bytes` bytes at `addr`: whole aligned 64-byte beats (64 to 256 bytes).
+    pub fn write_full(addr: u64, bytes: u16) -> Result<Self, Error> {
+        Self::sized(Command::WriteFull, addr, bytes)
+    }
+
+    /// An atomic `op` on one `size` element at `addr`: AtomicR (the old value returns as read
+    /// data) when `returns`, AtomicNR otherwise.
+    pub fn atomic(op: AtomicOp, size: OpSize, addr: u64, returns: bool) -> Result<Self, Error> {
+        let cmd = if returns { Command::AtomicR } else { Command::AtomicNR };
+        let r = Self::sized(cmd, addr, u16::from(size.bytes().max(4)))?;
+        Ok(Request { attr: AtomicAttr { op, size }.to_attr(), ..r })
+    }
+
+    /// `cmd` for `bytes` bytes at `addr`, checked.
+    fn sized(cmd: Command, addr: u64, bytes: u16) -> Result<Self, Error> {
+        if bytes == 0 || bytes % 4 != 0 || u64::from(bytes) > MAX_TRANSFER {
+            return Err(Error::BadValue { field: "request bytes (whole DWords, 4 to 256)", value: u32::from(bytes) });
+        }
+        let r = Request::new(cmd, addr, (bytes / 4 - 1) as u8, 0, 0, 0);
+        r.check()?;
+        Ok(r)
+    }
+
+    /// This request with ReqTag `tag`.
+    pub const fn with_tag(self, tag: u16) -> Self {
+        Request { tag, ..self }
+    }
+
+    /// This request from accelerator `src` (ReqSrcPhysAccID).
+    pub const fn from_acc(self, src: u16) -> Self {
+        Request { src, ..self }
+    }
+
+    /// This request to accelerator `dst` (ReqDstPhysAccID).
+    pub const fn to_acc(self, dst: u16) -> Self {
+        Request { dst, ..self }
+    }
+
     /// A request for `4 · (len + 1)` bytes at `addr`: NumBeats set to the beats the transfer spans
     /// (0 without data), ReqAttr 0xFF for a read (every byte) and 0 otherwise; metadata, ASI, VC,
     /// pool and authentication tag zero.
@@ -589,6 +648,12 @@ pub struct ReadResponse {
 }
 
 impl ReadResponse {
+    /// The OKAY response to `req` with all its read data in one multi-beat response: tag and VC
+    /// from `req`, routed back to its source (`dst` = `req.src`, `src` = `req.dst`).
+    pub const fn answering(req: &Request) -> Self {
+        ReadResponse { vc: req.vc, ..ReadResponse::new(req.tag, req.dst, req.src, req.response_beats()) }
+    }
+
     /// An OKAY response to a request from `dst`, returning all `beats` (1..=4) of data in one
     /// multi-beat response (offset 0, last), on VC 0 without pool or authentication tag.
     pub const fn new(tag: u16, src: u16, dst: u16, beats: u8) -> Self {
@@ -665,6 +730,12 @@ pub struct WriteResponse {
 }
 
 impl WriteResponse {
+    /// The OKAY response to `req`: tag and VC from `req`, routed back to its source (`dst` =
+    /// `req.src`, `src` = `req.dst`).
+    pub const fn answering(req: &Request) -> Self {
+        WriteResponse { vc: req.vc, ..WriteResponse::new(req.tag, req.dst, req.src) }
+    }
+
     /// An OKAY response to a request from `dst`, on VC 0 without pool or authentication tag.
     pub const fn new(tag: u16, src: u16, dst: u16) -> Self {
         WriteResponse { tag, src, dst, status: Status::Okay, vc: 0, pool: false, auth_tag: 0 }
@@ -690,6 +761,49 @@ mod tests {
 
     fn req(cmd: Command, addr: u64, len: u8, num_beats: u8) -> Request {
         Request { num_beats, attr: 0, ..Request::new(cmd, addr, len, 1, 2, 3) }
+    }
+
+    #[test]
+    fn constructors_take_bytes_and_name_the_ends() {
+        let r = Request::read(0x1040, 128).unwrap().with_tag(9).from_acc(3).to_acc(4);
+        assert_eq!(r, Request::new(Command::Read, 0x1040, 31, 9, 3, 4));
+        assert_eq!(r.response_beats(), 2);
+        let w = Request::write(0x10C4, 8).unwrap();
+        assert_eq!((w.len, w.num_beats, w.data_beats(), w.attr), (1, 0, 1, 0));
+        assert_eq!(Request::write_full(0x1000, 256).unwrap().data_beats(), 4);
+        let a = Request::atomic(AtomicOp::Add, OpSize::Bits64, 0x2008, true).unwrap();
+        assert_eq!((a.cmd, a.bytes(), a.response_beats()), (Command::AtomicR, 8, 1));
+        assert_eq!(AtomicAttr::from_attr(a.attr), AtomicAttr { op: AtomicOp::Add, size: OpSize::Bits64 });
+        let b = Request::atomic(AtomicOp::Add, OpSize::Bits8, 0x2000, false).unwrap();
+        assert_eq!((b.cmd, b.bytes(), b.response_beats()), (Command::AtomicNR, 4, 0));
+        for (addr, bytes) in [(0, 0), (0, 6), (0, 260), (2, 4), (0xF0, 32)] {
+            assert!(matches!(Request::read(addr, bytes), Err(Error::BadValue { .. })), "{addr} {bytes}");
+        }
+        assert!(Request::write_full(0x1000, 32).is_err(), "WriteFull is whole beats");
+        for r in [r, w, a, b] {
+            assert_eq!(r.check(), Ok(()));
+        }
+        // Responses come back to the request's source with its tag and VC.
+        let r = Request { vc: 2, ..r };
+        let rsp = ReadResponse::answering(&r);
+        assert_eq!((rsp.tag, rsp.src, rsp.dst, rsp.beats(), rsp.vc, rsp.status), (9, 4, 3, 2, 2, Status::Okay));
+        let wr = WriteResponse::answering(&w.with_tag(5).from_acc(7));
+        assert_eq!((wr.tag, wr.dst, wr.status), (5, 7, Status::Okay));
+        let mut any = crate::tl::Response::answering(&b);
+        assert!(matches!(any, crate::tl::Response::Write(_)));
+        any.set_status(Status::TargetAbort);
+        assert_eq!(any.status(), Status::TargetAbort);
+        assert!(matches!(crate::tl::Response::answering(&a), crate::tl::Response::Read(_)));
+    }
+
+    #[test]
+    fn errors_read_as_sentences() {
+        let e = Request::read(0, 6).unwrap_err();
+        assert_eq!(std::format!("{e}"), "request bytes (whole DWords, 4 to 256): value 0x6 is not allowed");
+        let e: &dyn core::error::Error = &Error::State { needs: "DL Idle" };
+        assert_eq!(std::format!("{e}"), "not allowed now: needs DL Idle");
+        let crc = Error::Crc { expected: [0, 0, 0, 1], got: [0xFF, 0, 0, 0] };
+        assert_eq!(std::format!("{crc}"), "CRC mismatch: computed 00000001, flit carries ff000000");
     }
 
     #[test]

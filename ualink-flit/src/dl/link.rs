@@ -311,10 +311,25 @@ impl Default for Counters {
     }
 }
 
-/// One port's data link: replay, link states, packing. `B` is TxReplay's byte storage (a
-/// multiple of [`REPLAY_ENTRY_LEN`]), `N` its entry count, `A` the alternative-sector queue.
+/// One port's data link: replay, link states, packing. `B` is TxReplay's byte storage (at least
+/// `N` × [`REPLAY_ENTRY_LEN`] bytes: [`DataLink::try_new`]), `N` its entry count, `A` the
+/// alternative-sector queue in DL message words.
+///
+/// **Sizing.** TxReplay must hold every flit sent in one round trip (flit times from sending a
+/// flit to receiving its acknowledgement, plus the partner's acknowledgement coalescing), or the
+/// link stalls waiting for acknowledgements. At 25 ns per flit time (200GAUI-1), 64 entries cover
+/// a 1.6 µs round trip. Size on a 64-bit host, storage inline:
+///
+/// | type | entries | bytes |
+/// |---|---:|---:|
+/// | [`DataLink32`] | 32 | 21 760 |
+/// | [`DataLink64`] (the default `DataLink`) | 64 | 43 040 |
+/// | [`DataLink128`] | 128 | 85 728 |
+///
+/// Storage may also live outside the link (`B` = `&mut [u8]`, `Vec<u8>`, …): 64 entries then
+/// leave 2 544 B in the link itself.
 #[derive(Clone, Debug)]
-pub struct DataLink<B, const N: usize, const A: usize> {
+pub struct DataLink<B = [u8; REPLAY_ENTRY_LEN * 64], const N: usize = 64, const A: usize = 8> {
     cfg: DlConfig,
     state: LinkState,
     down: Option<DownReason>,
@@ -336,6 +351,14 @@ pub struct DataLink<B, const N: usize, const A: usize> {
     stats: DlStats,
 }
 
+/// A data link with TxReplay for 32 flits inline (0.8 µs round trip at 25 ns per flit time).
+pub type DataLink32 = DataLink<[u8; REPLAY_ENTRY_LEN * 32], 32, 8>;
+/// A data link with TxReplay for 64 flits inline (1.6 µs round trip): the default `DataLink`.
+pub type DataLink64 = DataLink<[u8; REPLAY_ENTRY_LEN * 64], 64, 8>;
+/// A data link with TxReplay for 128 flits inline (3.2 µs round trip) and 40 queued DL message
+/// words (room for UART bursts).
+pub type DataLink128 = DataLink<[u8; REPLAY_ENTRY_LEN * 128], 128, 40>;
+
 /// A [`TlSource`] behind Channel 0's transmit gate.
 struct Gate<'a, T> {
     source: &'a mut T,
@@ -352,8 +375,45 @@ impl<T: TlSource> TlSource for Gate<'_, T> {
     }
 }
 
+/// Why a data link sends no payload flit now: the first thing missing, in bring-up order
+/// ([`DataLink::stall`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Stall {
+    /// TxReplay's storage cannot hold one entry ([`REPLAY_ENTRY_LEN`] bytes): no payload flit
+    /// can ever be sent. Build it with [`DataLink::try_new`] to have this refused.
+    NoReplayStorage,
+    /// DL Fault: the RS reports a fault, or [`DataLink::rs_fault`]`(false)` was never called.
+    Fault,
+    /// DL Idle: waiting for the higher layer's [`DataLink::enable`].
+    Idle,
+    /// DL NOP: sending NOP flits until the partner's arrive (§6.7.1.3).
+    Training,
+    /// Channel 0's transmit gate is closed: [`DataLink::set_tl_channel`] was not called, or the
+    /// message service has not negotiated the channel online yet.
+    TlChannelClosed,
+    /// TxReplay is replaying, or full of flits the partner has not acknowledged yet.
+    Replay,
+}
+
 impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N, A> {
-    /// A data link in DL Fault, with TxReplay in `storage`.
+    /// TxReplay bytes a data link of `N` entries needs: `N` × [`REPLAY_ENTRY_LEN`].
+    pub const STORAGE_LEN: usize = N * REPLAY_ENTRY_LEN;
+
+    /// A data link in DL Fault, with TxReplay in `storage`, refused with [`Error::TooSmall`] if
+    /// `storage` is shorter than [`Self::STORAGE_LEN`] (`N` entries).
+    pub fn try_new(cfg: DlConfig, storage: B) -> Result<Self, Error> {
+        let got = storage.as_ref().len();
+        if got < Self::STORAGE_LEN {
+            return Err(Error::TooSmall { what: "TxReplay storage", need: Self::STORAGE_LEN, got });
+        }
+        Ok(Self::new(cfg, storage))
+    }
+
+    /// A data link in DL Fault, with TxReplay in `storage`. Any storage is taken: shorter than
+    /// [`Self::STORAGE_LEN`] holds fewer than `N` flits, and shorter than [`REPLAY_ENTRY_LEN`]
+    /// none, so the link never sends payload ([`Stall::NoReplayStorage`]); [`Self::try_new`]
+    /// refuses such storage instead.
     pub fn new(cfg: DlConfig, storage: B) -> Self {
         DataLink {
             cfg: DlConfig {
@@ -462,6 +522,23 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
             && self.tx_replay_buf.capacity_bytes() - self.tx_replay_buf.bytes() >= REPLAY_ENTRY_LEN
     }
 
+    /// Why no new payload flit goes out now, or `None` when one would ([`Self::can_accept`] and
+    /// Channel 0 open). Bring-up that does nothing says why here: storage, the RS fault, the
+    /// missing [`Self::enable`], the partner not yet seen, the closed channel, or replay.
+    pub fn stall(&self) -> Option<Stall> {
+        if self.tx_replay_buf.capacity_bytes() < REPLAY_ENTRY_LEN {
+            return Some(Stall::NoReplayStorage);
+        }
+        match self.state {
+            LinkState::Fault => Some(Stall::Fault),
+            LinkState::Idle => Some(Stall::Idle),
+            LinkState::Nop => Some(Stall::Training),
+            LinkState::Up if !self.tl_tx => Some(Stall::TlChannelClosed),
+            LinkState::Up if !self.can_accept() => Some(Stall::Replay),
+            LinkState::Up => None,
+        }
+    }
+
     /// Whether a TL flit is partly sent, its rest waiting for the next DL flit.
     pub fn has_carry(&self) -> bool {
         self.packer.has_carry()
@@ -483,7 +560,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
     /// state. Returns how many unacknowledged flits were discarded.
     pub fn enable(&mut self) -> Result<usize, Error> {
         if self.state != LinkState::Idle {
-            return Err(Error::BadValue { field: "DL link state (enable outside DL Idle)", value: self.state as u32 });
+            return Err(Error::State { needs: "DL Idle" });
         }
         let dropped = self.tx_replay_buf.len();
         self.tx_replay_buf.reset_to(DlSeq::FIRST);
@@ -1047,6 +1124,30 @@ mod tests {
             FlitHeader::Ack { seq_lo, .. } | FlitHeader::ReplayRequest { seq_lo, .. } => u16::from(seq_lo) == seq & 7,
             FlitHeader::Nop { .. } => false,
         }
+    }
+
+    #[test]
+    fn a_stalled_bring_up_says_what_is_missing() {
+        assert_eq!(
+            DataLink::<[u8; 100], 2, 8>::try_new(DlConfig::default(), [0; 100]).err(),
+            Some(Error::TooSmall { what: "TxReplay storage", need: 2 * REPLAY_ENTRY_LEN, got: 100 })
+        );
+        let mut small = DataLink::<[u8; 100], 2, 8>::new(DlConfig::default(), [0; 100]);
+        small.rs_fault(false);
+        assert_eq!(small.stall(), Some(Stall::NoReplayStorage));
+        let mut p = Port::try_new(DlConfig::default(), [0; REPLAY_ENTRY_LEN * 64]).unwrap();
+        assert_eq!(p.stall(), Some(Stall::Fault));
+        p.rs_fault(false);
+        assert_eq!(p.stall(), Some(Stall::Idle));
+        assert_eq!(p.enable(), Ok(0));
+        assert_eq!(p.enable(), Err(Error::State { needs: "DL Idle" }));
+        assert_eq!(p.stall(), Some(Stall::Training));
+        let mut pair = Pair::new(DlConfig::default(), 3, [0, 0]);
+        pair.ports[0].set_tl_channel(false, false);
+        pair.run(10, &mut clean);
+        assert_eq!(pair.ports[0].state(), LinkState::Up);
+        assert_eq!(pair.ports[0].stall(), Some(Stall::TlChannelClosed));
+        assert_eq!(pair.ports[1].stall(), None);
     }
 
     #[test]

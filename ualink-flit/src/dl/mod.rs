@@ -26,6 +26,6 @@ pub mod service;
 pub use flit::{DlFlit, deframe, frame};
 pub use header::{FlitHeader, MBits, SegmentHeader};
 pub use layout::{FLIT_LEN, PAYLOAD_LEN};
-pub use link::{DataLink, DlConfig, LinkState, Received, Transmitted};
+pub use link::{DataLink, DataLink32, DataLink64, DataLink128, DlConfig, LinkState, Received, Stall, Transmitted};
 pub use message::DlMessage;
 pub use packing::{Delivered, TlSource};

@@ -212,9 +212,9 @@ enum UartReset {
 }
 
 /// The DL message service of one port, with a UART stream of `U` words each way (the
-/// specification recommends 128).
+/// specification recommends 128, the default: 1 304 B on a 64-bit host).
 #[derive(Clone, Debug)]
-pub struct MessageService<const U: usize> {
+pub struct MessageService<const U: usize = 128> {
     cfg: ServiceConfig,
     /// TL Rate Notification, Device ID, Port Number.
     basic: [Basic; 3],
@@ -415,10 +415,7 @@ impl<const U: usize> MessageService<U> {
             return Err(Error::Full { queue: "DL channel negotiation (one at a time)" });
         }
         if c.online == online {
-            return Err(Error::BadValue {
-                field: "DL channel request for its current state",
-                value: u32::from(channel),
-            });
+            return Err(Error::State { needs: "the channel in the other state" });
         }
         self.control
             .push_back(negotiation(state_nibble(channel, online), CMD_REQUEST, 0))
@@ -490,7 +487,7 @@ impl<const U: usize> MessageService<U> {
     /// Refused while Channel 4 is offline: no UART message may be sent then (§6.4.3.2).
     pub fn uart_reset(&mut self) -> Result<(), Error> {
         if !self.uart_tx_online() {
-            return Err(Error::BadValue { field: "UART reset with Channel 4 offline", value: u32::from(CHANNEL_UART) });
+            return Err(Error::State { needs: "Channel 4 online" });
         }
         self.uart_flush();
         self.reset = UartReset::Flushing(UART_RESET_NO_OPS);

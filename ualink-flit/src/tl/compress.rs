@@ -16,6 +16,13 @@
 //! Lockstep holds because the DL delivers TL flits exactly once and in order, replay included:
 //! the Rx cache sees the loads in the order the Tx cache made them.
 //!
+//! **The rule that matters: a Tx cache and its link partner's Rx cache index the same way**, or
+//! compressed requests decode to wrong addresses. Through a switch that is the pairing above (the
+//! accelerator's Tx and the switch's Rx by destination; the switch's Tx and the accelerator's Rx
+//! by source). Two accelerators joined directly, with no switch between, get no pairing from the
+//! text: give both caches of the link the same [`Indexing`] (e.g. [`Indexing::ByDst`] at both
+//! ends, as this crate's examples do; *project-defined*).
+//!
 //! *Project-defined*:
 //! * A cache smaller than 1024 rows uses row = id mod ROWS, at both ends.
 //! * Load policy: every uncompressed request that misses loads its region, into an invalid way if
@@ -45,7 +52,7 @@ const REGION_SHIFT: u32 = 20;
 
 /// A set-associative cache of 1 MB regions: `ROWS` rows (1..=1024) of `WAYS` ways (1..=4).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AddrCache<const ROWS: usize, const WAYS: usize> {
+pub struct AddrCache<const ROWS: usize = 16, const WAYS: usize = 4> {
     entries: [[u64; WAYS]; ROWS],
     victim: [u8; ROWS],
     indexing: Indexing,
@@ -175,7 +182,7 @@ const fn compress(r: &Request, way: u8) -> CompressedRequest {
 
 /// The sending side: turns requests into request fields, compressed when the cache allows.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TxCompressor<const ROWS: usize, const WAYS: usize> {
+pub struct TxCompressor<const ROWS: usize = 16, const WAYS: usize = 4> {
     /// The Tx address cache.
     pub cache: AddrCache<ROWS, WAYS>,
     /// When false, every request goes uncompressed with CLOAD = 0 and the cache is left alone.
@@ -246,7 +253,7 @@ impl<const ROWS: usize, const WAYS: usize> TxCompressor<ROWS, WAYS> {
 
 /// The receiving side: turns request fields back into requests, loading and reading the Rx cache.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RxDecompressor<const ROWS: usize, const WAYS: usize> {
+pub struct RxDecompressor<const ROWS: usize = 16, const WAYS: usize = 4> {
     /// The Rx address cache.
     pub cache: AddrCache<ROWS, WAYS>,
 }

@@ -27,6 +27,33 @@ pub enum Response {
 }
 
 impl Response {
+    /// The OKAY response to `req` on its response channel
+    /// ([`Request::response_channel`](crate::upli::Request::response_channel)), with tag, VC and
+    /// routing from `req` ([`ReadResponse::answering`], [`WriteResponse::answering`]). Set
+    /// another status with [`Self::set_status`].
+    pub const fn answering(req: &crate::upli::Request) -> Self {
+        match req.response_channel() {
+            crate::upli::ResponseChannel::Read => Response::Read(ReadResponse::answering(req)),
+            crate::upli::ResponseChannel::Write => Response::Write(WriteResponse::answering(req)),
+        }
+    }
+
+    /// The status.
+    pub const fn status(&self) -> Status {
+        match self {
+            Response::Read(r) => r.status,
+            Response::Write(w) => w.status,
+        }
+    }
+
+    /// Sets the status (every beat of a read response carries it).
+    pub const fn set_status(&mut self, status: Status) {
+        match self {
+            Response::Read(r) => r.status = status,
+            Response::Write(w) => w.status = status,
+        }
+    }
+
     /// VC.
     pub const fn vc(&self) -> u8 {
         match self {

@@ -111,6 +111,11 @@ impl DataPlan {
         }
     }
 
+    /// Whether half-flits of item `id` are still owed.
+    pub fn owes(&self, id: u32) -> bool {
+        self.current.iter().chain(self.queued.iter()).any(|t| t.id == id)
+    }
+
     /// What the lower half of the next flit is.
     pub const fn lower_is_data(&self) -> bool {
         self.remaining >= 2

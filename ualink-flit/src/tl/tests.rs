@@ -789,3 +789,34 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn holds_data_until_the_last_half_flit_of_an_item_is_packed() {
+    let (mut p, mut u) = pair(false, true);
+    let mut store = Store::default();
+    store.0.insert(5, beats_for(5, 4, 0));
+    let w = req(Command::Write, 0x4000, 63, 3, 1);
+    assert!(!p.holds_data(5));
+    p.push_request(5, w).unwrap();
+    let (mut data, mut enables, mut flits) = (0, 0, 0);
+    while p.holds_data(5) {
+        assert!(flits < 10, "a 256-byte write packs in a few flits");
+        let mut f = TlFlit::default();
+        p.pack(&store, &mut f).unwrap();
+        flits += 1;
+        let mut out = Unpacked::default();
+        u.unpack(&f, &mut out).unwrap();
+        for h in [out.lower, out.upper] {
+            data += usize::from(matches!(h, RxHalf::Data { .. }));
+            enables += usize::from(matches!(h, RxHalf::ByteEnables { .. }));
+        }
+    }
+    assert_eq!((data, enables), (8, 1), "every half-flit of the write was packed before the packer let go");
+    // Released: the packer never asks for those beats again.
+    store.0.clear();
+    for _ in 0..4 {
+        let mut f = TlFlit::default();
+        p.pack(&store, &mut f).unwrap();
+    }
+    assert_eq!(p.stats.missing_beats, 0);
+}

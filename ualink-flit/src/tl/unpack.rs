@@ -28,6 +28,10 @@ use crate::Error;
 use crate::upli::Request;
 
 /// A request or response from a control half-flit.
+///
+/// Its `id` is this [`Unpacker`]'s own count of the items it read (from 0, one per item, never
+/// reset), not the id the sender pushed it with: the sender's ids never cross the link. Data
+/// half-flits name the item by this id ([`RxHalf::Data`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RxItem {
@@ -78,7 +82,10 @@ pub enum RxHalf<'a> {
         /// The upper half of the beat.
         second: bool,
     },
-    /// The byte-enable half-flit of request `id`.
+    /// The byte-enable half-flit of request `id`. It comes **after** the request's data
+    /// half-flits (§5.1.2: data first, then the enables), so hold the beats until it arrives
+    /// and apply it to all of them at once: 64 enable bits per beat, the beat of lane address X
+    /// at the beat's place in the 256-byte block ([`super::flit::beat_byte_enables`]).
     ByteEnables {
         /// The item.
         id: u32,
@@ -102,9 +109,18 @@ pub struct Unpacked<'a> {
     pub upper: RxHalf<'a>,
 }
 
-/// The TL unpacker for one link direction, with a `ROWS` × `WAYS` Rx address cache.
+/// The TL unpacker for one link direction, with a `ROWS` × `WAYS` Rx address cache (the same
+/// shape and [`Indexing`](super::compress::Indexing) as the partner's Tx cache).
+///
+/// **Credits are the receiver's to return.** The unpacker frees no buffer: when this port is done
+/// with a received request or response (its command slot and data beats), release their credits
+/// on this port's own [`Packer`](super::Packer) (`packer.owed.release(class, target, n)`), which
+/// sends them to the partner in flow-control fields. The credits the partner returns arrive here
+/// in [`Unpacked::credits`]: grant each to this port's packer (`packer.credits.grant(&fc)`).
+///
+/// Size on a 64-bit host: the default `Unpacker` (16 × 4 cache) 728 B; 64 rows 2 312 B.
 #[derive(Clone, Debug)]
-pub struct Unpacker<const ROWS: usize, const WAYS: usize> {
+pub struct Unpacker<const ROWS: usize = 16, const WAYS: usize = 4> {
     auth: bool,
     decompressor: RxDecompressor<ROWS, WAYS>,
     plan: DataPlan,
