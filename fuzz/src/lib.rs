@@ -43,6 +43,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ualink_tl", ualink_tl),
     ("ualink_link", ualink_link),
     ("ualink_dl_service", ualink_dl_service),
+    ("ualink_port", ualink_port),
     ("ethx_paxi", ethx_paxi),
     ("ethx_frame", ethx_frame),
     ("ethx_decompress", ethx_decompress),
@@ -1832,6 +1833,252 @@ pub fn ualink_link(data: &[u8]) {
     }
     if ticks <= 20_000 {
         assert_eq!(delivered, [limit, limit], "a clean stretch delivers everything");
+    }
+}
+
+/// `UpliPort` (UALink): two ports of four slots each way joined by a wire, the input choosing per
+/// flit time what each side does (issue a request of any kind, answer with any status and data,
+/// give a stale handle, time out, fault its RS, start again) and what the wire does to each flit
+/// (bit flip, loss, duplicate). Invariants, at every step: every event names a request the harness
+/// holds; each request ends exactly once and arrives at most once; data arrives intact (requests,
+/// and read responses with status OKAY); a refused call changes nothing. After the input, a clean
+/// stretch (both ports started again if either is down) ends every request, and, if the link stayed
+/// up through it, returns every credit.
+pub fn ualink_port(data: &[u8]) {
+    /// Management's recovery: once both links are down, both ports start again on a retrained
+    /// (empty) wire. Returns whether it did.
+    fn recover<const S: usize>(
+        ports: &mut [ualink_flit::port::UpliPort<Vec<u8>, 32, S>; 2],
+        wire: &mut [VecDeque<Option<[u8; ualink_flit::dl::FLIT_LEN]>>; 2],
+    ) -> bool {
+        use ualink_flit::dl::LinkState;
+        if !ports.iter().all(|p| matches!(p.link().state(), LinkState::Fault | LinkState::Idle)) {
+            return false;
+        }
+        for (p, w) in ports.iter_mut().zip(wire) {
+            p.rs_fault(false);
+            p.start().unwrap();
+            w.iter_mut().for_each(|f| *f = None);
+        }
+        true
+    }
+    use std::collections::HashMap;
+    use ualink_flit::dl::link::REPLAY_ENTRY_LEN;
+    use ualink_flit::dl::{FLIT_LEN, LinkState, Transmitted};
+    use ualink_flit::port::{Event, Failure, Handle, PortConfig, UpliPort};
+    use ualink_flit::upli::{AtomicOp, OpSize, Request, Status};
+    type Port = UpliPort<Vec<u8>, 32, 4>;
+    let pattern =
+        |k: u64, addr: u64, len: u64| -> Vec<u8> { (0..len).map(|i| (k * 77 + addr + i * 5) as u8).collect() };
+    let mut u = Unstructured::new(data);
+    let timeout = u.int_in_range(0u64..=300).unwrap_or(0);
+    let new = |acc| {
+        // Both ends agree on Channel 0: both negotiate it, or both open it at once.
+        let cfg = PortConfig {
+            completion_timeout: (timeout > 0).then_some(timeout),
+            negotiate: timeout % 2 == 0,
+            ..PortConfig::new(acc)
+        };
+        Port::new(cfg, vec![0; REPLAY_ENTRY_LEN * 32]).unwrap()
+    };
+    let mut ports = [new(1), new(2)];
+    for p in &mut ports {
+        p.start().unwrap();
+    }
+    let mut wire: [VecDeque<Option<[u8; FLIT_LEN]>>; 2] = [VecDeque::from([None; 3]), VecDeque::from([None; 3])];
+    // Per side: outstanding tag → (issue number, request); ends per issue number; held handles;
+    // requests that arrived (by the issuer's side and number).
+    let mut outstanding: [HashMap<u16, (u64, Request)>; 2] = [HashMap::new(), HashMap::new()];
+    let mut ends: [HashMap<u64, u8>; 2] = [HashMap::new(), HashMap::new()];
+    let mut held: [Vec<(Handle, Request)>; 2] = [Vec::new(), Vec::new()];
+    let mut arrived: [std::collections::HashSet<u64>; 2] = Default::default();
+    let mut issued = [0u64; 2];
+    let mut now = 0u64;
+    let mut clean = 0u32;
+    while clean < 3_000 {
+        let op: u8 = if u.is_empty() {
+            clean += 1;
+            // The clean stretch: no RS fault; once both links are down, management recovers them.
+            for p in &mut ports {
+                if p.link().state() == LinkState::Fault {
+                    p.rs_fault(false);
+                }
+            }
+            recover(&mut ports, &mut wire);
+            // Serve and let the timers run; nothing new.
+            0x30
+        } else {
+            u.arbitrary().unwrap_or(0)
+        };
+        let side = usize::from(op & 1);
+        match op >> 4 {
+            // Issue a request of a kind the input picks.
+            0..=3 if clean == 0 => {
+                let seq = issued[side];
+                let base = seq << 8 | (side as u64) << 40;
+                let off: u64 = u.int_in_range(0..=63).unwrap_or(0);
+                let bytes = 4 * (1 + off % 32);
+                let req = match op >> 1 & 7 {
+                    0 | 1 => Request::read(base + 4 * (off % ((256 - bytes) / 4 + 1)), bytes as u16),
+                    2 | 3 => Request::write(base + 4 * (off % ((256 - bytes) / 4 + 1)), bytes as u16),
+                    4 => Request::write_full(base + 64 * (off % 4), 64),
+                    5 => Request::atomic(AtomicOp::Add, OpSize::Bits64, base + 8 * (off % 32), true),
+                    6 => Request::atomic(AtomicOp::Swap, OpSize::Bits32, base + 4 * off, false),
+                    _ => Request::read(base, 256),
+                }
+                .unwrap()
+                .to_acc(2 - side as u16);
+                let data = if req.cmd.has_data() { pattern(side as u64, req.addr, req.bytes()) } else { vec![] };
+                let before = ports[side].outstanding();
+                match ports[side].request(req, &data) {
+                    Ok(tag) => {
+                        let sent = Request { tag, src: 1 + side as u16, ..req };
+                        assert!(outstanding[side].insert(tag, (seq, sent)).is_none(), "tag given twice");
+                        issued[side] += 1;
+                    }
+                    Err(_) => assert_eq!(ports[side].outstanding(), before, "a refused request changes nothing"),
+                }
+                // A wrong length is refused.
+                if req.cmd.has_data() {
+                    assert!(ports[side].request(req, &data[1..]).is_err());
+                }
+            }
+            4 if clean == 0 => ports[side].rs_fault(op & 2 != 0),
+            5 if clean == 0 => {
+                // Management recovers the link once both ends are down (a real RS fault retrains
+                // both); a start on an enabled port is refused and changes nothing.
+                if !recover(&mut ports, &mut wire) && ports[side].link().state() != LinkState::Fault {
+                    let state = ports[side].link().state();
+                    if state != LinkState::Idle {
+                        assert!(ports[side].start().is_err());
+                        assert_eq!(ports[side].link().state(), state);
+                    }
+                }
+            }
+            6 if clean == 0 => {
+                // A stale or foreign handle, or a response that does not fit, is refused.
+                if let Some(&(h, req)) = held[side].first() {
+                    if req.response_beats() > 0 {
+                        let room = 64 * usize::from(req.response_beats()) - (req.addr % 64) as usize;
+                        assert!(ports[side].respond(h, Status::Okay, &vec![0; room + 1]).is_err());
+                    }
+                    assert!(ports[side].request_data(h).is_some(), "a held request's data stays readable");
+                }
+            }
+            7 if clean == 0 => {
+                now += u64::from(op & 0x0E) * 20;
+                ports[side].handle_timeout(now);
+            }
+            _ => {
+                // Serve: answer the oldest held requests, with a status the input picks (in the
+                // clean stretch, both sides).
+                let (n, also) = if clean > 0 { (4, 1 - side) } else { (usize::from(op >> 1 & 3), side) };
+                for side in [side, also] {
+                    for _ in 0..n.min(held[side].len()) {
+                        let (h, req) = held[side].remove(0);
+                        let status = if clean == 0 && op & 0x0C == 0x0C { Status::TargetAbort } else { Status::Okay };
+                        let data =
+                            pattern(9 + side as u64, req.addr, if req.response_beats() > 0 { req.bytes() } else { 0 });
+                        match ports[side].respond(h, status, &data) {
+                            Ok(()) => assert!(ports[side].respond(h, status, &data).is_err(), "answered once"),
+                            // Dropped by a link down: its Dropped event follows.
+                            Err(_) => held[side].insert(0, (h, req)),
+                        }
+                        if ports[side].request_data(h).is_some() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        // One flit time: each port sends, the wire damages by the input.
+        let damage: u8 = if clean > 0 { 0 } else { u.arbitrary().unwrap_or(0) };
+        for d in 0..2 {
+            let mut out = [0u8; FLIT_LEN];
+            let sent = matches!(ports[d].poll_transmit(now, &mut out), Transmitted::Flit { .. }).then_some(out);
+            wire[d].push_back(sent);
+        }
+        for d in 0..2 {
+            let Some(mut f) = wire[1 - d].pop_front().flatten() else {
+                ports[d].handle_idle();
+                continue;
+            };
+            match damage >> (4 * d) & 0x0F {
+                1 => f[usize::from(damage) * 7 % FLIT_LEN] ^= 0x10,
+                2 => {
+                    ports[d].handle_lost();
+                    continue;
+                }
+                3 => {
+                    if let Some(next) = wire[1 - d].front_mut() {
+                        *next = Some(f);
+                    }
+                }
+                _ => {}
+            }
+            let _ = ports[d].handle_flit(&f);
+        }
+        now += 1;
+        for d in 0..2 {
+            let peer = 1 - d;
+            while let Some(ev) = ports[d].poll_event() {
+                match ev {
+                    Event::Link { .. } | Event::Service(_) => {}
+                    Event::Request { handle, req, data } => {
+                        let seq = (req.addr & ((1 << 40) - 1)) >> 8;
+                        assert!(arrived[d].insert(seq), "a request arrived twice");
+                        if req.cmd.has_data() && !data.any_poisoned() {
+                            assert_eq!(data.bytes(), pattern(peer as u64, req.addr, req.bytes()), "request data");
+                        }
+                        held[d].push((handle, req));
+                    }
+                    Event::Response { tag, req, status, data } => {
+                        let (seq, sent) = outstanding[d].remove(&tag).expect("a response to an outstanding request");
+                        assert_eq!(req, sent);
+                        *ends[d].entry(seq).or_default() += 1;
+                        if status == Status::Okay && req.response_beats() > 0 && !data.any_poisoned() {
+                            assert_eq!(data.bytes(), pattern(9 + peer as u64, req.addr, req.bytes()), "read data");
+                        }
+                    }
+                    Event::Failed { tag, req, why } => {
+                        let (seq, sent) = outstanding[d].remove(&tag).expect("a failure of an outstanding request");
+                        assert_eq!(req, sent);
+                        assert!(why == Failure::LinkDown || timeout > 0);
+                        *ends[d].entry(seq).or_default() += 1;
+                    }
+                    Event::Dropped { handle, .. } => {
+                        let i = held[d].iter().position(|(h, _)| *h == handle).expect("a dropped request was held");
+                        held[d].remove(i);
+                    }
+                }
+            }
+        }
+        if clean > 0
+            && outstanding.iter().all(HashMap::is_empty)
+            && held.iter().all(Vec::is_empty)
+            && ports.iter().all(|p| p.is_quiet())
+        {
+            break;
+        }
+    }
+    let mut advertised = ualink_flit::tl::credit::Ledger::EMPTY;
+    for (class, n) in ualink_flit::tl::credit::Class::ALL.into_iter().zip([4, 4, 16, 16]) {
+        advertised.add(class, ualink_flit::tl::credit::Target::Pool, n).unwrap();
+    }
+    let up = ports.iter().all(|p| p.is_up());
+    for d in 0..2 {
+        assert!(ends[d].values().all(|&n| n == 1), "each request ends once");
+        if up {
+            assert!(
+                outstanding[d].is_empty(),
+                "a clean stretch on an up link ends every request: {outstanding:?} held {held:?} {:?} {:?}",
+                ports.each_ref().map(|p| (p.waiting_on(), *p.stats(), p.link().tl_channel(), p.packer().queued())),
+                ports.each_ref().map(|p| p.packer().credits.held)
+            );
+            if ports.iter().all(|p| p.is_quiet()) {
+                assert_eq!(ports[d].packer().credits.held, advertised, "every credit came back");
+            }
+        }
     }
 }
 

@@ -27,22 +27,33 @@
 //! * `tl/read_response_256`: one compressed read response with its four data beats: five flits
 //!   packed and unpacked, 256 data bytes copied in and out.
 //! * `tl/writefull_256`: one compressed 256-byte WriteFull with its data, the same way.
+//!
+//! A whole port, per flit time, beside the bytes a flit time moves:
+//!
+//! * `port/reference/copy_crc_4x640`: four 640-byte copies and four flit CRCs, what framing and
+//!   checking one flit each way costs at the very least (the floor of a flit time).
+//! * `port/flit_time`: one flit time of two `UpliPort`s on a perfect wire, both loaded: each keeps
+//!   32 reads of 64 bytes outstanding and answers every read it gets at once (both ports transmit
+//!   and receive a flit, take their events, answer, and issue). The requests each flit time
+//!   completes are counted in a warm-up and printed, for the cost per request.
 #![allow(missing_docs)]
 // Harness code, not library code.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
+use ualink_flit::dl::Transmitted;
 use ualink_flit::dl::crc::flit_crc;
 use ualink_flit::dl::link::REPLAY_ENTRY_LEN;
 use ualink_flit::dl::{
     DataLink, Delivered, DlConfig, FLIT_LEN, FlitHeader, LinkState, MBits, PAYLOAD_LEN, SegmentHeader, TlSource,
     deframe, frame,
 };
+use ualink_flit::port::{Event, PortConfig, UpliPort};
 use ualink_flit::tl::compress::{Indexing, RxDecompressor, TxCompressor};
 use ualink_flit::tl::credit::{Class, Target};
 use ualink_flit::tl::{Beat, BeatSource, Packer, PackerConfig, Response, RxHalf, RxItem, TlFlit, Unpacked, Unpacker};
-use ualink_flit::upli::{Command, ReadResponse, Request};
+use ualink_flit::upli::{Command, ReadResponse, Request, Status};
 
 /// Four beats of data, lent for every item.
 struct Beats([[u8; 64]; 4]);
@@ -295,5 +306,79 @@ fn tl_benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(dl, benches, tl_benches);
+/// Two default ports on a perfect wire, up, with Channel 0 negotiated.
+fn port_pair() -> [UpliPort; 2] {
+    let new = |acc| UpliPort::new(PortConfig::new(acc), [0u8; REPLAY_ENTRY_LEN * 64]).unwrap();
+    let mut ports: [UpliPort; 2] = [new(1), new(2)];
+    for p in &mut ports {
+        p.start().unwrap();
+    }
+    ports
+}
+
+/// One flit time of `ports` under load; returns the requests it completed.
+fn port_flit_time(ports: &mut [UpliPort; 2], wire: &mut [[u8; FLIT_LEN]; 2], now: u64, memory: &[u8; 64]) -> u32 {
+    let mut done = 0;
+    #[allow(clippy::needless_range_loop)] // both ports by index: one sends, the other takes
+    for d in 0..2 {
+        let sent = ports[d].poll_transmit(now, &mut wire[d]);
+        let peer = &mut ports[1 - d];
+        match sent {
+            Transmitted::Flit { .. } => _ = peer.handle_flit(&wire[d]),
+            Transmitted::Idle => peer.handle_idle(),
+        }
+    }
+    for (d, p) in ports.iter_mut().enumerate() {
+        while let Some(ev) = p.poll_event() {
+            match ev {
+                Event::Request { handle, .. } => p.respond(handle, Status::Okay, memory).unwrap(),
+                Event::Response { data, .. } => done += u32::from(data.bytes()[63] == memory[63]),
+                _ => {}
+            }
+        }
+        let peer = 2 - d as u16;
+        while p.is_up() && p.request(Request::read(0x1000, 64).unwrap().to_acc(peer), &[]).is_ok() {}
+    }
+    done
+}
+
+fn port_benches(c: &mut Criterion) {
+    let mut g = c.benchmark_group("port");
+    let flit = [0x5Au8; FLIT_LEN];
+    g.bench_function("reference/copy_crc_4x640", |b| {
+        let mut dst = [[0u8; FLIT_LEN]; 4];
+        b.iter(|| {
+            let mut x = 0;
+            for d in &mut dst {
+                d.copy_from_slice(black_box(&flit));
+                x ^= u32::from_le_bytes(flit_crc(d));
+            }
+            black_box(x)
+        })
+    });
+    let memory: [u8; 64] = core::array::from_fn(|i| i as u8);
+    let mut ports = port_pair();
+    let mut wire = [[0u8; FLIT_LEN]; 2];
+    let mut now = 0;
+    while now < 2_000 {
+        port_flit_time(&mut ports, &mut wire, now, &memory);
+        now += 1;
+    }
+    let mut done = 0;
+    for _ in 0..20_000 {
+        done += port_flit_time(&mut ports, &mut wire, now, &memory);
+        now += 1;
+    }
+    assert!(done > 0, "the loaded ports complete requests");
+    println!("port/flit_time: {:.3} requests completed per flit time (both ports)", f64::from(done) / 20_000.0);
+    g.bench_function("flit_time", |b| {
+        b.iter(|| {
+            now += 1;
+            black_box(port_flit_time(&mut ports, &mut wire, now, &memory))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(dl, benches, tl_benches, port_benches);
 criterion_main!(dl);

@@ -1,0 +1,509 @@
+//! Two ports over a simulated wire: every request kind both ways, exactly once with its data,
+//! under loss, corruption, duplication and reordering of flits, link downs, and timeouts.
+
+use super::*;
+use crate::tl::credit::Ledger;
+use crate::upli::{AtomicOp, OpSize};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::vec;
+use std::vec::Vec;
+
+/// Eight slots each way, so tags run out under load.
+type Port = UpliPort<Vec<u8>, 64, 8>;
+const SLOTS: usize = 8;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// `true` with probability `ppm` per million.
+    fn chance(&mut self, ppm: u64) -> bool {
+        self.below(1_000_000) < ppm
+    }
+}
+
+/// What the wire does to each flit, in parts per million.
+#[derive(Clone, Copy, Default)]
+struct Faults {
+    lost: u64,
+    flipped: u64,
+    duplicated: u64,
+    swapped: u64,
+}
+
+/// The bytes accelerator `acc` writes at `addr`.
+fn written(acc: u16, addr: u64, len: u64) -> Vec<u8> {
+    (0..len).map(|i| (u64::from(acc) * 131 + addr * 7 + i * 13) as u8).collect()
+}
+
+/// The bytes accelerator `acc` holds at `addr` (what reads return).
+fn memory(acc: u16, addr: u64, len: u64) -> Vec<u8> {
+    (0..len).map(|i| ((addr + i) * 29 + u64::from(acc) * 3 + 1) as u8).collect()
+}
+
+/// How a request ended at its originator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum End {
+    Answered,
+    Failed(Failure),
+}
+
+struct Side {
+    acc: u16,
+    issued: u64,
+    /// Outstanding requests by tag: their issue number.
+    outstanding: HashMap<u16, u64>,
+    ends: HashMap<u64, Vec<End>>,
+    /// Requests this side's completer holds, oldest first.
+    held: VecDeque<(Handle, Request)>,
+    /// Issue numbers of requests that arrived here (each once).
+    arrived: HashSet<u64>,
+    dropped: u64,
+    up_events: Vec<bool>,
+    service: Vec<crate::dl::service::ServiceEvent>,
+}
+
+struct Pair {
+    ports: [Port; 2],
+    sides: [Side; 2],
+    wire: [VecDeque<Option<[u8; FLIT_LEN]>>; 2],
+    now: u64,
+    rng: Rng,
+    faults: Faults,
+    /// Requests each side issues in all, and answers per flit time.
+    budget: u64,
+    serve_per_flit: usize,
+}
+
+fn port(acc: u16) -> Port {
+    Port::new(PortConfig::new(acc), vec![0; REPLAY_ENTRY_LEN * 64]).unwrap()
+}
+
+impl Pair {
+    fn new(seed: u64, budget: u64, faults: Faults) -> Pair {
+        let mut p = Pair {
+            ports: [port(1), port(2)],
+            sides: [1, 2].map(|acc| Side {
+                acc,
+                issued: 0,
+                outstanding: HashMap::new(),
+                ends: HashMap::new(),
+                held: VecDeque::new(),
+                arrived: HashSet::new(),
+                dropped: 0,
+                up_events: Vec::new(),
+                service: Vec::new(),
+            }),
+            wire: [(0..8).map(|_| None).collect(), (0..8).map(|_| None).collect()],
+            now: 0,
+            rng: Rng(seed),
+            faults,
+            budget,
+            serve_per_flit: 2,
+        };
+        for port in &mut p.ports {
+            port.start().unwrap();
+        }
+        p
+    }
+
+    /// A random request from side `d`, numbered `seq` (its address carries the number).
+    fn make(&mut self, seq: u64, d: usize) -> (Request, Vec<u8>) {
+        let base = (seq << 8) | (d as u64) << 50;
+        let r = &mut self.rng;
+        let req = match r.below(4) {
+            0 => {
+                let bytes = 4 * (1 + r.below(64));
+                Request::read(base + 4 * r.below((256 - bytes) / 4 + 1), bytes as u16)
+            }
+            1 => {
+                let bytes = 4 * (1 + r.below(64));
+                Request::write(base + 4 * r.below((256 - bytes) / 4 + 1), bytes as u16)
+            }
+            2 => {
+                let beats = 1 + r.below(4);
+                Request::write_full(base + 64 * r.below(5 - beats), (64 * beats) as u16)
+            }
+            _ => Request::atomic(AtomicOp::Add, OpSize::Bits64, base + 8 * r.below(32), r.below(2) == 0),
+        };
+        let req = req.unwrap().to_acc(self.sides[1 - d].acc);
+        let data = if req.cmd.has_data() { written(self.sides[d].acc, req.addr, req.bytes()) } else { vec![] };
+        (req, data)
+    }
+
+    fn issue(&mut self, d: usize) {
+        while self.sides[d].issued < self.budget && self.ports[d].is_up() {
+            let seq = self.sides[d].issued;
+            let (req, data) = self.make(seq, d);
+            match self.ports[d].request(req, &data) {
+                Ok(tag) => {
+                    assert!(self.sides[d].outstanding.insert(tag, seq).is_none(), "a tag in use was given again");
+                    self.sides[d].issued += 1;
+                }
+                Err(Error::Full { .. }) => {
+                    assert_eq!(self.sides[d].outstanding.len(), SLOTS, "tags run out only with all in use");
+                    return;
+                }
+                Err(e) => panic!("request refused: {e}"),
+            }
+        }
+    }
+
+    fn events(&mut self, d: usize) {
+        let peer = self.sides[1 - d].acc;
+        let side = &mut self.sides[d];
+        while let Some(ev) = self.ports[d].poll_event() {
+            match ev {
+                Event::Link { up } => side.up_events.push(up),
+                Event::Service(ev) => side.service.push(ev),
+                Event::Request { handle, req, data } => {
+                    assert_eq!(req.src, peer);
+                    assert_eq!(req.dst, side.acc);
+                    let seq = (req.addr & ((1 << 50) - 1)) >> 8;
+                    assert!(side.arrived.insert(seq), "request {seq} arrived twice");
+                    if req.cmd.has_data() {
+                        assert_eq!(data.bytes(), written(peer, req.addr, req.bytes()), "request data intact");
+                        let en = data.byte_enables();
+                        let first = (req.addr % 64) as usize;
+                        for lane in 0..64 * usize::from(req.data_beats()) {
+                            let on = en[lane / 64] >> (lane % 64) & 1 == 1;
+                            assert_eq!(on, (first..first + req.bytes() as usize).contains(&lane), "lane {lane}");
+                        }
+                    } else {
+                        assert!(data.bytes().is_empty());
+                    }
+                    side.held.push_back((handle, req));
+                }
+                Event::Response { tag, req, status, data } => {
+                    let seq = side.outstanding.remove(&tag).expect("a response to an outstanding request");
+                    assert_eq!(status, Status::Okay);
+                    assert_eq!(req.tag, tag);
+                    if req.response_beats() > 0 {
+                        assert_eq!(data.bytes(), memory(peer, req.addr, req.bytes()), "read data intact");
+                        assert!(!data.any_poisoned());
+                    }
+                    side.ends.entry(seq).or_default().push(End::Answered);
+                }
+                Event::Failed { tag, why, .. } => {
+                    let seq = side.outstanding.remove(&tag).expect("a failure of an outstanding request");
+                    side.ends.entry(seq).or_default().push(End::Failed(why));
+                }
+                Event::Dropped { handle, .. } => {
+                    let before = side.held.len();
+                    side.held.retain(|(h, _)| *h != handle);
+                    assert_eq!(side.held.len() + 1, before, "a dropped request was held");
+                    side.dropped += 1;
+                }
+            }
+        }
+    }
+
+    fn serve(&mut self, d: usize) {
+        for _ in 0..self.serve_per_flit {
+            let Some((h, req)) = self.sides[d].held.pop_front() else { return };
+            let data = if req.response_beats() > 0 { memory(self.sides[d].acc, req.addr, req.bytes()) } else { vec![] };
+            if let Err(e) = self.ports[d].respond(h, Status::Okay, &data) {
+                // A link down dropped it: the Dropped event follows.
+                assert_eq!(e, Error::State { needs: "a request this port holds" });
+                self.sides[d].held.push_front((h, req));
+                return;
+            }
+            assert!(self.ports[d].respond(h, Status::Okay, &data).is_err(), "a handle answers once");
+        }
+    }
+
+    /// One flit time.
+    fn step(&mut self) {
+        for d in 0..2 {
+            self.issue(d);
+            self.serve(d);
+            let mut out = [0u8; FLIT_LEN];
+            let sent = match self.ports[d].poll_transmit(self.now, &mut out) {
+                Transmitted::Flit { .. } => Some(out),
+                Transmitted::Idle => None,
+            };
+            self.wire[d].push_back(sent);
+        }
+        for d in 0..2 {
+            let f = self.wire[1 - d].pop_front().flatten();
+            let Some(mut f) = f else {
+                self.ports[d].handle_idle();
+                continue;
+            };
+            let fl = self.faults;
+            if self.rng.chance(fl.duplicated) {
+                if let Some(next) = self.wire[1 - d].front_mut() {
+                    *next = Some(f);
+                }
+            } else if self.rng.chance(fl.swapped) {
+                if let Some(Some(next)) = self.wire[1 - d].front_mut() {
+                    core::mem::swap(next, &mut f);
+                }
+            }
+            if self.rng.chance(fl.lost) {
+                self.ports[d].handle_lost();
+                continue;
+            }
+            if self.rng.chance(fl.flipped) {
+                let bit = self.rng.below(FLIT_LEN as u64 * 8) as usize;
+                f[bit / 8] ^= 1 << (bit % 8);
+            }
+            self.ports[d].handle_flit(&f);
+        }
+        for d in 0..2 {
+            self.events(d);
+        }
+        self.now += 1;
+    }
+
+    fn done(&self) -> bool {
+        self.sides.iter().all(|s| s.issued == self.budget && s.outstanding.is_empty())
+    }
+
+    fn run(&mut self, max: u64) {
+        while !self.done() && self.now < max {
+            self.step();
+        }
+        assert!(self.done(), "stalled at flit time {}: {:?}", self.now, self.ports.each_ref().map(|p| p.waiting_on()));
+        // Let the last credits return.
+        for _ in 0..200 {
+            self.step();
+        }
+    }
+
+    /// Checks that every request ended exactly once, answered, and every credit came back.
+    fn check_clean(&self) {
+        for (d, s) in self.sides.iter().enumerate() {
+            assert_eq!(s.ends.len() as u64, self.budget, "side {d}: every request ended");
+            assert!(s.ends.values().all(|e| e == &[End::Answered]), "side {d}: each answered exactly once");
+            assert_eq!(self.sides[1 - d].arrived.len() as u64, self.budget, "every request arrived once");
+            assert_eq!(self.ports[d].packer().credits.held, advertised(), "side {d}: every credit came back");
+            assert!(self.ports[d].is_quiet(), "side {d} is quiet");
+            assert_eq!(self.ports[d].stats().stray_responses + self.ports[d].stats().overruns, 0);
+        }
+    }
+}
+
+/// What a port of `SLOTS` slots advertises.
+fn advertised() -> Ledger {
+    let mut l = Ledger::EMPTY;
+    for (class, n) in
+        [(Class::ReqCmd, SLOTS), (Class::ReqData, 4 * SLOTS), (Class::RspCmd, SLOTS), (Class::RspData, 4 * SLOTS)]
+    {
+        l.add(class, Target::Pool, n as u16).unwrap();
+    }
+    l
+}
+
+#[test]
+fn two_ports_exchange_every_kind_exactly_once_with_their_data() {
+    let mut p = Pair::new(1, 600, Faults::default());
+    p.run(40_000);
+    p.check_clean();
+    for s in &p.sides {
+        assert_eq!(s.up_events, [true], "the link came up once and stayed");
+        // Both asked for Channel 0 at once (Figure 6-16, identical requests): it came online.
+        let online = crate::dl::service::ServiceEvent::Channel { channel: 0, online: true };
+        assert!(s.service.contains(&online), "{:?}", s.service);
+    }
+    assert_eq!(p.ports[0].stats().requests, 600);
+    assert_eq!(p.ports[1].stats().served, 600);
+}
+
+#[test]
+fn lossy_corrupting_duplicating_reordering_link_keeps_exactly_once() {
+    let faults = Faults { lost: 10_000, flipped: 10_000, duplicated: 5_000, swapped: 5_000 };
+    for seed in 1..=4 {
+        let mut p = Pair::new(seed, 400, faults);
+        p.run(200_000);
+        p.check_clean();
+        assert!(p.ports[0].link().stats().replays > 0, "seed {seed}: the DL replayed");
+        assert_eq!(p.ports[0].stats().link_downs, 0, "seed {seed}");
+    }
+}
+
+#[test]
+fn bring_up_mistakes_are_reported_not_silent() {
+    assert!(matches!(
+        Port::new(PortConfig::new(1), vec![0; 100]),
+        Err(Error::TooSmall { what: "TxReplay storage", need, got: 100 }) if need == 64 * REPLAY_ENTRY_LEN
+    ));
+    assert!(matches!(Port::new(PortConfig::new(1024), vec![0; 64 * REPLAY_ENTRY_LEN]), Err(Error::BadValue { .. })));
+    let mut a = port(1);
+    let read = Request::read(0x100, 64).unwrap().to_acc(2);
+    assert_eq!(a.waiting_on(), Some(Waiting::Link(Stall::Fault)));
+    assert_eq!(a.request(read, &[]), Err(Error::State { needs: "the link enabled (start)" }));
+    assert_eq!(a.request(Request::write(0x100, 8).unwrap(), &[1, 2, 3]).err().map(|_| ()), Some(()));
+    a.start().unwrap();
+    assert_eq!(a.start(), Err(Error::State { needs: "DL Idle" }));
+    assert_eq!(a.waiting_on(), Some(Waiting::Link(Stall::Training)));
+    // The partner never starts: the port keeps training and says so.
+    let mut b = port(2);
+    let mut out = [0u8; FLIT_LEN];
+    for now in 0..50 {
+        let _ = a.poll_transmit(now, &mut out);
+        let _ = b.poll_transmit(now, &mut out);
+        b.handle_idle();
+        a.handle_idle();
+    }
+    assert_eq!(a.waiting_on(), Some(Waiting::Link(Stall::Training)));
+    assert_eq!(b.waiting_on(), Some(Waiting::Link(Stall::Fault)));
+    // Both started: up, then Channel 0 negotiated; a request issued early waits and then goes.
+    let mut p = Pair::new(9, 0, Faults::default());
+    let tag = p.ports[0].request(read.to_acc(2), &[]).unwrap();
+    p.sides[0].outstanding.insert(tag, 0);
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        p.step();
+        seen.push(p.ports[0].waiting_on());
+    }
+    assert!(seen.contains(&Some(Waiting::Link(Stall::TlChannelClosed))), "{seen:?}");
+    assert_eq!(p.sides[0].up_events, [true]);
+    assert_eq!(p.sides[1].arrived.len(), 1, "the early request went once the channel was online");
+    assert_eq!(p.sides[0].ends[&0], [End::Answered], "tag {tag} was answered");
+}
+
+#[test]
+fn waiting_for_credits_the_partner_never_advertised() {
+    let cfg = PortConfig { negotiate: false, ..PortConfig::new(1) };
+    let mut a = Port::new(cfg, vec![0; 64 * REPLAY_ENTRY_LEN]).unwrap();
+    let mut b = Port::new(PortConfig { acc: 2, ..cfg }, vec![0; 64 * REPLAY_ENTRY_LEN]).unwrap();
+    a.start().unwrap();
+    // `b` is enabled by hand, without the port's bring-up: no credits advertised.
+    b.dl.rs_fault(false);
+    b.dl.enable().unwrap();
+    b.dl.set_tl_channel(true, true);
+    let mut out = [0u8; FLIT_LEN];
+    a.request(Request::read(0x40, 4).unwrap().to_acc(2), &[]).unwrap();
+    let mut ports = [a, b];
+    for now in 0..40 {
+        for d in 0..2 {
+            let sent = ports[d].poll_transmit(now, &mut out);
+            let y = &mut ports[1 - d];
+            match sent {
+                Transmitted::Flit { .. } => {
+                    y.handle_flit(&out);
+                }
+                Transmitted::Idle => y.handle_idle(),
+            }
+        }
+    }
+    let [a, _] = ports;
+    assert!(a.is_up());
+    assert_eq!(a.waiting_on(), Some(Waiting::PartnerCredits));
+}
+
+#[test]
+fn a_link_down_ends_every_request_once_and_the_port_comes_back() {
+    for seed in 1..=3 {
+        let mut p = Pair::new(seed, 300, Faults::default());
+        p.serve_per_flit = 1;
+        // Run until requests are outstanding and held on both sides.
+        while p.now < 400 || p.sides.iter().any(|s| s.held.is_empty() || s.outstanding.is_empty()) {
+            assert!(p.now < 5_000);
+            p.step();
+        }
+        let outstanding: Vec<usize> = p.sides.iter().map(|s| s.outstanding.len()).collect();
+        let held_handle = p.sides[0].held[0].0;
+        // Port 1's RS reports a fault for a few flit times: both links go down.
+        p.ports[0].rs_fault(true);
+        for _ in 0..5 {
+            p.step();
+        }
+        p.ports[0].rs_fault(false);
+        while p.ports.iter().any(|x| x.link().state() != LinkState::Idle) {
+            assert!(p.now < 20_000);
+            p.step();
+        }
+        assert!(p.sides.iter().all(|s| s.outstanding.is_empty() && s.held.is_empty()), "seed {seed}");
+        assert_eq!(
+            p.ports[0].respond(held_handle, Status::Okay, &[]),
+            Err(Error::State { needs: "a request this port holds" })
+        );
+        let failed: Vec<usize> = p
+            .sides
+            .iter()
+            .map(|s| s.ends.values().filter(|e| e.contains(&End::Failed(Failure::LinkDown))).count())
+            .collect();
+        assert!(failed.iter().zip(&outstanding).all(|(f, o)| f <= o && *f > 0), "{failed:?} {outstanding:?}");
+        // Port 1 went down at once, with requests held; its partner went down some flit times
+        // later and may have answered all of its own by then.
+        assert!(p.sides[0].dropped > 0);
+        let read = Request::read(0x40, 4).unwrap().to_acc(2);
+        assert!(matches!(p.ports[0].request(read, &[]), Err(Error::State { .. })), "Drop Mode refuses requests");
+        // Management recovers the link: both ports start again; the wire retrained.
+        for (port, wire) in p.ports.iter_mut().zip(&mut p.wire) {
+            port.start().unwrap();
+            wire.iter_mut().for_each(|f| *f = None);
+        }
+        p.run(100_000);
+        for (d, s) in p.sides.iter().enumerate() {
+            assert_eq!(s.ends.len() as u64, p.budget, "side {d}: every request ended");
+            assert!(s.ends.values().all(|e| e.len() == 1), "side {d}: exactly once");
+            assert_eq!(s.up_events, [true, false, true]);
+            assert_eq!(p.ports[d].packer().credits.held, advertised(), "side {d}: credits advertised afresh");
+            assert_eq!(p.ports[d].stats().link_downs, 1);
+        }
+    }
+}
+
+#[test]
+fn a_timed_out_request_keeps_its_tag_until_its_late_response() {
+    let mut p = Pair::new(3, 0, Faults::default());
+    p.ports[0].cfg.completion_timeout = Some(100);
+    p.serve_per_flit = 0;
+    for _ in 0..60 {
+        p.step();
+    }
+    let tag = p.ports[0].request(Request::read(0x80, 8).unwrap().to_acc(2), &[]).unwrap();
+    p.sides[0].outstanding.insert(tag, 0);
+    // The port's time is the last flit time it was given.
+    assert_eq!(p.ports[0].poll_timeout(), Some(p.now - 1 + 100));
+    for _ in 0..100 {
+        p.step();
+    }
+    p.ports[0].handle_timeout(p.now);
+    p.events(0);
+    assert_eq!(p.sides[0].ends[&0], [End::Failed(Failure::Timeout)]);
+    assert_eq!(p.ports[0].outstanding(), 1, "the tag waits for the late response");
+    assert_eq!(p.ports[0].poll_timeout(), None);
+    // The late answer frees the tag and is not reported.
+    p.serve_per_flit = 1;
+    for _ in 0..60 {
+        p.step();
+    }
+    assert_eq!(p.ports[0].outstanding(), 0);
+    assert_eq!(p.ports[0].stats().stray_responses, 1);
+    assert_eq!(p.sides[0].ends.len(), 1);
+}
+
+#[test]
+fn respond_checks_its_handle_and_data() {
+    let mut p = Pair::new(5, 0, Faults::default());
+    p.serve_per_flit = 0;
+    for _ in 0..60 {
+        p.step();
+    }
+    let req = Request::read(0x1000 + 60, 8).unwrap().to_acc(2);
+    p.ports[0].request(req, &[]).unwrap();
+    for _ in 0..40 {
+        p.step();
+    }
+    let (h, _) = p.sides[1].held[0];
+    assert_eq!(p.ports[1].request_data(h).map(|d| d.bytes().len()), Some(0));
+    // A read of 8 bytes at lane 60 spans two beats: 68 bytes of room from its lane on.
+    assert!(matches!(p.ports[1].respond(h, Status::Okay, &[0; 69]), Err(Error::BadValue { .. })));
+    p.ports[1].respond(h, Status::Okay, &[0; 68]).unwrap();
+    assert!(p.ports[1].request_data(h).is_none());
+}
