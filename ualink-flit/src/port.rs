@@ -3,6 +3,12 @@
 //! replay, link states, DL message service), so an embedder drives a port with a handful of calls
 //! instead of wiring five objects by hand.
 //!
+//! Sources: the UALink_200 Rev 1.0 Specification in the public GitHub repository
+//! `VarunMusham/UALink-Docs`, chapters 2 (UPLI), 3 (link down, §3.1.4.3), 5 (TL) and 6 (DL):
+//! `Chapters/2_UPLI_Interface_Definition_and_Operation_Rules.pdf`,
+//! `Chapters/3_Reliability_Availability_and_Serviceability_RAS.pdf`,
+//! `Chapters/5_Transaction_Layer_TL.pdf`, `Chapters/6_Data_Link.pdf`.
+//!
 //! # The loop
 //!
 //! Every flit time (25 ns at 200GAUI-1), the embedder:

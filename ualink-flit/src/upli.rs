@@ -1,6 +1,10 @@
 //! UPLI, the protocol-level interface (UALink 1.0 §2.7):
 //! the records an accelerator exchanges with its TL on the four channels.
 //!
+//! Source: chapter 2 of the UALink_200 Rev 1.0 Specification, in the public GitHub repository
+//! `VarunMusham/UALink-Docs`, file
+//! `Chapters/2_UPLI_Interface_Definition_and_Operation_Rules.pdf`.
+//!
 //! | channel | record | direction |
 //! |---|---|---|
 //! | Request (Table 2-2) | [`Request`] | originator → completer |
@@ -428,7 +432,8 @@ impl Request {
     /// ```
     /// use ualink_flit::upli::{Command, Request};
     /// let r = Request::read(0x1000, 64)?.with_tag(7).from_acc(1).to_acc(2);
-    /// assert_eq!((r.cmd, r.bytes(), r.response_beats(), r.src, r.dst), (Command::Read, 64, 1, 1, 2));
+    /// assert_eq!((r.cmd, r.bytes(), r.response_beats()), (Command::Read, 64, 1));
+    /// assert_eq!((r.tag, r.src, r.dst), (7, 1, 2));
     /// # Ok::<(), ualink_flit::Error>(())
     /// ```
     pub fn read(addr: u64, bytes: u16) -> Result<Self, Error> {

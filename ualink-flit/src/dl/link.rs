@@ -175,6 +175,21 @@ pub enum LinkState {
     Up,
 }
 
+/// What moves the link state ([`DataLink::transition`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cause {
+    /// The RS reports a fault.
+    RsFault,
+    /// The RS reports no fault.
+    RsClear,
+    /// The higher layer enables the link.
+    Enable,
+    /// Enough NOP flits sent and good flits received.
+    Trained,
+    /// The link goes down for this reason.
+    Down(DownReason),
+}
+
 /// Why the link left DL Up (or DL NOP).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -547,19 +562,14 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
     /// The RS's fault indication (§6.7.1.1): a fault takes any state to DL Fault; no fault takes
     /// DL Fault to DL Idle.
     pub fn rs_fault(&mut self, fault: bool) {
-        if fault {
-            self.go_down(DownReason::Fault);
-            self.state = LinkState::Fault;
-        } else if self.state == LinkState::Fault {
-            self.state = LinkState::Idle;
-        }
+        self.transition(if fault { Cause::RsFault } else { Cause::RsClear });
     }
 
     /// A higher layer enables the link (§6.7.1.2): DL Idle → DL NOP, with every replay flag and
     /// counter at its default, TxReplay empty and nothing carried over. Refused in any other
     /// state. Returns how many unacknowledged flits were discarded.
     pub fn enable(&mut self) -> Result<usize, Error> {
-        if self.state != LinkState::Idle {
+        if !self.transition(Cause::Enable) {
             return Err(Error::State { needs: "DL Idle" });
         }
         let dropped = self.tx_replay_buf.len();
@@ -574,7 +584,6 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
         self.rx_in_a_row = 0;
         self.control_in_a_row = 0;
         self.contain = false;
-        self.state = LinkState::Nop;
         Ok(dropped)
     }
 
@@ -598,10 +607,36 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
 
     /// Leaves DL NOP or DL Up for DL Idle, remembering why.
     fn go_down(&mut self, why: DownReason) {
-        if matches!(self.state, LinkState::Nop | LinkState::Up) {
-            self.down = Some(why);
-            self.state = LinkState::Idle;
+        self.transition(Cause::Down(why));
+    }
+
+    /// The DL link states of Figure 6-23 (§6.7.1), every transition in one place: moves to the
+    /// state `cause` leads to from the present one and returns `true`, or changes nothing and
+    /// returns `false` where the figure has no such transition. Leaving DL NOP or DL Up records
+    /// why ([`Self::down_reason`]).
+    fn transition(&mut self, cause: Cause) -> bool {
+        use LinkState::{Fault, Idle, Nop, Up};
+        let (next, why) = match (self.state, cause) {
+            // §6.7.1.1: an RS fault takes any state to DL Fault; its end takes DL Fault to Idle.
+            (Nop | Up, Cause::RsFault) => (Fault, Some(DownReason::Fault)),
+            (Fault | Idle, Cause::RsFault) => (Fault, None),
+            (Fault, Cause::RsClear) => (Idle, None),
+            // §6.7.1.2: the higher layer enables the link.
+            (Idle, Cause::Enable) => (Nop, None),
+            // §6.7.1.3: 10 NOP flits sent and 2 good flits in a row received.
+            (Nop, Cause::Trained) => (Up, None),
+            // §6.7.1.4, §6.6.6.5, §6.7.4: the partner went down, an Ack time-out, containment.
+            (Nop | Up, Cause::Down(why)) => (Idle, Some(why)),
+            (Fault | Nop | Up, Cause::Enable)
+            | (Idle | Nop | Up, Cause::RsClear)
+            | (Fault | Idle | Up, Cause::Trained)
+            | (Fault | Idle, Cause::Down(_)) => return false,
+        };
+        if why.is_some() {
+            self.down = why;
         }
+        self.state = next;
+        true
     }
 
     /// Fills the flit for this flit time (§6.6.6.6–6.6.6.8), taking TL flits from `tl` when a
@@ -695,9 +730,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
 
     /// DL NOP → DL Up once 10 NOP flits have gone out and 2 flits in a row have come in.
     fn maybe_up(&mut self) {
-        if self.state == LinkState::Nop && self.nop_sent_in_nop >= NOP_FLITS_TO_UP && self.rx_in_a_row >= RX_FLITS_TO_UP
-        {
-            self.state = LinkState::Up;
+        if self.nop_sent_in_nop >= NOP_FLITS_TO_UP && self.rx_in_a_row >= RX_FLITS_TO_UP {
+            self.transition(Cause::Trained);
         }
     }
 

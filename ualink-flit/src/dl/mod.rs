@@ -1,5 +1,8 @@
 //! The UALink data link layer (UALink 1.0 §6): 640-byte DL flits.
 //!
+//! Source: chapter 6 of the UALink_200 Rev 1.0 Specification, in the public GitHub repository
+//! `VarunMusham/UALink-Docs`, file `Chapters/6_Data_Link.pdf`.
+//!
 //! * [`layout`]: where each byte of the flit sits (Figure 6-4).
 //! * [`header`]: the 24-bit flit header and the segment headers.
 //! * [`crc`]: the flit CRC.

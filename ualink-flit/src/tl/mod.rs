@@ -1,5 +1,9 @@
 //! The UALink transaction layer (UALink 1.0 §5): 64-byte TL flits between two TLs.
 //!
+//! Source: chapter 5 of the UALink_200 Rev 1.0 Specification, in the public GitHub repository
+//! `VarunMusham/UALink-Docs`, file `Chapters/5_Transaction_Layer_TL.pdf` (link down: chapter 3,
+//! `Chapters/3_Reliability_Availability_and_Serviceability_RAS.pdf`).
+//!
 //! * [`field`]: the control-half-flit fields (flow control/NOP, requests, responses).
 //! * [`half`]: control half-flits: fields at legal footprints, NOPs elsewhere.
 //! * [`flit`]: the TL flit with its message bits; message, AuthTags and byte-enable half-flits.
