@@ -19,6 +19,8 @@
 //!   and a mainband with bit errors): link-up, parameter exchange, retry, retrain.
 //! * [`ualink_sim`]: one UALink 200 link, both ports running the whole `ualink-flit` stack (TL,
 //!   DL, replay) over a wire with bit errors, with credit starvation.
+//! * [`ualink_port_sim`]: the same link with each port one `UpliPort`: loads, stores and atomics
+//!   both ways over a lossy wire, with link downs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 pub mod cms_endpoint_sim;
@@ -30,6 +32,7 @@ pub mod ethx_sim;
 pub mod fabric;
 pub mod link_sim;
 pub mod pdc_sim;
+pub mod ualink_port_sim;
 pub mod ualink_sim;
 pub mod ucie_sim;
 pub mod uet_capture;
