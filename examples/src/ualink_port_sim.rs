@@ -6,8 +6,8 @@
 //! WriteFulls) and atomics to the other, as many at once as its tags allow; its completer answers
 //! each request a few flit times after it arrived, from a memory model (reads return bytes derived
 //! from the address). The wire delays each flit, loses some (reported to the receiver as lost) and
-//! flips a bit in others; at chosen flit times an RS fault takes the link down, and once both ends
-//! are down the management layer starts both ports again.
+//! flips a bit in others; at chosen flit times an RS fault takes the link down, and the management
+//! layer starts each port again when it says so (`Waiting::Start`: both ends quiet).
 //!
 //! Checked as it runs (a broken invariant panics): every request ends exactly once, answered or
 //! failed; it arrives at most once, with its data intact; read data matches the memory model.
@@ -16,8 +16,8 @@
 use crate::link_sim::Rng;
 use std::collections::{HashMap, HashSet, VecDeque};
 use ualink_flit::dl::link::REPLAY_ENTRY_LEN;
-use ualink_flit::dl::{FLIT_LEN, LinkState, Transmitted};
-use ualink_flit::port::{Event, Handle, PortConfig, UpliPort};
+use ualink_flit::dl::{FLIT_LEN, Transmitted};
+use ualink_flit::port::{Event, Handle, PortConfig, UpliPort, Waiting, request_lanes, response_lanes};
 use ualink_flit::upli::{AtomicOp, OpSize, Request, Status};
 
 /// The simulation's knobs.
@@ -155,25 +155,24 @@ impl PortSim {
         let now = self.now;
         let faulted = self.cfg.link_downs.iter().any(|&t| (t..t + 5).contains(&now));
         self.accs[0].port.rs_fault(faulted);
-        if self.accs.iter().all(|a| matches!(a.port.link().state(), LinkState::Fault | LinkState::Idle)) && !faulted {
-            // Management recovers the link: both ports start again; the link retrained.
-            for (a, w) in self.accs.iter_mut().zip(&mut self.wire) {
-                a.port.start().expect("a port that is down starts");
-                w.iter_mut().for_each(|f| *f = None);
+        for a in &mut self.accs {
+            // Management: a port whose link is down starts again once both ends are quiet.
+            if a.port.waiting_on() == Some(Waiting::Start) {
+                a.port.start().expect("a port waiting to start starts");
             }
         }
         for d in 0..2 {
             let a = &mut self.accs[d];
             while a.issued < self.cfg.requests && a.port.is_up() {
                 let req = Self::make(&mut self.rng, d, a.issued);
-                let data = if req.cmd.has_data() { written(a.acc, req.addr, req.bytes()) } else { Vec::new() };
+                let data = written(a.acc, req.addr, request_lanes(&req).len() as u64);
                 let Ok(tag) = a.port.request(req, &data) else { break };
                 a.outstanding.insert(tag, a.issued);
                 a.issued += 1;
             }
             while a.held.front().is_some_and(|&(at, _, _)| at <= now) {
                 let Some((_, h, req)) = a.held.pop_front() else { break };
-                let data = if req.response_beats() > 0 { memory(a.acc, req.addr, req.bytes()) } else { Vec::new() };
+                let data = memory(a.acc, req.addr, response_lanes(&req).len() as u64);
                 // Refused only for a request a link down dropped; its Dropped event follows.
                 let _ = a.port.respond(h, Status::Okay, &data);
             }
@@ -211,19 +210,17 @@ impl PortSim {
                 Event::Request { handle, req, data } => {
                     let seq = (req.addr & ((1 << 48) - 1)) >> 8;
                     assert!(a.arrived.insert(seq), "request {seq} of accelerator {peer} arrived twice");
-                    if req.cmd.has_data() {
-                        assert_eq!(data.bytes(), written(peer, req.addr, req.bytes()), "request data intact");
-                        report.data_bytes += req.bytes();
-                    }
+                    let len = request_lanes(&req).len() as u64;
+                    assert_eq!(data.bytes(), written(peer, req.addr, len), "request data intact");
+                    report.data_bytes += len;
                     a.held.push_back((self.now + delay, handle, req));
                 }
                 Event::Response { tag, req, status, data } => {
                     let seq = a.outstanding.remove(&tag).expect("a response to an outstanding request");
                     assert_eq!(status, Status::Okay);
-                    if req.response_beats() > 0 {
-                        assert_eq!(data.bytes(), memory(peer, req.addr, req.bytes()), "read data intact");
-                        report.data_bytes += req.bytes();
-                    }
+                    let len = response_lanes(&req).len() as u64;
+                    assert_eq!(data.bytes(), memory(peer, req.addr, len), "read data intact");
+                    report.data_bytes += len;
                     a.ended[seq as usize] += 1;
                     report.answered += 1;
                 }

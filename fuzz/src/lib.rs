@@ -1845,27 +1845,10 @@ pub fn ualink_link(data: &[u8]) {
 /// stretch (both ports started again if either is down) ends every request, and, if the link stayed
 /// up through it, returns every credit.
 pub fn ualink_port(data: &[u8]) {
-    /// Management's recovery: once both links are down, both ports start again on a retrained
-    /// (empty) wire. Returns whether it did.
-    fn recover<const S: usize>(
-        ports: &mut [ualink_flit::port::UpliPort<Vec<u8>, 32, S>; 2],
-        wire: &mut [VecDeque<Option<[u8; ualink_flit::dl::FLIT_LEN]>>; 2],
-    ) -> bool {
-        use ualink_flit::dl::LinkState;
-        if !ports.iter().all(|p| matches!(p.link().state(), LinkState::Fault | LinkState::Idle)) {
-            return false;
-        }
-        for (p, w) in ports.iter_mut().zip(wire) {
-            p.rs_fault(false);
-            p.start().unwrap();
-            w.iter_mut().for_each(|f| *f = None);
-        }
-        true
-    }
     use std::collections::HashMap;
     use ualink_flit::dl::link::REPLAY_ENTRY_LEN;
     use ualink_flit::dl::{FLIT_LEN, LinkState, Transmitted};
-    use ualink_flit::port::{Event, Failure, Handle, PortConfig, UpliPort};
+    use ualink_flit::port::{Event, Failure, Handle, PortConfig, UpliPort, Waiting, request_lanes, response_lanes};
     use ualink_flit::upli::{AtomicOp, OpSize, Request, Status};
     type Port = UpliPort<Vec<u8>, 32, 4>;
     let pattern =
@@ -1877,6 +1860,7 @@ pub fn ualink_port(data: &[u8]) {
         let cfg = PortConfig {
             completion_timeout: (timeout > 0).then_some(timeout),
             negotiate: timeout % 2 == 0,
+            isolate_on_timeout: timeout % 3 != 0,
             ..PortConfig::new(acc)
         };
         Port::new(cfg, vec![0; REPLAY_ENTRY_LEN * 32]).unwrap()
@@ -1898,13 +1882,19 @@ pub fn ualink_port(data: &[u8]) {
     while clean < 3_000 {
         let op: u8 = if u.is_empty() {
             clean += 1;
-            // The clean stretch: no RS fault; once both links are down, management recovers them.
+            // The clean stretch: no RS fault, no isolation; management starts each port again when
+            // it may.
             for p in &mut ports {
                 if p.link().state() == LinkState::Fault {
                     p.rs_fault(false);
                 }
+                if p.is_isolated() {
+                    p.take_link_down();
+                }
+                if p.waiting_on() == Some(Waiting::Start) {
+                    p.start().unwrap();
+                }
             }
-            recover(&mut ports, &mut wire);
             // Serve and let the timers run; nothing new.
             0x30
         } else {
@@ -1923,12 +1913,16 @@ pub fn ualink_port(data: &[u8]) {
                     2 | 3 => Request::write(base + 4 * (off % ((256 - bytes) / 4 + 1)), bytes as u16),
                     4 => Request::write_full(base + 64 * (off % 4), 64),
                     5 => Request::atomic(AtomicOp::Add, OpSize::Bits64, base + 8 * (off % 32), true),
-                    6 => Request::atomic(AtomicOp::Swap, OpSize::Bits32, base + 4 * off, false),
+                    6 if off % 2 == 0 => Request::atomic(AtomicOp::Swap, OpSize::Bits32, base + 4 * off, false),
+                    6 => Request::atomic(AtomicOp::Set, OpSize::Bits8, base + 4 * off, off % 4 == 1),
+                    _ if off % 2 == 0 => {
+                        Request::atomic(AtomicOp::Compare, OpSize::Bits64, base + 32 * (off % 8), true)
+                    }
                     _ => Request::read(base, 256),
                 }
                 .unwrap()
                 .to_acc(2 - side as u16);
-                let data = if req.cmd.has_data() { pattern(side as u64, req.addr, req.bytes()) } else { vec![] };
+                let data = pattern(side as u64, req.addr, request_lanes(&req).len() as u64);
                 let before = ports[side].outstanding();
                 match ports[side].request(req, &data) {
                     Ok(tag) => {
@@ -1939,7 +1933,7 @@ pub fn ualink_port(data: &[u8]) {
                     Err(_) => assert_eq!(ports[side].outstanding(), before, "a refused request changes nothing"),
                 }
                 // A wrong length is refused.
-                if req.cmd.has_data() {
+                if !data.is_empty() {
                     assert!(ports[side].request(req, &data[1..]).is_err());
                 }
             }
@@ -1947,21 +1941,24 @@ pub fn ualink_port(data: &[u8]) {
             5 if clean == 0 => {
                 // Management recovers the link once both ends are down (a real RS fault retrains
                 // both); a start on an enabled port is refused and changes nothing.
-                if !recover(&mut ports, &mut wire) && ports[side].link().state() != LinkState::Fault {
+                // Management: leave isolation by a link reset; start a port when it may; a start
+                // at any other time is refused and changes nothing.
+                let may = ports[side].waiting_on() == Some(Waiting::Start);
+                if ports[side].is_isolated() {
+                    ports[side].take_link_down();
+                } else if may {
+                    ports[side].start().unwrap();
+                } else {
                     let state = ports[side].link().state();
-                    if state != LinkState::Idle {
-                        assert!(ports[side].start().is_err());
-                        assert_eq!(ports[side].link().state(), state);
-                    }
+                    assert!(ports[side].start().is_err(), "start only when the port says so");
+                    assert_eq!(ports[side].link().state(), state);
                 }
             }
             6 if clean == 0 => {
                 // A stale or foreign handle, or a response that does not fit, is refused.
                 if let Some(&(h, req)) = held[side].first() {
-                    if req.response_beats() > 0 {
-                        let room = 64 * usize::from(req.response_beats()) - (req.addr % 64) as usize;
-                        assert!(ports[side].respond(h, Status::Okay, &vec![0; room + 1]).is_err());
-                    }
+                    let room = response_lanes(&req).len();
+                    assert!(ports[side].respond(h, Status::Okay, &vec![0; room + 1]).is_err());
                     assert!(ports[side].request_data(h).is_some(), "a held request's data stays readable");
                 }
             }
@@ -1977,8 +1974,7 @@ pub fn ualink_port(data: &[u8]) {
                     for _ in 0..n.min(held[side].len()) {
                         let (h, req) = held[side].remove(0);
                         let status = if clean == 0 && op & 0x0C == 0x0C { Status::TargetAbort } else { Status::Okay };
-                        let data =
-                            pattern(9 + side as u64, req.addr, if req.response_beats() > 0 { req.bytes() } else { 0 });
+                        let data = pattern(9 + side as u64, req.addr, response_lanes(&req).len() as u64);
                         match ports[side].respond(h, status, &data) {
                             Ok(()) => assert!(ports[side].respond(h, status, &data).is_err(), "answered once"),
                             // Dropped by a link down: its Dropped event follows.
@@ -2027,8 +2023,9 @@ pub fn ualink_port(data: &[u8]) {
                     Event::Request { handle, req, data } => {
                         let seq = (req.addr & ((1 << 40) - 1)) >> 8;
                         assert!(arrived[d].insert(seq), "a request arrived twice");
-                        if req.cmd.has_data() && !data.any_poisoned() {
-                            assert_eq!(data.bytes(), pattern(peer as u64, req.addr, req.bytes()), "request data");
+                        if !data.any_poisoned() {
+                            let want = pattern(peer as u64, req.addr, request_lanes(&req).len() as u64);
+                            assert_eq!(data.bytes(), want, "request data");
                         }
                         held[d].push((handle, req));
                     }
@@ -2036,8 +2033,9 @@ pub fn ualink_port(data: &[u8]) {
                         let (seq, sent) = outstanding[d].remove(&tag).expect("a response to an outstanding request");
                         assert_eq!(req, sent);
                         *ends[d].entry(seq).or_default() += 1;
-                        if status == Status::Okay && req.response_beats() > 0 && !data.any_poisoned() {
-                            assert_eq!(data.bytes(), pattern(9 + peer as u64, req.addr, req.bytes()), "read data");
+                        if status == Status::Okay && !data.any_poisoned() {
+                            let want = pattern(9 + peer as u64, req.addr, response_lanes(&req).len() as u64);
+                            assert_eq!(data.bytes(), want, "read data");
                         }
                     }
                     Event::Failed { tag, req, why } => {

@@ -33,7 +33,7 @@ fn documented_sizes() {
     assert_eq!(size_of::<tl::Unpacker>(), 728);
     assert_eq!(size_of::<tl::Unpacker<64, 4>>(), 2_312);
     assert_eq!(size_of::<dl::service::MessageService>(), 1_304);
-    assert_eq!(size_of::<port::UpliPort>(), 71_384);
-    assert_eq!(size_of::<port::UpliPort<[u8; dl::link::REPLAY_ENTRY_LEN * 64], 64, 16>>(), 58_872);
-    assert_eq!(size_of::<port::UpliPort<[u8; dl::link::REPLAY_ENTRY_LEN * 64], 64, 64>>(), 96_408);
+    assert_eq!(size_of::<port::UpliPort>(), 71_336);
+    assert_eq!(size_of::<port::UpliPort<[u8; dl::link::REPLAY_ENTRY_LEN * 64], 64, 16>>(), 58_952);
+    assert_eq!(size_of::<port::UpliPort<[u8; dl::link::REPLAY_ENTRY_LEN * 64], 64, 64>>(), 96_104);
 }

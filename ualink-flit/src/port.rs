@@ -21,17 +21,18 @@
 //!    [`UpliPort::respond`]), responses to its own requests, failures, link changes;
 //! 4. issues requests ([`UpliPort::request`]) while tags are free.
 //!
-//! [`UpliPort::poll_timeout`] / [`UpliPort::handle_timeout`] end requests whose response is
-//! overdue ([`PortConfig::completion_timeout`]); time is the embedder's count of flit times.
+//! [`UpliPort::poll_timeout`] / [`UpliPort::handle_timeout`] run the Originator's watchdog
+//! ([`PortConfig::completion_timeout`]); time is the embedder's count of flit times.
 //!
 //! # Bring-up
 //!
 //! [`UpliPort::new`] checks the configuration and the TxReplay storage; [`UpliPort::start`] is
-//! the whole bring-up in one call: the RS reports no fault, the management layer enables the
-//! link (DL NOP), the port advertises its receive buffers as TL credits (UALink 1.0 §5.8, then
-//! Initial Credit Release Complete) and asks its partner for Channel 0 (§6.4.3.2) with DL
-//! messages. The link comes up (DL Up, §6.7) once both ports have started and seen each other's
-//! NOP flits; requests issued before that wait. [`UpliPort::waiting_on`] says why nothing moves.
+//! the whole bring-up in one call: the data link leaves its reset state (unless the embedder
+//! reported an RS fault with [`UpliPort::rs_fault`]), the management layer enables it (DL NOP),
+//! the port advertises its receive buffers as TL credits (UALink 1.0 §5.8, then Initial Credit
+//! Release Complete) and asks its partner for Channel 0 (§6.4.3.2) with DL messages. The link
+//! comes up (DL Up, §6.7) once both ports have started and seen each other's NOP flits; requests
+//! issued before that wait. [`UpliPort::waiting_on`] says why nothing moves.
 //!
 //! # Data: the port copies
 //!
@@ -40,36 +41,85 @@
 //! the call returns; nothing is lent. Received data is assembled into whole 64-byte beats (byte
 //! enables applied after they arrive, poisoned beats marked) and lent in the event, as [`Data`],
 //! until the next call that takes `&mut self`. A request's data stays readable
-//! ([`UpliPort::request_data`]) until it is answered. (For zero-copy data, drive the lower objects:
-//! [`Packer`] with a [`BeatSource`] and [`Packer::holds_data`].)
+//! ([`UpliPort::request_data`]) until it is answered. (For zero-copy data, sparse byte enables or
+//! a sub-DWord atomic off its DWord's first byte, drive the lower objects: [`Packer`] with a
+//! [`BeatSource`] and [`Packer::holds_data`].)
+//!
+//! Which bytes a transfer's data are ([`Data::bytes`], and what [`UpliPort::request`] and
+//! [`UpliPort::respond`] take): `bytes()` from the address's lane for reads and writes; one
+//! element from the address's lane for an atomic; 64 bytes from lane 0 for a double-operand
+//! atomic (its two operands, §2.8); whole beats from lane 0 for vendor commands and Write
+//! Messages, whose address and length are the vendor's (§2.8).
+//!
+//! # Order
+//!
+//! Requests are reported in the order they arrived, each once its data is complete, so requests
+//! to one address on one VC reach the Completer in the order they were sent (§2.7.9): a read that
+//! arrives beside the last data of an earlier write waits for it.
 //!
 //! # Tags and buffers
 //!
 //! The port has `S` slots each way. A request takes the free originator slot whose number is its
-//! ReqTag, so at most `S` requests are outstanding; a request that arrives takes a completer slot
-//! until its response has been sent. The port advertises exactly what its slots hold, as pool
-//! credits (*project-defined*): `S` request commands and `4·S` request data beats, `S` response
+//! ReqTag (unique per port, §2.7.4.2), so at most `S` requests are outstanding; a request that
+//! arrives takes a completer slot until its response has been sent. The port advertises exactly
+//! what its free slots hold, as pool credits (*project-defined*; §5.8 leaves the amounts to the
+//! implementation): a request command and 4 request data beats per completer slot, `S` response
 //! commands and `4·S` response data beats. A request's credits go back to the partner when its
-//! response has been packed (its slot is free again); a response's as soon as it has arrived whole
-//! (its originator slot is reserved for it).
+//! response has been packed (its slot is free again); a response's as soon as it has arrived (its
+//! originator slot is reserved for it). A read may be answered in one multi-beat response or in
+//! single-beat parts in any order (§2.7.8); it completes when every beat has arrived, with the
+//! first status other than OKAY if a part had one. A request that arrives with every completer
+//! slot taken broke the credits advertised: it is a TL receive error (§5.3), and error
+//! containment takes the link down.
+//!
+//! The port does not wait for the partner's Initial Credit Release Complete before it sends:
+//! credits it holds are real whenever they arrive (*project-defined*). It does not support the
+//! partner's Shared Data Buffer mode (one data class of credits only): such a partner's reads
+//! would wait for response data credits that never come ([`Waiting::Credits`]).
 //!
 //! # Link down
 //!
-//! When the data link leaves DL Up, the TL enters Drop Mode (§3.1.4.3) and the port does what the
-//! text asks of an accelerator: the packer and unpacker drop what they hold ([`Packer::link_down`],
-//! [`Unpacker::link_down`]), every outstanding request ends with [`Event::Failed`]
-//! ([`Failure::LinkDown`]: the dummy Completion Timeout of Isolation Mode), and every request the
-//! completer still holds ends with [`Event::Dropped`] (its handle is void; the partner fails it on
-//! its side). Nothing is replayed above the DL: a request may or may not have been performed. New
-//! requests are refused until the management layer recovers the link: [`UpliPort::start`] again,
-//! which advertises the receive buffers afresh and negotiates Channel 0 again.
+//! When the data link leaves DL Up (or DL NOP), the TL enters Drop Mode (§3.1.3, §3.1.4.3) and the
+//! port does what the text asks of an accelerator: the packer and unpacker drop what they hold
+//! ([`Packer::link_down`], [`Unpacker::link_down`]), every outstanding request ends with
+//! [`Event::Failed`] ([`Failure::LinkDown`]: the dummy Completion Timeout of Isolation Mode), and
+//! every request the completer still holds ends with [`Event::Dropped`] (its handle is void; the
+//! partner fails it on its side). Nothing is replayed above the DL: a request may or may not have
+//! been performed, and §3.1.4.3 has the applications restarted. New requests are refused until the
+//! management layer recovers the link with [`UpliPort::start`], which advertises the receive
+//! buffers afresh and negotiates Channel 0 again.
+//!
+//! **When to start again: when [`UpliPort::waiting_on`] says [`Waiting::Start`]** (poll it every
+//! flit time while the link is down; [`Event::Link`] reports the level, not every bounce). A port
+//! whose link went down first waits until both ends are quiet ([`Waiting::Quiescing`]): it has
+//! sent four control codeword groups (Idle) and received four in a row, the count that takes a
+//! partner's DL Up down (§6.7.1.4). So the partner has gone down too and flushed its TL, and no
+//! flit or response sent before the link down is still on the wire when the new link comes up: a
+//! port that came straight back while its partner stayed up would take the partner's old
+//! responses for its new requests (*project-defined*; the text leaves the restart to management).
+//!
+//! Two duties stay with the embedder: an accelerator's TL enters Drop Mode for **all** ports of
+//! the station (take the station's other ports down too), and through a switch, management clears
+//! what the remote completers still hold before the tags are reused (§3.1.4.3); the port frees its
+//! tags at once.
+//!
+//! # Completion timeout
+//!
+//! With [`PortConfig::completion_timeout`] set, a request whose response is overdue trips the
+//! Originator's watchdog. As §3.1.3 has it (the default, [`PortConfig::isolate_on_timeout`]), the
+//! Originator then enters Isolation Mode: every outstanding request ends with
+//! [`Failure::Timeout`], new requests are refused and arriving responses are discarded (their
+//! credits returned) until management resets the link ([`UpliPort::take_link_down`], then
+//! [`UpliPort::start`] once both ends are down). *Project-defined*, off by default: without
+//! isolation only the overdue request ends, and its tag stays taken until the last beat of its late
+//! response arrives (§2.7.4.2) or the link goes down.
 //!
 //! # Memory
 //!
 //! Each slot pair (one originator and one completer slot, each with 256 bytes of data) costs
-//! 782 B on a 64-bit host, on top of the data link and the TL. The default `UpliPort` (64
-//! TxReplay entries inline, 32 slots each way) is 71 384 B; with 16 slots 58 872 B, with 64
-//! slots 96 408 B.
+//! 774 B on a 64-bit host, on top of the data link and the TL. The default `UpliPort` (64
+//! TxReplay entries inline, 32 slots each way) is 71 336 B; with 16 slots 58 952 B, with 64
+//! slots 96 104 B.
 
 use crate::Error;
 use crate::dl::link::REPLAY_ENTRY_LEN;
@@ -81,7 +131,7 @@ use crate::tl::flit::beat_byte_enables;
 use crate::tl::{
     Beat, BeatSource, Message, MessageType, Packer, PackerConfig, Response, RxHalf, RxItem, TlFlit, Unpacked, Unpacker,
 };
-use crate::upli::{BEAT_LEN, MAX_TRANSFER, Request, Status};
+use crate::upli::{AtomicAttr, BEAT_LEN, MAX_TRANSFER, Request, ResponseChannel, Status};
 
 /// Data bytes a slot holds: one transfer of up to four 64-byte beats.
 const SLOT_BYTES: usize = MAX_TRANSFER as usize;
@@ -111,14 +161,18 @@ pub struct PortConfig {
     /// Negotiate Channel 0 (TL flits) with DL messages at start (§6.4.3.2). `false` opens it at
     /// once, for a partner known to have it online.
     pub negotiate: bool,
-    /// Flit times after which a request without its response ends with
-    /// [`Failure::Timeout`]; `None`: only a link down ends it.
+    /// The Originator's watchdog (§3.1.3): flit times a request may wait for its response.
+    /// `None`: no watchdog; only a link down ends a request without its response.
     pub completion_timeout: Option<u64>,
+    /// What an expired watchdog does (module doc): `true` (the specification's rule) puts the
+    /// Originator in Isolation Mode; `false` (*project-defined*) ends the overdue request only.
+    pub isolate_on_timeout: bool,
 }
 
 impl PortConfig {
     /// Accelerator `acc` with the defaults: default DL, no authentication, compressed responses,
-    /// both caches indexed by destination, Channel 0 negotiated, no completion timeout.
+    /// both caches indexed by destination, Channel 0 negotiated, no watchdog (isolation when one
+    /// is set).
     pub fn new(acc: u16) -> Self {
         PortConfig {
             acc,
@@ -129,6 +183,7 @@ impl PortConfig {
             rx_indexing: Indexing::ByDst,
             negotiate: true,
             completion_timeout: None,
+            isolate_on_timeout: true,
         }
     }
 }
@@ -139,8 +194,8 @@ impl PortConfig {
 pub enum Failure {
     /// The link went down (Drop Mode): the request may or may not have been performed.
     LinkDown,
-    /// No response within [`PortConfig::completion_timeout`]. The tag stays taken until the late
-    /// response arrives or the link goes down, so it cannot be confused with a new request's.
+    /// The watchdog expired ([`PortConfig::completion_timeout`]): this request was overdue, or,
+    /// in Isolation Mode, another one was and every outstanding request ends.
     Timeout,
 }
 
@@ -164,8 +219,8 @@ pub struct Data<'a> {
 }
 
 impl<'a> Data<'a> {
-    /// The transfer's bytes, from its address on (a request's `bytes()`; a read response's
-    /// requested bytes).
+    /// The transfer's bytes (module doc: a read's or write's bytes from its address on, an
+    /// atomic's element, a double-operand atomic's 64 bytes, a vendor command's whole beats).
     pub fn bytes(&self) -> &'a [u8] {
         self.beats.get(self.first..self.first + self.len).unwrap_or(&[])
     }
@@ -199,7 +254,8 @@ pub enum Event<'a> {
         /// Whether it can.
         up: bool,
     },
-    /// A request arrived whole, with its data. Answer it with [`UpliPort::respond`].
+    /// A request arrived whole, with its data (in arrival order). Answer it with
+    /// [`UpliPort::respond`].
     Request {
         /// The request's handle.
         handle: Handle,
@@ -212,9 +268,9 @@ pub enum Event<'a> {
     Response {
         /// The request's tag (from [`UpliPort::request`]).
         tag: u16,
-        /// The request, as sent.
+        /// The request as issued (its POOL bit as given, not the credit the packer used).
         req: Request,
-        /// The response's status (of its last part, for a read answered in parts).
+        /// The response's status: OKAY, or the first other status a part of it had.
         status: Status,
         /// The read data (empty for a write response).
         data: Data<'a>,
@@ -223,7 +279,7 @@ pub enum Event<'a> {
     Failed {
         /// The request's tag.
         tag: u16,
-        /// The request, as sent.
+        /// The request, as issued.
         req: Request,
         /// Why.
         why: Failure,
@@ -244,11 +300,20 @@ pub enum Event<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Waiting {
-    /// The data link: [`Stall::Fault`] or [`Stall::Idle`] until [`UpliPort::start`] (or while
-    /// the RS reports a fault), [`Stall::Training`] until the partner's NOP flits arrive,
-    /// [`Stall::TlChannelClosed`] until Channel 0 is negotiated, [`Stall::Replay`] while TxReplay
-    /// waits for acknowledgements.
+    /// The link is down and the port may be started: call [`UpliPort::start`].
+    Start,
+    /// The link went down, and the port waits until both ends are quiet before it may start:
+    /// four control codeword groups sent (it sends Idle while down) and four received in a row,
+    /// so the partner has gone down too and nothing sent before is still on the wire. Keep
+    /// calling [`UpliPort::poll_transmit`] and handing it what arrives; then [`Waiting::Start`].
+    Quiescing,
+    /// The data link: [`Stall::Fault`] while the RS reports a fault, [`Stall::Training`] until
+    /// the partner's NOP flits arrive, [`Stall::TlChannelClosed`] until Channel 0 is negotiated,
+    /// [`Stall::Replay`] while TxReplay waits for acknowledgements.
     Link(Stall),
+    /// The Originator is in Isolation Mode after its watchdog expired: reset the link
+    /// ([`UpliPort::take_link_down`], then [`UpliPort::start`]).
+    Isolated,
     /// Requests or responses are queued, and the partner has not advertised its receive buffers
     /// yet (no Initial Credit Release Complete since the link came up).
     PartnerCredits,
@@ -271,15 +336,18 @@ pub struct PortStats {
     pub failed: u64,
     /// Requests ended by [`Event::Dropped`].
     pub dropped: u64,
-    /// Times the port left the state in which it carries requests.
+    /// Times the port left DL Up.
     pub link_downs: u64,
-    /// Responses that matched no outstanding request (late ones after a timeout included),
-    /// dropped with their credits returned.
+    /// Times the watchdog put the Originator in Isolation Mode.
+    pub isolations: u64,
+    /// Responses (or parts) that matched no outstanding request, came on the wrong channel or
+    /// to another accelerator, repeated a beat, or carried ISOLATE (TL-local, never sent over a
+    /// link), and responses discarded in Isolation Mode: dropped with their credits returned.
     pub stray_responses: u64,
-    /// Requests that arrived with every completer slot taken (the partner exceeded the credits
-    /// advertised), dropped with their credits returned.
-    pub overruns: u64,
-    /// TL receive errors (§5.3): each took the link down by error containment.
+    /// Requests addressed to another accelerator than this port's (served all the same).
+    pub misrouted: u64,
+    /// TL receive errors (§5.3), a request beyond the credits advertised among them: each took the
+    /// link down by error containment.
     pub tl_errors: u64,
     /// DL message service events dropped because [`SERVICE_EVENTS`] were waiting (poll events
     /// every flit time and none is lost: a flit carries at most five DL message words).
@@ -289,53 +357,47 @@ pub struct PortStats {
 /// DL message service events the port keeps for [`UpliPort::poll_event`].
 pub const SERVICE_EVENTS: usize = 16;
 
-/// A response whose data half-flits are arriving: the unpacker's id for it, the half-flits it
-/// still owes, and the beat of the transfer its first beat is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct RxData {
-    id: u32,
-    halves: u8,
-    base: u8,
-}
+/// Control codeword groups in a row that take a partner's DL Up down (§6.7.1.4): after a link
+/// down, a port sends and receives this many before it starts again.
+const QUIET_GROUPS: u8 = 4;
+
+/// Items whose data half-flits may be owed at once: the unpacker's tenures (one swapped half-flit
+/// and eight read responses) with room to spare.
+const INCOMING: usize = 16;
 
 /// An originator slot's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Orig {
     Free,
     /// Queued or sent, waiting for its response (or the rest of it).
-    Outstanding {
-        rx: Option<RxData>,
-    },
+    Outstanding,
     /// The response is complete; reported by the next `poll_event`.
     Done,
-    /// Ended without response; reported by the next `poll_event`. `answered`: a timed-out
-    /// request's late response has arrived meanwhile, so its tag is free once reported.
-    Failed {
-        why: Failure,
-        answered: bool,
+    /// Ended without its response; reported by the next `poll_event`, then free.
+    Failed(Failure),
+    /// Overdue (watchdog without isolation): its failure is reported, or still to be (`reported`
+    /// false); the tag waits for the last beat of the late response.
+    TimedOut {
+        reported: bool,
     },
-    /// Reported as timed out; the tag waits for the late response or a link down.
-    Abandoned,
+    /// Overdue, and its late response arrived whole before the failure was reported.
+    TimedOutAnswered,
 }
 
-/// A data-carrying half-flit, for whichever slot owes it.
-#[derive(Clone, Copy, Debug)]
-enum Half<'a> {
-    Data { beat: u8, second: bool, bytes: &'a [u8; 32] },
-    Poisoned { beat: u8 },
-    ByteEnables { bytes: &'a [u8; 32] },
+impl Orig {
+    /// Whether responses for the slot's tag are taken (their data collected or discarded).
+    const fn takes_responses(self) -> bool {
+        matches!(self, Orig::Outstanding | Orig::TimedOut { .. })
+    }
 }
 
 /// A completer slot's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Compl {
     Free,
-    /// Data half-flits of unpacker item `rx` still owed.
-    Arriving {
-        rx: u32,
-        halves: u8,
-    },
-    /// Whole; reported by the next `poll_event`.
+    /// Data half-flits still owed.
+    Arriving,
+    /// Whole; reported in arrival order.
     Ready,
     /// Reported; waiting for `respond`.
     Held,
@@ -345,16 +407,47 @@ enum Compl {
     Dropped,
 }
 
+/// Where the data half-flits of an unpacked item go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    Completer(u16),
+    Originator(u16),
+    /// Nowhere: a stray response's data, taken off the link and dropped.
+    Discard,
+}
+
+/// An unpacked item whose data half-flits are still owed: where they go, from which beat of the
+/// slot on, and how many.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Incoming {
+    id: u32,
+    owner: Owner,
+    base: u8,
+    halves: u8,
+}
+
+/// A data-carrying half-flit.
+#[derive(Clone, Copy, Debug)]
+enum Half<'a> {
+    Data { beat: u8, second: bool, bytes: &'a [u8; 32] },
+    Poisoned { beat: u8, second: bool },
+    ByteEnables { bytes: &'a [u8; 32] },
+}
+
 /// One transfer's data and its record.
 #[derive(Clone, Copy, Debug)]
 struct Slot<St> {
     state: St,
     req: Request,
     generation: u16,
-    /// Deadline (originator) in flit times.
+    /// Originator: the watchdog's deadline in flit times.
     deadline: u64,
-    /// Beats received so far (originator) and the last response's status.
-    beats: u8,
+    /// Originator: beats of the response announced by the parts taken, and received (bit per
+    /// beat), whether a part marked last arrived, and the parts whose data is still arriving.
+    claimed: u8,
+    got: u8,
+    last: bool,
+    parts: u8,
     status: Status,
     poisoned: u8,
     byte_en: [u64; SLOT_BEATS],
@@ -368,7 +461,10 @@ impl<St: Copy> Slot<St> {
             req: Request::new(crate::upli::Command::Read, 0, 0, 0, 0, 0),
             generation: 0,
             deadline: u64::MAX,
-            beats: 0,
+            claimed: 0,
+            got: 0,
+            last: false,
+            parts: 0,
             status: Status::Okay,
             poisoned: 0,
             byte_en: [0; SLOT_BEATS],
@@ -376,22 +472,22 @@ impl<St: Copy> Slot<St> {
         }
     }
 
-    /// The data of `beats` beats with the transfer window of `req`.
-    fn lend(&self, beats: u8, len: u64) -> Data<'_> {
+    /// The data of `beats` beats, with the window `(first, len)`.
+    fn lend(&self, beats: u8, (first, len): (usize, usize)) -> Data<'_> {
         let n = usize::from(beats).min(SLOT_BEATS);
         Data {
             beats: self.data.get(..n * BEAT_LEN).unwrap_or(&[]),
             byte_en: self.byte_en.get(..n).unwrap_or(&[]),
             poisoned: self.poisoned,
-            first: (self.req.addr % BEAT_LEN as u64) as usize,
-            len: len.min(SLOT_BYTES as u64) as usize,
+            first,
+            len,
         }
     }
 
-    /// Copies `bytes` in at the lane of `addr`, the rest zero, and enables exactly those bytes.
-    fn fill(&mut self, addr: u64, bytes: &[u8]) {
+    /// Copies `bytes` in from lane `first`, the rest zero, and enables exactly those bytes.
+    fn fill(&mut self, first: usize, bytes: &[u8]) {
         self.poisoned = 0;
-        let (first, end) = ((addr % BEAT_LEN as u64) as usize, (addr % BEAT_LEN as u64) as usize + bytes.len());
+        let end = first + bytes.len();
         match self.data.get_mut(first..end) {
             Some(dst) => dst.copy_from_slice(bytes),
             None => self.data = [0; SLOT_BYTES],
@@ -406,19 +502,22 @@ impl<St: Copy> Slot<St> {
         }
     }
 
-    /// Stores a received half-flit of the item whose first beat is beat `base` of the slot.
-    fn put(&mut self, half: Half<'_>, base: u8) {
+    /// Stores a received half-flit of an item whose first beat is beat `base` of the slot;
+    /// returns the slot beat it completed, if it was a beat's second half.
+    fn put(&mut self, half: Half<'_>, base: u8) -> Option<u8> {
         match half {
             Half::Data { beat, second, bytes } => {
                 let at = usize::from(base + beat) * BEAT_LEN + if second { 32 } else { 0 };
                 if let Some(dst) = self.data.get_mut(at..at + 32) {
                     dst.copy_from_slice(bytes);
                 }
+                second.then_some(base + beat)
             }
-            Half::Poisoned { beat } => {
+            Half::Poisoned { beat, second } => {
                 if usize::from(base + beat) < SLOT_BEATS {
                     self.poisoned |= 1 << (base + beat);
                 }
+                second.then_some(base + beat)
             }
             Half::ByteEnables { bytes } => {
                 for beat in 0..self.req.data_beats() {
@@ -426,9 +525,61 @@ impl<St: Copy> Slot<St> {
                         *e = beat_byte_enables(bytes, self.req.addr, beat);
                     }
                 }
+                None
             }
         }
     }
+}
+
+/// The byte lanes of a request's data beats that [`UpliPort::request`] takes and
+/// [`Data::bytes`] gives (module doc): `req.bytes()` lanes from the address's for a read or write,
+/// one element for an atomic, lanes 0..64 for a double-operand atomic, whole beats for a vendor
+/// command or Write Message; empty for a command without data.
+pub fn request_lanes(req: &Request) -> core::ops::Range<usize> {
+    let (first, len) = if req.cmd.has_data() { request_window(req) } else { (0, 0) };
+    first..first + len
+}
+
+/// The byte lanes of a response's data beats that [`UpliPort::respond`] takes (at most) and
+/// [`Data::bytes`] gives: a read's `req.bytes()` lanes from the address's, an atomic's element, a
+/// vendor command's or Write Message's whole beats; empty for a write-channel response.
+pub fn response_lanes(req: &Request) -> core::ops::Range<usize> {
+    let (first, len) = response_window(req, req.response_beats());
+    first..first + len
+}
+
+/// Which lanes hold a request's data (module doc): `(first lane, length)`.
+fn request_window(req: &Request) -> (usize, usize) {
+    let lane = (req.addr % BEAT_LEN as u64) as usize;
+    if req.cmd.is_vendor() || matches!(req.cmd, crate::upli::Command::WriteMessage) {
+        (0, usize::from(req.data_beats()) * BEAT_LEN)
+    } else if req.is_double_operand() {
+        (0, BEAT_LEN)
+    } else if req.cmd.is_atomic() {
+        (lane, usize::from(AtomicAttr::from_attr(req.attr).size.bytes()))
+    } else {
+        (lane, req.bytes() as usize)
+    }
+}
+
+/// Which lanes of `beats` response beats hold a response's data (module doc).
+fn response_window(req: &Request, beats: u8) -> (usize, usize) {
+    let lane = (req.addr % BEAT_LEN as u64) as usize;
+    if beats == 0 || req.response_channel() == ResponseChannel::Write {
+        (0, 0)
+    } else if req.cmd.is_vendor() || matches!(req.cmd, crate::upli::Command::WriteMessage) {
+        (0, usize::from(beats) * BEAT_LEN)
+    } else if req.cmd.is_atomic() {
+        (lane, usize::from(AtomicAttr::from_attr(req.attr).size.bytes()))
+    } else {
+        (lane, req.bytes() as usize)
+    }
+}
+
+/// Whether a request's response beats are counted from the request (reads and standard atomics)
+/// or set by the response itself (vendor commands and Write Messages, §2.7.4.6).
+fn beats_from_request(req: &Request) -> bool {
+    !(req.cmd.is_vendor() || matches!(req.cmd, crate::upli::Command::WriteMessage))
 }
 
 /// The beats the packer reads: request data from originator slots (by tag), response data from
@@ -477,7 +628,7 @@ impl<const S: usize> TlSource for Feed<'_, S> {
 ///
 /// `B` is TxReplay's storage, `N` its entries (as [`DataLink`]); `S` the slots each way (1 to
 /// 2048): outstanding requests, and requests held by the completer. Size on a 64-bit host: the
-/// default `UpliPort` (64 TxReplay entries inline, `S` = 32) 71 384 B, and 782 B more or less per
+/// default `UpliPort` (64 TxReplay entries inline, `S` = 32) 71 336 B, and 774 B more or less per
 /// slot (module doc). [`UpliPort::new`] returns it by value: give it a home (a `static`, a `Box`)
 /// rather than a small stack.
 #[derive(Clone, Debug)]
@@ -489,23 +640,36 @@ pub struct UpliPort<B = [u8; REPLAY_ENTRY_LEN * 64], const N: usize = 64, const 
     unpacker: Unpacker<16, 4>,
     orig: [Slot<Orig>; S],
     compl: [Slot<Compl>; S],
+    /// Items whose data half-flits are owed, oldest first.
+    incoming: heapless::Vec<Incoming, INCOMING>,
     /// Originator slots to report, in the order they ended.
     orig_events: heapless::Deque<u16, S>,
-    /// Completer slots to report (arrived or dropped), in order.
-    compl_events: heapless::Deque<u16, S>,
+    /// Completer slots in the order their requests arrived (reported in that order once whole),
+    /// and slots whose drop is to be reported.
+    compl_order: heapless::Deque<u16, S>,
     /// Completer slots whose response the packer is sending.
     responding: heapless::Deque<u16, S>,
     /// DL message service events not yet reported.
     service_events: heapless::Deque<ServiceEvent, SERVICE_EVENTS>,
-    /// Whether the DL was Up at the last check.
+    /// Completer slots whose credits `start` withheld (dropped requests not yet reported): each
+    /// one's credits go out when its drop is reported.
+    withheld: u16,
+    /// The embedder reported an RS fault and has not cleared it.
+    rs_fault: bool,
+    /// Since the link went down: control codeword groups received in a row, and Idle flit times
+    /// sent (saturating); both at least [`QUIET_GROUPS`] before the port may start again.
+    idle_run: u8,
+    idle_sent: u8,
+    /// The Originator is in Isolation Mode (watchdog expired).
+    isolated: bool,
+    /// Whether the DL was enabled (DL NOP or Up), and Up, at the last check.
+    was_enabled: bool,
     was_up: bool,
     /// Whether the port could carry requests at the last check, and when last reported.
     carrying: bool,
     reported: bool,
     /// The partner's Initial Credit Release Complete arrived since the link came up.
     partner_credits: bool,
-    /// The unpacker id and slot of the last data half-flit.
-    last_owner: Option<(u32, Owner)>,
     now: u64,
     stats: PortStats,
 }
@@ -513,9 +677,9 @@ pub struct UpliPort<B = [u8; REPLAY_ENTRY_LEN * 64], const N: usize = 64, const 
 impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N, S> {
     const SLOTS_OK: () = assert!(S >= 1 && S <= 2048, "1 to 2048 slots: a slot's number is its 11-bit ReqTag");
 
-    /// A port in DL Fault, with TxReplay in `storage`. Refused: `storage` shorter than
-    /// `N` × [`REPLAY_ENTRY_LEN`] ([`Error::TooSmall`]), a PhysAccID wider than 10 bits
-    /// ([`Error::BadValue`]).
+    /// A port in DL Fault (the reset state), with TxReplay in `storage`. Refused: `storage`
+    /// shorter than `N` × [`REPLAY_ENTRY_LEN`] ([`Error::TooSmall`]), a PhysAccID wider than 10
+    /// bits ([`Error::BadValue`]).
     pub fn new(cfg: PortConfig, storage: B) -> Result<Self, Error> {
         let () = Self::SLOTS_OK;
         crate::error::fits(u64::from(cfg.acc), 10, "PhysAccID")?;
@@ -526,28 +690,45 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
             unpacker: Unpacker::new(cfg.packer.auth, RxDecompressor::new(cfg.rx_indexing)),
             orig: [Slot::new(Orig::Free); S],
             compl: [Slot::new(Compl::Free); S],
+            incoming: heapless::Vec::new(),
             orig_events: heapless::Deque::new(),
-            compl_events: heapless::Deque::new(),
+            compl_order: heapless::Deque::new(),
             responding: heapless::Deque::new(),
             service_events: heapless::Deque::new(),
+            withheld: 0,
+            rs_fault: false,
+            idle_run: QUIET_GROUPS,
+            idle_sent: QUIET_GROUPS,
+            isolated: false,
+            was_enabled: false,
             was_up: false,
             carrying: false,
             reported: false,
             partner_credits: false,
-            last_owner: None,
             now: 0,
             stats: PortStats::default(),
             cfg,
         })
     }
 
-    /// Brings the port up (module doc): the RS reports no fault, the link is enabled (DL NOP),
-    /// the TL starts afresh with its receive buffers advertised, and Channel 0 is asked for.
-    /// Refused with [`Error::State`] while the link is already enabled (DL NOP or Up).
+    /// Brings the port up (module doc): the link leaves its reset state and is enabled (DL NOP),
+    /// the TL starts afresh with its free receive buffers advertised, Isolation Mode ends, and
+    /// Channel 0 is asked for. Call it when [`Self::waiting_on`] says [`Waiting::Start`]. Refused
+    /// with [`Error::State`] while the RS reports a fault ([`Self::rs_fault`]), after a link down
+    /// until both ends are quiet ([`Waiting::Quiescing`]), and while the link is enabled (DL NOP
+    /// or Up).
     pub fn start(&mut self) -> Result<(), Error> {
+        if self.rs_fault {
+            return Err(Error::State { needs: "no RS fault (rs_fault(false))" });
+        }
+        if !self.quiet() {
+            return Err(Error::State { needs: "both ends quiet (four control codeword groups each way)" });
+        }
+        // Leaving the reset state: the RS reports no fault.
         self.dl.rs_fault(false);
         self.dl.enable()?;
         self.drop_mode();
+        self.isolated = false;
         self.service.link_reset();
         if self.cfg.negotiate {
             self.dl.set_tl_channel(false, false);
@@ -555,26 +736,43 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
         } else {
             self.dl.set_tl_channel(true, true);
         }
-        self.advertise()
+        self.withheld = self.compl.iter().filter(|s| s.state != Compl::Free).count() as u16;
+        self.advertise()?;
+        self.after_link();
+        Ok(())
     }
 
-    /// The RS's fault indication (§6.7.1.1): a fault takes the link down (DL Fault).
+    /// The RS's fault indication (§6.7.1.1): a fault takes the link down (DL Fault) and keeps it
+    /// there; clearing it takes DL Fault to DL Idle, from where [`Self::start`] brings it up.
     pub fn rs_fault(&mut self, fault: bool) {
+        self.rs_fault = fault;
         self.dl.rs_fault(fault);
         self.after_link();
     }
 
-    /// Issues `req` with `data` (a command with data: exactly `req.bytes()` bytes, from its
-    /// address on, each enabled; otherwise none). The port sets ReqTag (returned) and
-    /// ReqSrcPhysAccID. Refused: while the link is not enabled ([`Error::State`]: Drop Mode, or
-    /// before [`Self::start`]), with every tag taken ([`Error::Full`]), data of the wrong length
-    /// or a request that breaks §2.7 ([`Error::BadValue`]).
+    /// Management takes the link down (to leave Isolation Mode, or to reset it): error
+    /// containment (§6.7.4.2), so the next flit goes out with its CRC inverted and the link goes
+    /// to DL Idle; the partner, seeing the bad flit and then Idle, goes down too. Then
+    /// [`Self::start`] both ports.
+    pub fn take_link_down(&mut self) {
+        self.dl.contain();
+    }
+
+    /// Issues `req` with `data` (module doc: a read's or write's `req.bytes()` bytes, an atomic's
+    /// element, a double-operand atomic's 64 bytes, a vendor command's or Write Message's whole
+    /// beats; none for a command without data). The port sets ReqTag (returned) and
+    /// ReqSrcPhysAccID. Refused: while the link is not enabled or the Originator is in Isolation
+    /// Mode ([`Error::State`]), with every tag taken ([`Error::Full`]), data of the wrong length or
+    /// a request that breaks §2.7 ([`Error::BadValue`]).
     pub fn request(&mut self, req: Request, data: &[u8]) -> Result<u16, Error> {
         if !matches!(self.dl.state(), LinkState::Nop | LinkState::Up) {
             return Err(Error::State { needs: "the link enabled (start)" });
         }
-        let want = if req.cmd.has_data() { req.bytes() } else { 0 };
-        if data.len() as u64 != want {
+        if self.isolated {
+            return Err(Error::State { needs: "the Originator out of Isolation Mode (a link reset)" });
+        }
+        let (first, len) = if req.cmd.has_data() { request_window(&req) } else { (0, 0) };
+        if data.len() != len || first + len > SLOT_BYTES {
             return Err(Error::BadValue { field: "request data length", value: data.len() as u32 });
         }
         let tag = self.orig.iter().position(|s| s.state == Orig::Free).ok_or(Error::Full { queue: "request tags" })?;
@@ -582,32 +780,37 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
         self.packer.push_request(tag as u32, req)?;
         let deadline = self.cfg.completion_timeout.map_or(u64::MAX, |t| self.now.saturating_add(t));
         if let Some(s) = self.orig.get_mut(tag) {
-            s.fill(req.addr, data);
-            s.state = Orig::Outstanding { rx: None };
-            (s.req, s.deadline, s.beats, s.status) = (req, deadline, 0, Status::Okay);
+            s.fill(first, data);
+            s.state = Orig::Outstanding;
+            (s.req, s.deadline, s.status) = (req, deadline, Status::Okay);
+            (s.claimed, s.got, s.last, s.parts) = (0, 0, false, 0);
         }
         self.stats.requests += 1;
         Ok(tag as u16)
     }
 
     /// Answers the request of `handle` with `status` and, for a read-channel response, its data:
-    /// at most the beats the request asks for, from the request's address on (the rest zero).
-    /// Refused: a handle this port does not hold ([`Error::State`]: answered, or dropped by a
-    /// link down), data that does not fit ([`Error::BadValue`]).
+    /// at most [`response_lanes`]`(&req).len()` bytes, fewer padded with zeros. Every request
+    /// must be answered (§2.7.3): one never answered keeps its slot, and the credits of its
+    /// buffers, for good. Refused: a handle this
+    /// port does not hold ([`Error::State`]: answered, or dropped by a link down), data that does
+    /// not fit or ISOLATE, which only a TL gives its own Originator ([`Error::BadValue`]).
     pub fn respond(&mut self, handle: Handle, status: Status, data: &[u8]) -> Result<(), Error> {
         let i = usize::from(handle.slot);
         let s = match self.compl.get_mut(i) {
             Some(s) if s.state == Compl::Held && s.generation == handle.generation => s,
             _ => return Err(Error::State { needs: "a request this port holds" }),
         };
+        if status == Status::Isolate {
+            return Err(Error::BadValue { field: "response status (ISOLATE is TL-local)", value: 0xF });
+        }
         let mut rsp = Response::answering(&s.req);
         rsp.set_status(status);
-        let room = (usize::from(rsp.data_beats()) * BEAT_LEN).saturating_sub((s.req.addr % BEAT_LEN as u64) as usize);
-        if data.len() > room {
+        let (first, len) = response_window(&s.req, rsp.data_beats());
+        if data.len() > len {
             return Err(Error::BadValue { field: "response data length", value: data.len() as u32 });
         }
-        let addr = s.req.addr;
-        s.fill(addr, data);
+        s.fill(first, data);
         self.packer.push_response(RESPONSE_ID | u32::from(handle.slot), rsp)?;
         s.state = Compl::Responding;
         // Room for every slot: a slot is in the list at most once.
@@ -618,7 +821,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
     /// The data of a request this port holds.
     pub fn request_data(&self, handle: Handle) -> Option<Data<'_>> {
         let s = self.compl.get(usize::from(handle.slot))?;
-        (s.state == Compl::Held && s.generation == handle.generation).then(|| s.lend(s.req.data_beats(), s.req.bytes()))
+        (s.state == Compl::Held && s.generation == handle.generation)
+            .then(|| s.lend(s.req.data_beats(), request_window(&s.req)))
     }
 
     /// Fills the flit for this flit time (`now`, in flit times): DL messages pumped, TL flits
@@ -632,6 +836,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
         }
         let beats = Beats { orig: &self.orig, compl: &self.compl };
         let sent = self.dl.transmit(&mut Feed { packer: &mut self.packer, beats }, out);
+        if sent == Transmitted::Idle {
+            self.idle_sent = self.idle_sent.saturating_add(1);
+        }
         self.release_answered();
         self.after_link();
         sent
@@ -639,6 +846,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
 
     /// Takes the flit that arrived this flit time.
     pub fn handle_flit(&mut self, flit: &[u8; FLIT_LEN]) -> Received {
+        self.idle_run = 0;
         let mut got = Delivered::default();
         let r = self.dl.receive(flit, &mut got);
         for w in &got.alt {
@@ -650,7 +858,10 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
             }
         }
         for f in &got.flits {
-            self.take_tl(f);
+            if !self.take_tl(f) {
+                // The receiver stopped (§5.3); the rest waits for the link to come back.
+                break;
+            }
         }
         self.after_link();
         r
@@ -658,34 +869,50 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
 
     /// A flit arrived that failed its CRC or that the PCS could not correct.
     pub fn handle_lost(&mut self) -> Received {
+        self.idle_run = 0;
         let r = self.dl.receive_lost();
         self.after_link();
         r
     }
 
-    /// The partner sent Idle or a control codeword group this flit time (no flit).
+    /// The partner sent Idle or a control codeword group this flit time (no flit): one control
+    /// codeword group per call. Four in a row take DL Up down (§6.7.1.4), and show a port whose
+    /// link went down that its partner is down too ([`Waiting::Quiescing`]).
     pub fn handle_idle(&mut self) {
+        self.idle_run = self.idle_run.saturating_add(1);
         self.dl.receive_control();
         self.after_link();
     }
 
-    /// The earliest flit time at which [`Self::handle_timeout`] ends a request, if any.
+    /// The earliest flit time at which [`Self::handle_timeout`] has a request to end, if any.
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.orig
-            .iter()
-            .filter(|s| matches!(s.state, Orig::Outstanding { .. }))
-            .map(|s| s.deadline)
-            .filter(|&d| d != u64::MAX)
-            .min()
+        self.orig.iter().filter(|s| s.state == Orig::Outstanding).map(|s| s.deadline).filter(|&d| d != u64::MAX).min()
     }
 
-    /// Ends every request whose deadline is at or before `now` with [`Failure::Timeout`].
+    /// Runs the watchdog at `now`: a request whose deadline has passed puts the Originator in
+    /// Isolation Mode (every outstanding request fails) or, without isolation, ends that request.
     pub fn handle_timeout(&mut self, now: u64) {
         self.now = self.now.max(now);
+        let overdue = |s: &Slot<Orig>, now| s.state == Orig::Outstanding && s.deadline <= now;
+        if !self.orig.iter().any(|s| overdue(s, self.now)) {
+            return;
+        }
+        if self.cfg.isolate_on_timeout {
+            self.isolated = true;
+            self.stats.isolations += 1;
+        }
         for (i, s) in self.orig.iter_mut().enumerate() {
-            if matches!(s.state, Orig::Outstanding { .. }) && s.deadline <= self.now {
-                s.state = Orig::Failed { why: Failure::Timeout, answered: false };
-                let _ = self.orig_events.push_back(i as u16);
+            if self.isolated && s.state.takes_responses() || overdue(s, self.now) {
+                s.state = match s.state {
+                    Orig::Outstanding if !self.isolated => Orig::TimedOut { reported: false },
+                    // Already reported as timed out: isolation frees its tag.
+                    Orig::TimedOut { reported: true } => Orig::Free,
+                    Orig::TimedOut { reported: false } => Orig::TimedOutAnswered,
+                    _ => Orig::Failed(Failure::Timeout),
+                };
+                if s.state != Orig::Free && s.state != Orig::TimedOutAnswered {
+                    let _ = self.orig_events.push_back(i as u16);
+                }
             }
         }
     }
@@ -702,32 +929,48 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
         if let Some(i) = self.orig_events.pop_front() {
             return self.report_orig(i);
         }
-        // Listed slots are Ready or Dropped (`drop_mode` rebuilds the list); others are skipped.
+        // Requests in arrival order: the oldest still arriving holds back the ones behind it.
         let i = loop {
-            let i = self.compl_events.pop_front()?;
-            if matches!(self.compl.get(usize::from(i)).map(|s| s.state), Some(Compl::Ready | Compl::Dropped)) {
-                break i;
+            let i = *self.compl_order.front()?;
+            match self.compl.get(usize::from(i)).map(|s| s.state) {
+                Some(Compl::Arriving) => return None,
+                Some(Compl::Ready | Compl::Dropped) => break i,
+                _ => {
+                    self.compl_order.pop_front();
+                }
             }
         };
+        self.compl_order.pop_front();
         let s = self.compl.get_mut(usize::from(i))?;
         let handle = Handle { slot: i, generation: s.generation };
         if s.state == Compl::Dropped {
             s.state = Compl::Free;
             s.generation = s.generation.wrapping_add(1);
+            let req = s.req;
             self.stats.dropped += 1;
-            return Some(Event::Dropped { handle, req: s.req });
+            if self.withheld > 0 {
+                // `start` advertised the free slots only: this one's credits go out now.
+                self.withheld -= 1;
+                let _ = self.packer.owed.release(Class::ReqCmd, Target::Pool, 1);
+                let _ = self.packer.owed.release(Class::ReqData, Target::Pool, SLOT_BEATS as u16);
+            }
+            return Some(Event::Dropped { handle, req });
         }
         s.state = Compl::Held;
         let s = &*s;
-        Some(Event::Request { handle, req: s.req, data: s.lend(s.req.data_beats(), s.req.bytes()) })
+        Some(Event::Request { handle, req: s.req, data: s.lend(s.req.data_beats(), request_window(&s.req)) })
     }
 
     /// Why the port moves nothing now, or `None` when it can (module doc).
     pub fn waiting_on(&self) -> Option<Waiting> {
         let queued = !self.packer.is_idle();
         match self.dl.stall() {
+            Some(Stall::Fault | Stall::Idle) if !self.rs_fault => {
+                Some(if self.quiet() { Waiting::Start } else { Waiting::Quiescing })
+            }
             Some(Stall::Replay) if !queued => None,
             Some(stall) => Some(Waiting::Link(stall)),
+            None if self.isolated => Some(Waiting::Isolated),
             None if queued && !self.packer.has_work() => {
                 Some(if self.partner_credits { Waiting::Credits } else { Waiting::PartnerCredits })
             }
@@ -740,7 +983,13 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
         self.carrying
     }
 
-    /// Requests issued and not yet ended (reported timeouts whose tag waits included).
+    /// Whether the Originator is in Isolation Mode (module doc).
+    pub fn is_isolated(&self) -> bool {
+        self.isolated
+    }
+
+    /// Tags taken: requests issued and not yet ended, and timed-out ones whose late response has
+    /// not arrived whole.
     pub fn outstanding(&self) -> usize {
         self.orig.iter().filter(|s| s.state != Orig::Free).count()
     }
@@ -769,8 +1018,14 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
         &self.dl
     }
 
-    /// The DL message service (Device ID, port number, the DL UART stream).
-    pub fn service(&mut self) -> &mut MessageService<128> {
+    /// The DL message service (the partner's Device ID and port number, channels, UART fill).
+    pub fn service(&self) -> &MessageService<128> {
+        &self.service
+    }
+
+    /// The DL message service, to use it (ask for the partner's Device ID, write and read the DL
+    /// UART stream).
+    pub fn service_mut(&mut self) -> &mut MessageService<128> {
         &mut self.service
     }
 
@@ -784,29 +1039,45 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
         &self.unpacker
     }
 
-    /// Reports originator slot `i` and frees it (its tag is free again).
+    /// Whether both ends have been quiet long enough since the link went down (`start`).
+    fn quiet(&self) -> bool {
+        self.idle_run >= QUIET_GROUPS && self.idle_sent >= QUIET_GROUPS
+    }
+
+    /// Reports originator slot `i`, freeing its tag unless a timed-out request's late response
+    /// is still to come.
     fn report_orig(&mut self, i: u16) -> Option<Event<'_>> {
         let s = self.orig.get_mut(usize::from(i))?;
         let (tag, req) = (i, s.req);
-        match s.state {
+        let why = match s.state {
             Orig::Done => {
                 s.state = Orig::Free;
                 self.stats.responses += 1;
+                let beats = if beats_from_request(&req) { req.response_beats() } else { s.got.count_ones() as u8 };
                 let s = &*s;
-                Some(Event::Response {
+                return Some(Event::Response {
                     tag,
                     req,
                     status: s.status,
-                    data: s.lend(req.response_beats(), if req.response_beats() == 0 { 0 } else { req.bytes() }),
-                })
+                    data: s.lend(beats, response_window(&req, beats)),
+                });
             }
-            Orig::Failed { why, answered } => {
-                s.state = if why == Failure::Timeout && !answered { Orig::Abandoned } else { Orig::Free };
-                self.stats.failed += 1;
-                Some(Event::Failed { tag, req, why })
+            Orig::Failed(why) => {
+                s.state = Orig::Free;
+                why
             }
-            _ => None,
-        }
+            Orig::TimedOut { reported: false } => {
+                s.state = Orig::TimedOut { reported: true };
+                Failure::Timeout
+            }
+            Orig::TimedOutAnswered => {
+                s.state = Orig::Free;
+                Failure::Timeout
+            }
+            _ => return None,
+        };
+        self.stats.failed += 1;
+        Some(Event::Failed { tag, req, why })
     }
 
     /// Frees the completer slots whose response the packer has sent whole, returning their
@@ -837,25 +1108,38 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
         }
     }
 
-    /// Advertises every slot's buffers as pool credits, then Initial Credit Release Complete.
+    /// Advertises the free completer slots' buffers and every originator slot's, as pool credits,
+    /// then Initial Credit Release Complete.
     fn advertise(&mut self) -> Result<(), Error> {
+        let free = (S as u16).saturating_sub(self.withheld);
         let (cmds, beats) = (S as u16, (S * SLOT_BEATS) as u16);
-        for (class, n) in
-            [(Class::ReqCmd, cmds), (Class::ReqData, beats), (Class::RspCmd, cmds), (Class::RspData, beats)]
-        {
-            self.packer.owed.release(class, Target::Pool, n)?;
+        for (class, n) in [
+            (Class::ReqCmd, free),
+            (Class::ReqData, free * SLOT_BEATS as u16),
+            (Class::RspCmd, cmds),
+            (Class::RspData, beats),
+        ] {
+            if n > 0 {
+                self.packer.owed.release(class, Target::Pool, n)?;
+            }
         }
         self.packer.send_message(Message::new(MessageType::InitialCreditReleaseComplete))
     }
 
-    /// Checks whether the port still carries requests; on leaving DL Up, Drop Mode.
+    /// Checks whether the port still carries requests; on the link leaving DL NOP or Up, Drop
+    /// Mode.
     fn after_link(&mut self) {
-        let up = self.dl.state() == LinkState::Up;
-        if self.was_up && !up {
-            self.stats.link_downs += 1;
+        let state = self.dl.state();
+        let (enabled, up) = (matches!(state, LinkState::Nop | LinkState::Up), state == LinkState::Up);
+        if self.was_enabled && !enabled {
+            if self.was_up {
+                self.stats.link_downs += 1;
+            }
+            // Both ends go quiet before either starts again (`start`).
+            (self.idle_run, self.idle_sent) = (0, 0);
             self.drop_mode();
         }
-        self.was_up = up;
+        (self.was_enabled, self.was_up) = (enabled, up);
         self.carrying = up && self.dl.tl_channel() == (true, true);
     }
 
@@ -863,34 +1147,37 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
     fn drop_mode(&mut self) {
         self.packer.link_down(|_| {});
         self.unpacker.link_down(|_| {});
+        self.incoming.clear();
         self.partner_credits = false;
         self.responding.clear();
         for (i, s) in self.orig.iter_mut().enumerate() {
-            match s.state {
-                Orig::Outstanding { .. } => {
-                    s.state = Orig::Failed { why: Failure::LinkDown, answered: false };
+            s.parts = 0;
+            s.state = match s.state {
+                Orig::Outstanding => {
                     let _ = self.orig_events.push_back(i as u16);
+                    Orig::Failed(Failure::LinkDown)
                 }
-                Orig::Abandoned => s.state = Orig::Free,
-                Orig::Free | Orig::Done | Orig::Failed { .. } => {}
-            }
+                Orig::TimedOut { reported: true } => Orig::Free,
+                Orig::TimedOut { reported: false } => Orig::TimedOutAnswered,
+                other => other,
+            };
         }
         // Drops not yet reported keep their place; requests that arrived and were not reported
         // yet vanish, as do those being answered; those the user holds are dropped, in order.
-        let pending = core::mem::take(&mut self.compl_events);
-        for i in pending {
+        let order = core::mem::take(&mut self.compl_order);
+        for i in order {
             if self.compl.get(usize::from(i)).is_some_and(|s| s.state == Compl::Dropped) {
-                let _ = self.compl_events.push_back(i);
+                let _ = self.compl_order.push_back(i);
             }
         }
         for (i, s) in self.compl.iter_mut().enumerate() {
             match s.state {
                 Compl::Held => {
                     s.state = Compl::Dropped;
-                    let _ = self.compl_events.push_back(i as u16);
+                    let _ = self.compl_order.push_back(i as u16);
                 }
                 Compl::Dropped | Compl::Free => {}
-                Compl::Arriving { .. } | Compl::Ready | Compl::Responding => {
+                Compl::Arriving | Compl::Ready | Compl::Responding => {
                     s.state = Compl::Free;
                     s.generation = s.generation.wrapping_add(1);
                 }
@@ -898,165 +1185,215 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
         }
     }
 
-    /// Takes one TL flit the link delivered.
-    fn take_tl(&mut self, f: &TlFlit) {
+    /// Takes one TL flit the link delivered; `false` if it was a TL receive error.
+    fn take_tl(&mut self, f: &TlFlit) -> bool {
         let mut out = Unpacked::default();
         if self.unpacker.unpack(f, &mut out).is_err() {
-            // §5.3: fatal for the receiver; error containment takes the link down.
-            self.stats.tl_errors += 1;
-            self.dl.contain();
-            return;
+            self.receive_error();
+            return false;
         }
         for fc in &out.credits {
             // A grant beyond 65 535 credits of a kind is refused whole and changes nothing.
             let _ = self.packer.credits.grant(fc);
         }
         for item in &out.items {
-            match *item {
+            let ok = match *item {
                 RxItem::Request { id, req } => self.arrived_request(id, req),
-                RxItem::Response { id, rsp } => self.arrived_response(id, rsp),
+                RxItem::Response { id, rsp } => {
+                    self.arrived_response(id, rsp);
+                    true
+                }
+            };
+            if !ok {
+                return false;
             }
         }
         for half in [out.lower, out.upper] {
             match half {
                 RxHalf::Data { id, beat, second, bytes } => self.arrived_half(id, Half::Data { beat, second, bytes }),
-                RxHalf::Poisoned { id, beat, .. } => self.arrived_half(id, Half::Poisoned { beat }),
+                RxHalf::Poisoned { id, beat, second } => self.arrived_half(id, Half::Poisoned { beat, second }),
                 RxHalf::ByteEnables { id, bytes } => self.arrived_half(id, Half::ByteEnables { bytes }),
                 RxHalf::Message(m) if m.ty == MessageType::InitialCreditReleaseComplete => self.partner_credits = true,
                 RxHalf::Control | RxHalf::MandatoryNop | RxHalf::AuthTags | RxHalf::Message(_) => {}
             }
         }
+        true
     }
 
-    /// A request arrived: it takes a free completer slot.
-    fn arrived_request(&mut self, id: u32, req: Request) {
-        let Some(i) = self.compl.iter().position(|s| s.state == Compl::Free) else {
-            self.stats.overruns += 1;
-            self.return_credits(Class::ReqCmd, Class::ReqData, req.pool, req.vc, req.data_beats());
-            return;
-        };
+    /// A TL receive error (§5.3): fatal for the receiver; error containment takes the link down.
+    fn receive_error(&mut self) {
+        self.stats.tl_errors += 1;
+        self.dl.contain();
+    }
+
+    /// Notes that `id`'s data half-flits go to `owner` from beat `base` on; `false` if there is no
+    /// room (more items owing data than the TL's sequencing allows: a receive error).
+    fn expect_data(&mut self, id: u32, owner: Owner, base: u8, halves: u8) -> bool {
+        halves == 0 || self.incoming.push(Incoming { id, owner, base, halves }).is_ok()
+    }
+
+    /// A request arrived: it takes a free completer slot, in arrival order; `false` if none is
+    /// free (a receive error).
+    fn arrived_request(&mut self, id: u32, req: Request) -> bool {
+        if req.dst != self.cfg.acc {
+            self.stats.misrouted += 1;
+        }
         let halves = 2 * req.data_beats() + u8::from(req.cmd.has_byte_enables());
+        let Some(i) = self.compl.iter().position(|s| s.state == Compl::Free) else {
+            // The partner sent beyond the credits advertised.
+            self.receive_error();
+            return false;
+        };
+        if !self.expect_data(id, Owner::Completer(i as u16), 0, halves) {
+            self.receive_error();
+            return false;
+        }
         if let Some(s) = self.compl.get_mut(i) {
             s.req = req;
             s.poisoned = 0;
             s.byte_en = [u64::MAX; SLOT_BEATS];
-            s.state = if halves == 0 { Compl::Ready } else { Compl::Arriving { rx: id, halves } };
+            s.state = if halves == 0 { Compl::Ready } else { Compl::Arriving };
         }
         if halves == 0 {
             self.stats.served += 1;
-            let _ = self.compl_events.push_back(i as u16);
         }
+        // Room for every slot: a slot is listed at most once.
+        let _ = self.compl_order.push_back(i as u16);
+        true
     }
 
-    /// A response arrived: it belongs to the outstanding request of its tag, on that request's
-    /// response channel.
+    /// A response (or part of one) arrived: it belongs to the outstanding request of its tag, on
+    /// that request's response channel. Anything else is stray: its data is taken and dropped.
     fn arrived_response(&mut self, id: u32, rsp: Response) {
         self.return_credits(Class::RspCmd, Class::RspData, rsp.pool(), rsp.vc(), rsp.data_beats());
-        let (tag, base) = match rsp {
-            Response::Read(r) => (r.tag, if r.num_beats == 0 { r.offset } else { 0 }),
-            Response::Write(w) => (w.tag, 0),
-        };
-        // A response while the request's own data is still going out cannot be genuine.
-        let sending = self.packer.holds_data(u32::from(tag));
-        let s = match self.orig.get_mut(usize::from(tag)) {
-            Some(s) if s.state == (Orig::Outstanding { rx: None }) && !sending => s,
-            Some(s) => {
-                match s.state {
-                    Orig::Abandoned => s.state = Orig::Free,
-                    Orig::Failed { why, .. } => s.state = Orig::Failed { why, answered: true },
-                    _ => {}
-                }
-                self.stats.stray_responses += 1;
-                return;
-            }
-            None => {
-                self.stats.stray_responses += 1;
-                return;
-            }
-        };
-        let channel = match rsp {
-            Response::Read(_) => crate::upli::ResponseChannel::Read,
-            Response::Write(_) => crate::upli::ResponseChannel::Write,
+        let (tag, base, last) = match rsp {
+            Response::Read(r) => (r.tag, if r.num_beats == 0 { r.offset } else { 0 }, r.last),
+            Response::Write(w) => (w.tag, 0, true),
         };
         let beats = rsp.data_beats();
-        if channel != s.req.response_channel() || base + beats > s.req.response_beats() {
+        let taken = self.take_response(tag, rsp, base, beats, last);
+        let owner = if taken { Owner::Originator(tag) } else { Owner::Discard };
+        if !taken {
             self.stats.stray_responses += 1;
+        }
+        if !self.expect_data(id, owner, base, 2 * beats) {
+            self.receive_error();
             return;
         }
-        s.status = rsp.status();
-        if beats == 0 {
-            s.state = Orig::Done;
-            let _ = self.orig_events.push_back(tag);
-        } else {
-            if s.beats == 0 {
-                s.byte_en = [u64::MAX; SLOT_BEATS];
-                s.poisoned = 0;
+        if taken {
+            if let Some(s) = self.orig.get_mut(usize::from(tag)) {
+                s.parts += u8::from(beats > 0);
             }
-            s.state = Orig::Outstanding { rx: Some(RxData { id, halves: 2 * beats, base }) };
+            self.settle(tag);
         }
     }
 
-    /// Stores a data, poisoned or byte-enable half-flit in the slot whose item `id` owes it.
-    fn arrived_half(&mut self, id: u32, half: Half<'_>) {
-        let Some(owner) = self.owner(id) else { return };
-        self.last_owner = Some((id, owner));
-        if let Owner::Completer(i) = owner {
-            let i = usize::from(i);
-            let Some(s) = self.compl.get_mut(i) else { return };
-            s.put(half, 0);
-            if let Compl::Arriving { rx, halves } = s.state {
-                s.state = if halves <= 1 { Compl::Ready } else { Compl::Arriving { rx, halves: halves - 1 } };
-            }
-            if s.state == Compl::Ready {
-                self.stats.served += 1;
-                let _ = self.compl_events.push_back(i as u16);
-            }
-            return;
-        }
-        let Owner::Originator(i) = owner else { return };
-        let Some(s) = self.orig.get_mut(usize::from(i)) else { return };
-        let Orig::Outstanding { rx: Some(r) } = s.state else { return };
-        s.put(half, r.base);
-        let halves = r.halves.saturating_sub(1);
-        if halves % 2 == 0 {
-            s.beats = s.beats.saturating_add(1);
-        }
-        s.state = Orig::Outstanding { rx: (halves > 0).then_some(RxData { halves, ..r }) };
-        if halves == 0 && s.beats >= s.req.response_beats() {
-            s.state = Orig::Done;
-            let _ = self.orig_events.push_back(i);
-        }
-    }
-
-    /// The slot whose item `id` owes data half-flits. Consecutive half-flits mostly belong to one
-    /// item, so the last answer is tried first.
-    fn owner(&self, id: u32) -> Option<Owner> {
-        let compl =
-            |i: usize| self.compl.get(i).is_some_and(|s| matches!(s.state, Compl::Arriving { rx, .. } if rx == id));
-        let orig = |i: usize| {
-            self.orig.get(i).is_some_and(|s| matches!(s.state, Orig::Outstanding { rx: Some(r) } if r.id == id))
+    /// Whether the outstanding request `tag` takes this response part (and records it).
+    fn take_response(&mut self, tag: u16, rsp: Response, base: u8, beats: u8, last: bool) -> bool {
+        let dst = match rsp {
+            Response::Read(r) => r.dst,
+            Response::Write(w) => w.dst,
         };
-        match self.last_owner {
-            Some((last, Owner::Completer(i))) if last == id && compl(usize::from(i)) => {
-                return Some(Owner::Completer(i));
-            }
-            Some((last, Owner::Originator(i))) if last == id && orig(usize::from(i)) => {
-                return Some(Owner::Originator(i));
-            }
-            _ => {}
+        // A response while the request's own data is still going out cannot be genuine, nor one
+        // routed to another accelerator.
+        if self.isolated
+            || rsp.status() == Status::Isolate
+            || dst != self.cfg.acc
+            || self.packer.holds_data(u32::from(tag))
+        {
+            return false;
         }
-        if let Some(i) = (0..S).find(|&i| compl(i)) {
-            return Some(Owner::Completer(i as u16));
+        let Some(s) = self.orig.get_mut(usize::from(tag)) else { return false };
+        if !s.state.takes_responses() {
+            return false;
         }
-        (0..S).find(|&i| orig(i)).map(|i| Owner::Originator(i as u16))
+        let req = s.req;
+        let channel = match rsp {
+            Response::Read(_) => ResponseChannel::Read,
+            Response::Write(_) => ResponseChannel::Write,
+        };
+        // A vendor atomic may answer on either channel (§2.7.4.6).
+        let vendor_atomic = req.cmd.is_vendor() && req.cmd.is_atomic();
+        let limit = if beats_from_request(&req) { req.response_beats() } else { SLOT_BEATS as u8 };
+        let mask = ((1u16 << beats) - 1) << base;
+        if (channel != req.response_channel() && !vendor_atomic)
+            || u16::from(base) + u16::from(beats) > u16::from(limit)
+            || u16::from(s.claimed) & mask != 0
+        {
+            return false;
+        }
+        s.claimed |= mask as u8;
+        if s.got == 0 && s.parts == 0 {
+            s.byte_en = [u64::MAX; SLOT_BEATS];
+            s.poisoned = 0;
+        }
+        if s.status == Status::Okay {
+            s.status = rsp.status();
+        }
+        s.last |= last;
+        // A write response carries no beats: it answers the request whole.
+        if beats == 0 {
+            s.got = u8::MAX;
+        }
+        true
     }
-}
 
-/// The slot a data half-flit goes to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Owner {
-    Completer(u16),
-    Originator(u16),
+    /// Completes originator slot `tag` once every beat of its response has arrived.
+    fn settle(&mut self, tag: u16) {
+        let Some(s) = self.orig.get_mut(usize::from(tag)) else { return };
+        let whole = if s.got == u8::MAX || !beats_from_request(&s.req) {
+            s.got == u8::MAX || s.last
+        } else {
+            u32::from(s.got) == (1u32 << s.req.response_beats()) - 1
+        };
+        if !whole || s.parts > 0 {
+            return;
+        }
+        if s.got == u8::MAX {
+            s.got = 0;
+        }
+        s.state = match s.state {
+            Orig::Outstanding => {
+                let _ = self.orig_events.push_back(tag);
+                Orig::Done
+            }
+            Orig::TimedOut { reported: true } => Orig::Free,
+            Orig::TimedOut { reported: false } => Orig::TimedOutAnswered,
+            other => other,
+        };
+    }
+
+    /// Stores a data, poisoned or byte-enable half-flit where its item's data goes.
+    fn arrived_half(&mut self, id: u32, half: Half<'_>) {
+        let Some(k) = self.incoming.iter().position(|x| x.id == id) else { return };
+        let Some(x) = self.incoming.get_mut(k) else { return };
+        x.halves = x.halves.saturating_sub(1);
+        let (owner, base, done) = (x.owner, x.base, x.halves == 0);
+        if done {
+            self.incoming.remove(k);
+        }
+        match owner {
+            Owner::Completer(i) => {
+                let Some(s) = self.compl.get_mut(usize::from(i)) else { return };
+                s.put(half, 0);
+                if done && s.state == Compl::Arriving {
+                    s.state = Compl::Ready;
+                    self.stats.served += 1;
+                }
+            }
+            Owner::Originator(tag) => {
+                let Some(s) = self.orig.get_mut(usize::from(tag)) else { return };
+                if let Some(beat) = s.put(half, base) {
+                    s.got |= 1u8.checked_shl(u32::from(beat)).unwrap_or(0);
+                }
+                if done {
+                    s.parts = s.parts.saturating_sub(1);
+                    self.settle(tag);
+                }
+            }
+            Owner::Discard => {}
+        }
+    }
 }
 
 #[cfg(test)]

@@ -25,7 +25,8 @@
 //!   as [`AtomicOp::Other`].
 //! * An unsupported atomic is answered with [`Status::TargetAbort`] (the text's "SLVERR" has no
 //!   UALink code).
-//! * All four OpSize codes are accepted; the 4-/8-byte element rule belongs to a completer.
+//! * All four OpSize codes are accepted; [`Request::check`] holds an atomic's address and length
+//!   to its element (§2.8); which element sizes an operation supports is the completer's.
 //! * A UPLI Write Message has no byte-enable half-flit.
 //! * A command without data carries NumBeats = 0, and a multi-beat read response is one record
 //!   with Offset = 0 and Last = 1.
@@ -451,12 +452,33 @@ impl Request {
         Self::sized(Command::WriteFull, addr, bytes)
     }
 
-    /// An atomic `op` on one `size` element at `addr`: AtomicR (the old value returns as read
-    /// data) when `returns`, AtomicNR otherwise.
+    /// An atomic `op` on one `size` element at `addr` (§2.8 Atomics): AtomicR (the old value
+    /// returns as read data) when `returns`, AtomicNR otherwise. `addr` is aligned to the element
+    /// and to a DWord (ReqAddr\[1:0\] is always 0): an 8- or 16-bit element at another byte of its
+    /// DWord is chosen by byte enables, which this constructor cannot express (build the request
+    /// and its data beats with [`crate::tl::Packer`] instead). [`AtomicOp::Compare`], the
+    /// double-operand atomic, is a 64-byte transfer (ReqLen = 15) at a 32-byte-aligned `addr`,
+    /// its first operand in byte lanes 0..32 and its second in 32..64 whatever the address.
     pub fn atomic(op: AtomicOp, size: OpSize, addr: u64, returns: bool) -> Result<Self, Error> {
         let cmd = if returns { Command::AtomicR } else { Command::AtomicNR };
-        let r = Self::sized(cmd, addr, u16::from(size.bytes().max(4)))?;
-        Ok(Request { attr: AtomicAttr { op, size }.to_attr(), ..r })
+        let element = u64::from(size.bytes());
+        if addr % element.max(4) != 0 || (op == AtomicOp::Compare && addr % 32 != 0) {
+            return Err(Error::BadValue { field: "atomic ReqAddr (not aligned to its element)", value: addr as u32 });
+        }
+        let bytes = if op == AtomicOp::Compare { 64 } else { element.max(4) as u16 };
+        let attr = AtomicAttr { op, size }.to_attr();
+        // A double-operand atomic is one beat of operands whatever its address.
+        let r = Request { attr, ..Request::new(cmd, addr, (bytes / 4 - 1) as u8, 0, 0, 0) };
+        let r = if op == AtomicOp::Compare { Request { num_beats: 0, ..r } } else { r };
+        r.check()?;
+        Ok(r)
+    }
+
+    /// Whether this is a double-operand atomic ([`AtomicOp::Compare`]): ReqLen 15 at a 32-byte
+    /// boundary, its operands in byte lanes 0..64 whatever the address (§2.8).
+    pub const fn is_double_operand(&self) -> bool {
+        matches!(self.cmd, Command::AtomicR | Command::AtomicNR)
+            && matches!(AtomicAttr::from_attr(self.attr).op, AtomicOp::Compare)
     }
 
     /// `cmd` for `bytes` bytes at `addr`, checked.
@@ -532,7 +554,8 @@ impl Request {
     /// The one rule of [`Self::check`] a request rebuilt from a compressed field can break: the
     /// transfer stays within one 256-byte block.
     pub(crate) fn check_span(&self) -> Result<(), Error> {
-        if self.addr % MAX_TRANSFER + self.bytes() > MAX_TRANSFER {
+        // A double-operand atomic's 64 bytes are one beat of operands, not an address range.
+        if self.addr % MAX_TRANSFER + self.bytes() > MAX_TRANSFER && !self.is_double_operand() {
             return Err(Error::BadValue { field: "ReqLen (crosses a 256-byte boundary)", value: u32::from(self.len) });
         }
         Ok(())
@@ -570,8 +593,31 @@ impl Request {
                     value: u32::from(self.len),
                 });
             }
+            Command::AtomicR | Command::AtomicNR if self.is_double_operand() => {
+                if self.len != 15 || self.addr % 32 != 0 {
+                    return Err(Error::BadValue {
+                        field: "double-operand atomic (ReqLen 15 at a 32-byte boundary)",
+                        value: u32::from(self.len),
+                    });
+                }
+                // One 64-byte beat of operands, whatever the address (§2.8).
+                return if self.num_beats == 0 {
+                    Ok(())
+                } else {
+                    Err(Error::BadValue { field: "ReqNumBeats", value: u32::from(self.num_beats) })
+                };
+            }
             Command::AtomicR | Command::AtomicNR if spanned != 1 => {
                 return Err(Error::BadValue { field: "atomic (crosses a 64-byte beat)", value: u32::from(self.len) });
+            }
+            Command::AtomicR | Command::AtomicNR
+                if self.addr % u64::from(AtomicAttr::from_attr(self.attr).size.bytes()) != 0
+                    || self.bytes() % u64::from(AtomicAttr::from_attr(self.attr).size.bytes()) != 0 =>
+            {
+                return Err(Error::BadValue {
+                    field: "atomic (ReqAddr or ReqLen not a multiple of the element)",
+                    value: u32::from(self.len),
+                });
             }
             Command::WriteMessage => {
                 let t = WriteMessageType::from_metadata(self.metadata)?;

@@ -612,8 +612,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
 
     /// The DL link states of Figure 6-23 (§6.7.1), every transition in one place: moves to the
     /// state `cause` leads to from the present one and returns `true`, or changes nothing and
-    /// returns `false` where the figure has no such transition. Leaving DL NOP or DL Up records
-    /// why ([`Self::down_reason`]).
+    /// returns `false` where the figure has no such transition. One edge is not in the figure:
+    /// DL NOP → DL Idle on containment or an unpacking error (*project-defined*, module doc).
+    /// Leaving DL NOP or DL Up records why ([`Self::down_reason`]).
     fn transition(&mut self, cause: Cause) -> bool {
         use LinkState::{Fault, Idle, Nop, Up};
         let (next, why) = match (self.state, cause) {
@@ -625,7 +626,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
             (Idle, Cause::Enable) => (Nop, None),
             // §6.7.1.3: 10 NOP flits sent and 2 good flits in a row received.
             (Nop, Cause::Trained) => (Up, None),
-            // §6.7.1.4, §6.6.6.5, §6.7.4: the partner went down, an Ack time-out, containment.
+            // §6.7.1.4, §6.6.6.8, §6.7.4: the partner went down, an Ack time-out, containment;
+            // from DL NOP too (containment, an unpacking error: project-defined, module doc).
             (Nop | Up, Cause::Down(why)) => (Idle, Some(why)),
             (Fault | Nop | Up, Cause::Enable)
             | (Idle | Nop | Up, Cause::RsClear)

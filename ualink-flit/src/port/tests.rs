@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::tl::credit::Ledger;
+use crate::upli::ReadResponse;
 use crate::upli::{AtomicOp, OpSize};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::vec;
@@ -70,6 +71,8 @@ struct Side {
     /// Issue numbers of requests that arrived here (each once).
     arrived: HashSet<u64>,
     dropped: u64,
+    /// The issue number of the last request reported here.
+    last_seq: Option<u64>,
     up_events: Vec<bool>,
     service: Vec<crate::dl::service::ServiceEvent>,
 }
@@ -84,6 +87,10 @@ struct Pair {
     /// Requests each side issues in all, and answers per flit time.
     budget: u64,
     serve_per_flit: usize,
+    /// Start a port again once [`Waiting::Start`] (after the first start, done at once).
+    auto_start: bool,
+    /// Whether each side takes its events every flit time.
+    take_events: [bool; 2],
 }
 
 fn port(acc: u16) -> Port {
@@ -102,6 +109,7 @@ impl Pair {
                 held: VecDeque::new(),
                 arrived: HashSet::new(),
                 dropped: 0,
+                last_seq: None,
                 up_events: Vec::new(),
                 service: Vec::new(),
             }),
@@ -111,6 +119,8 @@ impl Pair {
             faults,
             budget,
             serve_per_flit: 2,
+            auto_start: true,
+            take_events: [true; 2],
         };
         for port in &mut p.ports {
             port.start().unwrap();
@@ -135,10 +145,17 @@ impl Pair {
                 let beats = 1 + r.below(4);
                 Request::write_full(base + 64 * r.below(5 - beats), (64 * beats) as u16)
             }
-            _ => Request::atomic(AtomicOp::Add, OpSize::Bits64, base + 8 * r.below(32), r.below(2) == 0),
+            _ => match r.below(3) {
+                0 => Request::atomic(AtomicOp::Add, OpSize::Bits64, base + 8 * r.below(32), r.below(2) == 0),
+                // A byte at the start of its DWord (the element's byte enables only).
+                1 => Request::atomic(AtomicOp::Set, OpSize::Bits8, base + 4 * r.below(64), r.below(2) == 0),
+                // Double operand: 64 bytes of operands at a 32-byte boundary.
+                _ => Request::atomic(AtomicOp::Compare, OpSize::Bits32, base + 32 * r.below(8), r.below(2) == 0),
+            },
         };
         let req = req.unwrap().to_acc(self.sides[1 - d].acc);
-        let data = if req.cmd.has_data() { written(self.sides[d].acc, req.addr, req.bytes()) } else { vec![] };
+        let data =
+            if req.cmd.has_data() { written(self.sides[d].acc, req.addr, window(&req).1 as u64) } else { vec![] };
         (req, data)
     }
 
@@ -155,6 +172,8 @@ impl Pair {
                     assert_eq!(self.sides[d].outstanding.len(), SLOTS, "tags run out only with all in use");
                     return;
                 }
+                // Isolation Mode, until the link is reset.
+                Err(Error::State { .. }) if self.ports[d].is_isolated() => return,
                 Err(e) => panic!("request refused: {e}"),
             }
         }
@@ -172,13 +191,16 @@ impl Pair {
                     assert_eq!(req.dst, side.acc);
                     let seq = (req.addr & ((1 << 50) - 1)) >> 8;
                     assert!(side.arrived.insert(seq), "request {seq} arrived twice");
+                    // Requests are reported in the order they were sent (§2.7.9).
+                    assert!(side.last_seq.is_none_or(|l| seq > l), "request {seq} after {:?}", side.last_seq);
+                    side.last_seq = Some(seq);
                     if req.cmd.has_data() {
-                        assert_eq!(data.bytes(), written(peer, req.addr, req.bytes()), "request data intact");
+                        let (first, len) = window(&req);
+                        assert_eq!(data.bytes(), written(peer, req.addr, len as u64), "request data intact");
                         let en = data.byte_enables();
-                        let first = (req.addr % 64) as usize;
                         for lane in 0..64 * usize::from(req.data_beats()) {
                             let on = en[lane / 64] >> (lane % 64) & 1 == 1;
-                            assert_eq!(on, (first..first + req.bytes() as usize).contains(&lane), "lane {lane}");
+                            assert_eq!(on, (first..first + len).contains(&lane), "lane {lane}");
                         }
                     } else {
                         assert!(data.bytes().is_empty());
@@ -190,7 +212,8 @@ impl Pair {
                     assert_eq!(status, Status::Okay);
                     assert_eq!(req.tag, tag);
                     if req.response_beats() > 0 {
-                        assert_eq!(data.bytes(), memory(peer, req.addr, req.bytes()), "read data intact");
+                        let len = response_window(&req, req.response_beats()).1 as u64;
+                        assert_eq!(data.bytes(), memory(peer, req.addr, len), "read data intact");
                         assert!(!data.any_poisoned());
                     }
                     side.ends.entry(seq).or_default().push(End::Answered);
@@ -212,7 +235,8 @@ impl Pair {
     fn serve(&mut self, d: usize) {
         for _ in 0..self.serve_per_flit {
             let Some((h, req)) = self.sides[d].held.pop_front() else { return };
-            let data = if req.response_beats() > 0 { memory(self.sides[d].acc, req.addr, req.bytes()) } else { vec![] };
+            let len = response_window(&req, req.response_beats()).1 as u64;
+            let data = memory(self.sides[d].acc, req.addr, len);
             if let Err(e) = self.ports[d].respond(h, Status::Okay, &data) {
                 // A link down dropped it: the Dropped event follows.
                 assert_eq!(e, Error::State { needs: "a request this port holds" });
@@ -226,6 +250,10 @@ impl Pair {
     /// One flit time.
     fn step(&mut self) {
         for d in 0..2 {
+            // Management: a port that is down, with its partner down too, starts again.
+            if self.auto_start && self.ports[d].waiting_on() == Some(Waiting::Start) {
+                self.ports[d].start().unwrap();
+            }
             self.issue(d);
             self.serve(d);
             let mut out = [0u8; FLIT_LEN];
@@ -262,7 +290,9 @@ impl Pair {
             self.ports[d].handle_flit(&f);
         }
         for d in 0..2 {
-            self.events(d);
+            if self.take_events[d] {
+                self.events(d);
+            }
         }
         self.now += 1;
     }
@@ -290,9 +320,15 @@ impl Pair {
             assert_eq!(self.sides[1 - d].arrived.len() as u64, self.budget, "every request arrived once");
             assert_eq!(self.ports[d].packer().credits.held, advertised(), "side {d}: every credit came back");
             assert!(self.ports[d].is_quiet(), "side {d} is quiet");
-            assert_eq!(self.ports[d].stats().stray_responses + self.ports[d].stats().overruns, 0);
+            let st = self.ports[d].stats();
+            assert_eq!((st.stray_responses, st.tl_errors, st.misrouted), (0, 0, 0));
         }
     }
+}
+
+/// The lanes of a request's data.
+fn window(req: &Request) -> (usize, usize) {
+    request_window(req)
 }
 
 /// What a port of `SLOTS` slots advertises.
@@ -342,7 +378,7 @@ fn bring_up_mistakes_are_reported_not_silent() {
     assert!(matches!(Port::new(PortConfig::new(1024), vec![0; 64 * REPLAY_ENTRY_LEN]), Err(Error::BadValue { .. })));
     let mut a = port(1);
     let read = Request::read(0x100, 64).unwrap().to_acc(2);
-    assert_eq!(a.waiting_on(), Some(Waiting::Link(Stall::Fault)));
+    assert_eq!(a.waiting_on(), Some(Waiting::Start));
     assert_eq!(a.request(read, &[]), Err(Error::State { needs: "the link enabled (start)" }));
     assert_eq!(a.request(Request::write(0x100, 8).unwrap(), &[1, 2, 3]).err().map(|_| ()), Some(()));
     a.start().unwrap();
@@ -358,7 +394,7 @@ fn bring_up_mistakes_are_reported_not_silent() {
         a.handle_idle();
     }
     assert_eq!(a.waiting_on(), Some(Waiting::Link(Stall::Training)));
-    assert_eq!(b.waiting_on(), Some(Waiting::Link(Stall::Fault)));
+    assert_eq!(b.waiting_on(), Some(Waiting::Start));
     // Both started: up, then Channel 0 negotiated; a request issued early waits and then goes.
     let mut p = Pair::new(9, 0, Faults::default());
     let tag = p.ports[0].request(read.to_acc(2), &[]).unwrap();
@@ -421,8 +457,10 @@ fn a_link_down_ends_every_request_once_and_the_port_comes_back() {
         for _ in 0..5 {
             p.step();
         }
+        // Both links are down, and nothing was started again yet.
+        p.auto_start = false;
         p.ports[0].rs_fault(false);
-        while p.ports.iter().any(|x| x.link().state() != LinkState::Idle) {
+        while p.ports.iter().any(|x| x.waiting_on() != Some(Waiting::Start)) {
             assert!(p.now < 20_000);
             p.step();
         }
@@ -442,11 +480,8 @@ fn a_link_down_ends_every_request_once_and_the_port_comes_back() {
         assert!(p.sides[0].dropped > 0);
         let read = Request::read(0x40, 4).unwrap().to_acc(2);
         assert!(matches!(p.ports[0].request(read, &[]), Err(Error::State { .. })), "Drop Mode refuses requests");
-        // Management recovers the link: both ports start again; the wire retrained.
-        for (port, wire) in p.ports.iter_mut().zip(&mut p.wire) {
-            port.start().unwrap();
-            wire.iter_mut().for_each(|f| *f = None);
-        }
+        // Management recovers the link: each port starts again once its partner is down too.
+        p.auto_start = true;
         p.run(100_000);
         for (d, s) in p.sides.iter().enumerate() {
             assert_eq!(s.ends.len() as u64, p.budget, "side {d}: every request ended");
@@ -462,6 +497,7 @@ fn a_link_down_ends_every_request_once_and_the_port_comes_back() {
 fn a_timed_out_request_keeps_its_tag_until_its_late_response() {
     let mut p = Pair::new(3, 0, Faults::default());
     p.ports[0].cfg.completion_timeout = Some(100);
+    p.ports[0].cfg.isolate_on_timeout = false;
     p.serve_per_flit = 0;
     for _ in 0..60 {
         p.step();
@@ -484,8 +520,9 @@ fn a_timed_out_request_keeps_its_tag_until_its_late_response() {
         p.step();
     }
     assert_eq!(p.ports[0].outstanding(), 0);
-    assert_eq!(p.ports[0].stats().stray_responses, 1);
+    assert_eq!(p.ports[0].stats().stray_responses, 0);
     assert_eq!(p.sides[0].ends.len(), 1);
+    assert!(!p.ports[0].is_isolated());
 }
 
 #[test]
@@ -502,8 +539,235 @@ fn respond_checks_its_handle_and_data() {
     }
     let (h, _) = p.sides[1].held[0];
     assert_eq!(p.ports[1].request_data(h).map(|d| d.bytes().len()), Some(0));
-    // A read of 8 bytes at lane 60 spans two beats: 68 bytes of room from its lane on.
-    assert!(matches!(p.ports[1].respond(h, Status::Okay, &[0; 69]), Err(Error::BadValue { .. })));
-    p.ports[1].respond(h, Status::Okay, &[0; 68]).unwrap();
+    // A read of 8 bytes at lane 60 spans two beats; its data is those 8 bytes.
+    assert!(matches!(p.ports[1].respond(h, Status::Okay, &[0; 9]), Err(Error::BadValue { .. })));
+    // ISOLATE is the TL's own word to its Originator, never sent over a link.
+    assert!(matches!(p.ports[1].respond(h, Status::Isolate, &[]), Err(Error::BadValue { .. })));
+    p.ports[1].respond(h, Status::Okay, &[0; 8]).unwrap();
     assert!(p.ports[1].request_data(h).is_none());
+}
+
+/// A port started (DL NOP) with a request sent by hand: its packer given credits and run, as if
+/// the link had carried it. Returns the port and the request's tag.
+fn port_with_sent(req: Request, data: &[u8]) -> (Port, u16) {
+    let mut p = port(1);
+    p.start().unwrap();
+    let tag = p.request(req, data).unwrap();
+    for class in Class::ALL {
+        p.packer.credits.held.add(class, Target::Pool, 64).unwrap();
+    }
+    while p.packer.holds_data(u32::from(tag)) {
+        let mut f = TlFlit::default();
+        p.packer.pack(&Beats { orig: &p.orig, compl: &p.compl }, &mut f).unwrap();
+    }
+    (p, tag)
+}
+
+/// TL flits carrying `responses` from a partner's packer, each read response's beats `k` filled
+/// with `k + 1` and the part's offset.
+fn response_flits(responses: &[Response]) -> Vec<TlFlit> {
+    struct Parts;
+    impl BeatSource for Parts {
+        fn beat(&self, id: u32, beat: u8) -> Option<Beat<'_>> {
+            static BEATS: [[u8; 64]; 8] = {
+                let mut b = [[0u8; 64]; 8];
+                let mut i = 0;
+                while i < 8 {
+                    b[i] = [i as u8 + 1; 64];
+                    i += 1;
+                }
+                b
+            };
+            Some(Beat { data: &BEATS[(id as usize + usize::from(beat)) % 8], byte_en: u64::MAX, error: false })
+        }
+    }
+    let mut tx = Packer::<16, 4, 8>::new(
+        PackerConfig { auth: false, compress_responses: true },
+        TxCompressor::new(Indexing::ByDst, true),
+    );
+    for class in Class::ALL {
+        tx.credits.held.add(class, Target::Pool, 64).unwrap();
+    }
+    for r in responses {
+        // The beat source keys each part's data on its offset.
+        let id = match r {
+            Response::Read(rr) => u32::from(rr.offset),
+            Response::Write(_) => 0,
+        };
+        tx.push_response(id, *r).unwrap();
+    }
+    let mut flits = Vec::new();
+    while !tx.is_idle() {
+        let mut f = TlFlit::default();
+        tx.pack(&Parts, &mut f).unwrap();
+        flits.push(f);
+    }
+    flits
+}
+
+#[test]
+fn a_read_answered_in_single_beat_parts_in_any_order_completes_once_whole() {
+    let (mut p, tag) = port_with_sent(Request::read(0x4000, 256).unwrap().to_acc(2), &[]);
+    let part = |offset, last| {
+        let mut r = ReadResponse::new(tag, 2, 1, 1);
+        (r.offset, r.last) = (offset, last);
+        Response::Read(r)
+    };
+    // Four parts, out of order, several in one control half-flit; then a repeat (stray).
+    let flits = response_flits(&[part(2, false), part(0, false), part(3, true), part(1, false), part(1, false)]);
+    for f in &flits {
+        assert!(p.take_tl(f));
+    }
+    match p.poll_event() {
+        Some(Event::Response { tag: t, status, data, .. }) => {
+            assert_eq!((t, status), (tag, Status::Okay));
+            for k in 0..4u8 {
+                // Part k's beat carries k + 1 (the beat source keys on the offset).
+                assert!(data.beats()[usize::from(k) * 64..][..64].iter().all(|&b| b == k + 1), "beat {k}");
+            }
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(p.stats().stray_responses, 1, "the repeated beat is stray");
+    assert_eq!(p.outstanding(), 0);
+}
+
+#[test]
+fn a_part_with_an_error_status_marks_the_whole_response() {
+    let (mut p, tag) = port_with_sent(Request::read(0x4000, 128).unwrap().to_acc(2), &[]);
+    let mut first = ReadResponse::new(tag, 2, 1, 1);
+    first.status = Status::TargetAbort;
+    let mut second = ReadResponse::new(tag, 2, 1, 1);
+    (second.offset, second.last) = (1, true);
+    first.last = false;
+    for f in &response_flits(&[Response::Read(first), Response::Read(second)]) {
+        assert!(p.take_tl(f));
+    }
+    assert!(matches!(p.poll_event(), Some(Event::Response { status: Status::TargetAbort, .. })));
+}
+
+#[test]
+fn a_read_that_arrives_with_a_writes_last_data_waits_for_the_write() {
+    // Writes of 256 bytes, each followed by a read of the same address: the read's request field
+    // comes before the write's data has all arrived, yet the write is reported first.
+    let mut p = Pair::new(11, 0, Faults::default());
+    for _ in 0..60 {
+        p.step();
+    }
+    // (The harness numbers requests by address, so each read goes to the next block; the
+    // harness checks that requests are reported in issue order.)
+    for seq in 0..SLOTS as u64 / 2 {
+        let addr = (2 * seq) << 8;
+        let w = Request::write_full(addr, 256).unwrap().to_acc(2);
+        let t = p.ports[0].request(w, &written(1, addr, 256)).unwrap();
+        p.sides[0].outstanding.insert(t, 2 * seq);
+        let r = Request::read(addr + 256, 256).unwrap().to_acc(2);
+        let t = p.ports[0].request(r, &[]).unwrap();
+        p.sides[0].outstanding.insert(t, 2 * seq + 1);
+    }
+    let mut order = Vec::new();
+    for _ in 0..200 {
+        p.step();
+        order.extend(p.sides[1].held.iter().map(|(_, r)| (r.addr >> 8, r.cmd)));
+        p.serve(1);
+    }
+    order.dedup();
+    let want: Vec<_> = (0..SLOTS as u64 / 2)
+        .flat_map(|a| [(2 * a, crate::upli::Command::WriteFull), (2 * a + 1, crate::upli::Command::Read)])
+        .collect();
+    assert_eq!(order, want);
+}
+
+#[test]
+fn the_watchdog_isolates_the_originator_until_the_link_is_reset() {
+    let mut p = Pair::new(13, 0, Faults::default());
+    p.ports[0].cfg.completion_timeout = Some(100);
+    p.serve_per_flit = 0;
+    for _ in 0..60 {
+        p.step();
+    }
+    // Numbered from 100, clear of the harness's own requests after the reset.
+    for seq in 100..103 {
+        let t = p.ports[0].request(Request::read(seq << 8, 64).unwrap().to_acc(2), &[]).unwrap();
+        p.sides[0].outstanding.insert(t, seq);
+    }
+    for _ in 0..50 {
+        p.step();
+    }
+    // A later request, not yet overdue, fails with the others: Isolation Mode ends them all.
+    let t = p.ports[0].request(Request::read(103 << 8, 64).unwrap().to_acc(2), &[]).unwrap();
+    p.sides[0].outstanding.insert(t, 103);
+    for _ in 0..60 {
+        p.step();
+    }
+    p.ports[0].handle_timeout(p.now);
+    p.events(0);
+    assert!(p.ports[0].is_isolated());
+    assert_eq!(p.sides[0].ends.len(), 4);
+    assert!(p.sides[0].ends.values().all(|e| e == &[End::Failed(Failure::Timeout)]));
+    assert_eq!(p.ports[0].waiting_on(), Some(Waiting::Isolated));
+    let read = Request::read(0x40, 4).unwrap().to_acc(2);
+    assert!(matches!(p.ports[0].request(read, &[]), Err(Error::State { .. })));
+    // The late answers are discarded, their credits returned.
+    p.serve_per_flit = 4;
+    for _ in 0..100 {
+        p.step();
+    }
+    assert_eq!(p.ports[0].stats().stray_responses, 4);
+    assert_eq!(p.ports[0].outstanding(), 0);
+    // Management resets the link; then the Originator works again.
+    p.ports[0].take_link_down();
+    p.budget = 20;
+    p.sides[1].last_seq = None;
+    p.run(20_000);
+    assert!(!p.ports[0].is_isolated());
+    assert_eq!(p.ports[0].stats().isolations, 1);
+}
+
+#[test]
+fn an_rs_fault_the_embedder_reported_keeps_the_link_down_until_cleared() {
+    let mut a = port(1);
+    a.rs_fault(true);
+    assert_eq!(a.start(), Err(Error::State { needs: "no RS fault (rs_fault(false))" }));
+    a.rs_fault(false);
+    a.start().unwrap();
+    // A request queued while training fails when the link is lost before it came up.
+    let tag = a.request(Request::read(0x40, 4).unwrap().to_acc(2), &[]).unwrap();
+    a.rs_fault(true);
+    assert!(matches!(a.poll_event(), Some(Event::Failed { tag: t, why: Failure::LinkDown, .. }) if t == tag));
+    assert_eq!(a.outstanding(), 0);
+}
+
+#[test]
+fn a_start_before_drops_are_reported_advertises_only_free_slots() {
+    let mut p = Pair::new(17, 0, Faults::default());
+    p.serve_per_flit = 0;
+    for _ in 0..60 {
+        p.step();
+    }
+    for seq in 0..3 {
+        let t = p.ports[0].request(Request::read(seq << 8, 64).unwrap().to_acc(2), &[]).unwrap();
+        p.sides[0].outstanding.insert(t, seq);
+    }
+    for _ in 0..60 {
+        p.step();
+    }
+    assert_eq!(p.sides[1].held.len(), 3);
+    // Port 2's link goes down; it starts again before taking its events, once port 1 is down.
+    p.ports[1].rs_fault(true);
+    p.ports[1].rs_fault(false);
+    (p.auto_start, p.take_events[1]) = (false, false);
+    assert_eq!(p.ports[1].waiting_on(), Some(Waiting::Quiescing));
+    assert!(p.ports[1].start().is_err(), "not while the partner is up");
+    while p.ports[1].waiting_on() != Some(Waiting::Start) {
+        assert!(p.now < 1_000);
+        p.step();
+    }
+    p.ports[1].start().unwrap();
+    assert_eq!(p.ports[1].withheld, 3);
+    assert_eq!(p.ports[1].packer.owed.owed.get(Class::ReqCmd, Target::Pool), SLOTS as u16 - 3);
+    p.events(1);
+    assert_eq!(p.sides[1].dropped, 3);
+    assert_eq!(p.ports[1].packer.owed.owed.get(Class::ReqCmd, Target::Pool), SLOTS as u16);
+    assert_eq!(p.ports[1].packer.owed.owed.get(Class::ReqData, Target::Pool), 4 * SLOTS as u16);
 }

@@ -581,13 +581,13 @@ fn any_request() -> impl Strategy<Value = Request> {
                 1 => (Command::Read, (seed % 16) as u8, 0, seed as u8, 0),
                 2 => (Command::WriteFull, 16 * beats - 1, beats - 1, 0, 0),
                 3 => (Command::Write, 16 * beats - 1, beats - 1, (seed >> 8) as u8 & 1, 0),
-                4 => (
-                    Command::AtomicR,
-                    1,
-                    0,
-                    AtomicAttr { op: AtomicOp::from_code(seed as u8), size: OpSize::Bits64 }.to_attr(),
-                    0,
-                ),
+                4 => {
+                    // Compare (double operand) is a 64-byte transfer (ReqLen 15); the others one
+                    // 8-byte element.
+                    let op = AtomicOp::from_code(seed as u8);
+                    let len = if op == AtomicOp::Compare { 15 } else { 1 };
+                    (Command::AtomicR, len, 0, AtomicAttr { op, size: OpSize::Bits64 }.to_attr(), 0)
+                }
                 5 => (Command::AtomicNR, 15, 0, AtomicAttr { op: AtomicOp::Swap, size: OpSize::Bits32 }.to_attr(), 0),
                 6 => (Command::WriteMessage, 15, beats - 1, 0, 1),
                 7 => (Command::VendorWrite((seed % 4) as u8), 16 * beats - 1, beats - 1, 0, 0),

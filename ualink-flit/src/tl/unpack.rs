@@ -83,7 +83,7 @@ pub enum RxHalf<'a> {
         second: bool,
     },
     /// The byte-enable half-flit of request `id`. It comes **after** the request's data
-    /// half-flits (§5.1.2: data first, then the enables), so hold the beats until it arrives
+    /// half-flits (§5.1.1: data first, then the enables), so hold the beats until it arrives
     /// and apply it to all of them at once: 64 enable bits per beat, the beat of lane address X
     /// at the beat's place in the 256-byte block ([`super::flit::beat_byte_enables`]).
     ByteEnables {
