@@ -17,6 +17,54 @@
 //! warnings. A reserved `op` cannot be read at all and is refused.
 
 use crate::Error;
+use linklayer::WordField;
+
+/// The bit positions of the two headers, one table each as the specification gives them (bit 0
+/// the least significant bit of the header word).
+pub mod layout {
+    use linklayer::WordField;
+
+    /// Tables 6-14 and 6-15: the 24-bit flit header. `op` and `payload` are common; the rest
+    /// depends on `op`.
+    pub mod flit_header {
+        use super::WordField;
+        /// `op`: 000 explicit sequence number, 001 replay, 010 Ack, 011 Replay Request.
+        pub const OP: WordField = WordField::bits(23, 21);
+        /// `payload`: the flit carries payload.
+        pub const PAYLOAD: WordField = WordField::bit(20);
+        /// Explicit sequence number header (op 000/001): reserved.
+        pub const EXPLICIT_RESERVED: WordField = WordField::bits(19, 17);
+        /// Explicit sequence number header: `flitSeqNo`.
+        pub const FLIT_SEQ_NO: WordField = WordField::bits(16, 8);
+        /// Command header (op 010/011): `ackReqSeq`.
+        pub const ACK_REQ_SEQ: WordField = WordField::bits(19, 11);
+        /// Command header: `flitSeqLo`, the low 3 bits of this flit's sequence number.
+        pub const FLIT_SEQ_LO: WordField = WordField::bits(10, 8);
+        /// Reserved in every header.
+        pub const RESERVED: WordField = WordField::bits(7, 0);
+    }
+
+    /// Table 6-2: the 8-bit segment header. Each TL flit's 2-bit Message field holds M0 (its
+    /// lower half-flit, the lower bit) and M1 (its upper half-flit): *project-defined* order.
+    pub mod segment_header {
+        use super::WordField;
+        /// `DLAltSector`: the segment starts with a DL message sector.
+        pub const ALT_SECTOR: WordField = WordField::bit(0);
+        /// Reserved.
+        pub const RESERVED: WordField = WordField::bit(1);
+        /// `TL Flit[0]` Message bits (M0 at bit 2, M1 at bit 3).
+        pub const TL0_MESSAGE: WordField = WordField::bits(3, 2);
+        /// `TL Flit[0]` present.
+        pub const TL0_PRESENT: WordField = WordField::bit(4);
+        /// `TL Flit[1]` Message bits (M0 at bit 5, M1 at bit 6).
+        pub const TL1_MESSAGE: WordField = WordField::bits(6, 5);
+        /// `TL Flit[1]` present.
+        pub const TL1_PRESENT: WordField = WordField::bit(7);
+    }
+}
+
+use layout::flit_header as fh;
+use layout::segment_header as sh;
 
 /// Mask of a 9-bit flit sequence number.
 const SEQ_MASK: u32 = 0x1FF;
@@ -79,17 +127,25 @@ impl FlitHeader {
         let lo3 = |v: u8| {
             if v > 7 { Err(Error::BadValue { field: "flitSeqLo", value: u32::from(v) }) } else { Ok(u32::from(v)) }
         };
-        Ok(match *self {
-            FlitHeader::Nop { seq } => seq9(seq, "flitSeqNo")? << 8,
-            FlitHeader::Original { seq } => 1 << 20 | seq9(seq, "flitSeqNo")? << 8,
-            FlitHeader::Replay { seq } => 0b001 << 21 | 1 << 20 | seq9(seq, "flitSeqNo")? << 8,
-            FlitHeader::Ack { payload, ack_seq, seq_lo } => {
-                0b010 << 21 | u32::from(payload) << 20 | seq9(ack_seq, "ackReqSeq")? << 11 | lo3(seq_lo)? << 8
-            }
+        let put = |f: WordField, v: u32| f.place(u64::from(v)) as u32;
+        let explicit = |op: u32, payload: bool, seq| -> Result<u32, Error> {
+            Ok(put(fh::OP, op) | put(fh::PAYLOAD, u32::from(payload)) | put(fh::FLIT_SEQ_NO, seq9(seq, "flitSeqNo")?))
+        };
+        let command = |op: u32, payload: bool, seq, lo| -> Result<u32, Error> {
+            Ok(put(fh::OP, op)
+                | put(fh::PAYLOAD, u32::from(payload))
+                | put(fh::ACK_REQ_SEQ, seq9(seq, "ackReqSeq")?)
+                | put(fh::FLIT_SEQ_LO, lo3(lo)?))
+        };
+        match *self {
+            FlitHeader::Nop { seq } => explicit(OP_EXPLICIT, false, seq),
+            FlitHeader::Original { seq } => explicit(OP_EXPLICIT, true, seq),
+            FlitHeader::Replay { seq } => explicit(OP_REPLAY, true, seq),
+            FlitHeader::Ack { payload, ack_seq, seq_lo } => command(OP_ACK, payload, ack_seq, seq_lo),
             FlitHeader::ReplayRequest { payload, from_seq, seq_lo } => {
-                0b011 << 21 | u32::from(payload) << 20 | seq9(from_seq, "ackReqSeq")? << 11 | lo3(seq_lo)? << 8
+                command(OP_REPLAY_REQUEST, payload, from_seq, seq_lo)
             }
-        })
+        }
     }
 
     /// Decodes a 24-bit header word (bits above 23 must be zero), ignoring its reserved bits. A
@@ -98,22 +154,23 @@ impl FlitHeader {
         if w >> 24 != 0 {
             return Err(Error::BadValue { field: "flit header", value: w });
         }
-        let op = w >> 21;
-        let payload = w >> 20 & 1 != 0;
+        let get = |f: WordField| f.get(u128::from(w)) as u32;
+        let op = get(fh::OP);
+        let payload = fh::PAYLOAD.is_set(u128::from(w));
         match op {
-            0b000 | 0b001 => {
-                let seq = (w >> 8 & SEQ_MASK) as u16;
+            OP_EXPLICIT | OP_REPLAY => {
+                let seq = get(fh::FLIT_SEQ_NO) as u16;
                 match (op, payload) {
-                    (0b000, false) => Ok(FlitHeader::Nop { seq }),
-                    (0b000, true) => Ok(FlitHeader::Original { seq }),
+                    (OP_EXPLICIT, false) => Ok(FlitHeader::Nop { seq }),
+                    (OP_EXPLICIT, true) => Ok(FlitHeader::Original { seq }),
                     (_, true) => Ok(FlitHeader::Replay { seq }),
                     (_, false) => Err(Error::BadValue { field: "flit header op (replay without payload)", value: op }),
                 }
             }
-            0b010 | 0b011 => {
-                let seq = (w >> 11 & SEQ_MASK) as u16;
-                let seq_lo = (w >> 8 & 0b111) as u8;
-                Ok(if op == 0b010 {
+            OP_ACK | OP_REPLAY_REQUEST => {
+                let seq = get(fh::ACK_REQ_SEQ) as u16;
+                let seq_lo = get(fh::FLIT_SEQ_LO) as u8;
+                Ok(if op == OP_ACK {
                     FlitHeader::Ack { payload, ack_seq: seq, seq_lo }
                 } else {
                     FlitHeader::ReplayRequest { payload, from_seq: seq, seq_lo }
@@ -127,11 +184,12 @@ impl FlitHeader {
     /// bits 19..17 in an explicit sequence number header. For conformance checks and warnings;
     /// [`Self::from_bits`] ignores them.
     pub fn check_reserved(w: u32) -> Result<(), Error> {
-        if w & 0xFF != 0 {
+        let w = u128::from(w);
+        if fh::RESERVED.get(w) != 0 {
             return Err(Error::Reserved { field: "flit header bits 7..0" });
         }
-        let explicit = w >> 21 & 0b111 <= 0b001;
-        if explicit && w >> 17 & 0b111 != 0 {
+        let explicit = matches!(fh::OP.get(w) as u32, OP_EXPLICIT | OP_REPLAY);
+        if explicit && fh::EXPLICIT_RESERVED.get(w) != 0 {
             return Err(Error::Reserved { field: "flit header bits 19..17" });
         }
         Ok(())
@@ -153,6 +211,12 @@ impl FlitHeader {
         u32::from_le_bytes([b[0], b[1], b[2], 0])
     }
 }
+
+/// `op` values (Tables 6-14, 6-15).
+const OP_EXPLICIT: u32 = 0b000;
+const OP_REPLAY: u32 = 0b001;
+const OP_ACK: u32 = 0b010;
+const OP_REPLAY_REQUEST: u32 = 0b011;
 
 /// The message flags of a TL flit: M0 for its lower half-flit, M1 for its upper.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -181,7 +245,10 @@ impl SegmentHeader {
     /// The header byte.
     pub const fn to_byte(&self) -> u8 {
         let [f0, f1] = self.tl_flits;
-        self.alt_sector as u8 | tl_bits(f0) << 2 | tl_bits(f1) << 5
+        let w = sh::ALT_SECTOR.place(self.alt_sector as u64)
+            | tl_place(f0, sh::TL0_MESSAGE, sh::TL0_PRESENT)
+            | tl_place(f1, sh::TL1_MESSAGE, sh::TL1_PRESENT);
+        w as u8
     }
 
     /// Decodes a header byte, ignoring its reserved bits (bit 1, and the Message bits of a TL
@@ -195,16 +262,23 @@ impl SegmentHeader {
 
     /// [`Self::from_byte`] by the rule.
     const fn decode(b: u8) -> Self {
-        SegmentHeader { alt_sector: b & 1 != 0, tl_flits: [tl_from_bits(b >> 2), tl_from_bits(b >> 5)] }
+        let w = b as u128;
+        SegmentHeader {
+            alt_sector: sh::ALT_SECTOR.is_set(w),
+            tl_flits: [tl_get(w, sh::TL0_MESSAGE, sh::TL0_PRESENT), tl_get(w, sh::TL1_MESSAGE, sh::TL1_PRESENT)],
+        }
     }
 
     /// The first reserved bit set in a header byte, by name. For conformance checks and
     /// warnings; [`Self::from_byte`] ignores them.
     pub const fn check_reserved(b: u8) -> Result<(), Error> {
-        if b & 0b10 != 0 {
+        let w = b as u128;
+        if sh::RESERVED.is_set(w) {
             return Err(Error::Reserved { field: "segment header bit 1" });
         }
-        if (b & 0b1_0000 == 0 && b & 0b1100 != 0) || (b & 0b1000_0000 == 0 && b & 0b110_0000 != 0) {
+        if absent_with_message(w, sh::TL0_MESSAGE, sh::TL0_PRESENT)
+            || absent_with_message(w, sh::TL1_MESSAGE, sh::TL1_PRESENT)
+        {
             return Err(Error::Reserved { field: "segment header Message bits of an absent TL flit" });
         }
         Ok(())
@@ -223,18 +297,27 @@ const DECODED: [SegmentHeader; 256] = {
     t
 };
 
-/// A TL flit's 3 bits of a segment header: Message (M0 low, M1 high), then present.
-const fn tl_bits(f: Option<MBits>) -> u8 {
+/// A TL flit's fields of a segment header: its Message bits (M0 low, M1 high) and present bit.
+const fn tl_place(f: Option<MBits>, message: WordField, present: WordField) -> u128 {
     match f {
-        Some(m) => m.m0 as u8 | (m.m1 as u8) << 1 | 1 << 2,
+        Some(m) => message.place(m.m0 as u64 | (m.m1 as u64) << 1) | present.place(1),
         None => 0,
     }
 }
 
-/// Decodes the low 3 bits of `b` as [`tl_bits`] wrote them (Message bits of an absent flit
-/// ignored).
-const fn tl_from_bits(b: u8) -> Option<MBits> {
-    if b & 0b100 != 0 { Some(MBits { m0: b & 1 != 0, m1: b & 2 != 0 }) } else { None }
+/// Whether a TL flit that is absent has Message bits set (reserved).
+const fn absent_with_message(w: u128, message: WordField, present: WordField) -> bool {
+    !present.is_set(w) && message.get(w) != 0
+}
+
+/// A TL flit's fields read back (the Message bits of an absent flit ignored).
+const fn tl_get(w: u128, message: WordField, present: WordField) -> Option<MBits> {
+    if present.is_set(w) {
+        let m = message.get(w);
+        Some(MBits { m0: m & 1 != 0, m1: m & 2 != 0 })
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]
