@@ -297,6 +297,17 @@ impl Pair {
         self.now += 1;
     }
 
+    /// Port 1 reads 64 bytes at each `seq << 8`, then `flit_times` pass.
+    fn reads(&mut self, seqs: core::ops::Range<u64>, flit_times: u32) {
+        for seq in seqs {
+            let t = self.ports[0].request(Request::read(seq << 8, 64).unwrap().to_acc(2), &[]).unwrap();
+            self.sides[0].outstanding.insert(t, seq);
+        }
+        for _ in 0..flit_times {
+            self.step();
+        }
+    }
+
     fn done(&self) -> bool {
         self.sides.iter().all(|s| s.issued == self.budget && s.outstanding.is_empty())
     }
@@ -687,16 +698,9 @@ fn the_watchdog_isolates_the_originator_until_the_link_is_reset() {
         p.step();
     }
     // Numbered from 100, clear of the harness's own requests after the reset.
-    for seq in 100..103 {
-        let t = p.ports[0].request(Request::read(seq << 8, 64).unwrap().to_acc(2), &[]).unwrap();
-        p.sides[0].outstanding.insert(t, seq);
-    }
-    for _ in 0..50 {
-        p.step();
-    }
+    p.reads(100..103, 50);
     // A later request, not yet overdue, fails with the others: Isolation Mode ends them all.
-    let t = p.ports[0].request(Request::read(103 << 8, 64).unwrap().to_acc(2), &[]).unwrap();
-    p.sides[0].outstanding.insert(t, 103);
+    p.reads(103..104, 0);
     for _ in 0..60 {
         p.step();
     }
@@ -745,13 +749,7 @@ fn a_start_before_drops_are_reported_advertises_only_free_slots() {
     for _ in 0..60 {
         p.step();
     }
-    for seq in 0..3 {
-        let t = p.ports[0].request(Request::read(seq << 8, 64).unwrap().to_acc(2), &[]).unwrap();
-        p.sides[0].outstanding.insert(t, seq);
-    }
-    for _ in 0..60 {
-        p.step();
-    }
+    p.reads(0..3, 60);
     assert_eq!(p.sides[1].held.len(), 3);
     // Port 2's link goes down; it starts again before taking its events, once port 1 is down.
     p.ports[1].rs_fault(true);
