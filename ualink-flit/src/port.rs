@@ -91,12 +91,14 @@
 //!
 //! **When to start again: when [`UpliPort::waiting_on`] says [`Waiting::Start`]** (poll it every
 //! flit time while the link is down; [`Event::Link`] reports the level, not every bounce). A port
-//! whose link went down first waits until both ends are quiet ([`Waiting::Quiescing`]): it has
-//! sent four control codeword groups (Idle) and received four in a row, the count that takes a
-//! partner's DL Up down (§6.7.1.4). So the partner has gone down too and flushed its TL, and no
-//! flit or response sent before the link down is still on the wire when the new link comes up: a
-//! port that came straight back while its partner stayed up would take the partner's old
-//! responses for its new requests (*project-defined*; the text leaves the restart to management).
+//! whose link went down first waits until both ends have been quiet ([`Waiting::Quiescing`]): it
+//! has sent four control codeword groups (Idle) and, at some time since the link went down,
+//! received four in a row, the count that takes a partner's DL Up down (§6.7.1.4). So the partner
+//! has gone down too and flushed its TL, and no flit or response sent before the link down is
+//! still on the wire when the new link comes up: a port that came straight back while its partner
+//! stayed up would take the partner's old responses for its new requests (*project-defined*; the
+//! text leaves the restart to management). Once a port may start it may start at any later time:
+//! the two ends' management need not act together (at power-on neither waits).
 //!
 //! Two duties stay with the embedder: an accelerator's TL enters Drop Mode for **all** ports of
 //! the station (take the station's other ports down too), and through a switch, management clears
@@ -122,7 +124,7 @@
 //! slots 96 104 B.
 
 use crate::Error;
-use crate::dl::link::REPLAY_ENTRY_LEN;
+use crate::dl::link::{DownReason, REPLAY_ENTRY_LEN};
 use crate::dl::service::{CHANNEL_TL, MessageService, ServiceConfig, ServiceEvent};
 use crate::dl::{DataLink, Delivered, DlConfig, FLIT_LEN, LinkState, Received, Stall, TlSource, Transmitted};
 use crate::tl::compress::{Indexing, RxDecompressor, TxCompressor};
@@ -302,10 +304,11 @@ pub enum Event<'a> {
 pub enum Waiting {
     /// The link is down and the port may be started: call [`UpliPort::start`].
     Start,
-    /// The link went down, and the port waits until both ends are quiet before it may start:
-    /// four control codeword groups sent (it sends Idle while down) and four received in a row,
-    /// so the partner has gone down too and nothing sent before is still on the wire. Keep
-    /// calling [`UpliPort::poll_transmit`] and handing it what arrives; then [`Waiting::Start`].
+    /// The link went down, and the port waits until both ends have been quiet before it may
+    /// start: four control codeword groups sent (it sends Idle while down) and four received in
+    /// a row at some time since, so the partner has gone down too and nothing sent before is
+    /// still on the wire. Keep calling [`UpliPort::poll_transmit`] and handing it what arrives;
+    /// then [`Waiting::Start`], which stays until the port is started, however late.
     Quiescing,
     /// The data link: [`Stall::Fault`] while the RS reports a fault, [`Stall::Training`] until
     /// the partner's NOP flits arrive, [`Stall::TlChannelClosed`] until Channel 0 is negotiated,
@@ -656,8 +659,11 @@ pub struct UpliPort<B = [u8; REPLAY_ENTRY_LEN * 64], const N: usize = 64, const 
     withheld: u16,
     /// The embedder reported an RS fault and has not cleared it.
     rs_fault: bool,
-    /// Since the link went down: control codeword groups received in a row, and Idle flit times
-    /// sent (saturating); both at least [`QUIET_GROUPS`] before the port may start again.
+    /// Since the link went down: whether [`QUIET_GROUPS`] control codeword groups arrived in a
+    /// row (the partner went down and nothing older is still on the wire), the groups received in
+    /// a row now, and the Idle flit times sent (saturating). The port may start again once it has
+    /// heard the partner go quiet and sent [`QUIET_GROUPS`] Idle itself.
+    heard_quiet: bool,
     idle_run: u8,
     idle_sent: u8,
     /// The Originator is in Isolation Mode (watchdog expired).
@@ -697,7 +703,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
             service_events: heapless::Deque::new(),
             withheld: 0,
             rs_fault: false,
-            idle_run: QUIET_GROUPS,
+            heard_quiet: true,
+            idle_run: 0,
             idle_sent: QUIET_GROUPS,
             isolated: false,
             was_enabled: false,
@@ -880,6 +887,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
     /// link went down that its partner is down too ([`Waiting::Quiescing`]).
     pub fn handle_idle(&mut self) {
         self.idle_run = self.idle_run.saturating_add(1);
+        self.heard_quiet |= self.idle_run >= QUIET_GROUPS;
         self.dl.receive_control();
         self.after_link();
     }
@@ -1041,7 +1049,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
 
     /// Whether both ends have been quiet long enough since the link went down (`start`).
     fn quiet(&self) -> bool {
-        self.idle_run >= QUIET_GROUPS && self.idle_sent >= QUIET_GROUPS
+        self.heard_quiet && self.idle_sent >= QUIET_GROUPS
     }
 
     /// Reports originator slot `i`, freeing its tag unless a timed-out request's late response
@@ -1135,7 +1143,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
             if self.was_up {
                 self.stats.link_downs += 1;
             }
-            // Both ends go quiet before either starts again (`start`).
+            // Both ends go quiet before either starts again (`start`). Down by four control
+            // codeword groups, this port has heard its partner go quiet already.
+            self.heard_quiet = self.dl.down_reason() == Some(DownReason::PartnerDown);
             (self.idle_run, self.idle_sent) = (0, 0);
             self.drop_mode();
         }

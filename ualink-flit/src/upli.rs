@@ -462,7 +462,13 @@ impl Request {
     pub fn atomic(op: AtomicOp, size: OpSize, addr: u64, returns: bool) -> Result<Self, Error> {
         let cmd = if returns { Command::AtomicR } else { Command::AtomicNR };
         let element = u64::from(size.bytes());
-        if addr % element.max(4) != 0 || (op == AtomicOp::Compare && addr % 32 != 0) {
+        if op == AtomicOp::Compare && addr % 32 != 0 {
+            return Err(Error::BadValue {
+                field: "double-operand atomic ReqAddr (not on a 32-byte boundary)",
+                value: addr as u32,
+            });
+        }
+        if addr % element.max(4) != 0 {
             return Err(Error::BadValue { field: "atomic ReqAddr (not aligned to its element)", value: addr as u32 });
         }
         let bytes = if op == AtomicOp::Compare { 64 } else { element.max(4) as u16 };

@@ -91,6 +91,10 @@ struct Pair {
     auto_start: bool,
     /// Whether each side takes its events every flit time.
     take_events: [bool; 2],
+    /// Flit times each side's management takes to start a port that may start, and since when
+    /// it may.
+    start_delay: [u64; 2],
+    may_start: [Option<u64>; 2],
 }
 
 fn port(acc: u16) -> Port {
@@ -121,6 +125,8 @@ impl Pair {
             serve_per_flit: 2,
             auto_start: true,
             take_events: [true; 2],
+            start_delay: [0; 2],
+            may_start: [None; 2],
         };
         for port in &mut p.ports {
             port.start().unwrap();
@@ -250,9 +256,15 @@ impl Pair {
     /// One flit time.
     fn step(&mut self) {
         for d in 0..2 {
-            // Management: a port that is down, with its partner down too, starts again.
-            if self.auto_start && self.ports[d].waiting_on() == Some(Waiting::Start) {
-                self.ports[d].start().unwrap();
+            // Management: a port that may start starts, `start_delay` flit times after it may.
+            if self.ports[d].waiting_on() == Some(Waiting::Start) {
+                let since = *self.may_start[d].get_or_insert(self.now);
+                if self.auto_start && self.now >= since + self.start_delay[d] {
+                    self.ports[d].start().unwrap();
+                    self.may_start[d] = None;
+                }
+            } else {
+                self.may_start[d] = None;
             }
             self.issue(d);
             self.serve(d);
@@ -768,4 +780,29 @@ fn a_start_before_drops_are_reported_advertises_only_free_slots() {
     assert_eq!(p.sides[1].dropped, 3);
     assert_eq!(p.ports[1].packer.owed.owed.get(Class::ReqCmd, Target::Pool), SLOTS as u16);
     assert_eq!(p.ports[1].packer.owed.owed.get(Class::ReqData, Target::Pool), 4 * SLOTS as u16);
+}
+
+#[test]
+fn the_two_ends_management_need_not_act_together() {
+    // At power-on port 2 starts 200 flit times after port 1; after a link down, one side's
+    // management answers `Waiting::Start` 200 flit times late. Every request still ends once.
+    for late in [0, 1] {
+        let mut p = Pair::new(19 + late as u64, 200, Faults::default());
+        let cfg = *p.ports[late].config();
+        p.ports[late] = Port::new(cfg, vec![0; REPLAY_ENTRY_LEN * 64]).unwrap();
+        p.start_delay[late] = 200;
+        while p.now < 500 {
+            p.step();
+        }
+        p.ports[0].rs_fault(true);
+        for _ in 0..3 {
+            p.step();
+        }
+        p.ports[0].rs_fault(false);
+        p.run(100_000);
+        for (d, s) in p.sides.iter().enumerate() {
+            assert!(s.ends.values().all(|e| e.len() == 1), "side {d}: each request ended once");
+            assert_eq!(s.up_events, [true, false, true], "side {d}");
+        }
+    }
 }
