@@ -112,7 +112,7 @@
 //! Originator then enters Isolation Mode: every outstanding request ends with
 //! [`Failure::Timeout`], new requests are refused and arriving responses are discarded (their
 //! credits returned) until management resets the link ([`UpliPort::take_link_down`], then
-//! [`UpliPort::start`] once both ends are down). *Project-defined*, off by default: without
+//! [`UpliPort::start`] when it says [`Waiting::Start`]). *Project-defined*, off by default: without
 //! isolation only the overdue request ends, and its tag stays taken until the last beat of its late
 //! response arrives (§2.7.4.2) or the link goes down.
 //!
