@@ -837,7 +837,12 @@ mod tests {
             assert!(matches!(Request::read(addr, bytes), Err(Error::BadValue { .. })), "{addr} {bytes}");
         }
         assert!(Request::write_full(0x1000, 32).is_err(), "WriteFull is whole beats");
-        for r in [r, w, a, b] {
+        // Double operand: 64 bytes of operands in one beat at a 32-byte boundary (§2.8).
+        let cas = Request::atomic(AtomicOp::Compare, OpSize::Bits32, 0x10E0, true).unwrap();
+        assert_eq!((cas.len, cas.num_beats, cas.data_beats(), cas.is_double_operand()), (15, 0, 1, true));
+        assert!(Request::atomic(AtomicOp::Compare, OpSize::Bits32, 0x1010, true).is_err());
+        assert!(Request::atomic(AtomicOp::Add, OpSize::Bits64, 0x2004, true).is_err(), "element alignment");
+        for r in [r, w, a, b, cas] {
             assert_eq!(r.check(), Ok(()));
         }
         // Responses come back to the request's source with its tag and VC.
