@@ -1841,9 +1841,10 @@ pub fn ualink_link(data: &[u8]) {
 /// give a stale handle, time out, fault its RS, start again) and what the wire does to each flit
 /// (bit flip, loss, duplicate). Invariants, at every step: every event names a request the harness
 /// holds; each request ends exactly once and arrives at most once; data arrives intact (requests,
-/// and read responses with status OKAY); a refused call changes nothing. After the input, a clean
-/// stretch (both ports started again if either is down) ends every request, and, if the link stayed
-/// up through it, returns every credit.
+/// and read responses with status OKAY); a refused call changes nothing; a port is started only
+/// when it says `Waiting::Start`, and any other start is refused. After the input, a clean stretch
+/// (RS faults cleared, isolation left by a link reset, each port started when it says so) ends
+/// every request if both ports are up at its end, and returns every credit if both are quiet.
 pub fn ualink_port(data: &[u8]) {
     use std::collections::HashMap;
     use ualink_flit::dl::link::REPLAY_ENTRY_LEN;
