@@ -403,8 +403,11 @@ fn bring_up_mistakes_are_reported_not_silent() {
     let read = Request::read(0x100, 64).unwrap().to_acc(2);
     assert_eq!(a.waiting_on(), Some(Waiting::Start));
     assert_eq!(a.request(read, &[]), Err(Error::State { needs: "the link enabled (start)" }));
-    assert_eq!(a.request(Request::write(0x100, 8).unwrap(), &[1, 2, 3]).err().map(|_| ()), Some(()));
     a.start().unwrap();
+    // Data of the wrong length is refused, and takes no tag.
+    let short = a.request(Request::write(0x100, 8).unwrap().to_acc(2), &[1, 2, 3]);
+    assert!(matches!(short, Err(Error::BadValue { field: "request data length", .. })), "{short:?}");
+    assert_eq!(a.outstanding(), 0);
     assert_eq!(a.start(), Err(Error::State { needs: "DL Idle" }));
     assert_eq!(a.waiting_on(), Some(Waiting::Link(Stall::Training)));
     // The partner never starts: the port keeps training and says so.
