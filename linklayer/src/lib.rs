@@ -20,7 +20,7 @@ pub use error::Error;
 pub use seq::{Bits, NonZeroBits, Seq, SeqSpace};
 #[cfg(feature = "std")]
 pub use time::StdClock;
-pub use time::{Duration, Instant, LinkRate};
+pub use time::{Deadline, Duration, Instant, LinkRate};
 
 #[cfg(test)]
 mod tests {

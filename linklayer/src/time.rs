@@ -119,6 +119,99 @@ impl From<Duration> for core::time::Duration {
     }
 }
 
+/// An optional [`Instant`] in the space of one: a timer's deadline, or none.
+///
+/// `Option<Instant>` takes 16 bytes; a state machine with several timers per connection and
+/// thousands of connections pays that twice over. `Deadline` keeps [`Instant::MAX`] for "not
+/// armed" and stores a deadline at `Instant::MAX` as one nanosecond earlier, so a deadline armed
+/// at the end of time still fires (at `Instant::MAX`, as `handle_timeout(Instant::MAX)` would
+/// have fired it), never silently disarms.
+///
+/// ```
+/// use linklayer::{Deadline, Instant};
+/// let mut t = Deadline::NONE;
+/// assert_eq!(t.get(), None);
+/// t.set(Instant::from_nanos(5));
+/// assert!(t.is_due(Instant::from_nanos(5)) && !t.is_due(Instant::from_nanos(4)));
+/// t.set(Instant::MAX);
+/// assert!(t.is_due(Instant::MAX));
+/// t.clear();
+/// assert!(!t.is_due(Instant::MAX));
+/// assert_eq!(core::mem::size_of::<Deadline>(), 8);
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Deadline(Instant);
+
+impl Deadline {
+    /// Not armed.
+    pub const NONE: Deadline = Deadline(Instant::MAX);
+
+    /// Armed at `at` (at `Instant::MAX` − 1 ns if `at` is `Instant::MAX`).
+    pub const fn at(at: Instant) -> Deadline {
+        Deadline(Instant(if at.0 == u64::MAX { u64::MAX - 1 } else { at.0 }))
+    }
+
+    /// Armed at `at`, or not armed.
+    pub const fn from_option(at: Option<Instant>) -> Deadline {
+        match at {
+            Some(t) => Deadline::at(t),
+            None => Deadline::NONE,
+        }
+    }
+
+    /// The deadline, if armed.
+    pub const fn get(self) -> Option<Instant> {
+        if self.0.0 == u64::MAX { None } else { Some(self.0) }
+    }
+
+    /// Whether it is armed.
+    pub const fn is_armed(self) -> bool {
+        self.0.0 != u64::MAX
+    }
+
+    /// Whether it is armed and `now` has reached it.
+    pub const fn is_due(self, now: Instant) -> bool {
+        self.is_armed() && self.0.0 <= now.0
+    }
+
+    /// Arms it at `at`.
+    pub fn set(&mut self, at: Instant) {
+        *self = Deadline::at(at);
+    }
+
+    /// Disarms it.
+    pub fn clear(&mut self) {
+        *self = Deadline::NONE;
+    }
+}
+
+impl Default for Deadline {
+    /// Not armed.
+    fn default() -> Self {
+        Deadline::NONE
+    }
+}
+
+impl fmt::Debug for Deadline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.get(), f)
+    }
+}
+
+impl From<Option<Instant>> for Deadline {
+    fn from(at: Option<Instant>) -> Self {
+        Deadline::from_option(at)
+    }
+}
+
+#[cfg(feature = "arbitrary")]
+impl<'a> arbitrary::Arbitrary<'a> for Deadline {
+    fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+        Ok(Deadline::from_option(u.arbitrary()?))
+    }
+}
+
 /// A clock for hosts (feature `std`): [`Instant`]s counted in nanoseconds from the moment the
 /// clock was made, read from `std::time::Instant`, which is monotonic.
 ///
@@ -232,6 +325,21 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_deadline_is_an_option_of_instant_in_eight_bytes() {
+        for at in [None, Some(Instant::ZERO), Some(Instant::from_nanos(77)), Some(Instant::from_nanos(u64::MAX - 1))] {
+            assert_eq!(Deadline::from(at).get(), at);
+            assert_eq!(Deadline::from(at).is_armed(), at.is_some());
+        }
+        // The end of time stays armed, one nanosecond early, and fires at the end of time.
+        let end = Deadline::at(Instant::MAX);
+        assert_eq!(end.get(), Some(Instant::from_nanos(u64::MAX - 1)));
+        assert!(end.is_due(Instant::MAX) && !end.is_due(Instant::from_nanos(u64::MAX - 2)));
+        assert!(!Deadline::NONE.is_due(Instant::MAX));
+        assert_eq!(Deadline::default(), Deadline::NONE);
+        assert_eq!(core::mem::size_of::<Deadline>(), 8);
+    }
 
     #[test]
     fn instant_arithmetic_saturates() {

@@ -15,7 +15,8 @@
 //! *Project-defined*, here only:
 //!
 //! * A target PDC holds at most `R` responses, a const generic of [`Target`] (default
-//!   [`HELD_RESPONSES`] = 4, which keeps one PDC within 384 bytes; at least 1; each slot is 28 B).
+//!   [`HELD_RESPONSES`] = 4; at least 1; each slot is 16 B: the PSN and the 12 bytes the ACK
+//!   will carry).
 //!   A response is held for about one RTT, so the slots bound how many answered requests one PDC
 //!   takes per RTT. In the endpoint simulation at 800 Gb/s with every message (32 KiB average)
 //!   answered and no loss, 4 slots cost 46 493 NACK-driven resends of 51 466 request packets and
@@ -43,13 +44,33 @@ use crate::ses::Response;
 /// How many guaranteed-delivery responses one target PDC holds by default (project-defined).
 pub const HELD_RESPONSES: usize = 4;
 
-/// One held response.
+/// One held response: its request's PSN and the response as the ACK will carry it (emitted
+/// once, when held). The response's SES version bits (byte 1's top two, always 0 on the wire
+/// here) hold [`UNSENT`] while it is kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Held {
     psn: u32,
-    rsp: Response,
-    /// An ACK carrying it is due.
-    unsent: bool,
+    rsp: [u8; Response::LEN],
+}
+
+/// In byte 1 of a held response: an ACK carrying it is due.
+const UNSENT: u8 = 0x80;
+
+impl Held {
+    fn unsent(&self) -> bool {
+        self.rsp[1] & UNSENT != 0
+    }
+
+    fn set_unsent(&mut self, unsent: bool) {
+        self.rsp[1] = if unsent { self.rsp[1] | UNSENT } else { self.rsp[1] & !UNSENT };
+    }
+
+    /// The response, with the version bits it is sent with (0).
+    fn response(&self) -> Option<Response> {
+        let mut wire = self.rsp;
+        wire[1] &= !UNSENT;
+        Response::parse(&wire).ok().map(|(rsp, _)| rsp)
+    }
 }
 
 /// The responses one target PDC holds, by request PSN.
@@ -76,19 +97,31 @@ impl<const R: usize> HeldResponses<R> {
 
     /// The response held for `psn`.
     pub(crate) fn get(&self, psn: u32) -> Option<Response> {
-        self.held.iter().find(|h| h.psn == psn).map(|h| h.rsp)
+        self.held.iter().find(|h| h.psn == psn).and_then(Held::response)
     }
 
-    /// Holds `rsp` for `psn` and makes an ACK carrying it due; false when full or held already.
+    /// Whether a response is held for `psn`.
+    pub(crate) fn holds(&self, psn: u32) -> bool {
+        self.held.iter().any(|h| h.psn == psn)
+    }
+
+    /// Holds `rsp` for `psn` and makes an ACK carrying it due; false when full or held already,
+    /// and when the wire cannot carry `rsp` (see [`Response::emit`]).
     pub(crate) fn hold(&mut self, psn: u32, rsp: Response) -> bool {
-        self.get(psn).is_none() && self.held.push(Held { psn, rsp, unsent: true }).is_ok()
+        let mut wire = [0; Response::LEN];
+        if self.holds(psn) || rsp.emit(&mut wire).is_err() {
+            return false;
+        }
+        let mut held = Held { psn, rsp: wire };
+        held.set_unsent(true);
+        self.held.push(held).is_ok()
     }
 
     /// A duplicate of `psn` arrived: if its response is held, an ACK carrying it is due again.
     pub(crate) fn resend(&mut self, psn: u32) -> bool {
         match self.held.iter_mut().find(|h| h.psn == psn) {
             Some(h) => {
-                h.unsent = true;
+                h.set_unsent(true);
                 true
             }
             None => false,
@@ -98,7 +131,7 @@ impl<const R: usize> HeldResponses<R> {
     /// Whether a response's ACK is due.
     #[inline]
     pub(crate) fn has_unsent(&self) -> bool {
-        self.held.iter().any(|h| h.unsent)
+        self.held.iter().any(Held::unsent)
     }
 
     /// The PSN of a response whose ACK is due, marked sent.
@@ -107,8 +140,8 @@ impl<const R: usize> HeldResponses<R> {
         if self.held.is_empty() {
             return None;
         }
-        let h = self.held.iter_mut().find(|h| h.unsent)?;
-        h.unsent = false;
+        let h = self.held.iter_mut().find(|h| h.unsent())?;
+        h.set_unsent(false);
         Some(h.psn)
     }
 
@@ -188,5 +221,29 @@ mod tests {
         assert_eq!((h.free_after_release_through(3), h.free_after_release_through(5)), (2, 4));
         h.clear();
         assert!(h.is_empty());
+    }
+
+    #[test]
+    fn a_held_response_reads_back_exactly_and_only_if_the_wire_carries_it() {
+        let mut h = HeldResponses::<2>::default();
+        let odd = Response {
+            list: ResponseList::Overflow,
+            return_code: ReturnCode::NoMatch,
+            message_id: 0xFFFF,
+            ri_generation: 0xFF,
+            job_id: 0xFF_FFFF,
+            modified_length: u32::MAX,
+            ..rsp(0)
+        };
+        assert!(h.hold(9, odd));
+        // Marked unsent, then sent: the mark never shows in the response.
+        assert_eq!(h.get(9), Some(odd));
+        assert_eq!(h.take_unsent(), Some(9));
+        assert_eq!(h.get(9), Some(odd));
+        assert!(h.holds(9) && !h.holds(8));
+        // A JobID beyond 24 bits cannot be sent, so it is not held.
+        assert!(!h.hold(10, Response { job_id: 1 << 24, ..rsp(0) }));
+        assert!(!h.holds(10) && h.free() == 1);
+        assert_eq!(core::mem::size_of::<Held>(), 16);
     }
 }

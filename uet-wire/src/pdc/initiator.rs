@@ -67,7 +67,7 @@ use crate::pds::{
     Ack, AckExtension, AckFlags, AckRequest, Control, ControlFlags, ControlType, DeliveryMode, Nack, NackClass,
     NackCode, NackTarget, NextHeader, PdcDest, Request, RequestCc, RequestFlags,
 };
-use linklayer::Instant;
+use linklayer::{Deadline, Instant};
 
 /// The states of an initiator PDC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -261,14 +261,14 @@ pub struct Initiator<const W: usize = 2> {
     ret_nack: (NackCode, u32),
     /// The newest return PSN received when the last return ACK went out.
     ret_acked_max: u32,
-    rto_at: Option<Instant>,
-    probe_at: Option<Instant>,
+    rto_at: Deadline,
+    probe_at: Deadline,
     /// SACK-driven loss detection.
     losses: LossDetector,
     /// SLEEK's loss recovery and probes (off unless [`Initiator::use_sleek`]).
     sleek: Sleek,
     /// Resends wait until then (NACK_Retx_Time after a resource NACK).
-    hold_until: Option<Instant>,
+    hold_until: Deadline,
     /// The round-trip estimate of the request direction.
     rtt: RttEstimator,
     /// The packet whose NACK-driven resends `nack_count` counts: the oldest NACKed one not yet
@@ -311,11 +311,11 @@ impl<const W: usize> Initiator<W> {
             ret_rod_nacked: None,
             ret_nack: (NackCode::RodOoo, 0),
             ret_acked_max: start_psn.wrapping_sub(1),
-            rto_at: None,
-            probe_at: None,
+            rto_at: Deadline::NONE,
+            probe_at: Deadline::NONE,
             losses: LossDetector::default(),
             sleek: Sleek::default(),
-            hold_until: None,
+            hold_until: Deadline::NONE,
             rtt: RttEstimator::new(),
             nack_psn: 0,
             rto_count: 0,
@@ -416,10 +416,10 @@ impl<const W: usize> Initiator<W> {
         let psn = self.tx.send(self.peer_range).ok_or(PdcError::WindowFull)?;
         self.state = next;
         self.rtt.on_send(psn, now);
-        if self.rto_at.is_none() {
-            self.rto_at = Some(self.rto_deadline(now, cfg));
+        if !self.rto_at.is_armed() {
+            self.rto_at.set(self.rto_deadline(now, cfg));
         }
-        self.probe_at = Some(now.saturating_add(cfg.tail_loss_time));
+        self.probe_at.set(now.saturating_add(cfg.tail_loss_time));
         if cfg.limit_psn_range && self.psn_range_used() {
             self.want_close();
         }
@@ -448,11 +448,11 @@ impl<const W: usize> Initiator<W> {
     fn enter(&mut self, next: InitiatorState) {
         if next == InitiatorState::Closed && self.state != InitiatorState::Closed {
             self.events |= EV_CLOSED;
-            self.rto_at = None;
-            self.probe_at = None;
+            self.rto_at.clear();
+            self.probe_at.clear();
             self.losses.stop();
             self.sleek.stop();
-            self.hold_until = None;
+            self.hold_until.clear();
             self.tx_pending &= TX_ACK_CLOSE_REQ;
         }
         self.state = next;
@@ -497,16 +497,16 @@ impl<const W: usize> Initiator<W> {
             rtt = self.rtt.on_ack(now, |psn| tx.is_acked(psn));
             self.probe_count = 0;
             if self.tx.outstanding() > 0 || self.clear_owed() {
-                self.rto_at = Some(self.rto_deadline(now, cfg));
+                self.rto_at.set(self.rto_deadline(now, cfg));
             } else {
-                self.rto_at = None;
+                self.rto_at.clear();
             }
             if self.tx.outstanding() == 0 {
-                self.probe_at = None;
+                self.probe_at.clear();
             }
-        } else if self.rto_at.is_some() && self.tx.outstanding() == 0 && !self.clear_owed() {
+        } else if self.rto_at.is_armed() && self.tx.outstanding() == 0 && !self.clear_owed() {
             // An ACK that shows the target's CACK caught up: no CLEAR is owed any more.
-            self.rto_at = None;
+            self.rto_at.clear();
         }
         let lost = self.detect_losses(now, cfg);
         match ack.request {
@@ -566,7 +566,7 @@ impl<const W: usize> Initiator<W> {
         }
         // The probe timer restarts with every ACK while packets are outstanding.
         if self.tx.outstanding() > 0 {
-            self.probe_at = Some(now.saturating_add(limits.probe_after));
+            self.probe_at.set(now.saturating_add(limits.probe_after));
         }
         let ooo = match (self.mode, ooo) {
             (DeliveryMode::Rud, Some(n)) => n,
@@ -652,8 +652,8 @@ impl<const W: usize> Initiator<W> {
         self.close_psn = psn;
         self.tx_pending |= TX_CLOSE;
         self.rto_count = 0;
-        self.rto_at = Some(self.rto_deadline(now, cfg));
-        self.probe_at = None;
+        self.rto_at.set(self.rto_deadline(now, cfg));
+        self.probe_at.clear();
         // Return data received since the last return ACK is acknowledged before the CLOSE.
         if self.ret_coalescer.accepted() > 0 {
             self.tx_pending |= TX_RET_ACK;
@@ -716,7 +716,7 @@ impl<const W: usize> Initiator<W> {
                     code => {
                         self.tx.mark_lost(psn);
                         if is_resource_shortage(code) {
-                            self.hold_until = Some(now.saturating_add(cfg.nack_retx_time));
+                            self.hold_until.set(now.saturating_add(cfg.nack_retx_time));
                         }
                     }
                 }
@@ -727,8 +727,8 @@ impl<const W: usize> Initiator<W> {
                 // leaves the timer alone, so older packets still get resent on time.
                 if psn == self.tx.base() {
                     self.rto_count = 0;
-                    let resend_at = self.hold_until.map_or(now, |t| t.max(now));
-                    self.rto_at = Some(self.rto_deadline(resend_at, cfg));
+                    let resend_at = self.hold_until.get().map_or(now, |t| t.max(now));
+                    self.rto_at.set(self.rto_deadline(resend_at, cfg));
                 }
                 self.enter(next);
             }
@@ -763,7 +763,7 @@ impl<const W: usize> Initiator<W> {
                 self.rtt.forget_timed();
                 self.peer_range_cack = nack.payload.wrapping_sub(1);
                 self.ret = RxWindow::new(nack.payload);
-                self.rto_at = Some(self.rto_deadline(now, cfg));
+                self.rto_at.set(self.rto_deadline(now, cfg));
                 self.enter(next);
             }
         }
@@ -862,7 +862,7 @@ impl<const W: usize> Initiator<W> {
             self.events |= EV_FAILED;
         }
         self.tx.abandon();
-        self.hold_until = None;
+        self.hold_until.clear();
         self.losses.stop();
         if next == InitiatorState::CloseAckWait {
             self.queue_close(now, cfg);
@@ -923,10 +923,10 @@ impl<const W: usize> Initiator<W> {
             }
             return Some(InitiatorTx::Control(self.control(ControlType::AckReq, newest, 0, ControlFlags::empty())));
         }
-        if self.hold_until.is_some_and(|t| now < t) {
+        if self.hold_until.get().is_some_and(|t| now < t) {
             return None;
         }
-        self.hold_until = None;
+        self.hold_until.clear();
         let psn = self.tx.take_lost()?;
         self.rtt.on_resend(psn);
         Some(InitiatorTx::Resend(self.stamp(psn, RequestFlags::RETX | RequestFlags::AR)))
@@ -1057,13 +1057,13 @@ impl<const W: usize> Initiator<W> {
     /// deadline, and [`Initiator::handle_timeout`] at it makes them pending.
     pub fn has_pending(&self) -> bool {
         self.tx_pending != 0
-            || (self.state != InitiatorState::Closed && self.tx.lost_count() > 0 && self.hold_until.is_none())
+            || (self.state != InitiatorState::Closed && self.tx.lost_count() > 0 && !self.hold_until.is_armed())
     }
 
     /// The next deadline: RTO, tail-loss probe, end of a reorder window, or end of a NACK hold.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let hold = self.hold_until.filter(|_| self.tx.lost_count() > 0);
-        [self.rto_at, self.probe_at, self.losses.deadline(), hold].into_iter().flatten().min()
+        let hold = self.hold_until.get().filter(|_| self.tx.lost_count() > 0);
+        [self.rto_at.get(), self.probe_at.get(), self.losses.deadline(), hold].into_iter().flatten().min()
     }
 
     /// Runs the timers due at `now`.
@@ -1071,9 +1071,9 @@ impl<const W: usize> Initiator<W> {
         if self.state == InitiatorState::Closed {
             return;
         }
-        if self.rto_at.is_some_and(|t| t <= now) {
-            self.rto_at = None;
-            self.probe_at = None;
+        if self.rto_at.is_due(now) {
+            self.rto_at.clear();
+            self.probe_at.clear();
             let count = self.rto_count.saturating_add(1);
             if self.state == InitiatorState::CloseAckWait {
                 if cfg.rto_retx_exhausted(count) {
@@ -1085,7 +1085,7 @@ impl<const W: usize> Initiator<W> {
                 }
                 self.rto_count = count;
                 self.tx_pending |= TX_CLOSE;
-                self.rto_at = Some(self.rto_deadline(now, cfg));
+                self.rto_at.set(self.rto_deadline(now, cfg));
                 return;
             }
             if self.tx.outstanding() == 0 {
@@ -1097,7 +1097,7 @@ impl<const W: usize> Initiator<W> {
                     }
                     self.rto_count = count;
                     self.tx_pending |= TX_CLEAR;
-                    self.rto_at = Some(self.rto_deadline(now, cfg));
+                    self.rto_at.set(self.rto_deadline(now, cfg));
                 }
                 return;
             }
@@ -1108,19 +1108,19 @@ impl<const W: usize> Initiator<W> {
             }
             self.rto_count = count;
             self.tx.mark_all_lost();
-            self.hold_until = None;
-            self.rto_at = Some(self.rto_deadline(now, cfg));
+            self.hold_until.clear();
+            self.rto_at.set(self.rto_deadline(now, cfg));
         }
-        if self.hold_until.is_some_and(|t| t <= now) {
-            self.hold_until = None;
+        if self.hold_until.is_due(now) {
+            self.hold_until.clear();
         }
         self.losses.on_timeout(&mut self.tx, now, cfg);
-        if self.probe_at.is_some_and(|t| t <= now) {
-            self.probe_at = None;
+        if self.probe_at.is_due(now) {
+            self.probe_at.clear();
             if self.tx.outstanding() > 0 && self.probe_count < cfg.max_tail_loss_retx && self.tx.lost_count() == 0 {
                 self.probe_count += 1;
                 self.tx_pending |= TX_PROBE;
-                self.probe_at = Some(now.saturating_add(cfg.tail_loss_time));
+                self.probe_at.set(now.saturating_add(cfg.tail_loss_time));
             }
         }
     }

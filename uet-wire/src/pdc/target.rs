@@ -80,7 +80,7 @@ use crate::pds::{
     NackTarget, NextHeader, PdcDest, Request, RequestFlags,
 };
 use crate::ses::{Response, ResponseOpcode};
-use linklayer::Instant;
+use linklayer::{Deadline, Instant};
 
 /// The states of a target PDC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -209,9 +209,9 @@ pub struct Target<const W: usize = 2, const R: usize = HELD_RESPONSES> {
     /// The newest PSN received when the last ACK went out.
     acked_max: u32,
     /// Pending: when the PDC is reaped.
-    pending_until: Option<Instant>,
+    pending_until: Deadline,
     /// When the PDC is reaped for want of packets (`PdcConfig::idle_timeout`).
-    idle_at: Option<Instant>,
+    idle_at: Deadline,
     /// ROD: the missing PSN already NACKed ROD_OOO.
     rod_nacked: Option<u32>,
     /// The return direction: read data and CLOSE_REQ, numbered from the initiator's start PSN.
@@ -220,7 +220,7 @@ pub struct Target<const W: usize = 2, const R: usize = HELD_RESPONSES> {
     ret_range: u32,
     ret_range_cack: u32,
     /// Retransmission timer of the return direction, and its timeouts for the oldest packet.
-    ret_rto_at: Option<Instant>,
+    ret_rto_at: Deadline,
     ret_rto_count: u8,
     /// The round-trip estimate of the return direction.
     ret_rtt: RttEstimator,
@@ -228,7 +228,7 @@ pub struct Target<const W: usize = 2, const R: usize = HELD_RESPONSES> {
     close_req_psn: u32,
     close_req_acked: bool,
     close_req_count: u8,
-    close_req_at: Option<Instant>,
+    close_req_at: Deadline,
     tx_pending: u8,
     events: u8,
     failure: Option<Failure>,
@@ -306,20 +306,24 @@ impl<const W: usize, const R: usize> Target<W, R> {
             ack_flags: AckFlags::empty(),
             probe: (0, 0),
             acked_max: required.wrapping_sub(1),
-            pending_until: if established { None } else { Some(now.saturating_add(cfg.new_pdc_time)) },
-            idle_at: idle_deadline(now, cfg),
+            pending_until: if established {
+                Deadline::NONE
+            } else {
+                Deadline::at(now.saturating_add(cfg.new_pdc_time))
+            },
+            idle_at: Deadline::from_option(idle_deadline(now, cfg)),
             rod_nacked: None,
             ret: TxWindow::new(required),
             ret_range: u32::from(cfg.default_mpr) * MPR_GRANULARITY,
             ret_range_cack: required.wrapping_sub(1),
-            ret_rto_at: None,
+            ret_rto_at: Deadline::NONE,
             ret_rto_count: 0,
             ret_rtt: RttEstimator::new(),
             ret_losses: LossDetector::default(),
             close_req_psn: 0,
             close_req_acked: false,
             close_req_count: 0,
-            close_req_at: None,
+            close_req_at: Deadline::NONE,
             tx_pending: 0,
             events: if established { EV_ESTABLISHED } else { 0 },
             failure: None,
@@ -478,7 +482,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
                 return Ok(self.refuse(NackCode::NewStartPsn, req.psn, retx));
             }
             next = transition(self.state, Ev::RequiredStart)?;
-            self.pending_until = None;
+            self.pending_until.clear();
             self.events |= EV_ESTABLISHED;
         }
         let arrival = match self.mode {
@@ -587,9 +591,9 @@ impl<const W: usize, const R: usize> Target<W, R> {
     /// A packet from the initiator was accepted: the idle timer restarts, and so does the wait for
     /// the CLOSE after an acknowledged CLOSE_REQ.
     fn touch(&mut self, now: Instant, cfg: &PdcConfig) {
-        self.idle_at = idle_deadline(now, cfg);
+        self.idle_at = Deadline::from_option(idle_deadline(now, cfg));
         if self.state == TargetState::CloseReqWait && self.close_req_acked {
-            self.close_req_at = Some(now.saturating_add(cfg.close_req_time));
+            self.close_req_at.set(now.saturating_add(cfg.close_req_time));
             self.close_req_count = 0;
         }
     }
@@ -697,7 +701,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
             let ret = &self.ret;
             rtt = self.ret_rtt.on_ack(now, |psn| ret.is_acked(psn));
             let rto = self.ret_rtt.backed_off(cfg, self.ret_rto_count);
-            self.ret_rto_at = (self.data_outstanding() > 0).then(|| now.saturating_add(rto));
+            self.ret_rto_at = Deadline::from_option((self.data_outstanding() > 0).then(|| now.saturating_add(rto)));
         }
         let lost = if self.mode == DeliveryMode::Rud { self.ret_losses.on_ack(&mut self.ret, now, cfg) } else { 0 };
         let close_req_acked =
@@ -739,7 +743,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
                 // timer starts again (as the initiator's does).
                 if psn == self.ret.base() {
                     self.ret_rto_count = 0;
-                    self.ret_rto_at = Some(now.saturating_add(self.ret_rtt.rto(cfg)));
+                    self.ret_rto_at.set(now.saturating_add(self.ret_rtt.rto(cfg)));
                 }
             }
             NackClass::Drop => {}
@@ -812,8 +816,8 @@ impl<const W: usize, const R: usize> Target<W, R> {
         transition(self.state, Ev::Send)?;
         let psn = self.ret.send(self.ret_range).ok_or(PdcError::WindowFull)?;
         self.ret_rtt.on_send(psn, now);
-        if self.ret_rto_at.is_none() {
-            self.ret_rto_at = Some(now.saturating_add(self.ret_rtt.backed_off(cfg, self.ret_rto_count)));
+        if !self.ret_rto_at.is_armed() {
+            self.ret_rto_at.set(now.saturating_add(self.ret_rtt.backed_off(cfg, self.ret_rto_count)));
         }
         let flags = if ar || cfg.ack.per_packet { RequestFlags::AR } else { RequestFlags::empty() };
         Ok(self.stamp(psn, flags))
@@ -832,7 +836,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
         if self.state != TargetState::CloseReqWait {
             self.close_req_psn = self.ret.send(u32::MAX).ok_or(PdcError::WindowFull)?;
             self.tx_pending |= TX_CLOSE_REQ;
-            self.close_req_at = Some(now.saturating_add(cfg.close_req_time));
+            self.close_req_at.set(now.saturating_add(cfg.close_req_time));
         }
         self.enter(next);
         Ok(())
@@ -841,13 +845,13 @@ impl<const W: usize, const R: usize> Target<W, R> {
     fn enter(&mut self, next: TargetState) {
         if next == TargetState::Closed && self.state != TargetState::Closed {
             self.events |= EV_CLOSED;
-            self.pending_until = None;
-            self.close_req_at = None;
-            self.idle_at = None;
+            self.pending_until.clear();
+            self.close_req_at.clear();
+            self.idle_at.clear();
             self.tx_pending &= TX_CLOSING_IN_ERR;
             self.held.clear();
             self.ret.abandon();
-            self.ret_rto_at = None;
+            self.ret_rto_at.clear();
             self.ret_losses.stop();
         }
         self.state = next;
@@ -963,8 +967,12 @@ impl<const W: usize, const R: usize> Target<W, R> {
             "only a RESPONSE needs guaranteed delivery"
         } else if self.last_new != Some(psn) {
             "not the request just delivered, or acknowledged since"
-        } else if !self.held.hold(psn, rsp) {
+        } else if self.held.holds(psn) {
+            "a response is held for it already"
+        } else if self.held.free() == 0 {
             "every response slot is in use"
+        } else if !self.held.hold(psn, rsp) {
+            "a response the wire cannot carry (Response::emit refuses it)"
         } else {
             return Ok(());
         };
@@ -1047,7 +1055,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
         };
         // ACK_PSN acknowledges the PSN it names (the initiator, like the reference provider,
         // marks it): a PSN whose held response this ACK does not carry is not named.
-        let ack_psn = if carried != Some(ack_psn) && self.held.get(ack_psn).is_some() { cack } else { ack_psn };
+        let ack_psn = if carried != Some(ack_psn) && self.held.holds(ack_psn) { cack } else { ack_psn };
         let probe = flags.contains(AckFlags::P);
         // A probe's answer: its SACK based where the probe asked, when nothing held masks it.
         let sack = if probe && self.held.is_empty() { self.rx.sack_from(self.probe.1) } else { sack };
@@ -1074,30 +1082,36 @@ impl<const W: usize, const R: usize> Target<W, R> {
     /// The next deadline: reaping a Pending PDC, resending or giving up a CLOSE_REQ, the
     /// return direction's RTO or reorder window, or the idle timeout.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        [self.pending_until, self.close_req_at, self.ret_rto_at, self.ret_losses.deadline(), self.idle_at]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.pending_until.get(),
+            self.close_req_at.get(),
+            self.ret_rto_at.get(),
+            self.ret_losses.deadline(),
+            self.idle_at.get(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Runs the timers due at `now`.
     pub fn handle_timeout(&mut self, now: Instant, cfg: &PdcConfig) {
-        if self.pending_until.is_some_and(|t| t <= now) {
+        if self.pending_until.is_due(now) {
             if let Ok(next) = transition(self.state, Ev::Reap) {
                 self.enter(next);
             }
             return;
         }
-        if self.idle_at.is_some_and(|t| t <= now) {
-            self.idle_at = None;
+        if self.idle_at.is_due(now) {
+            self.idle_at.clear();
             if let Ok(next) = transition(self.state, Ev::Idle) {
                 self.enter(next);
                 return;
             }
         }
         self.ret_losses.on_timeout(&mut self.ret, now, cfg);
-        if self.ret_rto_at.is_some_and(|t| t <= now) {
-            self.ret_rto_at = None;
+        if self.ret_rto_at.is_due(now) {
+            self.ret_rto_at.clear();
             if self.data_outstanding() > 0 {
                 let count = self.ret_rto_count.saturating_add(1);
                 if cfg.rto_retx_exhausted(count) {
@@ -1106,18 +1120,18 @@ impl<const W: usize, const R: usize> Target<W, R> {
                 }
                 self.ret_rto_count = count;
                 self.ret.mark_all_lost();
-                self.ret_rto_at = Some(now.saturating_add(self.ret_rtt.backed_off(cfg, count)));
+                self.ret_rto_at.set(now.saturating_add(self.ret_rtt.backed_off(cfg, count)));
             }
         }
-        if self.close_req_at.is_some_and(|t| t <= now) {
-            self.close_req_at = None;
+        if self.close_req_at.is_due(now) {
+            self.close_req_at.clear();
             let count = self.close_req_count.saturating_add(1);
             if !cfg.rto_retx_exhausted(count) {
                 self.close_req_count = count;
                 if !self.close_req_acked {
                     self.tx_pending |= TX_CLOSE_REQ;
                 }
-                self.close_req_at = Some(now.saturating_add(cfg.close_req_time));
+                self.close_req_at.set(now.saturating_add(cfg.close_req_time));
                 return;
             }
             self.fail(Failure::CloseTimeout, true);

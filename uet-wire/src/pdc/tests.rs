@@ -952,9 +952,9 @@ fn pdc_sizes() {
     );
     assert!(size_of::<Initiator<2>>() <= 256);
     assert!(size_of::<Target<2>>() <= 416);
-    // Each further response slot costs 28 B.
+    // Each further response slot costs 16 B.
     std::println!("Target<2, 16>: {} B", size_of::<Target<2, 16>>());
-    assert_eq!(size_of::<Target<2, 16>>() - size_of::<Target<2>>(), 12 * 28);
+    assert_eq!(size_of::<Target<2, 16>>() - size_of::<Target<2>>(), 12 * 16);
 }
 
 #[test]

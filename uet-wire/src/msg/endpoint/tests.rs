@@ -1655,8 +1655,8 @@ fn memory_per_pdc_and_per_message() {
         size_of::<StandardRequest>(),
         2 * size_of::<Link>()
     );
-    assert!(per_pdc <= 1216, "{per_pdc} B per PDC");
-    assert!(per_msg <= 212, "{per_msg} B per message slot");
+    assert!(per_pdc <= 1080, "{per_pdc} B per PDC");
+    assert!(per_msg <= 200, "{per_msg} B per message slot");
 }
 
 /// Moves packets between `a` (at `a_addr`) and `b` until neither has one to send (payloads as
