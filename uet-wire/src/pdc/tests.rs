@@ -950,8 +950,9 @@ fn pdc_sizes() {
         size_of::<Initiator<2>>(),
         size_of::<Target<2>>()
     );
-    assert!(size_of::<Initiator<2>>() <= 256);
-    assert!(size_of::<Target<2>>() <= 416);
+    // Kept from growing unnoticed: 232 and 328 B now.
+    assert!(size_of::<Initiator<2>>() <= 232);
+    assert!(size_of::<Target<2>>() <= 328);
     // Each further response slot costs 16 B.
     std::println!("Target<2, 16>: {} B", size_of::<Target<2, 16>>());
     assert_eq!(size_of::<Target<2, 16>>() - size_of::<Target<2>>(), 12 * 16);

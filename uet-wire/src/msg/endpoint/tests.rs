@@ -1640,7 +1640,7 @@ fn memory_per_pdc_and_per_message() {
     // Ready, new, CCC-waiting and target ready links; two timer heaps.
     let lists = 4 * size_of::<Link>() + 2 * 12;
     std::println!(
-        "per PDC {per_pdc} B: initiator {ini} (its state machine {}), target {tgt} (state machine {}, \
+        "Endpoint<16, 16, 64>: {base} B; per PDC {per_pdc} B: initiator {ini} (its state machine {}), target {tgt} (state machine {}, \
          message order {}), lists and timers {lists}, table slots, keys and key index {}",
         size_of::<Initiator>(),
         size_of::<Target<2, HELD_RESPONSES>>(),
