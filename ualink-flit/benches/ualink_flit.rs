@@ -1,8 +1,8 @@
 //! DL flit framing and deframing, CRC included, beside a plain 640-byte copy in the same run.
 //!
 //! * `dl/reference/copy_640`: copying 640 bytes (what framing costs at the very least).
-//! * `dl/crc_640`: the flit CRC alone (the portable `crc` `Table<16>`, or libdeflate with
-//!   `simd-crc`).
+//! * `dl/crc_640`: the flit CRC alone (the portable `crc` `Table<16>`, its one-table form with
+//!   `small-crc`, or libdeflate with `simd-crc`).
 //! * `dl/reference/libdeflate_640` and `dl/reference/libdeflate_64k`: the SIMD crate itself on
 //!   one flit and on 64 KiB: the CRC's ceiling on the machine, whatever backend the crate uses.
 //! * `dl/reference/crc32fast_640`: the other SIMD CRC-32 crate on one flit, for the choice.

@@ -9,25 +9,31 @@
 //! x^(8k + i), so x0 goes out first on the LSB-first lanes. In terms of the usual reflected
 //! CRC-32/ISO-HDLC value `v` (whose bit `j` is the coefficient of x^(31 − j)), the four bytes are
 //! `v.reverse_bits().to_le_bytes()`.
+//!
+//! **Backends**, chosen by feature (time per 640-byte flit in `BENCHMARKS.md`, `crc/`):
+//!
+//! | feature | backend | tables in flash |
+//! |---|---|---|
+//! | (none) | `crc` crate, slice-by-16 | 16 KiB + 1 KiB |
+//! | `small-crc` | `crc` crate, a byte at a time | 1 KiB |
+//! | `simd-crc` (hosts with `std`; wins over `small-crc`) | libdeflate, carry-less multiply | 1 KiB |
 
 use super::layout::{CRC_AT, FLIT_LEN};
 
-/// The portable table backend (with `simd-crc`, the tests' reference).
-#[cfg(any(not(feature = "simd-crc"), test))]
+/// The one-table CRC: the whole CRC with `small-crc`, and in every build the correction term.
+const SMALL: crc::Crc<u32, crc::Table<1>> = crc::Crc::<u32, crc::Table<1>>::new(&crc::CRC_32_ISO_HDLC);
+
+/// The default portable backend (with `simd-crc` or `small-crc`, the tests' reference).
+#[cfg(any(all(not(feature = "simd-crc"), not(feature = "small-crc")), test))]
 const ISO_HDLC: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISO_HDLC);
 
 /// The same polynomial and bit order with no preset and no final complement (`flit_crc`'s
-/// correction term).
-const RAW: crc::Crc<u32, crc::Table<1>> = crc::Crc::<u32, crc::Table<1>>::new(&crc::Algorithm {
-    width: 32,
-    poly: 0x04C1_1DB7,
-    init: 0,
-    refin: true,
-    refout: true,
-    xorout: 0,
-    check: 0x2DFD_2D88,
-    residue: 0,
-});
+/// correction term): [`SMALL`] started from a zero register, its final complement undone.
+fn raw(bytes: &[u8]) -> u32 {
+    let mut d = SMALL.digest_with_initial(0);
+    d.update(bytes);
+    d.finalize() ^ 0xFFFF_FFFF
+}
 
 /// The CRC bytes CRC0..CRC3 of a flit (§6.3.7: over the whole flit with the CRC field taken as
 /// zero), in one pass over the flit as it stands.
@@ -43,15 +49,21 @@ pub fn flit_crc(flit: &[u8; FLIT_LEN]) -> [u8; 4] {
     let field = flit.get(CRC_AT..).and_then(|b| b.first_chunk::<4>()).copied().unwrap_or([0; 4]);
     let mut v = iso_hdlc(flit);
     if field != [0; 4] {
-        v ^= RAW.checksum(&field);
+        v ^= raw(&field);
     }
     v.reverse_bits().to_le_bytes()
 }
 
-/// CRC-32/ISO-HDLC of `bytes`: the portable table backend.
-#[cfg(not(feature = "simd-crc"))]
+/// CRC-32/ISO-HDLC of `bytes`: the portable slice-by-16 backend.
+#[cfg(all(not(feature = "simd-crc"), not(feature = "small-crc")))]
 fn iso_hdlc(bytes: &[u8]) -> u32 {
     ISO_HDLC.checksum(bytes)
+}
+
+/// CRC-32/ISO-HDLC of `bytes`: the one-table backend (`small-crc` feature).
+#[cfg(all(not(feature = "simd-crc"), feature = "small-crc"))]
+fn iso_hdlc(bytes: &[u8]) -> u32 {
+    SMALL.checksum(bytes)
 }
 
 /// CRC-32/ISO-HDLC of `bytes`: the SIMD backend (`simd-crc` feature).
@@ -74,10 +86,10 @@ mod tests {
         assert_eq!(iso_hdlc(&flit), ISO_HDLC.checksum(&flit));
     }
 
-    /// The correction term is the no-preset CRC, whose check value the `crc` crate verifies.
+    /// The correction term is the no-preset CRC (its standard check value).
     #[test]
     fn the_correction_term_is_the_no_preset_crc() {
-        assert_eq!(RAW.checksum(b"123456789"), 0x2DFD_2D88);
+        assert_eq!(raw(b"123456789"), 0x2DFD_2D88);
     }
 
     /// The one-pass form equals the definition: the CRC of the 636 covered bytes followed by

@@ -946,7 +946,8 @@ fn schedule(
 ) -> FlitHeader {
     c.tx_explicit_count = c.tx_explicit_count.saturating_sub(1);
     let seq_lo = (seq & 7) as u8;
-    let group = c.tx_flits / u64::from(cfg.interleave);
+    // At least 1 (`new` clamps it); `max` keeps the division total where the compiler cannot see it.
+    let group = c.tx_flits / u64::from(cfg.interleave.max(1));
     if c.tx_first_replay && replay {
         c.tx_first_replay = false;
         c.tx_explicit_count = EXPLICIT_EVERY;

@@ -9,6 +9,7 @@
 //! packet index with no per-packet state. A zero-length message is one packet with SOM and EOM.
 
 use crate::ses::{SesFlags, StandardRequest, StandardTail};
+use core::num::NonZeroU16;
 
 /// The largest payload a packet may carry: `payload_length` has 14 bits.
 pub const MAX_PAYLOAD: u16 = (1 << 14) - 1;
@@ -55,17 +56,18 @@ pub struct Segment {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Segmenter {
     len: u32,
-    mtu: u16,
+    /// Non-zero, so dividing by it cannot fail (no panic path is linked).
+    mtu: NonZeroU16,
 }
 
 impl Segmenter {
     /// A segmenter for a message of `len` bytes with `mtu` payload bytes per packet
     /// (1..=[`MAX_PAYLOAD`]).
     pub const fn new(len: u32, mtu: u16) -> Result<Self, SegmentError> {
-        if mtu == 0 || mtu > MAX_PAYLOAD {
-            return Err(SegmentError::BadMtu { mtu });
+        match NonZeroU16::new(mtu) {
+            Some(mtu) if mtu.get() <= MAX_PAYLOAD => Ok(Segmenter { len, mtu }),
+            _ => Err(SegmentError::BadMtu { mtu }),
         }
-        Ok(Segmenter { len, mtu })
     }
 
     /// The message length.
@@ -80,7 +82,7 @@ impl Segmenter {
 
     /// Packets the message takes (at least 1).
     pub const fn packets(&self) -> u32 {
-        if self.len == 0 { 1 } else { self.len.div_ceil(self.mtu as u32) }
+        if self.len == 0 { 1 } else { self.len.div_ceil(self.mtu.get() as u32) }
     }
 
     /// Packet `index`, or `None` past the last.
@@ -89,7 +91,7 @@ impl Segmenter {
         if index >= packets {
             return None;
         }
-        let mtu = self.mtu as u32;
+        let mtu = self.mtu.get() as u32;
         let offset = index * mtu;
         let left = self.len - offset;
         let len = if left < mtu { left } else { mtu };
