@@ -174,7 +174,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                         }
                     }
                     PdcDest::Syn { .. } => {
-                        let key = TargetKey { src, dst: self.cfg.addr, spdcid: c.spdcid };
+                        let key = PeerSource { src, spdcid: c.spdcid };
                         if let Some(id) = self.targets.find(&key) {
                             self.control_to_target(now, src, id, &c);
                         }
@@ -210,7 +210,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                 return Ok(());
             }
             PdcDest::Established { dpdcid } => Some(dpdcid),
-            PdcDest::Syn { .. } => self.targets.find(&TargetKey { src, dst: self.cfg.addr, spdcid: r.spdcid }),
+            PdcDest::Syn { .. } => self.targets.find(&PeerSource { src, spdcid: r.spdcid }),
         };
         match id.and_then(|id| Some((id, self.targets.get_mut(id)?))) {
             // Its NACK leaves through the PDC's `poll_transmit`.
@@ -251,7 +251,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                 Some(dpdcid)
             }
             PdcDest::Syn { .. } => {
-                let key = TargetKey { src, dst: self.cfg.addr, spdcid: r.spdcid };
+                let key = PeerSource { src, spdcid: r.spdcid };
                 if let Some(id) = self.targets.find(&key) {
                     return Some(id);
                 }
@@ -327,7 +327,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
 
     /// Whether a SYN request with `start_psn` for `key` is a late copy of a packet of a target
     /// PDC closed at most `New_PDC_Time` ago (see the module doc).
-    pub(super) fn is_late_syn(&self, now: Instant, key: &TargetKey, start_psn: u32) -> bool {
+    pub(super) fn is_late_syn(&self, now: Instant, key: &PeerSource, start_psn: u32) -> bool {
         self.closed_targets.iter().any(|c| c.key == *key && c.start_psn == start_psn && now < c.until)
     }
 

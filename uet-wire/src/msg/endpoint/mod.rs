@@ -112,8 +112,8 @@ use super::segment::{Segment, SegmentError, Segmenter};
 use crate::Error;
 use crate::pdc::held::HELD_RESPONSES;
 use crate::pdc::{
-    Delivery, Failure, Initiator, InitiatorEvent, InitiatorKey, InitiatorState, InitiatorTx, IpAddr, PdcConfig,
-    PdcTable, StartPolicy, Target, TargetEvent, TargetKey, TargetTx, psn_after,
+    Delivery, Failure, Initiator, InitiatorEvent, InitiatorState, InitiatorTx, IpAddr, PdcConfig, PdcTable,
+    StartPolicy, Target, TargetEvent, TargetTx, psn_after,
 };
 use crate::pds::{DeliveryMode, Nack, NackCode, NackTarget, NextHeader, PdcDest, PdsHeader, Request};
 use crate::pds::{Rudi, RudiFlags};
@@ -823,8 +823,8 @@ struct TgtPdc<const R: usize> {
 pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usize = HELD_RESPONSES, const C: usize = 0>
 {
     cfg: EndpointConfig,
-    initiators: PdcTable<InitiatorKey, IniPdc, P>,
-    targets: PdcTable<TargetKey, TgtPdc<R>, P>,
+    initiators: PdcTable<PeerDest, IniPdc, P>,
+    targets: PdcTable<PeerSource, TgtPdc<R>, P>,
     msgs: [Option<SendMsg>; M],
     generations: [u16; M],
     /// The messages with packets not yet sent that no initiator PDC holds, oldest first:
@@ -889,11 +889,33 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     pulls: Pulls<C>,
 }
 
+/// An initiator PDC's key in the endpoint's table: the fields of [`InitiatorKey`] but the
+/// source, which is always the endpoint's own address (16 bytes a PDC less).
+///
+/// [`InitiatorKey`]: crate::pdc::InitiatorKey
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct PeerDest {
+    mode: DeliveryMode,
+    job_id: u32,
+    dst: IpAddr,
+    tc: u8,
+}
+
+/// A target PDC's key in the endpoint's table: the fields of [`TargetKey`] but the destination,
+/// which is always the endpoint's own address (16 bytes a PDC less).
+///
+/// [`TargetKey`]: crate::pdc::TargetKey
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct PeerSource {
+    src: IpAddr,
+    spdcid: u16,
+}
+
 /// A target PDC closed lately: a SYN request for its key and start PSN before `until` is a late
 /// copy of one of its packets.
 #[derive(Clone, Copy, Debug)]
 struct ClosedTarget {
-    key: TargetKey,
+    key: PeerSource,
     start_psn: u32,
     until: Instant,
 }
@@ -1128,7 +1150,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     }
 
     /// The open initiator PDC of `key`.
-    fn find_pdc(&mut self, key: &InitiatorKey) -> Option<u16> {
+    fn find_pdc(&mut self, key: &PeerDest) -> Option<u16> {
         // Messages come in runs to one PDC: the one found last is tried before the key index.
         let last = self.last_pdc.filter(|&id| self.initiators.key(id) == Some(key));
         let id = last.or_else(|| self.initiators.find(key))?;
@@ -1247,11 +1269,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         list.iter(&self.pdc_links).map(usize::from)
     }
 
-    fn key(&self, desc: &MessageDesc) -> InitiatorKey {
-        InitiatorKey {
+    fn key(&self, desc: &MessageDesc) -> PeerDest {
+        PeerDest {
             mode: desc.service.pdc_mode().unwrap_or(DeliveryMode::Rud),
             job_id: desc.header.common.job_id,
-            src: self.cfg.addr,
             dst: desc.dst,
             tc: desc.tc,
         }

@@ -1655,7 +1655,7 @@ fn memory_per_pdc_and_per_message() {
         size_of::<StandardRequest>(),
         2 * size_of::<Link>()
     );
-    assert!(per_pdc <= 1080, "{per_pdc} B per PDC");
+    assert!(per_pdc <= 1048, "{per_pdc} B per PDC");
     assert!(per_msg <= 200, "{per_msg} B per message slot");
 }
 
