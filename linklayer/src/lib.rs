@@ -7,6 +7,7 @@
 extern crate std;
 
 pub mod bits;
+pub mod bytes;
 pub mod cbfc;
 mod error;
 pub mod link;

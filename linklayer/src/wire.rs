@@ -293,7 +293,7 @@ impl CtlOs {
             | ctl_field::VALUE.place(u64::from(value))
             | ctl_field::O_CODE.place(u64::from(UE_CTLOS_O_CODE))
             | ctl_field::VC.place(u64::from(vc));
-        block.copy_from_slice(&(w as u64).to_be_bytes());
+        crate::bytes::copy_prefix(block, &(w as u64).to_be_bytes());
         let check = CTLOS_CHECK.checksum(block.get(..CTLOS_LEN - 1).unwrap_or(&[]));
         if let Some(last) = block.last_mut() {
             *last = check;

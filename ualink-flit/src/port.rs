@@ -134,6 +134,7 @@ use crate::tl::{
     Beat, BeatSource, Message, MessageType, Packer, PackerConfig, Response, RxHalf, RxItem, TlFlit, Unpacked, Unpacker,
 };
 use crate::upli::{AtomicAttr, BEAT_LEN, MAX_TRANSFER, Request, ResponseChannel, Status};
+use linklayer::bytes::copy_prefix;
 
 /// Data bytes a slot holds: one transfer of up to four 64-byte beats.
 const SLOT_BYTES: usize = MAX_TRANSFER as usize;
@@ -492,14 +493,16 @@ impl<St: Copy> Slot<St> {
         self.poisoned = 0;
         let end = first + bytes.len();
         match self.data.get_mut(first..end) {
-            Some(dst) => dst.copy_from_slice(bytes),
+            Some(dst) => _ = copy_prefix(dst, bytes),
             None => self.data = [0; SLOT_BYTES],
         }
         self.data.get_mut(..first).unwrap_or(&mut []).fill(0);
         self.data.get_mut(end..).unwrap_or(&mut []).fill(0);
         // Beat b covers lanes [64 b, 64 b + 64): the enabled ones are those in [first, end).
         for (b, e) in self.byte_en.iter_mut().enumerate() {
-            let (lo, hi) = (first.clamp(b * BEAT_LEN, (b + 1) * BEAT_LEN), end.clamp(b * BEAT_LEN, (b + 1) * BEAT_LEN));
+            // (`max` and `min`, not `clamp`, which asserts its bounds and would link a panic.)
+            let (lo, hi) =
+                (first.max(b * BEAT_LEN).min((b + 1) * BEAT_LEN), end.max(b * BEAT_LEN).min((b + 1) * BEAT_LEN));
             let n = hi - lo;
             *e = if n == 0 { 0 } else { (u64::MAX >> (BEAT_LEN - n)) << (lo - b * BEAT_LEN) };
         }
@@ -512,7 +515,7 @@ impl<St: Copy> Slot<St> {
             Half::Data { beat, second, bytes } => {
                 let at = usize::from(base + beat) * BEAT_LEN + if second { 32 } else { 0 };
                 if let Some(dst) = self.data.get_mut(at..at + 32) {
-                    dst.copy_from_slice(bytes);
+                    copy_prefix(dst, bytes);
                 }
                 second.then_some(base + beat)
             }

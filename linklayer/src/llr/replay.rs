@@ -237,7 +237,7 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
 
     /// Stores a copy of `frame`; see [`ReplayBuffer::push_with`].
     pub fn push(&mut self, now: Instant, frame: &[u8]) -> Result<Seq<S>, Error> {
-        self.push_with(now, frame.len(), |_, buf| buf.copy_from_slice(frame))
+        self.push_with(now, frame.len(), |_, buf| _ = crate::bytes::copy_prefix(buf, frame))
     }
 
     /// The next frame to (re)transmit, advancing the cursor.

@@ -361,7 +361,7 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
     /// out plain; in INIT and FLUSH the configured [`FrameAction`] decides, and
     /// [`FrameAction::Block`] refuses with [`Error::InvalidState`].
     pub fn send(&mut self, now: Instant, frame: &[u8]) -> Result<Admit<S>, Error> {
-        self.send_with(now, frame.len(), |_, buf| buf.copy_from_slice(frame))
+        self.send_with(now, frame.len(), |_, buf| _ = crate::bytes::copy_prefix(buf, frame))
     }
 
     /// [`LlrTx::send`] for a frame the sender marks bad on purpose: stored and numbered like any
@@ -369,7 +369,7 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
     /// it goes out, for the embedder to send with a poisoned FCS (`LLR_TX_POISONED`). The
     /// receiver consumes its number and does not deliver it.
     pub fn send_poisoned(&mut self, now: Instant, frame: &[u8]) -> Result<Admit<S>, Error> {
-        self.offer(now, frame.len(), true, |_, buf| buf.copy_from_slice(frame))
+        self.offer(now, frame.len(), true, |_, buf| _ = crate::bytes::copy_prefix(buf, frame))
     }
 
     /// [`LlrTx::send`] for a frame built in place by `fill`, which is called only when the frame

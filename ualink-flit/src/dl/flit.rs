@@ -5,6 +5,7 @@ use super::crc::flit_crc;
 use super::header::{FlitHeader, SegmentHeader};
 use super::layout::{CRC_AT, FLIT_HEADER_AT, FLIT_LEN, PAYLOAD_LEN, SEGMENT_HEADER_AT, gather_payload, place_flit};
 use crate::Error;
+use linklayer::bytes::copy_prefix;
 
 /// A DL flit with its payload in sector order.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -54,7 +55,7 @@ pub fn frame_bytes(
     place_flit(payload, segments, &fh, out);
     let crc = flit_crc(out);
     if let Some(dst) = out.get_mut(CRC_AT..) {
-        dst.copy_from_slice(&crc);
+        copy_prefix(dst, &crc);
     }
     Ok(())
 }

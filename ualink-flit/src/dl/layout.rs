@@ -251,8 +251,9 @@ const fn four<T: Copy, const N: usize>(t: &[T; N], i: usize) -> [T; 4] {
 /// away and the copy becomes one or two moves.
 #[inline(always)]
 fn copy<const N: usize>(dst: &mut [u8], d: usize, src: &[u8], s: usize) {
-    if let (Some(to), Some(from)) = (dst.get_mut(d..d + N), src.get(s..s + N)) {
-        to.copy_from_slice(from);
+    let to = dst.get_mut(d..).and_then(|t| t.first_chunk_mut::<N>());
+    if let (Some(to), Some(from)) = (to, src.get(s..).and_then(|f| f.first_chunk::<N>())) {
+        *to = *from;
     }
 }
 

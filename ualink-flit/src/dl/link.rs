@@ -694,7 +694,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
         let replaying = self.tx_replay();
         let polled = if new_payload || replaying { self.tx_replay_buf.poll_next() } else { None };
         let stored = polled.and_then(|o| {
-            let (sh, payload) = o.frame.split_at(5);
+            let (sh, payload) = o.frame.split_at_checked(5)?;
             Some((
                 o.seq.value() as u16,
                 o.replay,

@@ -33,6 +33,7 @@ use crate::Error;
 use crate::tl::TlFlit;
 use crate::tl::flit::TL_FLIT_LEN;
 use crate::tl::half::HALF_FLIT_LEN;
+use linklayer::bytes::copy_prefix;
 
 /// Sectors in a TL flit.
 pub const TL_SECTORS: u8 = 16;
@@ -285,7 +286,7 @@ fn zero(payload: &mut [u8; PAYLOAD_LEN], from: u8, to: u8) {
 fn put(payload: &mut [u8; PAYLOAD_LEN], at: u8, src: &[u8]) {
     let a = usize::from(at) * SECTOR;
     if let Some(dst) = payload.get_mut(a..a + src.len()) {
-        dst.copy_from_slice(src);
+        copy_prefix(dst, src);
     }
 }
 
@@ -348,7 +349,7 @@ impl FlitUnpacker {
             let p = plan(*seg, sh.alt_sector, carry_in, |slot| sh.tl_flits.get(slot).is_some_and(Option::is_some));
             if let Some(at) = p.alt {
                 let mut w = [0u8; SECTOR];
-                w.copy_from_slice(get(payload, at, 1));
+                copy_prefix(&mut w, get(payload, at, 1));
                 out.alt.push(u32::from_le_bytes(w)).map_err(|_| Error::Full { queue: "alt sectors" })?;
             }
             if let Some(o) = open.take() {
@@ -401,7 +402,7 @@ impl FlitUnpacker {
                 // Written where it is kept, not built and then moved (a copy through the stack).
                 let c = self.carry.insert(Partial { bytes: [0; TL_FLIT_LEN], m, done });
                 if let Some(dst) = c.bytes.get_mut(..usize::from(done) * SECTOR) {
-                    dst.copy_from_slice(get(payload, first, done));
+                    copy_prefix(dst, get(payload, first, done));
                 }
             }
         }
@@ -462,11 +463,11 @@ fn put_sectors(f: &mut TlFlit, from: u8, src: &[u8]) {
     let at = usize::from(from) * SECTOR;
     let (lo, hi) = src.split_at(HALF_FLIT_LEN.saturating_sub(at).min(src.len()));
     if let Some(dst) = f.lower.get_mut(at..at + lo.len()) {
-        dst.copy_from_slice(lo);
+        copy_prefix(dst, lo);
     }
     let at = (at + lo.len()).saturating_sub(HALF_FLIT_LEN);
     if let Some(dst) = f.upper.get_mut(at..at + hi.len()) {
-        dst.copy_from_slice(hi);
+        copy_prefix(dst, hi);
     }
 }
 
@@ -474,8 +475,8 @@ fn put_sectors(f: &mut TlFlit, from: u8, src: &[u8]) {
 /// range), straight across rather than returned by value.
 fn half_into(dst: &mut [u8; HALF_FLIT_LEN], payload: &[u8; PAYLOAD_LEN], at: u8) {
     let a = usize::from(at) * SECTOR;
-    if let Some(src) = payload.get(a..a + HALF_FLIT_LEN) {
-        dst.copy_from_slice(src);
+    if let Some(src) = payload.get(a..).and_then(|s| s.first_chunk::<HALF_FLIT_LEN>()) {
+        *dst = *src;
     }
 }
 

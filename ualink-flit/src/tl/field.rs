@@ -226,12 +226,14 @@ pub struct CreditReturn {
 }
 
 /// The parts of a credit slot (`tvvc…`) at field `slot`: `t`, `vv` and the count below them.
+/// Built from the fields, not with `WordField::bits`: this runs at run time, where that bound
+/// check would link a panic.
 const fn slot_parts(slot: WordField) -> (WordField, WordField, WordField) {
-    let count = slot.width - 3;
+    let count = slot.width.saturating_sub(3);
     (
-        WordField::bit(slot.lo + count + 2),
-        WordField::bits(slot.lo + count + 1, slot.lo + count),
-        WordField::bits(slot.lo + count - 1, slot.lo),
+        WordField { lo: slot.lo + count + 2, width: 1 },
+        WordField { lo: slot.lo + count, width: 2 },
+        WordField { lo: slot.lo, width: count },
     )
 }
 
@@ -645,7 +647,8 @@ impl ControlField {
         if !matches!(sectors, 1 | 2 | 4) || (bits < 128 && w >> bits != 0) {
             return Err(Error::BadValue { field: "control field sectors", value: u32::from(sectors) });
         }
-        let t = WordField::bits(bits - 1, bits - 4).get(w) as u8;
+        // FTYPE is the field's top four bits (bits is 32, 64 or 128 here).
+        let t = ((w >> (bits - 4)) & 0xF) as u8;
         if ftype::sectors(t) != Some(sectors) {
             return Err(Error::BadValue { field: "FTYPE", value: u32::from(t) });
         }

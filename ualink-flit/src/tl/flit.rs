@@ -17,6 +17,7 @@
 
 use super::half::HALF_FLIT_LEN;
 use crate::Error;
+use linklayer::bytes::copy_prefix;
 
 /// Bytes in a TL flit.
 pub const TL_FLIT_LEN: usize = 64;
@@ -62,8 +63,8 @@ impl TlFlit {
     pub fn to_bytes(&self) -> [u8; TL_FLIT_LEN] {
         let mut b = [0u8; TL_FLIT_LEN];
         let (lo, hi) = b.split_at_mut(HALF_FLIT_LEN);
-        lo.copy_from_slice(&self.lower);
-        hi.copy_from_slice(&self.upper);
+        copy_prefix(lo, &self.lower);
+        copy_prefix(hi, &self.upper);
         b
     }
 
@@ -71,8 +72,8 @@ impl TlFlit {
     pub fn from_bytes(b: &[u8; TL_FLIT_LEN], m0: bool, m1: bool) -> Self {
         let mut f = TlFlit { m0, m1, ..TlFlit::default() };
         let (lo, hi) = b.split_at(HALF_FLIT_LEN);
-        f.lower.copy_from_slice(lo);
-        f.upper.copy_from_slice(hi);
+        copy_prefix(&mut f.lower, lo);
+        copy_prefix(&mut f.upper, hi);
         f
     }
 }
@@ -132,7 +133,7 @@ impl Message {
     pub fn parse(h: &[u8; HALF_FLIT_LEN]) -> Result<Self, Error> {
         let (ty, rest) = h.split_first().ok_or(Error::BadValue { field: "TL message", value: 0 })?;
         let mut payload = [0; HALF_FLIT_LEN - 1];
-        payload.copy_from_slice(rest);
+        copy_prefix(&mut payload, rest);
         Ok(Message { ty: MessageType::from_code(*ty)?, payload })
     }
 
@@ -140,7 +141,7 @@ impl Message {
     pub fn emit(&self, out: &mut [u8; HALF_FLIT_LEN]) {
         if let Some((ty, rest)) = out.split_first_mut() {
             *ty = self.ty.code();
-            rest.copy_from_slice(&self.payload);
+            copy_prefix(rest, &self.payload);
         }
     }
 }
@@ -149,7 +150,7 @@ impl Message {
 pub fn emit_auth_tags(tags: &[u64], out: &mut [u8; HALF_FLIT_LEN]) {
     *out = [0; HALF_FLIT_LEN];
     for (slot, t) in out.chunks_exact_mut(8).zip(tags) {
-        slot.copy_from_slice(&t.to_le_bytes());
+        copy_prefix(slot, &t.to_le_bytes());
     }
 }
 
@@ -159,7 +160,7 @@ pub fn parse_auth_tags(h: &[u8; HALF_FLIT_LEN]) -> [u64; 4] {
     let mut tags = [0u64; 4];
     for (t, b) in tags.iter_mut().zip(h.chunks_exact(8)) {
         let mut w = [0u8; 8];
-        w.copy_from_slice(b);
+        copy_prefix(&mut w, b);
         *t = u64::from_le_bytes(w);
     }
     tags
@@ -185,7 +186,7 @@ pub fn beat_byte_enables(h: &[u8; HALF_FLIT_LEN], addr: u64, beat: u8) -> u64 {
     let at = byte_enable_offset(addr, beat);
     let mut w = [0u8; 8];
     if let Some(b) = h.get(at..at + 8) {
-        w.copy_from_slice(b);
+        copy_prefix(&mut w, b);
     }
     u64::from_le_bytes(w)
 }
@@ -194,7 +195,7 @@ pub fn beat_byte_enables(h: &[u8; HALF_FLIT_LEN], addr: u64, beat: u8) -> u64 {
 pub fn put_beat_byte_enables(h: &mut [u8; HALF_FLIT_LEN], addr: u64, beat: u8, en: u64) {
     let at = byte_enable_offset(addr, beat);
     if let Some(b) = h.get_mut(at..at + 8) {
-        b.copy_from_slice(&en.to_le_bytes());
+        copy_prefix(b, &en.to_le_bytes());
     }
 }
 

@@ -200,8 +200,8 @@ pub(crate) fn put_two_sectors(out: &mut [u8; HALF_FLIT_LEN], low: u8, w: u64) {
 /// Copies `N` bytes to `out[at..]` (nothing when they would not fit).
 #[inline(always)]
 fn put<const N: usize>(out: &mut [u8; HALF_FLIT_LEN], at: usize, bytes: &[u8; N]) {
-    if let Some(dst) = out.get_mut(at..at + N) {
-        dst.copy_from_slice(bytes);
+    if let Some(dst) = out.get_mut(at..).and_then(|d| d.first_chunk_mut::<N>()) {
+        *dst = *bytes;
     }
 }
 

@@ -43,6 +43,7 @@ use super::response::Response;
 use super::sequence::{DataPlan, MAX_AUTH_ITEMS, RateLimit, Tenure};
 use crate::Error;
 use crate::upli::{BEAT_LEN, Request};
+use linklayer::bytes::copy_prefix;
 
 /// One data beat, lent by the caller.
 #[derive(Clone, Copy, Debug)]
@@ -321,12 +322,15 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
         // construction (`slot_up`/`slot_down` and the `used` mask), and `Owed::next_field` keeps
         // the one-field-per-credit-class rule, so nothing is left for `ControlHalfFlit::check`.
         *out = [0; HALF_FLIT_LEN];
-        let mut placed: heapless::Vec<(u8, Tenure, u64), 8> = heapless::Vec::new();
+        // The items placed, by the sector they start at (distinct: the footprints are disjoint),
+        // so they come out in sector order without a sort.
+        let mut placed: [Option<(Tenure, u64)>; SECTORS as usize] = [None; SECTORS as usize];
+        let mut n_placed = 0;
         let (mut n_req, mut n_rsp) = (0u8, 0u8);
 
         // Responses, from the top down, any order.
         let mut i = 0;
-        while i < self.responses.len() && n_rsp < self.rate.responses && placed.len() < max_items {
+        while i < self.responses.len() && n_rsp < self.rate.responses && n_placed < max_items {
             let Some(&(id, mut r)) = self.responses.get(i) else { break };
             let n = r.sectors(self.config.compress_responses);
             let beats = r.data_beats();
@@ -344,14 +348,21 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
             same_size(&f, n)?;
             used |= (((1u16 << n) - 1) << low) as u8;
             put_field(out, low, &f)?;
-            let _ = placed.push((low, Tenure::new(id, beats, false, 0), r.auth_tag()));
-            self.responses.remove(i);
+            if let Some(p) = placed.get_mut(usize::from(low)) {
+                *p = Some((Tenure::new(id, beats, false, 0), r.auth_tag()));
+                n_placed += 1;
+            }
+            // (Checked again where the compiler sees it: `remove` asserts its index, and no
+            // panic may be linked.)
+            if i < self.responses.len() {
+                self.responses.remove(i);
+            }
             n_rsp += 1;
         }
 
         // Requests, in order, from the bottom up.
         let mut cursor = 0u8;
-        while n_req < self.rate.requests && placed.len() < max_items {
+        while n_req < self.rate.requests && n_placed < max_items {
             let Some(&(id, mut r)) = self.requests.front() else { break };
             let found = self.compressor.lookup(&r);
             let n = found.sectors();
@@ -368,7 +379,10 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
             }
             used |= (((1u16 << n) - 1) << low) as u8;
             cursor = low + n;
-            let _ = placed.push((low, Tenure::new(id, beats, r.cmd.has_byte_enables(), r.addr), r.auth_tag));
+            if let Some(p) = placed.get_mut(usize::from(low)) {
+                *p = Some((Tenure::new(id, beats, r.cmd.has_byte_enables(), r.addr), r.auth_tag));
+                n_placed += 1;
+            }
             self.requests.pop_front();
             n_req += 1;
         }
@@ -382,8 +396,7 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
             put_field(out, low, &ControlField::FlowControl(fc))?;
         }
 
-        placed.sort_unstable_by_key(|(low, _, _)| *low);
-        for (_, t, tag) in &placed {
+        for (t, tag) in placed.iter().flatten() {
             if !self.plan.push(*t) {
                 return Err(Error::Full { queue: "TL data plan" });
             }
@@ -415,7 +428,7 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
         match src.beat(t.id, t.next / 2) {
             Some(beat) if !beat.error => {
                 let (lo, hi) = beat.data.split_at(HALF_FLIT_LEN);
-                out.copy_from_slice(if second { hi } else { lo });
+                copy_prefix(out, if second { hi } else { lo });
                 self.stats.data_halves += 1;
                 false
             }

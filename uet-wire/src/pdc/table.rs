@@ -342,7 +342,8 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
         *link = next;
         let slot = self.slots.get_mut(index)?.take()?;
         if let Some(g) = self.generations.get_mut(index) {
-            *g = g.wrapping_add(1) % self.cycle;
+            // `cycle` is at least 1; `checked_rem` keeps a division-by-zero panic out of the image.
+            *g = g.wrapping_add(1).checked_rem(self.cycle).unwrap_or(0);
         }
         // The slot was in use, so the free list has room for it.
         let _ = self.free.push(index as u16);

@@ -1080,13 +1080,21 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         // One entry per destination, oldest first, keeping the furthest PSN (PDCs to one
         // destination close in any order).
         let mut next_psn = next_psn;
-        if let Some(at) = self.start_hints.iter().position(|(a, _)| *a == dst) {
-            let (_, old) = self.start_hints.remove(at);
-            if psn_after(old, next_psn) {
-                next_psn = old;
+        // (`retain`, not `remove`: `remove` asserts its index, and the firmware image must link
+        // no panic.)
+        let mut old = None;
+        self.start_hints.retain(|&(a, psn)| {
+            old = old.or((a == dst).then_some(psn));
+            a != dst
+        });
+        match old {
+            Some(old) if psn_after(old, next_psn) => next_psn = old,
+            Some(_) => {}
+            None if self.start_hints.is_full() => {
+                let mut first = true;
+                self.start_hints.retain(|_| !core::mem::take(&mut first));
             }
-        } else if self.start_hints.is_full() {
-            self.start_hints.remove(0);
+            None => {}
         }
         let _ = self.start_hints.push((dst, next_psn));
     }

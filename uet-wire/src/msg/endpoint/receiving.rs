@@ -165,7 +165,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         let extends = m.desc.header.message_id == ses.message_id
             && m.desc.header.common.job_id == ses.common.job_id
             && u64::from(offset) + u64::from(m.desc.len) == u64::from(seg.offset)
-            && m.desc.len % mtu == 0
+            && m.desc.len.checked_rem(mtu) == Some(0)
             && seg.len > 0
             && whole;
         (extends && psns_follow).then_some(slot)

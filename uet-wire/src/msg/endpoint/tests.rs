@@ -2021,3 +2021,24 @@ fn secure_start_hints_keep_the_furthest_psn() {
     let s = a.random_start_psn(&dst);
     assert!((SECURE_START_MIN..SECURE_START_END).contains(&s));
 }
+
+#[test]
+fn an_endpoint_configured_with_mtu_0_answers_reads_without_panicking() {
+    // Sends fail on such an endpoint (no packet can carry payload), but it still answers READs
+    // chunk by chunk; a second chunk of one READ once divided by the MTU.
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(EndpointConfig { mtu: 0, ..config(b_addr) }, 2));
+    let read = a.send(MessageDesc::new(b_addr, Service::Rud, Opcode::Read, 1, 3000)).unwrap();
+    let mut now = Instant::ZERO;
+    // The READ ends one way or the other, by the idle timeout at the latest.
+    for _ in 0..2_000 {
+        let [events, _] = pump(&mut a, &mut b, now, false);
+        if events.iter().any(|e| matches!(e, Event::Sent(h) | Event::Failed { msg: h, .. } if *h == read)) {
+            return;
+        }
+        now = now.saturating_add(linklayer::Duration::from_millis(100));
+        a.handle_timeout(now);
+        b.handle_timeout(now);
+    }
+    panic!("the READ never ended");
+}

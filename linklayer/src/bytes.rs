@@ -1,0 +1,44 @@
+//! Byte copies that link no panic.
+//!
+//! `<[u8]>::copy_from_slice` panics when the two lengths differ. Where they cannot differ the
+//! check is still there, and an optimised image keeps it whenever the compiler moves the copy
+//! out of line, shared by every caller (a firmware build at `opt-level = "z"` does): one such
+//! copy anywhere puts a panic path in the image. [`copy_prefix`] has none.
+
+/// Copies `src` to the front of `dst`, as many bytes as both hold; returns how many.
+///
+/// ```
+/// let mut dst = [0u8; 4];
+/// assert_eq!(linklayer::bytes::copy_prefix(&mut dst, &[1, 2, 3]), 3);
+/// assert_eq!(dst, [1, 2, 3, 0]);
+/// assert_eq!(linklayer::bytes::copy_prefix(&mut dst, &[9; 8]), 4);
+/// assert_eq!(dst, [9; 4]);
+/// ```
+#[inline]
+pub fn copy_prefix(dst: &mut [u8], src: &[u8]) -> usize {
+    let n = dst.len().min(src.len());
+    // A plain loop: the compiler turns it into a memory copy where that pays (measured: the
+    // same speed as `copy_from_slice` in the UALink benches, and on a Cortex-M4 at opt-level z).
+    for (x, y) in dst.iter_mut().zip(src) {
+        *x = *y;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The same bytes as `copy_from_slice` over the common length; the rest untouched.
+        #[test]
+        fn copies_the_common_prefix(src in proptest::collection::vec(any::<u8>(), 0..200), dst_len in 0usize..200) {
+            let mut dst = std::vec![0xA5u8; dst_len];
+            let n = copy_prefix(&mut dst, &src);
+            prop_assert_eq!(n, dst_len.min(src.len()));
+            prop_assert_eq!(&dst[..n], &src[..n]);
+            prop_assert!(dst[n..].iter().all(|&b| b == 0xA5));
+        }
+    }
+}
