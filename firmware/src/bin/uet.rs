@@ -70,18 +70,20 @@ fn addr(side: usize) -> IpAddr {
 }
 
 /// Moves packets from `from` onto `wire`, dropping some; payload bytes come from the message
-/// index kept in the handle's user value.
-fn send_all(ep: &mut Ep, now: Instant, wire: &mut Wire, rng: &mut Rng) -> bool {
+/// index kept in the handle's user value. Returns how many it sent (`None` on an error).
+fn send_all(ep: &mut Ep, now: Instant, wire: &mut Wire, rng: &mut Rng) -> Option<u32> {
+    let mut sent = 0;
     loop {
         let slot = wire.count;
-        let Some(buf) = wire.packets.get_mut(slot.min(WIRE - 1)) else { return false };
-        let Ok(t) = ep.poll_transmit(now, buf) else { return false };
-        let Some(t) = t else { return true };
+        let buf = wire.packets.get_mut(slot.min(WIRE - 1))?;
+        let t = ep.poll_transmit(now, buf).ok()?;
+        let Some(t) = t else { return Some(sent) };
+        sent += 1;
         let mut len = t.header_len;
         if let Some(p) = t.payload {
             let n = usize::from(p.len);
             let (Some(room), Some(src)) = (buf.get_mut(len..len + n), bytes(p.msg.user(), p.offset, n)) else {
-                return false;
+                return None;
             };
             linklayer::bytes::copy_prefix(room, src);
             len += n;
@@ -129,13 +131,18 @@ fn phase(eps: &mut [Ep; 2], wires: &mut [Wire; 2], now: &mut Instant, rng: &mut 
                 Err(_) => break,
             }
         }
-        if !(send_all(a, *now, to_b, rng) && send_all(b, *now, to_a, rng)) {
+        let (Some(from_a), Some(from_b)) = (send_all(a, *now, to_b, rng), send_all(b, *now, to_a, rng)) else {
             return o;
-        }
+        };
         if !(receive_all(b, *now, addr(0), to_b, &mut o.wrong) && receive_all(a, *now, addr(1), to_a, &mut o.wrong)) {
             return o;
         }
-        *now = now.saturating_add(Duration::from_micros(1));
+        // A turn that sent nothing sleeps until the next deadline, as firmware would.
+        let next = now.saturating_add(Duration::from_micros(1));
+        *now = match (from_a + from_b, a.poll_timeout().into_iter().chain(b.poll_timeout()).min()) {
+            (0, Some(t)) => t.max(next),
+            _ => next,
+        };
         for ep in [&mut *a, &mut *b] {
             if ep.poll_timeout().is_some_and(|t| t <= *now) {
                 ep.handle_timeout(*now);
