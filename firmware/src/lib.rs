@@ -186,6 +186,16 @@ pub fn report(label: &str, n: u64, unit: &str) {
     out("\n");
 }
 
+/// Prints static RAM, the stack used below `sp` (what [`paint_stack`] returned before the run)
+/// and the verdict, then ends the program.
+pub fn finish(program: &str, ok: bool, sp: usize) -> ! {
+    report("static RAM: ", static_ram() as u64, " B");
+    report("stack while running, below main's frame: ", stack_below(sp) as u64, " B");
+    out(program);
+    out(if ok { ": each exactly once, every byte right\n" } else { ": FAILED\n" });
+    exit(ok)
+}
+
 /// Ends the program: QEMU exits with status 0 when `ok`, 1 otherwise.
 pub fn exit(ok: bool) -> ! {
     debug::exit(if ok { debug::EXIT_SUCCESS } else { debug::EXIT_FAILURE });
