@@ -123,9 +123,9 @@ impl From<Duration> for core::time::Duration {
 ///
 /// `Option<Instant>` takes 16 bytes; a state machine with several timers per connection and
 /// thousands of connections pays that twice over. `Deadline` keeps [`Instant::MAX`] for "not
-/// armed" and stores a deadline at `Instant::MAX` as one nanosecond earlier, so a deadline armed
-/// at the end of time still fires (at `Instant::MAX`, as `handle_timeout(Instant::MAX)` would
-/// have fired it), never silently disarms.
+/// armed" and stores a deadline at `Instant::MAX` as one nanosecond earlier: a deadline armed at
+/// the end of time fires at `Instant::MAX` − 1 ns (584 years after the epoch) rather than never,
+/// the one place where it differs from `Option<Instant>`.
 ///
 /// ```
 /// use linklayer::{Deadline, Instant};
@@ -140,7 +140,6 @@ impl From<Duration> for core::time::Duration {
 /// assert_eq!(core::mem::size_of::<Deadline>(), 8);
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Deadline(Instant);
 
 impl Deadline {
@@ -196,6 +195,14 @@ impl Default for Deadline {
 impl fmt::Debug for Deadline {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.get(), f)
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for Deadline {
+    /// As the `Option<Instant>` it stands for.
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{}", self.get());
     }
 }
 
@@ -335,7 +342,8 @@ mod tests {
         // The end of time stays armed, one nanosecond early, and fires at the end of time.
         let end = Deadline::at(Instant::MAX);
         assert_eq!(end.get(), Some(Instant::from_nanos(u64::MAX - 1)));
-        assert!(end.is_due(Instant::MAX) && !end.is_due(Instant::from_nanos(u64::MAX - 2)));
+        assert!(end.is_due(Instant::MAX) && end.is_due(Instant::from_nanos(u64::MAX - 1)));
+        assert!(!end.is_due(Instant::from_nanos(u64::MAX - 2)));
         assert!(!Deadline::NONE.is_due(Instant::MAX));
         assert_eq!(Deadline::default(), Deadline::NONE);
         assert_eq!(core::mem::size_of::<Deadline>(), 8);
