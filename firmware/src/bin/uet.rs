@@ -1,5 +1,6 @@
-//! Two UET endpoints (`Endpoint<8, 8, 32>`) in one Cortex-M4F, joined by a lossy in-memory wire:
-//! 200 messages of 64 B, then 200 of 1 KiB, from A to B, 1 % of packets dropped each way. Every
+//! Two UET endpoints (`Endpoint<8, 8, 32>`) in one Cortex-M4F, joined by an in-memory wire that
+//! carries one packet at a time and loses 1 % of them: 200 messages of 64 B, then 200 of 1 KiB,
+//! from A to B. A turn in which neither endpoint sends sleeps to the earliest deadline. Every
 //! byte placed is checked, every message must arrive exactly once. Prints flash-independent
 //! facts the program can see (static RAM, peak stack, instructions per message, and the floor:
 //! a copy plus CRC-32C of the same bytes); `.ci/run` adds flash from the ELF.
@@ -17,8 +18,8 @@ type Ep = Endpoint<8, 8, 32>;
 
 /// Payload bytes per packet.
 const MTU: u16 = 1024;
-/// Packets the wire holds at once (more are dropped, as a full queue would).
-const WIRE: usize = 16;
+/// One packet on the wire.
+type Packet = [u8; MAX_HEADER_LEN + MTU as usize];
 /// Messages per phase.
 const MESSAGES: u32 = 200;
 
@@ -44,19 +45,6 @@ fn bytes(index: u64, offset: u32, len: usize) -> Option<&'static [u8]> {
     PATTERN.get(start(index) + offset as usize..)?.get(..len)
 }
 
-/// Packets on their way to one endpoint.
-struct Wire {
-    packets: [[u8; MAX_HEADER_LEN + MTU as usize]; WIRE],
-    lens: [usize; WIRE],
-    count: usize,
-}
-
-impl Wire {
-    const fn new() -> Wire {
-        Wire { packets: [[0; MAX_HEADER_LEN + MTU as usize]; WIRE], lens: [0; WIRE], count: 0 }
-    }
-}
-
 /// What a phase found.
 struct Outcome {
     delivered: u32,
@@ -69,59 +57,43 @@ fn addr(side: usize) -> IpAddr {
     ipv4([10, 0, 0, 1 + side as u8])
 }
 
-/// Moves packets from `from` onto `wire`, dropping some; payload bytes come from the message
-/// index kept in the handle's user value. Returns how many it sent (`None` on an error).
-fn send_all(ep: &mut Ep, now: Instant, wire: &mut Wire, rng: &mut Rng) -> Option<u32> {
-    let mut sent = 0;
-    loop {
-        let slot = wire.count;
-        let buf = wire.packets.get_mut(slot.min(WIRE - 1))?;
-        let t = ep.poll_transmit(now, buf).ok()?;
-        let Some(t) = t else { return Some(sent) };
-        sent += 1;
-        let mut len = t.header_len;
-        if let Some(p) = t.payload {
-            let n = usize::from(p.len);
-            let (Some(room), Some(src)) = (buf.get_mut(len..len + n), bytes(p.msg.user(), p.offset, n)) else {
-                return None;
-            };
-            linklayer::bytes::copy_prefix(room, src);
-            len += n;
-        }
-        if slot < WIRE && !rng.chance(10) {
-            if let Some(l) = wire.lens.get_mut(slot) {
-                *l = len;
-            }
-            wire.count += 1;
-        }
+/// Sends one packet from `from` (at `src`) to `to`, or loses it (1 %): the wire holds one packet
+/// at a time, so it costs one buffer, not a queue. Payload bytes come from the message index in
+/// the handle's user value; placed bytes are checked against it. Returns whether `from` had a
+/// packet (`None` on an error).
+fn carry(
+    from: &mut Ep,
+    to: &mut Ep,
+    src: IpAddr,
+    now: Instant,
+    buf: &mut Packet,
+    rng: &mut Rng,
+    wrong: &mut u32,
+) -> Option<bool> {
+    let Some(t) = from.poll_transmit(now, buf).ok()? else { return Some(false) };
+    let mut len = t.header_len;
+    if let Some(p) = t.payload {
+        let n = usize::from(p.len);
+        let room = buf.get_mut(len..len + n)?;
+        linklayer::bytes::copy_prefix(room, bytes(p.msg.user(), p.offset, n)?);
+        len += n;
     }
-}
-
-/// Hands every packet on `wire` to `ep`; checks placed bytes against the message's user value
-/// carried in its header data.
-fn receive_all(ep: &mut Ep, now: Instant, from: IpAddr, wire: &mut Wire, wrong: &mut u32) -> bool {
-    for (pkt, &len) in wire.packets.iter().zip(wire.lens.iter()).take(wire.count) {
-        let Some(pkt) = pkt.get(..len) else { return false };
-        match ep.handle_packet(now, from, pkt) {
-            Ok(Some(p)) => {
-                if bytes(p.header.match_bits, p.offset, p.payload.len()) != Some(p.payload) {
-                    *wrong += 1;
-                }
-            }
-            Ok(None) => {}
-            Err(_) => {}
-        }
+    if rng.chance(10) {
+        return Some(true);
     }
-    wire.count = 0;
-    true
+    if let Ok(Some(p)) = to.handle_packet(now, src, buf.get(..len)?)
+        && bytes(p.header.match_bits, p.offset, p.payload.len()) != Some(p.payload)
+    {
+        *wrong += 1;
+    }
+    Some(true)
 }
 
 /// One phase: `MESSAGES` messages of `len` bytes from A to B.
-fn phase(eps: &mut [Ep; 2], wires: &mut [Wire; 2], now: &mut Instant, rng: &mut Rng, len: u32) -> Outcome {
+fn phase(eps: &mut [Ep; 2], buf: &mut Packet, now: &mut Instant, rng: &mut Rng, len: u32) -> Outcome {
     let mut o = Outcome { delivered: 0, sent: 0, wrong: 0 };
     let mut queued = 0u32;
     let [a, b] = eps;
-    let [to_b, to_a] = wires;
     for _turn in 0..2_000_000u32 {
         while queued < MESSAGES {
             let index = u64::from(queued);
@@ -131,15 +103,23 @@ fn phase(eps: &mut [Ep; 2], wires: &mut [Wire; 2], now: &mut Instant, rng: &mut 
                 Err(_) => break,
             }
         }
-        let (Some(from_a), Some(from_b)) = (send_all(a, *now, to_b, rng), send_all(b, *now, to_a, rng)) else {
-            return o;
-        };
-        if !(receive_all(b, *now, addr(0), to_b, &mut o.wrong) && receive_all(a, *now, addr(1), to_a, &mut o.wrong)) {
-            return o;
+        // Both ways, a packet at a time, until neither has one to send.
+        let mut sent = 0;
+        loop {
+            let (Some(x), Some(y)) = (
+                carry(a, b, addr(0), *now, buf, rng, &mut o.wrong),
+                carry(b, a, addr(1), *now, buf, rng, &mut o.wrong),
+            ) else {
+                return o;
+            };
+            if !x && !y {
+                break;
+            }
+            sent += u32::from(x) + u32::from(y);
         }
         // A turn that sent nothing sleeps until the next deadline, as firmware would.
         let next = now.saturating_add(Duration::from_micros(1));
-        *now = match (from_a + from_b, a.poll_timeout().into_iter().chain(b.poll_timeout()).min()) {
+        *now = match (sent, a.poll_timeout().into_iter().chain(b.poll_timeout()).min()) {
             (0, Some(t)) => t.max(next),
             _ => next,
         };
@@ -180,7 +160,7 @@ fn main() -> ! {
     ]) else {
         exit(false)
     };
-    let Some(wires) = cortex_m::singleton!(: [Wire; 2] = [Wire::new(), Wire::new()]) else { exit(false) };
+    let Some(buf) = cortex_m::singleton!(: Packet = [0; MAX_HEADER_LEN + MTU as usize]) else { exit(false) };
     report("start-up: ", meter.now() - t0, " instructions");
     report("start-up peak stack: ", peak_stack() as u64, " B");
     // From here on: the stack the running engines need, below this frame.
@@ -188,7 +168,7 @@ fn main() -> ! {
     let (mut now, mut rng, mut ok) = (Instant::ZERO, Rng::new(1), true);
     for len in [64u32, 1024] {
         let t0 = meter.now();
-        let o = phase(eps, wires, &mut now, &mut rng, len);
+        let o = phase(eps, buf, &mut now, &mut rng, len);
         let spent = meter.now() - t0;
         report("message bytes: ", u64::from(len), "");
         report("  delivered: ", u64::from(o.delivered), "");
