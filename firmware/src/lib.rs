@@ -73,6 +73,18 @@ impl Meter {
         cortex_m::asm::delay(n);
         self.now() - t0
     }
+
+    /// Checks the scale on 100 000 iterations and prints it; ends the program with failure
+    /// when it is off by more than 1 % (a QEMU whose SysTick or `-icount` works otherwise would
+    /// make every count wrong).
+    pub fn check_scale(&self) {
+        let measured = self.calibrate(100_000);
+        report("calibration: 100000 two-instruction loops measured as ", measured, " instructions");
+        if !(198_000..=202_000).contains(&measured) {
+            out("calibration: off by more than 1 %, the counts would be wrong\n");
+            exit(false);
+        }
+    }
 }
 
 unsafe extern "C" {

@@ -91,6 +91,7 @@ fn run(ports: &mut [UpliPort; 2], rng: &mut Rng) -> Outcome {
 fn main() -> ! {
     let Some(core) = cortex_m::Peripherals::take() else { exit(false) };
     let meter = Meter::start(core.SYST);
+    meter.check_scale();
     let _ = paint_stack();
     let t0 = meter.now();
     let new = |acc| UpliPort::new(PortConfig::new(acc), [0u8; REPLAY_ENTRY_LEN * 64]);

@@ -151,7 +151,7 @@ fn phase(eps: &mut [Ep; 2], buf: &mut Packet, now: &mut Instant, rng: &mut Rng, 
 fn main() -> ! {
     let Some(core) = cortex_m::Peripherals::take() else { exit(false) };
     let meter = Meter::start(core.SYST);
-    report("calibration: 100000 two-instruction loops measured as ", meter.calibrate(100_000), " instructions");
+    meter.check_scale();
     let _ = paint_stack();
     let t0 = meter.now();
     let Some(eps) = cortex_m::singleton!(: [Ep; 2] = [

@@ -325,12 +325,11 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
         // The items placed, by the sector they start at (distinct: the footprints are disjoint),
         // so they come out in sector order without a sort.
         let mut placed: [Option<(Tenure, u64)>; SECTORS as usize] = [None; SECTORS as usize];
-        let mut n_placed = 0;
         let (mut n_req, mut n_rsp) = (0u8, 0u8);
 
         // Responses, from the top down, any order.
         let mut i = 0;
-        while i < self.responses.len() && n_rsp < self.rate.responses && n_placed < max_items {
+        while i < self.responses.len() && n_rsp < self.rate.responses && usize::from(n_req + n_rsp) < max_items {
             let Some(&(id, mut r)) = self.responses.get(i) else { break };
             let n = r.sectors(self.config.compress_responses);
             let beats = r.data_beats();
@@ -350,7 +349,6 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
             put_field(out, low, &f)?;
             if let Some(p) = placed.get_mut(usize::from(low)) {
                 *p = Some((Tenure::new(id, beats, false, 0), r.auth_tag()));
-                n_placed += 1;
             }
             // (Checked again where the compiler sees it: `remove` asserts its index, and no
             // panic may be linked.)
@@ -362,7 +360,7 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
 
         // Requests, in order, from the bottom up.
         let mut cursor = 0u8;
-        while n_req < self.rate.requests && n_placed < max_items {
+        while n_req < self.rate.requests && usize::from(n_req + n_rsp) < max_items {
             let Some(&(id, mut r)) = self.requests.front() else { break };
             let found = self.compressor.lookup(&r);
             let n = found.sectors();
@@ -381,7 +379,6 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
             cursor = low + n;
             if let Some(p) = placed.get_mut(usize::from(low)) {
                 *p = Some((Tenure::new(id, beats, r.cmd.has_byte_enables(), r.addr), r.auth_tag));
-                n_placed += 1;
             }
             self.requests.pop_front();
             n_req += 1;

@@ -636,11 +636,9 @@ impl<const W: usize> TxWindow<W> {
 /// [`config`](super::config)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct LossDetector {
-    /// When the candidates up to `psn` are marked lost if still unacknowledged, while `armed`
-    /// (16 bytes where an `Option` of the instant would take 24).
-    at: linklayer::Instant,
+    /// When the candidates up to `psn` are marked lost if still unacknowledged, if armed.
+    at: linklayer::Deadline,
     psn: u32,
-    armed: bool,
 }
 
 impl LossDetector {
@@ -653,7 +651,7 @@ impl LossDetector {
         now: linklayer::Instant,
         cfg: &super::PdcConfig,
     ) -> u32 {
-        if self.armed {
+        if self.at.is_armed() {
             return 0;
         }
         let Some(psn) = tx.loss_candidates(cfg.loss_threshold) else { return 0 };
@@ -661,8 +659,7 @@ impl LossDetector {
             return tx.mark_lost_through(psn);
         }
         self.psn = psn;
-        self.at = now.saturating_add(cfg.reorder_window);
-        self.armed = true;
+        self.at.set(now.saturating_add(cfg.reorder_window));
         0
     }
 
@@ -673,8 +670,8 @@ impl LossDetector {
         now: linklayer::Instant,
         cfg: &super::PdcConfig,
     ) {
-        if self.armed && self.at <= now {
-            self.armed = false;
+        if self.at.is_due(now) {
+            self.at.clear();
             tx.mark_lost_through(self.psn);
             self.on_ack(tx, now, cfg);
         }
@@ -682,12 +679,12 @@ impl LossDetector {
 
     /// The end of the reorder window, if one runs.
     pub(crate) const fn deadline(&self) -> Option<linklayer::Instant> {
-        if self.armed { Some(self.at) } else { None }
+        self.at.get()
     }
 
     /// Stops the reorder window.
     pub(crate) fn stop(&mut self) {
-        self.armed = false;
+        self.at.clear();
     }
 }
 
