@@ -198,14 +198,24 @@ pub fn report(label: &str, n: u64, unit: &str) {
     out("\n");
 }
 
+/// The most stack a program may take, at start-up (building its engines) and below `main`
+/// while they run: what a firmware task typically has.
+pub const STACK_LIMIT: usize = 4096;
+
 /// Prints static RAM, the stack used below `sp` (what [`paint_stack`] returned before the run)
-/// and the verdict, then ends the program.
-pub fn finish(program: &str, ok: bool, sp: usize) -> ! {
+/// and the verdict, then ends the program. It fails if the run did (`ok` false) or if the
+/// start-up peak (`startup_stack`) or the running stack passed [`STACK_LIMIT`].
+pub fn finish(program: &str, ok: bool, startup_stack: usize, sp: usize) -> ! {
+    let running = stack_below(sp);
     report("static RAM: ", static_ram() as u64, " B");
-    report("stack while running, below main's frame: ", stack_below(sp) as u64, " B");
+    report("stack while running, below main's frame: ", running as u64, " B");
+    let stack_ok = startup_stack <= STACK_LIMIT && running <= STACK_LIMIT;
+    if !stack_ok {
+        report("FAILED: more stack than the limit of ", STACK_LIMIT as u64, " B");
+    }
     out(program);
     out(if ok { ": each exactly once, every byte right\n" } else { ": FAILED\n" });
-    exit(ok)
+    exit(ok && stack_ok)
 }
 
 /// Ends the program: QEMU exits with status 0 when `ok`, 1 otherwise.

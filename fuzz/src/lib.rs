@@ -1155,7 +1155,17 @@ pub fn endpoint(data: &[u8]) {
     };
     let cfg =
         |addr| EndpointConfig { pdc, close_when_idle, messages_per_pdc, secure, cms, ..EndpointConfig::new(addr, mtu) };
-    let mut eps = [Ep::new(cfg(addrs[0]), 1), Ep::new(cfg(addrs[1]), 2)];
+    // A quarter of MTUs build the endpoints in place (`EMPTY`, then `init`), as firmware does.
+    let build = |i: usize| {
+        if mtu % 4 == 3 {
+            let mut ep = Ep::EMPTY;
+            ep.init(cfg(addrs[i]), i as u64 + 1);
+            ep
+        } else {
+            Ep::new(cfg(addrs[i]), i as u64 + 1)
+        }
+    };
+    let mut eps = [build(0), build(1)];
     let mut now = Instant::ZERO;
     let mut net: Vec<(usize, Vec<u8>)> = Vec::new();
     let mut live: HashSet<(usize, uet_wire::msg::MsgHandle)> = HashSet::new();
@@ -1864,7 +1874,11 @@ pub fn ualink_port(data: &[u8]) {
             isolate_on_timeout: timeout % 3 != 0,
             ..PortConfig::new(acc)
         };
-        Port::new(cfg, vec![0; REPLAY_ENTRY_LEN * 32]).unwrap()
+        // A fifth of the runs configure ports made for another accelerator again, in place.
+        let mut port =
+            Port::new(PortConfig::new(if timeout % 5 == 4 { 3 } else { acc }), vec![0; REPLAY_ENTRY_LEN * 32]).unwrap();
+        port.init(cfg).unwrap();
+        port
     };
     let mut ports = [new(1), new(2)];
     for p in &mut ports {

@@ -15,6 +15,7 @@ pub mod llr;
 pub mod seq;
 pub mod time;
 pub mod wire;
+pub mod zero_option;
 
 pub use bits::{BitField, WordField};
 pub use error::Error;
@@ -22,6 +23,7 @@ pub use seq::{Bits, NonZeroBits, Seq, SeqSpace};
 #[cfg(feature = "std")]
 pub use time::StdClock;
 pub use time::{Deadline, Duration, Instant, LinkRate};
+pub use zero_option::ZeroOption;
 
 #[cfg(test)]
 mod tests {

@@ -97,7 +97,10 @@ impl<S: SeqSpace> Seq<S> {
 
     /// The value at position `index` counted from [`Seq::FIRST`], reduced modulo the space.
     pub const fn from_index(index: u64) -> Self {
-        Self::raw((index % S::MODULUS) as u32 + Self::OFFSET)
+        // An index in range (the common case) skips the division: a 64-bit one is a library
+        // call on a 32-bit core.
+        let index = if index < S::MODULUS { index } else { index % S::MODULUS };
+        Self::raw(index as u32 + Self::OFFSET)
     }
 
     /// The value as carried on the wire.

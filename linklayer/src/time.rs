@@ -122,10 +122,11 @@ impl From<Duration> for core::time::Duration {
 /// An optional [`Instant`] in the space of one: a timer's deadline, or none.
 ///
 /// `Option<Instant>` takes 16 bytes; a state machine with several timers per connection and
-/// thousands of connections pays that twice over. `Deadline` keeps [`Instant::MAX`] for "not
-/// armed" and stores a deadline at `Instant::MAX` as one nanosecond earlier: a deadline armed at
-/// the end of time fires at `Instant::MAX` − 1 ns (584 years after the epoch) rather than never,
-/// the one place where it differs from `Option<Instant>`.
+/// thousands of connections pays that twice over. `Deadline` stores the deadline's nanoseconds
+/// inverted, so "not armed" ([`Deadline::NONE`]) is all-zero bytes (an engine's empty value can
+/// live in `.bss`), and stores a deadline at `Instant::MAX` as one nanosecond earlier: a deadline
+/// armed at the end of time fires at `Instant::MAX` − 1 ns (584 years after the epoch) rather
+/// than never, the one place where it differs from `Option<Instant>`.
 ///
 /// ```
 /// use linklayer::{Deadline, Instant};
@@ -140,15 +141,15 @@ impl From<Duration> for core::time::Duration {
 /// assert_eq!(core::mem::size_of::<Deadline>(), 8);
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Deadline(Instant);
+pub struct Deadline(u64);
 
 impl Deadline {
-    /// Not armed.
-    pub const NONE: Deadline = Deadline(Instant::MAX);
+    /// Not armed (all-zero bytes).
+    pub const NONE: Deadline = Deadline(0);
 
     /// Armed at `at` (at `Instant::MAX` − 1 ns if `at` is `Instant::MAX`).
     pub const fn at(at: Instant) -> Deadline {
-        Deadline(Instant(if at.0 == u64::MAX { u64::MAX - 1 } else { at.0 }))
+        Deadline(!if at.0 == u64::MAX { u64::MAX - 1 } else { at.0 })
     }
 
     /// Armed at `at`, or not armed.
@@ -161,17 +162,17 @@ impl Deadline {
 
     /// The deadline, if armed.
     pub const fn get(self) -> Option<Instant> {
-        if self.0.0 == u64::MAX { None } else { Some(self.0) }
+        if self.0 == 0 { None } else { Some(Instant(!self.0)) }
     }
 
     /// Whether it is armed.
     pub const fn is_armed(self) -> bool {
-        self.0.0 != u64::MAX
+        self.0 != 0
     }
 
     /// Whether it is armed and `now` has reached it.
     pub const fn is_due(self, now: Instant) -> bool {
-        self.is_armed() && self.0.0 <= now.0
+        self.is_armed() && !self.0 <= now.0
     }
 
     /// Arms it at `at`.

@@ -120,12 +120,12 @@
 //!
 //! Each slot pair (one originator and one completer slot, each with 256 bytes of data) costs
 //! 774 B on a 64-bit host, on top of the data link and the TL. The default `UpliPort` (64
-//! TxReplay entries inline, 32 slots each way) is 71 336 B; with 16 slots 58 952 B, with 64
-//! slots 96 104 B.
+//! TxReplay entries inline, 32 slots each way) is 71 352 B; with 16 slots 58 968 B, with 64
+//! slots 96 120 B.
 
 use crate::Error;
 use crate::dl::link::{DownReason, REPLAY_ENTRY_LEN};
-use crate::dl::service::{CHANNEL_TL, MessageService, ServiceConfig, ServiceEvent};
+use crate::dl::service::{CHANNEL_TL, DeviceKind, MessageService, ServiceConfig, ServiceEvent};
 use crate::dl::{DataLink, Delivered, DlConfig, FLIT_LEN, LinkState, Received, Stall, TlSource, Transmitted};
 use crate::tl::compress::{Indexing, RxDecompressor, TxCompressor};
 use crate::tl::credit::{Class, Target};
@@ -173,14 +173,27 @@ pub struct PortConfig {
 }
 
 impl PortConfig {
+    /// Every field zero: what an [`UpliPort::EMPTY`] holds until [`UpliPort::init`].
+    const ZERO: PortConfig = PortConfig {
+        acc: 0,
+        dl: DlConfig { rx_replay_limit: 0, tx_ack_time_out: 0, interleave: 0 },
+        service: ServiceConfig { device_id: None, kind: DeviceKind::Switch, port: None, uart_reset_timeout: 0 },
+        packer: PackerConfig { auth: false, compress_responses: false },
+        tx_indexing: Indexing::ByDst,
+        rx_indexing: Indexing::ByDst,
+        negotiate: false,
+        completion_timeout: None,
+        isolate_on_timeout: false,
+    };
+
     /// Accelerator `acc` with the defaults: default DL, no authentication, compressed responses,
     /// both caches indexed by destination, Channel 0 negotiated, no watchdog (isolation when one
     /// is set).
-    pub fn new(acc: u16) -> Self {
+    pub const fn new(acc: u16) -> Self {
         PortConfig {
             acc,
-            dl: DlConfig::default(),
-            service: ServiceConfig::default(),
+            dl: DlConfig::DEFAULT,
+            service: ServiceConfig::DEFAULT,
             packer: PackerConfig { auth: false, compress_responses: true },
             tx_indexing: Indexing::ByDst,
             rx_indexing: Indexing::ByDst,
@@ -357,6 +370,22 @@ pub struct PortStats {
     /// every flit time and none is lost: a flit carries at most five DL message words).
     pub service_events_lost: u64,
 }
+impl PortStats {
+    /// Nothing counted.
+    pub const ZERO: PortStats = PortStats {
+        requests: 0,
+        responses: 0,
+        served: 0,
+        failed: 0,
+        dropped: 0,
+        link_downs: 0,
+        isolations: 0,
+        stray_responses: 0,
+        misrouted: 0,
+        tl_errors: 0,
+        service_events_lost: 0,
+    };
+}
 
 /// DL message service events the port keeps for [`UpliPort::poll_event`].
 pub const SERVICE_EVENTS: usize = 16;
@@ -462,9 +491,11 @@ impl<St: Copy> Slot<St> {
     const fn new(state: St) -> Self {
         Slot {
             state,
-            req: Request::new(crate::upli::Command::Read, 0, 0, 0, 0, 0),
+            // A placeholder until the slot is used: every byte zero.
+            req: Request { attr: 0, ..Request::new(crate::upli::Command::Read, 0, 0, 0, 0, 0) },
             generation: 0,
-            deadline: u64::MAX,
+            // Read only while the slot is outstanding.
+            deadline: 0,
             claimed: 0,
             got: 0,
             last: false,
@@ -634,7 +665,7 @@ impl<const S: usize> TlSource for Feed<'_, S> {
 ///
 /// `B` is TxReplay's storage, `N` its entries (as [`DataLink`]); `S` the slots each way (1 to
 /// 2048): outstanding requests, and requests held by the completer. Size on a 64-bit host: the
-/// default `UpliPort` (64 TxReplay entries inline, `S` = 32) 71 336 B, and 774 B more or less per
+/// default `UpliPort` (64 TxReplay entries inline, `S` = 32) 71 352 B, and 774 B more or less per
 /// slot (module doc). [`UpliPort::new`] returns it by value: give it a home (a `static`, a `Box`)
 /// rather than a small stack.
 #[derive(Clone, Debug)]
@@ -679,8 +710,17 @@ pub struct UpliPort<B = [u8; REPLAY_ENTRY_LEN * 64], const N: usize = 64, const 
     reported: bool,
     /// The partner's Initial Credit Release Complete arrived since the link came up.
     partner_credits: bool,
+    /// [`UpliPort::init`] ran (an [`UpliPort::EMPTY`] is not configured).
+    configured: bool,
     now: u64,
     stats: PortStats,
+}
+
+impl<const L: usize, const N: usize, const S: usize> UpliPort<[u8; L], N, S> {
+    /// A port with its TxReplay storage inline and every byte zero, so a `static` holding it
+    /// lands in `.bss` (no flash, no start-up copy): in DL Fault with a configuration of zeros,
+    /// refused by [`Self::start`] until [`Self::init`] configures it in place.
+    pub const EMPTY: Self = Self::unconfigured([0; L]);
 }
 
 impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N, S> {
@@ -688,15 +728,23 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
 
     /// A port in DL Fault (the reset state), with TxReplay in `storage`. Refused: `storage`
     /// shorter than `N` × [`REPLAY_ENTRY_LEN`] ([`Error::TooSmall`]), a PhysAccID wider than 10
-    /// bits ([`Error::BadValue`]).
+    /// bits ([`Error::BadValue`]). (Built on the stack; see [`Self::init`] for building one in
+    /// place.)
     pub fn new(cfg: PortConfig, storage: B) -> Result<Self, Error> {
+        let mut port = Self::unconfigured(storage);
+        port.init(cfg)?;
+        Ok(port)
+    }
+
+    /// A port with every field zero but `storage`: DL Fault, a configuration of zeros.
+    const fn unconfigured(storage: B) -> Self {
         let () = Self::SLOTS_OK;
-        crate::error::fits(u64::from(cfg.acc), 10, "PhysAccID")?;
-        Ok(UpliPort {
-            dl: DataLink::try_new(cfg.dl, storage)?,
-            service: MessageService::new(cfg.service),
-            packer: Packer::new(cfg.packer, TxCompressor::new(cfg.tx_indexing, true)),
-            unpacker: Unpacker::new(cfg.packer.auth, RxDecompressor::new(cfg.rx_indexing)),
+        UpliPort {
+            cfg: PortConfig::ZERO,
+            dl: DataLink::unconfigured(storage),
+            service: MessageService::EMPTY,
+            packer: Packer::unconfigured(),
+            unpacker: Unpacker::unconfigured(),
             orig: [Slot::new(Orig::Free); S],
             compl: [Slot::new(Compl::Free); S],
             incoming: heapless::Vec::new(),
@@ -706,19 +754,52 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
             service_events: heapless::Deque::new(),
             withheld: 0,
             rs_fault: false,
-            heard_quiet: true,
+            heard_quiet: false,
             idle_run: 0,
-            idle_sent: QUIET_GROUPS,
+            idle_sent: 0,
             isolated: false,
             was_enabled: false,
             was_up: false,
             carrying: false,
             reported: false,
             partner_credits: false,
+            configured: false,
             now: 0,
-            stats: PortStats::default(),
-            cfg,
-        })
+            stats: PortStats::ZERO,
+        }
+    }
+
+    /// Makes this port what [`Self::new`]`(cfg, storage)` returns with its own storage, in place
+    /// (without a second port on the stack), refused as `new` refuses (then nothing changed).
+    /// Whatever the port held is forgotten without events. On an [`UpliPort::EMPTY`] in a
+    /// `static`, this is how firmware builds a port.
+    pub fn init(&mut self, cfg: PortConfig) -> Result<(), Error> {
+        crate::error::fits(u64::from(cfg.acc), 10, "PhysAccID")?;
+        self.dl.check_storage()?;
+        self.dl.init(cfg.dl);
+        self.service.init(cfg.service);
+        self.packer.init(cfg.packer, TxCompressor::new(cfg.tx_indexing, true));
+        self.unpacker.init(cfg.packer.auth, RxDecompressor::new(cfg.rx_indexing));
+        self.orig.iter_mut().for_each(|s| *s = Slot::new(Orig::Free));
+        self.compl.iter_mut().for_each(|s| *s = Slot::new(Compl::Free));
+        self.incoming.clear();
+        self.orig_events.clear();
+        self.compl_order.clear();
+        self.responding.clear();
+        self.service_events.clear();
+        self.withheld = 0;
+        self.rs_fault = false;
+        self.heard_quiet = true;
+        self.idle_run = 0;
+        self.idle_sent = QUIET_GROUPS;
+        self.isolated = false;
+        (self.was_enabled, self.was_up, self.carrying, self.reported) = (false, false, false, false);
+        self.partner_credits = false;
+        self.configured = true;
+        self.now = 0;
+        self.stats = PortStats::ZERO;
+        self.cfg = cfg;
+        Ok(())
     }
 
     /// Brings the port up (module doc): the link leaves its reset state and is enabled (DL NOP),
@@ -728,6 +809,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
     /// until both ends are quiet ([`Waiting::Quiescing`]), and while the link is enabled (DL NOP
     /// or Up).
     pub fn start(&mut self) -> Result<(), Error> {
+        if !self.configured {
+            return Err(Error::State { needs: "a configured port (init)" });
+        }
         if self.rs_fault {
             return Err(Error::State { needs: "no RS fault (rs_fault(false))" });
         }

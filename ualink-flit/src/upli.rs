@@ -48,6 +48,9 @@ fn check_width(v: u64, bits: u32, field: &'static str) -> Result<(), Error> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+// Read at tag 0, so a free request slot is all-zero bytes (an engine's empty value can live in
+// `.bss`); without it the compiler keeps Read in a spare value of a vendor variant's field.
+#[repr(u8)]
 pub enum Command {
     /// 0x03: read.
     Read,

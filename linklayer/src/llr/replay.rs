@@ -65,7 +65,10 @@ pub struct Outgoing<'a, S: SeqSpace> {
 pub struct ReplayBuffer<S: SeqSpace, B, const N: usize> {
     slots: Deque<Slot, N>,
     storage: B,
-    base: Seq<S>,
+    /// The oldest frame's sequence number, as its index from `Seq::FIRST` (so a buffer at
+    /// `Seq::FIRST` with nothing stored is all-zero bytes but its storage).
+    base: u32,
+    space: core::marker::PhantomData<S>,
     sent: usize,
     cursor: usize,
     bytes: usize,
@@ -79,8 +82,16 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
     };
 
     /// An empty buffer whose first frame will be numbered `first`.
-    pub fn new(storage: B, first: Seq<S>) -> Self {
-        ReplayBuffer { slots: Deque::new(), storage, base: first, sent: 0, cursor: 0, bytes: 0 }
+    pub const fn new(storage: B, first: Seq<S>) -> Self {
+        ReplayBuffer {
+            slots: Deque::new(),
+            storage,
+            base: first.index() as u32,
+            space: core::marker::PhantomData,
+            sent: 0,
+            cursor: 0,
+            bytes: 0,
+        }
     }
 
     /// Frames stored (sent or not).
@@ -129,18 +140,18 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
     }
 
     /// Sequence number of the oldest stored frame, or of the next frame if empty.
-    pub fn base(&self) -> Seq<S> {
-        self.base
+    pub const fn base(&self) -> Seq<S> {
+        Seq::from_index(self.base as u64)
     }
 
     /// Sequence number the next pushed frame gets.
     pub fn next_seq(&self) -> Seq<S> {
-        self.base.wrapping_add(self.slots.len() as u64)
+        self.base().wrapping_add(self.slots.len() as u64)
     }
 
     /// Sequence number of the newest frame transmitted at least once, or `base - 1` if none.
     pub fn last_sent(&self) -> Seq<S> {
-        self.base.wrapping_add(self.sent as u64).prev()
+        self.base().wrapping_add(self.sent as u64).prev()
     }
 
     /// When the oldest stored frame entered the buffer.
@@ -163,7 +174,7 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
 
     /// The bytes of the stored frame `seq`.
     pub fn get(&self, seq: Seq<S>) -> Option<&[u8]> {
-        let i = usize::try_from(self.base.distance_to(seq)).ok()?;
+        let i = usize::try_from(self.base().distance_to(seq)).ok()?;
         self.bytes_of(self.slot(i)?)
     }
 
@@ -243,7 +254,7 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
     /// The next frame to (re)transmit, advancing the cursor.
     pub fn poll_next(&mut self) -> Option<Outgoing<'_, S>> {
         let slot = self.slot(self.cursor)?;
-        let seq = self.base.wrapping_add(self.cursor as u64);
+        let seq = self.base().wrapping_add(self.cursor as u64);
         let replay = self.cursor < self.sent;
         self.cursor += 1;
         self.sent = self.sent.max(self.cursor);
@@ -254,7 +265,7 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
     /// Index of `seq` among the frames sent, if `base - 1 <= seq <= last_sent`, as the number of
     /// frames up to and including it.
     fn acked_count(&self, seq: Seq<S>, field: &'static str) -> Result<usize, Error> {
-        let d = self.base.prev().distance_to(seq);
+        let d = self.base().prev().distance_to(seq);
         if d > self.sent as u64 {
             return Err(Error::OutOfWindow { field, seq: seq.value() });
         }
@@ -272,7 +283,7 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
                 self.bytes -= slot.len;
             }
         }
-        self.base = self.base.wrapping_add(n as u64);
+        self.base = self.base().wrapping_add(n as u64).index() as u32;
         self.sent -= n;
         self.cursor = self.cursor.saturating_sub(n);
         Ok(n)
@@ -288,7 +299,7 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
     /// "with the ackReqSeq from the received Flit"), and frames it already holds need not go
     /// again.
     pub fn rewind(&mut self, from: Seq<S>) -> Result<(), Error> {
-        let i = self.base.distance_to(from);
+        let i = self.base().distance_to(from);
         if i > self.sent as u64 {
             return Err(Error::OutOfWindow { field: "replay", seq: from.value() });
         }
@@ -305,8 +316,8 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
     /// stored (the next frame gets [`ReplayBuffer::next_seq`] as it was).
     pub fn clear(&mut self) -> usize {
         let n = self.slots.len();
-        self.base = self.next_seq();
-        self.reset_to(self.base);
+        let next = self.next_seq();
+        self.reset_to(next);
         n
     }
 
@@ -340,7 +351,7 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> ReplayBuffer<S, 
     /// Drops every stored frame and restarts numbering at `first`.
     pub fn reset_to(&mut self, first: Seq<S>) {
         self.slots.clear();
-        self.base = first;
+        self.base = first.index() as u32;
         self.sent = 0;
         self.cursor = 0;
         self.bytes = 0;

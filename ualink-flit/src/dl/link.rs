@@ -119,7 +119,7 @@ use super::packing::{Delivered, FlitPacker, FlitUnpacker, TlSource};
 use super::seq::{RESET_SEQ, ack_acceptable, command_seq, next, replay_acceptable};
 use crate::Error;
 use linklayer::llr::ReplayBuffer;
-use linklayer::{Instant, NonZeroBits, Seq};
+use linklayer::{Instant, NonZeroBits, Seq, ZeroOption};
 
 /// The DL flit sequence space: 1..=511.
 pub type DlSeqSpace = NonZeroBits<9>;
@@ -155,9 +155,14 @@ pub struct DlConfig {
     pub interleave: u8,
 }
 
+impl DlConfig {
+    /// The defaults (the same as [`Default`]).
+    pub const DEFAULT: DlConfig = DlConfig { rx_replay_limit: 50, tx_ack_time_out: 40_000, interleave: 4 };
+}
+
 impl Default for DlConfig {
     fn default() -> Self {
-        DlConfig { rx_replay_limit: 50, tx_ack_time_out: 40_000, interleave: 4 }
+        DlConfig::DEFAULT
     }
 }
 
@@ -279,6 +284,28 @@ pub struct DlStats {
     pub tl_discarded: u64,
 }
 
+impl DlStats {
+    /// Nothing counted.
+    pub const ZERO: DlStats = DlStats {
+        flits_sent: 0,
+        payload_sent: 0,
+        replayed: 0,
+        nop_sent: 0,
+        replay_requests_sent: 0,
+        replays: 0,
+        replay_requests_ignored: 0,
+        acks_ignored: 0,
+        crc_errors: 0,
+        dropped: 0,
+        reserved_ignored: 0,
+        unexpected: 0,
+        payload_received: 0,
+        tl_delivered: 0,
+        tl_sent: 0,
+        tl_discarded: 0,
+    };
+}
+
 /// The §6.6.4–6.6.5 flags and counters, at their defaults. `Tx_last_seq` and `Tx_replay` are
 /// read from TxReplay itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -306,24 +333,37 @@ struct Counters {
 
 impl Default for Counters {
     fn default() -> Self {
-        Counters {
-            rx_last_seq_calc: RESET_SEQ,
-            rx_last_ack: RESET_SEQ,
-            rx_bad_crc_count: 0,
-            rx_unexpected_count: 0,
-            rx_ambiguous: false,
-            rx_replay: false,
-            rx_replay_ignore_count: 0,
-            tx_replay_req_seq_no: 0,
-            tx_replay_req_count: 0,
-            tx_first_replay: false,
-            tx_explicit_count: EXPLICIT_EVERY,
-            tx_ack_counter: 0,
-            rx_stale_request: 0,
-            tx_flits: 0,
-            last_request_group: None,
-        }
+        Counters::RESET
     }
+}
+
+impl Counters {
+    /// Every counter 0 and every flag clear (not the reset values: see [`Counters::RESET`]).
+    const ZERO: Counters = Counters {
+        rx_last_seq_calc: 0,
+        rx_last_ack: 0,
+        rx_bad_crc_count: 0,
+        rx_unexpected_count: 0,
+        rx_ambiguous: false,
+        rx_replay: false,
+        rx_replay_ignore_count: 0,
+        tx_replay_req_seq_no: 0,
+        tx_replay_req_count: 0,
+        tx_first_replay: false,
+        tx_explicit_count: 0,
+        tx_ack_counter: 0,
+        rx_stale_request: 0,
+        tx_flits: 0,
+        last_request_group: None,
+    };
+
+    /// The §6.6.4–6.6.5 defaults, as DL Idle → DL NOP sets them.
+    const RESET: Counters = Counters {
+        rx_last_seq_calc: RESET_SEQ,
+        rx_last_ack: RESET_SEQ,
+        tx_explicit_count: EXPLICIT_EVERY,
+        ..Counters::ZERO
+    };
 }
 
 /// One port's data link: replay, link states, packing. `B` is TxReplay's byte storage (at least
@@ -337,17 +377,21 @@ impl Default for Counters {
 ///
 /// | type | entries | bytes |
 /// |---|---:|---:|
-/// | [`DataLink32`] | 32 | 21 760 |
-/// | [`DataLink64`] (the default `DataLink`) | 64 | 43 040 |
-/// | [`DataLink128`] | 128 | 85 728 |
+/// | [`DataLink32`] | 32 | 21 768 |
+/// | [`DataLink64`] (the default `DataLink`) | 64 | 43 048 |
+/// | [`DataLink128`] | 128 | 85 736 |
 ///
 /// Storage may also live outside the link (`B` = `&mut [u8]`, `Vec<u8>`, …): 64 entries then
-/// leave 2 544 B in the link itself.
+/// leave 2 552 B in the link itself.
+///
+/// **In place.** With storage inline, [`DataLink::EMPTY`] is all-zero bytes (a `static` holding
+/// it lands in `.bss`: no flash, no start-up copy) and [`DataLink::init`] configures it where it
+/// lies, where [`DataLink::new`] would build it on the stack first.
 #[derive(Clone, Debug)]
 pub struct DataLink<B = [u8; REPLAY_ENTRY_LEN * 64], const N: usize = 64, const A: usize = 8> {
     cfg: DlConfig,
     state: LinkState,
-    down: Option<DownReason>,
+    down: ZeroOption<DownReason>,
     tx_replay_buf: ReplayBuffer<DlSeqSpace, B, N>,
     packer: FlitPacker,
     unpacker: FlitUnpacker,
@@ -411,6 +455,12 @@ pub enum Stall {
     Replay,
 }
 
+impl<const L: usize, const N: usize, const A: usize> DataLink<[u8; L], N, A> {
+    /// A data link with its TxReplay storage inline, every byte zero: in DL Fault with a
+    /// configuration of zeros until [`DataLink::init`] (see the type's doc, "In place").
+    pub const EMPTY: Self = Self::unconfigured([0; L]);
+}
+
 impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N, A> {
     /// TxReplay bytes a data link of `N` entries needs: `N` × [`REPLAY_ENTRY_LEN`].
     pub const STORAGE_LEN: usize = N * REPLAY_ENTRY_LEN;
@@ -418,11 +468,18 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
     /// A data link in DL Fault, with TxReplay in `storage`, refused with [`Error::TooSmall`] if
     /// `storage` is shorter than [`Self::STORAGE_LEN`] (`N` entries).
     pub fn try_new(cfg: DlConfig, storage: B) -> Result<Self, Error> {
-        let got = storage.as_ref().len();
+        let link = Self::new(cfg, storage);
+        link.check_storage()?;
+        Ok(link)
+    }
+
+    /// [`Error::TooSmall`] if TxReplay's storage is shorter than [`Self::STORAGE_LEN`].
+    pub fn check_storage(&self) -> Result<(), Error> {
+        let got = self.tx_replay_buf.capacity_bytes();
         if got < Self::STORAGE_LEN {
             return Err(Error::TooSmall { what: "TxReplay storage", need: Self::STORAGE_LEN, got });
         }
-        Ok(Self::new(cfg, storage))
+        Ok(())
     }
 
     /// A data link in DL Fault, with TxReplay in `storage`. Any storage is taken: shorter than
@@ -430,27 +487,44 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
     /// none, so the link never sends payload ([`Stall::NoReplayStorage`]); [`Self::try_new`]
     /// refuses such storage instead.
     pub fn new(cfg: DlConfig, storage: B) -> Self {
+        let mut link = Self::unconfigured(storage);
+        link.init(cfg);
+        link
+    }
+
+    /// A data link in DL Fault with every field zero (a configuration of zeros) but `storage`.
+    pub(crate) const fn unconfigured(storage: B) -> Self {
         DataLink {
-            cfg: DlConfig {
-                interleave: cfg.interleave.max(1),
-                tx_ack_time_out: cfg.tx_ack_time_out & 0xFF_FFFF,
-                ..cfg
-            },
+            cfg: DlConfig { rx_replay_limit: 0, tx_ack_time_out: 0, interleave: 0 },
             state: LinkState::Fault,
-            down: None,
+            down: ZeroOption::NONE,
             tx_replay_buf: ReplayBuffer::new(storage, DlSeq::FIRST),
             packer: FlitPacker::new(),
             unpacker: FlitUnpacker::new(),
             alt: AltQueue::new(),
-            c: Counters::default(),
+            c: Counters::ZERO,
             nop_sent_in_nop: 0,
             rx_in_a_row: 0,
             control_in_a_row: 0,
             contain: false,
             tl_tx: false,
             tl_rx: false,
-            stats: DlStats::default(),
+            stats: DlStats::ZERO,
         }
+    }
+
+    /// Makes this link what [`Self::new`]`(cfg, storage)` returns with its own storage, in place
+    /// (without a second link on the stack): DL Fault, TxReplay empty, counters at zero. What
+    /// the storage holds is not touched.
+    pub fn init(&mut self, cfg: DlConfig) {
+        self.cfg =
+            DlConfig { interleave: cfg.interleave.max(1), tx_ack_time_out: cfg.tx_ack_time_out & 0xFF_FFFF, ..cfg };
+        self.state = LinkState::Fault;
+        self.down = ZeroOption::NONE;
+        self.start_afresh();
+        self.tl_tx = false;
+        self.tl_rx = false;
+        self.stats = DlStats::ZERO;
     }
 
     /// Sets Channel 0's gates (§6.4.3.2): with `tx` closed no new TL flit is packed (one already
@@ -476,7 +550,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
 
     /// Why the link last went down from DL NOP or DL Up, if it did.
     pub fn down_reason(&self) -> Option<DownReason> {
-        self.down
+        self.down.into_option()
     }
 
     /// The counters.
@@ -573,18 +647,24 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
             return Err(Error::State { needs: "DL Idle" });
         }
         let dropped = self.tx_replay_buf.len();
+        self.start_afresh();
+        Ok(dropped)
+    }
+
+    /// TxReplay empty from the first sequence number, nothing carried over, every replay flag
+    /// and counter at its default (what enabling the link and `init` share).
+    fn start_afresh(&mut self) {
         self.tx_replay_buf.reset_to(DlSeq::FIRST);
         self.packer = FlitPacker::new();
         self.unpacker = FlitUnpacker::new();
         // Words queued before the link went down may be the rest of a UART stream whose start was
         // lost with TxReplay; the partner's message service starts afresh too.
         self.alt.clear();
-        self.c = Counters::default();
+        self.c = Counters::RESET;
         self.nop_sent_in_nop = 0;
         self.rx_in_a_row = 0;
         self.control_in_a_row = 0;
         self.contain = false;
-        Ok(dropped)
     }
 
     /// Error containment (§6.7.4.2, egress): the next flit goes out with its CRC inverted, then
@@ -635,7 +715,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
             | (Fault | Idle, Cause::Down(_)) => return false,
         };
         if why.is_some() {
-            self.down = why;
+            self.down = why.into();
         }
         self.state = next;
         true

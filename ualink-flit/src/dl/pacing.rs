@@ -42,6 +42,10 @@ impl Default for TxPacer {
 }
 
 impl TxPacer {
+    /// Rate 0 and no tokens: all-zero bytes, for an engine's empty value (its `init` puts
+    /// [`TxPacer::new`] in its place).
+    pub(crate) const STOPPED: TxPacer = TxPacer { rate: 0, tokens: 0 };
+
     /// A pacer at full rate (the §6.5.4 default) with a full bucket.
     pub const fn new() -> Self {
         TxPacer { rate: FULL_RATE, tokens: BUCKET }

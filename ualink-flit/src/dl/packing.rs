@@ -33,6 +33,7 @@ use crate::Error;
 use crate::tl::TlFlit;
 use crate::tl::flit::TL_FLIT_LEN;
 use crate::tl::half::HALF_FLIT_LEN;
+use linklayer::ZeroOption;
 use linklayer::bytes::copy_prefix;
 
 /// Sectors in a TL flit.
@@ -178,13 +179,13 @@ pub struct Packed {
 /// flit over from one DL flit to the next.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FlitPacker {
-    carry: Option<Partial>,
+    carry: ZeroOption<Partial>,
 }
 
 impl FlitPacker {
     /// A packer with nothing carried over.
     pub const fn new() -> Self {
-        FlitPacker { carry: None }
+        FlitPacker { carry: ZeroOption::NONE }
     }
 
     /// Whether part of a TL flit waits for the next DL flit.
@@ -250,7 +251,7 @@ impl FlitPacker {
                 put(payload, at, sectors(&c.bytes, c.done, n));
                 c.done += n;
                 if c.left() == 0 {
-                    self.carry = None;
+                    self.carry = ZeroOption::NONE;
                     out.finished += 1;
                 }
             }
@@ -261,7 +262,7 @@ impl FlitPacker {
             // A flit split here starts the next carry; the old one finished first, since a carry
             // that does not finish fills its segment and no flit starts there.
             if split.is_some() {
-                self.carry = split;
+                self.carry = split.into();
             }
         }
         out
@@ -304,13 +305,13 @@ pub struct Delivered {
 /// flit carried over between DL flits.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FlitUnpacker {
-    carry: Option<Partial>,
+    carry: ZeroOption<Partial>,
 }
 
 impl FlitUnpacker {
     /// An unpacker expecting no carry-over.
     pub const fn new() -> Self {
-        FlitUnpacker { carry: None }
+        FlitUnpacker { carry: ZeroOption::NONE }
     }
 
     /// Whether part of a TL flit is waiting for the next DL flit.
@@ -395,13 +396,12 @@ impl FlitUnpacker {
         // Only a flit begun in the last segment is still open; its first part is saved for the
         // next DL flit.
         match open {
-            None => self.carry = None,
+            None => self.carry = ZeroOption::NONE,
             // Never (a carried flit ends in segment 0); nothing was added to it either way.
             Some(Open::Saved(_)) => {}
             Some(Open::Here { first, done, m }) => {
-                // Written where it is kept, not built and then moved (a copy through the stack).
-                let c = self.carry.insert(Partial { bytes: [0; TL_FLIT_LEN], m, done });
-                if let Some(dst) = c.bytes.get_mut(..usize::from(done) * SECTOR) {
+                self.carry = ZeroOption::Some(Partial { bytes: [0; TL_FLIT_LEN], m, done });
+                if let Some(dst) = self.carry.as_mut().and_then(|c| c.bytes.get_mut(..usize::from(done) * SECTOR)) {
                     copy_prefix(dst, get(payload, first, done));
                 }
             }
@@ -603,8 +603,9 @@ mod tests {
         let payload = [0u8; PAYLOAD_LEN];
         let mut out = Delivered::default();
         let m = Some(MBits::default());
-        let carrying =
-            |done| FlitUnpacker { carry: Some(Partial { bytes: [0; TL_FLIT_LEN], m: MBits::default(), done }) };
+        let carrying = |done| FlitUnpacker {
+            carry: ZeroOption::Some(Partial { bytes: [0; TL_FLIT_LEN], m: MBits::default(), done }),
+        };
         let field = "segment header TL Flit present (no sector free for it)";
 
         // Alt at 0 and 16 carried sectors (1..17) pass the half: TL Flit[1] alone has no room.
@@ -682,7 +683,7 @@ mod tests {
             let sh = sh.map(SegmentHeader::from_byte);
             let mut rx = FlitUnpacker::new();
             if carry > 0 {
-                rx.carry = Some(Partial { bytes: [0; TL_FLIT_LEN], m: MBits::default(), done: carry });
+                rx.carry = ZeroOption::Some(Partial { bytes: [0; TL_FLIT_LEN], m: MBits::default(), done: carry });
             }
             let mut out = Delivered::default();
             let _ = rx.unpack(&sh, &[0u8; PAYLOAD_LEN], &mut out);

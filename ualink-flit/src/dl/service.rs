@@ -55,6 +55,7 @@
 use super::message::{AltItem, AltQueue, AltReceiver, DlMessage, UART_MAX_WORDS};
 use super::pacing::TxPacer;
 use crate::Error;
+use linklayer::ZeroOption;
 
 /// The TL flit channel.
 pub const CHANNEL_TL: u8 = 0;
@@ -109,9 +110,15 @@ pub struct ServiceConfig {
     pub uart_reset_timeout: u32,
 }
 
+impl ServiceConfig {
+    /// The defaults (the same as [`Default`]).
+    pub const DEFAULT: ServiceConfig =
+        ServiceConfig { device_id: None, kind: DeviceKind::Accelerator, port: None, uart_reset_timeout: 400_000 };
+}
+
 impl Default for ServiceConfig {
     fn default() -> Self {
-        ServiceConfig { device_id: None, kind: DeviceKind::Accelerator, port: None, uart_reset_timeout: 400_000 }
+        ServiceConfig::DEFAULT
     }
 }
 
@@ -177,12 +184,23 @@ pub struct ServiceStats {
     /// UART payload words beyond the receive buffer (the partner overran its credits).
     pub uart_overruns: u64,
 }
+impl ServiceStats {
+    /// Nothing counted.
+    pub const ZERO: ServiceStats = ServiceStats {
+        words_sent: 0,
+        unsolicited: 0,
+        requests_dropped: 0,
+        same_state_requests: 0,
+        uart_dropped: 0,
+        uart_overruns: 0,
+    };
+}
 
 /// A Basic message type's state: requests to answer and this port's own request.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 struct Basic {
     to_answer: u8,
-    request: Option<DlMessage>,
+    request: ZeroOption<DlMessage>,
     outstanding: bool,
 }
 
@@ -212,7 +230,7 @@ enum UartReset {
 }
 
 /// The DL message service of one port, with a UART stream of `U` words each way (the
-/// specification recommends 128, the default: 1 304 B on a 64-bit host).
+/// specification recommends 128, the default: 1 312 B on a 64-bit host).
 #[derive(Clone, Debug)]
 pub struct MessageService<const U: usize = 128> {
     cfg: ServiceConfig,
@@ -223,9 +241,9 @@ pub struct MessageService<const U: usize = 128> {
     control: heapless::Deque<DlMessage, 8>,
     channels: [Channel; 2],
     /// This port's negotiation in flight: channel and the state asked for.
-    own: Option<(u8, bool)>,
+    own: ZeroOption<(u8, bool)>,
     /// A partner request this port Acked, waiting for the confirming Ack.
-    confirm: Option<(u8, bool)>,
+    confirm: ZeroOption<(u8, bool)>,
     /// The partner answered decision pending on this channel.
     peer_pending: Option<u8>,
     group_next: u8,
@@ -279,42 +297,73 @@ impl<const U: usize> MessageService<U> {
         U as u16
     };
 
-    /// A service just out of reset: every channel offline, the UART empty, the partner at full
-    /// rate.
-    pub fn new(cfg: ServiceConfig) -> Self {
+    /// A service with every byte zero (a `static` holding it, or a port holding it, lands in
+    /// `.bss`): a configuration of zeros, not out of reset until [`Self::init`].
+    pub const EMPTY: Self = {
+        let () = assert!(Self::RX_BUFFER > 0);
         MessageService {
-            cfg,
-            basic: [Basic::default(); 3],
+            cfg: ServiceConfig { device_id: None, kind: DeviceKind::Switch, port: None, uart_reset_timeout: 0 },
+            basic: [Basic { to_answer: 0, request: ZeroOption::NONE, outstanding: false }; 3],
             basic_next: 0,
             control: heapless::Deque::new(),
-            channels: [Channel::default(); 2],
-            own: None,
-            confirm: None,
+            channels: [Channel { online: false, tx: false, rx: false }; 2],
+            own: ZeroOption::NONE,
+            confirm: ZeroOption::NONE,
             peer_pending: None,
             group_next: 0,
             uart_next: 0,
             uart_tx: heapless::Deque::new(),
             uart_rx: heapless::Deque::new(),
-            rx_credits: Self::RX_BUFFER,
+            rx_credits: 0,
             tx_credits: 0,
             peer_fc_seq: 0,
-            first_update_due: true,
+            first_update_due: false,
             credits_grew: false,
             flits_since_update: 0,
             reset: UartReset::Off,
             reset_responses: heapless::Deque::new(),
             receiver: AltReceiver::new(),
-            pacer: TxPacer::new(),
-            peer_rate: super::pacing::FULL_RATE,
-            stats: ServiceStats::default(),
+            pacer: TxPacer::STOPPED,
+            peer_rate: 0,
+            stats: ServiceStats::ZERO,
         }
+    };
+
+    /// A service just out of reset: every channel offline, the UART empty, the partner at full
+    /// rate.
+    pub fn new(cfg: ServiceConfig) -> Self {
+        let mut service = Self::EMPTY;
+        service.init(cfg);
+        service
+    }
+
+    /// Makes this service what [`Self::new`]`(cfg)` returns, in place.
+    pub fn init(&mut self, cfg: ServiceConfig) {
+        self.cfg = cfg;
+        self.link_reset();
     }
 
     /// Back to the state after reset, keeping the configuration: call it right after
     /// [`DataLink::enable`](super::link::DataLink::enable) brings the link back from a link
     /// down (module doc).
     pub fn link_reset(&mut self) {
-        *self = Self::new(self.cfg);
+        self.basic = [Basic::default(); 3];
+        self.basic_next = 0;
+        self.control.clear();
+        self.channels = [Channel::default(); 2];
+        (self.own, self.confirm, self.peer_pending) = (ZeroOption::NONE, ZeroOption::NONE, None);
+        (self.group_next, self.uart_next) = (0, 0);
+        self.uart_tx.clear();
+        self.uart_rx.clear();
+        self.rx_credits = Self::RX_BUFFER;
+        (self.tx_credits, self.peer_fc_seq) = (0, 0);
+        (self.first_update_due, self.credits_grew, self.flits_since_update) = (true, false, 0);
+        self.reset = UartReset::Off;
+        self.reset_responses.clear();
+        self.receiver = AltReceiver::new();
+        self.pacer = TxPacer::new();
+        self.peer_rate = super::pacing::FULL_RATE;
+        self.stats = ServiceStats::ZERO;
     }
 
     /// The configuration.
@@ -374,7 +423,7 @@ impl<const U: usize> MessageService<U> {
         if b.request.is_some() || b.outstanding {
             return Err(Error::Full { queue: "DL Basic request (one outstanding)" });
         }
-        b.request = Some(m);
+        b.request = ZeroOption::Some(m);
         Ok(())
     }
 
@@ -420,7 +469,7 @@ impl<const U: usize> MessageService<U> {
         self.control
             .push_back(negotiation(state_nibble(channel, online), CMD_REQUEST, 0))
             .map_err(|_| Error::Full { queue: "DL control messages" })?;
-        self.own = Some((channel, online));
+        self.own = ZeroOption::Some((channel, online));
         self.open_first(channel, online);
         Ok(())
     }
@@ -569,7 +618,7 @@ impl<const U: usize> MessageService<U> {
                 continue;
             }
             // A response first: the partner waits at most 1 µs for it.
-            let m = match (b.to_answer > 0, b.request) {
+            let m = match (b.to_answer > 0, b.request.into_option()) {
                 (true, _) => match i {
                     0 => DlMessage::TlRate { ack: true, rate: 0 },
                     1 => self.device_id(true),
@@ -585,7 +634,7 @@ impl<const U: usize> MessageService<U> {
                 if b.to_answer > 0 {
                     b.to_answer -= 1;
                 } else {
-                    b.request = None;
+                    b.request = ZeroOption::NONE;
                     b.outstanding = true;
                 }
             }
@@ -779,18 +828,18 @@ impl<const U: usize> MessageService<U> {
                 }
                 // The Ack carries this port's desired state: the one asked for.
                 self.push_control(negotiation(target_state, CMD_ACK, target_state));
-                self.confirm = Some((channel, online));
+                self.confirm = ZeroOption::Some((channel, online));
                 None
             }
             CMD_ACK => {
                 let (channel, online) = (response & 7, response & 8 != 0);
-                if self.own == Some((channel, online)) {
+                if self.own == ZeroOption::Some((channel, online)) {
                     // The answer to this port's request: confirm it, and it is done.
-                    self.own = None;
+                    self.own = ZeroOption::NONE;
                     self.push_control(negotiation(state_nibble(channel, online), CMD_ACK, target_state));
                     self.complete(channel, online)
-                } else if self.confirm == Some((channel, online)) {
-                    self.confirm = None;
+                } else if self.confirm == ZeroOption::Some((channel, online)) {
+                    self.confirm = ZeroOption::NONE;
                     self.complete(channel, online)
                 } else {
                     self.stats.unsolicited += 1;
@@ -798,8 +847,8 @@ impl<const U: usize> MessageService<U> {
                 }
             }
             CMD_NACK | CMD_PENDING => match self.own {
-                Some((channel, online)) if state_nibble(channel, online) == response => {
-                    self.own = None;
+                ZeroOption::Some((channel, online)) if state_nibble(channel, online) == response => {
+                    self.own = ZeroOption::NONE;
                     self.abandon(channel);
                     if command == CMD_NACK {
                         Some(ServiceEvent::ChannelRefused { channel })

@@ -392,6 +392,83 @@ fn lossy_corrupting_duplicating_reordering_link_keeps_exactly_once() {
     }
 }
 
+/// An [`UpliPort::EMPTY`] is a port with a configuration of zeros in DL Fault: it runs, refuses
+/// to start until `init`, and then works like one from `new`.
+#[test]
+fn an_empty_port_starts_only_after_init() {
+    let mut ports = [UpliPort::<[u8; REPLAY_ENTRY_LEN * 8], 8, 4>::EMPTY, UpliPort::EMPTY];
+    for port in &mut ports {
+        assert!(matches!(port.start(), Err(Error::State { .. })));
+    }
+    let mut flit = [0u8; FLIT_LEN];
+    for now in 0..64 {
+        if let Transmitted::Flit { .. } = ports[0].poll_transmit(now, &mut flit) {
+            ports[1].handle_flit(&flit);
+        }
+        let _ = ports[1].poll_transmit(now, &mut flit);
+        assert!(ports[0].poll_event().is_none() && ports[1].poll_event().is_none());
+    }
+    let refused = ports[0].init(PortConfig::new(1 << 10));
+    assert!(matches!(refused, Err(Error::BadValue { field: "PhysAccID", .. })));
+    assert!(matches!(ports[0].start(), Err(Error::State { .. })), "a refused init changed nothing");
+    for (port, acc) in ports.iter_mut().zip([1, 2]) {
+        port.init(PortConfig::new(acc)).unwrap();
+        assert_eq!(port.config().acc, acc);
+    }
+    for port in &mut ports {
+        port.start().unwrap();
+    }
+    let [a, b] = &mut ports;
+    let tag = a.request(Request::write(0x40, 64).unwrap().to_acc(2), &[7; 64]).unwrap();
+    let mut done = false;
+    for now in 64..4000 {
+        for d in 0..2 {
+            let [from, to] = if d == 0 { [&mut *a, &mut *b] } else { [&mut *b, &mut *a] };
+            match from.poll_transmit(now, &mut flit) {
+                Transmitted::Flit { .. } => {
+                    to.handle_flit(&flit);
+                }
+                Transmitted::Idle => to.handle_idle(),
+            }
+        }
+        while let Some(ev) = b.poll_event() {
+            if let Event::Request { handle, .. } = ev {
+                b.respond(handle, Status::Okay, &[]).unwrap();
+            }
+        }
+        while let Some(ev) = a.poll_event() {
+            done |= matches!(ev, Event::Response { tag: t, status: Status::Okay, .. } if t == tag);
+        }
+    }
+    assert!(done, "the write completed");
+}
+
+/// `init` on ports in the middle of their work makes them what `new` makes: the same run
+/// afterwards, event for event.
+#[test]
+fn init_in_place_restarts_as_new() {
+    let faults = Faults { lost: 5_000, ..Faults::default() };
+    let mut used = Pair::new(3, 200, faults);
+    used.run(3_000);
+    assert!(used.ports[0].stats().requests > 0, "work in progress");
+    let mut fresh = Pair::new(4, 300, faults);
+    let mut again = Pair::new(4, 300, faults);
+    for (port, acc) in used.ports.iter_mut().zip([1, 2]) {
+        port.init(PortConfig::new(acc)).unwrap();
+        port.start().unwrap();
+    }
+    again.ports = used.ports;
+    fresh.run(100_000);
+    again.run(100_000);
+    fresh.check_clean();
+    again.check_clean();
+    for i in 0..2 {
+        assert_eq!(fresh.ports[i].stats(), again.ports[i].stats());
+        assert_eq!(fresh.ports[i].link().stats(), again.ports[i].link().stats());
+        assert_eq!(fresh.sides[i].ends, again.sides[i].ends);
+    }
+}
+
 #[test]
 fn bring_up_mistakes_are_reported_not_silent() {
     assert!(matches!(

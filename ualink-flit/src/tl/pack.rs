@@ -43,6 +43,7 @@ use super::response::Response;
 use super::sequence::{DataPlan, MAX_AUTH_ITEMS, RateLimit, Tenure};
 use crate::Error;
 use crate::upli::{BEAT_LEN, Request};
+use linklayer::ZeroOption;
 use linklayer::bytes::copy_prefix;
 
 /// One data beat, lent by the caller.
@@ -159,7 +160,7 @@ pub struct Packer<const ROWS: usize = 16, const WAYS: usize = 4, const Q: usize 
     responses: heapless::Vec<(u32, Response), Q>,
     plan: DataPlan,
     rate: RateLimit,
-    message: Option<Message>,
+    message: ZeroOption<Message>,
     /// Counters.
     pub stats: PackStats,
 }
@@ -176,9 +177,33 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
             responses: heapless::Vec::new(),
             plan: DataPlan::new(),
             rate: RateLimit::START,
-            message: None,
+            message: ZeroOption::NONE,
             stats: PackStats { flits: 0, data_halves: 0, requests: 0, responses: 0, missing_beats: 0 },
         }
+    }
+
+    /// [`Packer::new`] with a configuration of zeros, the compressor off and nothing allowed
+    /// out: every byte zero, for an engine's empty value (its `init` calls [`Packer::init`]).
+    pub(crate) const fn unconfigured() -> Self {
+        let off = PackerConfig { auth: false, compress_responses: false };
+        let mut p = Self::new(off, TxCompressor::new(super::compress::Indexing::ByDst, false));
+        p.rate = RateLimit::STOPPED;
+        p
+    }
+
+    /// Makes this packer what [`Packer::new`]`(config, compressor)` returns, in place (its
+    /// queues are not built again on the stack).
+    pub fn init(&mut self, config: PackerConfig, compressor: TxCompressor<ROWS, WAYS>) {
+        self.config = config;
+        self.compressor = compressor;
+        self.credits = TxCredits { held: super::credit::Ledger::EMPTY };
+        self.owed = Owed { owed: super::credit::Ledger::EMPTY };
+        self.requests.clear();
+        self.responses.clear();
+        self.plan = DataPlan::new();
+        self.rate = RateLimit::START;
+        self.message = ZeroOption::NONE;
+        self.stats = PackStats { flits: 0, data_halves: 0, requests: 0, responses: 0, missing_beats: 0 };
     }
 
     /// Queues a request; its data beats (if any) are read from the [`BeatSource`] by `id`. A
@@ -203,7 +228,7 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
         if m.ty == MessageType::PoisonedData || self.message.is_some() {
             return Err(Error::Full { queue: "TL message" });
         }
-        self.message = Some(m);
+        self.message = ZeroOption::Some(m);
         Ok(())
     }
 
@@ -225,7 +250,7 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
         self.owed = Owed { owed: super::credit::Ledger::EMPTY };
         self.compressor.cache.clear();
         self.rate = RateLimit::START;
-        self.message = None;
+        self.message = ZeroOption::NONE;
     }
 
     /// Whether the packer may still read item `id`'s data beats from its [`BeatSource`]: the item
@@ -276,8 +301,8 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
         let mut control = false;
         if self.plan.lower_is_data() {
             out.m0 = self.data_half(src, &mut out.lower);
-        } else if let Some(m) = self.message.filter(|_| self.owed.is_empty()) {
-            self.message = None;
+        } else if let Some(m) = self.message.into_option().filter(|_| self.owed.is_empty()) {
+            self.message = ZeroOption::NONE;
             m.emit(&mut out.lower);
             out.m0 = true;
         } else {

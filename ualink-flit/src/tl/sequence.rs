@@ -25,7 +25,7 @@
 //! carries nothing, so there is nothing to delay); the packer itself never sends one there.
 
 /// Data half-flits still owed for one data request field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Tenure {
     /// The item the data belongs to.
     pub id: u32,
@@ -42,6 +42,9 @@ pub(crate) struct Tenure {
 }
 
 impl Tenure {
+    /// No tenure: no half-flit owed (every byte zero).
+    pub const NONE: Tenure = Tenure::new(0, 0, false, 0);
+
     pub const fn new(id: u32, beats: u8, byte_enables: bool, addr: u64) -> Self {
         Tenure { id, beats, byte_enables, addr, next: 0, poisoned: false }
     }
@@ -64,11 +67,13 @@ pub(crate) const MAX_TENURES: usize = 9;
 ///
 /// The tenure being sent or received is kept apart from the ones queued behind it, so each data
 /// half-flit reads and advances it directly; the queue is touched only when a tenure starts or
-/// ends.
+/// ends. No tenure is [`Tenure::NONE`], which owes no half-flit (one that owes none is never
+/// queued), so an empty plan is all-zero bytes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct DataPlan {
-    /// The tenure the next owed half-flit belongs to; `None` only when nothing is queued.
-    current: Option<Tenure>,
+    /// The tenure the next owed half-flit belongs to; [`Tenure::NONE`] only when nothing is
+    /// queued.
+    current: Tenure,
     /// The tenures after it.
     queued: heapless::Deque<Tenure, { MAX_TENURES - 1 }>,
     /// Half-flits owed in all.
@@ -77,7 +82,7 @@ pub(crate) struct DataPlan {
 
 impl DataPlan {
     pub const fn new() -> Self {
-        DataPlan { current: None, queued: heapless::Deque::new(), remaining: 0 }
+        DataPlan { current: Tenure::NONE, queued: heapless::Deque::new(), remaining: 0 }
     }
 
     /// Queues a tenure; `false` if the plan is full (cannot happen within the rules above).
@@ -86,8 +91,8 @@ impl DataPlan {
         if n == 0 {
             return true;
         }
-        if self.current.is_none() {
-            self.current = Some(t);
+        if self.current.halves() == 0 {
+            self.current = t;
         } else if self.queued.push_back(t).is_err() {
             return false;
         }
@@ -97,23 +102,23 @@ impl DataPlan {
 
     /// The tenure the next owed half-flit belongs to.
     pub fn front_mut(&mut self) -> Option<&mut Tenure> {
-        self.current.as_mut()
+        Some(&mut self.current).filter(|t| t.halves() > 0)
     }
 
     /// Marks the front tenure's next half-flit delivered.
     pub fn advance(&mut self) {
-        if let Some(t) = self.current.as_mut() {
+        if let Some(t) = self.front_mut() {
             t.next += 1;
-            self.remaining = self.remaining.saturating_sub(1);
             if u16::from(t.next) >= t.halves() {
-                self.current = self.queued.pop_front();
+                self.current = self.queued.pop_front().unwrap_or(Tenure::NONE);
             }
+            self.remaining = self.remaining.saturating_sub(1);
         }
     }
 
     /// Whether half-flits of item `id` are still owed.
     pub fn owes(&self, id: u32) -> bool {
-        self.current.iter().chain(self.queued.iter()).any(|t| t.id == id)
+        (self.current.halves() > 0 && self.current.id == id) || self.queued.iter().any(|t| t.id == id)
     }
 
     /// What the lower half of the next flit is.
@@ -123,9 +128,10 @@ impl DataPlan {
 
     /// Empties the plan, handing each tenure still owed (its item's id) to `f`, oldest first.
     pub fn drain(&mut self, mut f: impl FnMut(u32)) {
-        if let Some(t) = self.current.take() {
-            f(t.id);
+        if self.current.halves() > 0 {
+            f(self.current.id);
         }
+        self.current = Tenure::NONE;
         while let Some(t) = self.queued.pop_front() {
             f(t.id);
         }
@@ -149,6 +155,9 @@ pub(crate) struct RateLimit {
 
 impl RateLimit {
     pub const START: Self = RateLimit { requests: MAX_REQUESTS, responses: MAX_RESPONSES };
+
+    /// Nothing allowed (all-zero bytes, for an engine's empty value; its `init` starts it).
+    pub const STOPPED: Self = RateLimit { requests: 0, responses: 0 };
 
     /// Moves to the next flit after one that carried `req` requests and `rsp` responses.
     #[inline]

@@ -144,6 +144,25 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
         }
     }
 
+    /// [`Unpacker::new`] without authentication and nothing allowed in: every byte zero, for an
+    /// engine's empty value (its `init` calls [`Unpacker::init`]).
+    pub(crate) const fn unconfigured() -> Self {
+        let mut u = Self::new(false, RxDecompressor::new(super::compress::Indexing::ByDst));
+        u.rate = RateLimit::STOPPED;
+        u
+    }
+
+    /// Makes this unpacker what [`Unpacker::new`]`(auth, decompressor)` returns, in place.
+    pub fn init(&mut self, auth: bool, decompressor: RxDecompressor<ROWS, WAYS>) {
+        self.auth = auth;
+        self.decompressor = decompressor;
+        self.plan = DataPlan::new();
+        self.rate = RateLimit::START;
+        self.next_id = 0;
+        self.stopped = false;
+        self.reserved_ignored = 0;
+    }
+
     /// Flits taken although they set a bit the specification leaves open (ignored; module doc).
     pub fn reserved_ignored(&self) -> u64 {
         self.reserved_ignored

@@ -70,6 +70,16 @@ impl Segmenter {
         }
     }
 
+    /// The segmenter of a message of `len` bytes with an MTU already checked.
+    pub(crate) const fn with_mtu(len: u32, mtu: NonZeroU16) -> Self {
+        Segmenter { len, mtu }
+    }
+
+    /// The payload bytes per packet.
+    pub const fn mtu(&self) -> NonZeroU16 {
+        self.mtu
+    }
+
     /// The message length.
     pub const fn len(&self) -> u32 {
         self.len

@@ -132,28 +132,32 @@ pub struct PdcConfig {
 
 impl Default for PdcConfig {
     fn default() -> Self {
-        PdcConfig {
-            rto: Duration::from_millis(1),
-            rto_min: Duration::from_millis(1),
-            rto_max: Duration::from_millis(8000),
-            max_rto_retx: 5,
-            nack_retx_time: Duration::from_millis(1),
-            max_nack_retx: 5,
-            new_pdc_time: Duration::from_micros(5000),
-            close_req_time: Duration::from_millis(1),
-            tail_loss_time: Duration::from_millis(1),
-            max_tail_loss_retx: 5,
-            ack: AckPolicy::default(),
-            default_mpr: 8,
-            limit_psn_range: true,
-            idle_timeout: Duration::from_millis(60_000),
-            loss_threshold: 3,
-            reorder_window: Duration::from_micros(50),
-        }
+        PdcConfig::DEFAULT
     }
 }
 
 impl PdcConfig {
+    /// The spec table's defaults (the same as [`Default`] and [`PdcConfig::hardware`]), as a
+    /// constant.
+    pub const DEFAULT: PdcConfig = PdcConfig {
+        rto: Duration::from_millis(1),
+        rto_min: Duration::from_millis(1),
+        rto_max: Duration::from_millis(8000),
+        max_rto_retx: 5,
+        nack_retx_time: Duration::from_millis(1),
+        max_nack_retx: 5,
+        new_pdc_time: Duration::from_micros(5000),
+        close_req_time: Duration::from_millis(1),
+        tail_loss_time: Duration::from_millis(1),
+        max_tail_loss_retx: 5,
+        ack: AckPolicy::DEFAULT,
+        default_mpr: 8,
+        limit_psn_range: true,
+        idle_timeout: Duration::from_millis(60_000),
+        loss_threshold: 3,
+        reorder_window: Duration::from_micros(50),
+    };
+
     /// The spec table's defaults (the same as [`Default`]): for a NIC on a fabric with
     /// microsecond round trips.
     pub fn hardware() -> Self {

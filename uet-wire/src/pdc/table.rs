@@ -24,8 +24,75 @@
 use crate::pds::DeliveryMode;
 use core::hash::{Hash, Hasher};
 
-/// No slot (the end of a chain, an empty bucket).
-const NO_SLOT: u16 = u16::MAX;
+/// A slot index, or none, as the key index stores it: inverted, so that 0 is no slot (the end of
+/// a chain, an empty bucket) and an empty table is all-zero bytes (see [`PdcTable::EMPTY`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SlotRef(u16);
+
+impl SlotRef {
+    const NONE: SlotRef = SlotRef(0);
+
+    const fn to(index: usize) -> SlotRef {
+        SlotRef(!(index as u16))
+    }
+
+    const fn index(self) -> Option<usize> {
+        if self.0 == 0 { None } else { Some(!self.0 as usize) }
+    }
+}
+
+/// The free slots of an array of `N` (`N` ≤ 32 768): those returned, last returned first, then
+/// those never used, lowest first. Empty, it is all-zero bytes and every slot is free.
+#[derive(Clone, Debug)]
+pub(crate) struct FreeSlots<const N: usize> {
+    returned: heapless::Vec<u16, N>,
+    /// Slots `fresh..N` were never used.
+    fresh: u16,
+}
+
+impl<const N: usize> FreeSlots<N> {
+    /// Every slot free.
+    pub(crate) const EMPTY: Self = FreeSlots { returned: heapless::Vec::new(), fresh: 0 };
+
+    /// The slot [`FreeSlots::take`] gives next.
+    pub(crate) fn next(&self) -> Option<u16> {
+        match self.returned.last() {
+            Some(&i) => Some(i),
+            None => (usize::from(self.fresh) < N).then_some(self.fresh),
+        }
+    }
+
+    /// A free slot, now in use.
+    pub(crate) fn take(&mut self) -> Option<u16> {
+        let i = self.next()?;
+        if self.returned.pop().is_none() {
+            self.fresh += 1;
+        }
+        Some(i)
+    }
+
+    /// Frees `index`, which must be in use.
+    pub(crate) fn give(&mut self, index: u16) {
+        // At most N slots are in use, so the list has room.
+        let _ = self.returned.push(index);
+    }
+
+    /// Slots in use.
+    pub(crate) fn used(&self) -> usize {
+        usize::from(self.fresh).saturating_sub(self.returned.len())
+    }
+
+    /// The free slots, the next one to be taken first.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u16> + '_ {
+        self.returned.iter().rev().copied().chain(self.fresh..N as u16)
+    }
+
+    /// Every slot free again, in place.
+    pub(crate) fn clear(&mut self) {
+        *self = Self::EMPTY;
+    }
+}
 
 /// The key index's hasher: one multiply per 8 bytes of key, where FNV takes one per byte; a
 /// lookup happens for every message an endpoint sends, and FNV over the 38-byte initiator key
@@ -165,25 +232,58 @@ impl core::fmt::Display for TableError {
 
 impl core::error::Error for TableError {}
 
+/// A table slot: free, or a PDC with its id and key. The tag comes first and is 0 for a free
+/// slot (an empty table is all-zero bytes); the id fits beside it, so the slot costs what
+/// `Option<(u16, K, T)>` would.
 #[derive(Clone, Debug)]
-struct Slot<K, T> {
-    id: u16,
-    key: K,
-    pdc: T,
+#[repr(u8)]
+enum Slot<K, T> {
+    Free = 0,
+    Used { id: u16, key: K, pdc: T } = 1,
+}
+
+impl<K, T> Slot<K, T> {
+    const fn id(&self) -> Option<u16> {
+        match self {
+            Slot::Used { id, .. } => Some(*id),
+            Slot::Free => None,
+        }
+    }
+
+    const fn key(&self) -> Option<&K> {
+        match self {
+            Slot::Used { key, .. } => Some(key),
+            Slot::Free => None,
+        }
+    }
+
+    const fn pdc(&self) -> Option<&T> {
+        match self {
+            Slot::Used { pdc, .. } => Some(pdc),
+            Slot::Free => None,
+        }
+    }
+
+    const fn pdc_mut(&mut self) -> Option<&mut T> {
+        match self {
+            Slot::Used { pdc, .. } => Some(pdc),
+            Slot::Free => None,
+        }
+    }
 }
 
 /// Up to `N` PDCs of type `T`, found by id or by key `K`.
 #[derive(Clone, Debug)]
 pub struct PdcTable<K, T, const N: usize> {
-    slots: [Option<Slot<K, T>>; N],
-    /// The first id of the table's range, and how many generations fit the range.
-    first: u16,
-    cycle: u16,
+    slots: [Slot<K, T>; N],
+    /// The id range: its first id less one, and 65 535 less its last id (both 0 by default).
+    below_first: u16,
+    above_last: u16,
     generations: [u16; N],
-    free: heapless::Vec<u16, N>,
+    free: FreeSlots<N>,
     /// The key index: the first slot of each bucket's chain, and each slot's next on its chain.
-    buckets: [u16; N],
-    chain: [u16; N],
+    buckets: [SlotRef; N],
+    chain: [SlotRef; N],
 }
 
 impl<K: Hash + Eq + Clone, T, const N: usize> Default for PdcTable<K, T, N> {
@@ -206,9 +306,8 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
     /// The slot holding `key`.
     fn slot_of(&self, key: &K) -> Option<usize> {
         let mut at = *self.buckets.get(Self::bucket(key))?;
-        while at != NO_SLOT {
-            let i = usize::from(at);
-            if self.slots.get(i)?.as_ref().is_some_and(|s| s.key == *key) {
+        while let Some(i) = at.index() {
+            if self.slots.get(i)?.key() == Some(key) {
                 return Some(i);
             }
             at = *self.chain.get(i)?;
@@ -216,55 +315,80 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
         None
     }
 
+    /// An empty table with ids from 1 to 65535, all-zero bytes: a `static` holding it (or an
+    /// engine holding it) lands in `.bss`.
+    pub const EMPTY: Self = {
+        let () = Self::CAPACITY_FITS;
+        PdcTable {
+            slots: [const { Slot::Free }; N],
+            below_first: 0,
+            above_last: 0,
+            generations: [0; N],
+            free: FreeSlots::EMPTY,
+            buckets: [SlotRef::NONE; N],
+            chain: [SlotRef::NONE; N],
+        }
+    };
+
     /// An empty table with ids from 1 to 65535.
     pub fn new() -> Self {
-        Self::with_ids(1, u16::MAX)
+        Self::EMPTY
     }
 
     /// An empty table whose ids lie in `first..=last` (`first` at least 1; a range shorter than
     /// `N` ids is widened to `N`, as every slot needs one).
     pub fn with_ids(first: u16, last: u16) -> Self {
-        let () = Self::CAPACITY_FITS;
-        let mut free = heapless::Vec::new();
-        for i in (0..N).rev() {
-            // At most N pushes into a Vec of capacity N, so none fails.
-            let _ = free.push(i as u16);
-        }
+        let mut t = Self::EMPTY;
+        t.reset(first, last);
+        t
+    }
+
+    /// Empties the table in place and gives it the ids `first..=last`, as
+    /// [`PdcTable::with_ids`] (without a second table on the stack).
+    pub fn reset(&mut self, first: u16, last: u16) {
         let first = first.clamp(1, (u16::MAX as usize + 1 - N) as u16);
-        let span = usize::from(last.max(first) - first) + 1;
-        let cycle = (span / N).max(1) as u16;
-        PdcTable {
-            slots: core::array::from_fn(|_| None),
-            first,
-            cycle,
-            generations: [0; N],
-            free,
-            buckets: [NO_SLOT; N],
-            chain: [NO_SLOT; N],
-        }
+        self.below_first = first - 1;
+        self.above_last = !last.max(first);
+        self.slots.iter_mut().for_each(|s| *s = Slot::Free);
+        self.generations.fill(0);
+        self.free.clear();
+        self.buckets.fill(SlotRef::NONE);
+        self.chain.fill(SlotRef::NONE);
+    }
+
+    /// The first id of the table's range.
+    const fn first(&self) -> u16 {
+        self.below_first + 1
+    }
+
+    /// How many generations of ids fit the range (at least 1).
+    const fn cycle(&self) -> u16 {
+        let span = (!self.above_last - self.below_first) as usize;
+        let cycle = span / N;
+        if cycle == 0 { 1 } else { cycle as u16 }
     }
 
     /// PDCs in the table.
     pub fn len(&self) -> usize {
-        N - self.free.len()
+        self.free.used()
     }
 
     /// Whether the table holds no PDC.
     pub fn is_empty(&self) -> bool {
-        self.free.len() == N
+        self.free.used() == 0
     }
 
     /// Whether every slot is in use.
     pub fn is_full(&self) -> bool {
-        self.free.is_empty()
+        self.free.next().is_none()
     }
 
     /// The id the next [`PdcTable::insert`] will give (a PDC needs its own id when it is built),
     /// or `None` when the table is full.
     pub fn next_id(&self) -> Option<u16> {
-        let index = *self.free.last()?;
+        let index = self.free.next()?;
         let generation = self.generations.get(usize::from(index)).copied().unwrap_or(0);
-        Some(self.first.wrapping_add(generation.wrapping_mul(N as u16)).wrapping_add(index))
+        Some(self.first().wrapping_add(generation.wrapping_mul(N as u16)).wrapping_add(index))
     }
 
     /// Adds a PDC under `key`; returns its id (never 0; the one [`PdcTable::next_id`] gave).
@@ -272,7 +396,7 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
         if let Some(id) = self.find(&key) {
             return Err(TableError::KeyInUse { id });
         }
-        let index = *self.free.last().ok_or(TableError::Full)?;
+        let index = self.free.next().ok_or(TableError::Full)?;
         let id = self.next_id().ok_or(TableError::Full)?;
         // First on its bucket's chain.
         let (Some(head), Some(next)) =
@@ -281,50 +405,50 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
             return Err(TableError::Full);
         };
         *next = *head;
-        *head = index;
-        self.free.pop();
+        *head = SlotRef::to(usize::from(index));
+        self.free.take();
         if let Some(slot) = self.slots.get_mut(usize::from(index)) {
-            *slot = Some(Slot { id, key, pdc });
+            *slot = Slot::Used { id, key, pdc };
         }
         Ok(id)
     }
 
     /// The slot of the PDC with id `id` (below `N`), for arrays kept beside the table.
     pub fn index_of(&self, id: u16) -> Option<usize> {
-        let index = usize::from(id.checked_sub(self.first)?) % N.max(1);
+        let index = usize::from(id.checked_sub(self.first())?) % N.max(1);
         match self.slots.get(index) {
-            Some(Some(slot)) if slot.id == id => Some(index),
+            Some(Slot::Used { id: used, .. }) if *used == id => Some(index),
             _ => None,
         }
     }
 
     /// The id of the PDC in slot `index` (see [`PdcTable::index_of`]).
     pub fn id_at(&self, index: usize) -> Option<u16> {
-        self.slots.get(index)?.as_ref().map(|s| s.id)
+        self.slots.get(index)?.id()
     }
 
     /// The PDC with local id `id`.
     pub fn get(&self, id: u16) -> Option<&T> {
         let index = self.index_of(id)?;
-        self.slots.get(index)?.as_ref().map(|s| &s.pdc)
+        self.slots.get(index)?.pdc()
     }
 
     /// The PDC with local id `id`, mutably.
     pub fn get_mut(&mut self, id: u16) -> Option<&mut T> {
         let index = self.index_of(id)?;
-        self.slots.get_mut(index)?.as_mut().map(|s| &mut s.pdc)
+        self.slots.get_mut(index)?.pdc_mut()
     }
 
     /// The id of the PDC under `key`.
     pub fn find(&self, key: &K) -> Option<u16> {
         let i = self.slot_of(key)?;
-        self.slots.get(i)?.as_ref().map(|s| s.id)
+        self.slots.get(i)?.id()
     }
 
     /// The key a PDC was added under.
     pub fn key(&self, id: u16) -> Option<&K> {
         let index = self.index_of(id)?;
-        self.slots.get(index)?.as_ref().map(|s| &s.key)
+        self.slots.get(index)?.key()
     }
 
     /// Removes the PDC with id `id`, returning it; its id is not reused until its slot's
@@ -332,27 +456,30 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
     pub fn remove(&mut self, id: u16) -> Option<T> {
         let index = self.index_of(id)?;
         // Off its chain first: the link that names it takes its next.
-        let bucket = Self::bucket(&self.slots.get(index)?.as_ref()?.key);
+        let bucket = Self::bucket(self.slots.get(index)?.key()?);
         let next = *self.chain.get(index)?;
         let mut link = self.buckets.get_mut(bucket)?;
-        while usize::from(*link) != index {
-            let at = usize::from(*link);
+        while link.index() != Some(index) {
+            let at = link.index()?;
             link = self.chain.get_mut(at)?;
         }
         *link = next;
-        let slot = self.slots.get_mut(index)?.take()?;
+        let Slot::Used { pdc, .. } = core::mem::replace(self.slots.get_mut(index)?, Slot::Free) else { return None };
+        let cycle = self.cycle();
         if let Some(g) = self.generations.get_mut(index) {
             // `cycle` is at least 1; `checked_rem` keeps a division-by-zero panic out of the image.
-            *g = g.wrapping_add(1).checked_rem(self.cycle).unwrap_or(0);
+            *g = g.wrapping_add(1).checked_rem(cycle).unwrap_or(0);
         }
-        // The slot was in use, so the free list has room for it.
-        let _ = self.free.push(index as u16);
-        Some(slot.pdc)
+        self.free.give(index as u16);
+        Some(pdc)
     }
 
     /// Every PDC with its id.
     pub fn iter(&self) -> impl Iterator<Item = (u16, &T)> {
-        self.slots.iter().flatten().map(|s| (s.id, &s.pdc))
+        self.slots.iter().filter_map(|s| match s {
+            Slot::Used { id, pdc, .. } => Some((*id, pdc)),
+            Slot::Free => None,
+        })
     }
 }
 

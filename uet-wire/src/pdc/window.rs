@@ -703,9 +703,15 @@ pub struct AckPolicy {
     pub on_ecn: bool,
 }
 
+impl AckPolicy {
+    /// The spec table's defaults (the same as [`Default`]).
+    pub const DEFAULT: AckPolicy =
+        AckPolicy { gen_trigger: 16 * 1024, min_pkt_add: 1024, per_packet: false, on_ecn: true };
+}
+
 impl Default for AckPolicy {
     fn default() -> Self {
-        AckPolicy { gen_trigger: 16 * 1024, min_pkt_add: 1024, per_packet: false, on_ecn: true }
+        AckPolicy::DEFAULT
     }
 }
 

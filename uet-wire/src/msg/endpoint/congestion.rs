@@ -269,14 +269,19 @@ impl Ccc {
 
 /// The endpoint's CCCs.
 pub(super) struct Cccs<const C: usize> {
-    slots: [Option<Ccc>; C],
+    slots: [ZeroOption<Ccc>; C],
     /// CCCs opened so far (mixed into each one's seed).
     opened: u64,
 }
 
 impl<const C: usize> Cccs<C> {
-    pub(super) fn new() -> Self {
-        Cccs { slots: core::array::from_fn(|_| None), opened: 0 }
+    /// No CCC open (all-zero bytes).
+    pub(super) const EMPTY: Self = Cccs { slots: [const { ZeroOption::NONE }; C], opened: 0 };
+
+    /// Closes every CCC, in place.
+    pub(super) fn clear(&mut self) {
+        self.slots.iter_mut().for_each(|c| *c = ZeroOption::NONE);
+        self.opened = 0;
     }
 
     pub(super) fn get(&self, c: u16) -> Option<&Ccc> {
@@ -292,7 +297,7 @@ impl<const C: usize> Cccs<C> {
     fn join(&mut self, cfg: &CmsConfig, dst: IpAddr, now: Instant) -> Option<u16> {
         let found = self.slots.iter().position(|c| c.as_ref().is_some_and(|c| c.dst == dst));
         let slot = found.or_else(|| {
-            let free = self.slots.iter().position(Option::is_none);
+            let free = self.slots.iter().position(ZeroOption::is_none);
             free.or_else(|| self.slots.iter().position(|c| c.as_ref().is_some_and(|c| c.users == 0)))
         })?;
         let entry = self.slots.get_mut(slot)?;
@@ -301,7 +306,7 @@ impl<const C: usize> Cccs<C> {
             let with_credit = cfg.controllers == Controllers::Both;
             let nscc = Nscc::new(NsccConfig { with_credit, ..cfg.nscc }, now);
             let maxwnd = u32::try_from(nscc.max_cwnd()).unwrap_or(u32::MAX);
-            *entry = Some(Ccc {
+            *entry = ZeroOption::Some(Ccc {
                 dst,
                 credit: cfg.controllers.rccc().then(|| CreditSender::new(maxwnd, cfg.nscc.mtu)),
                 session: self.opened as u8,
@@ -351,7 +356,11 @@ const fn trimmed(code: NackCode) -> bool {
 }
 
 /// What the last call did to an initiator PDC, for its CCC (taken when the PDC is settled).
+///
+/// `repr(u8)` puts `None` at tag 0, so an endpoint's empty value is all-zero bytes (without it
+/// the compiler keeps `None` in a spare value of a field of `Ack`).
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(u8)]
 pub(super) enum CcSignal {
     /// Nothing the window reacts to.
     #[default]
@@ -361,13 +370,13 @@ pub(super) enum CcSignal {
     /// ECN mark, the out-of-order count it carried, the round trip of the probe it answers, and
     /// the cumulative credit an ACK_CC of credit state granted.
     Ack {
-        acked: u32,
-        rtt: Option<linklayer::Duration>,
         ecn: bool,
+        acked: u32,
         psn: Option<u32>,
         ooo: Option<u32>,
-        probe_rtt: Option<linklayer::Duration>,
         grant: Option<u32>,
+        rtt: Option<linklayer::Duration>,
+        probe_rtt: Option<linklayer::Duration>,
     },
     /// A NACK naming `psn`; `code` says why, `ecn` whether it echoed an ECN mark.
     Nack { code: NackCode, psn: u32, ecn: bool },
@@ -404,7 +413,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     /// The CCC a new initiator PDC to `dst` joins: `Ok(None)` without congestion management,
     /// `Err(())` while every CCC slot serves another destination.
     pub(super) fn join_ccc(&mut self, dst: IpAddr) -> Result<Option<u16>, ()> {
-        let Some(cms) = self.cfg.cms.filter(|_| C > 0) else { return Ok(None) };
+        let Some(cms) = self.config().cms.filter(|_| C > 0) else { return Ok(None) };
         match self.cccs.join(&cms, dst, self.now) {
             Some(c) => Ok(Some(c)),
             None => {
@@ -503,7 +512,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         if let (CcSignal::Ack { ooo, probe_rtt, .. }, Some(p), false, true) =
             (signal, self.initiators.get_mut(id), gone, sleeks)
         {
-            let backlog = p.next_new(self.cfg.messages_per_pdc).is_some();
+            let backlog = p.next_new(configured(&self.cfg).messages_per_pdc).is_some();
             let marked = ccc.sleek(now, &mut p.pdc, backlog, ooo, probe_rtt);
             if marked > 0 {
                 self.stats.resends.sleek = self.stats.resends.sleek.wrapping_add(u64::from(marked));
@@ -593,7 +602,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         if C == 0 {
             return Ok(());
         }
-        let (limit, cfg) = (self.cfg.messages_per_pdc, &self.cfg.pdc);
+        let (limit, cfg) = (self.config().messages_per_pdc, &self.config().pdc);
         for (c, ccc) in self.cccs.iter() {
             ccc.blocked.well_formed(&self.blocked_links).ok_or("a CCC's waiting list is malformed")?;
             let (mut users, mut charged) = (0u16, 0u64);

@@ -14,12 +14,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             return Ok(None);
         }
         let pkt_id = self.next_pkt_id;
-        let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) else { return Ok(None) };
+        let Some(m) = self.msgs.get_mut(slot).and_then(ZeroOption::as_mut) else { return Ok(None) };
         let index = m.sent;
         let t = self.write_rudi(out, slot, index, pkt_id, false)?;
         self.next_pkt_id = pkt_id.wrapping_add(1);
         self.count_sent(slot);
-        let resend_at = now.saturating_add(self.cfg.pdc.rto);
+        let resend_at = now.saturating_add(self.config().pdc.rto);
         // Room was checked above.
         let _ = self.rudi.push(RudiOut { pkt_id, slot: slot as u16, index, resend_at, retries: 0, nacked: false });
         Ok(Some(t))
@@ -34,7 +34,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     ) -> Result<Option<Transmit>, EndpointError> {
         let Some(k) = self.rudi.iter().position(|r| r.resend_at <= now) else { return Ok(None) };
         let Some(r) = self.rudi.get(k).copied() else { return Ok(None) };
-        if self.cfg.pdc.rto_retx_exhausted(r.retries.saturating_add(1)) {
+        if self.config().pdc.rto_retx_exhausted(r.retries.saturating_add(1)) {
             self.fail_rudi(usize::from(r.slot), Failure::RetriesExhausted);
             return Ok(None);
         }
@@ -45,7 +45,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         if let Some(e) = self.rudi.get_mut(k) {
             e.nacked = false;
             e.retries += 1;
-            e.resend_at = now.saturating_add(self.cfg.pdc.rto_backoff(e.retries));
+            e.resend_at = now.saturating_add(configured(&self.cfg).pdc.rto_backoff(e.retries));
         }
         Ok(Some(t))
     }
@@ -53,7 +53,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     /// Fails RUDI message `slot` and forgets its packets in flight (their late responses find
     /// nothing).
     pub(super) fn fail_rudi(&mut self, slot: usize, why: Failure) {
-        let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { return };
+        let Some(m) = self.msgs.get(slot).and_then(ZeroOption::as_ref) else { return };
         if self.events.push_back(m.failed(slot, why)).is_ok() {
             self.rudi.retain(|r| usize::from(r.slot) != slot);
             self.free_msg(slot);
@@ -86,9 +86,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     /// Reports a connectionless message sent once all its packets went out and (RUDI) were
     /// answered; it stays until the event queue has room.
     pub(super) fn complete_connectionless(&mut self, slot: usize) {
-        let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { return };
+        let Some(m) = self.msgs.get(slot).and_then(ZeroOption::as_ref) else { return };
         let answered = !self.rudi.iter().any(|r| usize::from(r.slot) == slot);
-        if m.sent == m.segments.packets() && answered {
+        if m.sent == m.segments().packets() && answered {
             if self.events.push_back(Event::Sent(m.handle(slot))).is_ok() {
                 self.free_msg(slot);
             } else {

@@ -76,13 +76,17 @@ struct Owner {
 
 /// The receiver's pull pacer, and whom each of its flows serves.
 pub(super) struct Pulls<const C: usize> {
-    pacer: Option<PullPacer<C>>,
-    owners: [Option<Owner>; C],
+    pacer: ZeroOption<PullPacer<C>>,
+    owners: [ZeroOption<Owner>; C],
     /// The largest target that opens a session: a window and a pull, in quanta.
     opening: u32,
 }
 
 impl<const C: usize> Pulls<C> {
+    /// No pacer (all-zero bytes; [`Pulls::new`] makes the one a configuration asks for).
+    pub(super) const EMPTY: Self =
+        Pulls { pacer: ZeroOption::NONE, owners: [const { ZeroOption::NONE }; C], opening: 0 };
+
     /// A pacer for an endpoint whose configuration runs RCCC (with CCC slots), else none.
     pub(super) fn new(cms: Option<CmsConfig>) -> Self {
         let cms = cms.filter(|c| C > 0 && c.controllers.rccc());
@@ -90,9 +94,9 @@ impl<const C: usize> Pulls<C> {
             let w = Nscc::new(NsccConfig { initial_cwnd: None, ..c.nscc }, Instant::ZERO).max_cwnd();
             u32::try_from(w).unwrap_or(u32::MAX)
         });
-        let pacer = cms.map(|c| PullPacer::new(PullPacerConfig::new(c.nscc.link, maxwnd)));
+        let pacer = cms.map(|c| PullPacer::new(PullPacerConfig::new(c.nscc.link, maxwnd))).into();
         let opening = maxwnd.div_ceil(QUANTUM).saturating_add(CREDIT_PER_PULL);
-        Pulls { pacer, owners: [None; C], opening }
+        Pulls { pacer, owners: [ZeroOption::NONE; C], opening }
     }
 
     fn owner_mut(&mut self, flow: FlowId) -> Option<&mut Owner> {
@@ -118,7 +122,7 @@ impl<const C: usize> Pulls<C> {
         let entry = self.owners.iter_mut().find(|o| o.is_none())?;
         let flow = pacer.add_flow().ok()?;
         let _ = pacer.on_target(flow, target);
-        *entry = Some(Owner { flow, src, ccc_id, pdc: Some(id), refs: 1 });
+        *entry = ZeroOption::Some(Owner { flow, src, ccc_id, pdc: Some(id), refs: 1 });
         Some(flow)
     }
 
@@ -134,8 +138,8 @@ impl<const C: usize> Pulls<C> {
             if let Some(pacer) = self.pacer.as_mut() {
                 let _ = pacer.remove_flow(flow);
             }
-            if let Some(entry) = self.owners.iter_mut().find(|o| o.is_some_and(|o| o.flow == flow)) {
-                *entry = None;
+            if let Some(entry) = self.owners.iter_mut().find(|o| o.as_ref().is_some_and(|o| o.flow == flow)) {
+                *entry = ZeroOption::NONE;
             }
         }
     }
@@ -181,7 +185,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         let p = self.initiators.get(id)?;
         let c = p.ccc?;
         let m = self.msgs.get(slot)?.as_ref()?;
-        let left = m.segments.packets().saturating_sub(m.sent).saturating_add(p.pdc.window().lost_count());
+        let left = m.segments().packets().saturating_sub(m.sent).saturating_add(p.pdc.window().lost_count());
         let more = p.queued.first().is_some();
         let ccc = self.cccs.get_mut(c)?;
         let packet = u64::from(ccc.packet());

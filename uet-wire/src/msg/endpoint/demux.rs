@@ -82,7 +82,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         framing: crate::tss::Framing,
         ce: bool,
     ) -> Result<Option<Placement<'a>>, EndpointError> {
-        let path = crate::tss::Path::new(src, self.cfg.addr, framing);
+        if self.cfg.is_none() {
+            return Err(EndpointError::Unconfigured);
+        }
+        let path = crate::tss::Path::new(src, self.config().addr, framing);
         let opened = domain.open(datagram, &path).map_err(EndpointError::Tss)?;
         let plain: &'a [u8] = datagram;
         self.handle_any_packet(now, src, plain.get(opened.body).unwrap_or_default(), ce)
@@ -95,6 +98,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         bytes: &'a [u8],
         ce: bool,
     ) -> Result<Option<Placement<'a>>, EndpointError> {
+        if self.cfg.is_none() {
+            return Err(EndpointError::Unconfigured);
+        }
         let (pds, rest) = PdsHeader::parse(bytes)?;
         self.now = self.now.max(now);
         let now = self.now;
@@ -263,7 +269,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                     return None;
                 };
                 let policy = self.start_policy();
-                let pdc = Target::new(now, &self.cfg.pdc, id, r, policy).ok()?;
+                let pdc = Target::new(now, &self.config().pdc, id, r, policy).ok()?;
                 let tgt = TgtPdc {
                     pdc,
                     order: MessageOrder::new(),
@@ -339,7 +345,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         id: u16,
         f: impl FnOnce(&mut Initiator, &PdcConfig) -> Result<(Marked, CcSignal), crate::pdc::PdcError>,
     ) {
-        let cfg = self.cfg.pdc;
+        let cfg = self.config().pdc;
         if let Some(p) = self.initiators.get_mut(id) {
             let (marked, signal) = f(&mut p.pdc, &cfg).unwrap_or((Marked::Nothing, CcSignal::None));
             self.stats.after_initiator_call(marked, p.pdc.rtt());
@@ -355,7 +361,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         id: u16,
         g: impl FnOnce(&mut Target<2, R>, &PdcConfig) -> Result<Marked, crate::pdc::PdcError>,
     ) {
-        let cfg = self.cfg.pdc;
+        let cfg = self.config().pdc;
         if let Some(t) = self.targets.get_mut(id) {
             if let Ok(n) = g(&mut t.pdc, &cfg) {
                 self.stats.resends.count(n);
@@ -365,7 +371,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     }
 
     pub(super) fn control_to_target(&mut self, now: Instant, src: IpAddr, id: u16, c: &crate::pds::Control) {
-        let cfg = self.cfg.pdc;
+        let cfg = self.config().pdc;
         if !self.is_from_initiator_of(id, src) {
             self.queue_nack(src, Nack::for_pdc(NackCode::PdcHdrMismatch, c.psn, id, c.spdcid));
             return;

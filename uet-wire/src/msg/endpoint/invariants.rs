@@ -16,12 +16,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         well(&self.initiators_ready, &self.initiators_ready_links)?;
         well(&self.initiators_new, &self.initiators_new_links)?;
         well(&self.targets_ready, &self.targets_ready_links)?;
-        let used = self.msgs.iter().flatten().count();
-        let free = |&s: &u16| self.msgs.get(usize::from(s)).is_some_and(Option::is_none);
-        if used + self.free_slots.len() != M || !self.free_slots.iter().all(free) {
+        let used = self.msgs.iter().filter(|m| m.is_some()).count();
+        let free = |&s: &u16| self.msgs.get(usize::from(s)).is_some_and(ZeroOption::is_none);
+        if used != self.free_slots.used() || !self.free_slots.iter().all(|s| free(&s)) {
             return Err("message slots in use and free do not add up");
         }
-        let seq = |s: u16| self.msgs.get(usize::from(s)).and_then(Option::as_ref).map_or(0, |m| m.seq);
+        let seq = |s: u16| self.msgs.get(usize::from(s)).and_then(ZeroOption::as_ref).map_or(0, |m| m.seq);
         let in_order = |list: &SlotList, links: &[Link]| {
             let later = list.iter(links).skip(1).map(seq);
             list.iter(links).map(seq).zip(later).all(|(a, b)| a < b)
@@ -38,7 +38,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         {
             return Err("a list names a PDC table slot that is empty");
         }
-        let (limit, cfg) = (self.cfg.messages_per_pdc, &self.cfg.pdc);
+        let (limit, cfg) = (self.config().messages_per_pdc, &self.config().pdc);
         let mut on_pdc_lists = 0;
         for index in 0..P {
             let Some(id) = self.initiators.id_at(index) else { continue };
@@ -55,7 +55,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             let is = |slot: u16, started: bool| {
                 self.msgs
                     .get(usize::from(slot))
-                    .and_then(Option::as_ref)
+                    .and_then(ZeroOption::as_ref)
                     .is_some_and(|m| m.pdc == Some(id) && (m.sent > 0) == started)
             };
             if !p.started.iter(&self.pdc_links).all(|s| is(s, true)) {
@@ -76,7 +76,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             }
             let nothing_left = p.messages == 0 && p.queued.first().is_none() && !p.pdc.has_pending();
             let open = matches!(p.pdc.state(), InitiatorState::Creating | InitiatorState::Established);
-            if nothing_left && deadline.is_none() && open && self.cfg.close_when_idle {
+            if nothing_left && deadline.is_none() && open && self.config().close_when_idle {
                 return Err("an idle initiator stays open");
             }
             if nothing_left && p.pdc.state() == InitiatorState::Closed {
@@ -98,7 +98,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             let t = self.targets.get(id).ok_or("a table slot without its PDC")?;
             on_pdc_lists += well(&t.runs, &self.pdc_links)?;
             let run = |slot: u16| {
-                let m = self.msgs.get(usize::from(slot)).and_then(Option::as_ref);
+                let m = self.msgs.get(usize::from(slot)).and_then(ZeroOption::as_ref);
                 m.is_some_and(|m| m.kind.read_data_pdc() == Some(id))
             };
             if !t.runs.iter(&self.pdc_links).all(run) {
@@ -114,7 +114,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         }
         for (slot, m) in self.msgs.iter().enumerate() {
             let s = slot as u16;
-            let Some(m) = m else {
+            let Some(m) = m.as_ref() else {
                 let linked = SlotList::contains(&self.unsent_links, s) || SlotList::contains(&self.pdc_links, s);
                 if linked || self.read_timers.deadline(s).is_some() {
                     return Err("a free message slot is still listed");

@@ -2,67 +2,77 @@
 //! unlink and step in O(1) (ordered insertion walks back from the tail), no allocation. A slot
 //! is on the list at most once.
 //!
-//! Links and ends are `u16`s with two reserved values (4 bytes a link instead of 10, thousands
-//! of slots over): [`NIL`] for no slot, [`OFF`] in `prev` for a slot on no list. Slot indices stay
-//! below both (the endpoint holds at most 32 768 slots of a kind).
+//! Links and ends are `u16`s (4 bytes a link instead of 10, thousands of slots over), each slot
+//! index stored inverted: 0 is no slot, and an all-zero link is a slot on no list, so an empty
+//! endpoint is all-zero bytes (it can be a `static` in `.bss`). A link's `prev` tells "first on
+//! the list" from "on no list" by its lowest bit flipped besides. Slot indices stay below 32 768,
+//! so an inverted index is never 0 or 1.
 
-/// No slot.
-const NIL: u16 = u16::MAX;
-/// In a link's `prev`: the slot is on no list.
-const OFF: u16 = u16::MAX - 1;
+/// A slot, or none, as stored: the index inverted, 0 for none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Raw(u16);
 
-/// `raw` as an optional slot.
-const fn slot(raw: u16) -> Option<u16> {
-    if raw == NIL { None } else { Some(raw) }
-}
+impl Raw {
+    /// No slot.
+    const NIL: Raw = Raw(0);
 
-/// An optional slot as stored.
-const fn raw(slot: Option<u16>) -> u16 {
-    match slot {
-        Some(s) => s,
-        None => NIL,
+    const fn of(slot: Option<u16>) -> Raw {
+        match slot {
+            Some(s) => Raw(!s),
+            None => Raw::NIL,
+        }
+    }
+
+    const fn slot(self) -> Option<u16> {
+        if self.0 == 0 { None } else { Some(!self.0) }
     }
 }
 
-/// A slot's place on the list.
-#[derive(Clone, Copy, Debug)]
+/// A slot's place on the list: the slots before and after it.
+#[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Link {
+    /// The slot before as a [`Raw`] with its lowest bit flipped: 0 on no list, 1 first on one.
     prev: u16,
-    next: u16,
+    next: Raw,
 }
 
 impl Link {
-    /// On no list.
-    const UNLINKED: Link = Link { prev: OFF, next: NIL };
+    /// On no list (all-zero bytes).
+    pub(super) const UNLINKED: Link = Link { prev: 0, next: Raw::NIL };
+
+    /// On a list, between `prev` and `next`.
+    const fn between(prev: Option<u16>, next: Option<u16>) -> Link {
+        Link { prev: Raw::of(prev).0 ^ 1, next: Raw::of(next) }
+    }
 
     const fn linked(self) -> bool {
-        self.prev != OFF
+        self.prev != 0
     }
-}
 
-impl Default for Link {
-    fn default() -> Self {
-        Link::UNLINKED
+    /// The slot before, on a list.
+    const fn prev(self) -> Option<u16> {
+        Raw(self.prev ^ 1).slot()
+    }
+
+    const fn set_prev(&mut self, prev: Option<u16>) {
+        self.prev = Raw::of(prev).0 ^ 1;
     }
 }
 
 /// The list's ends; the links live in an array beside the slots.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(super) struct SlotList {
-    head: u16,
-    tail: u16,
-}
-
-impl Default for SlotList {
-    fn default() -> Self {
-        SlotList { head: NIL, tail: NIL }
-    }
+    head: Raw,
+    tail: Raw,
 }
 
 impl SlotList {
+    /// No slot (all-zero bytes).
+    pub(super) const EMPTY: SlotList = SlotList { head: Raw::NIL, tail: Raw::NIL };
+
     /// The first slot.
     pub(super) const fn first(&self) -> Option<u16> {
-        slot(self.head)
+        self.head.slot()
     }
 
     /// The slots on the list, first to last.
@@ -72,7 +82,7 @@ impl SlotList {
 
     /// The slot after `slot`.
     pub(super) fn next(links: &[Link], slot: u16) -> Option<u16> {
-        links.get(usize::from(slot)).and_then(|l| self::slot(l.next))
+        links.get(usize::from(slot)).and_then(|l| l.next.slot())
     }
 
     /// Whether `slot` is on the list.
@@ -87,24 +97,24 @@ impl SlotList {
         if Self::contains(links, slot) || links.get(usize::from(slot)).is_none() {
             return;
         }
-        let mut prev = self::slot(self.tail);
+        let mut prev = self.tail.slot();
         while let Some(p) = prev.filter(|&p| !before(p)) {
-            prev = links.get(usize::from(p)).and_then(|l| self::slot(l.prev));
+            prev = links.get(usize::from(p)).and_then(|l| l.prev());
         }
         let next = match prev {
             Some(p) => Self::next(links, p),
             None => self.first(),
         };
         if let Some(l) = links.get_mut(usize::from(slot)) {
-            *l = Link { prev: raw(prev), next: raw(next) };
+            *l = Link::between(prev, next);
         }
         match prev.and_then(|p| links.get_mut(usize::from(p))) {
-            Some(l) => l.next = slot,
-            None => self.head = slot,
+            Some(l) => l.next = Raw::of(Some(slot)),
+            None => self.head = Raw::of(Some(slot)),
         }
         match next.and_then(|n| links.get_mut(usize::from(n))) {
-            Some(l) => l.prev = slot,
-            None => self.tail = slot,
+            Some(l) => l.set_prev(Some(slot)),
+            None => self.tail = Raw::of(Some(slot)),
         }
     }
 
@@ -122,28 +132,29 @@ impl SlotList {
     /// before, and the last is the tail), else `None`.
     #[cfg(any(test, feature = "fuzzing"))]
     pub(super) fn well_formed(&self, links: &[Link]) -> Option<usize> {
-        let (mut len, mut prev, mut at) = (0, NIL, self.head);
-        while let Some(slot) = self::slot(at) {
-            let l = links.get(usize::from(slot)).filter(|l| l.linked() && l.prev == prev)?;
+        let (mut len, mut prev, mut at) = (0, None, self.first());
+        while let Some(slot) = at {
+            let l = links.get(usize::from(slot)).filter(|l| l.linked() && l.prev() == prev)?;
             len += 1;
             if len > links.len() {
                 return None;
             }
-            (prev, at) = (slot, l.next);
+            (prev, at) = (Some(slot), l.next.slot());
         }
-        (self.tail == prev).then_some(len)
+        (self.tail.slot() == prev).then_some(len)
     }
 
     /// Takes `slot` off the list, if it is on it.
     pub(super) fn unlink(&mut self, links: &mut [Link], slot: u16) {
-        let Some(&Link { prev, next }) = links.get(usize::from(slot)).filter(|l| l.linked()) else { return };
-        match self::slot(prev).and_then(|p| links.get_mut(usize::from(p))) {
-            Some(l) => l.next = next,
-            None => self.head = next,
+        let Some(&l) = links.get(usize::from(slot)).filter(|l| l.linked()) else { return };
+        let (prev, next) = (l.prev(), l.next.slot());
+        match prev.and_then(|p| links.get_mut(usize::from(p))) {
+            Some(l) => l.next = Raw::of(next),
+            None => self.head = Raw::of(next),
         }
-        match self::slot(next).and_then(|n| links.get_mut(usize::from(n))) {
-            Some(l) => l.prev = prev,
-            None => self.tail = prev,
+        match next.and_then(|n| links.get_mut(usize::from(n))) {
+            Some(l) => l.set_prev(prev),
+            None => self.tail = Raw::of(prev),
         }
         if let Some(l) = links.get_mut(usize::from(slot)) {
             *l = Link::UNLINKED;

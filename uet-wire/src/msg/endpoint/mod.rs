@@ -111,6 +111,7 @@ use super::order::{MessageOrder, OrderError};
 use super::segment::{Segment, SegmentError, Segmenter};
 use crate::Error;
 use crate::pdc::held::HELD_RESPONSES;
+use crate::pdc::table::FreeSlots;
 use crate::pdc::{
     Delivery, Failure, Initiator, InitiatorEvent, InitiatorState, InitiatorTx, IpAddr, PdcConfig, PdcTable,
     StartPolicy, Target, TargetEvent, TargetTx, psn_after,
@@ -123,8 +124,9 @@ use crate::ses::{
 };
 pub use congestion::{BITMAP_PATHS, CmsConfig, Controllers, EV_MEMORY, LoadBalancing};
 use congestion::{CcSignal, Cccs};
+use core::num::NonZeroU16;
 use credit::{Pulls, TargetCredit};
-use linklayer::Instant;
+use linklayer::{Instant, ZeroOption};
 use links::{Link, SlotList};
 use stats::Marked;
 pub use stats::{EndpointStats, NackCounts, Resends};
@@ -230,13 +232,17 @@ pub const SECURE_START_MIN: u32 = 1 << 16;
 pub const SECURE_START_END: u32 = 1 << 31;
 
 impl EndpointConfig {
+    /// What an [`Endpoint::EMPTY`] reports as its configuration before [`Endpoint::init`]: the
+    /// unspecified address, `mtu` 0.
+    pub const UNCONFIGURED: EndpointConfig = EndpointConfig::new([0; 16], 0);
+
     /// An endpoint at `addr` sending `mtu` payload bytes per packet, with the default PDC timers,
     /// PDCs closed when idle, and [`ORDER_WINDOW`] messages in progress per PDC.
-    pub fn new(addr: IpAddr, mtu: u16) -> Self {
+    pub const fn new(addr: IpAddr, mtu: u16) -> Self {
         EndpointConfig {
             addr,
             mtu,
-            pdc: PdcConfig::default(),
+            pdc: PdcConfig::DEFAULT,
             close_when_idle: true,
             messages_per_pdc: ORDER_WINDOW as u16,
             secure: None,
@@ -546,6 +552,9 @@ pub enum EndpointError {
     /// [`Endpoint::poll_transmit_sealed`]: the payload given is not as long as the transmit
     /// names.
     PayloadLength,
+    /// The endpoint is an [`Endpoint::EMPTY`] not yet given its configuration by
+    /// [`Endpoint::init`]: it takes no message and no packet.
+    Unconfigured,
 }
 
 impl From<Error> for EndpointError {
@@ -571,6 +580,7 @@ impl core::fmt::Display for EndpointError {
             EndpointError::ReadWithoutPdc => write!(f, "a READ needs RUD or ROD"),
             EndpointError::Tss(e) => write!(f, "{e}"),
             EndpointError::PayloadLength => write!(f, "the payload given is not the length the transmit names"),
+            EndpointError::Unconfigured => write!(f, "the endpoint is not configured: call init"),
         }
     }
 }
@@ -617,7 +627,9 @@ struct SendMsg {
     generation: u16,
     kind: MsgKind,
     desc: MessageDesc,
-    segments: Segmenter,
+    /// Payload bytes per packet: the message's packets are `Segmenter` of `desc.len` and this
+    /// (see `segments`).
+    mtu: NonZeroU16,
     /// Order of submission (for fairness and per-key order).
     seq: u64,
     /// The initiator PDC it is queued on (not started: `sent` is 0) or goes on, its message id
@@ -636,27 +648,21 @@ impl SendMsg {
         generation: u16,
         kind: MsgKind,
         desc: MessageDesc,
-        segments: Segmenter,
+        mtu: NonZeroU16,
         seq: u64,
         message_id: u16,
     ) -> Self {
-        SendMsg {
-            generation,
-            kind,
-            desc,
-            segments,
-            seq,
-            pdc: None,
-            message_id,
-            first_psn: 0,
-            sent: 0,
-            partly_acked: false,
-        }
+        SendMsg { generation, kind, desc, mtu, seq, pdc: None, message_id, first_psn: 0, sent: 0, partly_acked: false }
+    }
+
+    /// The message's packets.
+    const fn segments(&self) -> Segmenter {
+        Segmenter::with_mtu(self.desc.len, self.mtu)
     }
 
     /// Whether every packet went out.
     const fn all_sent(&self) -> bool {
-        self.sent >= self.segments.packets()
+        self.sent >= self.segments().packets()
     }
 
     /// The caller's name for this message, in slot `slot`.
@@ -820,12 +826,34 @@ struct TgtPdc<const R: usize> {
 /// }
 /// assert_eq!((written, read_back), (message, b_memory));
 /// ```
+///
+/// # Memory, and building one in place
+///
+/// An endpoint holds everything it needs: 1 048 B per `P`, 200 B per `M` and 6.7 kB besides
+/// at the default `R` and `C` on a 64-bit host (`size_of::<Endpoint<P, M, E>>()` says exactly). [`Endpoint::new`]
+/// returns it by value, so it is built on the stack first, and at low optimisation levels
+/// copied again. Where that is too much stack (firmware), start from [`Endpoint::EMPTY`], whose
+/// bytes are all zero, so a `static` holding it costs no flash and no start-up copy (it lands in
+/// `.bss`), and configure it in place with [`Endpoint::init`]:
+///
+/// ```
+/// use uet_wire::msg::{Endpoint, EndpointConfig};
+/// use uet_wire::pdc::ipv4;
+/// // In firmware: `static mut EP: Endpoint<8, 8, 32> = Endpoint::EMPTY;` at the top of
+/// // cortex-m-rt's `#[entry]` function (which hands it out as a `&'static mut`), or any
+/// // `static` cell.
+/// let mut ep: Endpoint<8, 8, 32> = Endpoint::EMPTY;
+/// assert!(ep.handle_packet(Default::default(), ipv4([10, 0, 0, 2]), &[0; 12]).is_err());
+/// ep.init(EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024), 7);
+/// assert_eq!(ep.config().mtu, 1024);
+/// ```
 pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usize = HELD_RESPONSES, const C: usize = 0>
 {
-    cfg: EndpointConfig,
+    /// The configuration; none until [`Endpoint::init`] (an [`Endpoint::EMPTY`] refuses work).
+    cfg: ZeroOption<EndpointConfig>,
     initiators: PdcTable<PeerDest, IniPdc, P>,
     targets: PdcTable<PeerSource, TgtPdc<R>, P>,
-    msgs: [Option<SendMsg>; M],
+    msgs: [ZeroOption<SendMsg>; M],
     generations: [u16; M],
     /// The messages with packets not yet sent that no initiator PDC holds, oldest first:
     /// RUDI and UUD messages, read data runs, and messages whose key has no PDC yet (what
@@ -851,7 +879,7 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     target_timers: TimerHeap<P>,
     read_timers: TimerHeap<M>,
     /// The empty message slots, the next one to fill last.
-    free_slots: heapless::Vec<u16, M>,
+    free_slots: FreeSlots<M>,
     next_seq: u64,
     events: heapless::Deque<Event, E>,
     /// Random bits for start PSNs (the caller seeds it; time and randomness are inputs).
@@ -887,6 +915,15 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     cc_signal: CcSignal,
     /// The receiver's RCCC pull pacer.
     pulls: Pulls<C>,
+}
+
+/// The configuration an endpoint holds, or [`EndpointConfig::UNCONFIGURED`] (a function of the
+/// field alone, so a caller may hold another field mutably).
+const fn configured(cfg: &ZeroOption<EndpointConfig>) -> &EndpointConfig {
+    match cfg {
+        ZeroOption::Some(cfg) => cfg,
+        ZeroOption::None => &EndpointConfig::UNCONFIGURED,
+    }
 }
 
 /// An initiator PDC's key in the endpoint's table: the fields of [`InitiatorKey`] but the
@@ -950,50 +987,107 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         "Endpoint<P, M, E, R>: P (PDCs each way) must be 2 to 32767, M (messages) 1 to 32768, and E (events) more than ORDER_WINDOW (16)"
     );
 
-    /// An endpoint with no PDC and no message. `seed` feeds the start PSNs.
-    pub fn new(cfg: EndpointConfig, seed: u64) -> Self {
+    /// An endpoint that is not configured: every byte zero, so a `static` holding it lands in
+    /// `.bss`. It holds nothing, refuses messages and packets
+    /// ([`EndpointError::Unconfigured`]) and has nothing to send until [`Endpoint::init`].
+    pub const EMPTY: Self = {
         let () = Self::SIZES_OK;
         Endpoint {
-            cfg,
-            // One id names one PDC of this node (ACKs and NACKs travel both ways): initiator ids
-            // in the lower half, target ids in the upper.
-            initiators: PdcTable::with_ids(1, 0x7FFF),
-            targets: PdcTable::with_ids(0x8000, 0xFFFF),
-            msgs: core::array::from_fn(|_| None),
+            cfg: ZeroOption::NONE,
+            initiators: PdcTable::EMPTY,
+            targets: PdcTable::EMPTY,
+            msgs: [const { ZeroOption::NONE }; M],
             generations: [0; M],
-            unsent: SlotList::default(),
-            unsent_links: [Link::default(); M],
-            pdc_links: [Link::default(); M],
-            initiators_new: SlotList::default(),
-            initiators_new_links: [Link::default(); P],
-            initiators_ready: SlotList::default(),
-            initiators_ready_links: [Link::default(); P],
-            targets_ready: SlotList::default(),
-            targets_ready_links: [Link::default(); P],
-            initiator_timers: TimerHeap::new(),
-            target_timers: TimerHeap::new(),
-            read_timers: TimerHeap::new(),
-            free_slots: (0..M as u16).rev().collect(),
+            unsent: SlotList::EMPTY,
+            unsent_links: [Link::UNLINKED; M],
+            pdc_links: [Link::UNLINKED; M],
+            initiators_new: SlotList::EMPTY,
+            initiators_new_links: [Link::UNLINKED; P],
+            initiators_ready: SlotList::EMPTY,
+            initiators_ready_links: [Link::UNLINKED; P],
+            targets_ready: SlotList::EMPTY,
+            targets_ready_links: [Link::UNLINKED; P],
+            initiator_timers: TimerHeap::EMPTY,
+            target_timers: TimerHeap::EMPTY,
+            read_timers: TimerHeap::EMPTY,
+            free_slots: FreeSlots::EMPTY,
             next_seq: 0,
             events: heapless::Deque::new(),
-            rng: seed | 1,
-            expected_psn: SECURE_START_MIN,
+            rng: 0,
+            expected_psn: 0,
             now: Instant::ZERO,
             nacks: heapless::Deque::new(),
             rudi: heapless::Vec::new(),
-            next_pkt_id: (seed >> 32) as u32,
+            next_pkt_id: 0,
             next_connectionless_id: 0,
             rudi_responses: heapless::Deque::new(),
             closed_targets: heapless::Deque::new(),
             start_hints: heapless::Vec::new(),
-            stats: EndpointStats::default(),
+            stats: EndpointStats::ZERO,
             unsettled: false,
             last_pdc: None,
-            cccs: Cccs::new(),
-            blocked_links: [Link::default(); P],
+            cccs: Cccs::EMPTY,
+            blocked_links: [Link::UNLINKED; P],
             cc_signal: CcSignal::None,
-            pulls: Pulls::new(cfg.cms),
+            pulls: Pulls::EMPTY,
         }
+    };
+
+    /// An endpoint with no PDC and no message. `seed` feeds the start PSNs. (Built on the stack;
+    /// see [`Endpoint::init`] for building one in place.)
+    pub fn new(cfg: EndpointConfig, seed: u64) -> Self {
+        let mut ep = Self::EMPTY;
+        ep.init(cfg, seed);
+        ep
+    }
+
+    /// Makes this endpoint what [`Endpoint::new`]`(cfg, seed)` returns, in place: without a
+    /// second endpoint on the stack. Whatever it held is forgotten (no events; handles of its
+    /// messages may name new ones). On an [`Endpoint::EMPTY`] in a `static`, this is how firmware
+    /// builds one.
+    pub fn init(&mut self, cfg: EndpointConfig, seed: u64) {
+        self.pulls = Pulls::new(cfg.cms);
+        self.cfg = ZeroOption::Some(cfg);
+        // One id names one PDC of this node (ACKs and NACKs travel both ways): initiator ids in
+        // the lower half, target ids in the upper.
+        self.initiators.reset(1, 0x7FFF);
+        self.targets.reset(0x8000, 0xFFFF);
+        self.msgs.iter_mut().for_each(|m| *m = ZeroOption::NONE);
+        self.generations.fill(0);
+        for list in [&mut self.unsent, &mut self.initiators_new, &mut self.initiators_ready, &mut self.targets_ready] {
+            *list = SlotList::EMPTY;
+        }
+        for links in [
+            &mut self.unsent_links[..],
+            &mut self.pdc_links,
+            &mut self.initiators_new_links,
+            &mut self.initiators_ready_links,
+            &mut self.targets_ready_links,
+            &mut self.blocked_links,
+        ] {
+            links.fill(Link::UNLINKED);
+        }
+        self.initiator_timers.clear();
+        self.target_timers.clear();
+        self.read_timers.clear();
+        self.free_slots.clear();
+        self.next_seq = 0;
+        self.events.clear();
+        self.rng = seed | 1;
+        self.expected_psn = SECURE_START_MIN;
+        self.now = Instant::ZERO;
+        self.nacks.clear();
+        self.rudi.clear();
+        self.next_pkt_id = (seed >> 32) as u32;
+        self.next_connectionless_id = 0;
+        self.rudi_responses.clear();
+        self.closed_targets.clear();
+        self.start_hints.clear();
+        self.stats = EndpointStats::ZERO;
+        self.unsettled = false;
+        self.last_pdc = None;
+        self.cccs.clear();
+        self.cc_signal = CcSignal::None;
     }
 
     /// What the endpoint counted so far: refusals, resends by cause, NACKs by code, the
@@ -1002,9 +1096,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         &self.stats
     }
 
-    /// The configuration.
+    /// The configuration ([`EndpointConfig::UNCONFIGURED`] for an [`Endpoint::EMPTY`]).
     pub const fn config(&self) -> &EndpointConfig {
-        &self.cfg
+        configured(&self.cfg)
     }
 
     /// Initiator PDCs open.
@@ -1019,13 +1113,13 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
 
     /// Messages queued or in flight.
     pub fn messages_in_flight(&self) -> usize {
-        M - self.free_slots.len()
+        self.free_slots.used()
     }
 
     /// Whether nothing is left to do: no message queued or in flight, no PDC open, no packet or
     /// event waiting. An idle endpoint has no deadline either.
     pub fn is_idle(&self) -> bool {
-        self.free_slots.is_full()
+        self.free_slots.used() == 0
             && self.initiators.is_empty()
             && self.targets.is_empty()
             && self.nacks.is_empty()
@@ -1039,7 +1133,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     /// ([`EndpointError::Started`]); an unknown handle is [`EndpointError::UnknownMessage`].
     pub fn cancel(&mut self, msg: MsgHandle) -> Result<(), EndpointError> {
         let slot = usize::from(msg.slot);
-        let m = self.msgs.get(slot).and_then(Option::as_ref).filter(|m| m.generation == msg.generation);
+        let m = self.msgs.get(slot).and_then(ZeroOption::as_ref).filter(|m| m.generation == msg.generation);
         match m {
             None => Err(EndpointError::UnknownMessage),
             Some(m) if m.sent > 0 => Err(EndpointError::Started),
@@ -1063,7 +1157,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     /// for a start at least 2^16 from the last PSN used).
     fn random_start_psn(&mut self, dst: &IpAddr) -> u32 {
         let r = self.random_u32();
-        if self.cfg.secure.is_none() {
+        if self.config().secure.is_none() {
             return r;
         }
         match self.start_hints.iter().find(|(a, _)| a == dst) {
@@ -1074,7 +1168,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
 
     /// Remembers where the initiator PDC to `dst` that is closing stopped (secure domains only).
     pub(super) fn remember_start_hint(&mut self, dst: IpAddr, next_psn: u32) {
-        if self.cfg.secure.is_none() {
+        if self.config().secure.is_none() {
             return;
         }
         // One entry per destination, oldest first, keeping the furthest PSN (PDCs to one
@@ -1101,7 +1195,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
 
     /// How a new target PDC accepts its start PSN.
     fn start_policy(&mut self) -> StartPolicy {
-        match self.cfg.secure.map(|s| s.start) {
+        match self.config().secure.map(|s| s.start) {
             None => StartPolicy::Open,
             Some(SecureStart::Expected0Rtt) => StartPolicy::Expected0Rtt { expected_psn: self.expected_psn },
             Some(SecureStart::Random1Rtt) => {
@@ -1123,14 +1217,17 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
 
     /// Queues a message; its packets go out through [`Endpoint::poll_transmit`].
     pub fn send(&mut self, desc: MessageDesc) -> Result<MsgHandle, EndpointError> {
-        let segments = Segmenter::new(desc.len, self.cfg.mtu).map_err(EndpointError::Segment)?;
+        if self.cfg.is_none() {
+            return Err(EndpointError::Unconfigured);
+        }
+        let segments = Segmenter::new(desc.len, self.config().mtu).map_err(EndpointError::Segment)?;
         if desc.service == Service::Uud && segments.packets() > 1 {
             return Err(EndpointError::UudTooLong);
         }
         if desc.header.common.opcode == crate::ses::Opcode::Read && desc.service.pdc_mode().is_none() {
             return Err(EndpointError::ReadWithoutPdc);
         }
-        let slot = usize::from(*self.free_slots.last().ok_or(EndpointError::TooManyMessages)?);
+        let slot = usize::from(self.free_slots.next().ok_or(EndpointError::TooManyMessages)?);
         let generation = self.generations.get(slot).copied().unwrap_or(0);
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -1144,9 +1241,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         };
         if let Some(m) = self.msgs.get_mut(slot) {
             let kind = if is_read(&desc) { MsgKind::Read { arrived: 0, refused: false } } else { MsgKind::Request };
-            *m = Some(SendMsg::new(generation, kind, desc, segments, seq, message_id));
+            *m = ZeroOption::Some(SendMsg::new(generation, kind, desc, segments.mtu(), seq, message_id));
         }
-        self.free_slots.pop();
+        self.free_slots.take();
         // A message for a PDC waits in that PDC's queue; one whose key has none yet waits for
         // `poll_transmit` to open it.
         let key = self.key(&desc);
@@ -1168,7 +1265,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
 
     /// Queues message `slot`, not started, on initiator PDC `id`, in its place by age.
     fn queue_on(&mut self, id: u16, slot: usize) {
-        let Some(seq) = self.msgs.get_mut(slot).and_then(Option::as_mut).map(|m| {
+        let Some(seq) = self.msgs.get_mut(slot).and_then(ZeroOption::as_mut).map(|m| {
             m.pdc = Some(id);
             m.seq
         }) else {
@@ -1176,11 +1273,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         };
         let Some(p) = self.initiators.get_mut(id) else { return };
         let msgs = &self.msgs;
-        let older = |s: u16| msgs.get(usize::from(s)).and_then(Option::as_ref).is_some_and(|o| o.seq < seq);
+        let older = |s: u16| msgs.get(usize::from(s)).and_then(ZeroOption::as_ref).is_some_and(|o| o.seq < seq);
         p.queued.insert(&mut self.pdc_links, slot as u16, older);
         // Only whether it has new packets can have changed (it had one if it waits for its
         // CCC's window, and still waits).
-        let new = p.next_new(self.cfg.messages_per_pdc).is_some() && p.pdc.can_send(&self.cfg.pdc);
+        let new =
+            p.next_new(configured(&self.cfg).messages_per_pdc).is_some() && p.pdc.can_send(&configured(&self.cfg).pdc);
         let index = self.initiators.index_of(id).map(|i| i as u16);
         if let Some(index) = index.filter(|&i| !SlotList::contains(&self.blocked_links, i)) {
             SlotList::place(index, new, &mut self.initiators_new, &mut self.initiators_new_links);
@@ -1194,18 +1292,18 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             if let Some(p) = self.initiators.get_mut(id) {
                 p.queued.unlink(&mut self.pdc_links, slot);
             }
-            let Some(m) = self.msgs.get_mut(usize::from(slot)).and_then(Option::as_mut) else { continue };
+            let Some(m) = self.msgs.get_mut(usize::from(slot)).and_then(ZeroOption::as_mut) else { continue };
             m.pdc = None;
             let seq = m.seq;
             let msgs = &self.msgs;
-            let older = |s: u16| msgs.get(usize::from(s)).and_then(Option::as_ref).is_some_and(|o| o.seq < seq);
+            let older = |s: u16| msgs.get(usize::from(s)).and_then(ZeroOption::as_ref).is_some_and(|o| o.seq < seq);
             self.unsent.insert(&mut self.unsent_links, slot, older);
         }
     }
 
     /// Counts a packet of message `slot` sent; it leaves the unsent list with its last packet.
     fn count_sent(&mut self, slot: usize) {
-        let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) else { return };
+        let Some(m) = self.msgs.get_mut(slot).and_then(ZeroOption::as_mut) else { return };
         m.sent += 1;
         if m.all_sent() {
             self.unsent.unlink(&mut self.unsent_links, slot as u16);
@@ -1229,7 +1327,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         let e = self.initiators.get(id).filter(|_| !gone);
         let p = e.map(|e| &e.pdc);
         let (ready, deadline) = (p.is_some_and(|p| p.has_pending()), p.and_then(|p| p.poll_timeout()));
-        let new = e.is_some_and(|e| e.next_new(self.cfg.messages_per_pdc).is_some() && e.pdc.can_send(&self.cfg.pdc));
+        let new = e.is_some_and(|e| {
+            e.next_new(self.config().messages_per_pdc).is_some() && e.pdc.can_send(&self.config().pdc)
+        });
         self.cc_place(id, index, new && !open);
         SlotList::place(index, ready, &mut self.initiators_ready, &mut self.initiators_ready_links);
         SlotList::place(index, new && open, &mut self.initiators_new, &mut self.initiators_new_links);
@@ -1291,9 +1391,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     fn free_msg(&mut self, slot: usize) {
         let Some(m) = self.msgs.get_mut(slot) else { return };
         let Some((pdc, kind, started)) = m.as_ref().map(|m| (m.pdc, m.kind, m.sent > 0)) else { return };
-        *m = None;
-        // Room for every slot, and a slot is pushed once per fill.
-        let _ = self.free_slots.push(slot as u16);
+        *m = ZeroOption::NONE;
+        self.free_slots.give(slot as u16);
         self.unsent.unlink(&mut self.unsent_links, slot as u16);
         if let Some(p) = pdc.and_then(|id| self.initiators.get_mut(id)) {
             if started {
@@ -1362,7 +1461,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     fn initiator_timeout(&mut self, now: Instant, id: u16) {
         if let Some(p) = self.initiators.get_mut(id) {
             let (lost, timeouts) = (p.pdc.window().lost_count(), p.pdc.timeouts());
-            p.pdc.handle_timeout(now, &self.cfg.pdc);
+            p.pdc.handle_timeout(now, &configured(&self.cfg).pdc);
             let marked = p.pdc.window().lost_count().saturating_sub(lost);
             let fired = p.pdc.timeouts() != timeouts;
             self.stats.resends.count_timer(marked, fired);
@@ -1375,7 +1474,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     fn target_timeout(&mut self, now: Instant, id: u16) {
         if let Some(p) = self.targets.get_mut(id) {
             let (lost, timeouts) = (p.pdc.return_window().lost_count(), p.pdc.timeouts());
-            p.pdc.handle_timeout(now, &self.cfg.pdc);
+            p.pdc.handle_timeout(now, &configured(&self.cfg).pdc);
             let marked = p.pdc.return_window().lost_count().saturating_sub(lost);
             self.stats.resends.count_timer(marked, p.pdc.timeouts() != timeouts);
         }
@@ -1394,8 +1493,11 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                 }
             }
             for slot in 0..M {
-                let connectionless =
-                    self.msgs.get(slot).and_then(Option::as_ref).is_some_and(|m| m.desc.service.pdc_mode().is_none());
+                let connectionless = self
+                    .msgs
+                    .get(slot)
+                    .and_then(ZeroOption::as_ref)
+                    .is_some_and(|m| m.desc.service.pdc_mode().is_none());
                 if connectionless {
                     self.complete_connectionless(slot);
                 }
@@ -1408,7 +1510,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     /// the event queue full fails at a later call.
     fn give_up_reads(&mut self, now: Instant) {
         while let Some((_, slot)) = self.read_timers.first().filter(|&(at, _)| at <= now) {
-            let Some(m) = self.msgs.get(usize::from(slot)).and_then(Option::as_ref) else {
+            let Some(m) = self.msgs.get(usize::from(slot)).and_then(ZeroOption::as_ref) else {
                 self.read_timers.set(slot, None);
                 continue;
             };

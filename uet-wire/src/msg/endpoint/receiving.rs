@@ -62,13 +62,13 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         if E - self.events.len() < ORDER_WINDOW + 1 {
             return Err(EndpointError::EventsFull);
         }
-        let cfg = self.cfg.pdc;
+        let cfg = self.config().pdc;
         let Some(id) = self.target_for_request(now, src, &r) else { return Ok(None) };
         if let Some(cc) = r.cc {
             self.on_credit_target(id, src, cc);
         }
         // A READ is answered with data, which needs a message slot until acknowledged.
-        let read_room = !read || !self.free_slots.is_empty() || self.read_run_for(id, &ses, seg).is_some();
+        let read_room = !read || self.free_slots.next().is_some() || self.read_run_for(id, &ses, seg).is_some();
         let Some(t) = self.targets.get_mut(id) else { return Ok(None) };
         let no_room =
             matches!(t.order.check(ses.message_id, ses.request_length, seg.len), Err(OrderError::NoRoom { .. }));
@@ -140,7 +140,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         if !payload.is_empty() {
             return Err(EndpointError::Malformed(Error::Mismatch { field: "READ request with payload" }));
         }
-        let mtu = u32::from(self.cfg.mtu);
+        let mtu = u32::from(self.config().mtu);
         let som = ses.request_length.min(mtu) as u16;
         let seg = Segment::of_received(ses, som);
         if u64::from(seg.offset) + u64::from(seg.len) > u64::from(ses.request_length) {
@@ -154,7 +154,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     /// ending where the chunk starts, with whole packets so far, and the chunk whole or the READ's
     /// last. One run answers a READ whose requests arrive in order, whatever its length.
     fn read_run_for(&self, tpdc: u16, ses: &StandardRequest, seg: Segment) -> Option<usize> {
-        let mtu = u32::from(self.cfg.mtu);
+        let mtu = u32::from(self.config().mtu);
         // The newest run: runs are listed oldest first.
         let slot = self.runs_on(tpdc).last()?;
         let m = self.msgs.get(slot)?.as_ref()?;
@@ -175,22 +175,22 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     /// `tpdc` from `src`: it goes out on that PDC's return direction, as part of the run it
     /// extends or in a new one (a slot was checked free).
     fn answer_read(&mut self, tpdc: u16, src: IpAddr, mode: DeliveryMode, ses: StandardRequest, seg: Segment) {
-        let mtu = self.cfg.mtu;
+        let mtu = self.config().mtu;
         if let Some(run) = self.read_run_for(tpdc, &ses, seg) {
-            if let Some(m) = self.msgs.get_mut(run).and_then(Option::as_mut) {
+            if let Some(m) = self.msgs.get_mut(run).and_then(ZeroOption::as_mut) {
                 m.desc.len += u32::from(seg.len);
                 if let Ok(s) = Segmenter::new(m.desc.len, mtu) {
-                    m.segments = s;
+                    m.mtu = s.mtu();
                 }
                 // A run sent whole has packets to send again, in its place by age.
                 let seq = m.seq;
                 let msgs = &self.msgs;
-                let older = |s: u16| msgs.get(usize::from(s)).and_then(Option::as_ref).is_some_and(|o| o.seq < seq);
+                let older = |s: u16| msgs.get(usize::from(s)).and_then(ZeroOption::as_ref).is_some_and(|o| o.seq < seq);
                 self.unsent.insert(&mut self.unsent_links, run as u16, older);
             }
             return;
         }
-        let Some(slot) = self.free_slots.last().map(|&s| usize::from(s)) else { return };
+        let Some(slot) = self.free_slots.next().map(usize::from) else { return };
         let Ok(segments) = Segmenter::new(u32::from(seg.len), mtu.max(seg.len)) else { return };
         let service = if mode == DeliveryMode::Rod { Service::Rod } else { Service::Rud };
         let desc = MessageDesc { dst: src, service, tc: 0, header: ses, len: u32::from(seg.len), user: 0 };
@@ -199,9 +199,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         self.next_seq += 1;
         let kind = MsgKind::ReadData { tpdc, offset: seg.offset };
         if let Some(m) = self.msgs.get_mut(slot) {
-            *m = Some(SendMsg::new(generation, kind, desc, segments, seq, 0));
+            *m = ZeroOption::Some(SendMsg::new(generation, kind, desc, segments.mtu(), seq, 0));
         }
-        self.free_slots.pop();
+        self.free_slots.take();
         self.unsent.insert(&mut self.unsent_links, slot as u16, |_| true);
         if let Some(t) = self.targets.get_mut(tpdc) {
             t.runs.insert(&mut self.pdc_links, slot as u16, |_| true);
@@ -224,8 +224,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         while let Some(slot) = next {
             next = SlotList::next(&self.pdc_links, slot);
             let slot = usize::from(slot);
-            let done = self.msgs.get(slot).and_then(Option::as_ref).is_some_and(|m| {
-                let packets = m.segments.packets();
+            let done = self.msgs.get(slot).and_then(ZeroOption::as_ref).is_some_and(|m| {
+                let packets = m.segments().packets();
                 let acked = m.sent == packets && psn_after(ret.base(), m.first_psn.wrapping_add(packets - 1));
                 !open || acked
             });
@@ -242,7 +242,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                 if self.closed_targets.is_full() {
                     self.closed_targets.pop_front();
                 }
-                let until = now.saturating_add(self.cfg.pdc.new_pdc_time);
+                let until = now.saturating_add(self.config().pdc.new_pdc_time);
                 let _ = self.closed_targets.push_back(ClosedTarget { key, start_psn, until });
             }
             return;

@@ -58,7 +58,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         };
         let id = a.dpdcid;
         let psn = a.ack_psn();
-        let cfg = self.cfg.pdc;
+        let cfg = self.config().pdc;
         let Some(p) = self.initiators.get_mut(id) else { return Ok(None) };
         let first = !p.pdc.is_acked(psn);
         if response.is_some() && first && self.events.is_full() {
@@ -74,7 +74,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         let placement = with_data.filter(|_| first && accepted).and_then(|r| self.place_ack_data(id, psn, &r, data));
         if let Some(response) = response.filter(|_| first && accepted) {
             if let Some((slot, _)) = self.message_at(id, psn) {
-                let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else {
+                let Some(m) = self.msgs.get(slot).and_then(ZeroOption::as_ref) else {
                     self.after_initiator_change(now, id);
                     return Ok(placement);
                 };
@@ -88,7 +88,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                 };
                 // A READ answered with an error gets no data: it completes without it.
                 if let Some(MsgKind::Read { refused, .. }) =
-                    self.msgs.get_mut(slot).and_then(Option::as_mut).map(|m| &mut m.kind)
+                    self.msgs.get_mut(slot).and_then(ZeroOption::as_mut).map(|m| &mut m.kind)
                 {
                     *refused |= response.return_code != ReturnCode::Ok;
                 }
@@ -157,10 +157,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         if self.side_of(id, r.spdcid, src) != Some(Side::Initiator) {
             return Ok(None);
         }
-        let cfg = self.cfg.pdc;
+        let cfg = self.config().pdc;
         // The READ this data answers, if its bytes fit it.
         let slot = self.started_on(id).find(|&slot| {
-            self.msgs.get(slot).and_then(Option::as_ref).is_some_and(|m| {
+            self.msgs.get(slot).and_then(ZeroOption::as_ref).is_some_and(|m| {
                 matches!(m.kind, MsgKind::Read { .. })
                     && m.message_id == rsp.read_request_message_id
                     && u64::from(rsp.message_offset) + payload.len() as u64 <= u64::from(m.desc.len)
@@ -223,7 +223,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             let mut next = p.started.first();
             while let Some(slot) = next {
                 next = SlotList::next(&self.pdc_links, slot);
-                if let Some(m) = self.msgs.get_mut(usize::from(slot)).and_then(Option::as_mut) {
+                if let Some(m) = self.msgs.get_mut(usize::from(slot)).and_then(ZeroOption::as_mut) {
                     m.first_psn = m.first_psn.wrapping_add(restarted_by);
                 }
             }
@@ -239,8 +239,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             while let Some(slot) = next {
                 next = SlotList::next(&self.pdc_links, slot);
                 let slot = usize::from(slot);
-                let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
-                let packets = m.segments.packets();
+                let Some(m) = self.msgs.get(slot).and_then(ZeroOption::as_ref) else { continue };
+                let packets = m.segments().packets();
                 // Read before a failure gives the window up.
                 let partly_acked = m.partly_acked || (failure.is_none() && m.sent > 0 && psn_after(base, m.first_psn));
                 // A READ completes once its data arrived too.
@@ -253,8 +253,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                 let completes = failure.is_some() || (requests_acked && data_in);
                 // A READ whose requests are all acknowledged waits for its data at most
                 // `idle_timeout` from now (or from the last data).
-                let wait = self.cfg.pdc.idle_timeout;
-                if let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) {
+                let wait = self.config().pdc.idle_timeout;
+                if let Some(m) = self.msgs.get_mut(slot).and_then(ZeroOption::as_mut) {
                     m.partly_acked = partly_acked;
                     let waits = matches!(m.kind, MsgKind::Read { .. }) && requests_acked && !completes;
                     if waits && wait != linklayer::Duration::ZERO && self.read_timers.deadline(slot as u16).is_none() {
@@ -277,7 +277,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             let mut reported_all = true;
             for &(_, slot) in &done {
                 let slot = usize::from(slot);
-                let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
+                let Some(m) = self.msgs.get(slot).and_then(ZeroOption::as_ref) else { continue };
                 let event = match failure {
                     Some(f) => m.failed(slot, f),
                     None => Event::Sent(m.handle(slot)),
@@ -295,12 +295,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
                 break;
             }
         }
-        let cfg = self.cfg.pdc;
+        let cfg = self.config().pdc;
         let Some(p) = self.initiators.get_mut(id) else { return };
         let wants_close = match state {
             // The target asked to close: once the message in progress is all sent.
             InitiatorState::Quiesce => !started_unsent,
-            InitiatorState::Creating | InitiatorState::Established => self.cfg.close_when_idle && !for_key,
+            InitiatorState::Creating | InitiatorState::Established => configured(&self.cfg).close_when_idle && !for_key,
             InitiatorState::AckWait | InitiatorState::CloseAckWait | InitiatorState::Closed => false,
         };
         if wants_close {

@@ -32,6 +32,17 @@ pub struct EndpointStats {
 }
 
 impl EndpointStats {
+    /// Nothing counted.
+    pub const ZERO: EndpointStats = EndpointStats {
+        source_mismatches: 0,
+        resends: Resends::ZERO,
+        nacks_received: NackCounts::ZERO,
+        nacks_sent: NackCounts::ZERO,
+        rtt: None,
+        ccc_waits: 0,
+        stray_grants: 0,
+    };
+
     /// Counts what a call to an initiator PDC marked for resending, and takes its round-trip
     /// estimate.
     pub(super) fn after_initiator_call(&mut self, marked: Marked, rtt: &crate::pdc::RttEstimator) {
@@ -72,6 +83,9 @@ pub(super) enum Marked {
 }
 
 impl Resends {
+    /// Nothing counted.
+    pub const ZERO: Resends = Resends { timeout: 0, nack: 0, sack: 0, sleek: 0, probes: 0 };
+
     /// Counts what one PDC call marked.
     pub(super) fn count(&mut self, marked: Marked) {
         match marked {
@@ -104,6 +118,9 @@ impl Resends {
 pub struct NackCounts([u32; 32]);
 
 impl NackCounts {
+    /// Nothing counted.
+    pub const ZERO: NackCounts = NackCounts([0; 32]);
+
     /// The codes are 0x01–0x1A and 0xFD–0xFF: their low five bits tell them apart.
     const fn index(code: NackCode) -> usize {
         (code as u8 & 0x1F) as usize

@@ -1630,6 +1630,60 @@ proptest::proptest! {
 
 /// What an endpoint costs per PDC (one initiator and one target slot) and per message slot,
 /// and where it goes; printed with `--nocapture`, and kept from growing unnoticed.
+/// An [`Endpoint::EMPTY`] holds nothing and takes nothing until `init`; then it works.
+#[test]
+fn an_empty_endpoint_refuses_work_until_init() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (Ep::EMPTY, Ep::new(config(b_addr), 2));
+    assert!(a.is_idle() && a.messages_in_flight() == 0 && a.initiator_pdcs() + a.target_pdcs() == 0);
+    assert_eq!(a.config(), &EndpointConfig::UNCONFIGURED);
+    assert_eq!(a.send(desc(b_addr, Service::Rud, 0, 100)), Err(EndpointError::Unconfigured));
+    let pkt = one_packet_request(&mut b, a_addr, 0, 10);
+    assert_eq!(a.handle_packet(Instant::ZERO, b_addr, &pkt), Err(EndpointError::Unconfigured));
+    let mut out = [0u8; 256];
+    assert_eq!(a.poll_transmit(Instant::ZERO, &mut out), Ok(None));
+    assert_eq!(a.poll_timeout(), None);
+    a.handle_timeout(Instant::MAX);
+    assert!(a.poll_event().is_none() && a.is_idle());
+
+    a.init(config(a_addr), 1);
+    assert_eq!(a.config(), &config(a_addr));
+    assert!(a.handle_packet(Instant::ZERO, b_addr, &pkt).is_ok());
+    let sent = a.send(desc(b_addr, Service::Rud, 1, 3000)).unwrap();
+    let [ea, _] = pump(&mut a, &mut b, Instant::ZERO, false);
+    assert!(ea.contains(&Event::Sent(sent)), "{ea:?}");
+}
+
+/// `init` on an endpoint in the middle of its work makes it what `new` makes: the same packets
+/// go out afterwards, byte for byte.
+#[test]
+fn init_in_place_restarts_as_new() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let packets = |ep: &mut Ep| {
+        let mut out = [0u8; 256];
+        let mut got = Vec::new();
+        for i in 0..3 {
+            ep.send(desc(b_addr, Service::Rud, i, 2500)).unwrap();
+        }
+        ep.send(desc(b_addr, Service::Rudi, 9, 100)).unwrap();
+        while let Some(t) = ep.poll_transmit(Instant::ZERO, &mut out).unwrap() {
+            got.push((t, out[..t.header_len].to_vec()));
+        }
+        (got, ep.poll_timeout())
+    };
+    let mut used = Ep::new(config(a_addr), 5);
+    let before = packets(&mut used);
+    let pkt = one_packet_request(&mut Ep::new(config(b_addr), 2), a_addr, 0, 10);
+    assert!(used.handle_packet(Instant::ZERO, b_addr, &pkt).is_ok());
+    assert!(!used.is_idle() && used.initiator_pdcs() == 1 && used.target_pdcs() == 1);
+    used.init(config(a_addr), 7);
+    assert!(used.is_idle() && used.initiator_pdcs() + used.target_pdcs() == 0);
+    assert_eq!(used.stats(), &EndpointStats::ZERO);
+    let after = packets(&mut used);
+    assert_eq!(after, packets(&mut Ep::new(config(a_addr), 7)));
+    assert_eq!(after.0.len(), before.0.len());
+}
+
 #[test]
 fn memory_per_pdc_and_per_message() {
     use core::mem::size_of;
@@ -1650,7 +1704,7 @@ fn memory_per_pdc_and_per_message() {
     std::println!(
         "per message slot {per_msg} B: the message {} (its description {}, standard request {}), \
          two list links {}, generation and free-slot entry 4, READ timer 12",
-        size_of::<Option<SendMsg>>(),
+        size_of::<ZeroOption<SendMsg>>(),
         size_of::<MessageDesc>(),
         size_of::<StandardRequest>(),
         2 * size_of::<Link>()

@@ -5,15 +5,16 @@
 
 use linklayer::Instant;
 
-/// A slot not in the heap.
-const ABSENT: u16 = u16::MAX;
+/// A slot not in the heap (its place as stored: places are stored inverted, so an empty heap is
+/// all-zero bytes and can be a `static` in `.bss`).
+const ABSENT: u16 = 0;
 
 /// The deadlines of up to `N` slots (`N` < 65 535).
 #[derive(Clone, Debug)]
 pub(super) struct TimerHeap<const N: usize> {
     /// Each slot's deadline, while it is in the heap.
     at: [Instant; N],
-    /// Each slot's place in `heap`, or [`ABSENT`].
+    /// Each slot's place in `heap`, inverted, or [`ABSENT`].
     place: [u16; N],
     /// The slots with a deadline, earliest first at 0; each entry's deadline is no earlier than
     /// its parent's (entry `(i - 1) / 2`).
@@ -22,12 +23,18 @@ pub(super) struct TimerHeap<const N: usize> {
 }
 
 impl<const N: usize> TimerHeap<N> {
-    const FITS: () = assert!(N < ABSENT as usize, "slots and places must fit 16 bits below ABSENT");
+    const FITS: () = assert!(N < u16::MAX as usize, "slots and inverted places must fit 16 bits above ABSENT");
 
-    /// No deadlines.
-    pub(super) fn new() -> Self {
+    /// No deadlines (all-zero bytes).
+    pub(super) const EMPTY: Self = {
         let () = Self::FITS;
         TimerHeap { at: [Instant::ZERO; N], place: [ABSENT; N], heap: [0; N], len: 0 }
+    };
+
+    /// Clears every deadline, in place.
+    pub(super) fn clear(&mut self) {
+        self.place.fill(ABSENT);
+        self.len = 0;
     }
 
     /// Slots with a deadline.
@@ -52,9 +59,9 @@ impl<const N: usize> TimerHeap<N> {
     pub(super) fn set(&mut self, slot: u16, at: Option<Instant>) {
         let i = usize::from(slot);
         let (Some(&place), Some(old)) = (self.place.get(i), self.at.get_mut(i)) else { return };
-        match (place, at) {
-            (ABSENT, None) => {}
-            (ABSENT, Some(t)) => {
+        match ((place != ABSENT).then_some(usize::from(!place)), at) {
+            (None, None) => {}
+            (None, Some(t)) => {
                 *old = t;
                 let end = self.len;
                 let Some(e) = self.heap.get_mut(end) else { return };
@@ -63,16 +70,16 @@ impl<const N: usize> TimerHeap<N> {
                 self.set_place(slot, end);
                 self.sift_up(end);
             }
-            (p, Some(t)) => {
+            (Some(p), Some(t)) => {
                 let earlier = t < *old;
                 *old = t;
                 if earlier {
-                    self.sift_up(usize::from(p));
+                    self.sift_up(p);
                 } else {
-                    self.sift_down(usize::from(p));
+                    self.sift_down(p);
                 }
             }
-            (p, None) => self.remove_at(usize::from(p)),
+            (Some(p), None) => self.remove_at(p),
         }
     }
 
@@ -113,7 +120,7 @@ impl<const N: usize> TimerHeap<N> {
 
     fn set_place(&mut self, slot: u16, p: usize) {
         if let Some(pl) = self.place.get_mut(usize::from(slot)) {
-            *pl = p as u16;
+            *pl = !(p as u16);
         }
     }
 
@@ -164,7 +171,7 @@ mod tests {
         /// Against a plain table of deadlines: sets, moves, clears and pops in any order.
         #[test]
         fn matches_a_table(ops in prop::collection::vec((0u8..4, 0u16..10, 0u64..40), 0..300)) {
-            let mut heap = TimerHeap::<10>::new();
+            let mut heap = TimerHeap::<10>::EMPTY;
             let mut model: [Option<u64>; 10] = [None; 10];
             for (op, slot, t) in ops {
                 match op {

@@ -15,7 +15,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     /// [`Secure::header_room`] bytes left for the TSS header, which [`Transmit::header_len`]
     /// counts, and `out` must hold that much more.
     pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
-        let room = self.cfg.secure.map_or(0, |s| usize::from(s.header_room));
+        let room = self.config().secure.map_or(0, |s| usize::from(s.header_room));
         let Some(rest) = out.get_mut(room..).filter(|r| r.len() >= MAX_HEADER_LEN) else {
             return Err(EndpointError::BufferTooShort);
         };
@@ -41,8 +41,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         framing: crate::tss::Framing,
         payload: impl FnOnce(&Transmit) -> &'p [u8],
     ) -> Result<Option<(Transmit, usize)>, EndpointError> {
-        let room = self.cfg.secure.map_or(0, |s| usize::from(s.header_room));
-        let need = room + MAX_HEADER_LEN + usize::from(self.cfg.mtu) + crate::tss::ICV_LEN;
+        let room = self.config().secure.map_or(0, |s| usize::from(s.header_room));
+        let need = room + MAX_HEADER_LEN + usize::from(self.config().mtu) + crate::tss::ICV_LEN;
         if out.len() < need {
             return Err(EndpointError::BufferTooShort);
         }
@@ -54,7 +54,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             let dst = out.get_mut(t.header_len..len).filter(|d| d.len() == bytes.len());
             dst.ok_or(EndpointError::PayloadLength)?.copy_from_slice(bytes);
         }
-        let path = crate::tss::Path::new(self.cfg.addr, t.dst, framing);
+        let path = crate::tss::Path::new(self.config().addr, t.dst, framing);
         let n = domain.seal(out, len, &path).map_err(EndpointError::Tss)?;
         Ok(Some((t, n)))
     }
@@ -243,9 +243,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         index: u32,
         stamp: crate::pdc::Stamp,
     ) -> Result<Transmit, EndpointError> {
-        let m = self.msgs.get(slot).and_then(Option::as_ref).ok_or(EndpointError::Unsupported)?;
+        let m = self.msgs.get(slot).and_then(ZeroOption::as_ref).ok_or(EndpointError::Unsupported)?;
         let MsgKind::ReadData { offset: run, .. } = m.kind else { return Err(EndpointError::Unsupported) };
-        let seg = m.segments.segment(index).ok_or(EndpointError::Unsupported)?;
+        let seg = m.segments().segment(index).ok_or(EndpointError::Unsupported)?;
         let (h, offset, len) = (m.desc.header, run + seg.offset, seg.len);
         let rsp = crate::ses::ResponseWithData {
             list: ResponseList::Expected,
@@ -279,8 +279,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         index: u32,
         pds: &PdsHeader,
     ) -> Result<Transmit, EndpointError> {
-        let m = self.msgs.get(slot).and_then(Option::as_ref).ok_or(EndpointError::Unsupported)?;
-        let seg = m.segments.segment(index).ok_or(EndpointError::Unsupported)?;
+        let m = self.msgs.get(slot).and_then(ZeroOption::as_ref).ok_or(EndpointError::Unsupported)?;
+        let seg = m.segments().segment(index).ok_or(EndpointError::Unsupported)?;
         let mut template = m.desc.header;
         template.message_id = m.message_id;
         let ses = seg.standard_header(&template, m.desc.len);
@@ -304,7 +304,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         if self.unsent.first().is_none() {
             return self.transmit_pdc_new(now, out);
         }
-        let limit = self.cfg.messages_per_pdc;
+        let limit = self.config().messages_per_pdc;
         let turn = self.initiators_new.first().and_then(|index| {
             let id = self.initiators.id_at(usize::from(index))?;
             let slot = self.initiators.get(id)?.next_new(limit)?;
@@ -341,7 +341,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         while let Some(at) = next {
             next = SlotList::next(&self.unsent_links, at);
             let slot = usize::from(at);
-            let Some(m) = self.msgs.get(slot).and_then(Option::as_ref) else { continue };
+            let Some(m) = self.msgs.get(slot).and_then(ZeroOption::as_ref) else { continue };
             if turn.is_some_and(|seq| m.seq > seq) {
                 next = Some(at);
                 break;
@@ -378,7 +378,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         let mut next = start;
         while let Some(at) = next {
             next = SlotList::next(&self.unsent_links, at);
-            let m = self.msgs.get(usize::from(at)).and_then(Option::as_ref);
+            let m = self.msgs.get(usize::from(at)).and_then(ZeroOption::as_ref);
             let waits = m.filter(|m| m.pdc.is_none() && m.kind.read_data_pdc().is_none());
             let Some(key) = waits.filter(|m| m.desc.service.pdc_mode().is_some()).map(|m| self.key(&m.desc)) else {
                 continue;
@@ -393,7 +393,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     /// The next packet of a message of the PDC whose turn it is; a PDC served goes to the back of
     /// the list while it can send more.
     fn transmit_pdc_new(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
-        let (cfg, limit) = (self.cfg.pdc, self.cfg.messages_per_pdc);
+        let (cfg, limit) = (self.config().pdc, self.config().messages_per_pdc);
         while let Some(index) = self.initiators_new.first() {
             self.initiators_new.unlink(&mut self.initiators_new_links, index);
             let Some(id) = self.initiators.id_at(usize::from(index)) else { continue };
@@ -403,7 +403,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             let slot = p.next_new(limit).map(usize::from);
             let m = slot.and_then(|slot| self.msgs.get_mut(slot)?.as_mut());
             let sent = m.and_then(|m| {
-                let last = m.sent + 1 == m.segments.packets();
+                let last = m.sent + 1 == m.segments().packets();
                 Some((m, last, p.pdc.send(now, &cfg, last || fills).ok()?))
             });
             let (Some(slot), Some((m, last, stamp))) = (slot, sent) else {
@@ -441,18 +441,18 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         slot: usize,
         tpdc: u16,
     ) -> Result<Option<Transmit>, EndpointError> {
-        let cfg = self.cfg.pdc;
+        let cfg = self.config().pdc;
         let waiting: u32 = self
             .runs_on(tpdc)
             .filter_map(|slot| self.msgs.get(slot)?.as_ref())
-            .map(|m| m.segments.packets() - m.sent)
+            .map(|m| m.segments().packets() - m.sent)
             .sum();
         let Some(t) = self.targets.get_mut(tpdc) else { return Ok(None) };
         if !t.pdc.can_send() {
             return Ok(None);
         }
         let Ok(stamp) = t.pdc.send(now, &cfg, waiting <= 1) else { return Ok(None) };
-        let Some(m) = self.msgs.get_mut(slot).and_then(Option::as_mut) else { return Ok(None) };
+        let Some(m) = self.msgs.get_mut(slot).and_then(ZeroOption::as_mut) else { return Ok(None) };
         if m.sent == 0 {
             m.first_psn = stamp.psn;
         }
@@ -472,8 +472,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         let id = self.initiators.next_id()?;
         let ccc = self.join_ccc(key.dst).ok()?;
         let start = self.random_start_psn(&key.dst);
-        let mut pdc = Initiator::new(&self.cfg.pdc, key.mode, id, start);
-        if ccc.is_some() && self.cfg.cms.is_some_and(|c| c.sleek && c.controllers.nscc()) {
+        let mut pdc = Initiator::new(&self.config().pdc, key.mode, id, start);
+        if ccc.is_some() && self.config().cms.is_some_and(|c| c.sleek && c.controllers.nscc()) {
             pdc.use_sleek();
         }
         let opened = self
