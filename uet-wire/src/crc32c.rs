@@ -16,7 +16,11 @@
 //!   19.6 GiB/s for the `crc32c` crate's runtime-detected use of the same instruction, in one
 //!   run (`cargo bench -p uet-wire --bench crc32c`).
 //! - [`Backend::Table`] everywhere else (the `no_std` default, e.g. `thumbv7em-none-eabihf`): the
-//!   `crc` crate's 16-table slice-by-16.
+//!   `crc` crate's 16-table slice-by-16: 16 KiB of tables.
+//! - [`Backend::SmallTable`] with the feature `small-crc` (where SSE4.2 is not enabled): the same
+//!   crate a byte at a time, one 1 KiB table, for firmware that counts flash. On a Cortex-M4
+//!   (QEMU, opt-level z; the repository's `firmware/` and FIRMWARE.md) a copy and CRC of 1 KiB
+//!   take 10 680 instructions with the sixteen tables and 14 374 with one.
 //!
 //! A build for `x86-64-v2` runs only on CPUs that have it (every x86-64 CPU since 2009); a
 //! `RUSTFLAGS` environment variable replaces the `rustflags` of `.cargo/config.toml`, so set the
@@ -45,11 +49,18 @@ pub enum Backend {
     Sse42,
     /// The portable slice-by-16 table (`crc` crate).
     Table,
+    /// The portable one-table CRC, a byte at a time (`crc` crate; feature `small-crc`).
+    SmallTable,
 }
 
 /// The backend of this build.
-pub const BACKEND: Backend =
-    if cfg!(all(target_arch = "x86_64", target_feature = "sse4.2")) { Backend::Sse42 } else { Backend::Table };
+pub const BACKEND: Backend = if cfg!(all(target_arch = "x86_64", target_feature = "sse4.2")) {
+    Backend::Sse42
+} else if cfg!(feature = "small-crc") {
+    Backend::SmallTable
+} else {
+    Backend::Table
+};
 
 /// CRC-32C of `prefix ‖ covered`: initial value and final XOR `0xFFFF_FFFF`, reflected.
 #[inline]
@@ -73,8 +84,11 @@ fn update(crc: u32, bytes: &[u8]) -> u32 {
 /// The portable backend (also the tests' reference on hosts with SSE4.2).
 #[cfg(any(test, not(all(target_arch = "x86_64", target_feature = "sse4.2"))))]
 mod table {
-    /// The `crc` crate's CRC-32/ISCSI with the slice-by-16 table.
+    /// The `crc` crate's CRC-32/ISCSI with the slice-by-16 table, or one table (`small-crc`).
+    #[cfg(not(feature = "small-crc"))]
     const CRC: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
+    #[cfg(feature = "small-crc")]
+    const CRC: crc::Crc<u32, crc::Table<1>> = crc::Crc::<u32, crc::Table<1>>::new(&crc::CRC_32_ISCSI);
 
     /// The register after `bytes`. The `crc` crate takes a reflected algorithm's initial value
     /// bit-reversed and applies the final XOR, so the register goes in reversed and comes out
