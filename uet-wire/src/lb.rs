@@ -50,6 +50,14 @@ pub trait EntropySource {
     fn on_feedback(&mut self, now: Instant, ev: Option<u16>, feedback: PathFeedback);
 }
 
+/// One splitmix64 step: `seed` mixed so that nearby seeds give unrelated values.
+pub(crate) const fn splitmix64(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// A seeded xorshift32 generator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -59,10 +67,7 @@ impl Rng {
     /// Seeds from `seed` mixed by one splitmix64 step, so that nearby seeds (flow numbers) give
     /// unrelated sequences.
     fn new(seed: u64) -> Self {
-        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        let folded = ((z ^ (z >> 31)) >> 32) as u32;
+        let folded = (splitmix64(seed) >> 32) as u32;
         Rng(if folded == 0 { 0x9E37_79B9 } else { folded })
     }
 

@@ -19,10 +19,13 @@
 //! `N` is 2 to 32768, any number. The key index is a chained hash over the slots themselves: a
 //! bucket head per slot and a link per slot (4 bytes a slot, the key is kept once, in its slot),
 //! so a lookup hashes the key once and compares the keys on one chain, 1.5 on average with every
-//! slot in use.
+//! slot in use. The hash is SipHash-1-3 (what Rust's standard `HashMap` uses against keys an
+//! adversary chooses) under a key the owner sets ([`PdcTable::set_hash_key`]): peers choose
+//! addresses and PDC ids, and with an unkeyed hash could make every key share one chain.
 
 use crate::pds::DeliveryMode;
 use core::hash::{Hash, Hasher};
+use siphasher::sip::SipHasher13;
 
 /// A slot index, or none, as the key index stores it: inverted, so that 0 is no slot (the end of
 /// a chain, an empty bucket) and an empty table is all-zero bytes (see [`PdcTable::EMPTY`]).
@@ -91,65 +94,6 @@ impl<const N: usize> FreeSlots<N> {
     /// Every slot free again, in place.
     pub(crate) fn clear(&mut self) {
         *self = Self::EMPTY;
-    }
-}
-
-/// The key index's hasher: one multiply per 8 bytes of key, where FNV takes one per byte; a
-/// lookup happens for every message an endpoint sends, and FNV over the 38-byte initiator key
-/// was an eighth of a 64-byte message's cost. [`Hasher::finish`] folds the state's halves and
-/// multiplies once more, so every bit of the key reaches the top bits, which choose the bucket.
-/// Like FNV it is not keyed: a peer choosing addresses to collide makes lookups walk longer
-/// chains, at worst a scan of the table.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct KeyHasher(u64);
-
-impl KeyHasher {
-    /// An odd constant with well-spread bits (the 64-bit golden ratio).
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::K);
-    }
-}
-
-impl Hasher for KeyHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            let mut b = [0; 8];
-            b.copy_from_slice(w);
-            self.add(u64::from_le_bytes(b));
-        }
-        let tail = words.remainder();
-        if !tail.is_empty() {
-            let mut b = [0; 8];
-            b.get_mut(..tail.len()).unwrap_or_default().copy_from_slice(tail);
-            self.add(u64::from_le_bytes(b) ^ (tail.len() as u64) << 59);
-        }
-    }
-
-    fn write_u8(&mut self, v: u8) {
-        self.add(v.into());
-    }
-
-    fn write_u16(&mut self, v: u16) {
-        self.add(v.into());
-    }
-
-    fn write_u32(&mut self, v: u32) {
-        self.add(v.into());
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.add(v);
-    }
-
-    fn write_usize(&mut self, v: usize) {
-        self.add(v as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        (self.0 ^ (self.0 >> 32)).wrapping_mul(Self::K)
     }
 }
 
@@ -284,6 +228,8 @@ pub struct PdcTable<K, T, const N: usize> {
     /// The key index: the first slot of each bucket's chain, and each slot's next on its chain.
     buckets: [SlotRef; N],
     chain: [SlotRef; N],
+    /// The key index's SipHash key ([`PdcTable::set_hash_key`]; 0 until set).
+    hash_key: [u64; 2],
 }
 
 impl<K: Hash + Eq + Clone, T, const N: usize> Default for PdcTable<K, T, N> {
@@ -296,16 +242,34 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
     /// Rejects, at compile time, capacities whose ids would not fit 16 bits.
     const CAPACITY_FITS: () = assert!(N >= 2 && N <= 32768, "a PDC table holds 2 to 32768 PDCs");
 
-    /// The bucket of `key`: the hash's top 32 bits scaled to `0..N`.
-    fn bucket(key: &K) -> usize {
-        let mut h = KeyHasher::default();
+    /// The bucket of `key` under `hash_key`: its SipHash-1-3's top 32 bits scaled to `0..N`.
+    fn bucket(hash_key: &[u64; 2], key: &K) -> usize {
+        let mut h = SipHasher13::new_with_keys(hash_key[0], hash_key[1]);
         key.hash(&mut h);
         (((h.finish() >> 32) * N as u64) >> 32) as usize
     }
 
+    /// Keys the index's hash with `key`, so that a peer who cannot learn it cannot choose keys
+    /// (addresses, PDC ids) that share a bucket and turn lookups into scans; draw it from a
+    /// source of randomness ([`Endpoint::init`](crate::msg::Endpoint::init) derives it from its
+    /// seed). The PDCs in the table are indexed again: O(`N`).
+    pub fn set_hash_key(&mut self, key: [u64; 2]) {
+        self.hash_key = key;
+        self.buckets.fill(SlotRef::NONE);
+        self.chain.fill(SlotRef::NONE);
+        for (i, slot) in self.slots.iter().enumerate() {
+            let Some(k) = slot.key() else { continue };
+            let (Some(head), Some(next)) = (self.buckets.get_mut(Self::bucket(&key, k)), self.chain.get_mut(i)) else {
+                continue;
+            };
+            *next = *head;
+            *head = SlotRef::to(i);
+        }
+    }
+
     /// The slot holding `key`.
     fn slot_of(&self, key: &K) -> Option<usize> {
-        let mut at = *self.buckets.get(Self::bucket(key))?;
+        let mut at = *self.buckets.get(Self::bucket(&self.hash_key, key))?;
         while let Some(i) = at.index() {
             if self.slots.get(i)?.key() == Some(key) {
                 return Some(i);
@@ -327,6 +291,7 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
             free: FreeSlots::EMPTY,
             buckets: [SlotRef::NONE; N],
             chain: [SlotRef::NONE; N],
+            hash_key: [0; 2],
         }
     };
 
@@ -400,7 +365,7 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
         let id = self.next_id().ok_or(TableError::Full)?;
         // First on its bucket's chain.
         let (Some(head), Some(next)) =
-            (self.buckets.get_mut(Self::bucket(&key)), self.chain.get_mut(usize::from(index)))
+            (self.buckets.get_mut(Self::bucket(&self.hash_key, &key)), self.chain.get_mut(usize::from(index)))
         else {
             return Err(TableError::Full);
         };
@@ -456,7 +421,7 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
     pub fn remove(&mut self, id: u16) -> Option<T> {
         let index = self.index_of(id)?;
         // Off its chain first: the link that names it takes its next.
-        let bucket = Self::bucket(self.slots.get(index)?.key()?);
+        let bucket = Self::bucket(&self.hash_key, self.slots.get(index)?.key()?);
         let next = *self.chain.get(index)?;
         let mut link = self.buckets.get_mut(bucket)?;
         while link.index() != Some(index) {
@@ -527,6 +492,38 @@ mod tests {
         assert_eq!(t.find(&key(3)), None);
     }
 
+    /// A hash key as an endpoint would draw one.
+    const HASH_KEY: [u64; 2] = [0x0123_4567_89AB_CDEF, 0x7EDC_BA98_7654_3211];
+
+    /// A key finds its PDC before and after the index is keyed again; keys sharing a bucket
+    /// under one key mostly do not under another.
+    #[test]
+    fn a_new_hash_key_indexes_the_pdcs_again() {
+        let mut t = PdcTable::<TargetKey, u16, 64>::new();
+        let ids: Vec<u16> = (0..40).map(|i| t.insert(key(i), i).unwrap()).collect();
+        t.remove(ids[7]).unwrap();
+        for hash_key in [HASH_KEY, [1, 2], [0, 0]] {
+            t.set_hash_key(hash_key);
+            for (i, &id) in ids.iter().enumerate().filter(|&(i, _)| i != 7) {
+                assert_eq!(t.find(&key(i as u16)), Some(id));
+                assert_eq!(t.get(id), Some(&(i as u16)));
+            }
+            assert_eq!(t.find(&key(7)), None);
+            let id = t.insert(key(7), 7).unwrap();
+            assert_eq!(t.remove(id), Some(7));
+        }
+        let same = |a: &[u64; 2], b: &[u64; 2]| {
+            let pairs = (0..64u16).flat_map(|i| (0..i).map(move |j| (i, j)));
+            let collide = |hk: &[u64; 2], (i, j): (u16, u16)| {
+                PdcTable::<TargetKey, (), 64>::bucket(hk, &key(i)) == PdcTable::<TargetKey, (), 64>::bucket(hk, &key(j))
+            };
+            let both = pairs.clone().filter(|&p| collide(a, p) && collide(b, p)).count();
+            (both, pairs.filter(|&p| collide(a, p)).count())
+        };
+        let (both, under_one) = same(&HASH_KEY, &[1, 2]);
+        assert!(under_one > 10 && both * 4 < under_one, "{both} of {under_one} collisions survive a new key");
+    }
+
     /// Keys that differ in one small field fill a table's buckets about as random hashes do
     /// (n keys in n buckets: 1 - 1/e, 63 %, used), at any capacity.
     fn keys_spread<const N: usize>() {
@@ -535,12 +532,12 @@ mod tests {
         let by_peer = (0..n).map(|i| {
             let dst = ipv4([10, 0, (i >> 8) as u8, i as u8]);
             let k = InitiatorKey { mode: DeliveryMode::Rud, job_id: 1, src: ipv4([10, 0, 0, 1]), dst, tc: 0 };
-            PdcTable::<InitiatorKey, (), N>::bucket(&k)
+            PdcTable::<InitiatorKey, (), N>::bucket(&HASH_KEY, &k)
         });
-        let by_spdcid = (0..n).map(|i| PdcTable::<TargetKey, (), N>::bucket(&key(i as u16 + 1)));
+        let by_spdcid = (0..n).map(|i| PdcTable::<TargetKey, (), N>::bucket(&HASH_KEY, &key(i as u16 + 1)));
         let by_job = (0..n).map(|i| {
             let k = InitiatorKey { mode: DeliveryMode::Rod, job_id: i as u32, src: [0; 16], dst: [0; 16], tc: 3 };
-            PdcTable::<InitiatorKey, (), N>::bucket(&k)
+            PdcTable::<InitiatorKey, (), N>::bucket(&HASH_KEY, &k)
         });
         for (what, used) in [
             ("peer", share(by_peer.collect())),

@@ -1033,8 +1033,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         }
     };
 
-    /// An endpoint with no PDC and no message. `seed` feeds the start PSNs. (Built on the stack;
-    /// see [`Endpoint::init`] for building one in place.)
+    /// An endpoint with no PDC and no message. `seed` feeds the start PSNs and keys the hash of
+    /// the PDC tables (where peers may be hostile, draw it from a source of randomness: a peer
+    /// who knows it can choose addresses and PDC ids that make lookups slow). (Built on the
+    /// stack; see [`Endpoint::init`] for building one in place.)
     pub fn new(cfg: EndpointConfig, seed: u64) -> Self {
         let mut ep = Self::EMPTY;
         ep.init(cfg, seed);
@@ -1052,6 +1054,10 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         // the lower half, target ids in the upper.
         self.initiators.reset(1, 0x7FFF);
         self.targets.reset(0x8000, 0xFFFF);
+        // Peers choose the keys the tables index (addresses, PDC ids): key their hash.
+        let k = |i: u64| crate::lb::splitmix64(seed ^ i.wrapping_mul(0xD1B5_4A32_D192_ED03));
+        self.initiators.set_hash_key([k(1), k(2)]);
+        self.targets.set_hash_key([k(3), k(4)]);
         self.msgs.iter_mut().for_each(|m| *m = ZeroOption::NONE);
         self.generations.fill(0);
         for list in [&mut self.unsent, &mut self.initiators_new, &mut self.initiators_ready, &mut self.targets_ready] {
