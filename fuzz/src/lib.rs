@@ -1155,10 +1155,18 @@ pub fn endpoint(data: &[u8]) {
     };
     let cfg =
         |addr| EndpointConfig { pdc, close_when_idle, messages_per_pdc, secure, cms, ..EndpointConfig::new(addr, mtu) };
-    // A quarter of MTUs build the endpoints in place (`EMPTY`, then `init`), as firmware does.
+    // A quarter of MTUs build the endpoints in place (`EMPTY`, then `init`), as firmware does,
+    // after handing the unconfigured endpoint the input's first bytes as a packet, a transmit
+    // and a timeout: it refuses them, and `init` leaves nothing of them behind.
     let build = |i: usize| {
         if mtu % 4 == 3 {
             let mut ep = Ep::EMPTY;
+            let mut buf = [0u8; 256];
+            let first = data.get(..data.len().min(200)).unwrap_or_default();
+            assert!(ep.handle_packet(Instant::ZERO, addrs[1 - i], first).is_err());
+            assert!(matches!(ep.poll_transmit(Instant::ZERO, &mut buf), Ok(None)));
+            ep.handle_timeout(Instant::MAX);
+            assert!(ep.is_idle() && ep.poll_event().is_none());
             ep.init(cfg(addrs[i]), i as u64 + 1);
             ep
         } else {
