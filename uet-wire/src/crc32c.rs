@@ -44,6 +44,7 @@
 
 /// Which CRC-32C implementation this build uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Backend {
     /// The x86-64 SSE4.2 `crc32` instruction in three streams.
     Sse42,

@@ -51,7 +51,7 @@ pub trait EntropySource {
 }
 
 /// One splitmix64 step: `seed` mixed so that nearby seeds give unrelated values.
-pub(crate) const fn splitmix64(seed: u64) -> u64 {
+const fn splitmix64(seed: u64) -> u64 {
     let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

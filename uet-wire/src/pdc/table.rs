@@ -309,7 +309,8 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
     }
 
     /// Empties the table in place and gives it the ids `first..=last`, as
-    /// [`PdcTable::with_ids`] (without a second table on the stack).
+    /// [`PdcTable::with_ids`] (without a second table on the stack); the hash key
+    /// ([`PdcTable::set_hash_key`]) stays.
     pub fn reset(&mut self, first: u16, last: u16) {
         let first = first.clamp(1, (u16::MAX as usize + 1 - N) as u16);
         self.below_first = first - 1;

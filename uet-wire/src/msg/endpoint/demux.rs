@@ -207,6 +207,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         bytes: &[u8],
         last_hop: bool,
     ) -> Result<(), EndpointError> {
+        if self.cfg.is_none() {
+            return Err(EndpointError::Unconfigured);
+        }
         let (pds, _) = PdsHeader::parse(bytes)?;
         self.now = self.now.max(now);
         let PdsHeader::Request(r) = pds else { return Err(EndpointError::Unsupported) };

@@ -917,6 +917,27 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     pulls: Pulls<C>,
 }
 
+/// What an endpoint draws from its seed, each by its own [`derive`].
+#[derive(Clone, Copy)]
+enum Derived {
+    StartPsns = 1,
+    PacketIds,
+    InitiatorKey0,
+    InitiatorKey1,
+    TargetKey0,
+    TargetKey1,
+}
+
+/// A value for `what` from `seed`: SipHash-1-3 keyed by the seed, so values that go on the wire
+/// (start PSNs come from a linear generator, and tell its state) reveal neither the seed nor
+/// the others, the PDC tables' hash keys among them.
+fn derive(seed: u64, what: Derived) -> u64 {
+    use core::hash::Hasher;
+    let mut h = siphasher::sip::SipHasher13::new_with_keys(seed, !seed);
+    h.write_u8(what as u8);
+    h.finish()
+}
+
 /// The configuration an endpoint holds, or [`EndpointConfig::UNCONFIGURED`] (a function of the
 /// field alone, so a caller may hold another field mutably).
 const fn configured(cfg: &ZeroOption<EndpointConfig>) -> &EndpointConfig {
@@ -1033,10 +1054,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         }
     };
 
-    /// An endpoint with no PDC and no message. `seed` feeds the start PSNs and keys the hash of
-    /// the PDC tables (where peers may be hostile, draw it from a source of randomness: a peer
-    /// who knows it can choose addresses and PDC ids that make lookups slow). (Built on the
-    /// stack; see [`Endpoint::init`] for building one in place.)
+    /// An endpoint with no PDC and no message. `seed` is the endpoint's randomness: its start
+    /// PSNs, RUDI packet ids and the keys of its PDC tables' hash are drawn from it, each by a
+    /// keyed hash, so what goes on the wire reveals neither the seed nor the keys. Where peers
+    /// may be hostile, draw it from a source of randomness: a peer who knows it can choose
+    /// addresses and PDC ids that make lookups slow. (Built on the stack; see
+    /// [`Endpoint::init`] for building one in place.)
     pub fn new(cfg: EndpointConfig, seed: u64) -> Self {
         let mut ep = Self::EMPTY;
         ep.init(cfg, seed);
@@ -1055,9 +1078,8 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         self.initiators.reset(1, 0x7FFF);
         self.targets.reset(0x8000, 0xFFFF);
         // Peers choose the keys the tables index (addresses, PDC ids): key their hash.
-        let k = |i: u64| crate::lb::splitmix64(seed ^ i.wrapping_mul(0xD1B5_4A32_D192_ED03));
-        self.initiators.set_hash_key([k(1), k(2)]);
-        self.targets.set_hash_key([k(3), k(4)]);
+        self.initiators.set_hash_key([derive(seed, Derived::InitiatorKey0), derive(seed, Derived::InitiatorKey1)]);
+        self.targets.set_hash_key([derive(seed, Derived::TargetKey0), derive(seed, Derived::TargetKey1)]);
         self.msgs.iter_mut().for_each(|m| *m = ZeroOption::NONE);
         self.generations.fill(0);
         for list in [&mut self.unsent, &mut self.initiators_new, &mut self.initiators_ready, &mut self.targets_ready] {
@@ -1079,12 +1101,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         self.free_slots.clear();
         self.next_seq = 0;
         self.events.clear();
-        self.rng = seed | 1;
+        self.rng = derive(seed, Derived::StartPsns) | 1;
         self.expected_psn = SECURE_START_MIN;
         self.now = Instant::ZERO;
         self.nacks.clear();
         self.rudi.clear();
-        self.next_pkt_id = (seed >> 32) as u32;
+        self.next_pkt_id = (derive(seed, Derived::PacketIds) >> 32) as u32;
         self.next_connectionless_id = 0;
         self.rudi_responses.clear();
         self.closed_targets.clear();

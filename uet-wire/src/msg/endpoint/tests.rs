@@ -1640,6 +1640,8 @@ fn an_empty_endpoint_refuses_work_until_init() {
     assert_eq!(a.send(desc(b_addr, Service::Rud, 0, 100)), Err(EndpointError::Unconfigured));
     let pkt = one_packet_request(&mut b, a_addr, 0, 10);
     assert_eq!(a.handle_packet(Instant::ZERO, b_addr, &pkt), Err(EndpointError::Unconfigured));
+    assert_eq!(a.handle_trimmed(Instant::ZERO, b_addr, &pkt, false), Err(EndpointError::Unconfigured));
+    assert_eq!(a.handle_ce_packet(Instant::ZERO, b_addr, &pkt), Err(EndpointError::Unconfigured));
     let mut out = [0u8; 256];
     assert_eq!(a.poll_transmit(Instant::ZERO, &mut out), Ok(None));
     assert_eq!(a.poll_timeout(), None);
