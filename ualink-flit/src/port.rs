@@ -370,6 +370,7 @@ pub struct PortStats {
     /// every flit time and none is lost: a flit carries at most five DL message words).
     pub service_events_lost: u64,
 }
+
 impl PortStats {
     /// Nothing counted.
     pub const ZERO: PortStats = PortStats {

@@ -184,6 +184,7 @@ pub struct ServiceStats {
     /// UART payload words beyond the receive buffer (the partner overran its credits).
     pub uart_overruns: u64,
 }
+
 impl ServiceStats {
     /// Nothing counted.
     pub const ZERO: ServiceStats = ServiceStats {
