@@ -258,6 +258,8 @@ mod tests {
             assert_eq!(crc32c(&[], &bytes), want);
             assert_eq!(!table::update(!0, &bytes), want);
             assert_eq!(bitwise(&bytes), want);
+            // The one-table form `small-crc` selects.
+            assert_eq!(crc::Crc::<u32, crc::Table<1>>::new(&crc::CRC_32_ISCSI).checksum(&bytes), want);
         }
         assert_eq!(crc32c(b"1234", b"56789"), 0xE306_9283, "the catalogue's check value");
     }
