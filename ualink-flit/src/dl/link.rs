@@ -331,12 +331,6 @@ struct Counters {
     last_request_group: Option<u64>,
 }
 
-impl Default for Counters {
-    fn default() -> Self {
-        Counters::RESET
-    }
-}
-
 impl Counters {
     /// Every counter 0 and every flag clear (not the reset values: see [`Counters::RESET`]).
     const ZERO: Counters = Counters {
