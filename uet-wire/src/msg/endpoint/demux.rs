@@ -12,7 +12,9 @@ pub(super) enum Side {
     Target,
 }
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize> Endpoint<P, M, E, R, C> {
+impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize, const W: usize, const Q: usize>
+    Endpoint<P, M, E, R, C, W, Q>
+{
     /// Takes a received packet: PDS header on, without any CRC trailer (a trailer left on would
     /// be taken for payload; packets that carry one go to [`Endpoint::handle_crc_packet`]).
     /// Returns where a new request's payload belongs. For a packet that arrived CE-marked, call
@@ -73,12 +75,12 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     /// The sender's side: [`SecureDomain::seal`](crate::tss::SecureDomain::seal) after the
     /// payload that [`Endpoint::poll_transmit`] names, with the path from this endpoint to
     /// [`Transmit::dst`].
-    pub fn handle_sealed_packet<'a, const S: usize, const W: usize>(
+    pub fn handle_sealed_packet<'a, const DS: usize, const DW: usize>(
         &mut self,
         now: Instant,
         src: IpAddr,
         datagram: &'a mut [u8],
-        domain: &mut crate::tss::SecureDomain<S, W>,
+        domain: &mut crate::tss::SecureDomain<DS, DW>,
         framing: crate::tss::Framing,
         ce: bool,
     ) -> Result<Option<Placement<'a>>, EndpointError> {

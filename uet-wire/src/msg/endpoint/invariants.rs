@@ -5,7 +5,9 @@
 
 use super::*;
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize> Endpoint<P, M, E, R, C> {
+impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize, const W: usize, const Q: usize>
+    Endpoint<P, M, E, R, C, W, Q>
+{
     /// Checks the endpoint's internal indexes against its state, in O(P + M); the first
     /// disagreement found, if any. For fuzz targets and tests (feature `fuzzing`): any `Err` is
     /// a bug in this crate.

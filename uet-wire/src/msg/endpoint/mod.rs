@@ -138,8 +138,13 @@ use timers::TimerHeap;
 pub const MAX_HEADER_LEN: usize = 16 + 44 + 36;
 
 /// Messages a target PDC tracks in progress (arrived in part, or complete and waiting for an
-/// earlier one); a packet starting one more is NACKed NO_SES_MSG_AVAIL.
+/// earlier one) by default: [`Endpoint`]'s const generic `W`. A packet starting one more is
+/// NACKed NO_SES_MSG_AVAIL.
 pub const ORDER_WINDOW: usize = 16;
+
+/// Depth of an endpoint's control queues by default: [`Endpoint`]'s const generic `Q` (NACKs
+/// and RUDI responses waiting to go, RUDI packets in flight).
+pub const CONTROL_QUEUE: usize = 16;
 
 /// Configuration of an endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -156,8 +161,9 @@ pub struct EndpointConfig {
     pub close_when_idle: bool,
     /// The most messages started on one PDC and not yet completed (`Sent` or `Failed`); the next
     /// waits for one to complete. A target tracks a bounded number of messages in progress per
-    /// PDC (ours [`ORDER_WINDOW`], 16) and refuses the packets of more with NACK
-    /// NO_SES_MSG_AVAIL, so sending more under loss only draws NACKs. Default [`ORDER_WINDOW`].
+    /// PDC (ours [`Endpoint`]'s `W`, by default [`ORDER_WINDOW`], 16) and refuses the packets of
+    /// more with NACK NO_SES_MSG_AVAIL, so sending more under loss only draws NACKs. Default
+    /// [`ORDER_WINDOW`].
     pub messages_per_pdc: u16,
     /// TSS: `Some` when this endpoint's packets are sealed by a
     /// [`SecureDomain`](crate::tss::SecureDomain) (see [`Secure`]). Default `None`.
@@ -724,9 +730,9 @@ impl IniPdc {
     }
 }
 
-struct TgtPdc<const R: usize> {
+struct TgtPdc<const R: usize, const W: usize> {
     pdc: Target<2, R>,
-    order: MessageOrder<ORDER_WINDOW>,
+    order: MessageOrder<W>,
     /// The SES DEFAULT_RESPONSE the next ACK carries if it names this PSN (ACK_PSN) and carries
     /// no held response: RC_OK for the request delivered last, RC_NULL for a duplicate.
     ack_response: Option<(u32, Response)>,
@@ -744,6 +750,38 @@ struct TgtPdc<const R: usize> {
 /// guaranteed-delivery responses per target PDC (see [`held`](crate::pdc::held); more slots let
 /// more answered requests wait for their CLEAR at once), and `C` congestion-control contexts,
 /// one per destination in use (0 by default: no congestion management; see [`CmsConfig`]).
+///
+/// Two more sizes have defaults that suit a host:
+/// - `W`, the messages a target PDC tracks in progress ([`ORDER_WINDOW`], 16). When a peer
+///   starts more on one PDC, complete messages are released out of order to make room, and
+///   while none is complete the packets of more draw NACKs NO_SES_MSG_AVAIL; a peer avoids
+///   both by setting [`EndpointConfig::messages_per_pdc`] to at most this.
+/// - `Q`, the depth of the control queues ([`CONTROL_QUEUE`], 16): NACKs waiting to go (a NACK
+///   that finds the queue full is dropped; the sender's timers cover it), RUDI responses waiting
+///   to go (a RUDI request that finds that queue full is refused with
+///   [`EndpointError::ResponsesFull`], and its sender resends it) and RUDI packets in flight (a
+///   RUDI message waits for room).
+///
+/// Each message of `W` costs 16 B per `P`, each entry of `Q` 124 B (64-bit host). The sizes are
+/// checked when the type is used, and a build error names the rule: `P` 2 to 32 767, `M` 1 to
+/// 32 768, `W` 1 to 32 768, `E` more than `W` (a packet can release `W` messages and one more),
+/// `Q` at least 1.
+///
+/// ```compile_fail
+/// use uet_wire::msg::{Endpoint, EndpointConfig};
+/// use uet_wire::pdc::ipv4;
+/// // E (8 events) is not more than W (8 messages in progress per target PDC): a build error,
+/// // "Endpoint<P, M, E, R, C, W, Q>: ... E (events) more than W ...".
+/// let ep: Endpoint<2, 2, 8, 4, 0, 8> = Endpoint::new(EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024), 1);
+/// ```
+///
+/// ```
+/// use uet_wire::msg::{Endpoint, EndpointConfig};
+/// use uet_wire::pdc::ipv4;
+/// // 9 events suit W = 8; a control queue of 4.
+/// let ep: Endpoint<2, 2, 9, 4, 0, 8, 4> = Endpoint::new(EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024), 1);
+/// assert!(core::mem::size_of_val(&ep) < core::mem::size_of::<Endpoint<2, 2, 17>>());
+/// ```
 ///
 /// # The loop
 ///
@@ -847,12 +885,19 @@ struct TgtPdc<const R: usize> {
 /// ep.init(EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024), 7);
 /// assert_eq!(ep.config().mtu, 1024);
 /// ```
-pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usize = HELD_RESPONSES, const C: usize = 0>
-{
+pub struct Endpoint<
+    const P: usize,
+    const M: usize,
+    const E: usize,
+    const R: usize = HELD_RESPONSES,
+    const C: usize = 0,
+    const W: usize = ORDER_WINDOW,
+    const Q: usize = CONTROL_QUEUE,
+> {
     /// The configuration; none until [`Endpoint::init`] (an [`Endpoint::EMPTY`] refuses work).
     cfg: ZeroOption<EndpointConfig>,
     initiators: PdcTable<PeerDest, IniPdc, P>,
-    targets: PdcTable<PeerSource, TgtPdc<R>, P>,
+    targets: PdcTable<PeerSource, TgtPdc<R, W>, P>,
     msgs: [ZeroOption<SendMsg>; M],
     generations: [u16; M],
     /// The messages with packets not yet sent that no initiator PDC holds, oldest first:
@@ -890,14 +935,14 @@ pub struct Endpoint<const P: usize, const M: usize, const E: usize, const R: usi
     /// The latest time a call gave (for work `poll_event` triggers).
     now: Instant,
     /// NACKs waiting to go: (destination, NACK).
-    nacks: heapless::Deque<(IpAddr, Nack), NACK_QUEUE>,
+    nacks: heapless::Deque<(IpAddr, Nack), Q>,
     /// RUDI packets sent and not yet answered.
-    rudi: heapless::Vec<RudiOut, RUDI_IN_FLIGHT>,
+    rudi: heapless::Vec<RudiOut, Q>,
     next_pkt_id: u32,
     /// Message ids of RUDI and UUD messages (no PDC numbers them).
     next_connectionless_id: u16,
     /// RUDI responses waiting to go.
-    rudi_responses: heapless::Deque<(IpAddr, Rudi, Response), NACK_QUEUE>,
+    rudi_responses: heapless::Deque<(IpAddr, Rudi, Response), Q>,
     /// Target PDCs closed lately, newest last.
     closed_targets: heapless::Deque<ClosedTarget, CLOSED_MEMORY>,
     /// In a secure domain: per destination, the furthest first-PSN-after of its initiator PDCs
@@ -981,9 +1026,6 @@ struct ClosedTarget {
 /// Closed target PDCs an endpoint remembers (the oldest is forgotten first).
 const CLOSED_MEMORY: usize = 16;
 
-/// RUDI packets an endpoint keeps in flight.
-const RUDI_IN_FLIGHT: usize = 32;
-
 /// PDCs whose timers `handle_timeout` runs per batch (what it collects before running them).
 const TIMER_BATCH: usize = 32;
 
@@ -999,13 +1041,14 @@ struct RudiOut {
     nacked: bool,
 }
 
-/// NACKs an endpoint holds for sending.
-const NACK_QUEUE: usize = 16;
-
-impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize> Endpoint<P, M, E, R, C> {
+impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize, const W: usize, const Q: usize>
+    Endpoint<P, M, E, R, C, W, Q>
+{
     const SIZES_OK: () = assert!(
-        P >= 2 && P <= 0x7FFF && M >= 1 && M <= 1 << 15 && E > ORDER_WINDOW,
-        "Endpoint<P, M, E, R>: P (PDCs each way) must be 2 to 32767, M (messages) 1 to 32768, and E (events) more than ORDER_WINDOW (16)"
+        P >= 2 && P <= 0x7FFF && M >= 1 && M <= 1 << 15 && W >= 1 && W <= 1 << 15 && E > W && Q >= 1,
+        "Endpoint<P, M, E, R, C, W, Q>: P (PDCs each way) must be 2 to 32767, M (messages) 1 to 32768, \
+         W (messages in progress per target PDC, default 16) 1 to 32768, E (events) more than W, \
+         and Q (control queues, default 16) at least 1"
     );
 
     /// An endpoint that is not configured: every byte zero, so a `static` holding it lands in

@@ -3,7 +3,9 @@
 
 use super::*;
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize> Endpoint<P, M, E, R, C> {
+impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize, const W: usize, const Q: usize>
+    Endpoint<P, M, E, R, C, W, Q>
+{
     /// Answers the request `placement` came from with a guaranteed-delivery SES RESPONSE carrying
     /// `return_code` and `modified_length`: the target PDC holds it until the initiator's
     /// `CLEAR_PSN` passes the request, and the ACK of the request carries it (again on every
@@ -59,7 +61,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         }
         // Room for every event this packet could release: the messages it completes in order,
         // and one released out of order to make room (see `order`).
-        if E - self.events.len() < ORDER_WINDOW + 1 {
+        if E - self.events.len() < W + 1 {
             return Err(EndpointError::EventsFull);
         }
         let cfg = self.config().pdc;

@@ -8,7 +8,9 @@ use super::*;
 /// send order.
 const COMPLETION_BATCH: usize = 16;
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize> Endpoint<P, M, E, R, C> {
+impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize, const W: usize, const Q: usize>
+    Endpoint<P, M, E, R, C, W, Q>
+{
     /// An ACK carrying an SES response to initiator PDC `a.dpdcid`, which is reported the first
     /// time its PSN is acknowledged (the target resends a held response with the ACK of every
     /// duplicate; later copies only acknowledge): a guaranteed-delivery response, or a

@@ -122,10 +122,31 @@ pub(super) struct Run {
 
 /// [`exchange_window`] with A configured as `a` (B the same at its own address) and B's pause.
 pub(super) fn exchange_run(run: &Run, a: EndpointConfig, lens: &[u32]) -> (Vec<(u64, u32)>, usize, Ep, Ep, Leftover) {
+    exchange_run_sized(run, a, lens)
+}
+
+/// [`exchange_run`] between endpoints of any sizes.
+#[allow(clippy::type_complexity)]
+fn exchange_run_sized<
+    const P: usize,
+    const M: usize,
+    const E: usize,
+    const R: usize,
+    const C: usize,
+    const W: usize,
+    const Q: usize,
+>(
+    run: &Run,
+    a: EndpointConfig,
+    lens: &[u32],
+) -> (Vec<(u64, u32)>, usize, Endpoint<P, M, E, R, C, W, Q>, Endpoint<P, M, E, R, C, W, Q>, Leftover) {
     let &Run { mode, loss, reorder, window, read_every, pause, seed, corrupt } = run;
     assert!(corrupt == 0 || a.secure.is_some(), "a clear packet has no check against corruption");
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
-    let mut eps = [Ep::new(EndpointConfig { addr: a_addr, ..a }, 1), Ep::new(EndpointConfig { addr: b_addr, ..a }, 2)];
+    let mut eps = [
+        Endpoint::<P, M, E, R, C, W, Q>::new(EndpointConfig { addr: a_addr, ..a }, 1),
+        Endpoint::<P, M, E, R, C, W, Q>::new(EndpointConfig { addr: b_addr, ..a }, 2),
+    ];
     let paused = |now: Instant| pause.is_some_and(|(from, to)| from <= now && now < to);
     let mut handles: HashMap<MsgHandle, u64> = HashMap::new();
     let mut next_msg = 0usize;
@@ -323,8 +344,16 @@ pub(super) fn exchange_run(run: &Run, a: EndpointConfig, lens: &[u32]) -> (Vec<(
 
 /// One packet from `ep` through [`Endpoint::poll_transmit_sealed`] (native-IP framing, as the
 /// receiving side of [`exchange_run`] opens it), with the payload `bytes_of` gives.
-fn sealed_transmit(
-    ep: &mut Ep,
+fn sealed_transmit<
+    const P: usize,
+    const M: usize,
+    const E: usize,
+    const R: usize,
+    const C: usize,
+    const W: usize,
+    const Q: usize,
+>(
+    ep: &mut Endpoint<P, M, E, R, C, W, Q>,
     now: Instant,
     domain: &mut crate::tss::SecureDomain<4>,
     bytes_of: impl Fn(&Transmit) -> Vec<u8>,
@@ -469,6 +498,45 @@ fn thirty_two_messages_in_flight_at_one_percent_loss() {
             received.sort_unstable();
         }
         assert_eq!(received, want);
+    }
+}
+
+/// Small sizes (`W` 4 messages tracked per target PDC, `E` 5 events, the least for that `W`, a
+/// control queue of 1, 2 PDCs each way, 8 message slots): every message arrives
+/// exactly once at 1 % loss with reordering. A peer that starts more messages per PDC than `W`
+/// (the default `messages_per_pdc`, 16) still delivers every message, the target releasing
+/// complete ones out of order to make room; one that starts at most `W` draws no NACK
+/// NO_SES_MSG_AVAIL. RUDI, whose
+/// packets in flight and responses go through the control queues, delivers every byte.
+#[test]
+fn small_windows_and_queues_deliver_everything_under_loss() {
+    type Small = Endpoint<2, 8, 5, HELD_RESPONSES, 0, 4, 1>;
+    let l: Vec<u32> = (0..600).map(|i| [64u32, 3000, 1024][i % 3]).collect();
+    let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
+    let base = EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024);
+    let run = |mode, messages_per_pdc, read_every| {
+        let run = Run { mode, loss: 10, reorder: true, window: 8, read_every, pause: None, seed: 0x5A11, corrupt: 0 };
+        let (received, sent, a, b, left): (_, _, Small, Small, _) =
+            exchange_run_sized(&run, EndpointConfig { messages_per_pdc, ..base }, &l);
+        assert_eq!(sent, l.len(), "{mode:?}, {messages_per_pdc} messages per PDC");
+        a.check_invariants().unwrap();
+        b.check_invariants().unwrap();
+        (received, b.stats().nacks_sent.get(NackCode::NoSesMsgAvail), left)
+    };
+    let (mut received, _, _) = run(Service::Rud, 16, 0);
+    let in_order = received.is_sorted();
+    received.sort_unstable();
+    assert_eq!(received, want);
+    assert!(!in_order, "more messages than W in progress, and none was released out of order");
+    let (received, refused, _) = run(Service::Rud, 4, 5);
+    let want_writes: Vec<(u64, u32)> = want.iter().copied().filter(|(i, _)| i % 5 != 4).collect();
+    let writes: Vec<(u64, u32)> = received.iter().copied().filter(|r| r.0 != u64::MAX).collect();
+    assert_eq!((writes, refused), (want_writes, 0));
+    let (received, _, left) = run(Service::Rudi, 16, 0);
+    assert!(received.is_empty());
+    assert_eq!(left.len(), l.len());
+    for (index, buf) in left.values() {
+        assert!(buf.iter().enumerate().all(|(o, b)| *b == byte(*index, o as u32)), "RUDI message {index}");
     }
 }
 
@@ -1692,7 +1760,7 @@ fn memory_per_pdc_and_per_message() {
     let base = size_of::<Endpoint<16, 16, 64>>();
     let per_pdc = (size_of::<Endpoint<32, 16, 64>>() - base) / 16;
     let per_msg = (size_of::<Endpoint<16, 32, 64>>() - base) / 16;
-    let (ini, tgt) = (size_of::<IniPdc>(), size_of::<TgtPdc<HELD_RESPONSES>>());
+    let (ini, tgt) = (size_of::<IniPdc>(), size_of::<TgtPdc<HELD_RESPONSES, ORDER_WINDOW>>());
     // Ready, new, CCC-waiting and target ready links; two timer heaps.
     let lists = 4 * size_of::<Link>() + 2 * 12;
     std::println!(
@@ -1711,6 +1779,16 @@ fn memory_per_pdc_and_per_message() {
         size_of::<StandardRequest>(),
         2 * size_of::<Link>()
     );
+    // Per message tracked per target PDC (`W`, over 16 PDCs) and per control-queue entry (`Q`).
+    let per_w = (size_of::<Endpoint<16, 16, 64, HELD_RESPONSES, 0, 32>>() - base) / 16 / 16;
+    let per_q = (size_of::<Endpoint<16, 16, 64, HELD_RESPONSES, 0, ORDER_WINDOW, 32>>() - base) / 16;
+    std::println!(
+        "per message of W per PDC {per_w} B; per entry of Q {per_q} B; the smallest, Endpoint<2, 1, 2, 1, 0, 1, 1>, {} B (with the default W and Q {} B)",
+        size_of::<Endpoint<2, 1, 2, 1, 0, 1, 1>>(),
+        size_of::<Endpoint<2, 1, 17, 1>>()
+    );
+    assert_eq!(per_w, 16);
+    assert!(per_q <= 128, "{per_q} B per control-queue entry");
     assert!(per_pdc <= 1048, "{per_pdc} B per PDC");
     assert!(per_msg <= 200, "{per_msg} B per message slot");
 }

@@ -3,7 +3,9 @@
 
 use super::*;
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize> Endpoint<P, M, E, R, C> {
+impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize, const W: usize, const Q: usize>
+    Endpoint<P, M, E, R, C, W, Q>
+{
     /// The next packet to send, its headers written to the front of `out`, which must hold
     /// [`MAX_HEADER_LEN`] bytes (checked first, so a short buffer changes nothing). NACKs go
     /// first, then resends and control packets, then ACKs, then new packets of queued messages:
@@ -33,11 +35,11 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     /// first, so a short buffer changes nothing). A `payload` slice of another length than the
     /// transmit names is `Err(EndpointError::PayloadLength)`, as is a refusal by the domain
     /// (`Err(EndpointError::Tss(..))`): the packet counts as sent and its PDC resends it.
-    pub fn poll_transmit_sealed<'p, const S: usize, const W: usize>(
+    pub fn poll_transmit_sealed<'p, const DS: usize, const DW: usize>(
         &mut self,
         now: Instant,
         out: &mut [u8],
-        domain: &mut crate::tss::SecureDomain<S, W>,
+        domain: &mut crate::tss::SecureDomain<DS, DW>,
         framing: crate::tss::Framing,
         payload: impl FnOnce(&Transmit) -> &'p [u8],
     ) -> Result<Option<(Transmit, usize)>, EndpointError> {
