@@ -1,6 +1,8 @@
 //! Two UET endpoints (`Endpoint<8, 8, 32>`) in one Cortex-M4F, joined by an in-memory wire that
 //! carries one packet at a time and loses 1 % of them: 200 messages of 64 B, then 200 of 1 KiB,
-//! from A to B. A turn in which neither endpoint sends sleeps to the earliest deadline. Every
+//! from A to B; first with PDCs closed as soon as they are idle (the default), then again with
+//! the endpoints configured afresh in place and PDCs kept open. A turn in which neither endpoint
+//! sends sleeps to the earliest deadline. Every
 //! byte placed is checked, every message must arrive exactly once. Prints flash-independent
 //! facts the program can see (static RAM, peak stack, instructions per message, and the floor:
 //! a copy plus CRC-32C of the same bytes); `.ci/run` adds flash from the ELF.
@@ -12,7 +14,7 @@ use uet_wire::linklayer::{Duration, Instant};
 use uet_wire::msg::{Endpoint, EndpointConfig, Event, MAX_HEADER_LEN, MessageDesc, Service};
 use uet_wire::pdc::{IpAddr, ipv4};
 use uet_wire::ses::Opcode;
-use xlink_firmware::{Meter, Rng, exit, finish, paint_stack, peak_stack, report};
+use xlink_firmware::{Meter, Rng, exit, finish, out, paint_stack, peak_stack, report};
 
 type Ep = Endpoint<8, 8, 32>;
 
@@ -89,7 +91,8 @@ fn carry(
     Some(true)
 }
 
-/// One phase: `MESSAGES` messages of `len` bytes from A to B.
+/// One phase: `MESSAGES` messages of `len` bytes from A to B. It ends when every message is
+/// sent and delivered and, where PDCs close when idle, both endpoints are idle.
 fn phase(eps: &mut [Ep; 2], buf: &mut Packet, now: &mut Instant, rng: &mut Rng, len: u32) -> Outcome {
     let mut o = Outcome { delivered: 0, sent: 0, wrong: 0 };
     let mut queued = 0u32;
@@ -140,7 +143,8 @@ fn phase(eps: &mut [Ep; 2], buf: &mut Packet, now: &mut Instant, rng: &mut Rng, 
                 _ => o.wrong += 1,
             }
         }
-        if o.sent == MESSAGES && a.is_idle() && b.is_idle() {
+        let settled = !a.config().close_when_idle || (a.is_idle() && b.is_idle());
+        if o.sent == MESSAGES && o.delivered == MESSAGES && a.messages_in_flight() == 0 && settled {
             break;
         }
     }
@@ -159,8 +163,10 @@ fn main() -> ! {
     let _ = paint_stack();
     let t0 = meter.now();
     let (eps, buf) = (EPS, BUF);
+    let config =
+        |i: usize, close_when_idle: bool| EndpointConfig { close_when_idle, ..EndpointConfig::new(addr(i), MTU) };
     for (i, ep) in eps.iter_mut().enumerate() {
-        ep.init(EndpointConfig::new(addr(i), MTU), i as u64 + 1);
+        ep.init(config(i, true), i as u64 + 1);
     }
     report("start-up: ", meter.now() - t0, " instructions");
     let startup_stack = peak_stack();
@@ -168,27 +174,44 @@ fn main() -> ! {
     // From here on: the stack the running engines need, below this frame.
     let sp = paint_stack();
     let (mut now, mut rng, mut ok) = (Instant::ZERO, Rng::new(1), true);
-    for len in [64u32, 1024] {
-        let t0 = meter.now();
-        let o = phase(eps, buf, &mut now, &mut rng, len);
-        let spent = meter.now() - t0;
-        report("message bytes: ", u64::from(len), "");
-        report("  delivered: ", u64::from(o.delivered), "");
-        report("  instructions per message: ", spent / u64::from(MESSAGES), "");
-        ok &= o.delivered == MESSAGES && o.sent == MESSAGES && o.wrong == 0;
-        // The floor: copy the message's bytes and CRC-32C them, as sending and receiving must.
-        let mut dst = [0u8; 1024];
-        let t0 = meter.now();
-        let mut crc = 0u32;
-        for i in 0..MESSAGES {
-            let (Some(s), Some(d)) = (bytes(u64::from(i), 0, len as usize), dst.get_mut(..len as usize)) else {
-                exit(false)
-            };
-            linklayer::bytes::copy_prefix(d, s);
-            crc ^= uet_wire::crc32c::crc32c(&[], d);
+    for close_when_idle in [true, false] {
+        if close_when_idle {
+            out("PDCs closed when idle (the default)\n");
+        } else {
+            // Configured afresh where they lie, PDCs kept open from here on.
+            for (i, ep) in eps.iter_mut().enumerate() {
+                ep.init(config(i, false), i as u64 + 1);
+            }
+            out("PDCs kept open\n");
         }
-        report("  floor (copy + CRC-32C), instructions per message: ", (meter.now() - t0) / u64::from(MESSAGES), "");
-        core::hint::black_box(crc);
+        for len in [64u32, 1024] {
+            let t0 = meter.now();
+            let o = phase(eps, buf, &mut now, &mut rng, len);
+            let spent = meter.now() - t0;
+            report("  message bytes: ", u64::from(len), "");
+            report("    delivered: ", u64::from(o.delivered), "");
+            report("    instructions per message: ", spent / u64::from(MESSAGES), "");
+            ok &= o.delivered == MESSAGES && o.sent == MESSAGES && o.wrong == 0;
+            if close_when_idle {
+                // The floor: copy the message's bytes and CRC-32C them, as sending and receiving must.
+                let mut dst = [0u8; 1024];
+                let t0 = meter.now();
+                let mut crc = 0u32;
+                for i in 0..MESSAGES {
+                    let (Some(s), Some(d)) = (bytes(u64::from(i), 0, len as usize), dst.get_mut(..len as usize)) else {
+                        exit(false)
+                    };
+                    linklayer::bytes::copy_prefix(d, s);
+                    crc ^= uet_wire::crc32c::crc32c(&[], d);
+                }
+                report(
+                    "    floor (copy + CRC-32C), instructions per message: ",
+                    (meter.now() - t0) / u64::from(MESSAGES),
+                    "",
+                );
+                core::hint::black_box(crc);
+            }
+        }
     }
     finish("uet", ok, startup_stack, sp)
 }
