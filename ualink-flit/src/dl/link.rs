@@ -514,7 +514,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const A: usize> DataLink<B, N
         self.cfg =
             DlConfig { interleave: cfg.interleave.max(1), tx_ack_time_out: cfg.tx_ack_time_out & 0xFF_FFFF, ..cfg };
         self.state = LinkState::Fault;
-        self.down = ZeroOption::NONE;
+        self.down.clear();
         self.start_afresh();
         self.tl_tx = false;
         self.tl_rx = false;

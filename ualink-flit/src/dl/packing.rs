@@ -251,7 +251,7 @@ impl FlitPacker {
                 put(payload, at, sectors(&c.bytes, c.done, n));
                 c.done += n;
                 if c.left() == 0 {
-                    self.carry = ZeroOption::NONE;
+                    self.carry.clear();
                     out.finished += 1;
                 }
             }

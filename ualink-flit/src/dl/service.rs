@@ -635,7 +635,7 @@ impl<const U: usize> MessageService<U> {
                 if b.to_answer > 0 {
                     b.to_answer -= 1;
                 } else {
-                    b.request = ZeroOption::NONE;
+                    b.request.clear();
                     b.outstanding = true;
                 }
             }
@@ -836,11 +836,11 @@ impl<const U: usize> MessageService<U> {
                 let (channel, online) = (response & 7, response & 8 != 0);
                 if self.own == ZeroOption::Some((channel, online)) {
                     // The answer to this port's request: confirm it, and it is done.
-                    self.own = ZeroOption::NONE;
+                    self.own.clear();
                     self.push_control(negotiation(state_nibble(channel, online), CMD_ACK, target_state));
                     self.complete(channel, online)
                 } else if self.confirm == ZeroOption::Some((channel, online)) {
-                    self.confirm = ZeroOption::NONE;
+                    self.confirm.clear();
                     self.complete(channel, online)
                 } else {
                     self.stats.unsolicited += 1;
@@ -849,7 +849,7 @@ impl<const U: usize> MessageService<U> {
             }
             CMD_NACK | CMD_PENDING => match self.own {
                 ZeroOption::Some((channel, online)) if state_nibble(channel, online) == response => {
-                    self.own = ZeroOption::NONE;
+                    self.own.clear();
                     self.abandon(channel);
                     if command == CMD_NACK {
                         Some(ServiceEvent::ChannelRefused { channel })

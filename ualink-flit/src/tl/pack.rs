@@ -202,7 +202,7 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
         self.responses.clear();
         self.plan = DataPlan::new();
         self.rate = RateLimit::START;
-        self.message = ZeroOption::NONE;
+        self.message.clear();
         self.stats = PackStats { flits: 0, data_halves: 0, requests: 0, responses: 0, missing_beats: 0 };
     }
 
@@ -250,7 +250,7 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
         self.owed = Owed { owed: super::credit::Ledger::EMPTY };
         self.compressor.cache.clear();
         self.rate = RateLimit::START;
-        self.message = ZeroOption::NONE;
+        self.message.clear();
     }
 
     /// Whether the packer may still read item `id`'s data beats from its [`BeatSource`]: the item
@@ -302,7 +302,7 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
         if self.plan.lower_is_data() {
             out.m0 = self.data_half(src, &mut out.lower);
         } else if let Some(m) = self.message.into_option().filter(|_| self.owed.is_empty()) {
-            self.message = ZeroOption::NONE;
+            self.message.clear();
             m.emit(&mut out.lower);
             out.m0 = true;
         } else {

@@ -139,7 +139,7 @@ impl<const C: usize> Pulls<C> {
                 let _ = pacer.remove_flow(flow);
             }
             if let Some(entry) = self.owners.iter_mut().find(|o| o.as_ref().is_some_and(|o| o.flow == flow)) {
-                *entry = ZeroOption::NONE;
+                entry.clear();
             }
         }
     }

@@ -1462,7 +1462,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     fn free_msg(&mut self, slot: usize) {
         let Some(m) = self.msgs.get_mut(slot) else { return };
         let Some((pdc, kind, started)) = m.as_ref().map(|m| (m.pdc, m.kind, m.sent > 0)) else { return };
-        *m = ZeroOption::NONE;
+        m.clear();
         self.free_slots.give(slot as u16);
         self.unsent.unlink(&mut self.unsent_links, slot as u16);
         if let Some(p) = pdc.and_then(|id| self.initiators.get_mut(id)) {
