@@ -16,6 +16,10 @@
 //! * `pipeline/reads_16`: the same for their 16 R responses with 128 bytes of data each.
 //! * `pipeline/reference/copy_*`: the floor: copying the same frame bytes twice (into the frame
 //!   buffer and out of it), what any path must at least do.
+//! * `icrc/1KiB`: the ICRC of 1 KiB (`frame::icrc_of`, the build's backend: run with
+//!   `--features small-crc` or `--features simd-crc` for the others).
+//! * `icrc/reference/libdeflate_1KiB`: the same CRC-32 by libdeflate's SIMD code, the fastest
+//!   measured here.
 #![allow(missing_docs)]
 // Harness code, not library code.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
@@ -119,5 +123,14 @@ fn pipeline(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, axi, pipeline);
+fn icrc(c: &mut Criterion) {
+    let bytes: Vec<u8> = (0..1024u32).map(|i| (i * 7 + (i >> 8)) as u8).collect();
+    let mut g = c.benchmark_group("icrc");
+    g.throughput(Throughput::Bytes(bytes.len() as u64));
+    g.bench_function("1KiB", |b| b.iter(|| frame::icrc_of(black_box(&bytes))));
+    g.bench_function("reference/libdeflate_1KiB", |b| b.iter(|| libdeflater::crc32(black_box(&bytes))));
+    g.finish();
+}
+
+criterion_group!(benches, axi, pipeline, icrc);
 criterion_main!(benches);

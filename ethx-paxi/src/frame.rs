@@ -47,7 +47,30 @@ pub const ICRC_LEN: usize = 4;
 /// The smallest Ethernet frame without its FCS.
 pub const MIN_FRAME: usize = 60;
 
-const ICRC: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISO_HDLC);
+/// The ICRC of `covered` (the RH, the payload and the pad), which a frame carries most
+/// significant byte first. The backend is chosen by feature: the `crc` crate's slice-by-16
+/// tables (16 KiB of flash; the default), one table (1 KiB; `small-crc`, for firmware that
+/// counts flash), or libdeflate's carry-less multiply (`simd-crc`, hosts with `std`; it wins
+/// when both are on). Instructions on a Cortex-M4: FIRMWARE.md in the repository.
+#[cfg(all(not(feature = "simd-crc"), not(feature = "small-crc")))]
+pub fn icrc_of(covered: &[u8]) -> u32 {
+    const ICRC: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISO_HDLC);
+    ICRC.checksum(covered)
+}
+
+/// The ICRC of `covered` (the RH, the payload and the pad), with one table (`small-crc`).
+#[cfg(all(not(feature = "simd-crc"), feature = "small-crc"))]
+pub fn icrc_of(covered: &[u8]) -> u32 {
+    const ICRC: crc::Crc<u32, crc::Table<1>> = crc::Crc::<u32, crc::Table<1>>::new(&crc::CRC_32_ISO_HDLC);
+    ICRC.checksum(covered)
+}
+
+/// The ICRC of `covered` (the RH, the payload and the pad), by libdeflate (`simd-crc`).
+#[cfg(feature = "simd-crc")]
+pub fn icrc_of(covered: &[u8]) -> u32 {
+    libdeflater::crc32(covered)
+}
+
 const ETHERNET_LEN: usize = 14;
 const VLAN_LEN: usize = 4;
 const IPV4_LEN: usize = 20;
@@ -266,7 +289,7 @@ pub fn emit(
     pad_bytes.fill(0);
     let (icrc_bytes, fill) = tail.split_at_mut(icrc);
     if config.icrc {
-        icrc_bytes.copy_from_slice(&ICRC.checksum(packet).to_be_bytes());
+        icrc_bytes.copy_from_slice(&icrc_of(packet).to_be_bytes());
     }
     fill.fill(0);
     Ok(frame.len())
@@ -363,7 +386,7 @@ pub fn parse<'a>(config: &FrameConfig, form: Form, frame: &'a [u8]) -> Result<Pa
     let packet = body.get(..RH_LEN + data_len).ok_or(PacketError::BadLength)?;
     if config.icrc {
         let sent = body.get(packet.len()..packet.len() + ICRC_LEN).ok_or(PacketError::BadLength)?;
-        if sent != ICRC.checksum(packet).to_be_bytes() {
+        if sent != icrc_of(packet).to_be_bytes() {
             return Err(PacketError::BadIcrc);
         }
     }
@@ -428,6 +451,30 @@ mod tests {
     use crate::framing::KeyWords;
     use crate::rclink::Syndrome;
     use proptest::prelude::*;
+
+    /// Whatever the backend, the ICRC is CRC-32/ISO-HDLC: its check value, and the one-table,
+    /// slice-by-16 and libdeflate forms agree on any bytes.
+    #[test]
+    fn every_icrc_backend_is_crc32_iso_hdlc() {
+        assert_eq!(icrc_of(b"123456789"), 0xCBF4_3926);
+        let one = crc::Crc::<u32, crc::Table<1>>::new(&crc::CRC_32_ISO_HDLC);
+        let sixteen = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISO_HDLC);
+        let mut x = 0x9E37_79B9u32;
+        for len in [0usize, 1, 3, 15, 16, 17, 64, 255, 1500, 4096] {
+            let bytes: std::vec::Vec<u8> = (0..len)
+                .map(|_| {
+                    x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    (x >> 24) as u8
+                })
+                .collect();
+            let want = sixteen.checksum(&bytes);
+            assert_eq!(
+                (icrc_of(&bytes), one.checksum(&bytes), libdeflater::crc32(&bytes)),
+                (want, want, want),
+                "{len} bytes"
+            );
+        }
+    }
 
     fn standard(vlan: Option<Vlan>) -> Outer {
         Outer::Standard(Standard {
