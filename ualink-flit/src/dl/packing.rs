@@ -396,7 +396,7 @@ impl FlitUnpacker {
         // Only a flit begun in the last segment is still open; its first part is saved for the
         // next DL flit.
         match open {
-            None => self.carry = ZeroOption::NONE,
+            None => self.carry.clear(),
             // Never (a carried flit ends in segment 0); nothing was added to it either way.
             Some(Open::Saved(_)) => {}
             Some(Open::Here { first, done, m }) => {

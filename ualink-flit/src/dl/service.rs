@@ -352,7 +352,9 @@ impl<const U: usize> MessageService<U> {
         self.basic_next = 0;
         self.control.clear();
         self.channels = [Channel::default(); 2];
-        (self.own, self.confirm, self.peer_pending) = (ZeroOption::NONE, ZeroOption::NONE, None);
+        self.own.clear();
+        self.confirm.clear();
+        self.peer_pending = None;
         (self.group_next, self.uart_next) = (0, 0);
         self.uart_tx.clear();
         self.uart_rx.clear();

@@ -26,9 +26,13 @@
 //! released before that one, and it cannot be tracked: each side would wait for the other
 //! forever. So the caller that is refused for want of room first releases a complete message
 //! out of order ([`MessageOrder::release_complete`]); RUD promises no order, so only the
-//! completion order the application sees suffers, and only while a peer exceeds the window (our
-//! own initiator keeps at most `N` messages in progress on a PDC). A message still arriving in
-//! part always progresses, since its packets are taken.
+//! completion order the application sees suffers, and only while a peer exceeds the window (an
+//! endpoint whose `messages_per_pdc` is at most the target's `N` never does). A message still
+//! arriving in part progresses, since its packets are taken — unless it is longer than the
+//! sender's window of PSNs and waits for that earlier message's resends to move the window: a
+//! message's packets take consecutive PSNs, so at most one tracked message can wait so, and
+//! with `N` at least 2 the earlier one always finds room (a complete message to release, or a
+//! free slot). `N` is therefore 2 or more.
 
 use crate::pdc::psn_after;
 
@@ -98,7 +102,7 @@ impl<const N: usize> Default for MessageOrder<N> {
 }
 
 impl<const N: usize> MessageOrder<N> {
-    const SIZE_OK: () = assert!(N >= 1 && N <= 1 << 15, "1 to 2^15 messages in progress");
+    const SIZE_OK: () = assert!(N >= 2 && N <= 1 << 15, "2 to 2^15 messages in progress (see the module doc)");
 
     /// No message in progress.
     pub fn new() -> Self {

@@ -280,7 +280,7 @@ impl<const C: usize> Cccs<C> {
 
     /// Closes every CCC, in place.
     pub(super) fn clear(&mut self) {
-        self.slots.iter_mut().for_each(|c| *c = ZeroOption::NONE);
+        self.slots.iter_mut().for_each(ZeroOption::clear);
         self.opened = 0;
     }
 

@@ -12,7 +12,8 @@
 //!   or what follows the entropy header) and returns where its payload belongs ([`Placement`]),
 //!   borrowed from the packet; the caller copies it into the message's buffer.
 //! * [`Endpoint::poll_event`] reports sent messages completed or failed, and received messages
-//!   complete, in send order per PDC.
+//!   complete, in send order per PDC (while the peer keeps at most the target's `W` messages in
+//!   progress on a PDC; see [`Endpoint`]).
 //!
 //! *Project-defined* choices, each here only:
 //!
@@ -261,7 +262,8 @@ impl EndpointConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Service {
-    /// Reliable unordered delivery on a PDC; messages complete in order.
+    /// Reliable unordered delivery on a PDC; messages complete in order (within the target's `W`;
+    /// see [`Endpoint`]).
     Rud,
     /// Reliable ordered delivery on a PDC.
     Rod,
@@ -494,7 +496,8 @@ pub enum Event {
         /// The bytes the target says it took (`modified_length`).
         modified_length: u32,
     },
-    /// A received message is complete (reported in send order per PDC). For a READ: every
+    /// A received message is complete (reported in send order per PDC, while the sender keeps at
+    /// most this endpoint's `W` messages in progress on it; see [`Endpoint`]). For a READ: every
     /// request of it arrived (its data goes back through [`Endpoint::poll_transmit`]); `len` is the
     /// READ's length.
     Received {
@@ -752,19 +755,24 @@ struct TgtPdc<const R: usize, const W: usize> {
 /// one per destination in use (0 by default: no congestion management; see [`CmsConfig`]).
 ///
 /// Two more sizes have defaults that suit a host:
-/// - `W`, the messages a target PDC tracks in progress ([`ORDER_WINDOW`], 16). When a peer
-///   starts more on one PDC, complete messages are released out of order to make room, and
-///   while none is complete the packets of more draw NACKs NO_SES_MSG_AVAIL; a peer avoids
-///   both by setting [`EndpointConfig::messages_per_pdc`] to at most this.
-/// - `Q`, the depth of the control queues ([`CONTROL_QUEUE`], 16): NACKs waiting to go (a NACK
+/// - `W`, the messages a target PDC tracks in progress ([`ORDER_WINDOW`], 16; at least 2, see
+///   [`order`](crate::msg::order)). When a peer starts more on one PDC, complete messages are
+///   released out of order to make room, and while none is complete the packets of more draw
+///   NACKs NO_SES_MSG_AVAIL; a peer avoids both by setting [`EndpointConfig::messages_per_pdc`]
+///   to at most this. That setting is the sender's own (default 16, whatever `W` is): endpoints
+///   built with a smaller `W` should lower it to match.
+/// - `Q`, the depth of the control queues ([`CONTROL_QUEUE`], 16): the NACKs the endpoint sends
+///   outside a PDC (INV_DPDCID, PDC_HDR_MISMATCH, NO_PDC_AVAIL, a trimmed SYN) waiting to go (one
 ///   that finds the queue full is dropped; the sender's timers cover it), RUDI responses waiting
 ///   to go (a RUDI request that finds that queue full is refused with
-///   [`EndpointError::ResponsesFull`], and its sender resends it) and RUDI packets in flight (a
-///   RUDI message waits for room).
+///   [`EndpointError::ResponsesFull`], and its sender resends it after its timeout, which counts
+///   toward its retries: make `Q` at least the RUDI requests that arrive between two
+///   [`Endpoint::poll_transmit`] rounds) and RUDI packets in flight (a RUDI message waits for
+///   room).
 ///
 /// Each message of `W` costs 16 B per `P`, each entry of `Q` 124 B (64-bit host). The sizes are
 /// checked when the type is used, and a build error names the rule: `P` 2 to 32 767, `M` 1 to
-/// 32 768, `W` 1 to 32 768, `E` more than `W` (a packet can release `W` messages and one more),
+/// 32 768, `W` 2 to 32 768, `E` more than `W` (a packet can release `W` messages and one more),
 /// `Q` at least 1.
 ///
 /// ```compile_fail
@@ -867,9 +875,9 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///
 /// # Memory, and building one in place
 ///
-/// An endpoint holds everything it needs: 1 048 B per `P`, 200 B per `M` and 6.7 kB besides
-/// at the default `R` and `C` on a 64-bit host (`size_of::<Endpoint<P, M, E>>()` says exactly). [`Endpoint::new`]
-/// returns it by value, so it is built on the stack first, and at low optimisation levels
+/// An endpoint holds everything it needs: 1 048 B per `P`, 200 B per `M` and 6.4 kB besides
+/// (with 64 events) at the default `R`, `C`, `W` and `Q` on a 64-bit host
+/// (`size_of::<Endpoint<P, M, E>>()` says exactly). [`Endpoint::new`] returns it by value, so it is built on the stack first, and at low optimisation levels
 /// copied again. Where that is too much stack (firmware), start from [`Endpoint::EMPTY`], whose
 /// bytes are all zero, so a `static` holding it costs no flash and no start-up copy (it lands in
 /// `.bss`), and configure it in place with [`Endpoint::init`]:
@@ -1045,9 +1053,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
     Endpoint<P, M, E, R, C, W, Q>
 {
     const SIZES_OK: () = assert!(
-        P >= 2 && P <= 0x7FFF && M >= 1 && M <= 1 << 15 && W >= 1 && W <= 1 << 15 && E > W && Q >= 1,
+        P >= 2 && P <= 0x7FFF && M >= 1 && M <= 1 << 15 && W >= 2 && W <= 1 << 15 && E > W && Q >= 1,
         "Endpoint<P, M, E, R, C, W, Q>: P (PDCs each way) must be 2 to 32767, M (messages) 1 to 32768, \
-         W (messages in progress per target PDC, default 16) 1 to 32768, E (events) more than W, \
+         W (messages in progress per target PDC, default 16) 2 to 32768, E (events) more than W, \
          and Q (control queues, default 16) at least 1"
     );
 
@@ -1123,7 +1131,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         // Peers choose the keys the tables index (addresses, PDC ids): key their hash.
         self.initiators.set_hash_key([derive(seed, Derived::InitiatorKey0), derive(seed, Derived::InitiatorKey1)]);
         self.targets.set_hash_key([derive(seed, Derived::TargetKey0), derive(seed, Derived::TargetKey1)]);
-        self.msgs.iter_mut().for_each(|m| *m = ZeroOption::NONE);
+        self.msgs.iter_mut().for_each(ZeroOption::clear);
         self.generations.fill(0);
         for list in [&mut self.unsent, &mut self.initiators_new, &mut self.initiators_ready, &mut self.targets_ready] {
             *list = SlotList::EMPTY;

@@ -540,6 +540,105 @@ fn small_windows_and_queues_deliver_everything_under_loss() {
     }
 }
 
+/// Why `W` is at least 2: a 64 B message whose only packet is lost, then a 200 KiB one, longer
+/// than the sender's window of PSNs, from a sender that keeps 16 messages per PDC. With `W` 2
+/// the long message takes one entry and cannot complete until the window moves past the lost
+/// packet, whose resend takes the other; both arrive. (With one entry the resend was NACKed
+/// NO_SES_MSG_AVAIL until both messages failed.)
+#[test]
+fn two_tracked_messages_let_a_lost_first_packet_in_behind_a_long_message() {
+    type Two = Endpoint<2, 32, 3, HELD_RESPONSES, 0, 2, 4>;
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let mut eps = [Two::new(config(a_addr), 1), Two::new(config(b_addr), 2)];
+    for (i, len) in [64u32, 200 * 1024].into_iter().enumerate() {
+        eps[0].send(desc(b_addr, Service::Rud, i as u64, len)).unwrap();
+    }
+    let (mut now, mut out, mut dropped) = (Instant::ZERO, [0u8; 256], false);
+    let (mut sent, mut received) = (Vec::new(), Vec::new());
+    for _ in 0..100_000 {
+        let mut moved = false;
+        for side in 0..2 {
+            let [a, b] = &mut eps;
+            let (from, to) = if side == 0 { (a, b) } else { (b, a) };
+            let src = from.config().addr;
+            while let Some(t) = from.poll_transmit(now, &mut out).unwrap() {
+                moved = true;
+                if side == 0 && !dropped {
+                    dropped = true;
+                    continue;
+                }
+                let mut pkt = out[..t.header_len].to_vec();
+                pkt.extend(std::iter::repeat_n(0u8, usize::from(t.payload.map_or(0, |p| p.len))));
+                let _ = to.handle_packet(now, src, &pkt);
+            }
+        }
+        while let Some(ev) = eps[0].poll_event() {
+            sent.push(ev);
+        }
+        while let Some(ev) = eps[1].poll_event() {
+            received.push(ev);
+        }
+        if sent.len() == 2 {
+            break;
+        }
+        if !moved {
+            now = eps.iter().filter_map(|e| e.poll_timeout()).min().unwrap_or(now).max(now);
+            eps.iter_mut().for_each(|e| e.handle_timeout(now));
+        }
+    }
+    assert!(sent.iter().all(|e| matches!(e, Event::Sent(_))), "{sent:?}");
+    assert_eq!(sent.len(), 2);
+    let lens: Vec<u32> =
+        received.iter().filter_map(|e| if let Event::Received { len, .. } = e { Some(*len) } else { None }).collect();
+    assert_eq!(lens, [64, 200 * 1024]);
+}
+
+/// A control queue of `Q` holds `Q` NACKs sent outside a PDC: with 6 initiators opening PDCs at
+/// a target that has room for 2, the 4 refused with NO_PDC_AVAIL in one batch get 4 NACKs from a
+/// queue of 16 and 1 from a queue of 1 (the rest dropped; their senders' timers resend).
+#[test]
+fn a_full_nack_queue_drops_the_next_nack() {
+    fn refused<const Q: usize>() -> u32 {
+        let b_addr = ipv4([10, 0, 0, 100]);
+        let mut b: Endpoint<2, 4, 5, HELD_RESPONSES, 0, 4, Q> = Endpoint::new(config(b_addr), 9);
+        for i in 0..6u8 {
+            let mut a = Ep::new(config(ipv4([10, 0, 1, i])), u64::from(i));
+            let pkt = one_packet_request(&mut a, b_addr, u64::from(i), 64);
+            b.handle_packet(Instant::ZERO, a.config().addr, &pkt).unwrap();
+            while b.poll_event().is_some() {}
+        }
+        let mut out = [0u8; 256];
+        while b.poll_transmit(Instant::ZERO, &mut out).unwrap().is_some() {}
+        assert_eq!(b.target_pdcs(), 2);
+        b.stats().nacks_sent.get(NackCode::NoPdcAvail)
+    }
+    assert_eq!(refused::<CONTROL_QUEUE>(), 4);
+    assert_eq!(refused::<1>(), 1);
+}
+
+/// A control queue of 1 holds one RUDI response: a second RUDI request before the first
+/// response went out is refused with [`EndpointError::ResponsesFull`] (nothing placed), and
+/// taken once the queue has room.
+#[test]
+fn a_full_rudi_response_queue_refuses_the_next_request() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let mut a = Ep::new(config(a_addr), 1);
+    let mut b: Endpoint<2, 4, 5, HELD_RESPONSES, 0, 4, 1> = Endpoint::new(config(b_addr), 2);
+    let mut out = [0u8; 256];
+    let mut pkts = Vec::new();
+    for i in 0..2 {
+        a.send(desc(b_addr, Service::Rudi, i, 100)).unwrap();
+        let t = a.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap();
+        let mut pkt = out[..t.header_len].to_vec();
+        pkt.extend([0u8; 100]);
+        pkts.push(pkt);
+    }
+    assert!(b.handle_packet(Instant::ZERO, a_addr, &pkts[0]).unwrap().is_some());
+    assert!(matches!(b.handle_packet(Instant::ZERO, a_addr, &pkts[1]), Err(EndpointError::ResponsesFull)));
+    assert!(b.poll_transmit(Instant::ZERO, &mut out).unwrap().is_some());
+    assert!(b.handle_packet(Instant::ZERO, a_addr, &pkts[1]).unwrap().is_some());
+}
+
 /// A receiver that stops for 7 ms (its thread descheduled, its socket dropping what arrives)
 /// fails no message with the software profile, whose retries outlast it
 /// ([`PdcConfig::min_give_up_time`], about 2 s); the sender's timeouts back off meanwhile. (The
@@ -1783,8 +1882,8 @@ fn memory_per_pdc_and_per_message() {
     let per_w = (size_of::<Endpoint<16, 16, 64, HELD_RESPONSES, 0, 32>>() - base) / 16 / 16;
     let per_q = (size_of::<Endpoint<16, 16, 64, HELD_RESPONSES, 0, ORDER_WINDOW, 32>>() - base) / 16;
     std::println!(
-        "per message of W per PDC {per_w} B; per entry of Q {per_q} B; the smallest, Endpoint<2, 1, 2, 1, 0, 1, 1>, {} B (with the default W and Q {} B)",
-        size_of::<Endpoint<2, 1, 2, 1, 0, 1, 1>>(),
+        "per message of W per PDC {per_w} B; per entry of Q {per_q} B; the smallest, Endpoint<2, 1, 3, 1, 0, 2, 1>, {} B (with the default W and Q {} B)",
+        size_of::<Endpoint<2, 1, 3, 1, 0, 2, 1>>(),
         size_of::<Endpoint<2, 1, 17, 1>>()
     );
     assert_eq!(per_w, 16);
