@@ -47,28 +47,24 @@ pub const ICRC_LEN: usize = 4;
 /// The smallest Ethernet frame without its FCS.
 pub const MIN_FRAME: usize = 60;
 
-/// The ICRC of `covered` (the RH, the payload and the pad), which a frame carries most
-/// significant byte first. The backend is chosen by feature: the `crc` crate's slice-by-16
-/// tables (16 KiB of flash; the default), one table (1 KiB; `small-crc`, for firmware that
-/// counts flash), or libdeflate's carry-less multiply (`simd-crc`, hosts with `std`; it wins
-/// when both are on). Instructions on a Cortex-M4: FIRMWARE.md in the repository.
+/// The ICRC's tables: sixteen (16 KiB) by default, one (1 KiB) with `small-crc`.
 #[cfg(all(not(feature = "simd-crc"), not(feature = "small-crc")))]
-pub fn icrc_of(covered: &[u8]) -> u32 {
-    const ICRC: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISO_HDLC);
-    ICRC.checksum(covered)
-}
-
-/// The ICRC of `covered` (the RH, the payload and the pad), with one table (`small-crc`).
+const ICRC: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISO_HDLC);
 #[cfg(all(not(feature = "simd-crc"), feature = "small-crc"))]
-pub fn icrc_of(covered: &[u8]) -> u32 {
-    const ICRC: crc::Crc<u32, crc::Table<1>> = crc::Crc::<u32, crc::Table<1>>::new(&crc::CRC_32_ISO_HDLC);
-    ICRC.checksum(covered)
-}
+const ICRC: crc::Crc<u32, crc::Table<1>> = crc::Crc::<u32, crc::Table<1>>::new(&crc::CRC_32_ISO_HDLC);
 
-/// The ICRC of `covered` (the RH, the payload and the pad), by libdeflate (`simd-crc`).
-#[cfg(feature = "simd-crc")]
+/// The ICRC of `covered` (the RH, the payload and the pad; see the [module](self) doc), which a
+/// frame carries most significant byte first. The backend is chosen by feature: the `crc`
+/// crate's slice-by-16 tables (16 KiB of flash; the default), one table (1 KiB; `small-crc`,
+/// for firmware that counts flash), or libdeflate's carry-less multiply (`simd-crc`, hosts with
+/// `std`; it wins when both are on). Instructions on a Cortex-M4: FIRMWARE.md in the
+/// repository.
 pub fn icrc_of(covered: &[u8]) -> u32 {
-    libdeflater::crc32(covered)
+    #[cfg(feature = "simd-crc")]
+    let icrc = libdeflater::crc32(covered);
+    #[cfg(not(feature = "simd-crc"))]
+    let icrc = ICRC.checksum(covered);
+    icrc
 }
 
 const ETHERNET_LEN: usize = 14;

@@ -1,4 +1,5 @@
-//! Every CRC in the workspace on a Cortex-M4F, with the backend this build selects (the
+//! Every protocol CRC in the workspace that has a choice of tables (linklayer's CtlOS CRC-8 has
+//! one 256 B table in every build), on a Cortex-M4F, with the backend this build selects (the
 //! default slice-by-16 tables, or one table with `--features small-crc`): instructions per
 //! unit each protocol checks, averaged over 200 calls on changing bytes, and the bytes of tables
 //! the CRC links. The results go to FIRMWARE.md's CRC table; `.ci/run` runs both builds.

@@ -768,14 +768,15 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///   [`EndpointError::ResponsesFull`], and its sender resends it after its timeout, which counts
 ///   toward its retries: make `Q` at least the RUDI requests that arrive between two
 ///   [`Endpoint::poll_transmit`] rounds) and RUDI packets in flight (a RUDI message waits for
-///   room).
+///   room). One depth serves the three: each is traffic outside the PDCs, bounded by what the
+///   endpoint answers or sends between two rounds, and a firmware build sizes them together.
 ///
 /// Each message of `W` costs 16 B per `P`, each entry of `Q` 124 B (64-bit host). The sizes are
 /// checked when the type is used, and a build error names the rule: `P` 2 to 32 767, `M` 1 to
 /// 32 768, `W` 2 to 32 768, `E` more than `W` (a packet can release `W` messages and one more),
 /// `Q` at least 1.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0080
 /// use uet_wire::msg::{Endpoint, EndpointConfig};
 /// use uet_wire::pdc::ipv4;
 /// // E (8 events) is not more than W (8 messages in progress per target PDC): a build error,

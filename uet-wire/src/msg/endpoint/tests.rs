@@ -45,7 +45,12 @@ fn kept_pair() -> (Ep, Ep, IpAddr, IpAddr) {
 
 /// Queues a one-packet message of `len` zero bytes at `a` and returns its request packet.
 fn one_packet_request(a: &mut Ep, dst: IpAddr, index: u64, len: u32) -> Vec<u8> {
-    a.send(desc(dst, Service::Rud, index, len)).unwrap();
+    one_packet(a, dst, Service::Rud, index, len)
+}
+
+/// The first packet of a new message of `len` bytes (payload zeros) that `a` sends by `service`.
+fn one_packet(a: &mut Ep, dst: IpAddr, service: Service, index: u64, len: u32) -> Vec<u8> {
+    a.send(desc(dst, service, index, len)).unwrap();
     let mut out = [0u8; 256];
     let t = a.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap();
     let mut pkt = out[..t.header_len].to_vec();
@@ -625,14 +630,7 @@ fn a_full_rudi_response_queue_refuses_the_next_request() {
     let mut a = Ep::new(config(a_addr), 1);
     let mut b: Endpoint<2, 4, 5, HELD_RESPONSES, 0, 4, 1> = Endpoint::new(config(b_addr), 2);
     let mut out = [0u8; 256];
-    let mut pkts = Vec::new();
-    for i in 0..2 {
-        a.send(desc(b_addr, Service::Rudi, i, 100)).unwrap();
-        let t = a.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap();
-        let mut pkt = out[..t.header_len].to_vec();
-        pkt.extend([0u8; 100]);
-        pkts.push(pkt);
-    }
+    let pkts: Vec<Vec<u8>> = (0..2).map(|i| one_packet(&mut a, b_addr, Service::Rudi, i, 100)).collect();
     assert!(b.handle_packet(Instant::ZERO, a_addr, &pkts[0]).unwrap().is_some());
     assert!(matches!(b.handle_packet(Instant::ZERO, a_addr, &pkts[1]), Err(EndpointError::ResponsesFull)));
     assert!(b.poll_transmit(Instant::ZERO, &mut out).unwrap().is_some());
