@@ -152,18 +152,40 @@ pub struct Aggregator<const S: usize, const F: usize, const M: usize> {
 }
 
 impl<const S: usize, const F: usize, const M: usize> Aggregator<S, F, M> {
-    /// An aggregator for transactions of these widths.
+    /// An aggregator with no widths, an `mtu` of 0 and every byte zero, so a `static` holding
+    /// it lands in `.bss` (no flash, no start-up copy): it takes no transaction until
+    /// [`Aggregator::init`] configures it in place.
+    pub const EMPTY: Self = Aggregator {
+        compressor: Compressor::EMPTY,
+        config: AggregatorConfig { mtu: 0, max_per_frame: 0, budget: Duration::ZERO },
+        frames: [const { FrameBuf { state: State::Empty, len: 0, bytes: [0; M] } }; F],
+        order: 0,
+        resync: Vec::new(),
+    };
+
+    /// An aggregator for transactions of these widths. (Built on the stack; see
+    /// [`Aggregator::init`] for building one in place.)
     pub fn new(widths: ChannelWidths, config: AggregatorConfig) -> Result<Self, AggregateError> {
+        let mut a = Self::EMPTY;
+        a.init(widths, config)?;
+        Ok(a)
+    }
+
+    /// Makes this aggregator what [`Aggregator::new`]`(widths, config)` returns, in place
+    /// (without a second one on the stack): no stream, no frame. Refused as `new` refuses, and
+    /// then nothing changed.
+    pub fn init(&mut self, widths: ChannelWidths, config: AggregatorConfig) -> Result<(), AggregateError> {
         if config.mtu < FRAME_HEADER_LEN + 1 || config.mtu > M || config.max_per_frame == 0 {
             return Err(AggregateError::BadConfig);
         }
-        Ok(Aggregator {
-            compressor: Compressor::new(widths)?,
-            config,
-            frames: core::array::from_fn(|_| FrameBuf { state: State::Empty, len: 0, bytes: [0; M] }),
-            order: 0,
-            resync: Vec::new(),
-        })
+        self.compressor.init(widths)?;
+        self.config = config;
+        for f in &mut self.frames {
+            (f.state, f.len) = (State::Empty, 0);
+        }
+        self.order = 0;
+        self.resync.clear();
+        Ok(())
     }
 
     /// The configuration.
@@ -346,9 +368,24 @@ pub struct Deaggregator<const S: usize> {
 }
 
 impl<const S: usize> Deaggregator<S> {
-    /// A receiver for transactions of these widths.
+    /// A receiver with no widths and every byte zero, so a `static` holding it lands in
+    /// `.bss`: it refuses every frame until [`Deaggregator::init`] configures it in place.
+    pub const EMPTY: Self = Deaggregator { decompressor: Decompressor::EMPTY, resync: Vec::new() };
+
+    /// A receiver for transactions of these widths. (Built on the stack; see
+    /// [`Deaggregator::init`] for building one in place.)
     pub fn new(widths: ChannelWidths) -> Result<Self, CompressError> {
-        Ok(Deaggregator { decompressor: Decompressor::new(widths)?, resync: Vec::new() })
+        let mut d = Self::EMPTY;
+        d.init(widths)?;
+        Ok(d)
+    }
+
+    /// Makes this receiver what [`Deaggregator::new`]`(widths)` returns, in place: no stream,
+    /// no RESYNC request. Refused as `new` refuses, and then nothing changed.
+    pub fn init(&mut self, widths: ChannelWidths) -> Result<(), CompressError> {
+        self.decompressor.init(widths)?;
+        self.resync.clear();
+        Ok(())
     }
 
     /// Checks a frame from `peer` whole; the [`Records`] yield its transactions in order
@@ -440,6 +477,57 @@ mod tests {
         );
         assert_eq!(a.queued(), 0);
         assert_eq!(Aggregator::<4, 3, 256>::new(W, cfg(257, 3, 0)).unwrap_err(), AggregateError::BadConfig);
+    }
+
+    /// Six loads on two streams, a reset of one, and a frame the deaggregator refuses; every
+    /// frame sent and every transaction delivered.
+    fn transcript(a: &mut Aggregator<4, 2, 512>, d: &mut Deaggregator<4>) -> std::vec::Vec<std::vec::Vec<u8>> {
+        let mut seen = std::vec::Vec::new();
+        for round in 0..3 {
+            for k in 0..6 {
+                let _ = a.push(at(round * 1000), key(k as u32 % 2, 0), &load(k));
+            }
+            if round == 1 {
+                a.reset_stream(key(1, 0));
+            }
+            a.flush();
+            while let Some(f) = a.poll_transmit(at(round * 1000)) {
+                seen.push(f.bytes.to_vec());
+                let (peer, frame) = (f.key.peer, f.bytes.to_vec());
+                let refused = round == 0 && peer == 0;
+                if let Ok(records) = d.open(peer, if refused { &frame[..4] } else { &frame }) {
+                    seen.extend(records.map(|t| std::format!("{t:?}").into_bytes()));
+                }
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn init_in_place_restarts_as_new() {
+        let config = cfg(512, 16, 0);
+        let (mut a, mut d) = (Aggregator::<4, 2, 512>::new(W, config).unwrap(), Deaggregator::<4>::new(W).unwrap());
+        let first = transcript(&mut a, &mut d);
+        // Used, with frames open: configured afresh in place, the same run byte for byte.
+        a.push(at(5000), key(3, 1), &load(9)).unwrap();
+        a.request_resync(at(5000), key(1, 0));
+        a.init(W, config).unwrap();
+        d.init(W).unwrap();
+        assert_eq!((a.queued(), d.poll_resync()), (0, None));
+        assert_eq!(transcript(&mut a, &mut d), first);
+        // From EMPTY: refused until configured, then the same.
+        static A: Aggregator<4, 2, 512> = Aggregator::EMPTY;
+        static D: Deaggregator<4> = Deaggregator::EMPTY;
+        let (mut a, mut d) = (A.clone(), D.clone());
+        assert!(a.push(at(0), key(1, 0), &load(0)).is_err());
+        a.request_resync(at(0), key(1, 0));
+        a.handle_timeout(at(0));
+        assert!(a.poll_transmit(at(0)).is_none());
+        assert!(d.open(1, &first[0]).is_err());
+        assert_eq!(a.init(W, cfg(513, 16, 0)), Err(AggregateError::BadConfig));
+        a.init(W, config).unwrap();
+        d.init(W).unwrap();
+        assert_eq!(transcript(&mut a, &mut d), first);
     }
 
     #[test]

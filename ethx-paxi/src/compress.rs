@@ -743,6 +743,12 @@ impl<const N: usize> Table<N> {
         Table { streams: Vec::new(), tick: 0 }
     }
 
+    /// No stream, the clock at zero: what [`Table::new`] returns.
+    fn clear(&mut self) {
+        self.streams.clear();
+        self.tick = 0;
+    }
+
     /// The stream's index, marked used.
     fn find(&mut self, key: StreamKey) -> Option<usize> {
         self.tick = self.tick.wrapping_add(1);
@@ -794,10 +800,25 @@ pub struct Compressor<const N: usize> {
 pub struct StreamSlot(usize);
 
 impl<const N: usize> Compressor<N> {
-    /// An empty table for transactions of these widths.
+    /// A compressor with no widths and every byte zero, so a `static` holding it lands in
+    /// `.bss`: it opens no stream ([`CompressError::BadWidths`]) until [`Compressor::init`].
+    pub const EMPTY: Self = Compressor { widths: ChannelWidths::ZERO, table: Table::new(), epoch: 0 };
+
+    /// An empty table for transactions of these widths. (Built on the stack; see
+    /// [`Compressor::init`] for building one in place.)
     pub fn new(widths: ChannelWidths) -> Result<Self, CompressError> {
+        let mut c = Self::EMPTY;
+        c.init(widths)?;
+        Ok(c)
+    }
+
+    /// Makes this compressor what [`Compressor::new`]`(widths)` returns, in place: no stream.
+    /// Refused as `new` refuses, and then nothing changed.
+    pub fn init(&mut self, widths: ChannelWidths) -> Result<(), CompressError> {
         widths.validate().map_err(|_| CompressError::BadWidths)?;
-        Ok(Compressor { widths, table: Table::new(), epoch: 0 })
+        (self.widths, self.epoch) = (widths, 0);
+        self.table.clear();
+        Ok(())
     }
 
     /// The widths.
@@ -818,6 +839,9 @@ impl<const N: usize> Compressor<N> {
     ) -> Result<Option<(StreamSlot, usize)>, CompressError> {
         if key.vc > 7 {
             return Err(CompressError::BadVc);
+        }
+        if self.widths == ChannelWidths::ZERO {
+            return Err(CompressError::BadWidths);
         }
         let Some(i) = self.table.find_or_insert(key, |i| keep(StreamSlot(i))) else { return Ok(None) };
         let epoch = self.epoch;
@@ -909,10 +933,26 @@ impl<'a> Iterator for Records<'a> {
 }
 
 impl<const N: usize> Decompressor<N> {
-    /// An empty table for transactions of these widths.
+    /// A decompressor with no widths and every byte zero, so a `static` holding it lands in
+    /// `.bss`: it refuses every frame ([`CompressError::BadWidths`]) until
+    /// [`Decompressor::init`].
+    pub const EMPTY: Self = Decompressor { widths: ChannelWidths::ZERO, table: Table::new() };
+
+    /// An empty table for transactions of these widths. (Built on the stack; see
+    /// [`Decompressor::init`] for building one in place.)
     pub fn new(widths: ChannelWidths) -> Result<Self, CompressError> {
+        let mut d = Self::EMPTY;
+        d.init(widths)?;
+        Ok(d)
+    }
+
+    /// Makes this decompressor what [`Decompressor::new`]`(widths)` returns, in place: no
+    /// stream. Refused as `new` refuses, and then nothing changed.
+    pub fn init(&mut self, widths: ChannelWidths) -> Result<(), CompressError> {
         widths.validate().map_err(|_| CompressError::BadWidths)?;
-        Ok(Decompressor { widths, table: Table::new() })
+        self.widths = widths;
+        self.table.clear();
+        Ok(())
     }
 
     /// Checks a frame from `peer` whole and advances the stream past it; the returned
@@ -922,6 +962,9 @@ impl<const N: usize> Decompressor<N> {
     /// it with [`FrameHeader::parse`] first ([`crate::aggregate::Deaggregator`] does), or two
     /// ends that each lost a frame would each refuse the other's request for ever.
     pub fn open<'a>(&mut self, peer: u32, frame: &'a [u8]) -> Result<Records<'a>, CompressError> {
+        if self.widths == ChannelWidths::ZERO {
+            return Err(CompressError::BadWidths);
+        }
         let (header, records) = FrameHeader::parse(frame)?;
         let key = StreamKey { peer, vc: header.vc };
         let i = if header.reset {

@@ -198,6 +198,10 @@ impl ChannelWidths {
     /// 16-bit USER, AXI4.
     pub const EXAMPLE: ChannelWidths = ChannelWidths { id: 8, addr: 64, data: 512, user: 16, atomics: false };
 
+    /// Every width zero: no data width, so [`ChannelWidths::validate`] refuses it; the widths of
+    /// an engine not yet configured (`EMPTY`).
+    pub const ZERO: ChannelWidths = ChannelWidths { id: 0, addr: 0, data: 0, user: 0, atomics: false };
+
     /// Checks the widths: data a power of two from 8 to 1024 bits, ID at most 32, address at
     /// most 64, USER at most 64 bits (what this crate's `u32` and `u64` fields hold).
     pub const fn validate(&self) -> Result<(), PaxiError> {

@@ -197,6 +197,12 @@ pub struct RequesterStats {
     pub rtt: Option<Duration>,
 }
 
+impl RequesterStats {
+    /// Every counter zero, no RTT sample.
+    pub const ZERO: Self =
+        RequesterStats { sent: 0, retransmitted: 0, acked: 0, naks: 0, timeouts: 0, cnps: 0, rtt: None };
+}
+
 /// An RC Link packet to send: its RH and payload (borrowed from the requester's buffer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Outgoing<'a> {
@@ -239,9 +245,62 @@ pub struct Requester<B, const N: usize> {
     stats: RequesterStats,
 }
 
+impl RequesterConfig {
+    /// Every field zero (no packet outstanding, no payload): the configuration of a
+    /// [`Requester::EMPTY`], which refuses every payload until [`Requester::init`].
+    pub const ZERO: Self = RequesterConfig {
+        dest_qp: 0,
+        p_key: 0,
+        first_psn: 0,
+        max_outstanding: 0,
+        max_payload: 0,
+        retry_timeout: Duration::ZERO,
+        max_retries: 0,
+        max_rnr_retries: 0,
+        fack_every: 0,
+        rate: None,
+    };
+}
+
+impl<const L: usize, const N: usize> Requester<[u8; L], N> {
+    /// A requester with its payload storage inline and every byte zero, so a `static` holding
+    /// it lands in `.bss` (no flash, no start-up copy): [`RequesterConfig::ZERO`], refusing
+    /// every payload until [`Requester::init`] configures it in place.
+    pub const EMPTY: Self = Self::unconfigured([0; L]);
+}
+
 impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
-    /// A requester storing payloads in `storage`.
+    /// A requester storing payloads in `storage`. (Built on the stack; see [`Requester::init`]
+    /// for building one in place.)
     pub fn new(config: RequesterConfig, storage: B) -> Result<Self, QpError> {
+        let mut requester = Self::unconfigured(storage);
+        requester.init(config)?;
+        Ok(requester)
+    }
+
+    /// A requester with every field zero but `storage`: [`RequesterConfig::ZERO`].
+    const fn unconfigured(storage: B) -> Self {
+        Requester {
+            config: RequesterConfig::ZERO,
+            buffer: ReplayBuffer::new(storage, Psn::from_index(0)),
+            retry_at: None,
+            hold_until: None,
+            retries: 0,
+            rnr_retries: 0,
+            since_fack: 0,
+            window_end: Instant::ZERO,
+            window_used: 0,
+            failed: false,
+            events: Deque::new(),
+            stats: RequesterStats::ZERO,
+        }
+    }
+
+    /// Makes this requester what [`Requester::new`]`(config, storage)` returns with its own
+    /// storage, in place (without a second requester on the stack): nothing stored or
+    /// outstanding, counters at zero. Refused as `new` refuses, and then nothing changed. On a
+    /// [`Requester::EMPTY`] in a `static`, this is how firmware builds one.
+    pub fn init(&mut self, config: RequesterConfig) -> Result<(), QpError> {
         let slots = (config.max_outstanding as usize).min(N);
         if slots == 0 || config.max_outstanding as usize > MAX_OUTSTANDING {
             return Err(QpError::BadConfig { field: "max_outstanding" });
@@ -256,23 +315,22 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
         if config.rate.is_some_and(|r| r.bytes == 0 || r.window == Duration::ZERO) {
             return Err(QpError::BadConfig { field: "rate" });
         }
-        if storage.as_ref().len() < config.max_payload as usize || config.max_payload == 0 {
+        if self.buffer.capacity_bytes() < config.max_payload as usize || config.max_payload == 0 {
             return Err(QpError::BadConfig { field: "storage smaller than max_payload" });
         }
-        Ok(Requester {
-            config,
-            buffer: ReplayBuffer::new(storage, first),
-            retry_at: None,
-            hold_until: None,
-            retries: 0,
-            rnr_retries: 0,
-            since_fack: 0,
-            window_end: Instant::ZERO,
-            window_used: 0,
-            failed: false,
-            events: Deque::new(),
-            stats: RequesterStats::default(),
-        })
+        self.config = config;
+        self.buffer.reset_to(first);
+        self.retry_at = None;
+        self.hold_until = None;
+        self.retries = 0;
+        self.rnr_retries = 0;
+        self.since_fack = 0;
+        self.window_end = Instant::ZERO;
+        self.window_used = 0;
+        self.failed = false;
+        self.events.clear();
+        self.stats = RequesterStats::ZERO;
+        Ok(())
     }
 
     /// The configuration.
@@ -685,6 +743,58 @@ mod tests {
             }
         }
         got
+    }
+
+    /// A loss, its NAK, the resend and a retry timeout; every packet `tx` sent, with its RH.
+    fn transcript(tx: &mut Req, rx: &mut Responder) -> std::vec::Vec<(RoutingHeader, std::vec::Vec<u8>)> {
+        let mut sent = std::vec::Vec::new();
+        for i in 0..6u8 {
+            tx.send(at(0), &[i, 9]).unwrap();
+        }
+        for now in [at(0), at(0), at(30_000)] {
+            tx.handle_timeout(now);
+            while let Some(out) = tx.poll_transmit(now) {
+                sent.push((out.rh, out.payload.to_vec()));
+                if out.rh.psn != 2 || sent.len() > 6 {
+                    rx.handle_send(now, &out.rh);
+                }
+            }
+            while let Some(ack) = rx.poll_ack(now) {
+                tx.handle_ack(now, &ack);
+            }
+        }
+        sent
+    }
+
+    #[test]
+    fn init_in_place_restarts_as_new() {
+        let (mut tx, mut rx) = pair(100);
+        let first = transcript(&mut tx, &mut rx);
+        assert!(tx.stats().retransmitted > 0, "the run resent");
+        let fresh = *tx.stats();
+        // A used requester, packets outstanding, configured afresh: the same run, byte for byte.
+        tx.send(at(40_000), &[7]).unwrap();
+        let config = *tx.config();
+        tx.init(config).unwrap();
+        assert_eq!(tx.outstanding(), 0);
+        let (_, mut rx) = pair(100);
+        assert_eq!(transcript(&mut tx, &mut rx), first);
+        assert_eq!(tx.stats(), &fresh);
+        // Refused as `new` refuses: nothing changed.
+        assert!(tx.init(RequesterConfig { max_retries: 0, ..config }).is_err());
+        assert_eq!(tx.stats(), &fresh);
+    }
+
+    #[test]
+    fn an_empty_requester_refuses_payloads_until_init() {
+        static EMPTY: Req = Req::EMPTY;
+        let mut tx = EMPTY.clone();
+        assert!(tx.send(at(0), &[1]).is_err());
+        assert!(tx.poll_transmit(at(0)).is_none());
+        tx.init(RequesterConfig { max_outstanding: 16, fack_every: 0, ..RequesterConfig::new(7) }).unwrap();
+        let (mut fresh, mut rx) = pair(100);
+        let (_, mut rx2) = pair(100);
+        assert_eq!(transcript(&mut tx, &mut rx), transcript(&mut fresh, &mut rx2));
     }
 
     #[test]

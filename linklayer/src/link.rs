@@ -182,6 +182,17 @@ pub struct LinkStats {
     pub events_dropped: u64,
 }
 
+impl LinkStats {
+    /// Every counter zero.
+    pub const ZERO: Self = LinkStats {
+        cf_ignored_before_handshake: 0,
+        cc_updates_unprotected: 0,
+        ctlos_refused: 0,
+        restarts_held_off: 0,
+        events_dropped: 0,
+    };
+}
+
 const EVENTS: usize = 16;
 
 /// One end of a UE link: LLR in both directions and CBFC, over `N` replay slots in storage `B`.
@@ -203,23 +214,72 @@ pub struct Link<B, const N: usize> {
     stats: LinkStats,
 }
 
+impl<const L: usize, const N: usize> Link<[u8; L], N> {
+    /// A link end with its replay storage inline and every byte zero, so a `static` holding it
+    /// lands in `.bss` (no flash, no start-up copy): unconfigured, refusing [`Link::enable`]
+    /// until [`Link::init`] configures it in place.
+    pub const EMPTY: Self = Link {
+        config: LinkConfig {
+            llr_tx: LlrTxConfig::ZERO,
+            llr_rx: LlrRxConfig::ZERO,
+            cbfc_sender: CbfcSenderConfig::ZERO,
+            cbfc_receiver: CbfcReceiverConfig::ZERO,
+            mac: [0; 6],
+            restart_holdoff: Duration::ZERO,
+        },
+        tx: LlrTx::EMPTY,
+        rx: LlrRx::EMPTY,
+        sender: CbfcSender::EMPTY,
+        receiver: CbfcReceiver::EMPTY,
+        tx_up_at: None,
+        cc_refused_at: None,
+        events: Deque::new(),
+        stats: LinkStats::ZERO,
+    };
+}
+
 impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Link<B, N> {
     /// A link end with replay storage `storage` whose first LLR frame will be numbered
     /// `first_seq`. Choose `first_seq` at random: a restarted end that announces exactly the
-    /// number its peer expects next is indistinguishable from a repeated LLR_INIT.
+    /// number its peer expects next is indistinguishable from a repeated LLR_INIT. (Built on the
+    /// stack; see [`Link::init`] for building one in place.)
     pub fn new(config: LinkConfig, storage: B, first_seq: u32) -> Result<Self, Error> {
-        let first = Seq::new(first_seq).ok_or(Error::BadValue { field: "first_seq", value: first_seq })?;
-        Ok(Link {
+        let mut link = Link {
             config,
-            tx: LlrTx::new(config.llr_tx, storage, first)?,
-            rx: LlrRx::new(config.llr_rx),
-            sender: CbfcSender::new(config.cbfc_sender)?,
-            receiver: CbfcReceiver::new(config.cbfc_receiver)?,
+            tx: LlrTx::unconfigured(storage),
+            rx: LlrRx::EMPTY,
+            sender: CbfcSender::EMPTY,
+            receiver: CbfcReceiver::EMPTY,
             tx_up_at: None,
             cc_refused_at: None,
             events: Deque::new(),
-            stats: LinkStats::default(),
-        })
+            stats: LinkStats::ZERO,
+        };
+        link.init(config, first_seq)?;
+        Ok(link)
+    }
+
+    /// Makes this link end what [`Link::new`]`(config, storage, first_seq)` returns with its own
+    /// storage, in place (without a second link on the stack): LLR off, every VC best-effort,
+    /// nothing stored, counters at zero. Refused as `new` refuses, and then nothing changed. On
+    /// a [`Link::EMPTY`] in a `static`, this is how firmware builds a link end.
+    pub fn init(&mut self, config: LinkConfig, first_seq: u32) -> Result<(), Error> {
+        let first = Seq::new(first_seq).ok_or(Error::BadValue { field: "first_seq", value: first_seq })?;
+        // Every check before any change, so a refusal leaves the link as it was.
+        let storage_len = self.tx.buffer().capacity_bytes();
+        LlrTx::<UeLlrSpace, B, N>::check(&config.llr_tx, storage_len)?;
+        CbfcSender::check(&config.cbfc_sender)?;
+        CbfcReceiver::check(&config.cbfc_receiver)?;
+        self.tx.init(config.llr_tx, first)?;
+        self.sender.init(config.cbfc_sender)?;
+        self.receiver.init(config.cbfc_receiver)?;
+        self.rx.init(config.llr_rx);
+        self.config = config;
+        self.tx_up_at = None;
+        self.cc_refused_at = None;
+        self.events.clear();
+        self.stats = LinkStats::ZERO;
+        Ok(())
     }
 
     /// The configuration.
@@ -308,8 +368,6 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Link<B, N> {
         Ok(admit)
     }
 
-    /// Whether LLR would take a CC_Update now; after a refusal, not before an ACK released a
-    /// frame (the replay storage may be fragmented), so a pending CC_Update never spins.
     /// Offers a frame that is not LLR-eligible (OTG `llr_eligible` false; the SONiC test plan's
     /// TC18 mix): credits are checked and charged on a lossless VC as for [`Link::send`], and
     /// the caller sends the frame now as an ordinary frame, without a sequence number. A loss
@@ -318,6 +376,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Link<B, N> {
         self.sender.on_sent(vc, frame.len()).map(|_| ())
     }
 
+    /// Whether LLR would take a CC_Update now; after a refusal, not before an ACK released a
+    /// frame (the replay storage may be fragmented), so a pending CC_Update never spins.
     fn can_queue(&self) -> bool {
         let c = self.tx.config();
         let b = self.tx.buffer();

@@ -293,6 +293,9 @@ impl LinkRate {
     pub const GBPS_400: LinkRate = LinkRate { bits_per_second: 400_000_000_000 };
     /// 800 Gb/s.
     pub const GBPS_800: LinkRate = LinkRate { bits_per_second: 800_000_000_000 };
+    /// Zero bits per second, read as 1 b/s: the rate in an unconfigured engine's all-zero
+    /// configuration (`EMPTY`).
+    pub(crate) const ZERO: LinkRate = LinkRate { bits_per_second: 0 };
 
     /// A link of `bits_per_second`; `None` for zero.
     pub const fn new(bits_per_second: u64) -> Option<Self> {

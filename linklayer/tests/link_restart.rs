@@ -5,7 +5,8 @@
 //! On every seed: no frame is delivered twice or out of order (frame ids per direction and VC
 //! only increase across restarts), no receive buffer is ever overrun, every VC of both
 //! directions delivers again within a bounded time of each restart, and after the last restart
-//! the link carries what the same seed carries without restarts.
+//! the link carries what the same seed carries without restarts. An end restarted in place
+//! ([`Link::init`] on the same value) behaves exactly as one rebuilt with [`Link::new`].
 //!
 //! `LINK_RESTART_SEEDS` (default 12) and `LINK_RESTART_EVERY` (ticks between restarts on
 //! average, default 4000) make longer runs, e.g.
@@ -53,6 +54,8 @@ struct Params {
     seed: u64,
     ticks: u64,
     restarts: bool,
+    /// Restart an end with [`Link::init`] on the same value instead of a new one.
+    in_place: bool,
     /// Ticks between restarts, on average.
     restart_every: f64,
     loss: f64,
@@ -71,14 +74,28 @@ fn new_end(rng: &mut Rng, now: Instant, sizing: &LlrSizing, rate: LinkRate) -> E
     let config = LinkConfig::software(sizing, rate, [2, 0, 0, 0, 0, rng.below(256) as u8]);
     let storage = vec![0u8; sizing.replay_bytes as usize].into_boxed_slice();
     let mut link = Link::new(config, storage, rng.below(1 << 20) as u32).unwrap();
+    start(&mut link, now);
+    End { link, buffers: vec![VecDeque::new(); VCS.len()], next_drain: vec![0; VCS.len()], wire_free_at: 0 }
+}
+
+/// [`new_end`] on the same link value, configured afresh in place.
+fn restart_in_place(end: &mut End, rng: &mut Rng, now: Instant, sizing: &LlrSizing, rate: LinkRate) {
+    let config = LinkConfig::software(sizing, rate, [2, 0, 0, 0, 0, rng.below(256) as u8]);
+    end.link.init(config, rng.below(1 << 20) as u32).unwrap();
+    start(&mut end.link, now);
+    end.buffers.iter_mut().for_each(VecDeque::clear);
+    end.next_drain.fill(0);
+    end.wire_free_at = 0;
+}
+
+fn start(link: &mut Link<Box<[u8]>, SLOTS>, now: Instant) {
     for vc in VCS {
         link.set_vc_mode(now, Vc::new(vc).unwrap(), VcMode::Lossless { credit_limit: Some(CREDITS) }).unwrap();
     }
     link.enable(now).unwrap();
-    End { link, buffers: vec![VecDeque::new(); VCS.len()], next_drain: vec![0; VCS.len()], wire_free_at: 0 }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 struct Report {
     delivered: u64,
     /// Bytes delivered in the last fifth of the run.
@@ -113,7 +130,11 @@ fn run(p: Params) -> Report {
         let now = Instant::from_nanos(t);
         if p.restarts && tick < last_restart_tick && tick > 100 && rng.chance(1.0 / p.restart_every) {
             let k = rng.below(2) as usize;
-            ends[k] = new_end(&mut rng, now, &sizing, rate);
+            if p.in_place {
+                restart_in_place(&mut ends[k], &mut rng, now, &sizing, rate);
+            } else {
+                ends[k] = new_end(&mut rng, now, &sizing, rate);
+            }
             report.restarts += 1;
             restart_at = Some(t);
             since_restart = [[false; VCS.len()]; 2];
@@ -254,7 +275,8 @@ fn restarts_recover_without_duplicates_or_overruns() {
     let seeds: u64 = env("LINK_RESTART_SEEDS", 12.0) as u64;
     let restart_every = env("LINK_RESTART_EVERY", 4_000.0);
     for seed in 1..=seeds {
-        let p = Params { seed, ticks: 60_000, restarts: true, restart_every, loss: 0.005, corrupt: 0.001 };
+        let p =
+            Params { seed, ticks: 60_000, restarts: true, in_place: false, restart_every, loss: 0.005, corrupt: 0.001 };
         let r = run(p);
         let baseline = run(Params { restarts: false, ..p });
         println!("seed {seed}: {r:?}; without restarts {}", baseline.tail_bytes);
@@ -267,4 +289,41 @@ fn restarts_recover_without_duplicates_or_overruns() {
         assert!(r.tail_bytes * 10 >= baseline.tail_bytes * 9, "seed {seed}: {r:?} vs {}", baseline.tail_bytes);
         assert_eq!(baseline.overruns, 0);
     }
+}
+
+#[test]
+fn an_end_restarted_in_place_behaves_as_a_new_one() {
+    for seed in 1..=3 {
+        let p = Params {
+            seed,
+            ticks: 30_000,
+            restarts: true,
+            in_place: false,
+            restart_every: 3_000.0,
+            loss: 0.005,
+            corrupt: 0.001,
+        };
+        let rebuilt = run(p);
+        assert!(rebuilt.restarts > 0, "seed {seed} restarted nothing");
+        assert_eq!(run(Params { in_place: true, ..p }), rebuilt, "seed {seed}");
+    }
+}
+
+#[test]
+fn an_empty_link_works_only_after_init() {
+    let rate = LinkRate::GBPS_100;
+    let sizing = LlrSizing::software(Duration::from_nanos(2_800), rate).with_frame_slots(16);
+    let mut config = LinkConfig::software(&sizing, rate, [2, 0, 0, 0, 0, 1]);
+    config.llr_tx.outstanding_bytes_max = 4096;
+    let vc = Vc::new(0).unwrap();
+    let mut link: Link<[u8; 4096], 16> = Link::EMPTY;
+    assert!(link.enable(Instant::ZERO).is_err(), "an empty link is not configured");
+    assert!(link.send(Instant::ZERO, vc, &[0; 64]).is_err());
+    assert_eq!(link.poll_transmit(Instant::ZERO).map(|o| o.seq), None);
+    // Refused (a first number beyond 20 bits): nothing changed.
+    assert!(link.init(config, 1 << 20).is_err());
+    assert!(link.enable(Instant::ZERO).is_err());
+    link.init(config, 7).unwrap();
+    assert_eq!(link.config(), &config);
+    link.enable(Instant::ZERO).unwrap();
 }

@@ -61,7 +61,7 @@
 use super::control::ControlFlit;
 use super::crc;
 use linklayer::llr::ReplayBuffer;
-use linklayer::{Bits, Instant, Seq};
+use linklayer::{Bits, Instant, Seq, ZeroOption};
 
 /// Bytes of one LLRB entry: a sealed 66-byte flit.
 pub const ENTRY: usize = crc::FLIT_LEN;
@@ -228,6 +228,11 @@ pub struct Stats {
     pub discarded: u64,
 }
 
+impl Stats {
+    /// Every counter zero.
+    pub const ZERO: Self = Stats { crc_errors: 0, retry_reqs: 0, replayed: 0, discarded: 0 };
+}
+
 /// A RETRY sequence being sent: frames left, then the message.
 #[derive(Clone, Copy, Debug)]
 struct Sequence {
@@ -249,8 +254,8 @@ pub struct Llr<B, const N: usize> {
     base_index: u16,
     local: LocalState,
     remote: RemoteState,
-    req: Option<Sequence>,
-    ack: Option<(Sequence, u8)>,
+    req: ZeroOption<Sequence>,
+    ack: ZeroOption<(Sequence, u8)>,
     eseq: u16,
     rx_modulus: u16,
     got_init: bool,
@@ -279,27 +284,50 @@ const fn modulus(n: usize) -> u16 {
     }
 }
 
+impl LlrConfig {
+    /// Every limit zero: the configuration of an [`Llr::EMPTY`] until [`Llr::init`].
+    pub const ZERO: LlrConfig = LlrConfig { max_num_retry: 0, max_num_phy_reinit: 0, timeout: 0, version: 0 };
+}
+
+impl<const L: usize, const N: usize> Llr<[u8; L], N> {
+    const SIZES_OK: () = assert!(
+        N >= 22 && N <= 255 && L >= N * ENTRY,
+        "Llr<[u8; L], N>: N (LLRB entries) must be 22 to 255 and L at least N × ENTRY (66) bytes"
+    );
+
+    /// A machine with its LLRB inline and every byte zero, so a `static` holding it lands in
+    /// `.bss` (no flash, no start-up copy): [`LlrConfig::ZERO`] until [`Llr::init`] configures
+    /// it in place. `N` and `L` are checked when the program is built.
+    pub const EMPTY: Self = {
+        let () = Self::SIZES_OK;
+        Self::unconfigured([0; L])
+    };
+}
+
 impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
     /// A machine starting link initialization: it sends RETRY.Idle until it receives an
     /// error-free flit, then its INIT.Param (the first retryable flit, LLRB entry 0).
     /// Refuses an `N` outside 22..=255 (the LLRB's minimum and the 8-bit index) or storage
-    /// smaller than `N ×` [`ENTRY`] bytes.
+    /// smaller than `N ×` [`ENTRY`] bytes. (Built on the stack; see [`Llr::init`] for building
+    /// one in place.)
     pub fn new(config: LlrConfig, storage: B) -> Result<Self, LlrError> {
-        let needed = N * ENTRY;
-        let got = storage.as_ref().len();
-        if !(22..=255).contains(&N) || got < needed {
-            return Err(LlrError::Config { needed, got });
-        }
-        Ok(Llr {
-            config,
+        let mut llr = Self::unconfigured(storage);
+        llr.init(config)?;
+        Ok(llr)
+    }
+
+    /// A machine with every field zero but `storage`, [`LlrConfig::ZERO`].
+    const fn unconfigured(storage: B) -> Self {
+        Llr {
+            config: LlrConfig::ZERO,
             llrb: ReplayBuffer::new(storage, Seq::from_index(0)),
             base_index: 0,
             local: LocalState::LocalNormal,
             remote: RemoteState::RemoteNormal,
-            req: None,
-            ack: None,
+            req: ZeroOption::NONE,
+            ack: ZeroOption::NONE,
             eseq: 0,
-            rx_modulus: 10,
+            rx_modulus: 0,
             got_init: false,
             heard: false,
             sent_init: false,
@@ -312,8 +340,39 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
             all_data_run: false,
             flits: 0,
             events: heapless::Deque::new(),
-            stats: Stats::default(),
-        })
+            stats: Stats::ZERO,
+        }
+    }
+
+    /// Makes this machine what [`Llr::new`]`(config, storage)` returns with its own storage, in
+    /// place (without a second machine on the stack): link initialization from the start, the
+    /// LLRB empty, counters at zero. Refused as `new` refuses, and then nothing changed. On an
+    /// [`Llr::EMPTY`] in a `static`, this is how firmware builds one.
+    pub fn init(&mut self, config: LlrConfig) -> Result<(), LlrError> {
+        let needed = N * ENTRY;
+        let got = self.llrb.capacity_bytes();
+        if !(22..=255).contains(&N) || got < needed {
+            return Err(LlrError::Config { needed, got });
+        }
+        self.config = config;
+        self.llrb.reset_to(Seq::from_index(0));
+        self.base_index = 0;
+        self.local = LocalState::LocalNormal;
+        self.remote = RemoteState::RemoteNormal;
+        self.req.clear();
+        self.ack.clear();
+        self.eseq = 0;
+        self.rx_modulus = 10;
+        (self.got_init, self.heard, self.sent_init) = (false, false, false);
+        self.num_ack = 0;
+        (self.num_retry, self.num_phy_reinit, self.req_num_retry) = (0, 0, 0);
+        self.timeout = 0;
+        self.frames_seen = 0;
+        self.all_data_run = false;
+        self.flits = 0;
+        self.events.clear();
+        self.stats = Stats::ZERO;
+        Ok(())
     }
 
     /// Whether link initialization is complete (§4.2.7): this end has sent its INIT.Param and
@@ -445,14 +504,14 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
         if let Some((seq, eseq)) = self.ack.as_mut() {
             let eseq = *eseq;
             if emit_sequence(seq, out) {
-                self.ack = None;
+                self.ack.clear();
                 self.remote = RemoteState::RemoteNormal;
                 self.rewind_to(eseq);
             }
             return Some(Sent::Retry);
         }
         if self.local == LocalState::LlrReq && self.control_allowed() {
-            let seq = self.req.get_or_insert(Sequence {
+            let mut seq = self.req.take().unwrap_or(Sequence {
                 frames_left: FRAMES,
                 msg: ControlFlit::RetryReq {
                     eseq: self.eseq as u8,
@@ -460,8 +519,10 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
                     num_phy_reinit: self.num_phy_reinit,
                 },
             });
-            if emit_sequence(seq, out) {
-                self.req = None;
+            if !emit_sequence(&mut seq, out) {
+                self.req = ZeroOption::Some(seq);
+            } else {
+                self.req.clear();
                 self.req_num_retry = self.num_retry;
                 self.num_retry = self.num_retry.saturating_add(1);
                 self.local = LocalState::LocalIdle;
@@ -554,7 +615,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
             return;
         }
         self.local = LocalState::LlrReq;
-        self.req = None;
+        self.req.clear();
     }
 
     /// The virtual link state machine went from Active to Retrain (§4.2.8.6): the RRSM is
@@ -562,7 +623,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
     /// replay from its ESeq.
     pub fn handle_retrain(&mut self) {
         self.remote = RemoteState::RemoteNormal;
-        self.ack = None;
+        self.ack.clear();
         self.frames_seen = 0;
         if self.local == LocalState::LocalNormal {
             self.enter_llr_req();
@@ -576,7 +637,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
             self.timeout = 0;
             self.frames_seen = 0;
             self.local = LocalState::LlrReq;
-            self.req = None;
+            self.req.clear();
         }
     }
 
@@ -653,7 +714,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
                         viral_ld_id: 0,
                     };
                     self.remote = RemoteState::LlrAck;
-                    self.ack = Some((Sequence { frames_left: FRAMES, msg: ack }, eseq));
+                    self.ack = ZeroOption::Some((Sequence { frames_left: FRAMES, msg: ack }, eseq));
                     self.fill_ack_fields();
                 }
                 None

@@ -131,6 +131,9 @@ impl<'a> arbitrary::Arbitrary<'a> for Vc {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+// Best-effort is tag 0 (without the `repr`, it would take a spare value of the limit's tag), so
+// an engine's empty value is all-zero bytes.
+#[repr(u8)]
 pub enum VcMode {
     /// Not flow-controlled: frames are sent and received without credit accounting.
     #[default]
@@ -177,6 +180,10 @@ impl CreditRule {
         self.packet_overhead
     }
 
+    /// A credit size of zero, read as 1 byte: the rule in an unconfigured engine's all-zero
+    /// configuration (`EMPTY`); [`CreditRule::new`] refuses it.
+    pub(crate) const ZERO: CreditRule = CreditRule { credit_size: 0, packet_overhead: 0 };
+
     /// Credits a frame of `len` bytes costs: `ceil((len + overhead) / credit_size)`, at least 1
     /// (project-defined floor, see the module doc). Fails if the cost exceeds
     /// [`CREDIT_LIMIT_MAX`], which no credit limit could ever admit.
@@ -191,7 +198,8 @@ impl CreditRule {
             return Err(too_long);
         }
         let bytes = (len as u64).saturating_add_signed(self.packet_overhead as i64);
-        let size = self.credit_size as u64;
+        // A zero size (only in an unconfigured engine, [`CreditRule::ZERO`]) counts bytes.
+        let size = if self.credit_size == 0 { 1 } else { self.credit_size as u64 };
         // Power-of-two credit sizes (the common case) round up with a shift instead of a divide.
         let credits =
             if size.is_power_of_two() { (bytes + size - 1) >> size.trailing_zeros() } else { bytes.div_ceil(size) };

@@ -21,6 +21,13 @@ pub struct CbfcReceiverConfig {
     pub link_rate: LinkRate,
 }
 
+impl CbfcReceiverConfig {
+    /// Every field zero: the configuration of a [`CbfcReceiver::EMPTY`], which
+    /// [`CbfcReceiver::new`] refuses.
+    pub(crate) const ZERO: Self =
+        CbfcReceiverConfig { rule: CreditRule::ZERO, cf_min_spacing: 0, cf_max_spacing: 0, link_rate: LinkRate::ZERO };
+}
+
 impl Default for CbfcReceiverConfig {
     fn default() -> Self {
         CbfcReceiverConfig {
@@ -67,6 +74,20 @@ pub struct ReceiverStats {
     pub vc_reinits: u64,
 }
 
+impl ReceiverStats {
+    /// Every counter zero.
+    pub const ZERO: Self = ReceiverStats {
+        frames_received: 0,
+        overruns: 0,
+        cf_updates_tx: 0,
+        cc_updates_rx: 0,
+        cc_entries_rejected: 0,
+        cc_entries_ignored: 0,
+        credits_recovered: 0,
+        vc_reinits: 0,
+    };
+}
+
 /// What a CC_Update did, entry by entry (bit *i* of each mask is VC *i*).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -91,7 +112,7 @@ impl CcUpdateOutcome {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct ReceiverVc {
     mode: VcMode,
     /// `R_CC`: credits consumed.
@@ -112,6 +133,18 @@ struct ReceiverVc {
 }
 
 impl ReceiverVc {
+    /// Best-effort, every counter zero.
+    const ZERO: ReceiverVc = ReceiverVc {
+        mode: VcMode::BestEffort,
+        consumed: CreditCounter::FIRST,
+        freed: CreditCounter::FIRST,
+        reported: CreditCounter::FIRST,
+        reported_at: Instant::ZERO,
+        report_due: false,
+        draining: 0,
+        watermark: 0,
+    };
+
     /// Credits of frames in the buffer, counted since the last re-initialisation.
     fn counted(&self) -> u32 {
         self.freed.distance_to(self.consumed) as u32
@@ -145,8 +178,43 @@ pub struct CbfcReceiver {
 }
 
 impl CbfcReceiver {
-    /// A receiver with every VC best-effort.
+    /// A receiver with every VC best-effort and every byte zero (a credit size of zero, read as
+    /// one byte), so a `static` holding it lands in `.bss`; [`CbfcReceiver::init`] configures it
+    /// in place.
+    pub const EMPTY: Self = CbfcReceiver {
+        config: CbfcReceiverConfig::ZERO,
+        min_spacing: Duration::ZERO,
+        max_spacing: Duration::ZERO,
+        vcs: [ReceiverVc::ZERO; MAX_VCS],
+        last_cf_at: None,
+        cursor: 0,
+        stats: ReceiverStats::ZERO,
+    };
+
+    /// A receiver with every VC best-effort. (Built on the stack; see [`CbfcReceiver::init`]
+    /// for building one in place.)
     pub fn new(config: CbfcReceiverConfig) -> Result<Self, Error> {
+        let mut receiver = Self::EMPTY;
+        receiver.init(config)?;
+        Ok(receiver)
+    }
+
+    /// Makes this receiver what [`CbfcReceiver::new`]`(config)` returns, in place: every VC
+    /// best-effort, counters at zero. Refused as `new` refuses, and then nothing changed.
+    pub fn init(&mut self, config: CbfcReceiverConfig) -> Result<(), Error> {
+        Self::check(&config)?;
+        self.config = config;
+        self.min_spacing = config.link_rate.time_for_bytes(u64::from(config.cf_min_spacing));
+        self.max_spacing = config.link_rate.time_for_bytes(u64::from(config.cf_max_spacing));
+        self.vcs.fill(ReceiverVc::ZERO);
+        self.last_cf_at = None;
+        self.cursor = 0;
+        self.stats = ReceiverStats::ZERO;
+        Ok(())
+    }
+
+    /// Why `config` cannot drive a receiver.
+    pub(crate) fn check(config: &CbfcReceiverConfig) -> Result<(), Error> {
         if config.cf_min_spacing < 800 {
             return Err(Error::BadConfig { field: "cf_min_spacing" });
         }
@@ -154,15 +222,7 @@ impl CbfcReceiver {
         if !(16 * 1024..=1024 * 1024).contains(&max) || max % (16 * 1024) != 0 {
             return Err(Error::BadConfig { field: "cf_max_spacing" });
         }
-        Ok(CbfcReceiver {
-            config,
-            min_spacing: config.link_rate.time_for_bytes(u64::from(config.cf_min_spacing)),
-            max_spacing: config.link_rate.time_for_bytes(u64::from(max)),
-            vcs: [ReceiverVc::default(); MAX_VCS],
-            last_cf_at: None,
-            cursor: 0,
-            stats: ReceiverStats::default(),
-        })
+        Ok(())
     }
 
     /// The configuration.
@@ -236,14 +296,7 @@ impl CbfcReceiver {
         let held = self.vc(vc).occupancy();
         if let Some(v) = self.vc_mut(vc) {
             let watermark = v.watermark;
-            *v = ReceiverVc {
-                mode,
-                reported_at: now,
-                report_due: true,
-                draining: held,
-                watermark,
-                ..ReceiverVc::default()
-            };
+            *v = ReceiverVc { mode, reported_at: now, report_due: true, draining: held, watermark, ..ReceiverVc::ZERO };
         }
         self.stats.vc_reinits += 1;
     }

@@ -17,6 +17,13 @@ pub struct CbfcSenderConfig {
     pub cc_update_interval: Duration,
 }
 
+impl CbfcSenderConfig {
+    /// Every field zero: the configuration of a [`CbfcSender::EMPTY`], which
+    /// [`CbfcSender::new`] refuses.
+    pub(crate) const ZERO: Self =
+        CbfcSenderConfig { rule: CreditRule::ZERO, port_credit_limit: None, cc_update_interval: Duration::ZERO };
+}
+
 impl Default for CbfcSenderConfig {
     fn default() -> Self {
         CbfcSenderConfig {
@@ -54,7 +61,23 @@ pub struct SenderStats {
     pub port_in_use_watermark: u32,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+impl SenderStats {
+    /// Every counter zero.
+    pub const ZERO: Self = SenderStats {
+        frames_sent: 0,
+        credits_consumed: 0,
+        credits_freed: 0,
+        no_credit: 0,
+        cf_updates_rx: 0,
+        cf_updates_rejected: 0,
+        cc_updates_tx: 0,
+        cc_updates_unsent: 0,
+        vc_reinits: 0,
+        port_in_use_watermark: 0,
+    };
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct SenderVc {
     mode: VcMode,
     /// `S_CC`: credits consumed.
@@ -68,6 +91,15 @@ struct SenderVc {
 }
 
 impl SenderVc {
+    /// Best-effort, every counter zero.
+    const ZERO: SenderVc = SenderVc {
+        mode: VcMode::BestEffort,
+        consumed: CreditCounter::FIRST,
+        freed: CreditCounter::FIRST,
+        held: false,
+        watermark: 0,
+    };
+
     /// `S_CU = S_CC - S_CF`.
     fn in_use(&self) -> u32 {
         self.freed.distance_to(self.consumed) as u32
@@ -91,8 +123,41 @@ pub struct CbfcSender {
 }
 
 impl CbfcSender {
-    /// A sender with every VC best-effort.
+    /// A sender with every VC best-effort and every byte zero (a credit size of zero, read as
+    /// one byte), so a `static` holding it lands in `.bss`; [`CbfcSender::init`] configures it
+    /// in place.
+    pub const EMPTY: Self = CbfcSender {
+        config: CbfcSenderConfig::ZERO,
+        vcs: [SenderVc::ZERO; MAX_VCS],
+        port_in_use: 0,
+        next_cc_at: None,
+        cc_pending: 0,
+        stats: SenderStats::ZERO,
+    };
+
+    /// A sender with every VC best-effort. (Built on the stack; see [`CbfcSender::init`] for
+    /// building one in place.)
     pub fn new(config: CbfcSenderConfig) -> Result<Self, Error> {
+        let mut sender = Self::EMPTY;
+        sender.init(config)?;
+        Ok(sender)
+    }
+
+    /// Makes this sender what [`CbfcSender::new`]`(config)` returns, in place: every VC
+    /// best-effort, counters at zero. Refused as `new` refuses, and then nothing changed.
+    pub fn init(&mut self, config: CbfcSenderConfig) -> Result<(), Error> {
+        Self::check(&config)?;
+        self.config = config;
+        self.vcs.fill(SenderVc::ZERO);
+        self.port_in_use = 0;
+        self.next_cc_at = None;
+        self.cc_pending = 0;
+        self.stats = SenderStats::ZERO;
+        Ok(())
+    }
+
+    /// Why `config` cannot drive a sender.
+    pub(crate) fn check(config: &CbfcSenderConfig) -> Result<(), Error> {
         if let Some(limit) = config.port_credit_limit {
             check_limit(limit, "port_credit_limit")?;
         }
@@ -100,14 +165,7 @@ impl CbfcSender {
         if iv < Duration::from_micros(1) || iv > Duration::from_micros(250_000) {
             return Err(Error::BadConfig { field: "cc_update_interval" });
         }
-        Ok(CbfcSender {
-            config,
-            vcs: [SenderVc::default(); MAX_VCS],
-            port_in_use: 0,
-            next_cc_at: None,
-            cc_pending: 0,
-            stats: SenderStats::default(),
-        })
+        Ok(())
     }
 
     /// The configuration.
@@ -198,7 +256,7 @@ impl CbfcSender {
         self.port_in_use = self.port_in_use.saturating_sub(in_use);
         if let Some(v) = self.vc_mut(vc) {
             // The watermark is a management statistic, not state: it outlives the counters.
-            *v = SenderVc { mode, held, watermark: v.watermark, ..SenderVc::default() };
+            *v = SenderVc { mode, held, watermark: v.watermark, ..SenderVc::ZERO };
         }
         self.stats.vc_reinits += 1;
     }

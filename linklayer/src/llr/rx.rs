@@ -90,6 +90,11 @@ pub struct LlrRxConfig {
     pub link_rate: LinkRate,
 }
 
+impl LlrRxConfig {
+    /// Reception disabled, every field zero: the configuration of an [`LlrRx::EMPTY`].
+    pub(crate) const ZERO: Self = LlrRxConfig { enabled: false, ack_spacing: 0, link_rate: LinkRate::ZERO };
+}
+
 impl Default for LlrRxConfig {
     fn default() -> Self {
         LlrRxConfig { enabled: true, ack_spacing: 2048, link_rate: LinkRate::GBPS_800 }
@@ -131,6 +136,26 @@ pub struct RxStats {
     pub rx_replay: u64,
     /// LLR frames discarded because they came before the INIT handshake (this crate's).
     pub before_init: u64,
+}
+
+impl RxStats {
+    /// Every counter zero.
+    pub const ZERO: Self = RxStats {
+        init_rx: 0,
+        init_echo_tx: 0,
+        ack_tx: 0,
+        nack_tx: 0,
+        ok: 0,
+        bad: 0,
+        poisoned: 0,
+        expected_seq_good: 0,
+        expected_seq_poisoned: 0,
+        expected_seq_bad: 0,
+        missing_seq: 0,
+        duplicate_seq: 0,
+        rx_replay: 0,
+        before_init: 0,
+    };
 }
 
 /// Inputs that change the receiver's state; see [`transition`].
@@ -179,20 +204,41 @@ pub struct LlrRx<S: SeqSpace> {
 }
 
 impl<S: SeqSpace> LlrRx<S> {
-    /// A receiver in OFF.
+    /// A receiver in OFF with LLR reception disabled (`enabled` false, every field zero, so a
+    /// `static` holding it lands in `.bss`) until [`LlrRx::init`] configures it in place.
+    pub const EMPTY: Self = LlrRx {
+        config: LlrRxConfig::ZERO,
+        ack_spacing: Duration::ZERO,
+        state: RxState::Off,
+        expected: Seq::from_index(0),
+        ack_pending: false,
+        last_ack_at: None,
+        echo_pending: None,
+        last_seen: None,
+        replay_seen: false,
+        stats: RxStats::ZERO,
+    };
+
+    /// A receiver in OFF. (Built on the stack; see [`LlrRx::init`] for building one in place.)
     pub fn new(config: LlrRxConfig) -> Self {
-        LlrRx {
-            config,
-            ack_spacing: config.link_rate.time_for_bytes(u64::from(config.ack_spacing)),
-            state: RxState::Off,
-            expected: Seq::FIRST,
-            ack_pending: false,
-            last_ack_at: None,
-            echo_pending: None,
-            last_seen: None,
-            replay_seen: false,
-            stats: RxStats::default(),
-        }
+        let mut rx = Self::EMPTY;
+        rx.init(config);
+        rx
+    }
+
+    /// Makes this receiver what [`LlrRx::new`]`(config)` returns, in place: OFF, counters at
+    /// zero.
+    pub fn init(&mut self, config: LlrRxConfig) {
+        self.config = config;
+        self.ack_spacing = config.link_rate.time_for_bytes(u64::from(config.ack_spacing));
+        self.state = RxState::Off;
+        self.expected = Seq::FIRST;
+        self.ack_pending = false;
+        self.last_ack_at = None;
+        self.echo_pending = None;
+        self.last_seen = None;
+        self.replay_seen = false;
+        self.stats = RxStats::ZERO;
     }
 
     /// The current state.

@@ -164,6 +164,28 @@ pub struct TxStats {
     pub events_dropped: u64,
 }
 
+impl TxStats {
+    /// Every counter zero.
+    pub const ZERO: Self = TxStats {
+        init_tx: 0,
+        init_echo_rx: 0,
+        ack_rx: 0,
+        nack_rx: 0,
+        ack_nack_seq_errors: 0,
+        tx_ok: 0,
+        tx_poisoned: 0,
+        frames_replayed: 0,
+        replays_started: 0,
+        tx_replay: 0,
+        tx_discard: 0,
+        link_down_discards: 0,
+        flushed_frames: 0,
+        flushes: 0,
+        restarts: 0,
+        events_dropped: 0,
+    };
+}
+
 /// How an offered frame was admitted by [`LlrTx::send`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -229,10 +251,74 @@ pub struct LlrTx<S: SeqSpace, B, const N: usize> {
     stats: TxStats,
 }
 
+impl LlrTxConfig {
+    /// Every field zero (discard in INIT, FLUSH and link down): the configuration of an
+    /// [`LlrTx::EMPTY`], which [`LlrTx::new`] refuses.
+    pub(crate) const ZERO: Self = LlrTxConfig {
+        outstanding_frames_max: 0,
+        outstanding_bytes_max: 0,
+        replay_timeout: Duration::ZERO,
+        replay_count_max: 0,
+        pcs_lost_timeout: None,
+        data_age_timeout: None,
+        init_action: FrameAction::Discard,
+        flush_action: FrameAction::Discard,
+        reinit_on_flush: false,
+        link_down_action: FrameAction::Discard,
+        init_interval: Duration::ZERO,
+    };
+}
+
+impl<S: SeqSpace, const L: usize, const N: usize> LlrTx<S, [u8; L], N> {
+    /// A transmitter with its replay storage inline and every byte zero, so a `static` holding
+    /// it lands in `.bss`: in OFF with [`LlrTxConfig::ZERO`], refusing [`LlrTx::enable`] until
+    /// [`LlrTx::init`] configures it in place.
+    pub const EMPTY: Self = Self::unconfigured([0; L]);
+}
+
 impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
     /// A transmitter in OFF whose first frame will be numbered `first`, storing frames in
-    /// `storage`.
+    /// `storage`. (Built on the stack; see [`LlrTx::init`] for building one in place.)
     pub fn new(config: LlrTxConfig, storage: B, first: Seq<S>) -> Result<Self, Error> {
+        let mut tx = Self::unconfigured(storage);
+        tx.init(config, first)?;
+        Ok(tx)
+    }
+
+    /// A transmitter in OFF with every field zero but `storage`: [`LlrTxConfig::ZERO`].
+    pub(crate) const fn unconfigured(storage: B) -> Self {
+        LlrTx {
+            config: LlrTxConfig::ZERO,
+            state: TxState::Off,
+            buf: ReplayBuffer::new(storage, Seq::from_index(0)),
+            replay_deadline: None,
+            replay_count: 0,
+            init_due: None,
+            pcs_down_since: None,
+            events: Deque::new(),
+            stats: TxStats::ZERO,
+        }
+    }
+
+    /// Makes this transmitter what [`LlrTx::new`]`(config, storage, first)` returns with its own
+    /// storage, in place (without a second one on the stack): OFF, nothing stored, counters at
+    /// zero. Refused as `new` refuses, and then nothing changed.
+    pub fn init(&mut self, config: LlrTxConfig, first: Seq<S>) -> Result<(), Error> {
+        Self::check(&config, self.buf.capacity_bytes())?;
+        self.config = config;
+        self.state = TxState::Off;
+        self.buf.reset_to(first);
+        self.replay_deadline = None;
+        self.replay_count = 0;
+        self.init_due = None;
+        self.pcs_down_since = None;
+        self.events.clear();
+        self.stats = TxStats::ZERO;
+        Ok(())
+    }
+
+    /// Why `config` cannot drive a transmitter whose storage holds `storage_len` bytes.
+    pub(crate) fn check(config: &LlrTxConfig, storage_len: usize) -> Result<(), Error> {
         if config.outstanding_frames_max == 0 {
             return Err(Error::BadConfig { field: "outstanding_frames_max" });
         }
@@ -256,20 +342,10 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
                 field: "outstanding_frames_max (beyond the frame slots or half the sequence space)",
             });
         }
-        if config.outstanding_bytes_max as usize > storage.as_ref().len() {
+        if config.outstanding_bytes_max as usize > storage_len {
             return Err(Error::BadConfig { field: "outstanding_bytes_max (beyond the replay storage)" });
         }
-        Ok(LlrTx {
-            config,
-            state: TxState::Off,
-            buf: ReplayBuffer::new(storage, first),
-            replay_deadline: None,
-            replay_count: 0,
-            init_due: None,
-            pcs_down_since: None,
-            events: Deque::new(),
-            stats: TxStats::default(),
-        })
+        Ok(())
     }
 
     /// Whether the PCS is up, as last reported by [`LlrTx::set_pcs_status`].
@@ -311,8 +387,12 @@ impl<S: SeqSpace, B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> LlrTx<S, B, N> {
         let _ = self.events.push_back(e);
     }
 
-    /// Enables LLR transmission (`LLR_MODE_REMOTE`): OFF → INIT, sending LLR_INIT.
+    /// Enables LLR transmission (`LLR_MODE_REMOTE`): OFF → INIT, sending LLR_INIT. An
+    /// [`LlrTx::EMPTY`] not yet [`LlrTx::init`]ed is refused ([`Error::BadConfig`]).
     pub fn enable(&mut self, now: Instant) -> Result<(), Error> {
+        if self.config.init_interval == Duration::ZERO {
+            return Err(Error::BadConfig { field: "not configured (init)" });
+        }
         self.apply(TxInput::Enable, "enable")?;
         self.init_due = Some(now);
         Ok(())
