@@ -188,10 +188,22 @@ enum LlrOp {
 pub fn llr(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let Ok((config, first)) = <(LlrConfigInput, u16)>::arbitrary(&mut u) else { return };
-    let mut tx: LlrTx<Bits<6>, [u8; 512], 16> =
-        LlrTx::new(config.into_config(), [0; 512], Seq::from_index(u64::from(first))).unwrap();
-    let mut rx: LlrRx<Bits<6>> =
-        LlrRx::new(LlrRxConfig { enabled: true, ack_spacing: 800, link_rate: LinkRate::GBPS_100 });
+    let mut tx: LlrTx<Bits<6>, [u8; 512], 16> = LlrTx::EMPTY;
+    let mut rx: LlrRx<Bits<6>> = LlrRx::EMPTY;
+    // A quarter of inputs (chosen by length, so the corpus keeps its meaning) first drive the
+    // unconfigured engines with the whole input, as firmware might before `init`: they refuse
+    // or ignore it without a panic, and `init` leaves nothing of it behind.
+    let rest = u.take_rest();
+    if data.len() % 4 == 3 {
+        llr_run(Unstructured::new(rest), &mut tx, &mut rx);
+    }
+    tx.init(config.into_config(), Seq::from_index(u64::from(first))).unwrap();
+    rx.init(LlrRxConfig { enabled: true, ack_spacing: 800, link_rate: LinkRate::GBPS_100 });
+    llr_run(Unstructured::new(rest), &mut tx, &mut rx);
+}
+
+/// [`llr`]'s calls on `tx` and `rx`.
+fn llr_run(mut u: Unstructured<'_>, tx: &mut LlrTx<Bits<6>, [u8; 512], 16>, rx: &mut LlrRx<Bits<6>>) {
     let mut now = Instant::ZERO;
     let mut wire: VecDeque<(Seq<Bits<6>>, Vec<u8>, FrameCheck)> = VecDeque::new();
     let mut next_tag = 0u16;
@@ -372,8 +384,21 @@ enum CbfcItem {
 pub fn cbfc(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let Ok(rule) = CreditRule::arbitrary(&mut u) else { return };
-    let mut tx = CbfcSender::new(CbfcSenderConfig { rule, ..Default::default() }).unwrap();
-    let mut rx = CbfcReceiver::new(CbfcReceiverConfig { rule, ..Default::default() }).unwrap();
+    let (mut tx, mut rx) = (CbfcSender::EMPTY, CbfcReceiver::EMPTY);
+    // A quarter of inputs (chosen by length, so the corpus keeps its meaning) first drive the
+    // unconfigured pair with the whole input: no panic, the same invariants, and `init` leaves
+    // nothing behind.
+    let rest = u.take_rest();
+    if data.len() % 4 == 3 {
+        cbfc_run(Unstructured::new(rest), &mut tx, &mut rx, false);
+    }
+    tx.init(CbfcSenderConfig { rule, ..Default::default() }).unwrap();
+    rx.init(CbfcReceiverConfig { rule, ..Default::default() }).unwrap();
+    cbfc_run(Unstructured::new(rest), &mut tx, &mut rx, true);
+}
+
+/// [`cbfc`]'s calls on `tx` and `rx`, [`CbfcSender::init`]ed or not (`configured`).
+fn cbfc_run(mut u: Unstructured<'_>, tx: &mut CbfcSender, rx: &mut CbfcReceiver, configured: bool) {
     let mut now = Instant::ZERO;
     let mut link: VecDeque<CbfcItem> = VecDeque::new();
     let mut buffers: Vec<VecDeque<usize>> = vec![VecDeque::new(); 32];
@@ -390,8 +415,9 @@ pub fn cbfc(data: &[u8]) {
                 // A mode change at both ends at once is exact only while none of the VC's frames
                 // is in flight or buffered: unlike a resync, it does not hold the sender.
                 honest &= tx.in_use(vc) == 0 && rx.occupancy(vc) == 0 && link.is_empty();
-                tx.set_vc_mode(now, vc, mode).unwrap();
-                rx.set_vc_mode(now, vc, mode).unwrap();
+                // Refused by both ends until `init`, taken by both after.
+                assert_eq!(tx.set_vc_mode(now, vc, mode).is_ok(), configured);
+                assert_eq!(rx.set_vc_mode(now, vc, mode).is_ok(), configured);
             }
             CbfcOp::Send { vc, len } => {
                 let Ok(vc) = Vc::new(vc % 32) else { continue };
@@ -499,25 +525,52 @@ enum LinkItem {
 
 const LINK_VCS: u8 = 4;
 
-fn link_end(now: Instant, first: u32) -> Link<Vec<u8>, 32> {
+/// Replay storage a [`link_config`] end needs: its `replay_bytes` (39 932), rounded up.
+const LINK_STORAGE: usize = 40 * 1024;
+
+fn link_config() -> LinkConfig {
     let sizing = LlrSizing::software(Duration::from_micros(1), LinkRate::GBPS_100).with_frame_slots(32);
-    let config = LinkConfig::software(&sizing, LinkRate::GBPS_100, [2, 0, 0, 0, 0, 1]);
-    let mut l = Link::new(config, vec![0; sizing.replay_bytes as usize], first % (1 << 20)).unwrap();
+    LinkConfig::software(&sizing, LinkRate::GBPS_100, [2, 0, 0, 0, 0, 1])
+}
+
+/// Configures `l` afresh in place with [`link_config`] and starts it ([`link_start`]).
+fn link_restart<B: AsRef<[u8]> + AsMut<[u8]>>(l: &mut Link<B, 32>, now: Instant, first: u32) {
+    l.init(link_config(), first % (1 << 20)).unwrap();
+    link_start(l, now);
+}
+
+/// Makes `l`'s VCs lossless and enables it.
+fn link_start<B: AsRef<[u8]> + AsMut<[u8]>>(l: &mut Link<B, 32>, now: Instant) {
     for vc in 0..LINK_VCS {
         l.set_vc_mode(now, Vc::new(vc).unwrap(), VcMode::Lossless { credit_limit: Some(32) }).unwrap();
     }
     l.enable(now).unwrap();
-    l
 }
 
 /// Two ends of a link object ([`linklayer::link::Link`]) over a lossy, corrupting FIFO wire,
-/// driven by arbitrary calls, with either end rebuilt at any moment. Invariants: no panic; while
-/// no hostile CtlOS injected, no frame is delivered twice or out of order (ids per direction and VC
-/// only grow, across restarts) and no receive buffer is overrun.
+/// driven by arbitrary calls, with either end configured afresh in place at any moment.
+/// Invariants: no panic; while no hostile CtlOS injected, no frame is delivered twice or out of
+/// order (ids per direction and VC only grow, across restarts) and no receive buffer is overrun.
+/// A quarter of inputs (chosen by length, so the corpus keeps its meaning) first drive two
+/// unconfigured ends (`Link::EMPTY`) with the whole input, each configured only when the input
+/// restarts it: no panic, and the same invariants.
 pub fn link(data: &[u8]) {
+    if data.len() % 4 == 3 {
+        let mut ends: Box<[Link<[u8; LINK_STORAGE], 32>; 2]> = Box::new([Link::EMPTY, Link::EMPTY]);
+        link_run(data, &mut ends);
+    }
+    let mut ends = [1, 700_000].map(|first| {
+        let mut l = Link::<Vec<u8>, 32>::new(link_config(), vec![0; LINK_STORAGE], first).unwrap();
+        link_start(&mut l, Instant::ZERO);
+        l
+    });
+    link_run(data, &mut ends);
+}
+
+/// [`link`]'s calls on two ends.
+fn link_run<B: AsRef<[u8]> + AsMut<[u8]>>(data: &[u8], ends: &mut [Link<B, 32>; 2]) {
     let mut u = Unstructured::new(data);
     let mut now = Instant::ZERO;
-    let mut ends = [link_end(now, 1), link_end(now, 700_000)];
     let mut wires: [VecDeque<LinkItem>; 2] = [VecDeque::new(), VecDeque::new()];
     let mut buffers: [Vec<VecDeque<usize>>; 2] = [vec![VecDeque::new(); 4], vec![VecDeque::new(); 4]];
     let mut next_id = [[0u32; 4]; 2];
@@ -601,13 +654,13 @@ pub fn link(data: &[u8]) {
             }
             LinkOp::Advance(ns) => {
                 now = now.saturating_add(Duration::from_nanos(u64::from(ns)));
-                for e in &mut ends {
+                for e in ends.iter_mut() {
                     e.handle_timeout(now);
                 }
             }
             LinkOp::Restart { end, first } => {
                 let i = usize::from(end);
-                ends[i] = link_end(now, first);
+                link_restart(&mut ends[i], now, first);
                 buffers[i] = vec![VecDeque::new(); 4];
             }
             LinkOp::Pcs { end, up } => ends[usize::from(end)].set_pcs_status(now, up),
@@ -616,7 +669,7 @@ pub fn link(data: &[u8]) {
                 let _ = ends[usize::from(end)].handle_control(now, msg);
             }
         }
-        for e in &mut ends {
+        for e in ends.iter_mut() {
             while let Some(ev) = e.poll_event() {
                 assert!(!matches!(ev, LinkEvent::Overrun { .. }) || !honest, "an honest sender overran: {ev:?}");
             }
@@ -2438,13 +2491,30 @@ enum FuzzTxn {
 /// integrity check of its own: that is the ICRC's job).
 pub fn ethx_decompress(data: &[u8]) {
     use ethx_paxi::aggregate::{Aggregator, AggregatorConfig, Deaggregator};
-    use ethx_paxi::axi::{Channel, Resp};
-    use ethx_paxi::compress::{FrameHeader, StreamKey, Txn};
     use ethx_paxi::paxi::ChannelWidths;
     let widths = ChannelWidths::EXAMPLE;
     let config = AggregatorConfig { mtu: 1024, max_per_frame: 4, budget: Duration::ZERO };
-    let mut tx = Aggregator::<3, 2, 1024>::new(widths, config).unwrap();
-    let mut rx = Deaggregator::<3>::new(widths).unwrap();
+    let (mut tx, mut rx) = (Aggregator::<3, 2, 1024>::EMPTY, Deaggregator::<3>::EMPTY);
+    // A quarter of inputs (chosen by length, so the corpus keeps its meaning) first drive the
+    // unconfigured pair with the whole input: they take nothing, and `init` leaves nothing
+    // behind.
+    if data.len() % 4 == 3 {
+        ethx_decompress_run(data, &mut tx, &mut rx);
+        assert_eq!(tx.queued(), 0);
+    }
+    tx.init(widths, config).unwrap();
+    rx.init(widths).unwrap();
+    ethx_decompress_run(data, &mut tx, &mut rx);
+}
+
+/// [`ethx_decompress`]'s calls on `tx` and `rx`.
+fn ethx_decompress_run(
+    data: &[u8],
+    tx: &mut ethx_paxi::aggregate::Aggregator<3, 2, 1024>,
+    rx: &mut ethx_paxi::aggregate::Deaggregator<3>,
+) {
+    use ethx_paxi::axi::{Channel, Resp};
+    use ethx_paxi::compress::{FrameHeader, StreamKey, Txn};
     let fill = [0xA5u8; 4096];
     // Per VC: what each queued frame should decode to (as Debug text), and whether garbage was
     // accepted since the stream's last reset.
@@ -2552,8 +2622,7 @@ enum QpOp {
 /// responder delivers the requester's payloads exactly once each and in order (while no RH was
 /// forged); the requester never holds more than its window.
 pub fn ethx_qp(data: &[u8]) {
-    use ethx_paxi::qp::{Requester, RequesterConfig, Responder, ResponderConfig, Verdict};
-    use ethx_paxi::rclink::RoutingHeader;
+    use ethx_paxi::qp::{Requester, RequesterConfig};
     let config = RequesterConfig {
         max_outstanding: 8,
         max_payload: 64,
@@ -2562,7 +2631,22 @@ pub fn ethx_qp(data: &[u8]) {
         rate: Some(ethx_paxi::qp::RateLimit { window: Duration::from_nanos(4096), bytes: 64 }),
         ..RequesterConfig::new(5)
     };
-    let mut tx = Requester::<[u8; 256], 8>::new(config, [0; 256]).unwrap();
+    let mut tx = Requester::<[u8; 256], 8>::EMPTY;
+    // A quarter of inputs (chosen by length, so the corpus keeps its meaning) first drive the
+    // unconfigured requester with the whole input: it refuses every payload, and `init` leaves
+    // nothing behind.
+    if data.len() % 4 == 3 {
+        ethx_qp_run(data, &mut tx);
+        assert_eq!(tx.stats().sent, 0);
+    }
+    tx.init(config).unwrap();
+    ethx_qp_run(data, &mut tx);
+}
+
+/// [`ethx_qp`]'s calls on `tx` and a responder.
+fn ethx_qp_run(data: &[u8], tx: &mut ethx_paxi::qp::Requester<[u8; 256], 8>) {
+    use ethx_paxi::qp::{Responder, ResponderConfig, Verdict};
+    use ethx_paxi::rclink::RoutingHeader;
     let mut rx = Responder::new(ResponderConfig { ack_every: 2, ..ResponderConfig::new(5, 9) }).unwrap();
     let mut now = Instant::ZERO;
     let mut sent: VecDeque<u8> = VecDeque::new();
@@ -3230,12 +3314,26 @@ enum Llr68Op {
 /// B delivers every protocol and all-data flit exactly once and in order, never mistakes a
 /// control flit for data inside an all-data run, and after clean flit times has everything.
 pub fn cxl_llr68(data: &[u8]) {
-    use cxl_types::flit68::crc;
-    use cxl_types::flit68::llr::{Delivered, ENTRY, Event, FlitKind, Llr, LlrConfig, LocalState};
-    type L = Llr<[u8; ENTRY * 24], 24>;
+    use cxl_types::flit68::llr::LlrConfig;
     let config = LlrConfig { timeout: 64, max_num_retry: 4, max_num_phy_reinit: 2, ..LlrConfig::default() };
-    let mut a = L::new(config, [0; ENTRY * 24]).unwrap();
-    let mut b = L::new(config, [0; ENTRY * 24]).unwrap();
+    let (mut a, mut b) = (Llr68::EMPTY, Llr68::EMPTY);
+    // A quarter of inputs (chosen by length, so the corpus keeps its meaning) first drive the
+    // unconfigured machines with the whole input: no panic, and `init` leaves nothing behind.
+    if data.len() % 4 == 3 {
+        cxl_llr68_run(data, &mut a, &mut b);
+    }
+    a.init(config).unwrap();
+    b.init(config).unwrap();
+    cxl_llr68_run(data, &mut a, &mut b);
+}
+
+type Llr68 = cxl_types::flit68::llr::Llr<[u8; cxl_types::flit68::llr::ENTRY * 24], 24>;
+
+/// [`cxl_llr68`]'s calls on `a` and `b`.
+fn cxl_llr68_run(data: &[u8], a: &mut Llr68, b: &mut Llr68) {
+    use cxl_types::flit68::crc;
+    use cxl_types::flit68::llr::{Delivered, ENTRY, Event, FlitKind, LocalState};
+    type L = Llr68;
     let mut u = Unstructured::new(data);
     struct Rx {
         next: u64,
@@ -3318,10 +3416,10 @@ pub fn cxl_llr68(data: &[u8]) {
                     }
                 }
             }
-            Llr68Op::Step(fa, fb, at, bytes) => step(&mut a, &mut b, &mut rx, (fa, fb, at, bytes)),
+            Llr68Op::Step(fa, fb, at, bytes) => step(a, b, &mut rx, (fa, fb, at, bytes)),
             Llr68Op::Run(n) => {
                 for _ in 0..n {
-                    step(&mut a, &mut b, &mut rx, (0, 0, 0, [0; 8]));
+                    step(a, b, &mut rx, (0, 0, 0, [0; 8]));
                 }
             }
         }
@@ -3330,7 +3428,7 @@ pub fn cxl_llr68(data: &[u8]) {
         if rx.next >= queued || rx.forged || [a.local_state(), b.local_state()].contains(&LocalState::Abort) {
             break;
         }
-        step(&mut a, &mut b, &mut rx, (0, 0, 0, [0; 8]));
+        step(a, b, &mut rx, (0, 0, 0, [0; 8]));
     }
     if !rx.forged && ![a.local_state(), b.local_state()].contains(&LocalState::Abort) {
         assert_eq!(rx.next, queued, "every flit arrives on a clean link");

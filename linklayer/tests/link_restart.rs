@@ -318,6 +318,8 @@ fn an_empty_link_works_only_after_init() {
     let vc = Vc::new(0).unwrap();
     let mut link: Link<[u8; 4096], 16> = Link::EMPTY;
     assert!(link.enable(Instant::ZERO).is_err(), "an empty link is not configured");
+    let lossless = VcMode::Lossless { credit_limit: Some(CREDITS) };
+    assert!(link.set_vc_mode(Instant::ZERO, vc, lossless).is_err());
     assert!(link.send(Instant::ZERO, vc, &[0; 64]).is_err());
     assert_eq!(link.poll_transmit(Instant::ZERO).map(|o| o.seq), None);
     // Refused (a first number beyond 20 bits): nothing changed.
@@ -325,5 +327,6 @@ fn an_empty_link_works_only_after_init() {
     assert!(link.enable(Instant::ZERO).is_err());
     link.init(config, 7).unwrap();
     assert_eq!(link.config(), &config);
+    link.set_vc_mode(Instant::ZERO, vc, lossless).unwrap();
     link.enable(Instant::ZERO).unwrap();
 }

@@ -179,8 +179,8 @@ pub struct CbfcReceiver {
 
 impl CbfcReceiver {
     /// A receiver with every VC best-effort and every byte zero (a credit size of zero, read as
-    /// one byte), so a `static` holding it lands in `.bss`; [`CbfcReceiver::init`] configures it
-    /// in place.
+    /// one byte), so a `static` holding it lands in `.bss`: it refuses
+    /// [`CbfcReceiver::set_vc_mode`] until [`CbfcReceiver::init`] configures it in place.
     pub const EMPTY: Self = CbfcReceiver {
         config: CbfcReceiverConfig::ZERO,
         min_spacing: Duration::ZERO,
@@ -248,8 +248,12 @@ impl CbfcReceiver {
     /// other VCs are untouched. A lossless VC's `credit_limit` is the buffer, in credits, the
     /// receiver dedicates to it: the same number the sender uses as its limit. Frames already in
     /// the buffer stay accounted until drained, and the VC reports nothing until they are
-    /// ([`CbfcReceiver::resync_vc`]).
+    /// ([`CbfcReceiver::resync_vc`]). An [`CbfcReceiver::EMPTY`] not yet [`CbfcReceiver::init`]ed
+    /// is refused ([`Error::BadConfig`]).
     pub fn set_vc_mode(&mut self, now: Instant, vc: Vc, mode: VcMode) -> Result<(), Error> {
+        if self.config.cf_max_spacing == 0 {
+            return Err(Error::BadConfig { field: "not configured (init)" });
+        }
         if let VcMode::Lossless { credit_limit: Some(limit) } = mode {
             check_limit(limit, "vc credit_limit")?;
         }

@@ -124,8 +124,8 @@ pub struct CbfcSender {
 
 impl CbfcSender {
     /// A sender with every VC best-effort and every byte zero (a credit size of zero, read as
-    /// one byte), so a `static` holding it lands in `.bss`; [`CbfcSender::init`] configures it
-    /// in place.
+    /// one byte), so a `static` holding it lands in `.bss`: it refuses
+    /// [`CbfcSender::set_vc_mode`] until [`CbfcSender::init`] configures it in place.
     pub const EMPTY: Self = CbfcSender {
         config: CbfcSenderConfig::ZERO,
         vcs: [SenderVc::ZERO; MAX_VCS],
@@ -192,7 +192,12 @@ impl CbfcSender {
     /// for that one VC. The other VCs are untouched and may carry traffic meanwhile. Credits the
     /// VC had in use are forgotten: the receiver must re-initialise the same VC at a point where
     /// none of its frames is in flight (or use [`CbfcSender::resync_vc`], which waits for it).
+    /// An [`CbfcSender::EMPTY`] not yet [`CbfcSender::init`]ed is refused ([`Error::BadConfig`]).
     pub fn set_vc_mode(&mut self, now: Instant, vc: Vc, mode: VcMode) -> Result<(), Error> {
+        if self.config.cc_update_interval == Duration::ZERO {
+            // Unconfigured: a lossless VC would send CC_Updates with no interval between them.
+            return Err(Error::BadConfig { field: "not configured (init)" });
+        }
         if let VcMode::Lossless { credit_limit: Some(limit) } = mode {
             check_limit(limit, "vc credit_limit")?;
         }
