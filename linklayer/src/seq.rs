@@ -61,10 +61,12 @@ impl<const N: u32> SeqSpace for NonZeroBits<N> {
 /// A number in the wrapping space `S`.
 ///
 /// Construction checks the range once; every operation afterwards stays in range and never
-/// panics.
+/// panics. It keeps its position from [`Seq::FIRST`], so `FIRST` is zero bytes in every space
+/// (an engine's empty value can be a `static` in `.bss`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Seq<S: SeqSpace> {
-    value: u32,
+    /// [`Seq::index`]: `0..MODULUS`.
+    index: u32,
     space: PhantomData<S>,
 }
 
@@ -72,17 +74,18 @@ impl<S: SeqSpace> Seq<S> {
     const OFFSET: u32 = S::ZERO_RESERVED as u32;
 
     /// The lowest value of the space (0, or 1 when 0 is reserved).
-    pub const FIRST: Self = Self::raw(Self::OFFSET);
+    pub const FIRST: Self = Self::at(0);
 
     /// The highest value of the space.
-    pub const LAST: Self = Self::raw((S::MODULUS - 1) as u32 + Self::OFFSET);
+    pub const LAST: Self = Self::at((S::MODULUS - 1) as u32);
 
     /// The number of distinct values.
     pub const MODULUS: u64 = S::MODULUS;
 
-    const fn raw(value: u32) -> Self {
+    /// The value at `index`, which must be below `MODULUS`.
+    const fn at(index: u32) -> Self {
         let () = S::VALID;
-        Seq { value, space: PhantomData }
+        Seq { index, space: PhantomData }
     }
 
     /// `value` if it lies in the space (fits `BITS` bits and is not a reserved 0).
@@ -91,7 +94,7 @@ impl<S: SeqSpace> Seq<S> {
         if value < Self::OFFSET || value as u64 >= S::MODULUS + Self::OFFSET as u64 {
             None
         } else {
-            Some(Self::raw(value))
+            Some(Self::at(value - Self::OFFSET))
         }
     }
 
@@ -100,17 +103,18 @@ impl<S: SeqSpace> Seq<S> {
         // An index in range (the common case) skips the division: a 64-bit one is a library
         // call on a 32-bit core.
         let index = if index < S::MODULUS { index } else { index % S::MODULUS };
-        Self::raw(index as u32 + Self::OFFSET)
+        Self::at(index as u32)
     }
 
     /// The value as carried on the wire.
     pub const fn value(self) -> u32 {
-        self.value
+        // Below MODULUS + OFFSET ≤ 2^32: no overflow.
+        self.index + Self::OFFSET
     }
 
     /// Position of the value counted from [`Seq::FIRST`] (`0..MODULUS`).
     pub const fn index(self) -> u64 {
-        (self.value - Self::OFFSET) as u64
+        self.index as u64
     }
 
     /// The value `n` steps later, wrapping.
@@ -174,13 +178,13 @@ impl<S: SeqSpace> Seq<S> {
 
 impl<S: SeqSpace> fmt::Debug for Seq<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Seq({})", self.value)
+        write!(f, "Seq({})", self.value())
     }
 }
 
 impl<S: SeqSpace> fmt::Display for Seq<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.value, f)
+        fmt::Display::fmt(&self.value(), f)
     }
 }
 
@@ -192,7 +196,7 @@ impl<S: SeqSpace> Default for Seq<S> {
 
 impl<S: SeqSpace> From<Seq<S>> for u32 {
     fn from(s: Seq<S>) -> u32 {
-        s.value
+        s.value()
     }
 }
 
@@ -207,7 +211,7 @@ impl<S: SeqSpace> TryFrom<u32> for Seq<S> {
 #[cfg(feature = "defmt")]
 impl<S: SeqSpace> defmt::Format for Seq<S> {
     fn format(&self, f: defmt::Formatter<'_>) {
-        defmt::write!(f, "Seq({=u32})", self.value)
+        defmt::write!(f, "Seq({=u32})", self.value())
     }
 }
 

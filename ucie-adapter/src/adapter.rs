@@ -46,7 +46,7 @@ use crate::param::{ExchangeConfig, ExchangeError, ExchangeState, Negotiated, Par
 use crate::retry::{Received, Retry, RetryConfig, RetryError, RetryEvent, Sent, UncorrectableCause};
 use crate::sideband::{DST_REMOTE_ADAPTER, Message, Packet, SRC_ADAPTER, Severity};
 use heapless::Deque;
-use linklayer::Instant;
+use linklayer::{Instant, ZeroOption};
 
 /// An Uncorrectable Internal Error's cause.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -157,12 +157,12 @@ pub struct Adapter<B, const N: usize> {
     exchange: ParamExchange,
     lsm: [AdapterLsm; 2],
     retry: Retry<B, N>,
-    negotiated: Option<Negotiated>,
+    negotiated: ZeroOption<Negotiated>,
     exchange_failed: bool,
-    rdi_requested: Option<LinkRequest>,
+    rdi_requested: ZeroOption<LinkRequest>,
     rdi: LinkStatus,
     /// Without Retry: one flit waiting to go, and whether its CRCs are to be corrupted.
-    staged: Option<(bool, [u8; 256])>,
+    staged: ZeroOption<(bool, [u8; 256])>,
     last_stack: Option<u8>,
     sideband: Deque<Packet, 8>,
     events: Deque<AdapterEvent, 16>,
@@ -170,29 +170,65 @@ pub struct Adapter<B, const N: usize> {
 
 const PLACEHOLDER: Format = Format::Standard256StartHeader;
 
+impl<const L: usize, const N: usize> Adapter<[u8; L], N> {
+    /// An adapter with its retry buffer inline and every byte zero, so a `static` holding it
+    /// lands in `.bss` (no flash, no start-up copy). It advertises nothing
+    /// ([`ExchangeConfig::ZERO`], no timeout, so parameter exchange fails at once) until
+    /// [`Adapter::init`] configures it in place.
+    pub const EMPTY: Self = Self::unconfigured([0; L]);
+}
+
 impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
     /// An adapter before link initialization. `exchange` says what it advertises; the
-    /// upstream port (or either side of a streaming link) initiates PM.
+    /// upstream port (or either side of a streaming link) initiates PM. (Built on the stack;
+    /// see [`Adapter::init`] for building one in place.)
     pub fn new(exchange: ExchangeConfig, storage: B) -> Self {
-        let pm_initiator = exchange.role != Role::Downstream;
+        let mut adapter = Self::unconfigured(storage);
+        adapter.init(exchange);
+        adapter
+    }
+
+    /// An adapter with every field zero but `storage`.
+    const fn unconfigured(storage: B) -> Self {
         Adapter {
-            exchange: ParamExchange::new(exchange),
-            lsm: [AdapterLsm::new(LsmConfig::new(0, pm_initiator)), AdapterLsm::new(LsmConfig::new(1, pm_initiator))],
-            retry: Retry::new(RetryConfig::new(PLACEHOLDER, Protocol::Streaming), storage),
-            negotiated: None,
+            exchange: ParamExchange::EMPTY,
+            lsm: [AdapterLsm::EMPTY, AdapterLsm::EMPTY],
+            retry: Retry::unconfigured(storage),
+            negotiated: ZeroOption::NONE,
             exchange_failed: false,
-            rdi_requested: None,
+            rdi_requested: ZeroOption::NONE,
             rdi: LinkStatus::Reset,
-            staged: None,
+            staged: ZeroOption::NONE,
             last_stack: None,
             sideband: Deque::new(),
             events: Deque::new(),
         }
     }
 
+    /// Makes this adapter what [`Adapter::new`]`(exchange, storage)` returns with its own
+    /// storage, in place (without a second adapter on the stack): before link initialization,
+    /// the retry buffer empty, no event. On an [`Adapter::EMPTY`] in a `static`, this is how
+    /// firmware builds one.
+    pub fn init(&mut self, exchange: ExchangeConfig) {
+        let pm_initiator = exchange.role != Role::Downstream;
+        self.exchange.init(exchange);
+        for (stack, lsm) in (0..).zip(&mut self.lsm) {
+            lsm.init(LsmConfig::new(stack, pm_initiator));
+        }
+        self.retry.init(RetryConfig::new(PLACEHOLDER, Protocol::Streaming));
+        self.negotiated.clear();
+        self.exchange_failed = false;
+        self.rdi_requested.clear();
+        self.rdi = LinkStatus::Reset;
+        self.staged.clear();
+        self.last_stack = None;
+        self.sideband.clear();
+        self.events.clear();
+    }
+
     /// The result of parameter exchange, once done.
     pub fn negotiated(&self) -> Option<Negotiated> {
-        self.negotiated
+        self.negotiated.into_option()
     }
 
     /// A stack's `pl_state_sts`.
@@ -249,7 +285,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             self.exchange_failed = true;
             self.uncorrectable(Uncorrectable::Exchange(e));
         }
-        if let (Some(n), None) = (self.exchange.negotiated(), self.negotiated) {
+        if let (Some(n), None) = (self.exchange.negotiated(), self.negotiated.into_option()) {
             self.on_negotiated(now, n);
         }
         self.collect_lsms();
@@ -273,7 +309,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
     /// What RDI is asked for once every enabled stack is there (§3.5, §3.6): the same PM
     /// state; or, when all are down, the highest of LinkError > Disabled > LinkReset.
     fn request_rdi_for_stacks(&mut self) {
-        let Some(n) = self.negotiated else { return };
+        let Some(n) = self.negotiated.into_option() else { return };
         if !n.stacks.contains(&true) {
             return;
         }
@@ -294,7 +330,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             None
         };
         let Some(w) = want else {
-            self.rdi_requested = None;
+            self.rdi_requested.clear();
             return;
         };
         // Table 10-4: RDI takes PM from Active, LinkReset and Disable also from PM.
@@ -302,9 +338,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             LinkRequest::L1 | LinkRequest::L2 => self.rdi == LinkStatus::Active,
             _ => matches!(self.rdi, LinkStatus::Active | LinkStatus::Retrain | LinkStatus::L1 | LinkStatus::L2),
         };
-        if takes && self.rdi_requested != want {
+        if takes && self.rdi_requested.into_option() != want {
             self.event(AdapterEvent::RdiRequest(w));
-            self.rdi_requested = want;
+            self.rdi_requested = want.into();
         }
     }
 
@@ -330,7 +366,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
     }
 
     fn on_negotiated(&mut self, now: Instant, n: Negotiated) {
-        self.negotiated = Some(n);
+        self.negotiated = ZeroOption::Some(n);
         self.event(AdapterEvent::Negotiated(n));
         if n.format != Format::Raw {
             let protocols = [n.protocol_of(0).layout_protocol(), n.protocol_of(1).layout_protocol()];
@@ -358,7 +394,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
                     if previous != LinkStatus::Active {
                         self.retry.retrain();
                     }
-                    let stacks = self.negotiated.map_or([false; 2], |n| n.stacks);
+                    let stacks = self.negotiated.into_option().map_or([false; 2], |n| n.stacks);
                     for (l, enabled) in self.lsm.iter_mut().zip(stacks) {
                         l.set_ready(now, enabled);
                     }
@@ -366,10 +402,10 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             }
             LinkStatus::Reset => {
                 self.exchange = ParamExchange::new(*self.exchange.config());
-                self.negotiated = None;
+                self.negotiated.clear();
                 self.exchange_failed = false;
                 self.retry.reset();
-                self.staged = None;
+                self.staged.clear();
                 self.last_stack = None;
             }
             _ => {
@@ -409,7 +445,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
     /// A stack's `lp_state_req`. Requests on stacks parameter exchange did not enable are
     /// refused as not ready.
     pub fn handle_request(&mut self, now: Instant, stack: u8, request: LinkRequest) -> Result<(), LsmError> {
-        let enabled = self.negotiated.is_none_or(|n| n.stacks.get(usize::from(stack)).copied().unwrap_or(false));
+        let enabled =
+            self.negotiated.into_option().is_none_or(|n| n.stacks.get(usize::from(stack)).copied().unwrap_or(false));
         if !enabled || stack > 1 {
             return Err(LsmError::NotReady);
         }
@@ -494,7 +531,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         corrupt: bool,
         fill: impl FnOnce(&Map, &mut [u8]),
     ) -> Result<(), SendError> {
-        let Some(n) = self.negotiated else { return Err(SendError::NotActive) };
+        let Some(n) = self.negotiated.into_option() else { return Err(SendError::NotActive) };
         // lp_corrupt_crc applies only with Retry (Table 10-3); without it the peer would
         // raise an Uncorrectable Internal Error.
         if corrupt && !n.retry {
@@ -535,7 +572,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             if let Some(b) = f.get_mut(..len) {
                 stamp(b);
             }
-            self.staged = Some((corrupt, f));
+            self.staged = ZeroOption::Some((corrupt, f));
         }
         self.collect(now);
         Ok(())
@@ -559,12 +596,12 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
     /// The flit length of the negotiated format (what [`Adapter::poll_transmit`] writes and
     /// [`Adapter::handle_flit`] takes): 68 or 256; 0 before negotiation or for Format 1.
     pub fn flit_len(&self) -> usize {
-        self.negotiated.map_or(0, |n| n.format.flit_len())
+        self.negotiated.into_option().map_or(0, |n| n.format.flit_len())
     }
 
     /// Whether [`Adapter::send_with`] would accept a flit for `stack` now.
     pub fn can_send(&self, stack: u8) -> bool {
-        let Some(n) = self.negotiated else { return false };
+        let Some(n) = self.negotiated.into_option() else { return false };
         let active = matches!(self.status(stack), LinkStatus::Active | LinkStatus::ActivePmNak);
         active && n.format != Format::Raw && if n.retry { self.retry.can_send() } else { self.staged.is_none() }
     }
@@ -572,7 +609,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
     /// The flit for this flit time, into `out` (the negotiated format's length); `None` when
     /// nothing needs sending or the mainband is not up.
     pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Option<Sent> {
-        let n = self.negotiated?;
+        let n = self.negotiated.into_option()?;
         if self.rdi != LinkStatus::Active || n.format == Format::Raw {
             return None;
         }
@@ -604,7 +641,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
     /// A mainband flit from the peer: checked, its Ack/Nak processed, and returned when it is
     /// the next payload flit for a protocol layer.
     pub fn handle_flit<'a>(&mut self, now: Instant, bytes: &'a [u8]) -> Option<Delivery<'a>> {
-        let n = self.negotiated?;
+        let n = self.negotiated.into_option()?;
         let delivered = if n.retry {
             match self.retry.handle_flit(now, bytes) {
                 Received::Deliver { flit, .. } => Some(Delivery { stack: flit.header().stack, flit }),
@@ -686,24 +723,60 @@ mod tests {
         log
     }
 
-    fn up_pair() -> [D; 2] {
+    fn configs() -> [ExchangeConfig; 2] {
         let caps = A::FLIT_68B | A::CXL_256B | A::PCIE_FLIT | A::RETRY | A::STACK0;
         let cxl = CxlCaps::CXL_IO;
-        let mut dies = [
-            D::new(ExchangeConfig::new(Role::Downstream, caps, cxl), [0; 4096]),
-            D::new(ExchangeConfig::new(Role::Upstream, caps, cxl), [0; 4096]),
-        ];
-        for d in &mut dies {
+        [ExchangeConfig::new(Role::Downstream, caps, cxl), ExchangeConfig::new(Role::Upstream, caps, cxl)]
+    }
+
+    fn up_pair() -> [D; 2] {
+        let mut dies = configs().map(|c| D::new(c, [0; 4096]));
+        bring_up(&mut dies);
+        dies
+    }
+
+    /// RDI Active, parameter exchange and the Active Entry handshake of stack 0; each die's
+    /// events.
+    fn bring_up(dies: &mut [D; 2]) -> [Vec<AdapterEvent>; 2] {
+        for d in dies.iter_mut() {
             d.handle_rdi(T, LinkStatus::Active);
         }
-        settle(&mut dies);
-        for d in &mut dies {
+        let mut log = settle(dies);
+        for d in dies.iter_mut() {
             d.handle_request(T, 0, LinkRequest::Nop).unwrap();
             d.handle_request(T, 0, LinkRequest::Active).unwrap();
         }
-        settle(&mut dies);
+        let [a, b] = settle(dies);
+        log[0].extend(a);
+        log[1].extend(b);
         assert_eq!([dies[0].status(0), dies[1].status(0)], [LinkStatus::Active; 2]);
-        dies
+        log
+    }
+
+    #[test]
+    fn init_in_place_restarts_as_new() {
+        let mut fresh = configs().map(|c| D::new(c, [0; 4096]));
+        let want = bring_up(&mut fresh);
+        // Up, in L1 and with stack 0 retraining: configured afresh in place, the same bring-up.
+        let mut used = up_pair();
+        used[0].handle_request(T, 0, LinkRequest::Retrain).unwrap();
+        used[1].handle_request(T, 0, LinkRequest::L1).unwrap();
+        settle(&mut used);
+        for (d, c) in used.iter_mut().zip(configs()) {
+            d.init(c);
+        }
+        assert_eq!(bring_up(&mut used), want);
+        assert_eq!(used.each_ref().map(|d| d.negotiated()), fresh.each_ref().map(|d| d.negotiated()));
+        // From EMPTY: parameter exchange fails at once (no timeout) until configured.
+        static EMPTY: D = D::EMPTY;
+        let mut empty = [EMPTY.clone(), EMPTY.clone()];
+        empty[0].handle_rdi(T, LinkStatus::Active);
+        empty[0].handle_timeout(T);
+        assert!(matches!(empty[0].exchange(), ExchangeState::Failed(_)), "{:?}", empty[0].exchange());
+        for (d, c) in empty.iter_mut().zip(configs()) {
+            d.init(c);
+        }
+        assert_eq!(bring_up(&mut empty), want);
     }
 
     #[test]

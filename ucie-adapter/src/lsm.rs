@@ -30,7 +30,7 @@
 
 use crate::sideband::{LinkState, LinkTarget, Message};
 use heapless::Deque;
-use linklayer::{Duration, Instant};
+use linklayer::{Duration, Instant, ZeroOption};
 
 /// `pl_state_sts` (Table 10-3; the same encodings on RDI).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -274,7 +274,9 @@ pub struct AdapterLsm {
     /// one is needed), not yet used.
     armed: bool,
     ready: bool,
-    retry_idle: bool,
+    /// The retry buffer holds flits ([`AdapterLsm::set_retry_idle`]`(false)`); kept inverted so
+    /// that an empty machine is all-zero bytes.
+    retry_busy: bool,
     linkerror_wire: bool,
     rx_active_req: bool,
     rx_active_sts: bool,
@@ -282,39 +284,76 @@ pub struct AdapterLsm {
     stallack: bool,
     entry: ActiveEntry,
     /// The request sent that awaits a response, and its deadline.
-    pending: Option<(LinkState, Instant)>,
+    pending: ZeroOption<(LinkState, Instant)>,
     /// A PM request received that awaits the local protocol layer, and when to refuse it.
-    pm_asked: Option<(LinkState, Instant)>,
+    pm_asked: ZeroOption<(LinkState, Instant)>,
     linkerror_since: Option<Instant>,
     retrain_from_active: bool,
     out: Deque<Message, 4>,
     events: Deque<LsmEvent, 8>,
 }
 
+impl LsmConfig {
+    /// Stack 0, not a PM initiator, every timing zero: the configuration of an
+    /// [`AdapterLsm::EMPTY`].
+    pub const ZERO: LsmConfig = LsmConfig {
+        stack: 0,
+        pm_initiator: false,
+        response_timeout: Duration::ZERO,
+        pm_nak_delay: Duration::ZERO,
+        linkerror_residency: Duration::ZERO,
+    };
+}
+
 impl AdapterLsm {
-    /// A machine in Reset.
+    /// A machine in Reset with [`LsmConfig::ZERO`] and every byte zero, so a `static` holding
+    /// it lands in `.bss`; [`AdapterLsm::init`] configures it in place.
+    pub const EMPTY: AdapterLsm = AdapterLsm {
+        config: LsmConfig::ZERO,
+        status: LinkStatus::Reset,
+        request: LinkRequest::Nop,
+        nop_seen: false,
+        armed: false,
+        ready: false,
+        retry_busy: false,
+        linkerror_wire: false,
+        rx_active_req: false,
+        rx_active_sts: false,
+        stallreq: false,
+        stallack: false,
+        entry: ActiveEntry { sent_req: false, rcvd_req: false, sent_rsp: false, rcvd_rsp: false },
+        pending: ZeroOption::NONE,
+        pm_asked: ZeroOption::NONE,
+        linkerror_since: None,
+        retrain_from_active: false,
+        out: Deque::new(),
+        events: Deque::new(),
+    };
+
+    /// A machine in Reset. (Built on the stack; see [`AdapterLsm::init`] for building one in
+    /// place.)
     pub fn new(config: LsmConfig) -> AdapterLsm {
-        AdapterLsm {
-            config,
-            status: LinkStatus::Reset,
-            request: LinkRequest::Nop,
-            nop_seen: false,
-            armed: false,
-            ready: false,
-            retry_idle: true,
-            linkerror_wire: false,
-            rx_active_req: false,
-            rx_active_sts: false,
-            stallreq: false,
-            stallack: false,
-            entry: ActiveEntry::default(),
-            pending: None,
-            pm_asked: None,
-            linkerror_since: None,
-            retrain_from_active: false,
-            out: Deque::new(),
-            events: Deque::new(),
-        }
+        let mut lsm = Self::EMPTY;
+        lsm.init(config);
+        lsm
+    }
+
+    /// Makes this machine what [`AdapterLsm::new`]`(config)` returns, in place: Reset, nothing
+    /// pending, no message or event.
+    pub fn init(&mut self, config: LsmConfig) {
+        self.config = config;
+        self.status = LinkStatus::Reset;
+        self.request = LinkRequest::Nop;
+        (self.nop_seen, self.armed, self.ready, self.retry_busy) = (false, false, false, false);
+        (self.linkerror_wire, self.rx_active_req, self.rx_active_sts) = (false, false, false);
+        (self.stallreq, self.stallack) = (false, false);
+        self.entry = ActiveEntry::default();
+        self.pending.clear();
+        self.pm_asked.clear();
+        self.linkerror_since = None;
+        self.retrain_from_active = false;
+        self.out.clear();
+        self.events.clear();
     }
 
     /// `pl_state_sts`.
@@ -392,7 +431,7 @@ impl AdapterLsm {
     fn request_msg(&mut self, state: LinkState, now: Instant) {
         let target = self.config.target();
         self.send(Message::LinkRequest { target, state, stall: false });
-        self.pending = Some((state, now.saturating_add(self.config.response_timeout)));
+        self.pending = ZeroOption::Some((state, now.saturating_add(self.config.response_timeout)));
     }
 
     fn respond(&mut self, state: LinkState) {
@@ -412,7 +451,7 @@ impl AdapterLsm {
 
     /// Whether the retry buffer holds none of this stack's flits (PM entry waits for it).
     pub fn set_retry_idle(&mut self, now: Instant, idle: bool) {
-        self.retry_idle = idle;
+        self.retry_busy = !idle;
         if idle {
             self.try_pm(now);
         }
@@ -507,8 +546,8 @@ impl AdapterLsm {
 
     fn enter_reset(&mut self, now: Instant) {
         self.entry = ActiveEntry::default();
-        self.pending = None;
-        self.pm_asked = None;
+        self.pending.clear();
+        self.pm_asked.clear();
         self.linkerror_since = None;
         self.nop_seen = false;
         self.armed = false;
@@ -534,7 +573,7 @@ impl AdapterLsm {
         }
         if self.entry.sent_rsp && self.entry.rcvd_rsp {
             self.entry = ActiveEntry::default();
-            self.pending = None;
+            self.pending.clear();
             self.retrain_from_active = false;
             self.armed = false;
             let rx = self.rx_active_req;
@@ -550,7 +589,7 @@ impl AdapterLsm {
             LinkRequest::L2 => LinkState::L2,
             _ => return,
         };
-        if self.status != LinkStatus::Active || !self.retry_idle {
+        if self.status != LinkStatus::Active || self.retry_busy {
             return;
         }
         let will_act = self.pm_asked.is_some() || (self.config.pm_initiator && self.pending.is_none());
@@ -587,15 +626,15 @@ impl AdapterLsm {
             // A stall Req.Active (a retimer still resolving) only restarts the timer that waits
             // for the peer's request (Table 7-8).
             Message::LinkRequest { target: t, stall: true, .. } if t == target => {
-                if let Some((s, _)) = self.pending {
-                    self.pending = Some((s, now.saturating_add(self.config.response_timeout)));
+                if let Some((s, _)) = self.pending.into_option() {
+                    self.pending = ZeroOption::Some((s, now.saturating_add(self.config.response_timeout)));
                 }
             }
             Message::LinkRequest { target: t, state, .. } if t == target => self.on_request(now, state),
             Message::LinkResponse { target: t, state, stall } if t == target => {
                 if stall {
-                    if let Some((s, _)) = self.pending {
-                        self.pending = Some((s, now.saturating_add(self.config.response_timeout)));
+                    if let Some((s, _)) = self.pending.into_option() {
+                        self.pending = ZeroOption::Some((s, now.saturating_add(self.config.response_timeout)));
                     }
                     return;
                 }
@@ -622,7 +661,7 @@ impl AdapterLsm {
                 S::L1 | S::L2 => self.respond(state),
                 S::Retrain | S::ActivePmNak => self.respond(LinkState::PmNak),
                 S::Active => {
-                    self.pm_asked = Some((state, now.saturating_add(self.config.pm_nak_delay)));
+                    self.pm_asked = ZeroOption::Some((state, now.saturating_add(self.config.pm_nak_delay)));
                     if !matches!(self.request, LinkRequest::L1 | LinkRequest::L2) {
                         self.event(LsmEvent::PmRequested(state));
                     }
@@ -645,7 +684,7 @@ impl AdapterLsm {
     }
 
     fn on_response(&mut self, now: Instant, state: LinkState) {
-        let Some((asked, _)) = self.pending else { return };
+        let Some((asked, _)) = self.pending.into_option() else { return };
         use LinkStatus as S;
         match (asked, state) {
             (LinkState::Active, LinkState::Active) => {
@@ -671,7 +710,7 @@ impl AdapterLsm {
             (LinkState::Disable, LinkState::Disable) => self.set_status(S::Disabled, now),
             _ => return,
         }
-        self.pending = None;
+        self.pending.clear();
     }
 
     /// RDI's state changed: Retrain reaches an Active LSM; LinkError, LinkReset and Disabled
@@ -683,7 +722,7 @@ impl AdapterLsm {
                 self.entry = ActiveEntry::default();
                 self.retrain_from_active = true;
                 self.armed = false;
-                self.pm_asked = None;
+                self.pm_asked.clear();
                 self.set_status(S::Retrain, now);
             }
             S::LinkError => self.set_status(S::LinkError, now),
@@ -706,15 +745,15 @@ impl AdapterLsm {
     pub fn handle_linkerror(&mut self, _now: Instant, asserted: bool) {
         self.linkerror_wire = asserted;
         if asserted {
-            self.pending = None;
+            self.pending.clear();
         }
     }
 
     /// The earliest deadline: a response timeout or a PM request to refuse.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let wants_pm = matches!(self.request, LinkRequest::L1 | LinkRequest::L2);
-        let refuse = self.pm_asked.filter(|_| !wants_pm).map(|p| p.1);
-        match (self.pending.map(|p| p.1), refuse) {
+        let refuse = self.pm_asked.into_option().filter(|_| !wants_pm).map(|p| p.1);
+        match (self.pending.into_option().map(|p| p.1), refuse) {
             (Some(a), Some(b)) => Some(if a < b { a } else { b }),
             (a, b) => a.or(b),
         }
@@ -725,12 +764,12 @@ impl AdapterLsm {
         // PMNAK only when the protocol layer still asks for Active; a PM request of its own
         // is answered once the stall handshake and the retry buffer allow (§10.2.9).
         let wants_pm = matches!(self.request, LinkRequest::L1 | LinkRequest::L2);
-        if self.pm_asked.is_some_and(|p| now >= p.1) && !wants_pm {
-            self.pm_asked = None;
+        if self.pm_asked.into_option().is_some_and(|p| now >= p.1) && !wants_pm {
+            self.pm_asked.clear();
             self.respond(LinkState::PmNak);
         }
-        if let Some((state, _)) = self.pending.filter(|p| now >= p.1) {
-            self.pending = None;
+        if let Some((state, _)) = self.pending.into_option().filter(|p| now >= p.1) {
+            self.pending.clear();
             self.event(LsmEvent::Timeout(state));
         }
     }

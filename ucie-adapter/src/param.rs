@@ -374,6 +374,9 @@ pub enum Invalid {
 /// The parameter-exchange machine's progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+// `Idle` is tag 0 (without the `repr` it could take a spare value of a field of `Done` or
+// `Failed`), so an empty machine is all-zero bytes.
+#[repr(u8)]
 pub enum ExchangeState {
     /// Not started (RDI not yet Active).
     Idle,
@@ -414,6 +417,17 @@ pub struct ExchangeConfig {
 }
 
 impl ExchangeConfig {
+    /// Downstream, nothing advertised, no timeout: the configuration of a
+    /// [`ParamExchange::EMPTY`].
+    pub const ZERO: ExchangeConfig = ExchangeConfig {
+        role: Role::Downstream,
+        adapter: AdapterCaps::empty(),
+        cxl: CxlCaps::empty(),
+        multi: MultiProtocolCaps::empty(),
+        cxl1: CxlCaps::empty(),
+        timeout: Duration::ZERO,
+    };
+
     /// A configuration with the spec's 8 ms timeout.
     pub const fn new(role: Role, adapter: AdapterCaps, cxl: CxlCaps) -> ExchangeConfig {
         ExchangeConfig {
@@ -524,20 +538,40 @@ pub struct ParamExchange {
 }
 
 impl ParamExchange {
-    /// A machine that has not started.
+    /// A machine that has not started, with [`ExchangeConfig::ZERO`] and every byte zero, so a
+    /// `static` holding it lands in `.bss`; [`ParamExchange::init`] configures it in place.
+    pub const EMPTY: ParamExchange = ParamExchange {
+        config: ExchangeConfig::ZERO,
+        state: ExchangeState::Idle,
+        deadline: None,
+        out: heapless::Deque::new(),
+        peer: AdapterCaps::empty(),
+        fin: AdapterCaps::empty(),
+        stack: 0,
+        cxl0: None,
+        peer_multi: MultiProtocolCaps::empty(),
+        multi_fin: MultiProtocolCaps::empty(),
+    };
+
+    /// A machine that has not started. (Built on the stack; see [`ParamExchange::init`] for
+    /// building one in place.)
     pub fn new(config: ExchangeConfig) -> ParamExchange {
-        ParamExchange {
-            config,
-            state: ExchangeState::Idle,
-            deadline: None,
-            out: heapless::Deque::new(),
-            peer: AdapterCaps::empty(),
-            fin: AdapterCaps::empty(),
-            stack: 0,
-            cxl0: None,
-            peer_multi: MultiProtocolCaps::empty(),
-            multi_fin: MultiProtocolCaps::empty(),
-        }
+        let mut exchange = Self::EMPTY;
+        exchange.init(config);
+        exchange
+    }
+
+    /// Makes this machine what [`ParamExchange::new`]`(config)` returns, in place: not
+    /// started, nothing learned, no message.
+    pub fn init(&mut self, config: ExchangeConfig) {
+        self.config = config;
+        self.state = ExchangeState::Idle;
+        self.deadline = None;
+        self.out.clear();
+        (self.peer, self.fin) = (AdapterCaps::empty(), AdapterCaps::empty());
+        self.stack = 0;
+        self.cxl0 = None;
+        (self.peer_multi, self.multi_fin) = (MultiProtocolCaps::empty(), MultiProtocolCaps::empty());
     }
 
     /// The configuration.

@@ -267,6 +267,20 @@ pub struct RetryStats {
     pub events_dropped: u64,
 }
 
+impl RetryStats {
+    /// Every counter zero.
+    pub const ZERO: Self = RetryStats {
+        sent: 0,
+        replayed: 0,
+        nops: 0,
+        replays: 0,
+        delivered: 0,
+        invalid: 0,
+        naks_sent: 0,
+        events_dropped: 0,
+    };
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum IgnoreWindow {
     NotStarted,
@@ -299,11 +313,14 @@ fn wire(s: SeqNum) -> u8 {
     s.value() as u8
 }
 
-/// Every variable of the mechanism except the buffer, in its reset state.
+/// Every variable of the mechanism except the buffer. In its reset state ([`State::INITIAL`])
+/// every byte is zero, so an empty machine can be a `static` in `.bss`: PCIe's
+/// `ACKD_SEQ` is kept as the number after it, and `TX_ACKNAK` is derived.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct State {
     // Transmitter.
-    ackd: SeqNum,
+    /// `ACKD_SEQ` + 1: the oldest flit not acknowledged.
+    unackd: SeqNum,
     consec_explicit: u8,
     consec_nak: u8,
     replay_timeout: u16,
@@ -318,7 +335,6 @@ struct State {
     ack_deadline: Option<Instant>,
     // Receiver.
     next_expected: SeqNum,
-    tx_acknak: SeqNum,
     implicit: Option<SeqNum>,
     explicit_rcvd: bool,
     nak_scheduled: bool,
@@ -329,8 +345,15 @@ struct State {
 const FIRST: SeqNum = SeqNum::from_index(0);
 
 impl State {
+    /// PCIe's `TX_ACKNAK_FLIT_SEQ_NUM`: the last flit accepted in order, which an Ack or Nak
+    /// names (it moves with `NEXT_EXPECTED` on every accepted flit and is set to
+    /// `NEXT_EXPECTED − 1` when a Nak is scheduled, so it is always that).
+    const fn tx_acknak(&self) -> SeqNum {
+        self.next_expected.prev()
+    }
+
     const INITIAL: State = State {
-        ackd: FIRST.prev(),
+        unackd: FIRST,
         consec_explicit: 0,
         consec_nak: 0,
         replay_timeout: 0,
@@ -343,7 +366,6 @@ impl State {
         last_payload: None,
         ack_deadline: None,
         next_expected: FIRST,
-        tx_acknak: FIRST.prev(),
         implicit: None,
         explicit_rcvd: false,
         nak_scheduled: false,
@@ -364,18 +386,57 @@ pub struct Retry<B, const N: usize> {
     stats: RetryStats,
 }
 
+impl RetryConfig {
+    /// Format 1 (no retry), both stacks PCIe, every other field zero: the configuration of a
+    /// [`Retry::EMPTY`].
+    pub const ZERO: RetryConfig = RetryConfig {
+        format: Format::Raw,
+        protocols: [Protocol::Pcie; 2],
+        replay_timeout_flits: 0,
+        replay_num_step: 0,
+        replay_num_limit: 0,
+        nak_ignore_window: 0,
+        handshake_timeout_flits: 0,
+        ack_timeout: Duration::ZERO,
+    };
+}
+
+impl<const L: usize, const N: usize> Retry<[u8; L], N> {
+    /// A machine with its replay buffer inline and every byte zero, so a `static` holding it
+    /// lands in `.bss` (no flash, no start-up copy): configured for Format 1
+    /// ([`RetryConfig::ZERO`]), so it sends and accepts nothing until [`Retry::init`].
+    pub const EMPTY: Self = Self::unconfigured([0; L]);
+}
+
 impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
     /// A machine in its reset state (RDI Reset), about to do the Sequence Number Handshake.
-    /// (Configured for Format 1, which has no retry, it sends and accepts nothing.)
+    /// (Configured for Format 1, which has no retry, it sends and accepts nothing.) (Built on
+    /// the stack; see [`Retry::init`] for building one in place.)
     pub fn new(config: RetryConfig, storage: B) -> Self {
+        let mut retry = Self::unconfigured(storage);
+        retry.init(config);
+        retry
+    }
+
+    /// A machine with every field zero but `storage`: [`RetryConfig::ZERO`].
+    pub(crate) const fn unconfigured(storage: B) -> Self {
         Retry {
-            config,
-            header: flit::header_span(config.format),
+            config: RetryConfig::ZERO,
+            header: None,
             buf: ReplayBuffer::new(storage, FIRST),
             st: State::INITIAL,
             events: Deque::new(),
-            stats: RetryStats::default(),
+            stats: RetryStats::ZERO,
         }
+    }
+
+    /// Makes this machine what [`Retry::new`]`(config, storage)` returns with its own storage,
+    /// in place (without a second machine on the stack): the reset state, no event, counters at
+    /// zero. On a [`Retry::EMPTY`] in a `static`, this is how firmware builds one.
+    pub fn init(&mut self, config: RetryConfig) {
+        self.reconfigure(config);
+        self.events.clear();
+        self.stats = RetryStats::ZERO;
     }
 
     /// Takes a new configuration (the format negotiated at link initialization) and starts
@@ -652,7 +713,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
                 (true, Some(s)) => wire(s),
                 _ => wire(self.buf.last_sent()),
             },
-            _ => wire(self.st.tx_acknak),
+            _ => wire(self.st.tx_acknak()),
         }
     }
 
@@ -772,7 +833,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
             && self.st.replay_scheduled.is_none()
             && !self.st.replay_in_progress
         {
-            let from = self.st.ackd.next();
+            let from = self.st.unackd;
             self.st.replay_scheduled = Some(from);
             self.st.consec_explicit = 0;
             self.st.consec_nak = 0;
@@ -786,7 +847,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
     fn handle_acknak(&mut self, now: Instant, ack: bool, s: SeqNum) {
         let last_sent = self.buf.last_sent();
         let max = ReplayBuffer::<NonZeroBits<8>, B, N>::MAX_FRAMES as u64;
-        if s.distance_to(last_sent) > max || self.st.ackd.distance_to(s) > max {
+        if s.distance_to(last_sent) > max || self.st.unackd.prev().distance_to(s) > max {
             self.event(RetryEvent::Uncorrectable(UncorrectableCause::InvalidAckNak { ack, seq: wire(s) }));
             return;
         }
@@ -801,7 +862,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
                 return;
             }
         }
-        self.st.ackd = s;
+        self.st.unackd = s.next();
         if !self.buf.is_replaying() {
             self.st.replay_in_progress = false;
         }
@@ -878,7 +939,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         // the next expected; duplicate: (TX_ACKNAK − IMPLICIT) mod 255 < 127, at or before
         // the last acknowledged.
         let bad_sequence = implicit.distance_to(self.st.next_expected) > window;
-        let duplicate = implicit.distance_to(self.st.tx_acknak) < window;
+        let duplicate = implicit.distance_to(self.st.tx_acknak()) < window;
         if self.st.nak_scheduled {
             if nop {
                 if explicit && implicit == self.st.next_expected.prev() {
@@ -919,7 +980,6 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
 
     fn schedule_nak(&mut self) {
         self.st.nak_scheduled = true;
-        self.st.tx_acknak = self.st.next_expected.prev();
     }
 
     fn invalid(&mut self) -> Received<'static> {
@@ -934,7 +994,6 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
     }
 
     fn accept<'a>(&mut self, s: SeqNum, h: FlitHeader, bytes: &'a [u8]) -> Received<'a> {
-        self.st.tx_acknak = s;
         self.st.next_expected = s.next();
         self.stats.delivered += 1;
         let [p0, p1] = self.config.protocols;
@@ -1123,6 +1182,37 @@ mod tests {
             sim.step(1000);
         }
         assert_eq!(sim.a.buffer().len(), 0);
+    }
+
+    #[test]
+    fn init_in_place_restarts_as_new() {
+        let impair = Impair { loss: 20_000, corrupt: 20_000, ..Impair::default() };
+        let mut fresh = Sim::new(7, impair);
+        fresh.run(300, 20_000);
+        assert!(fresh.a.stats().replays > 0, "the run replayed");
+        // A used pair, left mid-replay with flits in its buffer, configured afresh in place.
+        let mut used = Sim::new(8, impair);
+        used.run(100, 150);
+        assert!(!used.a.buffer().is_empty());
+        let config = RetryConfig::new(FMT, Protocol::Cxl);
+        used.a.init(config);
+        used.b.init(config);
+        let mut again = Sim::new(7, impair);
+        (again.a, again.b) = (used.a, used.b);
+        again.run(300, 20_000);
+        assert_eq!(again.got_b, fresh.got_b);
+        assert_eq!(again.events, fresh.events);
+        assert_eq!((again.a.stats(), again.b.stats()), (fresh.a.stats(), fresh.b.stats()));
+        // From EMPTY, too.
+        static EMPTY: R = R::EMPTY;
+        let mut again = Sim::new(7, impair);
+        (again.a, again.b) = (EMPTY.clone(), EMPTY.clone());
+        let mut out = [0u8; 256];
+        assert!(again.a.poll_transmit(Instant::ZERO, &mut out).is_none(), "Format 1 sends nothing");
+        again.a.init(config);
+        again.b.init(config);
+        again.run(300, 20_000);
+        assert_eq!((again.got_b, again.events), (fresh.got_b, fresh.events));
     }
 
     #[test]
