@@ -320,9 +320,12 @@ impl<const S: usize, const F: usize, const M: usize> Aggregator<S, F, M> {
         let opened = self.compressor.open(key, ask, &mut header, in_use)?;
         let (slot, len) = opened.ok_or(AggregateError::Busy)?;
         let f = self.frames.get_mut(i).ok_or(AggregateError::Busy)?;
-        f.bytes.get_mut(..len).ok_or(AggregateError::BadConfig)?.copy_from_slice(header.get(..len).unwrap_or_default());
-        if let Some(r) = resync {
-            self.resync.swap_remove(r);
+        linklayer::bytes::copy_prefix(f.bytes.get_mut(..len).ok_or(AggregateError::BadConfig)?, &header);
+        // The request rides on this frame: removed, the last one taking its place.
+        if let Some(last) = resync.and_then(|_| self.resync.pop()) {
+            if let Some(place) = resync.and_then(|r| self.resync.get_mut(r)) {
+                *place = last;
+            }
         }
         f.len = len;
         f.state = State::Open { slot, key, deadline: now.saturating_add(self.config.budget), count: 0 };

@@ -302,7 +302,7 @@ struct Writer<'o> {
 impl Writer<'_> {
     fn put(&mut self, bytes: &[u8]) -> Result<(), CompressError> {
         let end = self.at.checked_add(bytes.len()).ok_or(CompressError::BufferTooSmall)?;
-        self.out.get_mut(self.at..end).ok_or(CompressError::BufferTooSmall)?.copy_from_slice(bytes);
+        linklayer::bytes::copy_prefix(self.out.get_mut(self.at..end).ok_or(CompressError::BufferTooSmall)?, bytes);
         self.at = end;
         Ok(())
     }
