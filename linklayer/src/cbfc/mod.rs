@@ -131,9 +131,6 @@ impl<'a> arbitrary::Arbitrary<'a> for Vc {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-// Best-effort is tag 0 (without the `repr`, it would take a spare value of the limit's tag), so
-// an engine's empty value is all-zero bytes.
-#[repr(u8)]
 pub enum VcMode {
     /// Not flow-controlled: frames are sent and received without credit accounting.
     #[default]
@@ -143,6 +140,34 @@ pub enum VcMode {
         /// The VC's own credit limit (`S_CL_vc`), or `None` to share only the port limit.
         credit_limit: Option<u32>,
     },
+}
+
+/// A VC's mode as the engines keep it: 8 bytes, all zero for best-effort ([`VcMode`] keeps
+/// best-effort in a spare value of the limit's tag, so an engine's empty value would not be
+/// all-zero bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Mode {
+    lossless: bool,
+    /// The VC's own credit limit plus one; 0 for none. Limits are at most
+    /// [`CREDIT_LIMIT_MAX`], so the sum fits.
+    limit: u32,
+}
+
+impl Mode {
+    const BEST_EFFORT: Mode = Mode { lossless: false, limit: 0 };
+
+    fn of(mode: VcMode) -> Mode {
+        match mode {
+            VcMode::BestEffort => Mode::BEST_EFFORT,
+            VcMode::Lossless { credit_limit } => {
+                Mode { lossless: true, limit: credit_limit.map_or(0, |l| l.saturating_add(1)) }
+            }
+        }
+    }
+
+    fn get(self) -> VcMode {
+        if self.lossless { VcMode::Lossless { credit_limit: self.limit.checked_sub(1) } } else { VcMode::BestEffort }
+    }
 }
 
 /// The rule that turns a frame length into credits, shared by both ends of a link.

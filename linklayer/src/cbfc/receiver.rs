@@ -1,6 +1,6 @@
 //! The CBFC receiver: buffer accounting, CF_Update scheduling, CC_Update reconciliation.
 
-use super::{CreditCounter, CreditRule, MAX_VCS, Vc, VcMode, check_limit};
+use super::{CreditCounter, CreditRule, MAX_VCS, Mode, Vc, VcMode, check_limit};
 use crate::Error;
 use crate::time::{Duration, Instant, LinkRate};
 use crate::wire::CcUpdate;
@@ -114,7 +114,7 @@ impl CcUpdateOutcome {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct ReceiverVc {
-    mode: VcMode,
+    mode: Mode,
     /// `R_CC`: credits consumed.
     consumed: CreditCounter,
     /// `R_CF`: credits freed.
@@ -135,7 +135,7 @@ struct ReceiverVc {
 impl ReceiverVc {
     /// Best-effort, every counter zero.
     const ZERO: ReceiverVc = ReceiverVc {
-        mode: VcMode::BestEffort,
+        mode: Mode::BEST_EFFORT,
         consumed: CreditCounter::FIRST,
         freed: CreditCounter::FIRST,
         reported: CreditCounter::FIRST,
@@ -159,7 +159,7 @@ impl ReceiverVc {
     }
 
     fn lossless(&self) -> bool {
-        matches!(self.mode, VcMode::Lossless { .. })
+        self.mode.lossless
     }
 }
 
@@ -269,7 +269,7 @@ impl CbfcReceiver {
     ///
     /// [`CbfcSender::resync_vc`]: super::CbfcSender::resync_vc
     pub fn resync_vc(&mut self, now: Instant, vc: Vc) {
-        let mode = self.vc(vc).mode;
+        let mode = self.vc(vc).mode.get();
         self.clear_vc(now, vc, mode);
     }
 
@@ -300,7 +300,14 @@ impl CbfcReceiver {
         let held = self.vc(vc).occupancy();
         if let Some(v) = self.vc_mut(vc) {
             let watermark = v.watermark;
-            *v = ReceiverVc { mode, reported_at: now, report_due: true, draining: held, watermark, ..ReceiverVc::ZERO };
+            *v = ReceiverVc {
+                mode: Mode::of(mode),
+                reported_at: now,
+                report_due: true,
+                draining: held,
+                watermark,
+                ..ReceiverVc::ZERO
+            };
         }
         self.stats.vc_reinits += 1;
     }
@@ -339,7 +346,7 @@ impl CbfcReceiver {
     pub fn on_received(&mut self, vc: Vc, len: usize) -> Result<u32, Error> {
         let credits = self.config.rule.credits_for(len)?;
         let v = *self.vc(vc);
-        let VcMode::Lossless { credit_limit } = v.mode else { return Ok(0) };
+        let VcMode::Lossless { credit_limit } = v.mode.get() else { return Ok(0) };
         if let Some(limit) = credit_limit {
             if u64::from(v.occupancy()) + u64::from(credits) > u64::from(limit) {
                 self.stats.overruns += 1;
@@ -429,7 +436,7 @@ impl CbfcReceiver {
             return Ok(None);
         }
         let lost = v.consumed.distance_to(consumed);
-        let limit = match v.mode {
+        let limit = match v.mode.get() {
             VcMode::Lossless { credit_limit: Some(l) } => u64::from(l),
             _ => CreditCounter::MODULUS / 2 - 1,
         };

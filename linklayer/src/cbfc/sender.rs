@@ -1,6 +1,6 @@
 //! The CBFC sender: credit checks before transmission, CF_Update processing, CC_Update timer.
 
-use super::{CreditCounter, CreditRule, MAX_VCS, Vc, VcMode, check_limit};
+use super::{CreditCounter, CreditRule, MAX_VCS, Mode, Vc, VcMode, check_limit};
 use crate::Error;
 use crate::time::{Duration, Instant};
 use crate::wire::{CcUpdate, VC_GROUP_SIZE};
@@ -79,7 +79,7 @@ impl SenderStats {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct SenderVc {
-    mode: VcMode,
+    mode: Mode,
     /// `S_CC`: credits consumed.
     consumed: CreditCounter,
     /// `S_CF`: credits freed as last reported by the receiver.
@@ -93,7 +93,7 @@ struct SenderVc {
 impl SenderVc {
     /// Best-effort, every counter zero.
     const ZERO: SenderVc = SenderVc {
-        mode: VcMode::BestEffort,
+        mode: Mode::BEST_EFFORT,
         consumed: CreditCounter::FIRST,
         freed: CreditCounter::FIRST,
         held: false,
@@ -220,7 +220,7 @@ impl CbfcSender {
     /// start at zero and it may send at once. See [`CbfcSender::set_vc_mode`] for what the
     /// receiver must do.
     pub fn reinit_vc(&mut self, vc: Vc) {
-        let mode = self.vc(vc).mode;
+        let mode = self.vc(vc).mode.get();
         self.clear_vc(vc, mode, false);
     }
 
@@ -237,7 +237,7 @@ impl CbfcSender {
     ///
     /// [`CbfcReceiver::resync_vc`]: super::CbfcReceiver::resync_vc
     pub fn resync_vc(&mut self, vc: Vc) {
-        let mode = self.vc(vc).mode;
+        let mode = self.vc(vc).mode.get();
         let lossless = matches!(mode, VcMode::Lossless { .. });
         self.clear_vc(vc, mode, lossless);
     }
@@ -245,7 +245,7 @@ impl CbfcSender {
     /// [`CbfcSender::resync_vc`] for every lossless VC.
     pub fn resync_all(&mut self) {
         for vc in Vc::all() {
-            if matches!(self.vc(vc).mode, VcMode::Lossless { .. }) {
+            if self.vc(vc).mode.lossless {
                 self.resync_vc(vc);
             }
         }
@@ -261,18 +261,18 @@ impl CbfcSender {
         self.port_in_use = self.port_in_use.saturating_sub(in_use);
         if let Some(v) = self.vc_mut(vc) {
             // The watermark is a management statistic, not state: it outlives the counters.
-            *v = SenderVc { mode, held, watermark: v.watermark, ..SenderVc::ZERO };
+            *v = SenderVc { mode: Mode::of(mode), held, watermark: v.watermark, ..SenderVc::ZERO };
         }
         self.stats.vc_reinits += 1;
     }
 
     /// The mode of `vc`.
     pub fn vc_mode(&self, vc: Vc) -> VcMode {
-        self.vc(vc).mode
+        self.vc(vc).mode.get()
     }
 
     fn any_lossless(&self) -> bool {
-        self.vcs.iter().any(|v| matches!(v.mode, VcMode::Lossless { .. }))
+        self.vcs.iter().any(|v| v.mode.lossless)
     }
 
     /// `S_CU` of `vc`: credits consumed and not yet freed.
@@ -317,7 +317,7 @@ impl CbfcSender {
     /// `None` for a best-effort VC.
     pub fn available(&self, vc: Vc) -> Option<u32> {
         let v = self.vc(vc);
-        let VcMode::Lossless { credit_limit } = v.mode else { return None };
+        let VcMode::Lossless { credit_limit } = v.mode.get() else { return None };
         if v.held {
             return Some(0);
         }
@@ -365,7 +365,7 @@ impl CbfcSender {
     /// ([`CbfcSender::resync_vc`]) only `R_CF = 0` is accepted, and it releases the VC.
     pub fn handle_cf_update(&mut self, vc: Vc, freed: CreditCounter) -> Result<u32, Error> {
         let v = *self.vc(vc);
-        if !matches!(v.mode, VcMode::Lossless { .. }) {
+        if !v.mode.lossless {
             self.stats.cf_updates_rejected += 1;
             return Err(Error::InvalidState { state: "best-effort VC", input: "CF_Update" });
         }
@@ -414,7 +414,7 @@ impl CbfcSender {
             }
             self.next_cc_at = Some(now.saturating_add(self.config.cc_update_interval));
             for (group, chunk) in self.vcs.chunks(VC_GROUP_SIZE).enumerate() {
-                if chunk.iter().any(|v| matches!(v.mode, VcMode::Lossless { .. })) {
+                if chunk.iter().any(|v| v.mode.lossless) {
                     self.cc_pending |= 1 << group;
                 }
             }
@@ -424,7 +424,7 @@ impl CbfcSender {
         let mut msg = CcUpdate::new(group as u8).ok()?;
         let start = group * VC_GROUP_SIZE;
         for (i, v) in self.vcs.iter().enumerate().skip(start).take(VC_GROUP_SIZE) {
-            if matches!(v.mode, VcMode::Lossless { .. }) {
+            if v.mode.lossless {
                 msg.set(Vc::new(i as u8).ok()?, v.consumed).ok()?;
             }
         }

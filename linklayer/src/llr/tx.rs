@@ -271,7 +271,7 @@ impl LlrTxConfig {
 
 impl<S: SeqSpace, const L: usize, const N: usize> LlrTx<S, [u8; L], N> {
     /// A transmitter with its replay storage inline and every byte zero, so a `static` holding
-    /// it lands in `.bss`: in OFF with [`LlrTxConfig::ZERO`], refusing [`LlrTx::enable`] until
+    /// it lands in `.bss`: in OFF with a configuration of zeros, refusing [`LlrTx::enable`] until
     /// [`LlrTx::init`] configures it in place.
     pub const EMPTY: Self = Self::unconfigured([0; L]);
 }
