@@ -141,6 +141,9 @@ pub struct Outgoing<'a> {
 }
 
 /// The sending half: `S` streams' compression contexts, `F` frame buffers of `M` bytes.
+///
+/// Size on a 64-bit host: 2 600 bytes as `Aggregator<16, 4, 64>`: 128 per stream, `M` + 32 per
+/// frame buffer. Built in place: [`Aggregator::EMPTY`] and [`Aggregator::init`].
 #[derive(Clone, Debug)]
 pub struct Aggregator<const S: usize, const F: usize, const M: usize> {
     compressor: Compressor<S>,
@@ -363,6 +366,9 @@ impl<const M: usize> FrameBuf<M> {
 }
 
 /// The receiving half: `S` streams' decompression contexts.
+///
+/// Size on a 64-bit host: 2 216 bytes with 16 streams, 136 more per stream. Built in place:
+/// [`Deaggregator::EMPTY`] and [`Deaggregator::init`].
 #[derive(Clone, Debug)]
 pub struct Deaggregator<const S: usize> {
     decompressor: Decompressor<S>,

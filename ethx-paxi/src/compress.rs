@@ -785,6 +785,9 @@ impl<const N: usize> Table<N> {
 }
 
 /// The sender's contexts: `N` streams (module doc).
+///
+/// Size on a 64-bit host: 2 080 bytes with 16 streams, 128 more per stream. Built in place:
+/// [`Compressor::EMPTY`] and [`Compressor::init`].
 #[derive(Clone, Debug)]
 pub struct Compressor<const N: usize> {
     widths: ChannelWidths,
@@ -897,6 +900,9 @@ impl<const N: usize> Compressor<N> {
 }
 
 /// The receiver's contexts: `N` streams (module doc).
+///
+/// Size on a 64-bit host: 2 080 bytes with 16 streams, 128 more per stream. Built in place:
+/// [`Decompressor::EMPTY`] and [`Decompressor::init`].
 #[derive(Clone, Debug)]
 pub struct Decompressor<const N: usize> {
     widths: ChannelWidths,

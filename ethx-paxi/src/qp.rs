@@ -226,6 +226,9 @@ fn stamp(now: Instant) -> u16 {
 /// the slots do (less limits the window by bytes: [`Requester::send`] then says
 /// [`QpError::WindowFull`] earlier). [`Requester::new`] refuses storage smaller than one
 /// `max_payload`.
+///
+/// Size on a 64-bit host: 2 312 bytes with 64 slots, 32 more per slot, besides the payload
+/// storage. Built in place: [`Requester::EMPTY`] and [`Requester::init`].
 #[derive(Clone, Debug)]
 pub struct Requester<B, const N: usize> {
     config: RequesterConfig,

@@ -199,6 +199,9 @@ const EVENTS: usize = 16;
 ///
 /// See the [module documentation](self) for the recovery sequence and the crate README for an
 /// example of two ends.
+///
+/// Size on a 64-bit host: 5 920 bytes with 64 replay slots, 32 more per slot, besides the
+/// replay storage (inline in `Link<[u8; L], N>`). Built in place: [`Link::EMPTY`] and [`Link::init`].
 #[derive(Clone, Debug)]
 pub struct Link<B, const N: usize> {
     config: LinkConfig,

@@ -264,6 +264,9 @@ struct ActiveEntry {
 }
 
 /// One stack's adapter link state machine.
+///
+/// Size on a 64-bit host: 272 bytes. Built in place: [`AdapterLsm::EMPTY`] and
+/// [`AdapterLsm::init`].
 #[derive(Clone, Debug)]
 pub struct AdapterLsm {
     config: LsmConfig,

@@ -522,6 +522,9 @@ pub fn finalize_cxl(dp: CxlCaps, up: CxlCaps, fin: AdapterCaps) -> CxlCaps {
 /// [`ParamExchange::handle_message`] for each capability message received, then
 /// [`ParamExchange::poll_message`] for those to send, and [`ParamExchange::handle_timeout`]
 /// at [`ParamExchange::poll_timeout`].
+///
+/// Size on a 64-bit host: 304 bytes. Built in place: [`ParamExchange::EMPTY`] and
+/// [`ParamExchange::init`].
 #[derive(Clone, Debug)]
 pub struct ParamExchange {
     config: ExchangeConfig,

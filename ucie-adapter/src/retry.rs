@@ -376,6 +376,9 @@ impl State {
 
 /// UCIe flit-mode retry over a replay buffer of `N` flits in storage `B` (at least `N` times
 /// the flit length, e.g. `[u8; 127 * 256]`).
+///
+/// Size on a 64-bit host: 2 344 bytes with 64 flits, 32 more per flit, besides the buffer.
+/// Built in place: [`Retry::EMPTY`] and [`Retry::init`].
 #[derive(Clone, Debug)]
 pub struct Retry<B, const N: usize> {
     config: RetryConfig,

@@ -246,6 +246,9 @@ const EVENTS: usize = 8;
 /// (at least `N ×` [`ENTRY`] bytes: `Llr<[u8; 66 * 32], 32>`; the size is written twice
 /// because stable Rust cannot compute one from the other in a type). It seals what it sends
 /// and checks the CRC of what it receives.
+///
+/// Size on a 64-bit host: 2 256 bytes with 64 entries, 32 more per entry, besides the LLRB.
+/// Built in place: [`Llr::EMPTY`] and [`Llr::init`].
 #[derive(Clone, Debug)]
 pub struct Llr<B, const N: usize> {
     config: LlrConfig,

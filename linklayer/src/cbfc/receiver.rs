@@ -164,6 +164,9 @@ impl ReceiverVc {
 }
 
 /// The receiving end of one port's CBFC.
+///
+/// Size: 1 408 bytes on a 64-bit target (32 VCs of per-VC state; printed by the `state_sizes`
+/// test). Built in place: [`CbfcReceiver::EMPTY`] and [`CbfcReceiver::init`].
 #[derive(Clone, Debug)]
 pub struct CbfcReceiver {
     config: CbfcReceiverConfig,
