@@ -524,6 +524,14 @@ mod tests {
         d.init(W).unwrap();
         assert_eq!((a.queued(), d.poll_resync()), (0, None));
         assert_eq!(transcript(&mut a, &mut d), first);
+        // Refused as `new` refuses: nothing changed.
+        a.push(at(9000), key(3, 1), &load(9)).unwrap();
+        let before = (std::format!("{a:?}"), std::format!("{d:?}"));
+        assert_eq!(a.init(W, cfg(0, 16, 0)), Err(AggregateError::BadConfig));
+        assert!(a.init(ChannelWidths { data: 7, ..W }, config).is_err());
+        assert!(d.init(ChannelWidths { data: 7, ..W }).is_err());
+        assert_eq!((std::format!("{a:?}"), std::format!("{d:?}")), before);
+        a.init(W, config).unwrap();
         // From EMPTY: refused until configured, then the same.
         static A: Aggregator<4, 2, 512> = Aggregator::EMPTY;
         static D: Deaggregator<4> = Deaggregator::EMPTY;

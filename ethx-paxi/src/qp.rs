@@ -784,8 +784,37 @@ mod tests {
         assert_eq!(transcript(&mut tx, &mut rx), first);
         assert_eq!(tx.stats(), &fresh);
         // Refused as `new` refuses: nothing changed.
+        let before = std::format!("{tx:?}");
         assert!(tx.init(RequesterConfig { max_retries: 0, ..config }).is_err());
-        assert_eq!(tx.stats(), &fresh);
+        assert!(tx.init(RequesterConfig { max_payload: 4097, ..config }).is_err());
+        assert_eq!(std::format!("{tx:?}"), before);
+    }
+
+    /// Which of nine packets queued at once carry Fack, with Fack every 4.
+    fn facks(tx: &mut Req) -> std::vec::Vec<bool> {
+        for i in 0..9u8 {
+            tx.send(at(0), &[i]).unwrap();
+        }
+        core::iter::from_fn(|| tx.poll_transmit(at(0)).map(|o| o.rh.fack)).collect()
+    }
+
+    #[test]
+    fn fack_every_counts_from_the_start_and_after_init() {
+        let config = RequesterConfig { max_outstanding: 16, fack_every: 4, ..RequesterConfig::new(7) };
+        // The 4th and 8th by count, the 9th as the last one queued.
+        let want = [false, false, false, true, false, false, false, true, true];
+        let mut tx = Req::new(config, [0; 4096]).unwrap();
+        assert_eq!(facks(&mut tx), want);
+        // Two sent since the last Fack, then configured afresh: the count starts over.
+        let mut used = Req::new(config, [0; 4096]).unwrap();
+        used.send(at(0), &[1]).unwrap();
+        used.send(at(0), &[2]).unwrap();
+        used.send(at(0), &[3]).unwrap();
+        while used.poll_transmit(at(0)).is_some() {}
+        used.send(at(0), &[4]).unwrap();
+        used.poll_transmit(at(0));
+        used.init(config).unwrap();
+        assert_eq!(facks(&mut used), want);
     }
 
     #[test]

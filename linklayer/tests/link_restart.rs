@@ -329,4 +329,16 @@ fn an_empty_link_works_only_after_init() {
     assert_eq!(link.config(), &config);
     link.set_vc_mode(Instant::ZERO, vc, lossless).unwrap();
     link.enable(Instant::ZERO).unwrap();
+    link.handle_timeout(Instant::from_nanos(5_000));
+    // Each part's refusal leaves the whole link as it was (every check comes first).
+    let before = format!("{link:?}");
+    let mut bad = [config; 4];
+    bad[0].llr_tx.outstanding_bytes_max = 4097;
+    bad[1].cbfc_sender.cc_update_interval = Duration::ZERO;
+    bad[2].cbfc_receiver.cf_min_spacing = 0;
+    bad[3].llr_tx.init_interval = Duration::ZERO;
+    for b in bad {
+        assert!(link.init(b, 7).is_err(), "{b:?}");
+        assert_eq!(format!("{link:?}"), before);
+    }
 }

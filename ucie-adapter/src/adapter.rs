@@ -404,7 +404,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
                 }
             }
             LinkStatus::Reset => {
-                self.exchange = ParamExchange::new(*self.exchange.config());
+                let config = *self.exchange.config();
+                self.exchange.init(config);
                 self.negotiated.clear();
                 self.exchange_failed = false;
                 self.retry.reset();

@@ -299,8 +299,8 @@ impl<const L: usize, const N: usize> Llr<[u8; L], N> {
     );
 
     /// A machine with its LLRB inline and every byte zero, so a `static` holding it lands in
-    /// `.bss` (no flash, no start-up copy): [`LlrConfig::ZERO`] until [`Llr::init`] configures
-    /// it in place. `N` and `L` are checked when the program is built.
+    /// `.bss` (no flash, no start-up copy): it sends and accepts nothing until [`Llr::init`]
+    /// configures it in place. `N` and `L` are checked when the program is built.
     pub const EMPTY: Self = {
         let () = Self::SIZES_OK;
         Self::unconfigured([0; L])
@@ -376,6 +376,13 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
         self.events.clear();
         self.stats = Stats::ZERO;
         Ok(())
+    }
+
+    /// Whether [`Llr::init`] (or [`Llr::new`]) configured the machine: an [`Llr::EMPTY`] sends
+    /// and accepts nothing until then. (The INIT.Param modulus is 10 from `init` on and never
+    /// 0 after; an `EMPTY` one is 0.)
+    fn is_configured(&self) -> bool {
+        self.rx_modulus != 0
     }
 
     /// Whether link initialization is complete (§4.2.7): this end has sent its INIT.Param and
@@ -491,6 +498,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
     /// acknowledgements are owed; RETRY.Idle while waiting for an Ack (so TIMEOUT keeps
     /// counting).
     pub fn poll_transmit(&mut self, out: &mut [u8; ENTRY]) -> Option<Sent> {
+        if !self.is_configured() {
+            return None;
+        }
         let sent = self.next_flit(out)?;
         self.flits += 1;
         if self.local == LocalState::LocalIdle {
@@ -660,6 +670,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
     /// Returns what to hand on, in order (bytes 0–63 of `flit`: [`crc::body`]); `None` for
     /// RETRY flits and for flits discarded during a retry.
     pub fn handle_flit(&mut self, flit: &[u8; ENTRY], all_data_expected: bool) -> Option<Delivered> {
+        if !self.is_configured() {
+            return None;
+        }
         if crc::check(flit).is_err() {
             self.stats.crc_errors += 1;
             self.frames_seen = 0;
