@@ -221,24 +221,7 @@ impl<const L: usize, const N: usize> Link<[u8; L], N> {
     /// A link end with its replay storage inline and every byte zero, so a `static` holding it
     /// lands in `.bss` (no flash, no start-up copy): unconfigured, refusing [`Link::enable`]
     /// until [`Link::init`] configures it in place.
-    pub const EMPTY: Self = Link {
-        config: LinkConfig {
-            llr_tx: LlrTxConfig::ZERO,
-            llr_rx: LlrRxConfig::ZERO,
-            cbfc_sender: CbfcSenderConfig::ZERO,
-            cbfc_receiver: CbfcReceiverConfig::ZERO,
-            mac: [0; 6],
-            restart_holdoff: Duration::ZERO,
-        },
-        tx: LlrTx::EMPTY,
-        rx: LlrRx::EMPTY,
-        sender: CbfcSender::EMPTY,
-        receiver: CbfcReceiver::EMPTY,
-        tx_up_at: None,
-        cc_refused_at: None,
-        events: Deque::new(),
-        stats: LinkStats::ZERO,
-    };
+    pub const EMPTY: Self = Self::unconfigured([0; L]);
 }
 
 impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Link<B, N> {
@@ -247,8 +230,22 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Link<B, N> {
     /// number its peer expects next is indistinguishable from a repeated LLR_INIT. (Built on the
     /// stack; see [`Link::init`] for building one in place.)
     pub fn new(config: LinkConfig, storage: B, first_seq: u32) -> Result<Self, Error> {
-        let mut link = Link {
-            config,
+        let mut link = Self::unconfigured(storage);
+        link.init(config, first_seq)?;
+        Ok(link)
+    }
+
+    /// A link end with every field zero but `storage`: the parts' zero configurations.
+    const fn unconfigured(storage: B) -> Self {
+        Link {
+            config: LinkConfig {
+                llr_tx: LlrTxConfig::ZERO,
+                llr_rx: LlrRxConfig::ZERO,
+                cbfc_sender: CbfcSenderConfig::ZERO,
+                cbfc_receiver: CbfcReceiverConfig::ZERO,
+                mac: [0; 6],
+                restart_holdoff: Duration::ZERO,
+            },
             tx: LlrTx::unconfigured(storage),
             rx: LlrRx::EMPTY,
             sender: CbfcSender::EMPTY,
@@ -257,9 +254,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Link<B, N> {
             cc_refused_at: None,
             events: Deque::new(),
             stats: LinkStats::ZERO,
-        };
-        link.init(config, first_seq)?;
-        Ok(link)
+        }
     }
 
     /// Makes this link end what [`Link::new`]`(config, storage, first_seq)` returns with its own
