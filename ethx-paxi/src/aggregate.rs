@@ -325,8 +325,9 @@ impl<const S: usize, const F: usize, const M: usize> Aggregator<S, F, M> {
         let f = self.frames.get_mut(i).ok_or(AggregateError::Busy)?;
         linklayer::bytes::copy_prefix(f.bytes.get_mut(..len).ok_or(AggregateError::BadConfig)?, &header);
         // The request rides on this frame: removed, the last one taking its place.
-        if let Some(last) = resync.and_then(|_| self.resync.pop()) {
-            if let Some(place) = resync.and_then(|r| self.resync.get_mut(r)) {
+        if let Some(r) = resync {
+            let last = self.resync.pop();
+            if let (Some(last), Some(place)) = (last, self.resync.get_mut(r)) {
                 *place = last;
             }
         }

@@ -64,10 +64,7 @@ const EMPTY: Engines = Engines {
 };
 
 const RATE: LinkRate = LinkRate::GBPS_100;
-const VC: Vc = match Vc::new(0) {
-    Ok(vc) => vc,
-    Err(_) => panic!("VC 0 exists"),
-};
+const VC: Vc = Vc::ZERO;
 const LOSSLESS: VcMode = VcMode::Lossless { credit_limit: Some(64) };
 
 fn link_config(mac: u8) -> LinkConfig {

@@ -100,6 +100,9 @@ pub const DEFAULT_CC_UPDATE_INTERVAL: Duration = Duration::from_micros(256);
 pub struct Vc(u8);
 
 impl Vc {
+    /// Virtual channel 0 (a constant: no `Result` to unwrap where only VC 0 is used).
+    pub const ZERO: Vc = Vc(0);
+
     /// The virtual channel `index`, if it is below [`MAX_VCS`].
     pub const fn new(index: u8) -> Result<Self, Error> {
         if (index as usize) < MAX_VCS {
