@@ -17,9 +17,12 @@
 //! first packet has arrived (so no message that started earlier can still be unknown), and every
 //! message that started earlier is released.
 //!
-//! [`MessageOrder`] tracks `N` messages in progress. A packet of another message while all `N`
-//! are in use is refused with [`OrderError::NoRoom`]; the caller NACKs it NO_SES_MSG_AVAIL
-//! (0x09), a retransmit-class code, so it comes back later.
+//! [`MessageOrder`] tracks up to `N` messages in progress: [`OWN_SLOTS`] (two) in itself, the
+//! others in an [`OrderPool`] the PDCs of one endpoint share (*project-defined*: a PDC rarely has
+//! many messages in progress, so thousands of PDCs need not each keep room for `N`). A packet of
+//! another message while all `N` are in use, or while its own two are and the pool has no free
+//! entry, is refused with [`OrderError::NoRoom`]; the caller NACKs it NO_SES_MSG_AVAIL (0x09), a
+//! retransmit-class code, so it comes back later.
 //!
 //! **No deadlock when a peer starts more messages than `N`** (*project-defined*). If the `N`
 //! tracked messages all started after one whose first packet is still missing, none can be
@@ -32,7 +35,10 @@
 //! sender's window of PSNs and waits for that earlier message's resends to move the window: a
 //! message's packets take consecutive PSNs, so at most one tracked message can wait so, and
 //! with `N` at least 2 the earlier one always finds room (a complete message to release, or a
-//! free slot). `N` is therefore 2 or more.
+//! free slot). `N` is therefore 2 or more, and those two are the PDC's own: other PDCs holding
+//! every pool entry cannot take them, so the argument holds for each PDC whatever the others do.
+//! The price of sharing: while the pool is full, a PDC whose own two are in use releases
+//! complete messages out of order as if its peer exceeded `N`.
 
 use crate::pdc::psn_after;
 
@@ -66,7 +72,7 @@ impl core::fmt::Display for OrderError {
 
 impl core::error::Error for OrderError {}
 
-/// One message in progress (16 bytes: a target PDC keeps `N` of them).
+/// One message in progress (16 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Slot {
     message_id: u16,
@@ -79,6 +85,9 @@ struct Slot {
 }
 
 impl Slot {
+    /// All-zero bytes (what a free pool entry holds).
+    const VACANT: Slot = Slot { message_id: 0, started: false, first_psn: 0, received: 0, total: 0 };
+
     fn complete(&self) -> bool {
         self.received == self.total
     }
@@ -89,10 +98,147 @@ impl Slot {
     }
 }
 
-/// The messages of one PDC in progress, `N` at most.
+/// Messages a [`MessageOrder`] keeps in itself; the rest of its `N` go to an [`OrderPool`].
+pub const OWN_SLOTS: usize = 2;
+
+/// A pool entry's index as stored: inverted, so 0 is none and an empty pool is all-zero bytes.
+const fn unref(raw: u16) -> Option<u16> {
+    if raw == 0 { None } else { Some(!raw) }
+}
+
+/// An entry of an [`OrderPool`]: a message, and the next entry of its [`MessageOrder`]'s list
+/// (or, free, of the free list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Entry {
+    slot: Slot,
+    next: u16,
+}
+
+/// Room for messages in progress that the [`MessageOrder`]s of one endpoint share, beyond the
+/// [`OWN_SLOTS`] each keeps (`N` at most 2^15; 20 bytes an entry on a 64-bit host). Empty, it
+/// is all-zero bytes.
+///
+/// A message order takes an entry for a message once its own slots are full (and it tracks
+/// fewer than its `N`), and gives it back when the message is released or the order is
+/// [cleared](MessageOrder::clear). When every entry is in use, a PDC's new message waits for room
+/// as when its own `N` are in use ([`OrderError::NoRoom`]); its own slots keep the no-deadlock
+/// rule of the module doc true for every PDC whatever the others hold.
+#[derive(Clone, Debug)]
+pub struct OrderPool<const N: usize> {
+    entries: [Entry; N],
+    /// The entries given back, last given first (inverted: 0 none), then those never used:
+    /// `fresh..N`.
+    returned: u16,
+    fresh: u16,
+    in_use: u16,
+}
+
+impl<const N: usize> Default for OrderPool<N> {
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+impl<const N: usize> OrderPool<N> {
+    const SIZE_OK: () = assert!(N <= 1 << 15, "OrderPool<N>: N (shared entries) at most 2^15");
+
+    /// Every entry free (all-zero bytes).
+    pub const EMPTY: Self = {
+        let () = Self::SIZE_OK;
+        OrderPool { entries: [Entry { slot: Slot::VACANT, next: 0 }; N], returned: 0, fresh: 0, in_use: 0 }
+    };
+
+    /// Entries in use.
+    pub fn in_use(&self) -> usize {
+        usize::from(self.in_use)
+    }
+
+    /// Every entry free again, in place. Only for a pool whose message orders are all dropped
+    /// or cleared: one still holding entries would share them with the next taker.
+    pub fn clear(&mut self) {
+        (self.returned, self.fresh, self.in_use) = (0, 0, 0);
+    }
+
+    /// The entry [`OrderPool::take`] gives next.
+    fn next_free(&self) -> Option<u16> {
+        unref(self.returned).or((usize::from(self.fresh) < N).then_some(self.fresh))
+    }
+
+    /// A free entry, now holding `slot` before `next` on a list.
+    fn take(&mut self, slot: Slot, next: u16) -> Option<u16> {
+        let i = self.next_free()?;
+        let entry = self.entries.get_mut(usize::from(i))?;
+        if unref(self.returned).is_some() {
+            self.returned = entry.next;
+        } else {
+            self.fresh += 1;
+        }
+        *entry = Entry { slot, next };
+        self.in_use += 1;
+        Some(i)
+    }
+
+    /// Frees entry `i`, which is in use.
+    fn give(&mut self, i: u16) {
+        if let Some(entry) = self.entries.get_mut(usize::from(i)) {
+            (entry.next, self.returned) = (self.returned, !i);
+            self.in_use -= 1;
+        }
+    }
+
+    /// The entry after `i` on its list.
+    fn next(&self, i: u16) -> Option<u16> {
+        unref(self.entries.get(usize::from(i))?.next)
+    }
+}
+
+/// Where one of a PDC's messages in progress is kept: an own slot, or a pool entry and the
+/// entry before it on the PDC's list (`None`: it is the first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    Own(usize),
+    Pooled { at: u16, before: Option<u16> },
+}
+
+/// The messages a [`MessageOrder`] tracks, where each is kept: its own slots, then its list of
+/// pool entries.
+struct Messages<'a, const K: usize> {
+    own: &'a [Option<Slot>; OWN_SLOTS],
+    next_own: usize,
+    pool: &'a OrderPool<K>,
+    at: Option<u16>,
+    before: Option<u16>,
+    left: u16,
+}
+
+impl<const K: usize> Iterator for Messages<'_, K> {
+    type Item = (Place, Slot);
+
+    fn next(&mut self) -> Option<(Place, Slot)> {
+        while let Some(own) = self.own.get(self.next_own) {
+            self.next_own += 1;
+            if let Some(s) = own {
+                return Some((Place::Own(self.next_own - 1), *s));
+            }
+        }
+        let at = self.at.filter(|_| self.left > 0)?;
+        let entry = self.pool.entries.get(usize::from(at))?;
+        let place = Place::Pooled { at, before: self.before };
+        (self.at, self.before, self.left) = (unref(entry.next), Some(at), self.left - 1);
+        Some((place, entry.slot))
+    }
+}
+
+/// The messages of one PDC in progress, `N` at most: [`OWN_SLOTS`] here, the rest in an
+/// [`OrderPool`] shared with other PDCs, which every call that needs them is given (always the
+/// same pool).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MessageOrder<const N: usize> {
-    slots: [Option<Slot>; N],
+    own: [Option<Slot>; OWN_SLOTS],
+    /// Its first entry in the pool (inverted: 0 none), newest first.
+    head: u16,
+    /// Its entries in the pool.
+    pooled: u16,
 }
 
 impl<const N: usize> Default for MessageOrder<N> {
@@ -105,101 +251,171 @@ impl<const N: usize> MessageOrder<N> {
     const SIZE_OK: () = assert!(N >= 2 && N <= 1 << 15, "2 to 2^15 messages in progress (see the module doc)");
 
     /// No message in progress.
-    pub fn new() -> Self {
+    pub const fn new() -> Self {
         let () = Self::SIZE_OK;
-        MessageOrder { slots: [None; N] }
+        MessageOrder { own: [None; OWN_SLOTS], head: 0, pooled: 0 }
     }
 
-    /// Messages in progress (arrived in part, or complete and not released).
+    /// Messages in progress.
     pub fn in_progress(&self) -> usize {
-        self.slots.iter().flatten().count()
+        self.own.iter().flatten().count() + usize::from(self.pooled)
     }
 
-    fn find(&self, message_id: u16) -> Option<usize> {
-        self.slots.iter().position(|s| s.is_some_and(|s| s.message_id == message_id))
+    /// Entries of the pool this order holds.
+    pub fn pooled(&self) -> usize {
+        usize::from(self.pooled)
     }
 
-    /// What [`MessageOrder::on_packet`] would say, without recording: the message's slot and its
-    /// byte count after the packet.
-    pub fn check(&self, message_id: u16, request_length: u32, len: u16) -> Result<(usize, u64), OrderError> {
-        let (at, received) = match self.find(message_id) {
-            Some(at) => {
-                let Some(s) = self.slots.get(at).copied().flatten() else {
-                    return Err(OrderError::NoRoom { message_id });
-                };
-                if s.total != request_length {
-                    return Err(OrderError::Inconsistent { message_id });
-                }
-                (at, u64::from(s.received))
-            }
-            None => (self.slots.iter().position(Option::is_none).ok_or(OrderError::NoRoom { message_id })?, 0),
+    /// Every message in progress, and where it is kept.
+    fn messages<'a, const K: usize>(&'a self, pool: &'a OrderPool<K>) -> Messages<'a, K> {
+        Messages { own: &self.own, next_own: 0, pool, at: unref(self.head), before: None, left: self.pooled }
+    }
+
+    /// Whether a new message can be tracked: a free own slot, or (fewer than `N` in progress)
+    /// a free pool entry.
+    fn has_room<const K: usize>(&self, pool: &OrderPool<K>) -> bool {
+        self.own.iter().any(Option::is_none) || (self.in_progress() < N && pool.next_free().is_some())
+    }
+
+    /// Where the packet's message is kept (`None`: a new one, for which there is room) and its
+    /// bytes received with this packet's `len`.
+    fn admit<const K: usize>(
+        &self,
+        pool: &OrderPool<K>,
+        message_id: u16,
+        request_length: u32,
+        len: u16,
+    ) -> Result<(Option<Place>, u32), OrderError> {
+        let (place, received) = match self.messages(pool).find(|(_, s)| s.message_id == message_id) {
+            Some((_, s)) if s.total != request_length => return Err(OrderError::Inconsistent { message_id }),
+            Some((place, s)) => (Some(place), u64::from(s.received)),
+            None if self.has_room(pool) => (None, 0),
+            None => return Err(OrderError::NoRoom { message_id }),
         };
         let received = received + u64::from(len);
-        if received > u64::from(request_length) {
-            return Err(OrderError::Inconsistent { message_id });
+        match u32::try_from(received) {
+            Ok(received) if received <= request_length => Ok((place, received)),
+            _ => Err(OrderError::Inconsistent { message_id }),
         }
-        Ok((at, received))
     }
 
-    /// Accounts the `len` payload bytes at `offset` of message `message_id` (length
-    /// `request_length`), which arrived with PSN `psn`. Returns whether that message is now
-    /// complete (it may still wait for earlier ones).
-    pub fn on_packet(
+    /// Whether [`MessageOrder::on_packet`] would take the packet (same arguments but the PSN and
+    /// offset); nothing changes.
+    pub fn check<const K: usize>(
+        &self,
+        pool: &OrderPool<K>,
+        message_id: u16,
+        request_length: u32,
+        len: u16,
+    ) -> Result<(), OrderError> {
+        self.admit(pool, message_id, request_length, len).map(|_| ())
+    }
+
+    /// Counts a new packet (the PDC took it, so it is no duplicate) of `len` bytes at byte
+    /// `offset` of message `message_id`, whose `request_length` it states, received at `psn`.
+    /// Returns whether the message is now complete. A refusal changes nothing.
+    pub fn on_packet<const K: usize>(
         &mut self,
+        pool: &mut OrderPool<K>,
         message_id: u16,
         psn: u32,
         offset: u32,
         request_length: u32,
         len: u16,
     ) -> Result<bool, OrderError> {
-        let (at, received) = self.check(message_id, request_length, len)?;
-        let slot = self.slots.get_mut(at).ok_or(OrderError::NoRoom { message_id })?;
-        let s =
-            slot.get_or_insert(Slot { message_id, started: false, first_psn: 0, received: 0, total: request_length });
-        // At most `request_length` (checked), so it fits.
-        s.received = received as u32;
+        let (place, received) = self.admit(pool, message_id, request_length, len)?;
+        let place = match place {
+            Some(place) => place,
+            None => {
+                let new = Slot { message_id, started: false, first_psn: 0, received: 0, total: request_length };
+                self.add(pool, new).ok_or(OrderError::NoRoom { message_id })?
+            }
+        };
+        let s = self.slot_mut(pool, place).ok_or(OrderError::NoRoom { message_id })?;
+        s.received = received;
         if offset == 0 {
             (s.started, s.first_psn) = (true, psn);
         }
         Ok(s.complete())
     }
 
-    /// Releases the message that started first if it is complete and everything before its first
-    /// packet has arrived (`cack_psn`: the PDC received every PSN up to it). Returns its id and
-    /// length. Call until `None` after each packet.
-    pub fn release(&mut self, cack_psn: u32) -> Option<(u16, u32)> {
+    /// Tracks `slot`: in an own slot if one is free, else in a pool entry.
+    fn add<const K: usize>(&mut self, pool: &mut OrderPool<K>, slot: Slot) -> Option<Place> {
+        if let Some((i, own)) = self.own.iter_mut().enumerate().find(|(_, s)| s.is_none()) {
+            *own = Some(slot);
+            return Some(Place::Own(i));
+        }
+        if self.in_progress() >= N {
+            return None;
+        }
+        let i = pool.take(slot, self.head)?;
+        (self.head, self.pooled) = (!i, self.pooled + 1);
+        Some(Place::Pooled { at: i, before: None })
+    }
+
+    fn slot_mut<'a, const K: usize>(&'a mut self, pool: &'a mut OrderPool<K>, place: Place) -> Option<&'a mut Slot> {
+        match place {
+            Place::Own(i) => self.own.get_mut(i)?.as_mut(),
+            Place::Pooled { at, .. } => Some(&mut pool.entries.get_mut(usize::from(at))?.slot),
+        }
+    }
+
+    /// Stops tracking the message at `place`; returns its id and length.
+    fn remove<const K: usize>(&mut self, pool: &mut OrderPool<K>, place: Place) -> Option<(u16, u32)> {
+        let s = match place {
+            Place::Own(i) => self.own.get_mut(i)?.take()?,
+            Place::Pooled { at, before } => {
+                let entry = *pool.entries.get(usize::from(at))?;
+                match before {
+                    Some(before) => pool.entries.get_mut(usize::from(before))?.next = entry.next,
+                    None => self.head = entry.next,
+                }
+                pool.give(at);
+                self.pooled -= 1;
+                entry.slot
+            }
+        };
+        Some((s.message_id, s.total))
+    }
+
+    /// Releases the next message in send order, if it is complete and nothing before it is
+    /// missing: every PSN up to `cack_psn` (the PDC's cumulative ACK PSN) arrived. Returns its
+    /// id and length.
+    pub fn release<const K: usize>(&mut self, pool: &mut OrderPool<K>, cack_psn: u32) -> Option<(u16, u32)> {
         // The known message that started first; any message not yet known started after
         // `cack_psn` (its first packet is missing), so it cannot come before one at or below
         // `cack_psn + 1`.
-        let (at, first) = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| Some((i, s.as_ref()?.first()?)))
-            .reduce(|a, b| if psn_after(a.1, b.1) { b } else { a })?;
-        if psn_after(first, cack_psn.wrapping_add(1)) {
+        let (place, s, first) = self
+            .messages(pool)
+            .filter_map(|(place, s)| Some((place, s, s.first()?)))
+            .reduce(|a, b| if psn_after(a.2, b.2) { b } else { a })?;
+        if psn_after(first, cack_psn.wrapping_add(1)) || !s.complete() {
             return None;
         }
-        let slot = self.slots.get_mut(at)?;
-        let s = slot.filter(Slot::complete)?;
-        *slot = None;
-        Some((s.message_id, s.total))
+        self.remove(pool, place)
     }
-}
 
-impl<const N: usize> MessageOrder<N> {
     /// Releases the complete message that started first, whether or not everything before it
     /// has arrived: room for a message that started earlier, when all `N` slots are in use
     /// (see the module doc). Returns its id and length.
-    pub fn release_complete(&mut self) -> Option<(u16, u32)> {
-        let (at, _) = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.filter(Slot::complete).map(|s| (i, s.first().unwrap_or(0))))
+    pub fn release_complete<const K: usize>(&mut self, pool: &mut OrderPool<K>) -> Option<(u16, u32)> {
+        let (place, _) = self
+            .messages(pool)
+            .filter(|(_, s)| s.complete())
+            .map(|(place, s)| (place, s.first().unwrap_or(0)))
             .reduce(|a, b| if psn_after(a.1, b.1) { b } else { a })?;
-        let s = self.slots.get_mut(at)?.take()?;
-        Some((s.message_id, s.total))
+        self.remove(pool, place)
+    }
+
+    /// Tracks nothing, and gives its pool entries back.
+    pub fn clear<const K: usize>(&mut self, pool: &mut OrderPool<K>) {
+        let mut at = unref(self.head);
+        for _ in 0..self.pooled {
+            let Some(i) = at else { break };
+            at = pool.next(i);
+            pool.give(i);
+        }
+        *self = Self::new();
     }
 }
 
@@ -208,69 +424,178 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The messages `o` tracks, where they are kept.
+    fn tracked<const N: usize, const K: usize>(o: &MessageOrder<N>, pool: &OrderPool<K>) -> Vec<(Place, Slot)> {
+        o.messages(pool).collect()
+    }
+
     #[test]
     fn release_complete_makes_room_for_an_earlier_message() {
         // Two slots hold messages 2 and 3 (PSNs 11, 12), both complete, waiting for message 1
         // (PSN 10), which has no room: releasing the earliest complete one makes room.
-        let mut o = MessageOrder::<2>::new();
-        o.on_packet(3, 12, 0, 1, 1).unwrap();
-        o.on_packet(2, 11, 0, 1, 1).unwrap();
-        assert_eq!(o.release(9), None);
-        assert_eq!(o.check(1, 1, 1), Err(OrderError::NoRoom { message_id: 1 }));
-        assert_eq!(o.release_complete(), Some((2, 1)));
-        assert_eq!(o.on_packet(1, 10, 0, 1, 1), Ok(true));
-        assert_eq!(o.release(12), Some((1, 1)));
-        assert_eq!(o.release(12), Some((3, 1)));
+        let (mut o, mut pool) = (MessageOrder::<2>::new(), OrderPool::<0>::EMPTY);
+        o.on_packet(&mut pool, 3, 12, 0, 1, 1).unwrap();
+        o.on_packet(&mut pool, 2, 11, 0, 1, 1).unwrap();
+        assert_eq!(o.release(&mut pool, 9), None);
+        assert_eq!(o.check(&pool, 1, 1, 1), Err(OrderError::NoRoom { message_id: 1 }));
+        assert_eq!(o.release_complete(&mut pool), Some((2, 1)));
+        assert_eq!(o.on_packet(&mut pool, 1, 10, 0, 1, 1), Ok(true));
+        assert_eq!(o.release(&mut pool, 12), Some((1, 1)));
+        assert_eq!(o.release(&mut pool, 12), Some((3, 1)));
         // Nothing complete: nothing to release.
-        o.on_packet(4, 13, 0, 2, 1).unwrap();
-        assert_eq!(o.release_complete(), None);
+        o.on_packet(&mut pool, 4, 13, 0, 2, 1).unwrap();
+        assert_eq!(o.release_complete(&mut pool), None);
     }
 
     #[test]
     fn completes_in_send_order() {
-        let mut o = MessageOrder::<4>::new();
+        let (mut o, mut pool) = (MessageOrder::<4>::new(), OrderPool::<4>::EMPTY);
         // Message 9 (PSNs 100–101) and message 3 (PSN 102, one packet): 3 completes first but
         // waits for 9, which started earlier.
-        assert_eq!(o.on_packet(3, 102, 0, 100, 100), Ok(true));
-        assert_eq!(o.release(99), None);
-        assert_eq!(o.on_packet(9, 101, 4096, 5000, 904), Ok(false));
-        assert_eq!(o.release(99), None);
-        assert_eq!(o.on_packet(9, 100, 0, 5000, 4096), Ok(true));
-        assert_eq!(o.release(102), Some((9, 5000)));
-        assert_eq!(o.release(102), Some((3, 100)));
-        assert_eq!(o.release(102), None);
+        assert_eq!(o.on_packet(&mut pool, 3, 102, 0, 100, 100), Ok(true));
+        assert_eq!(o.release(&mut pool, 99), None);
+        assert_eq!(o.on_packet(&mut pool, 9, 101, 4096, 5000, 904), Ok(false));
+        assert_eq!(o.release(&mut pool, 99), None);
+        assert_eq!(o.on_packet(&mut pool, 9, 100, 0, 5000, 4096), Ok(true));
+        assert_eq!(o.release(&mut pool, 102), Some((9, 5000)));
+        assert_eq!(o.release(&mut pool, 102), Some((3, 100)));
+        assert_eq!(o.release(&mut pool, 102), None);
         // A zero-length message completes with its one (empty) packet; its id may be one used
         // before.
-        assert_eq!(o.on_packet(9, 103, 0, 0, 0), Ok(true));
-        assert_eq!(o.release(103), Some((9, 0)));
+        assert_eq!(o.on_packet(&mut pool, 9, 103, 0, 0, 0), Ok(true));
+        assert_eq!(o.release(&mut pool, 103), Some((9, 0)));
         // Refusals change nothing.
-        o.on_packet(1, 104, 0, 10, 5).unwrap();
-        let before = o.clone();
-        assert_eq!(o.on_packet(1, 105, 5, 10, 6), Err(OrderError::Inconsistent { message_id: 1 }));
-        assert_eq!(o.on_packet(1, 105, 5, 12, 5), Err(OrderError::Inconsistent { message_id: 1 }));
+        o.on_packet(&mut pool, 1, 104, 0, 10, 5).unwrap();
+        let before = tracked(&o, &pool);
+        assert_eq!(o.on_packet(&mut pool, 1, 105, 5, 10, 6), Err(OrderError::Inconsistent { message_id: 1 }));
+        assert_eq!(o.on_packet(&mut pool, 1, 105, 5, 12, 5), Err(OrderError::Inconsistent { message_id: 1 }));
+        assert_eq!(tracked(&o, &pool), before);
         for id in 20..23 {
-            o.on_packet(id, 200 + u32::from(id), 0, 10, 1).unwrap();
+            o.on_packet(&mut pool, id, 200 + u32::from(id), 0, 10, 1).unwrap();
         }
-        let full = o.clone();
-        assert_eq!(o.on_packet(30, 300, 0, 10, 1), Err(OrderError::NoRoom { message_id: 30 }));
-        assert_eq!(o, full);
-        assert_ne!(before, full);
+        let full = (o.clone(), tracked(&o, &pool), pool.in_use());
+        assert_eq!(o.on_packet(&mut pool, 30, 300, 0, 10, 1), Err(OrderError::NoRoom { message_id: 30 }));
+        assert_eq!((o.clone(), tracked(&o, &pool), pool.in_use()), full);
+        assert_ne!(before, full.1);
     }
 
     /// A message whose first packet has not arrived holds back the ones after it: until every PSN
     /// before a complete message has arrived, it is not released.
     #[test]
     fn an_unknown_earlier_message_holds_back_later_ones() {
-        let mut o = MessageOrder::<4>::new();
+        let (mut o, mut pool) = (MessageOrder::<4>::new(), OrderPool::<4>::EMPTY);
         // Message 5 starts at PSN 11; PSN 10 (the only packet of some message) is missing.
-        assert_eq!(o.on_packet(5, 11, 0, 10, 10), Ok(true));
-        assert_eq!(o.release(9), None);
-        assert_eq!(o.on_packet(4, 10, 0, 1, 1), Ok(true));
-        assert_eq!(o.release(11), Some((4, 1)));
-        assert_eq!(o.release(11), Some((5, 10)));
+        assert_eq!(o.on_packet(&mut pool, 5, 11, 0, 10, 10), Ok(true));
+        assert_eq!(o.release(&mut pool, 9), None);
+        assert_eq!(o.on_packet(&mut pool, 4, 10, 0, 1, 1), Ok(true));
+        assert_eq!(o.release(&mut pool, 11), Some((4, 1)));
+        assert_eq!(o.release(&mut pool, 11), Some((5, 10)));
+    }
+
+    /// Two PDCs share a pool of two entries: the first to need them takes them, the other still
+    /// has its own two slots, and a released or cleared message gives its entry back.
+    #[test]
+    fn pdcs_share_the_pool_and_keep_their_own_slots() {
+        let mut pool = OrderPool::<2>::EMPTY;
+        let (mut a, mut b) = (MessageOrder::<8>::new(), MessageOrder::<8>::new());
+        // A tracks four incomplete messages: two of its own, two from the pool.
+        for id in 0..4 {
+            assert_eq!(a.on_packet(&mut pool, id, 10 + u32::from(id) * 2, 0, 2, 1), Ok(false));
+        }
+        assert_eq!((a.in_progress(), a.pooled(), pool.in_use()), (4, 2, 2));
+        assert_eq!(a.check(&pool, 9, 2, 1), Err(OrderError::NoRoom { message_id: 9 }));
+        // B still has its own two.
+        assert_eq!(b.on_packet(&mut pool, 0, 50, 0, 1, 1), Ok(true));
+        assert_eq!(b.on_packet(&mut pool, 1, 51, 0, 2, 1), Ok(false));
+        assert_eq!(b.check(&pool, 2, 1, 1), Err(OrderError::NoRoom { message_id: 2 }));
+        // A completes its messages out of PSN order; pooled ones release from the middle of its
+        // list and give their entries back.
+        assert_eq!(a.on_packet(&mut pool, 2, 15, 1, 2, 1), Ok(true));
+        assert_eq!(a.on_packet(&mut pool, 0, 11, 1, 2, 1), Ok(true));
+        assert_eq!(a.release(&mut pool, 15), Some((0, 2)));
+        assert_eq!(a.release(&mut pool, 15), None);
+        assert_eq!(a.release_complete(&mut pool), Some((2, 2)));
+        assert_eq!((a.in_progress(), a.pooled(), pool.in_use()), (2, 1, 1));
+        // B takes the entry A gave back.
+        assert_eq!(b.on_packet(&mut pool, 2, 52, 0, 1, 1), Ok(true));
+        assert_eq!((b.pooled(), pool.in_use()), (1, 2));
+        // Clearing A gives back the entry it still holds; its messages are forgotten.
+        a.clear(&mut pool);
+        assert_eq!((a.in_progress(), pool.in_use()), (0, 1));
+        assert_eq!(b.release(&mut pool, 52), Some((0, 1)));
+        assert_eq!(b.on_packet(&mut pool, 1, 51, 1, 2, 1), Ok(true));
+        assert_eq!(b.release(&mut pool, 52), Some((1, 2)));
+        assert_eq!(b.release(&mut pool, 52), Some((2, 1)));
+        assert_eq!((b.in_progress(), pool.in_use()), (0, 0));
     }
 
     proptest! {
+        /// Up to four PDCs share a pool of two entries, each tracking up to 4 messages, their
+        /// packets interleaved at random; a packet refused for want of room first releases a
+        /// complete message of its PDC out of order (as the endpoint does), then comes back
+        /// later. Every message is released exactly once, nothing waits forever, every entry
+        /// comes back, and a PDC that never released out of order released in send order.
+        #[test]
+        fn pdcs_sharing_a_pool_release_every_message_once(
+            lens in prop::collection::vec(prop::collection::vec(0u32..4, 1..12), 1..5),
+            seed in any::<u64>(),
+        ) {
+            let mut pool = OrderPool::<2>::EMPTY;
+            let mut orders = vec![MessageOrder::<4>::new(); lens.len()];
+            // Per PDC: its packets (PSN, message id, offset, length, bytes), one byte each.
+            let mut queue = std::collections::VecDeque::new();
+            for (pdc, lens) in lens.iter().enumerate() {
+                let mut psn = 1000u32 * pdc as u32;
+                for (id, &len) in lens.iter().enumerate() {
+                    for i in 0..len.max(1) {
+                        queue.push_back((pdc, psn, id as u16, i, len, u16::from(len > 0)));
+                        psn += 1;
+                    }
+                }
+            }
+            let mut x = seed | 1;
+            let q = queue.make_contiguous();
+            for i in (1..q.len()).rev() {
+                x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+                q.swap(i, (x % (i as u64 + 1)) as usize);
+            }
+            let mut arrived = vec![std::collections::BTreeSet::new(); lens.len()];
+            let mut released = vec![Vec::new(); lens.len()];
+            let mut out_of_order = vec![false; lens.len()];
+            let mut steps = 0;
+            while let Some((pdc, psn, id, offset, len, bytes)) = queue.pop_front() {
+                steps += 1;
+                prop_assert!(steps < 10_000, "a packet waits forever");
+                let o = &mut orders[pdc];
+                if o.check(&pool, id, len, bytes).is_err() {
+                    if let Some(r) = o.release_complete(&mut pool) {
+                        released[pdc].push(r);
+                        out_of_order[pdc] = true;
+                    }
+                    queue.push_back((pdc, psn, id, offset, len, bytes));
+                    continue;
+                }
+                prop_assert!(o.on_packet(&mut pool, id, psn, offset, len, bytes).is_ok());
+                arrived[pdc].insert(psn);
+                let mut cack = (1000 * pdc as u32).wrapping_sub(1);
+                while arrived[pdc].contains(&(cack.wrapping_add(1))) {
+                    cack = cack.wrapping_add(1);
+                }
+                while let Some(r) = o.release(&mut pool, cack) {
+                    released[pdc].push(r);
+                }
+            }
+            for (pdc, lens) in lens.iter().enumerate() {
+                let want: Vec<(u16, u32)> = lens.iter().enumerate().map(|(id, &l)| (id as u16, l)).collect();
+                let mut got = released[pdc].clone();
+                if out_of_order[pdc] {
+                    got.sort_unstable();
+                }
+                prop_assert_eq!(got, want);
+                prop_assert_eq!(orders[pdc].in_progress(), 0);
+            }
+            prop_assert_eq!(pool.in_use(), 0);
+        }
         /// Messages of random lengths with ids from any counter (skipping, reused, wrapping),
         /// their packets on consecutive PSNs from any start and delivered in a random order:
         /// every message is released exactly once, in send order, with its length.
@@ -283,7 +608,7 @@ mod tests {
             seed in any::<u64>(),
         ) {
             let mtu = 4096u32;
-            let mut o = MessageOrder::<64>::new();
+            let (mut o, mut pool) = (MessageOrder::<64>::new(), OrderPool::<64>::EMPTY);
             // Ids: a counter that skips (by `steps`) and wraps; consecutive messages differ.
             let mut id = first_id;
             let mut ids = Vec::new();
@@ -311,12 +636,12 @@ mod tests {
             let mut cack = start.wrapping_sub(1);
             let mut released = Vec::new();
             for (p, mid, offset, len, l) in packets {
-                o.on_packet(mid, p, offset, len, l).unwrap();
+                o.on_packet(&mut pool, mid, p, offset, len, l).unwrap();
                 arrived.insert(p.wrapping_sub(start));
                 while arrived.contains(&cack.wrapping_add(1).wrapping_sub(start)) {
                     cack = cack.wrapping_add(1);
                 }
-                while let Some(r) = o.release(cack) { released.push(r); }
+                while let Some(r) = o.release(&mut pool, cack) { released.push(r); }
             }
             let want: Vec<(u16, u32)> = lens.iter().enumerate().map(|(m, &l)| (ids[m], l)).collect();
             prop_assert_eq!(released, want);

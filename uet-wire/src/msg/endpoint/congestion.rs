@@ -403,8 +403,16 @@ impl CcSignal {
     }
 }
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize, const W: usize, const Q: usize>
-    Endpoint<P, M, E, R, C, W, Q>
+impl<
+    const P: usize,
+    const M: usize,
+    const E: usize,
+    const R: usize,
+    const C: usize,
+    const W: usize,
+    const Q: usize,
+    const O: usize,
+> Endpoint<P, M, E, R, C, W, Q, O>
 {
     /// The NSCC state of the CCC serving `dst`: its window, flight, base RTT, counters. `None`
     /// without congestion management or before a PDC to `dst` opened.

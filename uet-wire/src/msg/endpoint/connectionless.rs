@@ -2,8 +2,16 @@
 
 use super::*;
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize, const W: usize, const Q: usize>
-    Endpoint<P, M, E, R, C, W, Q>
+impl<
+    const P: usize,
+    const M: usize,
+    const E: usize,
+    const R: usize,
+    const C: usize,
+    const W: usize,
+    const Q: usize,
+    const O: usize,
+> Endpoint<P, M, E, R, C, W, Q, O>
 {
     /// The next packet of RUDI message `slot`, if the in-flight table has room.
     pub(super) fn transmit_rudi_new(

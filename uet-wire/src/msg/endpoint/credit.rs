@@ -162,8 +162,16 @@ impl<const C: usize> Pulls<C> {
     }
 }
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize, const W: usize, const Q: usize>
-    Endpoint<P, M, E, R, C, W, Q>
+impl<
+    const P: usize,
+    const M: usize,
+    const E: usize,
+    const R: usize,
+    const C: usize,
+    const W: usize,
+    const Q: usize,
+    const O: usize,
+> Endpoint<P, M, E, R, C, W, Q, O>
 {
     /// The RCCC state of the CCC serving `dst` (its credit, grants and counters): `None` unless
     /// that CCC runs RCCC.

@@ -12,8 +12,16 @@ pub(super) enum Side {
     Target,
 }
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize, const W: usize, const Q: usize>
-    Endpoint<P, M, E, R, C, W, Q>
+impl<
+    const P: usize,
+    const M: usize,
+    const E: usize,
+    const R: usize,
+    const C: usize,
+    const W: usize,
+    const Q: usize,
+    const O: usize,
+> Endpoint<P, M, E, R, C, W, Q, O>
 {
     /// Takes a received packet: PDS header on, without any CRC trailer (a trailer left on would
     /// be taken for payload; packets that carry one go to [`Endpoint::handle_crc_packet`]).

@@ -1,12 +1,20 @@
 //! The endpoint's indexes checked against the state they summarise, for fuzzers and tests: every
 //! list well formed, each message on exactly the list its state says, each PDC on the list of
-//! PDCs with new packets exactly when it has one, each deadline filed, and no PDC left open or
-//! kept in the table with nothing left to do.
+//! PDCs with new packets exactly when it has one, each deadline filed, every shared message-order
+//! entry held by a target PDC, and no PDC left open or kept in the table with nothing left to do.
 
 use super::*;
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize, const W: usize, const Q: usize>
-    Endpoint<P, M, E, R, C, W, Q>
+impl<
+    const P: usize,
+    const M: usize,
+    const E: usize,
+    const R: usize,
+    const C: usize,
+    const W: usize,
+    const Q: usize,
+    const O: usize,
+> Endpoint<P, M, E, R, C, W, Q, O>
 {
     /// Checks the endpoint's internal indexes against its state, in O(P + M); the first
     /// disagreement found, if any. For fuzz targets and tests (feature `fuzzing`): any `Err` is
@@ -95,10 +103,15 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         {
             return Err("a deadline is filed for an empty table slot");
         }
+        let mut pooled = 0;
         for index in 0..P {
             let Some(id) = self.targets.id_at(index) else { continue };
             let t = self.targets.get(id).ok_or("a table slot without its PDC")?;
             on_pdc_lists += well(&t.runs, &self.pdc_links)?;
+            pooled += t.order.pooled();
+            if t.order.in_progress() > W {
+                return Err("a target tracks more than W messages");
+            }
             let run = |slot: u16| {
                 let m = self.msgs.get(usize::from(slot)).and_then(ZeroOption::as_ref);
                 m.is_some_and(|m| m.kind.read_data_pdc() == Some(id))
@@ -109,6 +122,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             if self.target_timers.deadline(index as u16) != t.pdc.poll_timeout() {
                 return Err("a target's deadline is not filed");
             }
+        }
+        if pooled != self.order_pool.in_use() {
+            return Err("the shared message-order entries in use are not the target PDCs' own");
         }
         let on_links = (0..M).filter(|&slot| SlotList::contains(&self.pdc_links, slot as u16)).count();
         if on_links != on_pdc_lists {

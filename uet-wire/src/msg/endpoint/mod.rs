@@ -13,7 +13,7 @@
 //!   borrowed from the packet; the caller copies it into the message's buffer.
 //! * [`Endpoint::poll_event`] reports sent messages completed or failed, and received messages
 //!   complete, in send order per PDC (while the peer keeps at most the target's `W` messages in
-//!   progress on a PDC; see [`Endpoint`]).
+//!   progress on a PDC and the target PDCs' shared `O` have room; see [`Endpoint`]).
 //!
 //! *Project-defined* choices, each here only:
 //!
@@ -108,7 +108,7 @@
 //! (`connectionless.rs`), and congestion management (`congestion.rs`: one CCC per destination,
 //! see [`CmsConfig`]).
 
-use super::order::{MessageOrder, OrderError};
+use super::order::{MessageOrder, OrderError, OrderPool};
 use super::segment::{Segment, SegmentError, Segmenter};
 use crate::Error;
 use crate::pdc::held::HELD_RESPONSES;
@@ -142,6 +142,11 @@ pub const MAX_HEADER_LEN: usize = 16 + 44 + 36;
 /// earlier one) by default: [`Endpoint`]'s const generic `W`. A packet starting one more is
 /// NACKed NO_SES_MSG_AVAIL.
 pub const ORDER_WINDOW: usize = 16;
+
+/// Messages in progress the target PDCs of an endpoint share by default, beyond the two each
+/// keeps: [`Endpoint`]'s const generic `O`. 256 holds the rest of sixteen PDCs' full
+/// [`ORDER_WINDOW`]s, as in a 16-to-1 incast whose senders keep 16 messages in progress each.
+pub const ORDER_POOL: usize = 256;
 
 /// Depth of an endpoint's control queues by default: [`Endpoint`]'s const generic `Q` (NACKs
 /// and RUDI responses waiting to go, RUDI packets in flight).
@@ -754,13 +759,20 @@ struct TgtPdc<const R: usize, const W: usize> {
 /// more answered requests wait for their CLEAR at once), and `C` congestion-control contexts,
 /// one per destination in use (0 by default: no congestion management; see [`CmsConfig`]).
 ///
-/// Two more sizes have defaults that suit a host:
+/// Three more sizes have defaults that suit a host:
 /// - `W`, the messages a target PDC tracks in progress ([`ORDER_WINDOW`], 16; at least 2, see
 ///   [`order`](crate::msg::order)). When a peer starts more on one PDC, complete messages are
 ///   released out of order to make room, and while none is complete the packets of more draw
 ///   NACKs NO_SES_MSG_AVAIL; a peer avoids both by setting [`EndpointConfig::messages_per_pdc`]
 ///   to at most this. That setting is the sender's own (default 16, whatever `W` is): endpoints
 ///   built with a smaller `W` should lower it to match.
+/// - `O`, the messages in progress the target PDCs share ([`ORDER_POOL`], 256; may be 0): each
+///   target PDC keeps two of its `W` itself and takes the rest from these
+///   ([`OrderPool`]). When all `O` are in use, a PDC with its own
+///   two full treats a packet starting another message as when it is at `W` (above): a complete
+///   message is released out of order, else the packet draws NACK NO_SES_MSG_AVAIL.
+///   [`EndpointStats::released_out_of_order`] counts such releases; `O` of (`W` − 2) × the target
+///   PDCs that receive `W` messages at once never releases one while peers keep within `W`.
 /// - `Q`, the depth of the control queues ([`CONTROL_QUEUE`], 16): the NACKs the endpoint sends
 ///   outside a PDC (INV_DPDCID, PDC_HDR_MISMATCH, NO_PDC_AVAIL, a trimmed SYN) waiting to go (one
 ///   that finds the queue full is dropped; the sender's timers cover it), RUDI responses waiting
@@ -771,16 +783,16 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///   room). One depth serves the three: each is traffic outside the PDCs, bounded by what the
 ///   endpoint answers or sends between two rounds, and a firmware build sizes them together.
 ///
-/// Each message of `W` costs 16 B per `P`, each entry of `Q` 124 B (64-bit host). The sizes are
-/// checked when the type is used, and a build error names the rule: `P` 2 to 32 767, `M` 1 to
-/// 32 768, `W` 2 to 32 768, `E` more than `W` (a packet can release `W` messages and one more),
-/// `Q` at least 1.
+/// `W` costs no memory, each entry of `O` 20 B, each entry of `Q` 124 B (64-bit host). The sizes
+/// are checked when the type is used, and a build error names the rule: `P` 2 to 32 767, `M` 1
+/// to 32 768, `W` 2 to 32 768, `E` more than `W` (a packet can release `W` messages and one more),
+/// `Q` at least 1, `O` at most 32 768.
 ///
 /// ```compile_fail,E0080
 /// use uet_wire::msg::{Endpoint, EndpointConfig};
 /// use uet_wire::pdc::ipv4;
 /// // E (8 events) is not more than W (8 messages in progress per target PDC): a build error,
-/// // "Endpoint<P, M, E, R, C, W, Q>: ... E (events) more than W ...".
+/// // "Endpoint<P, M, E, R, C, W, Q, O>: ... E (events) more than W ...".
 /// let ep: Endpoint<2, 2, 8, 4, 0, 8> = Endpoint::new(EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024), 1);
 /// ```
 ///
@@ -876,8 +888,8 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///
 /// # Memory, and building one in place
 ///
-/// An endpoint holds everything it needs: 1 048 B per `P`, 200 B per `M` and 6.4 kB besides
-/// (with 64 events) at the default `R`, `C`, `W` and `Q` on a 64-bit host
+/// An endpoint holds everything it needs: 824 B per `P`, 200 B per `M` and 11.5 kB besides
+/// (with 64 events) at the default `R`, `C`, `W`, `Q` and `O` on a 64-bit host
 /// (`size_of::<Endpoint<P, M, E>>()` says exactly). [`Endpoint::new`] returns it by value, so it is built on the stack first, and at low optimisation levels
 /// copied again. Where that is too much stack (firmware), start from [`Endpoint::EMPTY`], whose
 /// bytes are all zero, so a `static` holding it costs no flash and no start-up copy (it lands in
@@ -902,11 +914,14 @@ pub struct Endpoint<
     const C: usize = 0,
     const W: usize = ORDER_WINDOW,
     const Q: usize = CONTROL_QUEUE,
+    const O: usize = ORDER_POOL,
 > {
     /// The configuration; none until [`Endpoint::init`] (an [`Endpoint::EMPTY`] refuses work).
     cfg: ZeroOption<EndpointConfig>,
     initiators: PdcTable<PeerDest, IniPdc, P>,
     targets: PdcTable<PeerSource, TgtPdc<R, W>, P>,
+    /// Room for the target PDCs' messages in progress beyond the two each keeps.
+    order_pool: OrderPool<O>,
     msgs: [ZeroOption<SendMsg>; M],
     generations: [u16; M],
     /// The messages with packets not yet sent that no initiator PDC holds, oldest first:
@@ -1050,14 +1065,23 @@ struct RudiOut {
     nacked: bool,
 }
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize, const W: usize, const Q: usize>
-    Endpoint<P, M, E, R, C, W, Q>
+impl<
+    const P: usize,
+    const M: usize,
+    const E: usize,
+    const R: usize,
+    const C: usize,
+    const W: usize,
+    const Q: usize,
+    const O: usize,
+> Endpoint<P, M, E, R, C, W, Q, O>
 {
     const SIZES_OK: () = assert!(
-        P >= 2 && P <= 0x7FFF && M >= 1 && M <= 1 << 15 && W >= 2 && W <= 1 << 15 && E > W && Q >= 1,
-        "Endpoint<P, M, E, R, C, W, Q>: P (PDCs each way) must be 2 to 32767, M (messages) 1 to 32768, \
+        P >= 2 && P <= 0x7FFF && M >= 1 && M <= 1 << 15 && W >= 2 && W <= 1 << 15 && E > W && Q >= 1 && O <= 1 << 15,
+        "Endpoint<P, M, E, R, C, W, Q, O>: P (PDCs each way) must be 2 to 32767, M (messages) 1 to 32768, \
          W (messages in progress per target PDC, default 16) 2 to 32768, E (events) more than W, \
-         and Q (control queues, default 16) at least 1"
+         Q (control queues, default 16) at least 1, and O (shared messages in progress, default 256) \
+         at most 32768"
     );
 
     /// An endpoint that is not configured: every byte zero, so a `static` holding it lands in
@@ -1069,6 +1093,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             cfg: ZeroOption::NONE,
             initiators: PdcTable::EMPTY,
             targets: PdcTable::EMPTY,
+            order_pool: OrderPool::EMPTY,
             msgs: [const { ZeroOption::NONE }; M],
             generations: [0; M],
             unsent: SlotList::EMPTY,
@@ -1129,6 +1154,7 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         // the lower half, target ids in the upper.
         self.initiators.reset(1, 0x7FFF);
         self.targets.reset(0x8000, 0xFFFF);
+        self.order_pool.clear();
         // Peers choose the keys the tables index (addresses, PDC ids): key their hash.
         self.initiators.set_hash_key([derive(seed, Derived::InitiatorKey0), derive(seed, Derived::InitiatorKey1)]);
         self.targets.set_hash_key([derive(seed, Derived::TargetKey0), derive(seed, Derived::TargetKey1)]);

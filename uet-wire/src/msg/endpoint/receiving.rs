@@ -3,8 +3,16 @@
 
 use super::*;
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize, const W: usize, const Q: usize>
-    Endpoint<P, M, E, R, C, W, Q>
+impl<
+    const P: usize,
+    const M: usize,
+    const E: usize,
+    const R: usize,
+    const C: usize,
+    const W: usize,
+    const Q: usize,
+    const O: usize,
+> Endpoint<P, M, E, R, C, W, Q, O>
 {
     /// Answers the request `placement` came from with a guaranteed-delivery SES RESPONSE carrying
     /// `return_code` and `modified_length`: the target PDC holds it until the initiator's
@@ -72,20 +80,23 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         // A READ is answered with data, which needs a message slot until acknowledged.
         let read_room = !read || self.free_slots.next().is_some() || self.read_run_for(id, &ses, seg).is_some();
         let Some(t) = self.targets.get_mut(id) else { return Ok(None) };
-        let no_room =
-            matches!(t.order.check(ses.message_id, ses.request_length, seg.len), Err(OrderError::NoRoom { .. }));
+        let no_room = matches!(
+            t.order.check(&self.order_pool, ses.message_id, ses.request_length, seg.len),
+            Err(OrderError::NoRoom { .. })
+        );
         if no_room && t.pdc.window().classify(r.psn) == crate::pdc::Arrival::New {
             // A new packet of a peer that starts more messages than the target tracks: room by
             // releasing a complete message out of order, so one that started earlier can still
             // come in (see `order`). Room for the event was checked above.
-            if let Some((message_id, len)) = t.order.release_complete() {
+            if let Some((message_id, len)) = t.order.release_complete(&mut self.order_pool) {
+                self.stats.released_out_of_order = self.stats.released_out_of_order.wrapping_add(1);
                 let _ = self.events.push_back(Event::Received { src, pdc: id, message_id, len });
             }
         }
         // The message layer must be able to take a new packet before the PDC counts it received
         // (the PDC also refuses one no guaranteed-delivery response could be held for).
-        let order = &t.order;
-        let admit = || match order.check(ses.message_id, ses.request_length, seg.len) {
+        let (order, pool) = (&t.order, &self.order_pool);
+        let admit = || match order.check(pool, ses.message_id, ses.request_length, seg.len) {
             Err(OrderError::NoRoom { .. }) => Err(NackCode::NoSesMsgAvail),
             Err(OrderError::Inconsistent { .. }) => Err(NackCode::UnexpEvent),
             Ok(_) if !read_room => Err(NackCode::NoPktBuffer),
@@ -96,9 +107,16 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
         if let Ok(delivery) = delivery {
             if delivery == Delivery::New {
                 // Checked above, so this cannot fail.
-                let _ = t.order.on_packet(ses.message_id, r.psn, seg.offset, ses.request_length, seg.len);
+                let _ = t.order.on_packet(
+                    &mut self.order_pool,
+                    ses.message_id,
+                    r.psn,
+                    seg.offset,
+                    ses.request_length,
+                    seg.len,
+                );
                 let cack = t.pdc.window().cack_psn();
-                while let Some((message_id, len)) = t.order.release(cack) {
+                while let Some((message_id, len)) = t.order.release(&mut self.order_pool, cack) {
                     let _ = self.events.push_back(Event::Received { src, pdc: id, message_id, len });
                 }
                 placement = Some(Placement {
@@ -240,6 +258,9 @@ impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: us
             self.expected_psn = expected_after_close(self.expected_psn, start_psn, next_expected);
             // Off the lists before the removal.
             self.refresh_target(id, true);
+            if let Some(t) = self.targets.get_mut(id) {
+                t.order.clear(&mut self.order_pool);
+            }
             if let (Some(key), Some(_)) = (self.targets.key(id).copied(), self.targets.remove(id)) {
                 if self.closed_targets.is_full() {
                     self.closed_targets.pop_front();

@@ -8,8 +8,16 @@ use super::*;
 /// send order.
 const COMPLETION_BATCH: usize = 16;
 
-impl<const P: usize, const M: usize, const E: usize, const R: usize, const C: usize, const W: usize, const Q: usize>
-    Endpoint<P, M, E, R, C, W, Q>
+impl<
+    const P: usize,
+    const M: usize,
+    const E: usize,
+    const R: usize,
+    const C: usize,
+    const W: usize,
+    const Q: usize,
+    const O: usize,
+> Endpoint<P, M, E, R, C, W, Q, O>
 {
     /// An ACK carrying an SES response to initiator PDC `a.dpdcid`, which is reported the first
     /// time its PSN is acknowledged (the target resends a held response with the ACK of every

@@ -29,6 +29,11 @@ pub struct EndpointStats {
     /// ignored. Refused grants to one that does are counted by its
     /// [`CreditSender`](crate::cms::CreditSender)'s `stats().ignored`.
     pub stray_grants: u64,
+    /// Received messages released before an earlier message of their PDC, to make room for
+    /// another (a peer started more than the target PDC's `W`, or the shared `O` entries were all
+    /// in use; see [`Endpoint`](super::Endpoint)). While this stays 0, every PDC's messages were
+    /// reported in send order.
+    pub released_out_of_order: u64,
 }
 
 impl EndpointStats {
@@ -41,6 +46,7 @@ impl EndpointStats {
         rtt: None,
         ccc_waits: 0,
         stray_grants: 0,
+        released_out_of_order: 0,
     };
 
     /// Counts what a call to an initiator PDC marked for resending, and takes its round-trip

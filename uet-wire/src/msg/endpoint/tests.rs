@@ -140,17 +140,18 @@ fn exchange_run_sized<
     const C: usize,
     const W: usize,
     const Q: usize,
+    const O: usize,
 >(
     run: &Run,
     a: EndpointConfig,
     lens: &[u32],
-) -> (Vec<(u64, u32)>, usize, Endpoint<P, M, E, R, C, W, Q>, Endpoint<P, M, E, R, C, W, Q>, Leftover) {
+) -> (Vec<(u64, u32)>, usize, Endpoint<P, M, E, R, C, W, Q, O>, Endpoint<P, M, E, R, C, W, Q, O>, Leftover) {
     let &Run { mode, loss, reorder, window, read_every, pause, seed, corrupt } = run;
     assert!(corrupt == 0 || a.secure.is_some(), "a clear packet has no check against corruption");
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
     let mut eps = [
-        Endpoint::<P, M, E, R, C, W, Q>::new(EndpointConfig { addr: a_addr, ..a }, 1),
-        Endpoint::<P, M, E, R, C, W, Q>::new(EndpointConfig { addr: b_addr, ..a }, 2),
+        Endpoint::<P, M, E, R, C, W, Q, O>::new(EndpointConfig { addr: a_addr, ..a }, 1),
+        Endpoint::<P, M, E, R, C, W, Q, O>::new(EndpointConfig { addr: b_addr, ..a }, 2),
     ];
     let paused = |now: Instant| pause.is_some_and(|(from, to)| from <= now && now < to);
     let mut handles: HashMap<MsgHandle, u64> = HashMap::new();
@@ -357,8 +358,9 @@ fn sealed_transmit<
     const C: usize,
     const W: usize,
     const Q: usize,
+    const O: usize,
 >(
-    ep: &mut Endpoint<P, M, E, R, C, W, Q>,
+    ep: &mut Endpoint<P, M, E, R, C, W, Q, O>,
     now: Instant,
     domain: &mut crate::tss::SecureDomain<4>,
     bytes_of: impl Fn(&Transmit) -> Vec<u8>,
@@ -543,6 +545,47 @@ fn small_windows_and_queues_deliver_everything_under_loss() {
     for (index, buf) in left.values() {
         assert!(buf.iter().enumerate().all(|(o, b)| *b == byte(*index, o as u32)), "RUDI message {index}");
     }
+}
+
+/// A shared pool smaller than the target PDCs' `W`: with no entry (`O` 0) each target PDC
+/// tracks only its own two messages, with one they take turns with it. Under loss and
+/// reordering every message arrives exactly once, the packets of the messages there was no room
+/// for are NACKed NO_SES_MSG_AVAIL and come back, and every entry is given back.
+#[test]
+fn a_small_order_pool_delivers_everything_under_loss() {
+    fn run<const O: usize>(messages_per_pdc: u16) -> u32 {
+        type Small<const O: usize> = Endpoint<2, 8, 5, HELD_RESPONSES, 0, 4, 1, O>;
+        let l: Vec<u32> = (0..300).map(|i| [64u32, 3000, 1024][i % 3]).collect();
+        let mut want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
+        let base = EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024);
+        let run = Run {
+            mode: Service::Rud,
+            loss: 10,
+            reorder: true,
+            window: 8,
+            read_every: 0,
+            pause: None,
+            seed: 0x5A12,
+            corrupt: 0,
+        };
+        let (mut received, sent, a, b, _): (_, _, Small<O>, Small<O>, _) =
+            exchange_run_sized(&run, EndpointConfig { messages_per_pdc, ..base }, &l);
+        assert_eq!(sent, l.len(), "O {O}, {messages_per_pdc} messages per PDC");
+        a.check_invariants().unwrap();
+        b.check_invariants().unwrap();
+        assert_eq!((a.order_pool.in_use(), b.order_pool.in_use()), (0, 0));
+        received.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(received, want, "O {O}, {messages_per_pdc} messages per PDC");
+        b.stats().nacks_sent.get(NackCode::NoSesMsgAvail)
+    }
+    // The sender keeps 4 in progress, W is 4: only the pool's size refuses packets.
+    assert!(run::<0>(4) > 0);
+    run::<1>(4);
+    assert_eq!(run::<8>(4), 0);
+    // More than W: complete messages are released out of order to make room.
+    run::<0>(16);
+    run::<1>(16);
 }
 
 /// Why `W` is at least 2: a 64 B message whose only packet is lost, then a 200 KiB one, longer
@@ -1876,17 +1919,22 @@ fn memory_per_pdc_and_per_message() {
         size_of::<StandardRequest>(),
         2 * size_of::<Link>()
     );
-    // Per message tracked per target PDC (`W`, over 16 PDCs) and per control-queue entry (`Q`).
+    // `W` costs nothing per PDC (a limit); per shared entry of `O`, per control-queue entry (`Q`).
     let per_w = (size_of::<Endpoint<16, 16, 64, HELD_RESPONSES, 0, 32>>() - base) / 16 / 16;
+    let per_o =
+        (size_of::<Endpoint<16, 16, 64, HELD_RESPONSES, 0, ORDER_WINDOW, CONTROL_QUEUE, { ORDER_POOL + 64 }>>() - base)
+            / 64;
     let per_q = (size_of::<Endpoint<16, 16, 64, HELD_RESPONSES, 0, ORDER_WINDOW, 32>>() - base) / 16;
     std::println!(
-        "per message of W per PDC {per_w} B; per entry of Q {per_q} B; the smallest, Endpoint<2, 1, 3, 1, 0, 2, 1>, {} B (with the default W and Q {} B)",
-        size_of::<Endpoint<2, 1, 3, 1, 0, 2, 1>>(),
+        "per message of W per PDC {per_w} B; per shared entry of O {per_o} B; per entry of Q {per_q} B; \
+         the smallest, Endpoint<2, 1, 3, 1, 0, 2, 1, 0>, {} B (with the default W, Q and O {} B)",
+        size_of::<Endpoint<2, 1, 3, 1, 0, 2, 1, 0>>(),
         size_of::<Endpoint<2, 1, 17, 1>>()
     );
-    assert_eq!(per_w, 16);
+    assert_eq!(per_w, 0);
+    assert!(per_o <= 20, "{per_o} B per shared message in progress");
     assert!(per_q <= 128, "{per_q} B per control-queue entry");
-    assert!(per_pdc <= 1048, "{per_pdc} B per PDC");
+    assert!(per_pdc <= 824, "{per_pdc} B per PDC");
     assert!(per_msg <= 200, "{per_msg} B per message slot");
 }
 
