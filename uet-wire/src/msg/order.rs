@@ -115,8 +115,7 @@ struct Entry {
 }
 
 /// Room for messages in progress that the [`MessageOrder`]s of one endpoint share, beyond the
-/// [`OWN_SLOTS`] each keeps (`N` at most 2^15; 20 bytes an entry on a 64-bit host). Empty, it
-/// is all-zero bytes.
+/// [`OWN_SLOTS`] each keeps (`N` at most 2^15; 20 bytes an entry). Empty, it is all-zero bytes.
 ///
 /// A message order takes an entry for a message once its own slots are full (and it tracks
 /// fewer than its `N`), and gives it back when the message is released or the order is
@@ -182,8 +181,52 @@ impl<const N: usize> OrderPool<N> {
     fn give(&mut self, i: u16) {
         if let Some(entry) = self.entries.get_mut(usize::from(i)) {
             (entry.next, self.returned) = (self.returned, !i);
-            self.in_use -= 1;
+            self.in_use = self.in_use.saturating_sub(1);
         }
+    }
+
+    /// Checks that `orders` (every order that uses this pool) hold disjoint lists of entries,
+    /// each as long as it counts, and that the free list holds the rest: the first disagreement,
+    /// if any. For tests and fuzz targets.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn check_lists<'a, const W: usize>(
+        &self,
+        orders: impl Iterator<Item = &'a MessageOrder<W>>,
+    ) -> Result<(), &'static str> {
+        let mut seen = [0u64; (1 << 15) / 64];
+        let mut mark = |i: u16| {
+            let (word, bit) = (usize::from(i) / 64, 1u64 << (i % 64));
+            match seen.get_mut(word) {
+                Some(w) if *w & bit == 0 && usize::from(i) < usize::from(self.fresh) => {
+                    *w |= bit;
+                    Ok(())
+                }
+                _ => Err("a shared message-order entry is on two lists, or was never handed out"),
+            }
+        };
+        let mut held = 0;
+        for order in orders {
+            let mut at = unref(order.head);
+            for _ in 0..order.pooled {
+                let i = at.ok_or("a message order's list is shorter than its count")?;
+                mark(i)?;
+                at = self.next(i);
+            }
+            if at.is_some() {
+                return Err("a message order's list is longer than its count");
+            }
+            held += usize::from(order.pooled);
+        }
+        let mut free = 0;
+        let mut at = unref(self.returned);
+        while let Some(i) = at {
+            mark(i)?;
+            (at, free) = (self.next(i), free + 1);
+        }
+        if held != self.in_use() || held + free != usize::from(self.fresh) {
+            return Err("the shared message-order entries held, free and never used do not add up");
+        }
+        Ok(())
     }
 
     /// The entry after `i` on its list.
@@ -231,8 +274,8 @@ impl<const K: usize> Iterator for Messages<'_, K> {
 
 /// The messages of one PDC in progress, `N` at most: [`OWN_SLOTS`] here, the rest in an
 /// [`OrderPool`] shared with other PDCs, which every call that needs them is given (always the
-/// same pool).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// same pool). Not `Clone`: a copy would share its pool entries with the original.
+#[derive(Debug)]
 pub struct MessageOrder<const N: usize> {
     own: [Option<Slot>; OWN_SLOTS],
     /// Its first entry in the pool (inverted: 0 none), newest first.
@@ -473,10 +516,10 @@ mod tests {
         for id in 20..23 {
             o.on_packet(&mut pool, id, 200 + u32::from(id), 0, 10, 1).unwrap();
         }
-        let full = (o.clone(), tracked(&o, &pool), pool.in_use());
+        let full = (tracked(&o, &pool), pool.in_use());
         assert_eq!(o.on_packet(&mut pool, 30, 300, 0, 10, 1), Err(OrderError::NoRoom { message_id: 30 }));
-        assert_eq!((o.clone(), tracked(&o, &pool), pool.in_use()), full);
-        assert_ne!(before, full.1);
+        assert_eq!((tracked(&o, &pool), pool.in_use()), full);
+        assert_ne!(before, full.0);
     }
 
     /// A message whose first packet has not arrived holds back the ones after it: until every PSN
@@ -529,6 +572,41 @@ mod tests {
         assert_eq!((b.in_progress(), pool.in_use()), (0, 0));
     }
 
+    /// A message goes to an own slot while one is free, to the pool only when both are in use,
+    /// and never past `N` in progress however many entries the pool has free.
+    #[test]
+    fn own_slots_first_and_never_more_than_n() {
+        let mut pool = OrderPool::<8>::EMPTY;
+        let mut o = MessageOrder::<3>::new();
+        o.on_packet(&mut pool, 1, 10, 0, 2, 1).unwrap();
+        o.on_packet(&mut pool, 2, 12, 0, 2, 1).unwrap();
+        assert_eq!((o.pooled(), pool.in_use()), (0, 0));
+        o.on_packet(&mut pool, 3, 14, 0, 2, 1).unwrap();
+        assert_eq!((o.pooled(), pool.in_use()), (1, 1));
+        assert_eq!(o.check(&pool, 4, 2, 1), Err(OrderError::NoRoom { message_id: 4 }));
+        // Message 1 completes and goes; the next takes its own slot, not the pool's.
+        o.on_packet(&mut pool, 1, 11, 1, 2, 1).unwrap();
+        assert_eq!(o.release(&mut pool, 11), Some((1, 2)));
+        o.on_packet(&mut pool, 4, 16, 0, 2, 1).unwrap();
+        assert_eq!((o.in_progress(), o.pooled(), pool.in_use()), (3, 1, 1));
+        assert_eq!(pool.check_lists([&o].into_iter()), Ok(()));
+    }
+
+    /// Misuse changes counts but never panics: a pool cleared under an order that still holds
+    /// entries, then the order cleared too.
+    #[test]
+    fn a_pool_cleared_under_its_orders_does_not_panic() {
+        let mut pool = OrderPool::<2>::EMPTY;
+        let mut o = MessageOrder::<4>::new();
+        for id in 0..4 {
+            o.on_packet(&mut pool, id, 10 + u32::from(id), 0, 2, 1).unwrap();
+        }
+        pool.clear();
+        assert!(pool.check_lists([&o].into_iter()).is_err());
+        o.clear(&mut pool);
+        assert_eq!(pool.in_use(), 0);
+    }
+
     proptest! {
         /// Up to four PDCs share a pool of two entries, each tracking up to 4 messages, their
         /// packets interleaved at random; a packet refused for want of room first releases a
@@ -541,7 +619,7 @@ mod tests {
             seed in any::<u64>(),
         ) {
             let mut pool = OrderPool::<2>::EMPTY;
-            let mut orders = vec![MessageOrder::<4>::new(); lens.len()];
+            let mut orders: Vec<MessageOrder<4>> = lens.iter().map(|_| MessageOrder::new()).collect();
             // Per PDC: its packets (PSN, message id, offset, length, bytes), one byte each.
             let mut queue = std::collections::VecDeque::new();
             for (pdc, lens) in lens.iter().enumerate() {
@@ -584,6 +662,7 @@ mod tests {
                 while let Some(r) = o.release(&mut pool, cack) {
                     released[pdc].push(r);
                 }
+                prop_assert_eq!(pool.check_lists(orders.iter()), Ok(()));
             }
             for (pdc, lens) in lens.iter().enumerate() {
                 let want: Vec<(u16, u32)> = lens.iter().enumerate().map(|(id, &l)| (id as u16, l)).collect();

@@ -126,6 +126,8 @@ impl<
         if pooled != self.order_pool.in_use() {
             return Err("the shared message-order entries in use are not the target PDCs' own");
         }
+        let orders = (0..P).filter_map(|i| self.targets.get(self.targets.id_at(i)?)).map(|t| &t.order);
+        self.order_pool.check_lists(orders)?;
         let on_links = (0..M).filter(|&slot| SlotList::contains(&self.pdc_links, slot as u16)).count();
         if on_links != on_pdc_lists {
             return Err("a message is linked on no PDC's list, or on two");

@@ -144,8 +144,9 @@ pub const MAX_HEADER_LEN: usize = 16 + 44 + 36;
 pub const ORDER_WINDOW: usize = 16;
 
 /// Messages in progress the target PDCs of an endpoint share by default, beyond the two each
-/// keeps: [`Endpoint`]'s const generic `O`. 256 holds the rest of sixteen PDCs' full
-/// [`ORDER_WINDOW`]s, as in a 16-to-1 incast whose senders keep 16 messages in progress each.
+/// keeps: [`Endpoint`]'s const generic `O`. 256 holds the rest of eighteen PDCs' full
+/// [`ORDER_WINDOW`]s (14 each), enough for a 16-to-1 incast whose senders keep 16 messages in
+/// progress each.
 pub const ORDER_POOL: usize = 256;
 
 /// Depth of an endpoint's control queues by default: [`Endpoint`]'s const generic `Q` (NACKs
@@ -502,7 +503,8 @@ pub enum Event {
         modified_length: u32,
     },
     /// A received message is complete (reported in send order per PDC, while the sender keeps at
-    /// most this endpoint's `W` messages in progress on it; see [`Endpoint`]). For a READ: every
+    /// most this endpoint's `W` messages in progress on it and its shared `O` have room; see
+    /// [`Endpoint`] and [`EndpointStats::released_out_of_order`]). For a READ: every
     /// request of it arrived (its data goes back through [`Endpoint::poll_transmit`]); `len` is the
     /// READ's length.
     Received {

@@ -553,7 +553,8 @@ fn small_windows_and_queues_deliver_everything_under_loss() {
 /// for are NACKed NO_SES_MSG_AVAIL and come back, and every entry is given back.
 #[test]
 fn a_small_order_pool_delivers_everything_under_loss() {
-    fn run<const O: usize>(messages_per_pdc: u16) -> u32 {
+    /// The NACKs NO_SES_MSG_AVAIL and out-of-order releases at the receiver.
+    fn run<const O: usize>(messages_per_pdc: u16) -> (u32, u64) {
         type Small<const O: usize> = Endpoint<2, 8, 5, HELD_RESPONSES, 0, 4, 1, O>;
         let l: Vec<u32> = (0..300).map(|i| [64u32, 3000, 1024][i % 3]).collect();
         let mut want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
@@ -577,15 +578,49 @@ fn a_small_order_pool_delivers_everything_under_loss() {
         received.sort_unstable();
         want.sort_unstable();
         assert_eq!(received, want, "O {O}, {messages_per_pdc} messages per PDC");
-        b.stats().nacks_sent.get(NackCode::NoSesMsgAvail)
+        (b.stats().nacks_sent.get(NackCode::NoSesMsgAvail), b.stats().released_out_of_order)
     }
-    // The sender keeps 4 in progress, W is 4: only the pool's size refuses packets.
-    assert!(run::<0>(4) > 0);
+    // The sender keeps 4 in progress, W is 4: only the pool's size refuses packets, or releases
+    // messages out of order; with room for every PDC's W, neither.
+    let (nacks, out_of_order) = run::<0>(4);
+    assert!(nacks > 0 && out_of_order > 0, "{nacks} NACKs, {out_of_order} out of order");
     run::<1>(4);
-    assert_eq!(run::<8>(4), 0);
-    // More than W: complete messages are released out of order to make room.
-    run::<0>(16);
-    run::<1>(16);
+    assert_eq!(run::<8>(4), (0, 0));
+    // More than W: complete messages are released out of order to make room, whatever O.
+    for out_of_order in [run::<0>(16).1, run::<1>(16).1, run::<8>(16).1] {
+        assert!(out_of_order > 0);
+    }
+}
+
+/// A target PDC that closes while it holds shared entries (its initiator went silent after the
+/// first packet of each of four messages, and its idle timeout reaps it) gives them back.
+#[test]
+fn a_target_pdc_closing_mid_message_gives_its_shared_entries_back() {
+    type Pooled = Endpoint<2, 8, 9, HELD_RESPONSES, 0, 4, 4, 2>;
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (Pooled::new(config(a_addr), 1), Pooled::new(config(b_addr), 2));
+    for i in 0..4 {
+        a.send(desc(b_addr, Service::Rud, i, 3000)).unwrap();
+    }
+    let mut out = [0u8; 256];
+    while let Some(t) = a.poll_transmit(Instant::ZERO, &mut out).unwrap() {
+        let Some(p) = t.payload.filter(|p| p.offset == 0) else { continue };
+        let mut pkt = out[..t.header_len].to_vec();
+        pkt.extend(std::iter::repeat_n(0u8, usize::from(p.len)));
+        assert!(b.handle_packet(Instant::ZERO, a_addr, &pkt).unwrap().is_some());
+    }
+    assert_eq!((b.target_pdcs(), b.order_pool.in_use()), (1, 2));
+    b.check_invariants().unwrap();
+    let mut now = Instant::ZERO;
+    while b.target_pdcs() > 0 && now < Instant::from_nanos(200_000_000_000) {
+        now = b.poll_timeout().unwrap_or(now).max(now.saturating_add(linklayer::Duration::from_millis(1)));
+        b.handle_timeout(now);
+        while b.poll_event().is_some() {}
+        // Its ACKs go nowhere.
+        while b.poll_transmit(now, &mut out).unwrap().is_some() {}
+    }
+    assert_eq!((b.target_pdcs(), b.order_pool.in_use()), (0, 0));
+    b.check_invariants().unwrap();
 }
 
 /// Why `W` is at least 2: a 64 B message whose only packet is lost, then a 200 KiB one, longer
