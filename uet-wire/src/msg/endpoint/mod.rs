@@ -13,7 +13,7 @@
 //!   borrowed from the packet; the caller copies it into the message's buffer.
 //! * [`Endpoint::poll_event`] reports sent messages completed or failed, and received messages
 //!   complete, in send order per PDC (while the peer keeps at most the target's `W` messages in
-//!   progress on a PDC and the target PDCs' shared `O` have room; see [`Endpoint`]).
+//!   progress on a PDC and the `O` entries its target PDCs share have room; see [`Endpoint`]).
 //!
 //! *Project-defined* choices, each here only:
 //!
@@ -503,7 +503,7 @@ pub enum Event {
         modified_length: u32,
     },
     /// A received message is complete (reported in send order per PDC, while the sender keeps at
-    /// most this endpoint's `W` messages in progress on it and its shared `O` have room; see
+    /// most this endpoint's `W` messages in progress on it and its `O` shared entries have room; see
     /// [`Endpoint`] and [`EndpointStats::released_out_of_order`]). For a READ: every
     /// request of it arrived (its data goes back through [`Endpoint::poll_transmit`]); `len` is the
     /// READ's length.
@@ -769,12 +769,12 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///   to at most this. That setting is the sender's own (default 16, whatever `W` is): endpoints
 ///   built with a smaller `W` should lower it to match.
 /// - `O`, the messages in progress the target PDCs share ([`ORDER_POOL`], 256; may be 0): each
-///   target PDC keeps two of its `W` itself and takes the rest from these
-///   ([`OrderPool`]). When all `O` are in use, a PDC with its own
-///   two full treats a packet starting another message as when it is at `W` (above): a complete
-///   message is released out of order, else the packet draws NACK NO_SES_MSG_AVAIL.
-///   [`EndpointStats::released_out_of_order`] counts such releases; `O` of (`W` − 2) × the target
-///   PDCs that receive `W` messages at once never releases one while peers keep within `W`.
+///   target PDC keeps two of its `W` itself and takes the rest from these ([`OrderPool`]). When
+///   all `O` are in use, a PDC with its own two full treats a packet starting another message as
+///   when it is at `W` (above): a complete message is released out of order, else the packet
+///   draws NACK NO_SES_MSG_AVAIL. [`EndpointStats::released_out_of_order`] counts such releases;
+///   `O` of (`W` − 2) × the target PDCs that receive `W` messages at once never releases one
+///   while peers keep within `W`.
 /// - `Q`, the depth of the control queues ([`CONTROL_QUEUE`], 16): the NACKs the endpoint sends
 ///   outside a PDC (INV_DPDCID, PDC_HDR_MISMATCH, NO_PDC_AVAIL, a trimmed SYN) waiting to go (one
 ///   that finds the queue full is dropped; the sender's timers cover it), RUDI responses waiting
