@@ -41,6 +41,7 @@
 //! complete messages out of order as if its peer exceeded `N`.
 
 use crate::pdc::psn_after;
+use crate::pdc::table::SlotRef;
 
 /// Why a packet was refused. Nothing changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -101,17 +102,12 @@ impl Slot {
 /// Messages a [`MessageOrder`] keeps in itself; the rest of its `N` go to an [`OrderPool`].
 pub const OWN_SLOTS: usize = 2;
 
-/// A pool entry's index as stored: inverted, so 0 is none and an empty pool is all-zero bytes.
-const fn unref(raw: u16) -> Option<u16> {
-    if raw == 0 { None } else { Some(!raw) }
-}
-
 /// An entry of an [`OrderPool`]: a message, and the next entry of its [`MessageOrder`]'s list
 /// (or, free, of the free list).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Entry {
     slot: Slot,
-    next: u16,
+    next: SlotRef,
 }
 
 /// Room for messages in progress that the [`MessageOrder`]s of one endpoint share, beyond the
@@ -125,9 +121,8 @@ struct Entry {
 #[derive(Clone, Debug)]
 pub struct OrderPool<const N: usize> {
     entries: [Entry; N],
-    /// The entries given back, last given first (inverted: 0 none), then those never used:
-    /// `fresh..N`.
-    returned: u16,
+    /// The entries given back, last given first, then those never used: `fresh..N`.
+    returned: SlotRef,
     fresh: u16,
     in_use: u16,
 }
@@ -144,7 +139,12 @@ impl<const N: usize> OrderPool<N> {
     /// Every entry free (all-zero bytes).
     pub const EMPTY: Self = {
         let () = Self::SIZE_OK;
-        OrderPool { entries: [Entry { slot: Slot::VACANT, next: 0 }; N], returned: 0, fresh: 0, in_use: 0 }
+        OrderPool {
+            entries: [Entry { slot: Slot::VACANT, next: SlotRef::NONE }; N],
+            returned: SlotRef::NONE,
+            fresh: 0,
+            in_use: 0,
+        }
     };
 
     /// Entries in use.
@@ -155,19 +155,20 @@ impl<const N: usize> OrderPool<N> {
     /// Every entry free again, in place. Only for a pool whose message orders are all dropped
     /// or cleared: one still holding entries would share them with the next taker.
     pub fn clear(&mut self) {
-        (self.returned, self.fresh, self.in_use) = (0, 0, 0);
+        (self.returned, self.fresh, self.in_use) = (SlotRef::NONE, 0, 0);
     }
 
     /// The entry [`OrderPool::take`] gives next.
-    fn next_free(&self) -> Option<u16> {
-        unref(self.returned).or((usize::from(self.fresh) < N).then_some(self.fresh))
+    fn next_free(&self) -> Option<usize> {
+        let fresh = usize::from(self.fresh);
+        self.returned.index().or((fresh < N).then_some(fresh))
     }
 
     /// A free entry, now holding `slot` before `next` on a list.
-    fn take(&mut self, slot: Slot, next: u16) -> Option<u16> {
+    fn take(&mut self, slot: Slot, next: SlotRef) -> Option<usize> {
         let i = self.next_free()?;
-        let entry = self.entries.get_mut(usize::from(i))?;
-        if unref(self.returned).is_some() {
+        let entry = self.entries.get_mut(i)?;
+        if self.returned.index().is_some() {
             self.returned = entry.next;
         } else {
             self.fresh += 1;
@@ -178,9 +179,9 @@ impl<const N: usize> OrderPool<N> {
     }
 
     /// Frees entry `i`, which is in use.
-    fn give(&mut self, i: u16) {
-        if let Some(entry) = self.entries.get_mut(usize::from(i)) {
-            (entry.next, self.returned) = (self.returned, !i);
+    fn give(&mut self, i: usize) {
+        if let Some(entry) = self.entries.get_mut(i) {
+            (entry.next, self.returned) = (self.returned, SlotRef::to(i));
             self.in_use = self.in_use.saturating_sub(1);
         }
     }
@@ -194,10 +195,10 @@ impl<const N: usize> OrderPool<N> {
         orders: impl Iterator<Item = &'a MessageOrder<W>>,
     ) -> Result<(), &'static str> {
         let mut seen = [0u64; (1 << 15) / 64];
-        let mut mark = |i: u16| {
-            let (word, bit) = (usize::from(i) / 64, 1u64 << (i % 64));
+        let mut mark = |i: usize| {
+            let (word, bit) = (i / 64, 1u64 << (i % 64));
             match seen.get_mut(word) {
-                Some(w) if *w & bit == 0 && usize::from(i) < usize::from(self.fresh) => {
+                Some(w) if *w & bit == 0 && i < usize::from(self.fresh) => {
                     *w |= bit;
                     Ok(())
                 }
@@ -206,7 +207,7 @@ impl<const N: usize> OrderPool<N> {
         };
         let mut held = 0;
         for order in orders {
-            let mut at = unref(order.head);
+            let mut at = order.head.index();
             for _ in 0..order.pooled {
                 let i = at.ok_or("a message order's list is shorter than its count")?;
                 mark(i)?;
@@ -218,7 +219,7 @@ impl<const N: usize> OrderPool<N> {
             held += usize::from(order.pooled);
         }
         let mut free = 0;
-        let mut at = unref(self.returned);
+        let mut at = self.returned.index();
         while let Some(i) = at {
             mark(i)?;
             (at, free) = (self.next(i), free + 1);
@@ -230,8 +231,8 @@ impl<const N: usize> OrderPool<N> {
     }
 
     /// The entry after `i` on its list.
-    fn next(&self, i: u16) -> Option<u16> {
-        unref(self.entries.get(usize::from(i))?.next)
+    fn next(&self, i: usize) -> Option<usize> {
+        self.entries.get(i)?.next.index()
     }
 }
 
@@ -240,7 +241,7 @@ impl<const N: usize> OrderPool<N> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Place {
     Own(usize),
-    Pooled { at: u16, before: Option<u16> },
+    Pooled { at: usize, before: Option<usize> },
 }
 
 /// The messages a [`MessageOrder`] tracks, where each is kept: its own slots, then its list of
@@ -249,8 +250,8 @@ struct Messages<'a, const K: usize> {
     own: &'a [Option<Slot>; OWN_SLOTS],
     next_own: usize,
     pool: &'a OrderPool<K>,
-    at: Option<u16>,
-    before: Option<u16>,
+    at: Option<usize>,
+    before: Option<usize>,
     left: u16,
 }
 
@@ -265,9 +266,9 @@ impl<const K: usize> Iterator for Messages<'_, K> {
             }
         }
         let at = self.at.filter(|_| self.left > 0)?;
-        let entry = self.pool.entries.get(usize::from(at))?;
+        let entry = self.pool.entries.get(at)?;
         let place = Place::Pooled { at, before: self.before };
-        (self.at, self.before, self.left) = (unref(entry.next), Some(at), self.left - 1);
+        (self.at, self.before, self.left) = (entry.next.index(), Some(at), self.left - 1);
         Some((place, entry.slot))
     }
 }
@@ -278,8 +279,8 @@ impl<const K: usize> Iterator for Messages<'_, K> {
 #[derive(Debug)]
 pub struct MessageOrder<const N: usize> {
     own: [Option<Slot>; OWN_SLOTS],
-    /// Its first entry in the pool (inverted: 0 none), newest first.
-    head: u16,
+    /// Its first entry in the pool, newest first.
+    head: SlotRef,
     /// Its entries in the pool.
     pooled: u16,
 }
@@ -296,7 +297,7 @@ impl<const N: usize> MessageOrder<N> {
     /// No message in progress.
     pub const fn new() -> Self {
         let () = Self::SIZE_OK;
-        MessageOrder { own: [None; OWN_SLOTS], head: 0, pooled: 0 }
+        MessageOrder { own: [None; OWN_SLOTS], head: SlotRef::NONE, pooled: 0 }
     }
 
     /// Messages in progress.
@@ -311,7 +312,7 @@ impl<const N: usize> MessageOrder<N> {
 
     /// Every message in progress, and where it is kept.
     fn messages<'a, const K: usize>(&'a self, pool: &'a OrderPool<K>) -> Messages<'a, K> {
-        Messages { own: &self.own, next_own: 0, pool, at: unref(self.head), before: None, left: self.pooled }
+        Messages { own: &self.own, next_own: 0, pool, at: self.head.index(), before: None, left: self.pooled }
     }
 
     /// Whether a new message can be tracked: a free own slot, or (fewer than `N` in progress)
@@ -392,14 +393,14 @@ impl<const N: usize> MessageOrder<N> {
             return None;
         }
         let i = pool.take(slot, self.head)?;
-        (self.head, self.pooled) = (!i, self.pooled + 1);
+        (self.head, self.pooled) = (SlotRef::to(i), self.pooled + 1);
         Some(Place::Pooled { at: i, before: None })
     }
 
     fn slot_mut<'a, const K: usize>(&'a mut self, pool: &'a mut OrderPool<K>, place: Place) -> Option<&'a mut Slot> {
         match place {
             Place::Own(i) => self.own.get_mut(i)?.as_mut(),
-            Place::Pooled { at, .. } => Some(&mut pool.entries.get_mut(usize::from(at))?.slot),
+            Place::Pooled { at, .. } => Some(&mut pool.entries.get_mut(at)?.slot),
         }
     }
 
@@ -408,9 +409,9 @@ impl<const N: usize> MessageOrder<N> {
         let s = match place {
             Place::Own(i) => self.own.get_mut(i)?.take()?,
             Place::Pooled { at, before } => {
-                let entry = *pool.entries.get(usize::from(at))?;
+                let entry = *pool.entries.get(at)?;
                 match before {
-                    Some(before) => pool.entries.get_mut(usize::from(before))?.next = entry.next,
+                    Some(before) => pool.entries.get_mut(before)?.next = entry.next,
                     None => self.head = entry.next,
                 }
                 pool.give(at);
@@ -452,7 +453,7 @@ impl<const N: usize> MessageOrder<N> {
 
     /// Tracks nothing, and gives its pool entries back.
     pub fn clear<const K: usize>(&mut self, pool: &mut OrderPool<K>) {
-        let mut at = unref(self.head);
+        let mut at = self.head.index();
         for _ in 0..self.pooled {
             let Some(i) = at else { break };
             at = pool.next(i);

@@ -27,19 +27,23 @@ use crate::pds::DeliveryMode;
 use core::hash::{Hash, Hasher};
 use siphasher::sip::SipHasher13;
 
-/// A slot index, or none, as the key index stores it: inverted, so that 0 is no slot (the end of
-/// a chain, an empty bucket) and an empty table is all-zero bytes (see [`PdcTable::EMPTY`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct SlotRef(u16);
+/// A slot index below 2^15, or none, as the key index (and the message-order pool's lists)
+/// store it: inverted, so that 0 is no slot (the end of a chain, an empty bucket) and an empty
+/// table is all-zero bytes (see [`PdcTable::EMPTY`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct SlotRef(u16);
 
 impl SlotRef {
-    const NONE: SlotRef = SlotRef(0);
+    /// No slot (all-zero bytes).
+    pub(crate) const NONE: SlotRef = SlotRef(0);
 
-    const fn to(index: usize) -> SlotRef {
+    /// Slot `index`.
+    pub(crate) const fn to(index: usize) -> SlotRef {
         SlotRef(!(index as u16))
     }
 
-    const fn index(self) -> Option<usize> {
+    /// The slot, if any.
+    pub(crate) const fn index(self) -> Option<usize> {
         if self.0 == 0 { None } else { Some(!self.0 as usize) }
     }
 }
