@@ -717,15 +717,23 @@ pub fn uet_pds(data: &[u8]) {
 }
 
 /// SES headers after any next-header value: never panic; parsed bytes re-emit with their reserved
-/// bits cleared (identically when the strict check finds none set) and re-parse equal.
+/// bits cleared (identically when the strict check finds none set) and re-parse equal. Any
+/// standard request (built from the bytes): `check` fails exactly as `emit` does.
 pub fn uet_ses(data: &[u8]) {
     use uet_wire::pds::NextHeader;
     use uet_wire::ses::SesHeader;
+    if let Ok(r) = uet_wire::ses::StandardRequest::arbitrary(&mut Unstructured::new(data)) {
+        let mut out = [0u8; 128];
+        assert_eq!(r.check().err(), r.emit(&mut out).err(), "check and emit disagree on {r:?}");
+    }
     let Some((&nh, bytes)) = data.split_first() else { return };
     let Ok(next) = NextHeader::try_from(nh & 0x0F) else { return };
     if let Ok((Some(h), rest)) = SesHeader::parse(next, bytes) {
         let mut out = [0u8; 128];
         let n = h.emit(&mut out).expect("a parsed header emits");
+        if let SesHeader::Standard(r) = h {
+            assert_eq!(r.check(), Ok(()), "a parsed request fails its check");
+        }
         if SesHeader::check_reserved(next, bytes).is_ok() {
             assert_eq!(&out[..n], &bytes[..bytes.len() - rest.len()]);
         }
@@ -1168,7 +1176,7 @@ pub fn endpoint(data: &[u8]) {
     use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, Secure, SecureStart, Service};
     use uet_wire::pdc::ipv4;
     use uet_wire::ses::Opcode;
-    type Ep = Endpoint<4, 8, 40, { uet_wire::pdc::held::HELD_RESPONSES }, 2, 4, 2, 2>;
+    type Ep = Endpoint<4, 8, 40, { uet_wire::pdc::held::HELD_RESPONSES }, 2, 4, 2, 2, 2>;
     let mut u = Unstructured::new(data);
     let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
     let mtu = u.int_in_range(1u16..=2048).unwrap_or(512);
@@ -1270,10 +1278,16 @@ pub fn endpoint(data: &[u8]) {
                     2 => Service::Rudi,
                     _ => Service::Uud,
                 };
-                let read = u.arbitrary::<bool>().unwrap_or(false);
-                let opcode = if read { Opcode::Read } else { Opcode::Send };
+                let opcode = match u.int_in_range(0u8..=3).unwrap_or(0) {
+                    0 => Opcode::Send,
+                    1 => Opcode::Read,
+                    2 => Opcode::FetchingAtomic,
+                    _ => Opcode::RendezvousSend,
+                };
+                let read = opcode == Opcode::Read;
                 let job = u.int_in_range(0u32..=2).unwrap_or(0);
-                let desc = MessageDesc::new(addrs[1 - side], service, opcode, job, len);
+                let mut desc = MessageDesc::new(addrs[1 - side], service, opcode, job, len);
+                desc.header.ext = endpoint_extension(opcode);
                 if let Ok(h) = eps[side].send(desc) {
                     assert!(live.insert((side, h)), "a live handle was given twice");
                     given.push((side, h));
@@ -1471,7 +1485,7 @@ pub fn endpoint(data: &[u8]) {
     /// Hands `pkt` to endpoint `to`, through `handle_crc_packet` when it carries a trailer.
     #[allow(clippy::too_many_arguments)]
     fn deliver(
-        eps: &mut [Endpoint<4, 8, 40, { uet_wire::pdc::held::HELD_RESPONSES }, 2, 4, 2, 2>; 2],
+        eps: &mut [Endpoint<4, 8, 40, { uet_wire::pdc::held::HELD_RESPONSES }, 2, 4, 2, 2, 2>; 2],
         now: Instant,
         addrs: &[uet_wire::pdc::IpAddr; 2],
         to: usize,
@@ -1502,6 +1516,9 @@ pub fn endpoint(data: &[u8]) {
             unordered.insert((to, pdc));
         }
         if let Ok(Some(p)) = handled {
+            if p.read.is_none() {
+                assert_eq!(p.header.ext, endpoint_extension(p.header.common.opcode), "a request's extension header");
+            }
             let end = u64::from(p.offset) + p.payload.len() as u64;
             assert!(end <= u64::from(p.header.request_length), "placement past the message end");
             if let Some(h) = p.read {
@@ -1524,6 +1541,32 @@ pub fn endpoint(data: &[u8]) {
                 assert!(held.is_ok(), "a delivered request could not be answered: {held:?}");
             }
         }
+    }
+}
+
+/// The extension header the `endpoint` target sends with `opcode`: compare-and-swap for
+/// FETCHING_ATOMIC, rendezvous for RENDEZVOUS_SEND, none for the rest.
+fn endpoint_extension(opcode: uet_wire::ses::Opcode) -> Option<uet_wire::ses::Extension> {
+    use uet_wire::ses::{AtomicExt, AtomicOpcode, Datatype, Extension, Opcode, RendezvousExt, SemanticControl};
+    match opcode {
+        Opcode::FetchingAtomic => Some(Extension::CompareAndSwap {
+            atomic: AtomicExt {
+                opcode: AtomicOpcode::Cswap,
+                datatype: Datatype::Uint64,
+                semantic_control: SemanticControl::empty(),
+            },
+            compare: [1; 16],
+            swap: [2; 16],
+        }),
+        Opcode::RendezvousSend => Some(Extension::Rendezvous(RendezvousExt {
+            eager_length: 64,
+            read_ri_generation: 1,
+            read_pid_on_fep: 2,
+            read_resource_index: 3,
+            read_offset: 4,
+            read_match_bits: 5,
+        })),
+        _ => None,
     }
 }
 

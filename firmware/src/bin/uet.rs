@@ -1,4 +1,4 @@
-//! Two UET endpoints (`Endpoint<8, 8, 32>`, 16 shared message-order entries) in one Cortex-M4F, joined by an in-memory wire that
+//! Two UET endpoints (`Endpoint<8, 8, 32>`, 16 shared message-order entries, no extension headers) in one Cortex-M4F, joined by an in-memory wire that
 //! carries one packet at a time and loses 1 % of them: 200 messages of 64 B, then 200 of 1 KiB,
 //! from A to B; first with PDCs closed as soon as they are idle (the default), then again with
 //! the endpoints configured afresh in place and PDCs kept open. A turn in which neither endpoint
@@ -18,10 +18,11 @@ use uet_wire::pdc::{IpAddr, ipv4};
 use uet_wire::ses::Opcode;
 use xlink_firmware::{Meter, Rng, exit, finish, out, paint_stack, peak_stack, report};
 
-/// The default sizes but `O`: each endpoint has one target PDC at a time here, which needs at
-/// most 14 shared message-order entries besides its own two (the default, 256, suits a host
-/// receiving from many peers at once).
-type Ep = Endpoint<8, 8, 32, { uet_wire::pdc::held::HELD_RESPONSES }, 0, ORDER_WINDOW, CONTROL_QUEUE, 16>;
+/// The default sizes but `O` and `X`: each endpoint has one target PDC at a time here, which
+/// needs at most 14 shared message-order entries besides its own two (the default, 256, suits a
+/// host receiving from many peers at once), and sends no atomics or rendezvous sends, so it
+/// keeps no extension headers.
+type Ep = Endpoint<8, 8, 32, { uet_wire::pdc::held::HELD_RESPONSES }, 0, ORDER_WINDOW, CONTROL_QUEUE, 16, 0>;
 
 /// Payload bytes per packet.
 const MTU: u16 = 1024;

@@ -116,8 +116,11 @@ impl Segmenter {
 
 impl Segment {
     /// The standard SES request of this packet, from the message's `template` (its opcode,
-    /// flags, ids, buffer offset, match bits; its tail holds the header data). Sets SOM and EOM,
-    /// the continuation tail, and `request_length = message_len`.
+    /// flags, ids, buffer offset, match bits, extension header; its tail holds the header data).
+    /// Sets SOM and EOM, the continuation tail, and `request_length = message_len`. Every packet
+    /// keeps the extension: whether a request carries one follows from its opcode alone (UE 1.0
+    /// §3.4, the header parsing guide), so a receiver parses one after every standard request
+    /// of an atomic or rendezvous opcode, whatever its SOM.
     pub fn standard_header(&self, template: &StandardRequest, message_len: u32) -> StandardRequest {
         let mut h = *template;
         h.common.flags.set(SesFlags::SOM, self.som);
@@ -131,10 +134,6 @@ impl Segment {
         } else {
             StandardTail::Continuation { payload_length: self.len, message_offset: self.offset }
         };
-        // The extension (atomic, rendezvous) belongs to the first packet only.
-        if !self.som {
-            h.ext = None;
-        }
         h
     }
 

@@ -298,6 +298,22 @@ impl Extension {
         })
     }
 
+    /// The read target word of a rendezvous extension: RI generation, PIDonFEP, RI.
+    fn read_target(r: &RendezvousExt) -> Result<u32, Error> {
+        let pid = check_bits(u32::from(r.read_pid_on_fep), 12, "read PIDonFEP")?;
+        let ri = check_bits(u32::from(r.read_resource_index), 12, "read resource index")?;
+        Ok((u32::from(r.read_ri_generation) << 24) | (pid << 12) | ri)
+    }
+
+    /// The checks [`Extension::emit`] makes of the fields, without writing: each code point and
+    /// width the wire can carry.
+    pub fn check(&self) -> Result<(), Error> {
+        match self {
+            Extension::Atomic(a) | Extension::CompareAndSwap { atomic: a, .. } => Self::atomic_raw(a).map(drop),
+            Extension::Rendezvous(r) => Self::read_target(r).map(drop),
+        }
+    }
+
     /// Writes the extension to the front of `out`.
     #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
@@ -314,11 +330,9 @@ impl Extension {
                 Ok(n)
             }
             Extension::Rendezvous(r) => {
-                let pid = check_bits(u32::from(r.read_pid_on_fep), 12, "read PIDonFEP")?;
-                let ri = check_bits(u32::from(r.read_resource_index), 12, "read resource index")?;
                 let raw = RendezvousRaw {
                     eager_length: U32::new(r.eager_length),
-                    read_target: U32::new((u32::from(r.read_ri_generation) << 24) | (pid << 12) | ri),
+                    read_target: U32::new(Self::read_target(r)?),
                     read_offset: U64::new(r.read_offset),
                     read_match_bits: U64::new(r.read_match_bits),
                 };

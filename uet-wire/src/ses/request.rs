@@ -293,6 +293,19 @@ impl StandardRequest {
         Self::LEN + ext_len(&self.ext)
     }
 
+    /// The checks [`StandardRequest::emit`] makes, without writing: whether it writes this
+    /// request into a buffer of [`StandardRequest::buffer_len`] bytes (each field within its
+    /// width, each code point one the wire can carry, the extension the one its opcode carries).
+    pub fn check(&self) -> Result<(), Error> {
+        // In `emit`'s order, so that both report the same first fault.
+        if let StandardTail::Continuation { payload_length, .. } = self.tail {
+            check_len14(payload_length, "SES payload length")?;
+        }
+        Extension::check_for(self.ext.as_ref(), self.common.opcode)?;
+        self.common.raw(self.message_id)?;
+        self.ext.as_ref().map_or(Ok(()), Extension::check)
+    }
+
     /// Writes the request to the front of `out`.
     #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
@@ -674,6 +687,66 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// `check` passes exactly the requests `emit` writes, widths and code points at their
+        /// edges, extensions matched to their opcodes or not.
+        #[test]
+        fn check_is_exactly_what_emit_accepts(
+            opcode in proptest::prop_oneof![proptest::sample::select(&[0x03u8, 0x04, 0x06, 0x0A, 0x0D, 0x0E][..]), 0u8..0x40],
+            widths in proptest::prelude::any::<[u16; 3]>(),
+            job_id in proptest::prelude::any::<u32>(),
+            continuation in proptest::prelude::any::<Option<u16>>(),
+            ext in 0u8..4,
+            codes in proptest::prelude::any::<[u8; 2]>(),
+        ) {
+            use crate::ses::{AtomicExt, AtomicOpcode, Datatype, RendezvousExt, SemanticControl};
+            let edge = |w: u16| w >> (w % 16);
+            let atomic = AtomicExt {
+                opcode: AtomicOpcode::from_valid(codes[0]),
+                datatype: Datatype::from_valid(codes[1]),
+                semantic_control: SemanticControl::empty(),
+            };
+            let mut h = StandardRequest {
+                common: RequestCommon {
+                    opcode: Opcode::from_valid(opcode),
+                    flags: SesFlags::empty(),
+                    ri_generation: 0,
+                    job_id: job_id >> (job_id % 32),
+                    pid_on_fep: edge(widths[0]),
+                    resource_index: edge(widths[1]),
+                },
+                message_id: 1,
+                buffer_offset: 2,
+                initiator: 3,
+                match_bits: 4,
+                tail: continuation.map_or(StandardTail::Som { header_data: 5 }, |n| StandardTail::Continuation {
+                    payload_length: edge(n),
+                    message_offset: 6,
+                }),
+                request_length: 7,
+                ext: match ext {
+                    0 => None,
+                    1 => Some(Extension::Atomic(atomic)),
+                    2 => Some(Extension::CompareAndSwap { atomic, compare: [1; 16], swap: [2; 16] }),
+                    _ => Some(Extension::Rendezvous(RendezvousExt {
+                        eager_length: 8,
+                        read_ri_generation: 9,
+                        read_pid_on_fep: edge(widths[2]),
+                        read_resource_index: edge(widths[0]),
+                        read_offset: 10,
+                        read_match_bits: 11,
+                    })),
+                },
+            };
+            let mut out = [0u8; StandardRequest::LEN + 36];
+            proptest::prop_assert_eq!(h.check().err(), h.emit(&mut out).err());
+            // The extension alone, whatever the opcode.
+            if let Some(e) = h.ext {
+                proptest::prop_assert_eq!(e.check().err(), e.emit(&mut out).err());
+            }
+            h.ext = None;
+            proptest::prop_assert_eq!(h.check().err(), h.emit(&mut out).err());
+        }
+
         /// The all-at-once check agrees with the field-by-field one on any 12 bytes.
         #[test]
         fn common_check_fast_path_is_exact(mut b in proptest::prelude::any::<[u8; 12]>(), clear in proptest::prelude::any::<bool>()) {

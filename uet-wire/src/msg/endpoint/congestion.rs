@@ -412,7 +412,8 @@ impl<
     const W: usize,
     const Q: usize,
     const O: usize,
-> Endpoint<P, M, E, R, C, W, Q, O>
+    const X: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X>
 {
     /// The NSCC state of the CCC serving `dst`: its window, flight, base RTT, counters. `None`
     /// without congestion management or before a PDC to `dst` opened.

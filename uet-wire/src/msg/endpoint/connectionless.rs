@@ -11,7 +11,8 @@ impl<
     const W: usize,
     const Q: usize,
     const O: usize,
-> Endpoint<P, M, E, R, C, W, Q, O>
+    const X: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X>
 {
     /// The next packet of RUDI message `slot`, if the in-flight table has room.
     pub(super) fn transmit_rudi_new(

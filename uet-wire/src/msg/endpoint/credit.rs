@@ -171,7 +171,8 @@ impl<
     const W: usize,
     const Q: usize,
     const O: usize,
-> Endpoint<P, M, E, R, C, W, Q, O>
+    const X: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X>
 {
     /// The RCCC state of the CCC serving `dst` (its credit, grants and counters): `None` unless
     /// that CCC runs RCCC.

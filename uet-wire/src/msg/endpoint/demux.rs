@@ -21,7 +21,8 @@ impl<
     const W: usize,
     const Q: usize,
     const O: usize,
-> Endpoint<P, M, E, R, C, W, Q, O>
+    const X: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X>
 {
     /// Takes a received packet: PDS header on, without any CRC trailer (a trailer left on would
     /// be taken for payload; packets that carry one go to [`Endpoint::handle_crc_packet`]).

@@ -14,7 +14,8 @@ impl<
     const W: usize,
     const Q: usize,
     const O: usize,
-> Endpoint<P, M, E, R, C, W, Q, O>
+    const X: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X>
 {
     /// Checks the endpoint's internal indexes against its state, in O(P + M); the first
     /// disagreement found, if any. For fuzz targets and tests (feature `fuzzing`): any `Err` is
@@ -143,17 +144,24 @@ impl<
             };
             // Connectionless messages and read data wait on the unsent list while they have
             // packets to send; a PDC message waits there only while no PDC holds it.
-            let unheld = m.desc.service.pdc_mode().is_none() || m.kind.read_data_pdc().is_some();
+            let unheld = m.service.pdc_mode().is_none() || m.kind.read_data_pdc().is_some();
             let waits = if unheld { !m.all_sent() } else { m.pdc.is_none() };
             if SlotList::contains(&self.unsent_links, s) != waits {
                 return Err("a message is on the unsent list, or off it, wrongly");
             }
-            if !unheld && m.pdc.is_none() && self.initiators.find(&self.key(&m.desc)).is_some() {
+            if !unheld && m.pdc.is_none() && self.initiators.find(&m.key()).is_some() {
                 return Err("a message waits for a PDC its key has");
             }
             if !matches!(m.kind, MsgKind::Read { .. }) && self.read_timers.deadline(s).is_some() {
                 return Err("a message that is no READ has a READ deadline");
             }
+            if m.ext.index().is_some() && self.extensions.get(m.ext).is_none() {
+                return Err("a message's extension header is not kept");
+            }
+        }
+        let with_ext = self.msgs.iter().filter_map(ZeroOption::as_ref).filter(|m| m.ext.index().is_some()).count();
+        if with_ext != self.extensions.used() {
+            return Err("the extension headers kept are not the messages' own");
         }
         self.check_cccs()?;
         self.check_credit()

@@ -112,7 +112,7 @@ use super::order::{MessageOrder, OrderError, OrderPool};
 use super::segment::{Segment, SegmentError, Segmenter};
 use crate::Error;
 use crate::pdc::held::HELD_RESPONSES;
-use crate::pdc::table::FreeSlots;
+use crate::pdc::table::{FreeSlots, SlotRef};
 use crate::pdc::{
     Delivery, Failure, Initiator, InitiatorEvent, InitiatorState, InitiatorTx, IpAddr, PdcConfig, PdcTable,
     StartPolicy, Target, TargetEvent, TargetTx, psn_after,
@@ -120,13 +120,14 @@ use crate::pdc::{
 use crate::pds::{DeliveryMode, Nack, NackCode, NackTarget, NextHeader, PdcDest, PdsHeader, Request};
 use crate::pds::{Rudi, RudiFlags};
 use crate::ses::{
-    Opcode, RequestCommon, Response, ResponseList, ResponseOpcode, ReturnCode, SesFlags, SesHeader, StandardRequest,
-    StandardTail,
+    Extension, Opcode, RequestCommon, Response, ResponseList, ResponseOpcode, ReturnCode, SesFlags, SesHeader,
+    StandardRequest, StandardTail,
 };
 pub use congestion::{BITMAP_PATHS, CmsConfig, Controllers, EV_MEMORY, LoadBalancing};
 use congestion::{CcSignal, Cccs};
 use core::num::NonZeroU16;
 use credit::{Pulls, TargetCredit};
+use extensions::Extensions;
 use linklayer::{Instant, ZeroOption};
 use links::{Link, SlotList};
 use stats::Marked;
@@ -148,6 +149,11 @@ pub const ORDER_WINDOW: usize = 16;
 /// [`ORDER_WINDOW`]s (14 each), enough for a 16-to-1 incast whose senders keep 16 messages in
 /// progress each.
 pub const ORDER_POOL: usize = 256;
+
+/// Extension headers (atomic, compare-and-swap, rendezvous) of the messages being sent that an
+/// endpoint holds by default: [`Endpoint`]'s const generic `X`. A message with one more is
+/// refused ([`EndpointError::TooManyExtensions`]).
+pub const EXTENSIONS: usize = 16;
 
 /// Depth of an endpoint's control queues by default: [`Endpoint`]'s const generic `Q` (NACKs
 /// and RUDI responses waiting to go, RUDI packets in flight).
@@ -300,7 +306,9 @@ pub struct MessageDesc {
     /// Traffic class (part of the PDC key).
     pub tc: u8,
     /// The standard request: opcode, flags (SOM, EOM and the message id are set per packet),
-    /// JobID, PIDonFEP, resource index, buffer offset, initiator, match bits, header data.
+    /// JobID, PIDonFEP, resource index, buffer offset, initiator, match bits, header data, and
+    /// the extension header its opcode carries (atomic or compare-and-swap for the atomic
+    /// opcodes, rendezvous for the rendezvous sends), which goes on every packet of the message.
     pub header: StandardRequest,
     /// Payload bytes.
     pub len: u32,
@@ -537,6 +545,14 @@ pub enum FailedDelivery {
 pub enum EndpointError {
     /// Every message slot is in use.
     TooManyMessages,
+    /// The message has an extension header and every one the endpoint holds (its `X`) is in
+    /// use: send it once a message with one settles.
+    TooManyExtensions,
+    /// The message's SES header cannot go on the wire: a field beyond its width (JobID 24 bits,
+    /// PIDonFEP and resource index 12), or an extension header other than the one its opcode
+    /// carries (UE 1.0 §3.4.4: atomic or compare-and-swap for the atomic opcodes, rendezvous for
+    /// the rendezvous sends, none for the rest).
+    Header(Error),
     /// The message cannot be segmented.
     Segment(SegmentError),
     /// The packet does not parse.
@@ -583,6 +599,8 @@ impl core::fmt::Display for EndpointError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             EndpointError::TooManyMessages => write!(f, "every message slot is in use"),
+            EndpointError::TooManyExtensions => write!(f, "every extension header slot is in use"),
+            EndpointError::Header(e) => write!(f, "the message's header cannot be sent: {e}"),
             EndpointError::Segment(e) => write!(f, "{e}"),
             EndpointError::Malformed(e) => write!(f, "malformed packet: {e}"),
             EndpointError::Unsupported => write!(f, "a packet this endpoint does not handle"),
@@ -605,7 +623,7 @@ impl core::error::Error for EndpointError {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
             EndpointError::Segment(e) => Some(e),
-            EndpointError::Malformed(e) => Some(e),
+            EndpointError::Malformed(e) | EndpointError::Header(e) => Some(e),
             EndpointError::Respond(e) => Some(e),
             _ => None,
         }
@@ -624,9 +642,10 @@ enum MsgKind {
     /// arrives before its deadline in `read_timers` ([`Failure::ReadTimeout`]).
     Read { arrived: u32, refused: bool },
     /// Read data answering a run of request packets of one READ received on target PDC `tpdc`:
-    /// `desc.len` bytes from byte `offset` of the READ, one packet per request (`segments`), at
-    /// consecutive return PSNs from `first_psn`; `desc.header` is the READ's request.
-    ReadData { tpdc: u16, offset: u32 },
+    /// `len` bytes from byte `offset` of the READ, one packet per request (`segments`), at
+    /// consecutive return PSNs from `first_psn`; `request` and `message_id` are the READ's (of
+    /// the request packet that opened the run), and `read_length` its `request_length`.
+    ReadData { tpdc: u16, offset: u32, read_length: u32 },
 }
 
 impl MsgKind {
@@ -639,41 +658,121 @@ impl MsgKind {
     }
 }
 
+/// A standard request as a message slot keeps it: the fields its sender chose, in 40 B where a
+/// [`StandardRequest`] takes 96. Its message id, `request_length` and extension header live
+/// elsewhere (the slot's `message_id`, the message's length or the READ's, the endpoint's
+/// [`Extensions`]), and the tail is kept as the 64 bits UE 1.0 §3.4.2 puts on the wire: header
+/// data when the flags have SOM, else the continuation's payload length and message offset.
+#[derive(Clone, Copy)]
+struct RequestFields {
+    common: RequestCommon,
+    initiator: u32,
+    buffer_offset: u64,
+    match_bits: u64,
+    tail: u64,
+}
+
+impl RequestFields {
+    /// The fields of `h` (the flags' SOM set to say which tail it has).
+    fn of(h: &StandardRequest) -> Self {
+        let mut common = h.common;
+        let tail = match h.tail {
+            StandardTail::Som { header_data } => {
+                common.flags.insert(SesFlags::SOM);
+                header_data
+            }
+            StandardTail::Continuation { payload_length, message_offset } => {
+                common.flags.remove(SesFlags::SOM);
+                (u64::from(payload_length) << 32) | u64::from(message_offset)
+            }
+        };
+        RequestFields { common, initiator: h.initiator, buffer_offset: h.buffer_offset, match_bits: h.match_bits, tail }
+    }
+
+    /// The standard request with `message_id`, `request_length` and `ext`.
+    fn standard(&self, message_id: u16, request_length: u32, ext: Option<Extension>) -> StandardRequest {
+        let tail = if self.common.flags.contains(SesFlags::SOM) {
+            StandardTail::Som { header_data: self.tail }
+        } else {
+            StandardTail::Continuation { payload_length: (self.tail >> 32) as u16, message_offset: self.tail as u32 }
+        };
+        StandardRequest {
+            common: self.common,
+            message_id,
+            buffer_offset: self.buffer_offset,
+            initiator: self.initiator,
+            match_bits: self.match_bits,
+            tail,
+            request_length,
+            ext,
+        }
+    }
+}
+
+/// A message slot: what [`MessageDesc`] gave (but its extension header, kept in the endpoint's
+/// [`Extensions`] at `ext`) and how far the message got.
 struct SendMsg {
-    generation: u16,
-    kind: MsgKind,
-    desc: MessageDesc,
-    /// Payload bytes per packet: the message's packets are `Segmenter` of `desc.len` and this
-    /// (see `segments`).
-    mtu: NonZeroU16,
+    user: u64,
+    request: RequestFields,
     /// Order of submission (for fairness and per-key order).
     seq: u64,
-    /// The initiator PDC it is queued on (not started: `sent` is 0) or goes on, its message id
-    /// there and its first PSN, once started.
-    pdc: Option<u16>,
-    message_id: u16,
+    dst: IpAddr,
+    len: u32,
+    /// Its first PSN on its PDC and the packets that went out, once started.
     first_psn: u32,
     sent: u32,
+    kind: MsgKind,
+    generation: u16,
+    /// Payload bytes per packet: the message's packets are `Segmenter` of `len` and this (see
+    /// `segments`).
+    mtu: NonZeroU16,
+    /// The initiator PDC it is queued on (not started: `sent` is 0) or goes on.
+    pdc: Option<u16>,
+    /// Its message id: its PDC's once started (RUD, ROD), the endpoint's (RUDI, UUD), the READ's
+    /// (read data).
+    message_id: u16,
+    ext: SlotRef,
+    service: Service,
+    tc: u8,
     /// The cumulative acknowledgement passed its first packet (for [`FailedDelivery`]).
     partly_acked: bool,
 }
 
 impl SendMsg {
-    /// A message queued in a slot of generation `generation`, not started.
-    const fn new(
+    /// Message `desc`, queued in a slot of generation `generation`, not started; its extension
+    /// header is kept at `ext`.
+    fn new(
         generation: u16,
         kind: MsgKind,
-        desc: MessageDesc,
+        desc: &MessageDesc,
+        ext: SlotRef,
         mtu: NonZeroU16,
         seq: u64,
         message_id: u16,
     ) -> Self {
-        SendMsg { generation, kind, desc, mtu, seq, pdc: None, message_id, first_psn: 0, sent: 0, partly_acked: false }
+        SendMsg {
+            user: desc.user,
+            request: RequestFields::of(&desc.header),
+            seq,
+            dst: desc.dst,
+            len: desc.len,
+            first_psn: 0,
+            sent: 0,
+            kind,
+            generation,
+            mtu,
+            pdc: None,
+            message_id,
+            ext,
+            service: desc.service,
+            tc: desc.tc,
+            partly_acked: false,
+        }
     }
 
     /// The message's packets.
     const fn segments(&self) -> Segmenter {
-        Segmenter::with_mtu(self.desc.len, self.mtu)
+        Segmenter::with_mtu(self.len, self.mtu)
     }
 
     /// Whether every packet went out.
@@ -683,7 +782,7 @@ impl SendMsg {
 
     /// The caller's name for this message, in slot `slot`.
     const fn handle(&self, slot: usize) -> MsgHandle {
-        MsgHandle { slot: slot as u16, generation: self.generation, user: self.desc.user }
+        MsgHandle { slot: slot as u16, generation: self.generation, user: self.user }
     }
 
     /// The event for its failure.
@@ -692,13 +791,19 @@ impl SendMsg {
         Event::Failed { msg: self.handle(slot), why, delivery }
     }
 
-    /// The message's standard request as its first packet carried it: its message id and
-    /// `request_length` set.
-    fn sent_header(&self) -> StandardRequest {
-        let mut h = self.desc.header;
-        h.message_id = self.message_id;
-        h.request_length = self.desc.len;
-        h
+    /// The message's standard request as its first packet carried it, its extension from
+    /// `exts`: its message id and `request_length` set. For read data, the READ's request.
+    fn sent_header<const X: usize>(&self, exts: &Extensions<X>) -> StandardRequest {
+        let request_length = match self.kind {
+            MsgKind::ReadData { read_length, .. } => read_length,
+            _ => self.len,
+        };
+        self.request.standard(self.message_id, request_length, exts.get(self.ext))
+    }
+
+    /// The PDCs it may go on.
+    const fn key(&self) -> PeerDest {
+        peer_dest(self.service, self.request.common.job_id, self.dst, self.tc)
     }
 }
 
@@ -761,7 +866,7 @@ struct TgtPdc<const R: usize, const W: usize> {
 /// more answered requests wait for their CLEAR at once), and `C` congestion-control contexts,
 /// one per destination in use (0 by default: no congestion management; see [`CmsConfig`]).
 ///
-/// Three more sizes have defaults that suit a host:
+/// Four more sizes have defaults that suit a host:
 /// - `W`, the messages a target PDC tracks in progress ([`ORDER_WINDOW`], 16; at least 2, see
 ///   [`order`](crate::msg::order)). When a peer starts more on one PDC, complete messages are
 ///   released out of order to make room, and while none is complete the packets of more draw
@@ -784,17 +889,21 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///   [`Endpoint::poll_transmit`] rounds) and RUDI packets in flight (a RUDI message waits for
 ///   room). One depth serves the three: each is traffic outside the PDCs, bounded by what the
 ///   endpoint answers or sends between two rounds, and a firmware build sizes them together.
+/// - `X`, the extension headers of messages being sent ([`EXTENSIONS`], 16; may be 0): a message
+///   slot keeps none itself (the largest, compare-and-swap, would add 40 B to every slot), so
+///   each message with one (atomics, rendezvous sends) takes one of these until it settles, and
+///   [`Endpoint::send`] refuses one more with [`EndpointError::TooManyExtensions`].
 ///
-/// `W` costs no memory, each entry of `O` 20 B, each entry of `Q` 124 B (64-bit host). The sizes
-/// are checked when the type is used, and a build error names the rule: `P` 2 to 32 767, `M` 1
-/// to 32 768, `W` 2 to 32 768, `E` more than `W` (a packet can release `W` messages and one more),
-/// `Q` at least 1, `O` at most 32 768.
+/// `W` costs no memory, each entry of `O` 20 B, each entry of `Q` 124 B, each entry of `X` 50 B
+/// (64-bit host). The sizes are checked when the type is used, and a build error names the rule:
+/// `P` 2 to 32 767, `M` 1 to 32 768, `W` 2 to 32 768, `E` more than `W` (a packet can release `W`
+/// messages and one more), `Q` at least 1, `O` and `X` at most 32 768.
 ///
 /// ```compile_fail,E0080
 /// use uet_wire::msg::{Endpoint, EndpointConfig};
 /// use uet_wire::pdc::ipv4;
 /// // E (8 events) is not more than W (8 messages in progress per target PDC): a build error,
-/// // "Endpoint<P, M, E, R, C, W, Q, O>: ... E (events) more than W ...".
+/// // "Endpoint<P, M, E, R, C, W, Q, O, X>: ... E (events) more than W ...".
 /// let ep: Endpoint<2, 2, 8, 4, 0, 8> = Endpoint::new(EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024), 1);
 /// ```
 ///
@@ -890,8 +999,8 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///
 /// # Memory, and building one in place
 ///
-/// An endpoint holds everything it needs: 824 B per `P`, 200 B per `M` and 11.5 kB besides
-/// (with 64 events) at the default `R`, `C`, `W`, `Q` and `O` on a 64-bit host
+/// An endpoint holds everything it needs: 824 B per `P`, 144 B per `M` and 12.4 kB besides
+/// (with 64 events) at the default `R`, `C`, `W`, `Q`, `O` and `X` on a 64-bit host
 /// (`size_of::<Endpoint<P, M, E>>()` says exactly). [`Endpoint::new`] returns it by value, so it is built on the stack first, and at low optimisation levels
 /// copied again. Where that is too much stack (firmware), start from [`Endpoint::EMPTY`], whose
 /// bytes are all zero, so a `static` holding it costs no flash and no start-up copy (it lands in
@@ -917,6 +1026,7 @@ pub struct Endpoint<
     const W: usize = ORDER_WINDOW,
     const Q: usize = CONTROL_QUEUE,
     const O: usize = ORDER_POOL,
+    const X: usize = EXTENSIONS,
 > {
     /// The configuration; none until [`Endpoint::init`] (an [`Endpoint::EMPTY`] refuses work).
     cfg: ZeroOption<EndpointConfig>,
@@ -925,6 +1035,8 @@ pub struct Endpoint<
     /// Room for the target PDCs' messages in progress beyond the two each keeps.
     order_pool: OrderPool<O>,
     msgs: [ZeroOption<SendMsg>; M],
+    /// The extension headers of the messages in `msgs` that have one.
+    extensions: Extensions<X>,
     generations: [u16; M],
     /// The messages with packets not yet sent that no initiator PDC holds, oldest first:
     /// RUDI and UUD messages, read data runs, and messages whose key has no PDC yet (what
@@ -1076,14 +1188,24 @@ impl<
     const W: usize,
     const Q: usize,
     const O: usize,
-> Endpoint<P, M, E, R, C, W, Q, O>
+    const X: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X>
 {
     const SIZES_OK: () = assert!(
-        P >= 2 && P <= 0x7FFF && M >= 1 && M <= 1 << 15 && W >= 2 && W <= 1 << 15 && E > W && Q >= 1 && O <= 1 << 15,
-        "Endpoint<P, M, E, R, C, W, Q, O>: P (PDCs each way) must be 2 to 32767, M (messages) 1 to 32768, \
+        P >= 2
+            && P <= 0x7FFF
+            && M >= 1
+            && M <= 1 << 15
+            && W >= 2
+            && W <= 1 << 15
+            && E > W
+            && Q >= 1
+            && O <= 1 << 15
+            && X <= 1 << 15,
+        "Endpoint<P, M, E, R, C, W, Q, O, X>: P (PDCs each way) must be 2 to 32767, M (messages) 1 to 32768, \
          W (messages in progress per target PDC, default 16) 2 to 32768, E (events) more than W, \
-         Q (control queues, default 16) at least 1, and O (shared messages in progress, default 256) \
-         at most 32768"
+         Q (control queues, default 16) at least 1, O (shared messages in progress, default 256) \
+         at most 32768, and X (extension headers, default 16) at most 32768"
     );
 
     /// An endpoint that is not configured: every byte zero, so a `static` holding it lands in
@@ -1097,6 +1219,7 @@ impl<
             targets: PdcTable::EMPTY,
             order_pool: OrderPool::EMPTY,
             msgs: [const { ZeroOption::NONE }; M],
+            extensions: Extensions::EMPTY,
             generations: [0; M],
             unsent: SlotList::EMPTY,
             unsent_links: [Link::UNLINKED; M],
@@ -1161,6 +1284,7 @@ impl<
         self.initiators.set_hash_key([derive(seed, Derived::InitiatorKey0), derive(seed, Derived::InitiatorKey1)]);
         self.targets.set_hash_key([derive(seed, Derived::TargetKey0), derive(seed, Derived::TargetKey1)]);
         self.msgs.iter_mut().for_each(ZeroOption::clear);
+        self.extensions.clear();
         self.generations.fill(0);
         for list in [&mut self.unsent, &mut self.initiators_new, &mut self.initiators_ready, &mut self.targets_ready] {
             *list = SlotList::EMPTY;
@@ -1323,7 +1447,12 @@ impl<
         (x >> 16) as u32
     }
 
-    /// Queues a message; its packets go out through [`Endpoint::poll_transmit`].
+    /// Queues a message; its packets go out through [`Endpoint::poll_transmit`]. Refused, with
+    /// nothing changed, when every message slot is in use ([`EndpointError::TooManyMessages`]),
+    /// when it has an extension header and every one of the `X` the endpoint holds is in use
+    /// ([`EndpointError::TooManyExtensions`]), or when its header cannot go on the wire
+    /// ([`EndpointError::Header`]: a field beyond its width, an extension that is not its
+    /// opcode's).
     pub fn send(&mut self, desc: MessageDesc) -> Result<MsgHandle, EndpointError> {
         if self.cfg.is_none() {
             return Err(EndpointError::Unconfigured);
@@ -1335,7 +1464,16 @@ impl<
         if desc.header.common.opcode == crate::ses::Opcode::Read && desc.service.pdc_mode().is_none() {
             return Err(EndpointError::ReadWithoutPdc);
         }
+        // Its first packet's SES header gets the checks writing it makes here, so that a field
+        // out of range fails this call instead of every `poll_transmit` to come (the other
+        // packets differ only in their tails, which the endpoint fills).
+        if let Some(first) = segments.segment(0) {
+            first.standard_header(&desc.header, desc.len).check().map_err(EndpointError::Header)?;
+        }
         let slot = usize::from(self.free_slots.next().ok_or(EndpointError::TooManyMessages)?);
+        if !self.extensions.has_room(desc.header.ext.as_ref()) {
+            return Err(EndpointError::TooManyExtensions);
+        }
         let generation = self.generations.get(slot).copied().unwrap_or(0);
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -1349,12 +1487,13 @@ impl<
         };
         if let Some(m) = self.msgs.get_mut(slot) {
             let kind = if is_read(&desc) { MsgKind::Read { arrived: 0, refused: false } } else { MsgKind::Request };
-            *m = ZeroOption::Some(SendMsg::new(generation, kind, desc, segments.mtu(), seq, message_id));
+            let ext = self.extensions.keep(desc.header.ext);
+            *m = ZeroOption::Some(SendMsg::new(generation, kind, &desc, ext, segments.mtu(), seq, message_id));
         }
         self.free_slots.take();
         // A message for a PDC waits in that PDC's queue; one whose key has none yet waits for
         // `poll_transmit` to open it.
-        let key = self.key(&desc);
+        let key = peer_dest(desc.service, desc.header.common.job_id, desc.dst, desc.tc);
         match self.find_pdc(&key).filter(|_| desc.service.pdc_mode().is_some()) {
             Some(id) => self.queue_on(id, slot),
             None => self.unsent.insert(&mut self.unsent_links, slot as u16, |_| true),
@@ -1485,21 +1624,13 @@ impl<
         list.iter(&self.pdc_links).map(usize::from)
     }
 
-    fn key(&self, desc: &MessageDesc) -> PeerDest {
-        PeerDest {
-            mode: desc.service.pdc_mode().unwrap_or(DeliveryMode::Rud),
-            job_id: desc.header.common.job_id,
-            dst: desc.dst,
-            tc: desc.tc,
-        }
-    }
-
     /// Empties message slot `slot` (in place: the message is not moved out). Its PDC may take a
     /// queued message now: the caller refreshes it (`after_initiator_change` does).
     fn free_msg(&mut self, slot: usize) {
         let Some(m) = self.msgs.get_mut(slot) else { return };
-        let Some((pdc, kind, started)) = m.as_ref().map(|m| (m.pdc, m.kind, m.sent > 0)) else { return };
+        let Some((pdc, kind, started, ext)) = m.as_ref().map(|m| (m.pdc, m.kind, m.sent > 0, m.ext)) else { return };
         m.clear();
+        self.extensions.give(ext);
         self.free_slots.give(slot as u16);
         self.unsent.unlink(&mut self.unsent_links, slot as u16);
         if let Some(p) = pdc.and_then(|id| self.initiators.get_mut(id)) {
@@ -1601,11 +1732,8 @@ impl<
                 }
             }
             for slot in 0..M {
-                let connectionless = self
-                    .msgs
-                    .get(slot)
-                    .and_then(ZeroOption::as_ref)
-                    .is_some_and(|m| m.desc.service.pdc_mode().is_none());
+                let connectionless =
+                    self.msgs.get(slot).and_then(ZeroOption::as_ref).is_some_and(|m| m.service.pdc_mode().is_none());
                 if connectionless {
                     self.complete_connectionless(slot);
                 }
@@ -1669,6 +1797,19 @@ const fn null_response((ri_generation, job_id): (u8, u32)) -> Response {
 }
 
 /// Whether `desc` is a READ on a PDC (RUDI READs are answered in the RUDI response).
+/// The PDCs a message of `service` for JobID `job_id` to `dst` in traffic class `tc` may go on.
+const fn peer_dest(service: Service, job_id: u32, dst: IpAddr, tc: u8) -> PeerDest {
+    PeerDest {
+        mode: match service.pdc_mode() {
+            Some(m) => m,
+            None => DeliveryMode::Rud,
+        },
+        job_id,
+        dst,
+        tc,
+    }
+}
+
 const fn is_read(desc: &MessageDesc) -> bool {
     matches!(desc.header.common.opcode, crate::ses::Opcode::Read) && desc.service.pdc_mode().is_some()
 }
@@ -1682,6 +1823,7 @@ mod congestion;
 mod connectionless;
 mod credit;
 mod demux;
+mod extensions;
 #[cfg(any(test, feature = "fuzzing"))]
 mod invariants;
 mod links;

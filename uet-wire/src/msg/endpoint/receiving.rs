@@ -12,7 +12,8 @@ impl<
     const W: usize,
     const Q: usize,
     const O: usize,
-> Endpoint<P, M, E, R, C, W, Q, O>
+    const X: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X>
 {
     /// Answers the request `placement` came from with a guaranteed-delivery SES RESPONSE carrying
     /// `return_code` and `modified_length`: the target PDC holds it until the initiator's
@@ -182,10 +183,10 @@ impl<
         let ret = self.targets.get(tpdc)?.pdc.return_window();
         let psns_follow = m.sent == 0 || ret.next_psn() == m.first_psn.wrapping_add(m.sent);
         let whole = u32::from(seg.len) == mtu || seg.offset + u32::from(seg.len) == ses.request_length;
-        let extends = m.desc.header.message_id == ses.message_id
-            && m.desc.header.common.job_id == ses.common.job_id
-            && u64::from(offset) + u64::from(m.desc.len) == u64::from(seg.offset)
-            && m.desc.len.checked_rem(mtu) == Some(0)
+        let extends = m.message_id == ses.message_id
+            && m.request.common.job_id == ses.common.job_id
+            && u64::from(offset) + u64::from(m.len) == u64::from(seg.offset)
+            && m.len.checked_rem(mtu) == Some(0)
             && seg.len > 0
             && whole;
         (extends && psns_follow).then_some(slot)
@@ -198,8 +199,8 @@ impl<
         let mtu = self.config().mtu;
         if let Some(run) = self.read_run_for(tpdc, &ses, seg) {
             if let Some(m) = self.msgs.get_mut(run).and_then(ZeroOption::as_mut) {
-                m.desc.len += u32::from(seg.len);
-                if let Ok(s) = Segmenter::new(m.desc.len, mtu) {
+                m.len += u32::from(seg.len);
+                if let Ok(s) = Segmenter::new(m.len, mtu) {
                     m.mtu = s.mtu();
                 }
                 // A run sent whole has packets to send again, in its place by age.
@@ -217,9 +218,17 @@ impl<
         let generation = self.generations.get(slot).copied().unwrap_or(0);
         let seq = self.next_seq;
         self.next_seq += 1;
-        let kind = MsgKind::ReadData { tpdc, offset: seg.offset };
+        let kind = MsgKind::ReadData { tpdc, offset: seg.offset, read_length: ses.request_length };
         if let Some(m) = self.msgs.get_mut(slot) {
-            *m = ZeroOption::Some(SendMsg::new(generation, kind, desc, segments.mtu(), seq, 0));
+            *m = ZeroOption::Some(SendMsg::new(
+                generation,
+                kind,
+                &desc,
+                SlotRef::NONE,
+                segments.mtu(),
+                seq,
+                ses.message_id,
+            ));
         }
         self.free_slots.take();
         self.unsent.insert(&mut self.unsent_links, slot as u16, |_| true);

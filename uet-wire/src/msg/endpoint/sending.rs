@@ -17,7 +17,8 @@ impl<
     const W: usize,
     const Q: usize,
     const O: usize,
-> Endpoint<P, M, E, R, C, W, Q, O>
+    const X: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X>
 {
     /// An ACK carrying an SES response to initiator PDC `a.dpdcid`, which is reported the first
     /// time its PSN is acknowledged (the target resends a held response with the ACK of every
@@ -88,7 +89,7 @@ impl<
                     self.after_initiator_change(now, id);
                     return Ok(placement);
                 };
-                let (msg, len) = (m.handle(slot), m.desc.len);
+                let (msg, len) = (m.handle(slot), m.len);
                 let event = match (response.opcode, response.return_code) {
                     (ResponseOpcode::DefaultResponse, ReturnCode::Ok) => {
                         let short = response.modified_length != 0 && response.modified_length != len;
@@ -128,12 +129,12 @@ impl<
         let m = self.msgs.get_mut(slot)?.as_mut()?;
         let MsgKind::Read { arrived, .. } = &mut m.kind else { return None };
         let fits = m.message_id == r.read_request_message_id
-            && u64::from(r.message_offset) + data.len() as u64 <= u64::from(m.desc.len);
+            && u64::from(r.message_offset) + data.len() as u64 <= u64::from(m.len);
         if !fits {
             return None;
         }
         *arrived = arrived.saturating_add(data.len() as u32);
-        let header = m.sent_header();
+        let header = m.sent_header(&self.extensions);
         Some(Placement {
             src,
             pdc: id,
@@ -173,7 +174,7 @@ impl<
             self.msgs.get(slot).and_then(ZeroOption::as_ref).is_some_and(|m| {
                 matches!(m.kind, MsgKind::Read { .. })
                     && m.message_id == rsp.read_request_message_id
-                    && u64::from(rsp.message_offset) + payload.len() as u64 <= u64::from(m.desc.len)
+                    && u64::from(rsp.message_offset) + payload.len() as u64 <= u64::from(m.len)
             })
         });
         let Some(p) = self.initiators.get_mut(id) else { return Ok(None) };
@@ -184,7 +185,7 @@ impl<
             // The ACK naming this PSN answers it as the reference provider's initiator does:
             // DEFAULT_RESPONSE, RC_OK and the read's length when new, RC_NULL for a duplicate.
             let code = if delivery == Delivery::New { ReturnCode::Ok } else { ReturnCode::Null };
-            let header = m.sent_header();
+            let header = m.sent_header(&self.extensions);
             let mut answer = Response::default_for(&header, code);
             answer.modified_length = rsp.modified_length;
             if delivery != Delivery::Dropped {
@@ -255,7 +256,7 @@ impl<
                 let partly_acked = m.partly_acked || (failure.is_none() && m.sent > 0 && psn_after(base, m.first_psn));
                 // A READ completes once its data arrived too.
                 let data_in = match m.kind {
-                    MsgKind::Read { arrived, refused, .. } => refused || arrived >= m.desc.len,
+                    MsgKind::Read { arrived, refused, .. } => refused || arrived >= m.len,
                     _ => true,
                 };
                 let requests_acked = m.sent == packets && psn_after(base, m.first_psn.wrapping_add(packets - 1));

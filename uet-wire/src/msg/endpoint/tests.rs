@@ -1600,6 +1600,29 @@ fn refusals() {
         read.header.common.opcode = Opcode::Read;
         assert_eq!(Ep::new(config(ipv4([10, 0, 0, 1])), 1).send(read), Err(EndpointError::ReadWithoutPdc));
     }
+    // Headers that cannot go on the wire are refused at once, leaving the endpoint as it was.
+    let mut fresh = Ep::new(config(ipv4([10, 0, 0, 1])), 1);
+    let bad: [fn(&mut MessageDesc); 5] = [
+        |d| d.header.common.job_id = 1 << 24,
+        |d| d.header.common.pid_on_fep = 1 << 12,
+        |d| d.header.common.resource_index = 1 << 12,
+        |d| d.header.common.opcode = Opcode::Atomic,
+        |d| d.header.ext = test_extension(Opcode::RendezvousSend, 0),
+    ];
+    for make_bad in bad {
+        let mut d = desc(ipv4([10, 0, 0, 2]), Service::Rud, 0, 10);
+        make_bad(&mut d);
+        assert!(matches!(fresh.send(d), Err(EndpointError::Header(_))), "{d:?}");
+        assert!(fresh.is_idle() && fresh.messages_in_flight() == 0);
+        assert_eq!(fresh.poll_transmit(Instant::ZERO, &mut [0u8; 256]), Ok(None));
+    }
+    // A message with an extension header when the endpoint holds none.
+    let mut none: Endpoint<2, 2, 17, 1, 0, 2, 1, 0, 0> = Endpoint::new(config(ipv4([10, 0, 0, 1])), 1);
+    let mut atomic = desc(ipv4([10, 0, 0, 2]), Service::Rud, 0, 8);
+    atomic.header.common.opcode = Opcode::Atomic;
+    atomic.header.ext = test_extension(Opcode::Atomic, 0);
+    assert_eq!(none.send(atomic), Err(EndpointError::TooManyExtensions));
+    assert!(none.send(desc(ipv4([10, 0, 0, 2]), Service::Rud, 0, 8)).is_ok());
     assert!(matches!(
         ep.handle_packet(Instant::ZERO, ipv4([10, 0, 0, 2]), &[0xFF; 3]),
         Err(EndpointError::Malformed(_))
@@ -1947,11 +1970,11 @@ fn memory_per_pdc_and_per_message() {
         per_pdc - ini - tgt - lists
     );
     std::println!(
-        "per message slot {per_msg} B: the message {} (its description {}, standard request {}), \
+        "per message slot {per_msg} B: the message {} (its request fields {}; a MessageDesc is {}), \
          two list links {}, generation and free-slot entry 4, READ timer 12",
         size_of::<ZeroOption<SendMsg>>(),
+        size_of::<RequestFields>(),
         size_of::<MessageDesc>(),
-        size_of::<StandardRequest>(),
         2 * size_of::<Link>()
     );
     // `W` costs nothing per PDC (a limit); per shared entry of `O`, per control-queue entry (`Q`).
@@ -1960,17 +1983,23 @@ fn memory_per_pdc_and_per_message() {
         (size_of::<Endpoint<16, 16, 64, HELD_RESPONSES, 0, ORDER_WINDOW, CONTROL_QUEUE, { ORDER_POOL + 64 }>>() - base)
             / 64;
     let per_q = (size_of::<Endpoint<16, 16, 64, HELD_RESPONSES, 0, ORDER_WINDOW, 32>>() - base) / 16;
+    let per_x = (size_of::<
+        Endpoint<16, 16, 64, HELD_RESPONSES, 0, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, { EXTENSIONS + 64 }>,
+    >() - base)
+        / 64;
     std::println!(
         "per message of W per PDC {per_w} B; per shared entry of O {per_o} B; per entry of Q {per_q} B; \
-         the smallest, Endpoint<2, 1, 3, 1, 0, 2, 1, 0>, {} B (with the default W, Q and O {} B)",
-        size_of::<Endpoint<2, 1, 3, 1, 0, 2, 1, 0>>(),
+         per extension header of X {per_x} B; the smallest, Endpoint<2, 1, 3, 1, 0, 2, 1, 0, 0>, {} B \
+         (with the default W, Q, O and X {} B)",
+        size_of::<Endpoint<2, 1, 3, 1, 0, 2, 1, 0, 0>>(),
         size_of::<Endpoint<2, 1, 17, 1>>()
     );
     assert_eq!(per_w, 0);
     assert!(per_o <= 20, "{per_o} B per shared message in progress");
     assert!(per_q <= 128, "{per_q} B per control-queue entry");
+    assert!(per_x <= 50, "{per_x} B per extension header");
     assert!(per_pdc <= 824, "{per_pdc} B per PDC");
-    assert!(per_msg <= 200, "{per_msg} B per message slot");
+    assert!(per_msg <= 144, "{per_msg} B per message slot");
 }
 
 /// Moves packets between `a` (at `a_addr`) and `b` until neither has one to send (payloads as
@@ -2355,4 +2384,106 @@ fn an_endpoint_configured_with_mtu_0_answers_reads_without_panicking() {
         b.handle_timeout(now);
     }
     panic!("the READ never ended");
+}
+
+/// The extension header message `index` carries in `extension_headers_go_with_their_messages`
+/// (by its opcode), if any.
+fn test_extension(opcode: Opcode, index: u64) -> Option<crate::ses::Extension> {
+    use crate::ses::{AtomicExt, AtomicOpcode, Datatype, Extension, RendezvousExt, SemanticControl};
+    let atomic = |opcode| AtomicExt { opcode, datatype: Datatype::Uint64, semantic_control: SemanticControl::empty() };
+    match opcode {
+        Opcode::Atomic => Some(Extension::Atomic(atomic(AtomicOpcode::Sum))),
+        Opcode::FetchingAtomic => Some(Extension::CompareAndSwap {
+            atomic: atomic(AtomicOpcode::Cswap),
+            compare: [index as u8; 16],
+            swap: [!(index as u8); 16],
+        }),
+        Opcode::RendezvousSend => Some(Extension::Rendezvous(RendezvousExt {
+            eager_length: 2000,
+            read_ri_generation: 1,
+            read_pid_on_fep: 2,
+            read_resource_index: 3,
+            read_offset: index << 12,
+            read_match_bits: index,
+        })),
+        _ => None,
+    }
+}
+
+#[test]
+fn extension_headers_go_with_their_messages() {
+    // Atomics (one packet), compare-and-swap and multi-packet rendezvous sends among plain sends,
+    // from an endpoint holding two extension headers, at 5 % loss: each arrives once with its
+    // extension on every packet, and a message with one more extension waits for a slot.
+    type Small = Endpoint<8, 64, 96, HELD_RESPONSES, 0, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, 2>;
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (Small::new(config(a_addr), 1), Small::new(config(b_addr), 2));
+    let opcodes = [Opcode::Atomic, Opcode::Send, Opcode::FetchingAtomic, Opcode::RendezvousSend];
+    let (total, mut queued, mut refused) = (40u64, 0u64, 0);
+    let mut rng = xorshift(7);
+    let mut out = [0u8; 256];
+    let mut placed: HashMap<u64, u32> = HashMap::new();
+    let (mut sent, mut now) = (0, Instant::ZERO);
+    for _ in 0..20_000 {
+        while queued < total {
+            let opcode = opcodes[(queued % 4) as usize];
+            let len = match opcode {
+                Opcode::Atomic => 8,
+                Opcode::FetchingAtomic => 32,
+                _ => 3000,
+            };
+            let mut d = desc(b_addr, Service::Rud, queued, len);
+            d.header.common.opcode = opcode;
+            d.header.ext = test_extension(opcode, queued);
+            match a.send(d) {
+                Ok(_) => queued += 1,
+                Err(EndpointError::TooManyExtensions) => {
+                    refused += 1;
+                    break;
+                }
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+        for side in 0..2 {
+            let (from, to, src) = if side == 0 { (&mut a, &mut b, a_addr) } else { (&mut b, &mut a, b_addr) };
+            while let Some(t) = from.poll_transmit(now, &mut out).unwrap() {
+                let mut pkt = out[..t.header_len].to_vec();
+                pkt.extend(std::iter::repeat_n(0u8, t.payload.map_or(0, |p| usize::from(p.len))));
+                if rng() % 20 == 0 {
+                    continue;
+                }
+                if let Ok(Some(p)) = to.handle_packet(now, src, &pkt) {
+                    let index = p.header.match_bits;
+                    assert_eq!(p.header.ext, test_extension(p.header.common.opcode, index), "message {index}");
+                    *placed.entry(index).or_default() += p.payload.len() as u32;
+                }
+            }
+        }
+        now = now.saturating_add(linklayer::Duration::from_micros(50));
+        for ep in [&mut a, &mut b] {
+            if ep.poll_timeout().is_some_and(|t| t <= now) {
+                ep.handle_timeout(now);
+            }
+        }
+        while let Some(ev) = a.poll_event() {
+            assert!(matches!(ev, Event::Sent(_)), "{ev:?}");
+            sent += 1;
+        }
+        while b.poll_event().is_some() {}
+        a.check_invariants().unwrap();
+        if sent == total {
+            break;
+        }
+    }
+    assert_eq!(sent, total);
+    assert!(refused > 0, "the two extension slots filled up");
+    assert_eq!(a.extensions.used(), 0, "every extension header was given back");
+    for index in 0..total {
+        let len = match opcodes[(index % 4) as usize] {
+            Opcode::Atomic => 8,
+            Opcode::FetchingAtomic => 32,
+            _ => 3000,
+        };
+        assert_eq!(placed.get(&index), Some(&len), "message {index} placed whole, once");
+    }
 }

@@ -12,7 +12,8 @@ impl<
     const W: usize,
     const Q: usize,
     const O: usize,
-> Endpoint<P, M, E, R, C, W, Q, O>
+    const X: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X>
 {
     /// The next packet to send, its headers written to the front of `out`, which must hold
     /// [`MAX_HEADER_LEN`] bytes (checked first, so a short buffer changes nothing). NACKs go
@@ -256,7 +257,7 @@ impl<
         let m = self.msgs.get(slot).and_then(ZeroOption::as_ref).ok_or(EndpointError::Unsupported)?;
         let MsgKind::ReadData { offset: run, .. } = m.kind else { return Err(EndpointError::Unsupported) };
         let seg = m.segments().segment(index).ok_or(EndpointError::Unsupported)?;
-        let (h, offset, len) = (m.desc.header, run + seg.offset, seg.len);
+        let (h, offset, len) = (m.sent_header(&self.extensions), run + seg.offset, seg.len);
         let rsp = crate::ses::ResponseWithData {
             list: ResponseList::Expected,
             opcode: ResponseOpcode::ResponseWithData,
@@ -273,7 +274,7 @@ impl<
             .emit(out.get_mut(n..).unwrap_or_default())
             .map_err(|_| EndpointError::BufferTooShort)?;
         Ok(Transmit {
-            dst: m.desc.dst,
+            dst: m.dst,
             header_len: n + k,
             payload: None,
             read: Some(ReadRef { header: h, offset, len }),
@@ -291,9 +292,8 @@ impl<
     ) -> Result<Transmit, EndpointError> {
         let m = self.msgs.get(slot).and_then(ZeroOption::as_ref).ok_or(EndpointError::Unsupported)?;
         let seg = m.segments().segment(index).ok_or(EndpointError::Unsupported)?;
-        let mut template = m.desc.header;
-        template.message_id = m.message_id;
-        let ses = seg.standard_header(&template, m.desc.len);
+        let template = m.request.standard(m.message_id, m.len, self.extensions.get(m.ext));
+        let ses = seg.standard_header(&template, m.len);
         let n = emit(out, pds)?;
         let k = SesHeader::Standard(ses)
             .emit(out.get_mut(n..).unwrap_or_default())
@@ -304,7 +304,7 @@ impl<
             offset: seg.offset,
             len: seg.len,
         });
-        Ok(Transmit { dst: m.desc.dst, header_len: n + k, payload, read: None, entropy: None })
+        Ok(Transmit { dst: m.dst, header_len: n + k, payload, read: None, entropy: None })
     }
 
     /// New packets: of the messages no PDC holds (RUDI, UUD, read data, messages whose key has
@@ -356,7 +356,7 @@ impl<
                 next = Some(at);
                 break;
             }
-            let (service, read_data) = (m.desc.service, m.kind.read_data_pdc());
+            let (service, read_data) = (m.service, m.kind.read_data_pdc());
             sent = match (service, read_data) {
                 (Service::Rudi, _) => self.transmit_rudi_new(now, out, slot)?,
                 (Service::Uud, _) => Some(self.transmit_uud(out, slot)?),
@@ -390,7 +390,7 @@ impl<
             next = SlotList::next(&self.unsent_links, at);
             let m = self.msgs.get(usize::from(at)).and_then(ZeroOption::as_ref);
             let waits = m.filter(|m| m.pdc.is_none() && m.kind.read_data_pdc().is_none());
-            let Some(key) = waits.filter(|m| m.desc.service.pdc_mode().is_some()).map(|m| self.key(&m.desc)) else {
+            let Some(key) = waits.filter(|m| m.service.pdc_mode().is_some()).map(|m| m.key()) else {
                 continue;
             };
             if let Some(id) = self.initiators.find(&key) {
@@ -475,7 +475,7 @@ impl<
     /// The PDC of message `slot`'s key: the open one, else a new one (none while the table is
     /// full).
     pub(super) fn pdc_for(&mut self, slot: usize) -> Option<u16> {
-        let key = self.key(&self.msgs.get(slot)?.as_ref()?.desc);
+        let key = self.msgs.get(slot)?.as_ref()?.key();
         if let Some(id) = self.find_pdc(&key) {
             return Some(id);
         }

@@ -1,0 +1,101 @@
+//! The extension headers of the messages an endpoint is sending, kept apart from the message
+//! slots: few messages carry one (atomics and rendezvous sends, UE 1.0 §3.4.4: the atomic
+//! extension 4 B, compare-and-swap 36 B, rendezvous 24 B on the wire), and a slot that kept
+//! room for the largest would grow by 40 B. The endpoint's const generic `X` sizes this pool
+//! (*project-defined*, [`EXTENSIONS`](super::EXTENSIONS) by default); a message whose
+//! extension finds it full is refused with
+//! [`EndpointError::TooManyExtensions`](super::EndpointError::TooManyExtensions).
+
+use crate::pdc::table::{FreeSlots, SlotRef};
+use crate::ses::Extension;
+use linklayer::ZeroOption;
+
+/// `X` extension headers, each owned by one message slot (its `SendMsg::ext`). Empty, it is
+/// all-zero bytes.
+pub(super) struct Extensions<const X: usize> {
+    entries: [ZeroOption<Extension>; X],
+    free: FreeSlots<X>,
+}
+
+impl<const X: usize> Extensions<X> {
+    /// Every entry free.
+    pub(super) const EMPTY: Self = Extensions { entries: [const { ZeroOption::NONE }; X], free: FreeSlots::EMPTY };
+
+    /// Whether `ext` would find room: none needs no entry.
+    pub(super) fn has_room(&self, ext: Option<&Extension>) -> bool {
+        ext.is_none() || self.free.next().is_some()
+    }
+
+    /// Keeps `ext`, returning where (none for none, or when the pool is full: check
+    /// [`Extensions::has_room`] first).
+    pub(super) fn keep(&mut self, ext: Option<Extension>) -> SlotRef {
+        let Some(ext) = ext else { return SlotRef::NONE };
+        let Some(entry) = self.free.next().and_then(|i| self.entries.get_mut(usize::from(i))) else {
+            return SlotRef::NONE;
+        };
+        *entry = ZeroOption::Some(ext);
+        self.free.take().map_or(SlotRef::NONE, |i| SlotRef::to(usize::from(i)))
+    }
+
+    /// The extension kept at `at`.
+    pub(super) fn get(&self, at: SlotRef) -> Option<Extension> {
+        self.entries.get(at.index()?)?.as_ref().copied()
+    }
+
+    /// Frees the entry at `at` (nothing for none, or an entry already free).
+    pub(super) fn give(&mut self, at: SlotRef) {
+        let Some(i) = at.index() else { return };
+        if let Some(entry) = self.entries.get_mut(i).filter(|e| e.is_some()) {
+            entry.clear();
+            self.free.give(i as u16);
+        }
+    }
+
+    /// Entries in use.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(super) fn used(&self) -> usize {
+        self.free.used()
+    }
+
+    /// Every entry free, in place.
+    pub(super) fn clear(&mut self) {
+        self.entries.iter_mut().for_each(ZeroOption::clear);
+        self.free.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ses::{AtomicExt, AtomicOpcode, Datatype, SemanticControl};
+
+    fn atomic(n: u8) -> Extension {
+        Extension::Atomic(AtomicExt {
+            opcode: AtomicOpcode::Sum,
+            datatype: Datatype::Uint64,
+            semantic_control: SemanticControl::from_bits_retain(n),
+        })
+    }
+
+    #[test]
+    fn keeps_gives_back_and_refuses_when_full() {
+        let mut pool = Extensions::<2>::EMPTY;
+        assert_eq!(pool.keep(None), SlotRef::NONE);
+        assert!(pool.has_room(None) && pool.has_room(Some(&atomic(1))));
+        let (a, b) = (pool.keep(Some(atomic(1))), pool.keep(Some(atomic(2))));
+        assert_eq!((pool.get(a), pool.get(b), pool.used()), (Some(atomic(1)), Some(atomic(2)), 2));
+        assert!(!pool.has_room(Some(&atomic(3))) && pool.has_room(None));
+        assert_eq!(pool.keep(Some(atomic(3))), SlotRef::NONE);
+        pool.give(a);
+        pool.give(a);
+        pool.give(SlotRef::NONE);
+        assert_eq!((pool.get(a), pool.used()), (None, 1));
+        let c = pool.keep(Some(atomic(4)));
+        assert_eq!((c, pool.get(c), pool.get(b)), (a, Some(atomic(4)), Some(atomic(2))));
+        pool.clear();
+        assert_eq!((pool.used(), pool.get(b)), (0, None));
+        let mut none = Extensions::<0>::EMPTY;
+        assert!(!none.has_room(Some(&atomic(1))));
+        assert_eq!(none.keep(Some(atomic(1))), SlotRef::NONE);
+    }
+}
