@@ -1373,7 +1373,8 @@ pub fn endpoint(data: &[u8]) {
                     }
                     r => {
                         let (to, pkt) = net.swap_remove(k);
-                        deliver(&mut eps, now, &addrs, to, &pkt, true, &mut placed, &mut reads, &mut unordered, r == 3);
+                        let (p, rd, un) = (&mut placed, &mut reads, &mut unordered);
+                        deliver(&mut eps, now, &addrs, to, &pkt, true, p, rd, un, r == 3, true);
                     }
                 }
             }
@@ -1388,7 +1389,7 @@ pub fn endpoint(data: &[u8]) {
                     let prefix = crc_prefix(&addrs, 1 - to);
                     uet_wire::packet::append_crc(prefix.as_bytes(), &mut pkt, len).expect("room for the trailer");
                 }
-                deliver(&mut eps, now, &addrs, to, &pkt, crc, &mut placed, &mut reads, &mut unordered, false);
+                deliver(&mut eps, now, &addrs, to, &pkt, crc, &mut placed, &mut reads, &mut unordered, false, false);
             }
             4 => {
                 now = now.saturating_add(Duration::from_micros(u.int_in_range(0u64..=3000).unwrap_or(0)));
@@ -1482,7 +1483,8 @@ pub fn endpoint(data: &[u8]) {
         uet_wire::packet::CrcPrefix::ip(&addrs[from], &addrs[1 - from])
     }
 
-    /// Hands `pkt` to endpoint `to`, through `handle_crc_packet` when it carries a trailer.
+    /// Hands `pkt` to endpoint `to`, through `handle_crc_packet` when it carries a trailer;
+    /// `from_peer` when the other endpoint wrote it (not the fuzzer).
     #[allow(clippy::too_many_arguments)]
     fn deliver(
         eps: &mut [Endpoint<4, 8, 40, { uet_wire::pdc::held::HELD_RESPONSES }, 2, 4, 2, 2, 2>; 2],
@@ -1495,6 +1497,7 @@ pub fn endpoint(data: &[u8]) {
         reads: &mut std::collections::HashMap<(usize, uet_wire::msg::MsgHandle), (u32, u64)>,
         unordered: &mut std::collections::HashSet<(usize, u16)>,
         respond: bool,
+        from_peer: bool,
     ) {
         let out_of_order = eps[to].stats().released_out_of_order;
         let mtu = u32::from(eps[to].config().mtu);
@@ -1516,7 +1519,7 @@ pub fn endpoint(data: &[u8]) {
             unordered.insert((to, pdc));
         }
         if let Ok(Some(p)) = handled {
-            if p.read.is_none() {
+            if from_peer && p.read.is_none() {
                 assert_eq!(p.header.ext, endpoint_extension(p.header.common.opcode), "a request's extension header");
             }
             let end = u64::from(p.offset) + p.payload.len() as u64;

@@ -119,8 +119,11 @@ impl Segment {
     /// flags, ids, buffer offset, match bits, extension header; its tail holds the header data).
     /// Sets SOM and EOM, the continuation tail, and `request_length = message_len`. Every packet
     /// keeps the extension: whether a request carries one follows from its opcode alone (UE 1.0
-    /// §3.4, the header parsing guide), so a receiver parses one after every standard request
-    /// of an atomic or rendezvous opcode, whatever its SOM.
+    /// §3.4, the header parsing guide; so parse uet-ref-prov's `uet_parse_pkt` and Wireshark's
+    /// `dissect_ses_std_req`, and uet-ref-prov sends its SYNC_WRITE extension on every packet),
+    /// so a receiver reads one after every standard request of an atomic or rendezvous opcode,
+    /// whatever its SOM, and a continuation packet without it would lose 4 to 36 payload bytes
+    /// to the parser. Atomics are single packets in practice (uet-ref-prov refuses others).
     pub fn standard_header(&self, template: &StandardRequest, message_len: u32) -> StandardRequest {
         let mut h = *template;
         h.common.flags.set(SesFlags::SOM, self.som);

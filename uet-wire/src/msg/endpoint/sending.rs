@@ -284,7 +284,18 @@ impl<
                     started_unsent |= unsent;
                 }
             }
-            done.sort_unstable();
+            // Oldest first, by insertion (at most COMPLETION_BATCH entries): `sort_unstable`
+            // brings a panic path for inconsistent orderings that the optimiser does not always
+            // remove, and firmware images must not link one.
+            let batch = done.as_mut_slice();
+            for i in 1..batch.len() {
+                for j in (1..=i).rev() {
+                    match batch.get_mut(j - 1..=j) {
+                        Some([a, b]) if *a > *b => core::mem::swap(a, b),
+                        _ => break,
+                    }
+                }
+            }
             let mut reported_all = true;
             for &(_, slot) in &done {
                 let slot = usize::from(slot);
