@@ -1,5 +1,5 @@
 //! What the firmware programs share: an instruction meter, stack painting, a seeded random
-//! number generator, output through semihosting without `core::fmt`, and the panic handler.
+//! number generator (`xlink_scenarios::Rng`), output through semihosting without `core::fmt`, and the panic handler.
 //!
 //! **Instructions.** QEMU runs the programs with `-icount shift=0`: every instruction advances
 //! virtual time by one nanosecond. SysTick counts the processor clock, which QEMU's MPS2 AN386
@@ -140,28 +140,8 @@ pub fn static_ram() -> usize {
     &raw mut __sheap as usize - 0x2000_0000
 }
 
-/// xorshift64*: seeded, no state beyond its word.
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator from `seed` (0 is taken as 1).
-    pub const fn new(seed: u64) -> Rng {
-        Rng(if seed == 0 { 1 } else { seed })
-    }
-
-    /// The next value.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// True with probability `per_mille` / 1000.
-    pub fn chance(&mut self, per_mille: u64) -> bool {
-        self.next_u64() % 1000 < per_mille
-    }
-}
+/// The seeded generator of the wire's losses, shared with the host benches.
+pub use xlink_scenarios::Rng;
 
 /// Writes `s` to the host's standard output.
 pub fn out(s: &str) {
