@@ -18,8 +18,10 @@
 //!
 //! Extension headers ([`Extension`]) follow the request when its opcode needs one: atomic (4
 //! bytes) or compare-and-swap (36 bytes) for the atomic opcodes, rendezvous (24 bytes) for the
-//! rendezvous sends. *Project-defined* where the sources are silent: extensions follow only the
-//! first packet of a message (SOM = 1), TSEND_ATOMIC carries the atomic extension like the other
+//! rendezvous sends, on every packet of the message: whether one follows is told by the opcode
+//! alone, SOM or not, as the reference provider (`uet_parse_pkt`) and Wireshark
+//! (`dissect_ses_std_req`) parse it, and the reference provider sends its SYNC_WRITE extension
+//! on every packet. *Project-defined* where the sources are silent: TSEND_ATOMIC carries the atomic extension like the other
 //! atomic opcodes (the Wireshark parsing guide lists ATOMIC, FETCHING_ATOMIC and
 //! TSEND_FETCH_ATOMIC), and small/medium requests with an atomic opcode carry it too (only
 //! Wireshark states a rule; we follow it).

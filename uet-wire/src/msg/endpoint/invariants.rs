@@ -155,15 +155,29 @@ impl<
             if !matches!(m.kind, MsgKind::Read { .. }) && self.read_timers.deadline(s).is_some() {
                 return Err("a message that is no READ has a READ deadline");
             }
-            if m.ext.index().is_some() && self.extensions.get(m.ext).is_none() {
-                return Err("a message's extension header is not kept");
-            }
         }
-        let with_ext = self.msgs.iter().filter_map(ZeroOption::as_ref).filter(|m| m.ext.index().is_some()).count();
-        if with_ext != self.extensions.used() {
-            return Err("the extension headers kept are not the messages' own");
-        }
+        self.check_extensions()?;
         self.check_cccs()?;
         self.check_credit()
+    }
+
+    /// Each message's extension header is kept in an entry of its own, and every entry in use
+    /// is a message's.
+    fn check_extensions(&self) -> Result<(), &'static str> {
+        let mut seen = [0u64; (1 << 15) / 64];
+        let mut held = 0;
+        for m in self.msgs.iter().filter_map(ZeroOption::as_ref) {
+            let Some(i) = m.ext.index() else { continue };
+            let (word, bit) = (i / 64, 1u64 << (i % 64));
+            match seen.get_mut(word) {
+                Some(w) if *w & bit == 0 && self.extensions.get(m.ext).is_some() => *w |= bit,
+                _ => return Err("a message's extension header is not kept, or shares its entry"),
+            }
+            held += 1;
+        }
+        if held != self.extensions.used() {
+            return Err("an extension header is kept for no message");
+        }
+        Ok(())
     }
 }

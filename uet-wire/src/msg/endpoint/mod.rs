@@ -416,7 +416,9 @@ pub struct PayloadRef {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ReadRef {
-    /// The READ's standard request (its first packet's form).
+    /// The READ's standard request as the request packet this data answers first carried it:
+    /// the READ's first packet's form, or a later packet's (its continuation tail) when that
+    /// packet came first.
     pub header: StandardRequest,
     /// Byte offset in the READ.
     pub offset: u32,
@@ -549,9 +551,11 @@ pub enum EndpointError {
     /// use: send it once a message with one settles.
     TooManyExtensions,
     /// The message's SES header cannot go on the wire: a field beyond its width (JobID 24 bits,
-    /// PIDonFEP and resource index 12), or an extension header other than the one its opcode
-    /// carries (UE 1.0 §3.4.4: atomic or compare-and-swap for the atomic opcodes, rendezvous for
-    /// the rendezvous sends, none for the rest).
+    /// PIDonFEP and resource index 12, the same in a rendezvous extension), a code point the wire
+    /// cannot carry (a vendor opcode, atomic opcode or datatype outside its vendor range), or an
+    /// extension header other than the one its opcode carries (UE 1.0 §3.4.4: atomic or
+    /// compare-and-swap for the atomic opcodes, rendezvous for the rendezvous sends, none for the
+    /// rest). [`StandardRequest::check`] says which.
     Header(Error),
     /// The message cannot be segmented.
     Segment(SegmentError),
@@ -1796,7 +1800,6 @@ const fn null_response((ri_generation, job_id): (u8, u32)) -> Response {
     }
 }
 
-/// Whether `desc` is a READ on a PDC (RUDI READs are answered in the RUDI response).
 /// The PDCs a message of `service` for JobID `job_id` to `dst` in traffic class `tc` may go on.
 const fn peer_dest(service: Service, job_id: u32, dst: IpAddr, tc: u8) -> PeerDest {
     PeerDest {
@@ -1810,6 +1813,7 @@ const fn peer_dest(service: Service, job_id: u32, dst: IpAddr, tc: u8) -> PeerDe
     }
 }
 
+/// Whether `desc` is a READ on a PDC (RUDI READs are answered in the RUDI response).
 const fn is_read(desc: &MessageDesc) -> bool {
     matches!(desc.header.common.opcode, crate::ses::Opcode::Read) && desc.service.pdc_mode().is_some()
 }
