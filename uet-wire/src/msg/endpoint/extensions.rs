@@ -1,5 +1,5 @@
 //! The extension headers of the messages an endpoint is sending, kept apart from the message
-//! slots: few messages carry one (atomics and rendezvous sends, UE 1.0 §3.4.4: the atomic
+//! slots: few messages carry one (atomics and rendezvous sends, UE 1.0 §3.4: the atomic
 //! extension 4 B, compare-and-swap 36 B, rendezvous 24 B on the wire), and a slot that kept
 //! room for the largest would grow by 40 B. The endpoint's const generic `X` sizes this pool
 //! (*project-defined*, [`EXTENSIONS`](super::EXTENSIONS) by default); a message whose

@@ -553,7 +553,7 @@ pub enum EndpointError {
     /// The message's SES header cannot go on the wire: a field beyond its width (JobID 24 bits,
     /// PIDonFEP and resource index 12, the same in a rendezvous extension), a code point the wire
     /// cannot carry (a vendor opcode, atomic opcode or datatype outside its vendor range), or an
-    /// extension header other than the one its opcode carries (UE 1.0 §3.4.4: atomic or
+    /// extension header other than the one its opcode carries (UE 1.0 §3.4: atomic or
     /// compare-and-swap for the atomic opcodes, rendezvous for the rendezvous sends, none for the
     /// rest). [`StandardRequest::check`] says which.
     Header(Error),
@@ -665,7 +665,7 @@ impl MsgKind {
 /// A standard request as a message slot keeps it: the fields its sender chose, in 40 B where a
 /// [`StandardRequest`] takes 96. Its message id, `request_length` and extension header live
 /// elsewhere (the slot's `message_id`, the message's length or the READ's, the endpoint's
-/// [`Extensions`]), and the tail is kept as the 64 bits UE 1.0 §3.4.2 puts on the wire: header
+/// [`Extensions`]), and the tail is kept as the 64 bits UE 1.0 §3.4 puts on the wire: header
 /// data when the flags have SOM, else the continuation's payload length and message offset.
 #[derive(Clone, Copy)]
 struct RequestFields {
