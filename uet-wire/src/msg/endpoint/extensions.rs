@@ -21,20 +21,14 @@ impl<const X: usize> Extensions<X> {
     /// Every entry free.
     pub(super) const EMPTY: Self = Extensions { entries: [const { ZeroOption::NONE }; X], free: FreeSlots::EMPTY };
 
-    /// Whether `ext` would find room: none needs no entry.
-    pub(super) fn has_room(&self, ext: Option<&Extension>) -> bool {
-        ext.is_none() || self.free.next().is_some()
-    }
-
-    /// Keeps `ext`, returning where (none for none, or when the pool is full: check
-    /// [`Extensions::has_room`] first).
-    pub(super) fn keep(&mut self, ext: Option<Extension>) -> SlotRef {
-        let Some(ext) = ext else { return SlotRef::NONE };
-        let Some(entry) = self.free.next().and_then(|i| self.entries.get_mut(usize::from(i))) else {
-            return SlotRef::NONE;
-        };
+    /// Keeps `ext`, returning where ([`SlotRef::NONE`] for none); `None`, with nothing changed,
+    /// when every entry is in use.
+    pub(super) fn keep(&mut self, ext: Option<Extension>) -> Option<SlotRef> {
+        let Some(ext) = ext else { return Some(SlotRef::NONE) };
+        let i = self.free.take()?;
+        let entry = self.entries.get_mut(usize::from(i))?;
         *entry = ZeroOption::Some(ext);
-        self.free.take().map_or(SlotRef::NONE, |i| SlotRef::to(usize::from(i)))
+        Some(SlotRef::to(usize::from(i)))
     }
 
     /// The extension kept at `at`.
@@ -80,22 +74,20 @@ mod tests {
     #[test]
     fn keeps_gives_back_and_refuses_when_full() {
         let mut pool = Extensions::<2>::EMPTY;
-        assert_eq!(pool.keep(None), SlotRef::NONE);
-        assert!(pool.has_room(None) && pool.has_room(Some(&atomic(1))));
-        let (a, b) = (pool.keep(Some(atomic(1))), pool.keep(Some(atomic(2))));
+        assert_eq!(pool.keep(None), Some(SlotRef::NONE));
+        let (a, b) = (pool.keep(Some(atomic(1))).unwrap(), pool.keep(Some(atomic(2))).unwrap());
         assert_eq!((pool.get(a), pool.get(b), pool.used()), (Some(atomic(1)), Some(atomic(2)), 2));
-        assert!(!pool.has_room(Some(&atomic(3))) && pool.has_room(None));
-        assert_eq!(pool.keep(Some(atomic(3))), SlotRef::NONE);
+        assert_eq!(pool.keep(Some(atomic(3))), None);
+        assert_eq!((pool.keep(None), pool.used()), (Some(SlotRef::NONE), 2));
         pool.give(a);
         pool.give(a);
         pool.give(SlotRef::NONE);
         assert_eq!((pool.get(a), pool.used()), (None, 1));
-        let c = pool.keep(Some(atomic(4)));
+        let c = pool.keep(Some(atomic(4))).unwrap();
         assert_eq!((c, pool.get(c), pool.get(b)), (a, Some(atomic(4)), Some(atomic(2))));
         pool.clear();
         assert_eq!((pool.used(), pool.get(b)), (0, None));
         let mut none = Extensions::<0>::EMPTY;
-        assert!(!none.has_room(Some(&atomic(1))));
-        assert_eq!(none.keep(Some(atomic(1))), SlotRef::NONE);
+        assert_eq!((none.keep(Some(atomic(1))), none.keep(None)), (None, Some(SlotRef::NONE)));
     }
 }

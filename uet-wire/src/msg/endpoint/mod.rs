@@ -1475,9 +1475,8 @@ impl<
             first.standard_header(&desc.header, desc.len).check().map_err(EndpointError::Header)?;
         }
         let slot = usize::from(self.free_slots.next().ok_or(EndpointError::TooManyMessages)?);
-        if !self.extensions.has_room(desc.header.ext.as_ref()) {
-            return Err(EndpointError::TooManyExtensions);
-        }
+        // Nothing below fails: the extension's entry is the last thing that can refuse.
+        let ext = self.extensions.keep(desc.header.ext).ok_or(EndpointError::TooManyExtensions)?;
         let generation = self.generations.get(slot).copied().unwrap_or(0);
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -1491,7 +1490,6 @@ impl<
         };
         if let Some(m) = self.msgs.get_mut(slot) {
             let kind = if is_read(&desc) { MsgKind::Read { arrived: 0, refused: false } } else { MsgKind::Request };
-            let ext = self.extensions.keep(desc.header.ext);
             *m = ZeroOption::Some(SendMsg::new(generation, kind, &desc, ext, segments.mtu(), seq, message_id));
         }
         self.free_slots.take();
