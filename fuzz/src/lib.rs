@@ -708,7 +708,7 @@ pub fn uet_pds(data: &[u8]) {
     // The fused request + standard SES fast path gives what the two views give one at a time.
     let each = uet_wire::pds::RequestView::parse(data).and_then(|(pds, rest)| {
         if pds.next_header() != uet_wire::pds::NextHeader::ReqStd {
-            return Err(uet_wire::Error::Mismatch { field: "next header is not a standard SES request" });
+            return Err(uet_wire::Error::Mismatch { field: "PDS next header (not a standard SES request)" });
         }
         let (ses, rest) = uet_wire::ses::StandardView::parse(rest)?;
         Ok((pds, ses, rest))

@@ -17,9 +17,21 @@
 #[inline]
 pub fn copy_prefix(dst: &mut [u8], src: &[u8]) -> usize {
     let n = dst.len().min(src.len());
-    // A plain loop: the compiler turns it into a memory copy where that pays (measured: the
-    // same speed as `copy_from_slice` in the UALink benches, and on a Cortex-M4 at opt-level z).
-    for (x, y) in dst.iter_mut().zip(src) {
+    // Eight bytes at a time, then one at a time. At `opt-level = "z"` the compiler keeps the
+    // loop as written: a byte loop cost a Cortex-M4 5 instructions a byte, `copy_from_slice` a
+    // `memcpy` call (about 200 instructions for a small copy) and a panic path when moved out of
+    // line. On an x86-64 host at opt-level 3 it is within 2 ns of `copy_from_slice` up to 640
+    // bytes (5 against 3 ns for 64, 15 against 14 for 640), and faster at 4 KiB.
+    let whole = n - n % 8;
+    let (mut d, d_tail) = dst.split_at_mut(n).0.split_at_mut(whole);
+    let (mut s, s_tail) = src.split_at(n).0.split_at(whole);
+    while let (Some((dh, dt)), Some((sh, st))) =
+        (core::mem::take(&mut d).split_first_chunk_mut::<8>(), s.split_first_chunk::<8>())
+    {
+        *dh = *sh;
+        (d, s) = (dt, st);
+    }
+    for (x, y) in d_tail.iter_mut().zip(s_tail) {
         *x = *y;
     }
     n

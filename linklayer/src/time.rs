@@ -184,6 +184,20 @@ impl Deadline {
     pub fn clear(&mut self) {
         *self = Deadline::NONE;
     }
+
+    /// The earlier of the two; one armed before one not armed.
+    ///
+    /// ```
+    /// use linklayer::{Deadline, Instant};
+    /// let (a, b) = (Deadline::at(Instant::from_nanos(5)), Deadline::at(Instant::from_nanos(9)));
+    /// assert_eq!(b.earlier(a), a);
+    /// assert_eq!(Deadline::NONE.earlier(b), b);
+    /// assert_eq!(Deadline::NONE.earlier(Deadline::NONE), Deadline::NONE);
+    /// ```
+    pub const fn earlier(self, other: Deadline) -> Deadline {
+        // Stored inverted: the earlier instant is the larger value, and not armed (0) the least.
+        if self.0 >= other.0 { self } else { other }
+    }
 }
 
 impl Default for Deadline {
@@ -351,6 +365,17 @@ mod tests {
         assert!(!Deadline::NONE.is_due(Instant::MAX));
         assert_eq!(Deadline::default(), Deadline::NONE);
         assert_eq!(core::mem::size_of::<Deadline>(), 8);
+    }
+
+    #[test]
+    fn the_earlier_deadline_is_the_least_armed_one() {
+        let all = [None, Some(0), Some(1), Some(77), Some(u64::MAX - 1), Some(u64::MAX)];
+        for a in all.map(|t| t.map(Instant::from_nanos)) {
+            for b in all.map(|t| t.map(Instant::from_nanos)) {
+                let least = a.into_iter().chain(b).min();
+                assert_eq!(Deadline::from(a).earlier(Deadline::from(b)), Deadline::from(least), "{a:?} {b:?}");
+            }
+        }
     }
 
     #[test]

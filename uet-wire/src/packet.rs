@@ -175,7 +175,7 @@ pub fn parse_request_std(bytes: &[u8]) -> Result<(RequestView<'_>, StandardView<
 fn parse_request_std_each(bytes: &[u8]) -> Result<(RequestView<'_>, StandardView<'_>, &[u8]), Error> {
     let (pds, rest) = RequestView::parse(bytes)?;
     if pds.next_header() != NextHeader::ReqStd {
-        return Err(Error::Mismatch { field: "next header is not a standard SES request" });
+        return Err(Error::Mismatch { field: "PDS next header (not a standard SES request)" });
     }
     let (ses, rest) = StandardView::parse(rest)?;
     Ok((pds, ses, rest))
@@ -573,7 +573,7 @@ mod tests {
         other[1] &= 0x7F; // next header 3 → 2 (medium request)
         assert_eq!(
             parse_request_std(&other[..n]).map(drop),
-            Err(Error::Mismatch { field: "next header is not a standard SES request" })
+            Err(Error::Mismatch { field: "PDS next header (not a standard SES request)" })
         );
         assert!(matches!(parse_request_std(&bytes[..55]), Err(Error::Truncated { .. })));
     }

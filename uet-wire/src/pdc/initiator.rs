@@ -1062,8 +1062,8 @@ impl<const W: usize> Initiator<W> {
 
     /// The next deadline: RTO, tail-loss probe, end of a reorder window, or end of a NACK hold.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let hold = self.hold_until.get().filter(|_| self.tx.lost_count() > 0);
-        [self.rto_at.get(), self.probe_at.get(), self.losses.deadline(), hold].into_iter().flatten().min()
+        let hold = if self.tx.lost_count() > 0 { self.hold_until } else { Deadline::NONE };
+        self.rto_at.earlier(self.probe_at).earlier(self.losses.deadline()).earlier(hold).get()
     }
 
     /// Runs the timers due at `now`.

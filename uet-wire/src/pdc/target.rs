@@ -1082,16 +1082,12 @@ impl<const W: usize, const R: usize> Target<W, R> {
     /// The next deadline: reaping a Pending PDC, resending or giving up a CLOSE_REQ, the
     /// return direction's RTO or reorder window, or the idle timeout.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        [
-            self.pending_until.get(),
-            self.close_req_at.get(),
-            self.ret_rto_at.get(),
-            self.ret_losses.deadline(),
-            self.idle_at.get(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        self.pending_until
+            .earlier(self.close_req_at)
+            .earlier(self.ret_rto_at)
+            .earlier(self.ret_losses.deadline())
+            .earlier(self.idle_at)
+            .get()
     }
 
     /// Runs the timers due at `now`.

@@ -678,8 +678,8 @@ impl LossDetector {
     }
 
     /// The end of the reorder window, if one runs.
-    pub(crate) const fn deadline(&self) -> Option<linklayer::Instant> {
-        self.at.get()
+    pub(crate) const fn deadline(&self) -> linklayer::Deadline {
+        self.at
     }
 
     /// Stops the reorder window.

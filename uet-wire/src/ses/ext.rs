@@ -277,7 +277,7 @@ impl Extension {
             }
             Some(Extension::Rendezvous(_)) => opcode.has_rendezvous_ext(),
         };
-        if ok { Ok(()) } else { Err(Error::Mismatch { field: "SES extension does not match the opcode" }) }
+        if ok { Ok(()) } else { Err(Error::Mismatch { field: "SES extension for the opcode" }) }
     }
 
     /// Bytes [`Extension::emit`] writes.

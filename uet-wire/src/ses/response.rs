@@ -170,9 +170,9 @@ const fn fit(opcode: ResponseOpcode, with_data: bool) -> Result<(), Error> {
     if opcode.fits(with_data) {
         Ok(())
     } else if with_data {
-        Err(Error::Mismatch { field: "SES response opcode other than RESPONSE_W_DATA in a response with data" })
+        Err(Error::Mismatch { field: "SES response opcode (not RESPONSE_W_DATA in a response with data)" })
     } else {
-        Err(Error::Mismatch { field: "SES response opcode RESPONSE_W_DATA in a response without data" })
+        Err(Error::Mismatch { field: "SES response opcode (RESPONSE_W_DATA in a response without data)" })
     }
 }
 

@@ -85,9 +85,7 @@ impl<
         }
         if let Some((dst, r, rsp)) = self.rudi_responses.front().copied() {
             let n = emit(out, &PdsHeader::Rudi(r))?;
-            let k = SesHeader::Response(rsp)
-                .emit(out.get_mut(n..).unwrap_or_default())
-                .map_err(|_| EndpointError::BufferTooShort)?;
+            let k = rsp.emit(out.get_mut(n..).unwrap_or_default()).map_err(|_| EndpointError::BufferTooShort)?;
             self.rudi_responses.pop_front();
             return Ok(Some(header_only(dst, n + k)));
         }
@@ -270,9 +268,7 @@ impl<
             message_offset: offset,
         };
         let n = emit(out, &PdsHeader::Request(stamp.request(NextHeader::RspData, None)))?;
-        let k = SesHeader::ResponseWithData(rsp)
-            .emit(out.get_mut(n..).unwrap_or_default())
-            .map_err(|_| EndpointError::BufferTooShort)?;
+        let k = rsp.emit(out.get_mut(n..).unwrap_or_default()).map_err(|_| EndpointError::BufferTooShort)?;
         Ok(Transmit {
             dst: m.dst,
             header_len: n + k,
@@ -295,9 +291,7 @@ impl<
         let template = m.request.standard(m.message_id, m.len, self.extensions.get(m.ext));
         let ses = seg.standard_header(&template, m.len);
         let n = emit(out, pds)?;
-        let k = SesHeader::Standard(ses)
-            .emit(out.get_mut(n..).unwrap_or_default())
-            .map_err(|_| EndpointError::BufferTooShort)?;
+        let k = ses.emit(out.get_mut(n..).unwrap_or_default()).map_err(|_| EndpointError::BufferTooShort)?;
         // READ requests carry no payload: their segments say which data each asks for.
         let payload = (m.kind == MsgKind::Request).then_some(PayloadRef {
             msg: m.handle(slot),
@@ -526,11 +520,11 @@ fn write_ack(
     rsp: Option<Response>,
 ) -> Result<Transmit, EndpointError> {
     a.next_header = if rsp.is_some() { NextHeader::Rsp } else { NextHeader::None };
-    let n = emit(out, &PdsHeader::Ack(a))?;
+    // Each header by its own `emit`: moved into `PdsHeader` or `SesHeader` first, it would be
+    // copied whole, which a small core pays for on every ACK.
+    let n = a.emit(out).map_err(|_| EndpointError::BufferTooShort)?;
     let k = match rsp {
-        Some(r) => SesHeader::Response(r)
-            .emit(out.get_mut(n..).unwrap_or_default())
-            .map_err(|_| EndpointError::BufferTooShort)?,
+        Some(r) => r.emit(out.get_mut(n..).unwrap_or_default()).map_err(|_| EndpointError::BufferTooShort)?,
         None => 0,
     };
     Ok(header_only(dst, n + k))
