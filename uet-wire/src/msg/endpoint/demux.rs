@@ -303,15 +303,17 @@ impl<
     /// peer's is counted a source mismatch; `None` drops it.
     pub(super) fn side_of(&mut self, id: u16, peer_id: u16, src: IpAddr) -> Option<Side> {
         let named = |remote: Option<u16>| peer_id == 0 || remote.is_none_or(|r| r == peer_id);
-        let ini = self.initiators.key(id).map(|k| k.dst);
-        let tgt = self.targets.key(id).map(|k| k.src);
-        if ini == Some(src) && self.initiators.get(id).is_some_and(|p| named(p.pdc.remote_id())) {
+        // Whether each end has PDC `id`, and if so whether its peer is `src` (compared where the
+        // keys lie: an address copied out is a `memcpy` call on a small core).
+        let ini = self.initiators.key(id).map(|k| k.dst == src);
+        let tgt = self.targets.key(id).map(|k| k.src == src);
+        if ini == Some(true) && self.initiators.get(id).is_some_and(|p| named(p.pdc.remote_id())) {
             return Some(Side::Initiator);
         }
-        if tgt == Some(src) && self.targets.get(id).is_some_and(|t| named(Some(t.pdc.remote_id()))) {
+        if tgt == Some(true) && self.targets.get(id).is_some_and(|t| named(Some(t.pdc.remote_id()))) {
             return Some(Side::Target);
         }
-        if (ini.is_some() || tgt.is_some()) && ini != Some(src) && tgt != Some(src) {
+        if (ini.is_some() || tgt.is_some()) && ini != Some(true) && tgt != Some(true) {
             self.stats.source_mismatches = self.stats.source_mismatches.wrapping_add(1);
         }
         None
@@ -322,12 +324,7 @@ impl<
     /// does not match the PDC's state, e.g. its source IP"). A mismatch is counted; no such PDC is
     /// not a mismatch.
     pub(super) fn is_from_initiator_of(&mut self, id: u16, src: IpAddr) -> bool {
-        let peer = self.targets.key(id).map(|k| k.src);
-        self.count_mismatch(peer, src)
-    }
-
-    pub(super) fn count_mismatch(&mut self, peer: Option<IpAddr>, src: IpAddr) -> bool {
-        let ok = peer.is_none_or(|p| p == src);
+        let ok = self.targets.key(id).is_none_or(|k| k.src == src);
         if !ok {
             self.stats.source_mismatches = self.stats.source_mismatches.wrapping_add(1);
         }
@@ -359,9 +356,9 @@ impl<
         id: u16,
         f: impl FnOnce(&mut Initiator, &PdcConfig) -> Result<(Marked, CcSignal), crate::pdc::PdcError>,
     ) {
-        let cfg = self.config().pdc;
+        let cfg = &configured(&self.cfg).pdc;
         if let Some(p) = self.initiators.get_mut(id) {
-            let (marked, signal) = f(&mut p.pdc, &cfg).unwrap_or((Marked::Nothing, CcSignal::None));
+            let (marked, signal) = f(&mut p.pdc, cfg).unwrap_or((Marked::Nothing, CcSignal::None));
             self.stats.after_initiator_call(marked, p.pdc.rtt());
             self.cc_signal = signal;
             self.after_initiator_change(now, id);
@@ -375,9 +372,9 @@ impl<
         id: u16,
         g: impl FnOnce(&mut Target<2, R>, &PdcConfig) -> Result<Marked, crate::pdc::PdcError>,
     ) {
-        let cfg = self.config().pdc;
+        let cfg = &configured(&self.cfg).pdc;
         if let Some(t) = self.targets.get_mut(id) {
-            if let Ok(n) = g(&mut t.pdc, &cfg) {
+            if let Ok(n) = g(&mut t.pdc, cfg) {
                 self.stats.resends.count(n);
             }
             self.after_target_change(now, id);
@@ -385,7 +382,6 @@ impl<
     }
 
     pub(super) fn control_to_target(&mut self, now: Instant, src: IpAddr, id: u16, c: &crate::pds::Control) {
-        let cfg = self.config().pdc;
         if !self.is_from_initiator_of(id, src) {
             self.queue_nack(src, Nack::for_pdc(NackCode::PdcHdrMismatch, c.psn, id, c.spdcid));
             return;
@@ -402,7 +398,7 @@ impl<
             return;
         }
         // A refused control packet's NACK leaves through the PDC's `poll_transmit`.
-        let _ = t.pdc.handle_control(now, &cfg, c);
+        let _ = t.pdc.handle_control(now, &configured(&self.cfg).pdc, c);
         self.after_target_change(now, id);
     }
 }

@@ -73,7 +73,6 @@ impl<
         if E - self.events.len() < W + 1 {
             return Err(EndpointError::EventsFull);
         }
-        let cfg = self.config().pdc;
         let Some(id) = self.target_for_request(now, src, &r) else { return Ok(None) };
         if let Some(cc) = r.cc {
             self.on_credit_target(id, src, cc);
@@ -103,7 +102,8 @@ impl<
             Ok(_) if !read_room => Err(NackCode::NoPktBuffer),
             Ok(_) => Ok(()),
         };
-        let delivery = t.pdc.handle_request_admitting(now, &cfg, &r, u32::from(seg.len), ce, admit);
+        let delivery =
+            t.pdc.handle_request_admitting(now, &configured(&self.cfg).pdc, &r, u32::from(seg.len), ce, admit);
         let mut placement = None;
         if let Ok(delivery) = delivery {
             if delivery == Delivery::New {

@@ -69,7 +69,7 @@ impl<
         };
         let id = a.dpdcid;
         let psn = a.ack_psn();
-        let cfg = self.config().pdc;
+        let cfg = &configured(&self.cfg).pdc;
         let Some(p) = self.initiators.get_mut(id) else { return Ok(None) };
         let first = !p.pdc.is_acked(psn);
         if response.is_some() && first && self.events.is_full() {
@@ -77,7 +77,7 @@ impl<
             return Err(EndpointError::EventsFull);
         }
         // A refused ACK changes nothing; there is nothing to answer.
-        let outcome = p.pdc.handle_ack(now, &cfg, a);
+        let outcome = p.pdc.handle_ack(now, cfg, a);
         let marked = outcome.map_or(Marked::Nothing, |o| Marked::Sack(o.lost));
         self.stats.after_initiator_call(marked, p.pdc.rtt());
         self.cc_signal = outcome.map_or(CcSignal::None, |o| CcSignal::of_ack(a, &o));
@@ -168,7 +168,7 @@ impl<
         if self.side_of(id, r.spdcid, src) != Some(Side::Initiator) {
             return Ok(None);
         }
-        let cfg = self.config().pdc;
+        let cfg = &configured(&self.cfg).pdc;
         // The READ this data answers, if its bytes fit it.
         let slot = self.started_on(id).find(|&slot| {
             self.msgs.get(slot).and_then(ZeroOption::as_ref).is_some_and(|m| {
@@ -178,7 +178,7 @@ impl<
             })
         });
         let Some(p) = self.initiators.get_mut(id) else { return Ok(None) };
-        let Ok(delivery) = p.pdc.handle_data(now, &cfg, &r, payload.len() as u32, ce) else { return Ok(None) };
+        let Ok(delivery) = p.pdc.handle_data(now, cfg, &r, payload.len() as u32, ce) else { return Ok(None) };
         let mut placement = None;
         let m = slot.and_then(|slot| Some((slot, self.msgs.get_mut(slot)?.as_mut()?)));
         if let Some((slot, m)) = m {
@@ -317,7 +317,7 @@ impl<
                 break;
             }
         }
-        let cfg = self.config().pdc;
+        let cfg = &configured(&self.cfg).pdc;
         let Some(p) = self.initiators.get_mut(id) else { return };
         let wants_close = match state {
             // The target asked to close: once the message in progress is all sent.
@@ -326,7 +326,7 @@ impl<
             InitiatorState::AckWait | InitiatorState::CloseAckWait | InitiatorState::Closed => false,
         };
         if wants_close {
-            let _ = p.pdc.close(now, &cfg);
+            let _ = p.pdc.close(now, cfg);
         }
         let remove = p.pdc.state() == InitiatorState::Closed && p.messages == 0 && !p.pdc.has_pending();
         // Off the lists before a removal; what waited for it waits for a new PDC.

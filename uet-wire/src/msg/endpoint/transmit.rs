@@ -397,7 +397,7 @@ impl<
     /// The next packet of a message of the PDC whose turn it is; a PDC served goes to the back of
     /// the list while it can send more.
     fn transmit_pdc_new(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
-        let (cfg, limit) = (self.config().pdc, self.config().messages_per_pdc);
+        let limit = self.config().messages_per_pdc;
         while let Some(index) = self.initiators_new.first() {
             self.initiators_new.unlink(&mut self.initiators_new_links, index);
             let Some(id) = self.initiators.id_at(usize::from(index)) else { continue };
@@ -408,7 +408,7 @@ impl<
             let m = slot.and_then(|slot| self.msgs.get_mut(slot)?.as_mut());
             let sent = m.and_then(|m| {
                 let last = m.sent + 1 == m.segments().packets();
-                Some((m, last, p.pdc.send(now, &cfg, last || fills).ok()?))
+                Some((m, last, p.pdc.send(now, &configured(&self.cfg).pdc, last || fills).ok()?))
             });
             let (Some(slot), Some((m, last, stamp))) = (slot, sent) else {
                 // Nothing after all: off the list until its next change (so this loop ends).
@@ -445,7 +445,7 @@ impl<
         slot: usize,
         tpdc: u16,
     ) -> Result<Option<Transmit>, EndpointError> {
-        let cfg = self.config().pdc;
+        let cfg = &configured(&self.cfg).pdc;
         let waiting: u32 = self
             .runs_on(tpdc)
             .filter_map(|slot| self.msgs.get(slot)?.as_ref())
@@ -455,7 +455,7 @@ impl<
         if !t.pdc.can_send() {
             return Ok(None);
         }
-        let Ok(stamp) = t.pdc.send(now, &cfg, waiting <= 1) else { return Ok(None) };
+        let Ok(stamp) = t.pdc.send(now, cfg, waiting <= 1) else { return Ok(None) };
         let Some(m) = self.msgs.get_mut(slot).and_then(ZeroOption::as_mut) else { return Ok(None) };
         if m.sent == 0 {
             m.first_psn = stamp.psn;
