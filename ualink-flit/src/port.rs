@@ -1306,8 +1306,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
                 return false;
             }
         }
-        for half in [out.lower, out.upper] {
-            match half {
+        // By reference: the two halves copied into an array first cost a `memcpy` on a small core.
+        for half in [&out.lower, &out.upper] {
+            match *half {
                 RxHalf::Data { id, beat, second, bytes } => self.arrived_half(id, Half::Data { beat, second, bytes }),
                 RxHalf::Poisoned { id, beat, second } => self.arrived_half(id, Half::Poisoned { beat, second }),
                 RxHalf::ByteEnables { id, bytes } => self.arrived_half(id, Half::ByteEnables { bytes }),
