@@ -8,7 +8,8 @@ Usage:
 
 QEMU logs each translated block once (`in_asm`) and every execution of one (`exec`; `nochain`
 keeps chained blocks from skipping the log), so the instructions a block holds times its
-executions is exact. The whole run is counted, start-up and stack painting included; the rows
+executions is exact, but for a block translated again with another length (the last
+translation counts; the script says how many starts had two lengths). The whole run is counted, start-up and stack painting included; the rows
 name them. Needs arm-none-eabi-addr2line (Debian's binutils-arm-none-eabi). A UET run logs
 about 2 GB.
 """
@@ -21,6 +22,7 @@ elf, log = sys.argv[1], sys.argv[2]
 rows = int(sys.argv[3]) if len(sys.argv) > 3 else 30
 
 blocks = {}  # block start -> its instructions' addresses (the last translation of it)
+retranslated = set()  # block starts translated with two lengths
 runs = collections.Counter()  # block start -> executions
 with open(log, errors="replace") as f:
     current = None
@@ -34,6 +36,8 @@ with open(log, errors="replace") as f:
                 current.append(int(m.group(1), 16))
                 continue
             if current:
+                if current[0] in blocks and len(blocks[current[0]]) != len(current):
+                    retranslated.add(current[0])
                 blocks[current[0]] = current
             current = None
         if line.startswith("Trace"):
@@ -71,7 +75,8 @@ for a, n in executed.items():
     by_file[re.sub(r".*/([\w-]+/src/[^:]*):.*", r"\1", ours) if ours else f[0][0][:70]] += n
     by_function[re.sub(r"<[^<>]*>", "", re.sub(r"<[^<>]*>", "", f[0][0]))[:90]] += n
 
-print(f"{total} instructions")
+print(f"{total} instructions" + (f" ({len(retranslated)} blocks translated with two lengths; counted with the last)"
+                                   if retranslated else ""))
 for title, counter in (("by source file", by_file), ("by function", by_function)):
     print(f"\n{title}:")
     for key, n in counter.most_common(rows):

@@ -42,9 +42,9 @@ impl Rng {
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    /// True with probability `per_mille` / 1000: the top 32 bits scaled to `0..1000` by a
-    /// multiply and a shift (a 64-bit remainder is a library call of some hundred instructions
-    /// on a 32-bit core, which would count as the engines' work).
+    /// True with probability `per_mille` / 1000 (never for 0, always from 1000 on): the top 32
+    /// bits scaled to `0..1000` by a multiply and a shift (a 64-bit remainder is a library call
+    /// of some hundred instructions on a 32-bit core, which would count as the engines' work).
     #[inline]
     pub fn chance(&mut self, per_mille: u64) -> bool {
         ((self.next_u64() >> 32) * 1000) >> 32 < per_mille
@@ -58,7 +58,17 @@ impl Rng {
 #[inline]
 pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     let (mut aw, mut bw) = (a.chunks_exact(4), b.chunks_exact(4));
-    a.len() == b.len() && aw.remainder() == bw.remainder() && aw.all(|x| bw.next().is_some_and(|y| word(x) == word(y)))
+    // (The tails, at most three bytes and as long as each other, folded into words: `==` on
+    // slices is the `memcmp` call again.)
+    a.len() == b.len()
+        && tail(aw.remainder()) == tail(bw.remainder())
+        && aw.all(|x| bw.next().is_some_and(|y| word(x) == word(y)))
+}
+
+/// Up to four bytes as one word.
+#[inline]
+fn tail(x: &[u8]) -> u32 {
+    x.iter().fold(0, |w, &b| w << 8 | u32::from(b))
 }
 
 /// Four bytes as one word (any order: both sides are read alike).
@@ -82,6 +92,10 @@ mod tests {
                 assert!(!same_bytes(&a[..len], &b[..len]), "byte {i} of {len}");
             }
             assert!(len == 0 || !same_bytes(&a[..len], &a[..len - 1]));
+            // Lengths four apart have the same tail length.
+            if len + 4 <= a.len() {
+                assert!(!same_bytes(&a[..len], &a[..len + 4]) && !same_bytes(&a[..len + 4], &a[..len]));
+            }
         }
     }
 

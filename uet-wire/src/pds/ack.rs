@@ -225,7 +225,7 @@ impl Ack {
         let kind = PacketType::try_from(p.packet_type)?;
         let next_header = NextHeader::try_from(p.next)?;
         if !next_header.is_response_or_none() {
-            return Err(Error::Mismatch { field: "ACK next header is an SES request" });
+            return Err(Error::Mismatch { field: "ACK next header (an SES request)" });
         }
         // Value 3 sets both request bits; the reference provider reads them one by one
         // (clear 0x02, close 0x04), so it is a close (which the CLEAR precedes anyway).
@@ -272,7 +272,7 @@ impl Ack {
                 };
                 (AckExtension::Ccx(ccx), rest)
             }
-            _ => return Err(Error::Mismatch { field: "PDS type is not an ACK" }),
+            _ => return Err(Error::Mismatch { field: "PDS type (not an ACK)" }),
         };
         let h = Ack {
             next_header,
@@ -328,7 +328,7 @@ impl Ack {
     #[inline(always)]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         if !self.next_header.is_response_or_none() {
-            return Err(Error::Mismatch { field: "ACK next header is an SES request" });
+            return Err(Error::Mismatch { field: "ACK next header (an SES request)" });
         }
         let len = self.buffer_len();
         if out.len() < len {

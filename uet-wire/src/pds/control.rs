@@ -134,7 +134,7 @@ impl Control {
         let (raw, rest) = view::<ControlRaw>(bytes, "PDS control packet")?;
         let p = Prologue::from_word(raw.prologue.get());
         if PacketType::try_from(p.packet_type)? != PacketType::Control {
-            return Err(Error::Mismatch { field: "PDS type is not a control packet" });
+            return Err(Error::Mismatch { field: "PDS type (not a control packet)" });
         }
         let h = Control {
             ctl_type: ControlType::try_from(p.next)?,

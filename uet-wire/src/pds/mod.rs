@@ -312,7 +312,7 @@ impl PdsHeader {
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {
         let p = Prologue::peek(bytes)?;
         Ok(match PacketType::try_from(p.packet_type)? {
-            PacketType::Tss => return Err(Error::Mismatch { field: "TSS header where a PDS header was expected" }),
+            PacketType::Tss => return Err(Error::Mismatch { field: "TSS header (where a PDS header was expected)" }),
             PacketType::RudReq | PacketType::RodReq | PacketType::RudCcReq | PacketType::RodCcReq => {
                 let (h, rest) = Request::parse(bytes)?;
                 (PdsHeader::Request(h), rest)

@@ -268,11 +268,11 @@ impl Nack {
         let is_ccx = match PacketType::try_from(p.packet_type)? {
             PacketType::Nack => false,
             PacketType::NackCcx => true,
-            _ => return Err(Error::Mismatch { field: "PDS type is not a NACK" }),
+            _ => return Err(Error::Mismatch { field: "PDS type (not a NACK)" }),
         };
         let next_header = NextHeader::try_from(p.next)?;
         if !next_header.is_response_or_none() {
-            return Err(Error::Mismatch { field: "NACK next header is an SES request" });
+            return Err(Error::Mismatch { field: "NACK next header (an SES request)" });
         }
         let target = if p.flags & NT != 0 {
             let pdc_ids = u32::from(raw.spdcid.get()) << 16 | u32::from(raw.dpdcid.get());
@@ -319,7 +319,7 @@ impl Nack {
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         let len = self.buffer_len();
         if !self.next_header.is_response_or_none() {
-            return Err(Error::Mismatch { field: "NACK next header is an SES request" });
+            return Err(Error::Mismatch { field: "NACK next header (an SES request)" });
         }
         if out.len() < len {
             return Err(Error::BufferTooShort { needed: len, got: out.len() });

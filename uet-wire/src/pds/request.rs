@@ -159,7 +159,7 @@ impl Request {
     #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         if !self.next_header.is_request_or_data() {
-            return Err(Error::Mismatch { field: "request next header is neither an SES request nor read data" });
+            return Err(Error::Mismatch { field: "request next header (neither an SES request nor read data)" });
         }
         let flags = self.flags.bits() | if self.dest.syn() { SYN } else { 0 };
         let prologue =
@@ -267,10 +267,10 @@ impl<'a> RequestView<'a> {
         let p = Prologue::from_word(raw.prologue.get());
         match PacketType::try_from(p.packet_type)? {
             PacketType::RudReq | PacketType::RodReq | PacketType::RudCcReq | PacketType::RodCcReq => {}
-            _ => return Err(Error::Mismatch { field: "PDS type is not a RUD/ROD request" }),
+            _ => return Err(Error::Mismatch { field: "PDS type (not a RUD/ROD request)" }),
         }
         if !NextHeader::try_from(p.next)?.is_request_or_data() {
-            return Err(Error::Mismatch { field: "request next header is neither an SES request nor read data" });
+            return Err(Error::Mismatch { field: "request next header (neither an SES request nor read data)" });
         }
         Ok(())
     }

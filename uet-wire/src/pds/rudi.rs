@@ -85,7 +85,7 @@ impl Rudi {
         let response = match PacketType::try_from(p.packet_type)? {
             PacketType::RudiReq => false,
             PacketType::RudiResp => true,
-            _ => return Err(Error::Mismatch { field: "PDS type is not RUDI" }),
+            _ => return Err(Error::Mismatch { field: "PDS type (not RUDI)" }),
         };
         let next_header = NextHeader::try_from(p.next)?;
         Self::check_next(response, next_header)?;
@@ -138,11 +138,11 @@ impl Uud {
         let (raw, rest) = view::<UudRaw>(bytes, "PDS UUD")?;
         let p = Prologue::from_word(raw.prologue.get());
         if PacketType::try_from(p.packet_type)? != PacketType::UudReq {
-            return Err(Error::Mismatch { field: "PDS type is not UUD" });
+            return Err(Error::Mismatch { field: "PDS type (not UUD)" });
         }
         let next_header = NextHeader::try_from(p.next)?;
         if !next_header.is_request() {
-            return Err(Error::Mismatch { field: "UUD next header is not an SES request" });
+            return Err(Error::Mismatch { field: "UUD next header (not an SES request)" });
         }
         Ok((Uud { next_header }, rest))
     }
@@ -164,7 +164,7 @@ impl Uud {
     #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
         if !self.next_header.is_request() {
-            return Err(Error::Mismatch { field: "UUD next header is not an SES request" });
+            return Err(Error::Mismatch { field: "UUD next header (not an SES request)" });
         }
         let p = Prologue { packet_type: PacketType::UudReq.into(), next: self.next_header.into(), flags: 0 };
         write(&UudRaw { prologue: U16::new(p.to_word()), reserved: U16::ZERO }, out)

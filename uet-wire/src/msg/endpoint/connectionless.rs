@@ -171,7 +171,9 @@ impl<
             None => {
                 // One packet carries the whole message: first, last, and all of its bytes.
                 if !(seg.som && seg.eom) || payload.len() as u64 != u64::from(ses.request_length) {
-                    return Err(EndpointError::Malformed(Error::Mismatch { field: "UUD is not one whole packet" }));
+                    return Err(EndpointError::Malformed(Error::Mismatch {
+                        field: "UUD message length (not one whole packet)",
+                    }));
                 }
                 let ev = Event::Received { src, pdc: 0, message_id: ses.message_id, len: ses.request_length };
                 self.events.push_back(ev).map_err(|_| EndpointError::EventsFull)?;

@@ -159,7 +159,9 @@ impl<
     /// ends use the same payload size per packet (`mtu`).
     fn read_chunk(&self, ses: &StandardRequest, payload: &[u8]) -> Result<Segment, EndpointError> {
         if !payload.is_empty() {
-            return Err(EndpointError::Malformed(Error::Mismatch { field: "READ request with payload" }));
+            return Err(EndpointError::Malformed(Error::Mismatch {
+                field: "READ request and payload (a READ carries none)",
+            }));
         }
         let mtu = u32::from(self.config().mtu);
         let som = ses.request_length.min(mtu) as u16;

@@ -521,7 +521,9 @@ fn write_ack(
 ) -> Result<Transmit, EndpointError> {
     a.next_header = if rsp.is_some() { NextHeader::Rsp } else { NextHeader::None };
     // Each header by its own `emit`: moved into `PdsHeader` or `SesHeader` first, it would be
-    // copied whole, which a small core pays for on every ACK.
+    // copied whole, which a small core pays for on every ACK. (The rarer packets still go
+    // through `PdsHeader`: changing those too cost the firmware program more than it saved, as
+    // the optimiser inlined differently.)
     let n = a.emit(out).map_err(|_| EndpointError::BufferTooShort)?;
     let k = match rsp {
         Some(r) => r.emit(out.get_mut(n..).unwrap_or_default()).map_err(|_| EndpointError::BufferTooShort)?,
