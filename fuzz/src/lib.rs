@@ -1980,12 +1980,13 @@ pub fn ualink_link(data: &[u8]) {
 /// `UpliPort` (UALink): two ports of four slots each way joined by a wire, the input choosing per
 /// flit time what each side does (issue a request of any kind, answer with any status and data,
 /// give a stale handle, time out, fault its RS, start again) and what the wire does to each flit
-/// (bit flip, loss, duplicate). Invariants, at every step: every event names a request the harness
-/// holds; each request ends exactly once and arrives at most once; data arrives intact (requests,
-/// and read responses with status OKAY); a refused call changes nothing; a port is started only
-/// when it says `Waiting::Start`, and any other start is refused. After the input, a clean stretch
-/// (RS faults cleared, isolation left by a link reset, each port started when it says so) ends
-/// every request if both ports are up at its end, and returns every credit if both are quiet.
+/// (bit flip, loss, a second copy after it). Invariants, at every step: every event names a request
+/// the harness holds; each request ends exactly once and arrives at most once; data arrives intact
+/// (requests, and read responses with status OKAY); a refused call changes nothing; a port is
+/// started only when it says `Waiting::Start`, and any other start is refused. After the input, a
+/// clean stretch (RS faults cleared, isolation left by a link reset, each port started when it says
+/// so) ends every request if both ports are up at its end, and returns every credit if both are
+/// quiet.
 pub fn ualink_port(data: &[u8]) {
     use std::collections::HashMap;
     use ualink_flit::dl::link::REPLAY_ENTRY_LEN;
@@ -2151,11 +2152,10 @@ pub fn ualink_port(data: &[u8]) {
                     ports[d].handle_lost();
                     continue;
                 }
-                3 => {
-                    if let Some(next) = wire[1 - d].front_mut() {
-                        *next = Some(f);
-                    }
-                }
+                // A duplicate arrives as well as the flit, not in place of the next one: a flit
+                // replaced unseen is a loss the PCS did not report, which the DL cannot number
+                // (eight in a row alias the 3-bit flitSeqLo, §6.6.6.2).
+                3 => _ = ports[d].handle_flit(&f),
                 _ => {}
             }
             let _ = ports[d].handle_flit(&f);

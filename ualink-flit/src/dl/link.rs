@@ -47,7 +47,12 @@
 //!   in the low-latency modes). A Replay Request is sent at most once per group.
 //! * **A flit the PCS could not correct** never reaches the DL (§6.6.1), but it must still count
 //!   as a bad CRC, or eight lost flits in a row could alias in the 3-bit `flitSeqLo`: report it
-//!   with [`DataLink::receive_lost`].
+//!   with [`DataLink::receive_lost`]. Every flit time the RS delivers is one call of
+//!   [`DataLink::receive`], [`DataLink::receive_lost`] or [`DataLink::receive_control`]; none may
+//!   pass unseen. Up to seven flits lost unseen are still caught by the next flit's `flitSeqLo`
+//!   and replayed, but with eight the next command flit reads as the expected one and a later
+//!   flit's TL flits are delivered in place of the lost ones. Nothing in the flit can tell
+//!   (§6.6.6.2 counts only losses it is told of).
 //! * **Dropped flits.** A command flit with `ackReqSeq` 0, an explicit flit with `flitSeqNo` 0,
 //!   or a flit header with a reserved `op` passes CRC but is dropped whole (counted), as if not
 //!   received. Reserved *bits* in the flit and segment headers are ignored (see
@@ -1089,6 +1094,11 @@ mod tests {
         /// Ports whose flits go out with every reserved header bit set (and a CRC covering them).
         reserved_bits: [bool; 2],
         received: [Vec<Received>; 2],
+        /// Flits that vanish unseen on their way to a port (`(port, tick)` of arrival): neither
+        /// received nor reported lost.
+        vanish: Vec<(usize, u64)>,
+        /// Ports that receive every flit twice.
+        twice: [bool; 2],
         tick: u64,
     }
 
@@ -1105,6 +1115,8 @@ mod tests {
                 corrupted: [Vec::new(), Vec::new()],
                 reserved_bits: [false; 2],
                 received: [Vec::new(), Vec::new()],
+                vanish: Vec::new(),
+                twice: [false; 2],
                 tick: 0,
             }
         }
@@ -1134,16 +1146,19 @@ mod tests {
             }
             for d in 0..2 {
                 let arriving = self.wire[1 - d].pop_front().flatten();
+                if self.vanish.contains(&(d, self.tick)) {
+                    continue;
+                }
                 let mut out = Delivered::default();
-                let r = match arriving {
-                    Some(f) => self.ports[d].receive(&f, &mut out),
-                    None => {
-                        self.ports[d].receive_control();
-                        continue;
-                    }
+                let Some(f) = arriving else {
+                    self.ports[d].receive_control();
+                    continue;
                 };
-                self.received[d].push(r);
-                self.got[d].extend(out.flits.iter().copied());
+                for _ in 0..if self.twice[d] { 2 } else { 1 } {
+                    let r = self.ports[d].receive(&f, &mut out);
+                    self.received[d].push(r);
+                    self.got[d].extend(out.flits.iter().copied());
+                }
             }
             self.tick += 1;
         }
@@ -1393,6 +1408,37 @@ mod tests {
         pair.check_delivered();
         assert!(!pair.ports[1].rx_ambiguous());
         assert_eq!(pair.ports[1].stats().crc_errors, 9);
+    }
+
+    /// Every flit arriving twice delivers each TL flit once: the copy is unexpected (an explicit
+    /// flit repeats its number; a command flit's flitSeqLo, with payload, reads as eight ahead)
+    /// and asks for a replay, which the receiver refuses flit by flit until the stream is past.
+    #[test]
+    fn duplicated_flits_are_delivered_once() {
+        let mut pair = Pair::new(DlConfig::default(), 3, [600, 400]);
+        pair.twice = [true, true];
+        pair.run(40, &mut clean);
+        pair.twice = [false, false];
+        pair.run(400, &mut clean);
+        pair.check_delivered();
+        assert!(pair.received[1].contains(&Received::Unexpected));
+        assert!(pair.ports.iter().all(|p| p.state() == LinkState::Up));
+    }
+
+    /// A loss nobody reports: up to seven payload flits in a row may vanish unseen and the next
+    /// flit's 3-bit flitSeqLo still shows the gap, so they are replayed. (An eighth would alias:
+    /// that is why a flit the PCS could not correct must be reported, `receive_lost`.)
+    #[test]
+    fn seven_flits_lost_unseen_are_still_replayed() {
+        for gap in 1..=7 {
+            let mut pair = Pair::new(DlConfig::default(), 2, [2000, 0]);
+            pair.run(20, &mut clean);
+            pair.vanish = (pair.tick..pair.tick + gap).map(|t| (1, t)).collect();
+            pair.run(300, &mut clean);
+            pair.check_delivered();
+            assert_eq!(pair.ports[0].stats().replays, 1, "gap {gap}");
+            assert_eq!(pair.ports[1].stats().crc_errors, 0);
+        }
     }
 
     #[test]
