@@ -496,15 +496,15 @@ impl<const W: usize> Initiator<W> {
             let tx = &self.tx;
             rtt = self.rtt.on_ack(now, |psn| tx.is_acked(psn));
             self.probe_count = 0;
-            if self.tx.outstanding() > 0 || self.clear_owed() {
+            if self.tx.has_outstanding() || self.clear_owed() {
                 self.rto_at.set(self.rto_deadline(now, cfg));
             } else {
                 self.rto_at.clear();
             }
-            if self.tx.outstanding() == 0 {
+            if !self.tx.has_outstanding() {
                 self.probe_at.clear();
             }
-        } else if self.rto_at.is_armed() && self.tx.outstanding() == 0 && !self.clear_owed() {
+        } else if self.rto_at.is_armed() && !self.tx.has_outstanding() && !self.clear_owed() {
             // An ACK that shows the target's CACK caught up: no CLEAR is owed any more.
             self.rto_at.clear();
         }
@@ -514,7 +514,7 @@ impl<const W: usize> Initiator<W> {
             AckRequest::Clear => self.tx_pending |= TX_CLEAR,
             AckRequest::Close => next = transition(next, Ev::WantClose)?,
         }
-        if next == InitiatorState::AckWait && self.tx.outstanding() == 0 {
+        if next == InitiatorState::AckWait && !self.tx.has_outstanding() {
             next = transition(next, Ev::Drained)?;
             self.queue_close(now, cfg);
         } else if close_acked {
@@ -565,7 +565,7 @@ impl<const W: usize> Initiator<W> {
             return 0;
         }
         // The probe timer restarts with every ACK while packets are outstanding.
-        if self.tx.outstanding() > 0 {
+        if self.tx.has_outstanding() {
             self.probe_at.set(now.saturating_add(limits.probe_after));
         }
         let ooo = match (self.mode, ooo) {
@@ -640,7 +640,7 @@ impl<const W: usize> Initiator<W> {
     /// (with AR, so it always draws an ACK) is then owed, and resent on the retransmission timer
     /// until an ACK shows the cumulative ACK caught up.
     fn clear_owed(&self) -> bool {
-        self.tx.outstanding() == 0
+        !self.tx.has_outstanding()
             && matches!(self.state, InitiatorState::Established | InitiatorState::Quiesce)
             && psn_after(self.tx.base().wrapping_sub(1), self.tx.max_cack())
     }
@@ -1057,12 +1057,12 @@ impl<const W: usize> Initiator<W> {
     /// deadline, and [`Initiator::handle_timeout`] at it makes them pending.
     pub fn has_pending(&self) -> bool {
         self.tx_pending != 0
-            || (self.state != InitiatorState::Closed && self.tx.lost_count() > 0 && !self.hold_until.is_armed())
+            || (self.state != InitiatorState::Closed && self.tx.has_lost() && !self.hold_until.is_armed())
     }
 
     /// The next deadline: RTO, tail-loss probe, end of a reorder window, or end of a NACK hold.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let hold = if self.tx.lost_count() > 0 { self.hold_until } else { Deadline::NONE };
+        let hold = if self.tx.has_lost() { self.hold_until } else { Deadline::NONE };
         self.rto_at.earlier(self.probe_at).earlier(self.losses.deadline()).earlier(hold).get()
     }
 
@@ -1088,7 +1088,7 @@ impl<const W: usize> Initiator<W> {
                 self.rto_at.set(self.rto_deadline(now, cfg));
                 return;
             }
-            if self.tx.outstanding() == 0 {
+            if !self.tx.has_outstanding() {
                 if self.clear_owed() {
                     // The CLEAR, or the ACK it drew, was lost: send it again.
                     if cfg.rto_retx_exhausted(count) {
@@ -1117,7 +1117,7 @@ impl<const W: usize> Initiator<W> {
         self.losses.on_timeout(&mut self.tx, now, cfg);
         if self.probe_at.is_due(now) {
             self.probe_at.clear();
-            if self.tx.outstanding() > 0 && self.probe_count < cfg.max_tail_loss_retx && self.tx.lost_count() == 0 {
+            if self.tx.has_outstanding() && self.probe_count < cfg.max_tail_loss_retx && !self.tx.has_lost() {
                 self.probe_count += 1;
                 self.tx_pending |= TX_PROBE;
                 self.probe_at.set(now.saturating_add(cfg.tail_loss_time));

@@ -184,7 +184,7 @@ impl Sleek {
     /// A probe found the network empty: recovery starts again from the cumulative ACK, packets
     /// resent before included.
     pub(crate) fn recover<const W: usize>(&mut self, tx: &mut TxWindow<W>) {
-        if self.on() && tx.outstanding() > 0 {
+        if self.on() && tx.has_outstanding() {
             self.flags |= RECOVERING;
             self.recovery_end = tx.next_psn();
             tx.forget_resends();
@@ -201,7 +201,7 @@ impl Sleek {
             self.flags &= !RECOVERING;
         }
         if !self.recovering() {
-            if ooo < limits.threshold.max(1) || tx.lost_count() > 0 || tx.outstanding() == 0 {
+            if ooo < limits.threshold.max(1) || tx.has_lost() || !tx.has_outstanding() {
                 return 0;
             }
             self.flags |= RECOVERING;

@@ -865,7 +865,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
             || self.tx_pending != 0
             || self.ack_due
             || self.held.has_unsent()
-            || (self.state != TargetState::Closed && self.ret.lost_count() > 0)
+            || (self.state != TargetState::Closed && self.ret.has_lost())
     }
 
     /// The next packet to send: a NACK refusing a packet, NACK CLOSING_IN_ERR, CLOSE_REQ, the

@@ -399,6 +399,13 @@ impl<const W: usize> TxWindow<W> {
         self.next.wrapping_sub(self.base).saturating_sub(self.acked.count())
     }
 
+    /// Whether any packet sent is unacknowledged (`outstanding() > 0`), without counting: the
+    /// base is always unacknowledged, since an acknowledgement of the base moves it on.
+    #[inline]
+    pub const fn has_outstanding(&self) -> bool {
+        self.next != self.base
+    }
+
     /// Whether a new PSN may be sent, given the peer's advertised range `peer_mp_range`.
     #[inline]
     pub fn can_send(&self, peer_mp_range: u32) -> bool {
@@ -606,6 +613,12 @@ impl<const W: usize> TxWindow<W> {
     /// PSNs marked lost and not yet resent.
     pub fn lost_count(&self) -> u32 {
         self.lost.count()
+    }
+
+    /// Whether any PSN is marked lost and not yet resent (`lost_count() > 0`, without counting).
+    #[inline]
+    pub fn has_lost(&self) -> bool {
+        !self.lost.is_empty()
     }
 
     /// The sent, unacknowledged PSNs, oldest first (what a retransmission would resend).
@@ -992,7 +1005,12 @@ mod tests {
                 lost.retain(|&o| !tx.is_acked(start.wrapping_add(o)));
                 resent.retain(|&o| psn_after(start.wrapping_add(o).wrapping_add(1), tx.base()));
                 prop_assert_eq!(tx.lost_count() as usize, lost.len());
+                prop_assert_eq!(tx.has_lost(), !lost.is_empty());
                 prop_assert_eq!(tx.next_lost().map(off), lost.iter().next().copied());
+                // The base is never acknowledged: something is outstanding exactly when the base
+                // has been sent.
+                prop_assert_eq!(tx.has_outstanding(), tx.outstanding() > 0);
+                prop_assert_eq!(tx.has_outstanding(), tx.unacked().next().is_some());
             }
         }
     }
