@@ -282,7 +282,7 @@ impl<const R: usize> EndpointSim<R> {
         let is_request = t.payload.is_some() || t.read.is_some();
         if let Some(r) = t.read {
             // This side's memory, which the other side's READ `match_bits` names.
-            pkt.extend((0..u32::from(r.len)).map(|k| byte(i, r.header.match_bits, r.offset + k)));
+            pkt.extend((0..u32::from(r.len)).map(|k| byte(i, r.header().match_bits, r.offset + k)));
         }
         if let Some(p) = t.payload {
             let (message, _) = self.sides[i].sending[&p.msg];

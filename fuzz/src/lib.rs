@@ -1329,7 +1329,7 @@ pub fn endpoint(data: &[u8]) {
                                 }
                                 if let Some(r) = t.read {
                                     assert!(
-                                        u64::from(r.offset) + u64::from(r.len) <= u64::from(r.header.request_length),
+                                        u64::from(r.offset) + u64::from(r.len) <= u64::from(r.header().request_length),
                                         "read data past the READ's end"
                                     );
                                     pkt.extend(std::iter::repeat_n(0x5A, usize::from(r.len)));

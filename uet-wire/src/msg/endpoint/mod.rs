@@ -411,19 +411,31 @@ pub struct PayloadRef {
 }
 
 /// Read data a target sends back: `len` bytes at byte `offset` of the READ whose request header
-/// is `header`: in the memory its resource index and key (`match_bits`) name, the bytes from
-/// `header.buffer_offset + offset` on.
+/// is [`ReadRef::header`]: in the memory its resource index and key (`match_bits`) name, the
+/// bytes from `header().buffer_offset + offset` on.
+///
+/// The header is kept as a message slot keeps it (56 B here against 104 with a whole
+/// [`StandardRequest`]), since every [`Transmit`] carries room for a `ReadRef`, and a small core
+/// pays for each byte a transmit moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ReadRef {
-    /// The READ's standard request as the request packet this data answers first carried it:
-    /// the READ's first packet's form, or a later packet's (its continuation tail) when that
-    /// packet came first.
-    pub header: StandardRequest,
+    request: RequestFields,
+    message_id: u16,
+    request_length: u32,
     /// Byte offset in the READ.
     pub offset: u32,
     /// Bytes.
     pub len: u16,
+}
+
+impl ReadRef {
+    /// The READ's standard request as the request packet this data answers first carried it:
+    /// the READ's first packet's form, or a later packet's (its continuation tail) when that
+    /// packet came first. A READ has no extension header.
+    pub fn header(&self) -> StandardRequest {
+        self.request.standard(self.message_id, self.request_length, None)
+    }
 }
 
 /// A packet to send.
@@ -667,7 +679,8 @@ impl MsgKind {
 /// elsewhere (the slot's `message_id`, the message's length or the READ's, the endpoint's
 /// [`Extensions`]), and the tail is kept as the 64 bits UE 1.0 §3.4 puts on the wire: header
 /// data when the flags have SOM, else the continuation's payload length and message offset.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 struct RequestFields {
     common: RequestCommon,
     initiator: u32,
@@ -961,7 +974,7 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///             }
 ///             if let Some(r) = t.read {
 ///                 // Read data this endpoint answers with, from the memory the READ names.
-///                 assert_eq!(r.header.match_bits, 0x77);
+///                 assert_eq!(r.header().match_bits, 0x77);
 ///                 pkt.extend_from_slice(&b_memory[r.offset as usize..][..usize::from(r.len)]);
 ///             }
 ///             wire.push((1 - i, pkt));

@@ -203,7 +203,7 @@ fn exchange_run_sized<
                 }
                 if let Some(r) = t.read {
                     assert_eq!(side, 1, "only B answers READs");
-                    bytes.extend((0..u32::from(r.len)).map(|i| byte(r.header.match_bits, r.offset + i)));
+                    bytes.extend((0..u32::from(r.len)).map(|i| byte(r.header().match_bits, r.offset + i)));
                 }
                 bytes
             };
@@ -1133,7 +1133,7 @@ fn acks_of_read_data_always_carry_a_response() {
     while let Some(t) = b.poll_transmit(now, &mut out).unwrap() {
         let mut pkt = out[..t.header_len].to_vec();
         if let Some(r) = t.read {
-            assert_eq!((r.offset, r.len, r.header.request_length), (0, 100, 100));
+            assert_eq!((r.offset, r.len, r.header().request_length), (0, 100, 100));
             pkt.extend((0..100u8).map(|i| i ^ 0x33));
             data = Some(pkt);
         } else {
@@ -2000,6 +2000,10 @@ fn memory_per_pdc_and_per_message() {
     assert!(per_x <= 50, "{per_x} B per extension header");
     assert!(per_pdc <= 824, "{per_pdc} B per PDC");
     assert!(per_msg <= 144, "{per_msg} B per message slot");
+    // Every packet's `Transmit` moves through the layers whole: its read-data reference keeps the
+    // READ's header compact.
+    std::println!("Transmit {} B, ReadRef {} B", size_of::<Transmit>(), size_of::<ReadRef>());
+    assert!(size_of::<ReadRef>() <= 56 && size_of::<Transmit>() <= 120);
 }
 
 /// Moves packets between `a` (at `a_addr`) and `b` until neither has one to send (payloads as

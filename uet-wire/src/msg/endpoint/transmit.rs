@@ -256,6 +256,8 @@ impl<
         let MsgKind::ReadData { offset: run, .. } = m.kind else { return Err(EndpointError::Unsupported) };
         let seg = m.segments().segment(index).ok_or(EndpointError::Unsupported)?;
         let (h, offset, len) = (m.sent_header(&self.extensions), run + seg.offset, seg.len);
+        let read =
+            ReadRef { request: m.request, message_id: h.message_id, request_length: h.request_length, offset, len };
         let rsp = crate::ses::ResponseWithData {
             list: ResponseList::Expected,
             opcode: ResponseOpcode::ResponseWithData,
@@ -269,13 +271,7 @@ impl<
         };
         let n = emit(out, &PdsHeader::Request(stamp.request(NextHeader::RspData, None)))?;
         let k = rsp.emit(out.get_mut(n..).unwrap_or_default()).map_err(|_| EndpointError::BufferTooShort)?;
-        Ok(Transmit {
-            dst: m.dst,
-            header_len: n + k,
-            payload: None,
-            read: Some(ReadRef { header: h, offset, len }),
-            entropy: None,
-        })
+        Ok(Transmit { dst: m.dst, header_len: n + k, payload: None, read: Some(read), entropy: None })
     }
 
     /// Writes `pds` and the SES header of packet `index` of message `slot`.
