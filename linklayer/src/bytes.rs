@@ -1,4 +1,4 @@
-//! Byte copies that link no panic.
+//! Byte copies that link no panic, and a zero test that calls no `memcmp`.
 //!
 //! `<[u8]>::copy_from_slice` panics when the two lengths differ. Where they cannot differ the
 //! check is still there, and an optimised image keeps it whenever the compiler moves the copy
@@ -42,6 +42,28 @@ pub fn copy_prefix(dst: &mut [u8], src: &[u8]) -> usize {
     n
 }
 
+/// Whether every byte of `bytes` is zero.
+///
+/// `bytes == [0; N]` is a `memcmp` call on a small core (a Cortex-M4 at `opt-level = "z"` spent
+/// about 240 instructions on 32 bytes); this reads eight bytes at a time and stops at the first
+/// word that is not zero.
+///
+/// ```
+/// assert!(linklayer::bytes::is_zero(&[0; 13]));
+/// assert!(!linklayer::bytes::is_zero(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]));
+/// ```
+#[inline]
+pub fn is_zero(bytes: &[u8]) -> bool {
+    let mut rest = bytes;
+    while let Some((word, tail)) = rest.split_first_chunk::<8>() {
+        if u64::from_ne_bytes(*word) != 0 {
+            return false;
+        }
+        rest = tail;
+    }
+    rest.iter().all(|&b| b == 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,6 +78,16 @@ mod tests {
             prop_assert_eq!(n, dst_len.min(src.len()));
             prop_assert_eq!(&dst[..n], &src[..n]);
             prop_assert!(dst[n..].iter().all(|&b| b == 0xA5));
+        }
+
+        /// The same answer as comparing each byte with zero, one set byte anywhere or none.
+        #[test]
+        fn zero_is_every_byte_zero(len in 0usize..80, at in any::<usize>(), byte in any::<u8>()) {
+            let mut bytes = std::vec![0u8; len];
+            if len > 0 {
+                bytes[at % len] = byte;
+            }
+            prop_assert_eq!(is_zero(&bytes), bytes.iter().all(|&b| b == 0));
         }
     }
 }

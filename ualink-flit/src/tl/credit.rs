@@ -128,8 +128,9 @@ impl Ledger {
 
     /// Whether every count is zero.
     pub fn is_empty(&self) -> bool {
-        // One comparison of the whole array (a few vector compares), not twenty.
-        self.counts == Self::EMPTY.counts
+        // An OR of the counts: a few vector instructions on a host, and no `memcmp` call (which
+        // comparing the array with `==` is on a small core, 77 instructions for these 40 bytes).
+        self.counts.iter().flatten().fold(0, |any, &c| any | c) == 0
     }
 }
 

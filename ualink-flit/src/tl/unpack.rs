@@ -245,7 +245,7 @@ impl<const ROWS: usize, const WAYS: usize> Unpacker<ROWS, WAYS> {
                 }
                 m => RxHalf::Message(m),
             }
-        } else if f.upper != [0; HALF_FLIT_LEN] {
+        } else if !linklayer::bytes::is_zero(&f.upper) {
             return Err(Error::BadValue { field: "mandatory NOP half-flit not all zero", value: 0 });
         } else {
             RxHalf::MandatoryNop
