@@ -61,7 +61,7 @@ use super::kdf::{self, Identity, LABEL_CLUSTER, LABEL_SERVER, SessionKey};
 use super::{COUNTER_MAX, ICV_LEN, Tsc, TssHeader};
 use crate::error::Error;
 use crate::pdc::IpAddr;
-use crate::pdc::table::mapped_ipv4;
+use crate::pdc::table::{mapped_ipv4, same_addr};
 
 /// Half the 48-bit counter space: where a server's counters start (see
 /// [`SecureDomain::counter_range`]).
@@ -695,7 +695,7 @@ impl<const S: usize, const W: usize> SecureDomain<S, W> {
     }
 
     fn find_peer(&self, an: bool, ssi: Option<u32>, addr: &IpAddr) -> Option<usize> {
-        self.peers.iter().position(|p| p.an == an && p.ssi == ssi && p.addr == *addr)
+        self.peers.iter().position(|p| p.an == an && p.ssi == ssi && same_addr(&p.addr, addr))
     }
 
     /// The entry of a peer, made (replacing the least recently used when full) if new.

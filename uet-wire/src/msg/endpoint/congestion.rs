@@ -295,7 +295,7 @@ impl<const C: usize> Cccs<C> {
     /// The CCC of `dst`, opened in a free slot (or one no PDC uses) if it has none; `None`
     /// while every slot serves another destination's PDCs. O(C).
     fn join(&mut self, cfg: &CmsConfig, dst: IpAddr, now: Instant) -> Option<u16> {
-        let found = self.slots.iter().position(|c| c.as_ref().is_some_and(|c| c.dst == dst));
+        let found = self.slots.iter().position(|c| c.as_ref().is_some_and(|c| same_addr(&c.dst, &dst)));
         let slot = found.or_else(|| {
             let free = self.slots.iter().position(ZeroOption::is_none);
             free.or_else(|| self.slots.iter().position(|c| c.as_ref().is_some_and(|c| c.users == 0)))
@@ -334,7 +334,7 @@ impl<const C: usize> Cccs<C> {
 
     /// The CCC serving `dst`.
     pub(super) fn find(&self, dst: &IpAddr) -> Option<&Ccc> {
-        self.slots.iter().flatten().find(|c| c.dst == *dst)
+        self.slots.iter().flatten().find(|c| same_addr(&c.dst, dst))
     }
 
     /// CCCs some PDC uses (RCCC shares a pull target among them; the simulator shares it among

@@ -109,7 +109,7 @@ impl<const C: usize> Pulls<C> {
     /// a session under way, whose grants so far this pacer did not count); else `None`.
     fn join(&mut self, id: u16, src: IpAddr, ccc_id: u8, target: u32) -> Option<FlowId> {
         let pacer = self.pacer.as_mut()?;
-        if let Some(o) = self.owners.iter_mut().flatten().find(|o| o.src == src && o.ccc_id == ccc_id) {
+        if let Some(o) = self.owners.iter_mut().flatten().find(|o| same_addr(&o.src, &src) && o.ccc_id == ccc_id) {
             o.refs = o.refs.saturating_add(1);
             o.pdc = Some(id);
             // A target beyond a window past the grants is clamped (`RcccStats::clamped`).
@@ -218,7 +218,7 @@ impl<
             && self.targets.iter().any(|(other, t)| {
                 other != id
                     && matches!(t.credit, TargetCredit::Echo { ccc_id: c, .. } if c == ccc_id)
-                    && self.targets.key(other).is_some_and(|k| k.src == src)
+                    && self.targets.key(other).is_some_and(|k| same_addr(&k.src, &src))
             });
         let Some(t) = self.targets.get_mut(id) else { return };
         t.credit = match t.credit {

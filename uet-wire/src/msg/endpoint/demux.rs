@@ -305,8 +305,8 @@ impl<
         let named = |remote: Option<u16>| peer_id == 0 || remote.is_none_or(|r| r == peer_id);
         // Whether each end has PDC `id`, and if so whether its peer is `src` (compared where the
         // keys lie: an address copied out is a `memcpy` call on a small core).
-        let ini = self.initiators.key(id).map(|k| k.dst == src);
-        let tgt = self.targets.key(id).map(|k| k.src == src);
+        let ini = self.initiators.key(id).map(|k| same_addr(&k.dst, &src));
+        let tgt = self.targets.key(id).map(|k| same_addr(&k.src, &src));
         if ini == Some(true) && self.initiators.get(id).is_some_and(|p| named(p.pdc.remote_id())) {
             return Some(Side::Initiator);
         }
@@ -324,7 +324,7 @@ impl<
     /// does not match the PDC's state, e.g. its source IP"). A mismatch is counted; no such PDC is
     /// not a mismatch.
     pub(super) fn is_from_initiator_of(&mut self, id: u16, src: IpAddr) -> bool {
-        let ok = self.targets.key(id).is_none_or(|k| k.src == src);
+        let ok = self.targets.key(id).is_none_or(|k| same_addr(&k.src, &src));
         if !ok {
             self.stats.source_mismatches = self.stats.source_mismatches.wrapping_add(1);
         }

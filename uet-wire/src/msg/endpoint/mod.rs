@@ -112,7 +112,7 @@ use super::order::{MessageOrder, OrderError, OrderPool};
 use super::segment::{Segment, SegmentError, Segmenter};
 use crate::Error;
 use crate::pdc::held::HELD_RESPONSES;
-use crate::pdc::table::{FreeSlots, SlotRef};
+use crate::pdc::table::{FreeSlots, SlotRef, same_addr};
 use crate::pdc::{
     Delivery, Failure, Initiator, InitiatorEvent, InitiatorState, InitiatorTx, IpAddr, PdcConfig, PdcTable,
     StartPolicy, Target, TargetEvent, TargetTx, psn_after,
@@ -1151,12 +1151,25 @@ const fn configured(cfg: &ZeroOption<EndpointConfig>) -> &EndpointConfig {
 /// source, which is always the endpoint's own address (16 bytes a PDC less).
 ///
 /// [`InitiatorKey`]: crate::pdc::InitiatorKey
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Eq, Hash)]
+#[allow(clippy::derived_hash_with_manual_eq)] // The equality below is the derived one, faster.
 struct PeerDest {
     mode: DeliveryMode,
     job_id: u32,
     dst: IpAddr,
     tc: u8,
+}
+
+// The derived equality, field for field, with the address compared as one word (`same_addr`):
+// the table compares keys on every lookup. Equal keys are equal bytes, so the derived `Hash`
+// agrees with it.
+impl PartialEq for PeerDest {
+    fn eq(&self, other: &Self) -> bool {
+        same_addr(&self.dst, &other.dst)
+            && self.job_id == other.job_id
+            && self.mode == other.mode
+            && self.tc == other.tc
+    }
 }
 
 /// A target PDC's key in the endpoint's table: the fields of [`TargetKey`] but the destination,
@@ -1409,7 +1422,7 @@ impl<
         if self.config().secure.is_none() {
             return r;
         }
-        match self.start_hints.iter().find(|(a, _)| a == dst) {
+        match self.start_hints.iter().find(|(a, _)| same_addr(a, dst)) {
             Some(&(_, next)) => next.wrapping_add(SECURE_START_MIN).wrapping_add(r % SECURE_START_MIN),
             None => SECURE_START_MIN + r % (SECURE_START_END - SECURE_START_MIN),
         }
@@ -1427,8 +1440,9 @@ impl<
         // no panic.)
         let mut old = None;
         self.start_hints.retain(|&(a, psn)| {
-            old = old.or((a == dst).then_some(psn));
-            a != dst
+            let same = same_addr(&a, &dst);
+            old = old.or(same.then_some(psn));
+            !same
         });
         match old {
             Some(old) if psn_after(old, next_psn) => next_psn = old,
