@@ -2154,7 +2154,8 @@ pub fn ualink_port(data: &[u8]) {
                 }
                 // A duplicate arrives as well as the flit, not in place of the next one: a flit
                 // replaced unseen is a loss the PCS did not report, which the DL cannot number
-                // (eight in a row alias the 3-bit flitSeqLo, §6.6.6.2).
+                // (seven or more in a row can alias the 3-bit flitSeqLo, §6.6.6.2). The copy
+                // takes a flit time of the receiver's own (its per-flit counters tick twice).
                 3 => _ = ports[d].handle_flit(&f),
                 _ => {}
             }

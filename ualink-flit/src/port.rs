@@ -964,8 +964,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
 
     /// A flit arrived that failed its CRC or that the PCS could not correct. Each flit time is
     /// one call of [`Self::handle_flit`], this, or [`Self::handle_idle`]: a flit lost without
-    /// this call is a gap the data link cannot always see (eight in a row alias the 3-bit
-    /// `flitSeqLo`: the [`dl::link`](crate::dl::link) module doc).
+    /// this call is a gap the data link cannot always see (seven or more in a row can alias the
+    /// 3-bit `flitSeqLo`: the [`dl::link`](crate::dl::link) module doc).
     pub fn handle_lost(&mut self) -> Received {
         self.idle_run = 0;
         let r = self.dl.receive_lost();

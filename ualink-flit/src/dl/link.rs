@@ -49,10 +49,11 @@
 //!   as a bad CRC, or eight lost flits in a row could alias in the 3-bit `flitSeqLo`: report it
 //!   with [`DataLink::receive_lost`]. Every flit time the RS delivers is one call of
 //!   [`DataLink::receive`], [`DataLink::receive_lost`] or [`DataLink::receive_control`]; none may
-//!   pass unseen. Up to seven flits lost unseen are still caught by the next flit's `flitSeqLo`
-//!   and replayed, but with eight the next command flit reads as the expected one and a later
-//!   flit's TL flits are delivered in place of the lost ones. Nothing in the flit can tell
-//!   (§6.6.6.2 counts only losses it is told of).
+//!   pass unseen. A few flits lost unseen are still caught by the next flit's `flitSeqLo` and
+//!   replayed: six always, seven except across the wrap from 511 to 1 (the numbers skip 0, so
+//!   `flitSeqLo` steps from 7 to 1 there). More, and the next command flit can read as the
+//!   expected one: a later flit's TL flits are then delivered in place of the lost ones. Nothing
+//!   in the flit can tell (§6.6.6.2 counts only the losses it is told of).
 //! * **Dropped flits.** A command flit with `ackReqSeq` 0, an explicit flit with `flitSeqNo` 0,
 //!   or a flit header with a reserved `op` passes CRC but is dropped whole (counted), as if not
 //!   received. Reserved *bits* in the flit and segment headers are ignored (see
@@ -1097,7 +1098,8 @@ mod tests {
         /// Flits that vanish unseen on their way to a port (`(port, tick)` of arrival): neither
         /// received nor reported lost.
         vanish: Vec<(usize, u64)>,
-        /// Ports that receive every flit twice.
+        /// Ports that receive every flit twice (the copy takes a flit time of the receiver's
+        /// own: its per-flit counters tick twice).
         twice: [bool; 2],
         tick: u64,
     }
@@ -1425,19 +1427,30 @@ mod tests {
         assert!(pair.ports.iter().all(|p| p.state() == LinkState::Up));
     }
 
-    /// A loss nobody reports: up to seven payload flits in a row may vanish unseen and the next
-    /// flit's 3-bit flitSeqLo still shows the gap, so they are replayed. (An eighth would alias:
-    /// that is why a flit the PCS could not correct must be reported, `receive_lost`.)
+    /// A loss nobody reports: up to six payload flits in a row may vanish unseen wherever the
+    /// sequence stands, seven away from the 511 → 1 wrap, and the next flit's 3-bit flitSeqLo
+    /// still shows the gap, so they are replayed. (More would alias: that is why a flit the PCS
+    /// could not correct must be reported, `receive_lost`.)
     #[test]
-    fn seven_flits_lost_unseen_are_still_replayed() {
-        for gap in 1..=7 {
-            let mut pair = Pair::new(DlConfig::default(), 2, [2000, 0]);
-            pair.run(20, &mut clean);
-            pair.vanish = (pair.tick..pair.tick + gap).map(|t| (1, t)).collect();
-            pair.run(300, &mut clean);
-            pair.check_delivered();
-            assert_eq!(pair.ports[0].stats().replays, 1, "gap {gap}");
-            assert_eq!(pair.ports[1].stats().crc_errors, 0);
+    fn a_few_flits_lost_unseen_are_still_replayed() {
+        for last in [12, 500, 503, 504, 505, 506, 507, 508, 509, 510, 511] {
+            for gap in 1..=if last <= 503 { 7 } else { 6 } {
+                let mut pair = Pair::new(DlConfig::default(), 2, [6000, 0]);
+                // Payload flits one after another, until the receiver has taken `last` (511 is
+                // also where it starts).
+                for _ in 0..2000 {
+                    if pair.ports[1].rx_last_seq() == last && pair.ports[1].stats().payload_received > 0 {
+                        break;
+                    }
+                    pair.step(&mut clean);
+                }
+                assert_eq!(pair.ports[1].rx_last_seq(), last);
+                pair.vanish = (pair.tick..pair.tick + gap).map(|t| (1, t)).collect();
+                pair.run(900, &mut clean);
+                pair.check_delivered();
+                assert_eq!(pair.ports[0].stats().replays, 1, "after {last}, gap {gap}");
+                assert_eq!(pair.ports[1].stats().crc_errors, 0);
+            }
         }
     }
 

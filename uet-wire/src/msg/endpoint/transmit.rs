@@ -253,20 +253,22 @@ impl<
         stamp: crate::pdc::Stamp,
     ) -> Result<Transmit, EndpointError> {
         let m = self.msgs.get(slot).and_then(ZeroOption::as_ref).ok_or(EndpointError::Unsupported)?;
-        let MsgKind::ReadData { offset: run, .. } = m.kind else { return Err(EndpointError::Unsupported) };
+        let MsgKind::ReadData { offset: run, read_length, .. } = m.kind else {
+            return Err(EndpointError::Unsupported);
+        };
         let seg = m.segments().segment(index).ok_or(EndpointError::Unsupported)?;
-        let (h, offset, len) = (m.sent_header(&self.extensions), run + seg.offset, seg.len);
-        let read =
-            ReadRef { request: m.request, message_id: h.message_id, request_length: h.request_length, offset, len };
+        let (offset, len) = (run + seg.offset, seg.len);
+        // The READ's fields as the slot keeps them (what `sent_header` would build them from).
+        let read = ReadRef { request: m.request, message_id: m.message_id, request_length: read_length, offset, len };
         let rsp = crate::ses::ResponseWithData {
             list: ResponseList::Expected,
             opcode: ResponseOpcode::ResponseWithData,
             return_code: ReturnCode::Ok,
-            message_id: h.message_id,
-            job_id: h.common.job_id,
-            read_request_message_id: h.message_id,
+            message_id: m.message_id,
+            job_id: m.request.common.job_id,
+            read_request_message_id: m.message_id,
             payload_length: len,
-            modified_length: h.request_length,
+            modified_length: read_length,
             message_offset: offset,
         };
         let n = emit(out, &PdsHeader::Request(stamp.request(NextHeader::RspData, None)))?;
