@@ -377,12 +377,12 @@ impl Counters {
 ///
 /// | type | entries | bytes |
 /// |---|---:|---:|
-/// | [`DataLink32`] | 32 | 21 768 |
-/// | [`DataLink64`] (the default `DataLink`) | 64 | 43 048 |
-/// | [`DataLink128`] | 128 | 85 736 |
+/// | [`DataLink32`] | 32 | 21 776 |
+/// | [`DataLink64`] (the default `DataLink`) | 64 | 43 056 |
+/// | [`DataLink128`] | 128 | 85 744 |
 ///
 /// Storage may also live outside the link (`B` = `&mut [u8]`, `Vec<u8>`, …): 64 entries then
-/// leave 2 552 B in the link itself.
+/// leave 2 560 B in the link itself.
 ///
 /// **In place.** With storage inline, [`DataLink::EMPTY`] is all-zero bytes (a `static` holding
 /// it lands in `.bss`: no flash, no start-up copy) and [`DataLink::init`] configures it where it

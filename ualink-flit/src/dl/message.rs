@@ -1,7 +1,7 @@
 //! DL messages (UALink 1.0 §6.4): one 32-bit word in a
 //! segment's alt sector. Bit 0 "Compressed" is 0, bit 1 is reserved, mclass is bits 5..2, mtype
 //! bits 8..6; each message adds the fields below, and every other bit is reserved (sent as 0,
-//! refused if set).
+//! ignored on receive, §6.4).
 //!
 //! | mclass | mtype | message | fields |
 //! |---|---|---|---|
@@ -251,12 +251,20 @@ pub const UART_MAX_WORDS: usize = 32;
 #[derive(Clone, Debug, Default)]
 pub struct AltQueue<const N: usize> {
     words: heapless::Deque<u32, N>,
+    /// Words the link has taken (wrapping).
+    taken: u32,
 }
 
 impl<const N: usize> AltQueue<N> {
     /// An empty queue.
     pub const fn new() -> Self {
-        AltQueue { words: heapless::Deque::new() }
+        AltQueue { words: heapless::Deque::new(), taken: 0 }
+    }
+
+    /// How many words the link has taken from the queue so far, wrapping at 2^32: a word queued
+    /// when this plus [`AltQueue::len`] was `n` has gone out once this reaches `n`.
+    pub fn taken(&self) -> u32 {
+        self.taken
     }
 
     /// Words waiting.
@@ -307,7 +315,9 @@ impl<const N: usize> super::packing::AltSource for AltQueue<N> {
         !self.words.is_empty()
     }
     fn next_alt(&mut self) -> Option<u32> {
-        self.words.pop_front()
+        let w = self.words.pop_front()?;
+        self.taken = self.taken.wrapping_add(1);
+        Some(w)
     }
 }
 

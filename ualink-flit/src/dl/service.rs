@@ -26,8 +26,11 @@
 //!
 //! * **Channel gates.** A channel has separate transmit and receive gates so no data is lost
 //!   while a negotiation's messages cross. Going online, each side opens its receive gate when it
-//!   sends its request or its Ack, and its transmit gate when the negotiation completes (the
-//!   requester on the Ack, the responder on the confirming Ack). Going offline is the reverse:
+//!   sends its request or its Ack, and its transmit gate when the negotiation completes: the
+//!   responder on the confirming Ack, the requester once its confirming Ack has left (the link
+//!   took it from the alt-sector queue, [`AltQueue::taken`]), so nothing it sends on the channel
+//!   reaches a partner that waits for that Ack to take the channel online (§6.4.3, Figure 6-12:
+//!   the change takes place once the negotiation completes). Going offline is the reverse:
 //!   transmit closes when the request or Ack is sent, receive when the negotiation completes.
 //!   [`DataLink::set_tl_channel`](super::DataLink::set_tl_channel) applies Channel 0's gates.
 //! * **Policy.** This service always accepts (Acks) a channel request and never answers
@@ -37,7 +40,11 @@
 //! * **One negotiation at a time** of this port's own (§6.4.3: no second request of the same
 //!   mclass and mtype until the current one completes).
 //! * **Unsolicited responses** (an Ack nobody asked for) are counted and otherwise ignored.
-//!   Requests beyond [`MAX_PENDING`] unanswered ones of one type are dropped and counted.
+//!   Requests beyond [`MAX_PENDING`] unanswered ones of one type are dropped and counted. A
+//!   request on a channel this port does not have is Nacked with that channel offline as its
+//!   TargetState (§6.4.3.2: an Ack's or NAck's TargetState is the sender's desired state).
+//! * **Configured values out of range** (a Device ID or port number of 1024 or more) are sent
+//!   as not configured (Valid 0), so a bad configuration cannot stall the Basic group.
 //! * **UART timing.** The Credit Update rule's "4 Flits have been Transmitted" counts calls of
 //!   `pump` since the last update. The Reset Response time-out is
 //!   [`ServiceConfig::uart_reset_timeout`] flit times (default 400 000, 10 ms at 25 ns a flit).
@@ -46,7 +53,9 @@
 //!   [`MessageService::uart_reset`]), not when the channel comes online: the first Credit Update
 //!   goes out once Channel 4 is online. Words written while Channel 4 is offline wait in the
 //!   transmit buffer. Words in flight when Channel 4 goes offline are dropped by the receiver
-//!   while their credits stay spent, so take it online again with a UART stream reset.
+//!   while their credits stay spent, so take it online again with a UART stream reset. A reset
+//!   in progress ends when Channel 4's transmit gate closes: its No-Ops and Reset Request are UART
+//!   traffic, which may not go out on an offline channel (§6.4.3.2).
 //! * **Link down.** [`MessageService::link_reset`] returns every channel to offline and the UART to
 //!   its initial state; call it when the data link is enabled again
 //!   ([`DataLink::enable`](super::link::DataLink::enable) empties the DL's message queue, so
@@ -100,11 +109,12 @@ impl DeviceKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ServiceConfig {
-    /// This device's 10-bit ID, if configured.
+    /// This device's 10-bit ID, if configured (1024 or more is sent as not configured).
     pub device_id: Option<u16>,
     /// This device's type.
     pub kind: DeviceKind,
-    /// This port's number (below 1024), if configured.
+    /// This port's number (below 1024), if configured (1024 or more is sent as not
+    /// configured).
     pub port: Option<u16>,
     /// Flit times to wait for a UART Stream Reset Response before starting over.
     pub uart_reset_timeout: u32,
@@ -230,8 +240,26 @@ enum UartReset {
     Waiting(u32),
 }
 
+/// Where a requester's confirming Ack is on its way out: the channel's transmit gate opens once
+/// it has left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Opening {
+    /// In the control queue: it moves to the link's queue when `control_moved` reaches `moved`.
+    Queued { channel: u8, moved: u32 },
+    /// In the link's queue: it has gone when the queue's `taken` reaches `taken`.
+    InLink { channel: u8, taken: u32 },
+}
+
+impl Opening {
+    const fn channel(self) -> u8 {
+        match self {
+            Opening::Queued { channel, .. } | Opening::InLink { channel, .. } => channel,
+        }
+    }
+}
+
 /// The DL message service of one port, with a UART stream of `U` words each way (the
-/// specification recommends 128, the default: 1 312 B on a 64-bit host).
+/// specification recommends 128, the default: 1 328 B on a 64-bit host).
 #[derive(Clone, Debug)]
 pub struct MessageService<const U: usize = 128> {
     cfg: ServiceConfig,
@@ -247,6 +275,10 @@ pub struct MessageService<const U: usize = 128> {
     confirm: ZeroOption<(u8, bool)>,
     /// The partner answered decision pending on this channel.
     peer_pending: Option<u8>,
+    /// This port's transmit gate waiting for its confirming Ack to leave (module doc).
+    opening: ZeroOption<Opening>,
+    /// Control words moved to the link's queue so far (wrapping).
+    control_moved: u32,
     group_next: u8,
     uart_next: u8,
     uart_tx: heapless::Deque<u32, U>,
@@ -311,6 +343,8 @@ impl<const U: usize> MessageService<U> {
             own: ZeroOption::NONE,
             confirm: ZeroOption::NONE,
             peer_pending: None,
+            opening: ZeroOption::NONE,
+            control_moved: 0,
             group_next: 0,
             uart_next: 0,
             uart_tx: heapless::Deque::new(),
@@ -355,6 +389,7 @@ impl<const U: usize> MessageService<U> {
         self.own.clear();
         self.confirm.clear();
         self.peer_pending = None;
+        self.opening.clear();
         (self.group_next, self.uart_next) = (0, 0);
         self.uart_tx.clear();
         self.uart_rx.clear();
@@ -446,12 +481,12 @@ impl<const U: usize> MessageService<U> {
     }
 
     fn device_id(&self, ack: bool) -> DlMessage {
-        let (id, valid) = self.cfg.device_id.map_or((0, false), |id| (id, true));
+        let (id, valid) = self.cfg.device_id.filter(|&id| id < 1024).map_or((0, false), |id| (id, true));
         DlMessage::DeviceId { ack, id, kind: self.cfg.kind.code(), valid }
     }
 
     fn port_number(&self, ack: bool) -> DlMessage {
-        let (port, valid) = self.cfg.port.map_or((0, false), |p| (p, true));
+        let (port, valid) = self.cfg.port.filter(|&p| p < 1024).map_or((0, false), |p| (p, true));
         DlMessage::PortNumber { ack, port, valid }
     }
 
@@ -463,7 +498,7 @@ impl<const U: usize> MessageService<U> {
             .channel_mut(channel)
             .copied()
             .ok_or(Error::BadValue { field: "DL channel", value: u32::from(channel) })?;
-        if self.own.is_some() || self.confirm.is_some() || self.peer_pending.is_some() {
+        if self.own.is_some() || self.confirm.is_some() || self.peer_pending.is_some() || self.opening.is_some() {
             return Err(Error::Full { queue: "DL channel negotiation (one at a time)" });
         }
         if c.online == online {
@@ -487,14 +522,63 @@ impl<const U: usize> MessageService<U> {
                 c.tx = false;
             }
         }
+        if !online {
+            self.transmit_closed(channel);
+        }
     }
 
-    /// A negotiation toward `online` completed: the state changes and the other gate follows.
+    /// `channel`'s transmit gate closed: a gate waiting to open stays shut, and a UART stream
+    /// reset in progress ends (its messages may not go out on an offline channel, §6.4.3.2).
+    fn transmit_closed(&mut self, channel: u8) {
+        if self.opening.as_ref().is_some_and(|o| o.channel() == channel) {
+            self.opening.clear();
+        }
+        if channel == CHANNEL_UART {
+            self.reset = UartReset::Off;
+        }
+    }
+
+    /// A negotiation toward `online` completed: the state changes and the other gate follows
+    /// (but see [`Self::complete_requested`]).
     fn complete(&mut self, channel: u8, online: bool) -> Option<ServiceEvent> {
         let c = self.channel_mut(channel)?;
         let changed = c.online != online;
         *c = Channel { online, tx: online, rx: online };
+        if !online {
+            self.transmit_closed(channel);
+        }
         changed.then_some(ServiceEvent::Channel { channel, online })
+    }
+
+    /// This port's own negotiation toward `online` was Acked: it queues the confirming Ack
+    /// (whose TargetState echoes the partner's `peer_state`) and completes, but going online the
+    /// transmit gate waits for that Ack to leave (module doc).
+    fn complete_requested(&mut self, channel: u8, online: bool, peer_state: u8) -> Option<ServiceEvent> {
+        let queued = self.control.push_back(negotiation(state_nibble(channel, online), CMD_ACK, peer_state)).is_ok();
+        if !queued {
+            self.stats.requests_dropped += 1;
+        }
+        let event = self.complete(channel, online);
+        if online && queued {
+            if let Some(c) = self.channel_mut(channel) {
+                c.tx = false;
+            }
+            let moved = self.control_moved.wrapping_add(self.control.len() as u32);
+            self.opening = ZeroOption::Some(Opening::Queued { channel, moved });
+        }
+        event
+    }
+
+    /// Opens a transmit gate whose confirming Ack the link has taken.
+    fn open_when_gone<const A: usize>(&mut self, alt: &AltQueue<A>) {
+        let Some(Opening::InLink { channel, taken }) = self.opening.into_option() else { return };
+        // Wrapping: `taken` lies at most a queue's length ahead.
+        if alt.taken().wrapping_sub(taken) < u32::MAX / 2 {
+            self.opening.clear();
+            if let Some(c) = self.channel_mut(channel) {
+                c.tx = c.online;
+            }
+        }
     }
 
     /// A negotiation of this port's toward `online` failed: the gate it moved goes back.
@@ -564,6 +648,7 @@ impl<const U: usize> MessageService<U> {
     /// per flit time before [`DataLink::transmit`](super::DataLink::transmit), and apply
     /// [`Self::tl_gates`] to the link.
     pub fn pump<const A: usize>(&mut self, alt: &mut AltQueue<A>) {
+        self.open_when_gone(alt);
         self.pacer.tick();
         self.flits_since_update = self.flits_since_update.saturating_add(1);
         if let UartReset::Waiting(left) = self.reset {
@@ -654,6 +739,13 @@ impl<const U: usize> MessageService<U> {
             return false;
         }
         self.control.pop_front();
+        self.control_moved = self.control_moved.wrapping_add(1);
+        if let Some(Opening::Queued { channel, moved }) = self.opening.into_option() {
+            if moved == self.control_moved {
+                let taken = alt.taken().wrapping_add(alt.len() as u32);
+                self.opening = ZeroOption::Some(Opening::InLink { channel, taken });
+            }
+        }
         self.stats.words_sent += 1;
         true
     }
@@ -818,7 +910,8 @@ impl<const U: usize> MessageService<U> {
             CMD_REQUEST => {
                 let (channel, online) = (target_state & 7, target_state & 8 != 0);
                 let Some(c) = self.channel_mut(channel).copied() else {
-                    self.push_control(negotiation(0, CMD_NACK, target_state));
+                    // This port's desired state of a channel it does not have: offline.
+                    self.push_control(negotiation(state_nibble(channel, false), CMD_NACK, target_state));
                     return None;
                 };
                 if self.peer_pending == Some(channel) {
@@ -839,8 +932,7 @@ impl<const U: usize> MessageService<U> {
                 if self.own == ZeroOption::Some((channel, online)) {
                     // The answer to this port's request: confirm it, and it is done.
                     self.own.clear();
-                    self.push_control(negotiation(state_nibble(channel, online), CMD_ACK, target_state));
-                    self.complete(channel, online)
+                    self.complete_requested(channel, online, target_state)
                 } else if self.confirm == ZeroOption::Some((channel, online)) {
                     self.confirm.clear();
                     self.complete(channel, online)
@@ -1121,9 +1213,12 @@ mod tests {
             Ok(DlMessage::ChannelNegotiation { target_state: 0b1000, command: CMD_ACK, response: 0b1000 })
         );
         assert_eq!(p.s[0].receive(ack), Ok(Some(ServiceEvent::Channel { channel: CHANNEL_TL, online: true })));
-        assert_eq!(p.s[0].tl_gates(), (true, true));
+        assert_eq!(p.s[0].tl_gates(), (false, true), "the requester sends once its confirming Ack has gone");
         p.s[0].pump(&mut p.q[0]);
+        assert_eq!(p.s[0].tl_gates(), (false, true), "queued, not gone");
         let confirm = p.q[0].next_alt().unwrap();
+        p.s[0].pump(&mut p.q[0]);
+        assert_eq!(p.s[0].tl_gates(), (true, true));
         assert_eq!(p.s[1].receive(confirm), Ok(Some(ServiceEvent::Channel { channel: CHANNEL_TL, online: true })));
         assert_eq!(p.s[1].tl_gates(), (true, true));
         // A request for the state the channel has is refused locally, Acked and counted remotely.
@@ -1184,7 +1279,73 @@ mod tests {
         let mut q = Q::new();
         s.pump(&mut q);
         let sent: Vec<u32> = core::iter::from_fn(|| q.next_alt()).collect();
-        assert_eq!(decode(&sent).last(), Some(&negotiation(0, CMD_NACK, 0b1010)));
+        assert_eq!(decode(&sent).last(), Some(&negotiation(0b0010, CMD_NACK, 0b1010)), "channel 2, offline");
+    }
+
+    /// Nothing the requester sends on a channel it asked for reaches the partner before the
+    /// confirming Ack: a partner that takes the channel online only then loses none of it (here,
+    /// the first UART Credit Update, sent once only).
+    #[test]
+    fn the_requester_sends_on_a_new_channel_only_after_its_confirming_ack() {
+        for busy in [false, true] {
+            let mut p = Pair::new();
+            if busy {
+                // Basic traffic both ways, so the arbitration has more to interleave.
+                p.s[0].request_device_id().unwrap();
+                p.s[1].request_port_number().unwrap();
+            }
+            p.s[0].request_channel(CHANNEL_UART, true).unwrap();
+            p.run(10);
+            let sent = decode(&p.sent[0]);
+            let confirm = sent
+                .iter()
+                .position(|m| matches!(m, DlMessage::ChannelNegotiation { command: CMD_ACK, .. }))
+                .expect("a confirming Ack");
+            let credit = sent.iter().position(|m| matches!(m, DlMessage::UartCredit { .. })).expect("a Credit Update");
+            assert!(confirm < credit, "{sent:?}");
+            assert!(p.s[0].channel_online(CHANNEL_UART) && p.s[1].channel_online(CHANNEL_UART));
+        }
+    }
+
+    /// A UART stream reset ends when Channel 4 goes offline: no No-Op or Reset Request goes out
+    /// on an offline channel, and the rest of the service carries on.
+    #[test]
+    fn taking_channel_4_offline_ends_a_uart_reset() {
+        let mut p = Pair::new();
+        p.s[0].cfg.uart_reset_timeout = 20;
+        p.online(CHANNEL_UART);
+        p.s[0].uart_reset().unwrap();
+        p.s[1].request_channel(CHANNEL_UART, false).unwrap();
+        p.run(10);
+        assert!(!p.s[0].channel_online(CHANNEL_UART) && !p.s[1].channel_online(CHANNEL_UART));
+        let before = p.sent[0].len();
+        p.s[0].request_device_id().unwrap();
+        p.run(200);
+        let later = messages_from(&p.sent[0], before);
+        assert_eq!(later, [DlMessage::DeviceId { ack: false, id: 5, kind: 1, valid: true }], "{later:?}");
+        assert!(p.s[0].uart_write(&[1, 2]) == 2, "writes wait in the buffer again");
+    }
+
+    /// A Device ID or port number out of range goes out as not configured, and the Basic group
+    /// keeps answering.
+    #[test]
+    fn configured_values_out_of_range_are_sent_as_not_configured() {
+        let mut p = Pair::new();
+        p.s[1].cfg.device_id = Some(1024);
+        p.s[1].cfg.port = Some(4000);
+        p.s[0].request_device_id().unwrap();
+        p.s[0].request_port_number().unwrap();
+        p.run(5);
+        assert_eq!(
+            p.events[0],
+            [
+                ServiceEvent::PeerDeviceId { id: None, kind: 1, response: true },
+                ServiceEvent::PeerPort { port: None, response: true },
+            ]
+        );
+        p.s[0].notify_tl_rate(REFERENCE).unwrap();
+        p.run(3);
+        assert_eq!(p.events[0].last(), Some(&ServiceEvent::TlRateAcked));
     }
 
     /// Moves `words` from port 0's UART to port 1's, port 1 reading `read_per_flit` a flit time;
