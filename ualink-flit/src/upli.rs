@@ -630,9 +630,10 @@ impl Request {
             }
             Command::WriteMessage => {
                 let t = WriteMessageType::from_metadata(self.metadata)?;
-                if matches!(t, WriteMessageType::Nop) && self.num_beats != 0 {
+                // Table 2-7: NOP and the key rolls are one beat of zeros.
+                if !matches!(t, WriteMessageType::Vendor(_)) && self.num_beats != 0 {
                     return Err(Error::BadValue {
-                        field: "ReqNumBeats (write-message NOP)",
+                        field: "ReqNumBeats (write-message NOP or key roll: one beat)",
                         value: u32::from(self.num_beats),
                     });
                 }
@@ -801,12 +802,16 @@ impl WriteResponse {
         WriteResponse { tag, src, dst, status: Status::Okay, vc: 0, pool: false, auth_tag: 0 }
     }
 
-    /// Checks field widths.
+    /// Checks field widths, and that the status may cross the link: ISOLATE goes only from the
+    /// TL to its own Accelerator's Originator (Table 2-12).
     pub fn check(&self) -> Result<(), Error> {
         check_width(u64::from(self.tag), 11, "WrRspTag")?;
         check_width(u64::from(self.src), 10, "WrRspSrcPhysAccID")?;
         check_width(u64::from(self.dst), 10, "WrRspDstPhysAccID")?;
         check_width(u64::from(self.vc), 2, "WrRspVC")?;
+        if matches!(self.status, Status::Isolate) {
+            return Err(Error::BadValue { field: "WrRspStatus (ISOLATE is TL-local)", value: 0xF });
+        }
         if !self.status.is_canonical() {
             return Err(Error::BadValue { field: "WrRspStatus (vendor code)", value: u32::from(self.status.code()) });
         }
@@ -934,6 +939,11 @@ mod tests {
         m.metadata = 0x02;
         assert_eq!(m.check(), Ok(()));
         assert_eq!(m.response_channel(), ResponseChannel::Read);
+        // NOP and the key rolls are one beat (Table 2-7); a vendor message may have more.
+        for metadata in [0x00, 0x01, 0x02, 0x03] {
+            assert!(Request { metadata, num_beats: 3, ..m }.check().is_err(), "{metadata:#x}");
+        }
+        assert_eq!(Request { metadata: 0xF0, num_beats: 3, ..m }.check(), Ok(()));
         // A vendor number wider than its bits would go out as another command.
         assert_eq!(req(Command::VendorRead(7), 0, 0, 0).check(), Ok(()));
         // Vendor-defined commands: address, length and attributes are the vendor's (§2.8), a
@@ -956,6 +966,10 @@ mod tests {
         assert_eq!(r.check(), Ok(()));
         assert!(ReadResponse { offset: 1, ..r }.check().is_err());
         assert!(ReadResponse { status: Status::Isolate, ..r }.check().is_err());
+        // ISOLATE never crosses the link (Table 2-12).
+        let w = WriteResponse::new(5, 0, 1);
+        assert_eq!(w.check(), Ok(()));
+        assert!(WriteResponse { status: Status::Isolate, ..w }.check().is_err());
         assert_eq!(ReadResponse { num_beats: 0, offset: 2, last: false, ..r }.check(), Ok(()));
         // A vendor status must be a 4-bit code with no name of its own.
         assert_eq!(ReadResponse { status: Status::Vendor(0b0101), ..r }.check(), Ok(()));

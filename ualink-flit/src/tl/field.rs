@@ -600,18 +600,26 @@ impl ControlField {
                     | put(uq::SRCACCID, r.src, "SRCACCID")?
                     | put(uq::DSTACCID, r.dst, "DSTACCID")?
                     | cache
-                    | put(uq::NUMBEATS, r.num_beats, "NUMBEATS")?
+                    // Open for a command without data (Table 2-2: driven to 0 for reads).
+                    | if num_beats_valid(r.cmd) { put(uq::NUMBEATS, r.num_beats, "NUMBEATS")? } else { 0 }
             }
             ControlField::UncompressedResponse(r) => {
+                // LEN, OFFSET and LAST are open for a write response (Table 5-30: set to 0), and
+                // OFFSET for a multi-beat read response.
+                let (len, offset, last) = match (r.read, r.len) {
+                    (false, _) => (0, 0, false),
+                    (true, 0) => (0, r.offset, r.last),
+                    (true, len) => (len, 0, r.last),
+                };
                 ur::FTYPE.place(u64::from(ftype::UNCOMPRESSED_RESPONSE))
                     | put(ur::VCHAN, r.vc, "VCHAN")?
                     | put(ur::TAG, r.tag, "TAG")?
                     | ur::POOL.place(u64::from(r.pool))
-                    | put(ur::LEN, r.len, "LEN")?
-                    | put(ur::OFFSET, r.offset, "OFFSET")?
+                    | put(ur::LEN, len, "LEN")?
+                    | put(ur::OFFSET, offset, "OFFSET")?
                     | put(ur::STATUS, r.status, "STATUS")?
                     | ur::RD_WR.place(u64::from(r.read))
-                    | ur::LAST.place(u64::from(r.last))
+                    | ur::LAST.place(u64::from(last))
                     | put(ur::SRCACCID, r.src, "SRCACCID")?
                     | put(ur::DSTACCID, r.dst, "DSTACCID")?
             }
@@ -634,7 +642,8 @@ impl ControlField {
                     | put(cr::TAG, r.tag, "TAG")?
                     | cr::POOL.place(u64::from(r.pool))
                     | put(cr::DSTACCID, r.dst, "DSTACCID")?
-                    | put(cr::OFFSET_OR_LEN, r.len, "LEN")?
+                    // LEN is open for a write response (Table 5-36: b'00').
+                    | put(cr::OFFSET_OR_LEN, if r.read { r.len } else { 0 }, "LEN")?
                     | cr::LAST_OR_RD_WR.place(u64::from(r.read))
             }
         })
@@ -918,9 +927,10 @@ mod tests {
                 values[k] = v;
                 let r = make(values);
                 let w = ftype << 28 | bits;
-                assert_eq!(field(r).to_word(), Ok(u128::from(w)), "{r:?}");
-                // LEN alone on a write response is a bit the table leaves open: ignored.
+                // LEN alone on a write response is a bit the table leaves open: sent as zero,
+                // ignored on receive.
                 let open = ControlField::check_reserved(u128::from(w), 1).is_err();
+                assert_eq!(field(r).to_word(), Ok(u128::from(if open { ftype << 28 } else { w })), "{r:?}");
                 assert_eq!(from_word(w), if open { make([0; 6]) } else { r });
             }
         }
@@ -974,6 +984,40 @@ mod tests {
             ControlField::from_word(0x3 << 60 | 0b001 << 57, 2),
             Err(Error::BadValue { field: "compressed CMD", value: 1 })
         );
+    }
+
+    /// Whatever a field value holds where the tables leave the bits open, `to_word` writes zeros
+    /// there: a write response's LEN, OFFSET and LAST (Tables 5-30, 5-36), a multi-beat read
+    /// response's OFFSET, and NUMBEATS of a command without data (Table 2-2).
+    #[test]
+    fn open_bits_go_out_as_zero() {
+        for (read, len, offset, last) in (0..32u8).map(|k| (k & 1 != 0, k >> 1 & 3, k >> 3 & 3, k & 2 != 0)) {
+            let u =
+                UncompressedResponse { vc: 1, tag: 9, pool: false, len, offset, status: 0, read, last, src: 1, dst: 2 };
+            let w = ControlField::UncompressedResponse(u).to_word().unwrap();
+            assert_eq!(ControlField::check_reserved(w, 2), Ok(()), "{u:?}");
+            let c = CompressedResponse { vc: 1, tag: 9, pool: false, dst: 2, len, read };
+            let w = ControlField::CompressedResponse(c).to_word().unwrap();
+            assert_eq!(ControlField::check_reserved(w, 1), Ok(()), "{c:?}");
+        }
+        let read = UncompressedRequest {
+            cmd: crate::upli::Command::Read.code(),
+            vc: 0,
+            asi: 0,
+            tag: 1,
+            pool: false,
+            attr: 0,
+            len: 63,
+            metadata: 0,
+            addr: 0x1000,
+            src: 1,
+            dst: 2,
+            cache_load: None,
+            num_beats: 3,
+        };
+        let w = ControlField::UncompressedRequest(read).to_word().unwrap();
+        assert_eq!(ControlField::check_reserved(w, 4), Ok(()));
+        assert_eq!(uq::NUMBEATS.get(w), 0);
     }
 
     proptest! {

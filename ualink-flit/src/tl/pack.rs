@@ -51,7 +51,9 @@ use linklayer::bytes::copy_prefix;
 pub struct Beat<'a> {
     /// The 64 bytes, byte at address X in lane X mod 64.
     pub data: &'a [u8; BEAT_LEN],
-    /// Byte enables (requests only; one bit per lane).
+    /// Byte enables (requests only; one bit per lane). Sent as given: lanes outside the
+    /// request's ReqAddr/ReqLen must be 0 (§2.8, the Originator's rule, which
+    /// [`UpliPort`](crate::port::UpliPort) keeps).
     pub byte_en: u64,
     /// The beat is poisoned (OrigDataError / RdRspDataError).
     pub error: bool,
@@ -352,7 +354,11 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
         let mut placed: [Option<(Tenure, u64)>; SECTORS as usize] = [None; SECTORS as usize];
         let (mut n_req, mut n_rsp) = (0u8, 0u8);
 
-        // Responses, from the top down, any order.
+        // Responses: room is taken from the top down, any response that fits (§5.5 lets them
+        // drain out of order); then the ones of a size are laid out in the order they were
+        // queued, lowest sector first, so that a receiver reading up the half-flit meets the
+        // parts of one read in order (its last beat, RdRspLast, last).
+        let mut chosen: heapless::Vec<(u32, Response, u8, u8), { SECTORS as usize }> = heapless::Vec::new();
         let mut i = 0;
         while i < self.responses.len() && n_rsp < self.rate.responses && usize::from(n_req + n_rsp) < max_items {
             let Some(&(id, mut r)) = self.responses.get(i) else { break };
@@ -367,20 +373,34 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
                 continue;
             };
             r.set_pool(pool);
-            // Checked when queued; taking the credit changed only its pool bit.
-            let f = r.field(self.config.compress_responses);
-            same_size(&f, n)?;
             used |= (((1u16 << n) - 1) << low) as u8;
-            put_field(out, low, &f)?;
-            if let Some(p) = placed.get_mut(usize::from(low)) {
-                *p = Some((Tenure::new(id, beats, false, 0), r.auth_tag()));
-            }
+            // At most one response a sector, so there is room.
+            let _ = chosen.push((id, r, n, low));
             // (Checked again where the compiler sees it: `remove` asserts its index, and no
             // panic may be linked.)
             if i < self.responses.len() {
                 self.responses.remove(i);
             }
             n_rsp += 1;
+        }
+        // An insertion sort of each size's sectors into queue order (at most eight responses).
+        for b in 1..chosen.len() {
+            let Some((before, rest)) = chosen.split_at_mut_checked(b) else { break };
+            let Some(y) = rest.first_mut() else { break };
+            for x in before.iter_mut().filter(|x| x.2 == y.2) {
+                if x.3 > y.3 {
+                    core::mem::swap(&mut x.3, &mut y.3);
+                }
+            }
+        }
+        for (id, r, n, low) in chosen {
+            // Checked when queued; taking the credit changed only its pool bit.
+            let f = r.field(self.config.compress_responses);
+            same_size(&f, n)?;
+            put_field(out, low, &f)?;
+            if let Some(p) = placed.get_mut(usize::from(low)) {
+                *p = Some((Tenure::new(id, r.data_beats(), false, 0), r.auth_tag()));
+            }
         }
 
         // Requests, in order, from the bottom up.

@@ -341,8 +341,10 @@ mod tests {
         // reads as the response it is.
         let multi = Response::Read(ReadResponse::new(3, 0, 1, 4));
         let Ok(ControlField::UncompressedResponse(mut m)) = multi.to_field(false) else { panic!("uncompressed") };
-        (m.offset, m.last) = (2, false);
-        let w = ControlField::UncompressedResponse(m).to_word().unwrap();
+        m.last = false;
+        // (`to_word` sends OFFSET as zero: set it on the word, as such a partner would.)
+        let w = ControlField::UncompressedResponse(m).to_word().unwrap()
+            | crate::tl::field::layout::uncompressed_response::OFFSET.place(2);
         assert!(ControlField::check_reserved(w, 2).is_err(), "OFFSET of a multi-beat read");
         assert_eq!(ControlField::from_word(w, 2).and_then(|f| Response::from_field(&f)), Ok(Some(multi)));
     }

@@ -589,7 +589,8 @@ fn any_request() -> impl Strategy<Value = Request> {
                     (Command::AtomicR, len, 0, AtomicAttr { op, size: OpSize::Bits64 }.to_attr(), 0)
                 }
                 5 => (Command::AtomicNR, 15, 0, AtomicAttr { op: AtomicOp::Swap, size: OpSize::Bits32 }.to_attr(), 0),
-                6 => (Command::WriteMessage, 15, beats - 1, 0, 1),
+                // A key roll is one beat (Table 2-7); a vendor message may have more.
+                6 => (Command::WriteMessage, 15, beats - 1, 0, if beats == 1 { 1 } else { 0xF0 | (seed % 16) as u8 }),
                 7 => (Command::VendorWrite((seed % 4) as u8), 16 * beats - 1, beats - 1, 0, 0),
                 _ => (Command::VendorRead((seed % 8) as u8), 16 * beats - 1, 0, 0, (seed % 4) as u8),
             };
@@ -819,4 +820,33 @@ fn holds_data_until_the_last_half_flit_of_an_item_is_packed() {
         p.pack(&store, &mut f).unwrap();
     }
     assert_eq!(p.stats.missing_beats, 0);
+}
+
+/// The parts of one read answered beat by beat (single-beat read responses, §5.5) leave in the
+/// order they were queued, lowest sector first, so a receiver reading up the half-flit meets the
+/// part marked Last last; responses of other sizes in between do not change that.
+#[test]
+fn parts_of_one_read_leave_in_queue_order() {
+    for compress in [false, true] {
+        let (mut p, mut u) = pair(false, compress);
+        let part =
+            |offset: u8, last: bool| Response::Read(ReadResponse { offset, last, ..ReadResponse::new(5, 0, 1, 1) });
+        p.push_response(1, part(0, false)).unwrap();
+        p.push_response(2, wr_rsp(8)).unwrap();
+        p.push_response(3, part(1, false)).unwrap();
+        p.push_response(4, part(2, true)).unwrap();
+        let mut f = TlFlit::default();
+        p.pack(&Store::default(), &mut f).unwrap();
+        let mut got = Unpacked::default();
+        u.unpack(&f, &mut got).unwrap();
+        let parts: Vec<(u8, bool)> = got
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                RxItem::Response { rsp: Response::Read(r), .. } => Some((r.offset, r.last)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(parts, [(0, false), (1, false), (2, true)], "compressed: {compress}");
+    }
 }
