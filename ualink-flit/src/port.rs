@@ -889,7 +889,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
     /// must be answered (§2.7.3): one never answered keeps its slot, and the credits of its
     /// buffers, for good. Refused: a handle this
     /// port does not hold ([`Error::State`]: answered, or dropped by a link down), data that does
-    /// not fit or ISOLATE, which only a TL gives its own Originator ([`Error::BadValue`]).
+    /// not fit, ISOLATE, which only a TL gives its own Originator, or a status code the tables
+    /// reserve for a predefined command ([`Error::BadValue`]). A refused answer changes nothing.
     pub fn respond(&mut self, handle: Handle, status: Status, data: &[u8]) -> Result<(), Error> {
         let i = usize::from(handle.slot);
         let s = match self.compl.get_mut(i) {
@@ -899,12 +900,22 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
         if status == Status::Isolate {
             return Err(Error::BadValue { field: "response status (ISOLATE is TL-local)", value: 0xF });
         }
+        // The codes Tables 2-9 and 2-12 leave reserved are vendor-defined only for vendor
+        // commands (Table 2-10).
+        if matches!(status, Status::Vendor(_)) && !s.req.cmd.is_vendor() {
+            return Err(Error::BadValue {
+                field: "response status (reserved for a predefined command)",
+                value: u32::from(status.code()),
+            });
+        }
         let mut rsp = Response::answering(&s.req);
         rsp.set_status(status);
         let (first, len) = response_window(&s.req, rsp.data_beats());
         if data.len() > len {
             return Err(Error::BadValue { field: "response data length", value: data.len() as u32 });
         }
+        // Checked before the data goes in: a refused answer leaves the request's data as it was.
+        rsp.check()?;
         s.fill(first, data);
         self.packer.push_response(RESPONSE_ID | u32::from(handle.slot), rsp)?;
         s.state = Compl::Responding;
@@ -999,6 +1010,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
         if self.cfg.isolate_on_timeout {
             self.isolated = true;
             self.stats.isolations += 1;
+            // Isolation Mode blocks every request not yet issued (§3.1.3): the ones still queued
+            // in the TL never go out (each ends with this Timeout below).
+            self.packer.cancel_queued_requests();
         }
         for (i, s) in self.orig.iter_mut().enumerate() {
             if self.isolated && s.state.takes_responses() || overdue(s, self.now) {

@@ -646,6 +646,10 @@ fn respond_checks_its_handle_and_data() {
     assert!(matches!(p.ports[1].respond(h, Status::Okay, &[0; 9]), Err(Error::BadValue { .. })));
     // ISOLATE is the TL's own word to its Originator, never sent over a link.
     assert!(matches!(p.ports[1].respond(h, Status::Isolate, &[]), Err(Error::BadValue { .. })));
+    // A code reserved for predefined commands is refused, and the request's data is untouched.
+    let before = p.ports[1].request_data(h).map(|d| d.bytes().to_vec());
+    assert!(matches!(p.ports[1].respond(h, Status::Vendor(0x1), &[1; 8]), Err(Error::BadValue { .. })));
+    assert_eq!(p.ports[1].request_data(h).map(|d| d.bytes().to_vec()), before);
     p.ports[1].respond(h, Status::Okay, &[0; 8]).unwrap();
     assert!(p.ports[1].request_data(h).is_none());
 }
@@ -779,6 +783,28 @@ fn a_read_that_arrives_with_a_writes_last_data_waits_for_the_write() {
         .flat_map(|a| [(2 * a, crate::upli::Command::WriteFull), (2 * a + 1, crate::upli::Command::Read)])
         .collect();
     assert_eq!(order, want);
+}
+
+/// Isolation Mode blocks what the Originator has not issued yet (§3.1.3): a write still queued
+/// when the watchdog fires never reaches the partner, though the link comes up after.
+#[test]
+fn isolation_keeps_requests_not_yet_sent_from_going_out() {
+    let mut p = Pair::new(17, 0, Faults::default());
+    p.ports[0].cfg.completion_timeout = Some(5);
+    p.serve_per_flit = 0;
+    // The link is not up yet: the write waits in the TL.
+    let req = Request::write(100 << 8, 64).unwrap().to_acc(2);
+    let tag = p.ports[0].request(req, &written(1, 100 << 8, 64)).unwrap();
+    p.sides[0].outstanding.insert(tag, 100);
+    p.ports[0].handle_timeout(10);
+    p.events(0);
+    assert!(p.ports[0].is_isolated());
+    assert_eq!(p.sides[0].ends[&100], [End::Failed(Failure::Timeout)]);
+    for _ in 0..200 {
+        p.step();
+    }
+    assert!(p.ports[0].is_up() && p.ports[1].is_up());
+    assert!(p.sides[1].arrived.is_empty(), "a failed request was still performed");
 }
 
 #[test]

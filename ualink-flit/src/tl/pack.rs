@@ -223,6 +223,16 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
         self.responses.push((id, r)).map_err(|_| Error::Full { queue: "TL responses" })
     }
 
+    /// Drops the requests queued and not yet begun (their control fields not sent), for an
+    /// Originator in Isolation Mode, which issues nothing more (§3.1.3). A request whose data is
+    /// still going out finishes. No credit is owed for them: credits are taken when a request is
+    /// packed. Returns how many were dropped.
+    pub fn cancel_queued_requests(&mut self) -> usize {
+        let n = self.requests.len();
+        self.requests.clear();
+        n
+    }
+
     /// Queues a TL message, sent in the next control slot once every owed credit has gone out
     /// (so Initial Credit Release Complete follows the credits it announces). Poisoned Data is the
     /// packer's own and is refused.
