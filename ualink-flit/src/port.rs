@@ -46,10 +46,15 @@
 //! [`BeatSource`] and [`Packer::holds_data`].)
 //!
 //! Which bytes a transfer's data are ([`Data::bytes`], and what [`UpliPort::request`] and
-//! [`UpliPort::respond`] take): `bytes()` from the address's lane for reads and writes; one
-//! element from the address's lane for an atomic; 64 bytes from lane 0 for a double-operand
-//! atomic (its two operands, §2.8); whole beats from lane 0 for vendor commands and Write
+//! [`UpliPort::respond`] take): `bytes()` from the address's lane for reads and writes, and for
+//! a single-operand atomic (its elements, ReqLen a multiple of the element size, each element's
+//! old value returned in its lanes, §2.8); 64 bytes from lane 0 for a double-operand atomic's
+//! request (its two operands, §2.8); whole beats from lane 0 for vendor commands and Write
 //! Messages, whose address and length are the vendor's (§2.8).
+//!
+//! *Not yet right:* a double-operand atomic's (Compare's) response carries one element from the
+//! address's lane, where §2.8 returns the 32 bytes it updates; answering one with more is
+//! refused.
 //!
 //! # Order
 //!
@@ -235,8 +240,8 @@ pub struct Data<'a> {
 }
 
 impl<'a> Data<'a> {
-    /// The transfer's bytes (module doc: a read's or write's bytes from its address on, an
-    /// atomic's element, a double-operand atomic's 64 bytes, a vendor command's whole beats).
+    /// The transfer's bytes (module doc: a read's, write's or single-operand atomic's bytes from
+    /// its address on, a double-operand atomic's 64 bytes, a vendor command's whole beats).
     pub fn bytes(&self) -> &'a [u8] {
         self.beats.get(self.first..self.first + self.len).unwrap_or(&[])
     }
@@ -570,8 +575,8 @@ impl<St: Copy> Slot<St> {
 }
 
 /// The byte lanes of a request's data beats that [`UpliPort::request`] takes and
-/// [`Data::bytes`] gives (module doc): `req.bytes()` lanes from the address's for a read or write,
-/// one element for an atomic, lanes 0..64 for a double-operand atomic, whole beats for a vendor
+/// [`Data::bytes`] gives (module doc): `req.bytes()` lanes from the address's for a read, a write
+/// or a single-operand atomic, lanes 0..64 for a double-operand atomic, whole beats for a vendor
 /// command or Write Message; empty for a command without data.
 pub fn request_lanes(req: &Request) -> core::ops::Range<usize> {
     let (first, len) = if req.cmd.has_data() { request_window(req) } else { (0, 0) };
@@ -579,8 +584,9 @@ pub fn request_lanes(req: &Request) -> core::ops::Range<usize> {
 }
 
 /// The byte lanes of a response's data beats that [`UpliPort::respond`] takes (at most) and
-/// [`Data::bytes`] gives: a read's `req.bytes()` lanes from the address's, an atomic's element, a
-/// vendor command's or Write Message's whole beats; empty for a write-channel response.
+/// [`Data::bytes`] gives: a read's or single-operand atomic's `req.bytes()` lanes from the
+/// address's, a double-operand atomic's one element (module doc, *not yet right*), a vendor
+/// command's or Write Message's whole beats; empty for a write-channel response.
 pub fn response_lanes(req: &Request) -> core::ops::Range<usize> {
     let (first, len) = response_window(req, req.response_beats());
     first..first + len
@@ -593,9 +599,8 @@ fn request_window(req: &Request) -> (usize, usize) {
         (0, usize::from(req.data_beats()) * BEAT_LEN)
     } else if req.is_double_operand() {
         (0, BEAT_LEN)
-    } else if req.cmd.is_atomic() {
-        (lane, usize::from(AtomicAttr::from_attr(req.attr).size.bytes()))
     } else {
+        // A single-operand atomic's elements too (ReqLen a multiple of the element, §2.8).
         (lane, req.bytes() as usize)
     }
 }
@@ -607,9 +612,10 @@ fn response_window(req: &Request, beats: u8) -> (usize, usize) {
         (0, 0)
     } else if req.cmd.is_vendor() || matches!(req.cmd, crate::upli::Command::WriteMessage) {
         (0, usize::from(beats) * BEAT_LEN)
-    } else if req.cmd.is_atomic() {
+    } else if req.is_double_operand() {
         (lane, usize::from(AtomicAttr::from_attr(req.attr).size.bytes()))
     } else {
+        // A single-operand atomic returns each element's old value in its lanes (§2.8).
         (lane, req.bytes() as usize)
     }
 }
@@ -853,8 +859,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
         self.dl.contain();
     }
 
-    /// Issues `req` with `data` (module doc: a read's or write's `req.bytes()` bytes, an atomic's
-    /// element, a double-operand atomic's 64 bytes, a vendor command's or Write Message's whole
+    /// Issues `req` with `data` (module doc: a write's or single-operand atomic's `req.bytes()`
+    /// bytes, a double-operand atomic's 64 bytes, a vendor command's or Write Message's whole
     /// beats; none for a command without data). The port sets ReqTag (returned) and
     /// ReqSrcPhysAccID. Refused: while the link is not enabled or the Originator is in Isolation
     /// Mode ([`Error::State`]), with every tag taken ([`Error::Full`]), data of the wrong length or

@@ -785,6 +785,26 @@ fn a_read_that_arrives_with_a_writes_last_data_waits_for_the_write() {
     assert_eq!(order, want);
 }
 
+/// A single-operand atomic over two elements (ReqLen a multiple of the element, §2.8) carries
+/// both operands and gets both old values back, each in its lanes.
+#[test]
+fn a_two_element_atomic_returns_both_old_values() {
+    let mut p = Pair::new(19, 0, Faults::default());
+    for _ in 0..60 {
+        p.step();
+    }
+    let one = Request::atomic(AtomicOp::Add, OpSize::Bits64, 101 << 8 | 0x10, true).unwrap().to_acc(2);
+    let req = Request { len: 3, ..one };
+    assert_eq!(req.check(), Ok(()));
+    assert_eq!((request_lanes(&req), response_lanes(&req)), (0x10..0x20, 0x10..0x20));
+    let tag = p.ports[0].request(req, &written(1, req.addr, 16)).unwrap();
+    p.sides[0].outstanding.insert(tag, 101);
+    for _ in 0..200 {
+        p.step();
+    }
+    assert_eq!(p.sides[0].ends[&101], [End::Answered]);
+}
+
 /// Isolation Mode blocks what the Originator has not issued yet (§3.1.3): a write still queued
 /// when the watchdog fires never reaches the partner, though the link comes up after.
 #[test]
