@@ -48,13 +48,11 @@
 //! Which bytes a transfer's data are ([`Data::bytes`], and what [`UpliPort::request`] and
 //! [`UpliPort::respond`] take): `bytes()` from the address's lane for reads and writes, and for
 //! a single-operand atomic (its elements, ReqLen a multiple of the element size, each element's
-//! old value returned in its lanes, §2.8); 64 bytes from lane 0 for a double-operand atomic's
-//! request (its two operands, §2.8); whole beats from lane 0 for vendor commands and Write
-//! Messages, whose address and length are the vendor's (§2.8).
-//!
-//! *Not yet right:* a double-operand atomic's (Compare's) response carries one element from the
-//! address's lane, where §2.8 returns the 32 bytes it updates; answering one with more is
-//! refused.
+//! old value returned in its lanes, §2.8); for a double-operand atomic, 64 bytes from lane 0
+//! in the request (Op1 in lanes 0..32, Op2 in 32..64, whatever ReqAddr) and the 32 bytes it
+//! updates in lanes 0..32 of the response (§2.8, Figure 2-24: "Data Returned in Low 32
+//! Bytes"); whole beats from lane 0 for vendor commands and Write Messages, whose address and
+//! length are the vendor's (§2.8).
 //!
 //! # Order
 //!
@@ -138,7 +136,7 @@ use crate::tl::flit::beat_byte_enables;
 use crate::tl::{
     Beat, BeatSource, Message, MessageType, Packer, PackerConfig, Response, RxHalf, RxItem, TlFlit, Unpacked, Unpacker,
 };
-use crate::upli::{AtomicAttr, BEAT_LEN, MAX_TRANSFER, Request, ResponseChannel, Status};
+use crate::upli::{BEAT_LEN, MAX_TRANSFER, Request, ResponseChannel, Status};
 use linklayer::bytes::copy_prefix;
 
 /// Data bytes a slot holds: one transfer of up to four 64-byte beats.
@@ -585,8 +583,8 @@ pub fn request_lanes(req: &Request) -> core::ops::Range<usize> {
 
 /// The byte lanes of a response's data beats that [`UpliPort::respond`] takes (at most) and
 /// [`Data::bytes`] gives: a read's or single-operand atomic's `req.bytes()` lanes from the
-/// address's, a double-operand atomic's one element (module doc, *not yet right*), a vendor
-/// command's or Write Message's whole beats; empty for a write-channel response.
+/// address's, lanes 0..32 for a double-operand atomic, a vendor command's or Write Message's
+/// whole beats; empty for a write-channel response.
 pub fn response_lanes(req: &Request) -> core::ops::Range<usize> {
     let (first, len) = response_window(req, req.response_beats());
     first..first + len
@@ -613,7 +611,8 @@ fn response_window(req: &Request, beats: u8) -> (usize, usize) {
     } else if req.cmd.is_vendor() || matches!(req.cmd, crate::upli::Command::WriteMessage) {
         (0, usize::from(beats) * BEAT_LEN)
     } else if req.is_double_operand() {
-        (lane, usize::from(AtomicAttr::from_attr(req.attr).size.bytes()))
+        // The 32 bytes it updates, in the low 32 lanes (§2.8, Figure 2-24).
+        (0, BEAT_LEN / 2)
     } else {
         // A single-operand atomic returns each element's old value in its lanes (§2.8).
         (lane, req.bytes() as usize)

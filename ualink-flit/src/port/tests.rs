@@ -805,6 +805,25 @@ fn a_two_element_atomic_returns_both_old_values() {
     assert_eq!(p.sides[0].ends[&101], [End::Answered]);
 }
 
+/// A double-operand atomic (Compare) carries its two operands in one beat, Op1 in lanes 0..32
+/// and Op2 in 32..64, and gets back the 32 bytes it updates in lanes 0..32 (§2.8, Figure 2-24).
+#[test]
+fn a_compare_returns_the_32_bytes_it_updates() {
+    let mut p = Pair::new(23, 0, Faults::default());
+    for _ in 0..60 {
+        p.step();
+    }
+    let req = Request::atomic(AtomicOp::Compare, OpSize::Bits32, 102 << 8 | 0x20, true).unwrap().to_acc(2);
+    assert!(req.is_double_operand());
+    assert_eq!((request_lanes(&req), response_lanes(&req)), (0..64, 0..32));
+    let tag = p.ports[0].request(req, &written(1, req.addr, 64)).unwrap();
+    p.sides[0].outstanding.insert(tag, 102);
+    for _ in 0..200 {
+        p.step();
+    }
+    assert_eq!(p.sides[0].ends[&102], [End::Answered]);
+}
+
 /// Isolation Mode blocks what the Originator has not issued yet (§3.1.3): a write still queued
 /// when the watchdog fires never reaches the partner, though the link comes up after.
 #[test]
