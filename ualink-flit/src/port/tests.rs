@@ -785,43 +785,29 @@ fn a_read_that_arrives_with_a_writes_last_data_waits_for_the_write() {
     assert_eq!(order, want);
 }
 
-/// A single-operand atomic over two elements (ReqLen a multiple of the element, §2.8) carries
-/// both operands and gets both old values back, each in its lanes.
+/// Atomic data (§2.8): a single-operand atomic over two elements (ReqLen a multiple of the
+/// element) carries both operands and gets both old values back, each in its lanes; a
+/// double-operand atomic (Compare) carries Op1 in lanes 0..32 and Op2 in 32..64 and gets back
+/// the 32 bytes it updates in lanes 0..32 (Figure 2-24).
 #[test]
-fn a_two_element_atomic_returns_both_old_values() {
-    let mut p = Pair::new(19, 0, Faults::default());
-    for _ in 0..60 {
-        p.step();
+fn atomics_carry_and_return_all_their_elements() {
+    let two = Request { len: 3, ..Request::atomic(AtomicOp::Add, OpSize::Bits64, 101 << 8 | 0x10, true).unwrap() };
+    let compare = Request::atomic(AtomicOp::Compare, OpSize::Bits32, 102 << 8 | 0x20, true).unwrap();
+    for (seq, req, lanes) in [(101, two, (0x10..0x20, 0x10..0x20)), (102, compare, (0..64, 0..32))] {
+        let mut p = Pair::new(seq, 0, Faults::default());
+        for _ in 0..60 {
+            p.step();
+        }
+        let req = req.to_acc(2);
+        assert_eq!(req.check(), Ok(()));
+        assert_eq!((request_lanes(&req), response_lanes(&req)), lanes);
+        let tag = p.ports[0].request(req, &written(1, req.addr, lanes.0.len() as u64)).unwrap();
+        p.sides[0].outstanding.insert(tag, seq);
+        for _ in 0..200 {
+            p.step();
+        }
+        assert_eq!(p.sides[0].ends[&seq], [End::Answered]);
     }
-    let one = Request::atomic(AtomicOp::Add, OpSize::Bits64, 101 << 8 | 0x10, true).unwrap().to_acc(2);
-    let req = Request { len: 3, ..one };
-    assert_eq!(req.check(), Ok(()));
-    assert_eq!((request_lanes(&req), response_lanes(&req)), (0x10..0x20, 0x10..0x20));
-    let tag = p.ports[0].request(req, &written(1, req.addr, 16)).unwrap();
-    p.sides[0].outstanding.insert(tag, 101);
-    for _ in 0..200 {
-        p.step();
-    }
-    assert_eq!(p.sides[0].ends[&101], [End::Answered]);
-}
-
-/// A double-operand atomic (Compare) carries its two operands in one beat, Op1 in lanes 0..32
-/// and Op2 in 32..64, and gets back the 32 bytes it updates in lanes 0..32 (§2.8, Figure 2-24).
-#[test]
-fn a_compare_returns_the_32_bytes_it_updates() {
-    let mut p = Pair::new(23, 0, Faults::default());
-    for _ in 0..60 {
-        p.step();
-    }
-    let req = Request::atomic(AtomicOp::Compare, OpSize::Bits32, 102 << 8 | 0x20, true).unwrap().to_acc(2);
-    assert!(req.is_double_operand());
-    assert_eq!((request_lanes(&req), response_lanes(&req)), (0..64, 0..32));
-    let tag = p.ports[0].request(req, &written(1, req.addr, 64)).unwrap();
-    p.sides[0].outstanding.insert(tag, 102);
-    for _ in 0..200 {
-        p.step();
-    }
-    assert_eq!(p.sides[0].ends[&102], [End::Answered]);
 }
 
 /// Isolation Mode blocks what the Originator has not issued yet (§3.1.3): a write still queued
