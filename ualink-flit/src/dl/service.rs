@@ -498,7 +498,10 @@ impl<const U: usize> MessageService<U> {
             .channel_mut(channel)
             .copied()
             .ok_or(Error::BadValue { field: "DL channel", value: u32::from(channel) })?;
-        if self.own.is_some() || self.confirm.is_some() || self.peer_pending.is_some() || self.opening.is_some() {
+        // (A transmit gate still waiting for this port's last confirming Ack does not hold a new
+        // request back: the request queues behind that Ack, and taking the same channel offline
+        // keeps the gate shut.)
+        if self.own.is_some() || self.confirm.is_some() || self.peer_pending.is_some() {
             return Err(Error::Full { queue: "DL channel negotiation (one at a time)" });
         }
         if c.online == online {
@@ -1305,6 +1308,25 @@ mod tests {
             assert!(confirm < credit, "{sent:?}");
             assert!(p.s[0].channel_online(CHANNEL_UART) && p.s[1].channel_online(CHANNEL_UART));
         }
+    }
+
+    /// A request may follow at once the Ack that completes this port's last one: it queues
+    /// behind the confirming Ack, and the first channel's gate still opens once that has gone.
+    #[test]
+    fn a_second_request_may_follow_the_first_at_once() {
+        let mut p = Pair::new();
+        p.s[0].request_channel(CHANNEL_TL, true).unwrap();
+        for _ in 0..10 {
+            p.step();
+            if p.s[0].channel_online(CHANNEL_TL) {
+                break;
+            }
+        }
+        assert!(p.s[0].channel_online(CHANNEL_TL));
+        p.s[0].request_channel(CHANNEL_UART, true).unwrap();
+        p.run(10);
+        assert_eq!(p.s[0].tl_gates(), (true, true));
+        assert!(p.s[0].channel_online(CHANNEL_UART) && p.s[1].channel_online(CHANNEL_UART));
     }
 
     /// A UART stream reset ends when Channel 4 goes offline: no No-Op or Reset Request goes out
