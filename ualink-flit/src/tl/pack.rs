@@ -4,8 +4,12 @@
 //! Each call to [`Packer::pack`] makes one TL flit:
 //!
 //! * Owed data half-flits go first (the lower half while two or more are owed).
-//! * At a control slot the packer fills a control half-flit: responses first, from sector 7 down
-//!   (requests must never block responses, §10), then requests in order from sector 0 up (a
+//! * At a control slot the packer fills a control half-flit: responses first, room taken from
+//!   sector 7 down for any that fits (requests must never block responses, §10; §5.5 lets
+//!   responses drain out of order). *Project-defined*: the responses of one size are then laid
+//!   out in queue order, lowest sector first, so a receiver reading up the half-flit meets the
+//!   parts of a read answered beat by beat in order, the one marked Last last. Then requests in
+//!   order from sector 0 up (a
 //!   request that does not fit, or lacks credits, stops the requests behind it: strict order),
 //!   then flow-control fields returning owed credits in the free sectors. Each item needs its
 //!   command credit and its data credits, of one kind (VC first, then pool), and room under the
