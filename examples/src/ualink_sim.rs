@@ -263,14 +263,13 @@ impl TlSource for Feed<'_> {
     fn has_flit(&self) -> bool {
         self.tx.has_work()
     }
-    fn next_flit(&mut self) -> Option<TlFlit> {
+    fn next_flit(&mut self, out: &mut TlFlit) -> bool {
         if !self.tx.has_work() {
-            return None;
+            return false;
         }
-        let mut f = TlFlit::default();
-        self.tx.pack(self.data, &mut f).expect("the packer never fails on checked items");
-        self.in_flight.push_back(f);
-        Some(f)
+        self.tx.pack(self.data, out).expect("the packer never fails on checked items");
+        self.in_flight.push_back(*out);
+        true
     }
 }
 

@@ -1856,10 +1856,11 @@ pub fn ualink_link(data: &[u8]) {
         fn has_flit(&self) -> bool {
             !self.q.is_empty()
         }
-        fn next_flit(&mut self) -> Option<TlFlit> {
-            let f = self.q.pop_front()?;
+        fn next_flit(&mut self, out: &mut TlFlit) -> bool {
+            let Some(f) = self.q.pop_front() else { return false };
             self.log.push_back(f);
-            Some(f)
+            *out = f;
+            true
         }
     }
     let mut u = Unstructured::new(data);

@@ -194,8 +194,9 @@ impl TlSource for Endless {
     fn has_flit(&self) -> bool {
         true
     }
-    fn next_flit(&mut self) -> Option<TlFlit> {
-        Some(self.0)
+    fn next_flit(&mut self, out: &mut TlFlit) -> bool {
+        *out = self.0;
+        true
     }
 }
 
@@ -206,8 +207,8 @@ impl TlSource for Nothing {
     fn has_flit(&self) -> bool {
         false
     }
-    fn next_flit(&mut self) -> Option<TlFlit> {
-        None
+    fn next_flit(&mut self, _: &mut TlFlit) -> bool {
+        false
     }
 }
 

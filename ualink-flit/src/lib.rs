@@ -27,13 +27,13 @@ fn documented_sizes() {
     assert_eq!(size_of::<dl::DataLink>(), 43_056);
     assert_eq!(size_of::<dl::DataLink128>(), 85_744);
     assert_eq!(size_of::<dl::DataLink<&'static mut [u8], 64, 8>>(), 2_560);
-    assert_eq!(size_of::<tl::Packer>(), 6_032);
-    assert_eq!(size_of::<tl::Packer<16, 4, 32>>(), 3_472);
+    assert_eq!(size_of::<tl::Packer>(), 6_048);
+    assert_eq!(size_of::<tl::Packer<16, 4, 32>>(), 3_488);
     assert_eq!(size_of::<tl::Packer<64, 4, 64>>() - size_of::<tl::Packer>(), 1_584);
     assert_eq!(size_of::<tl::Unpacker>(), 728);
     assert_eq!(size_of::<tl::Unpacker<64, 4>>(), 2_312);
     assert_eq!(size_of::<dl::service::MessageService>(), 1_328);
-    assert_eq!(size_of::<port::UpliPort>(), 71_376);
-    assert_eq!(size_of::<port::UpliPort<[u8; dl::link::REPLAY_ENTRY_LEN * 64], 64, 16>>(), 58_992);
-    assert_eq!(size_of::<port::UpliPort<[u8; dl::link::REPLAY_ENTRY_LEN * 64], 64, 64>>(), 96_144);
+    assert_eq!(size_of::<port::UpliPort>(), 71_392);
+    assert_eq!(size_of::<port::UpliPort<[u8; dl::link::REPLAY_ENTRY_LEN * 64], 64, 16>>(), 59_008);
+    assert_eq!(size_of::<port::UpliPort<[u8; dl::link::REPLAY_ENTRY_LEN * 64], 64, 64>>(), 96_160);
 }

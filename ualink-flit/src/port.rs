@@ -123,8 +123,8 @@
 //!
 //! Each slot pair (one originator and one completer slot, each with 256 bytes of data) costs
 //! 774 B on a 64-bit host, on top of the data link and the TL. The default `UpliPort` (64
-//! TxReplay entries inline, 32 slots each way) is 71 376 B; with 16 slots 58 992 B, with 64
-//! slots 96 144 B.
+//! TxReplay entries inline, 32 slots each way) is 71 392 B; with 16 slots 59 008 B, with 64
+//! slots 96 160 B.
 
 use crate::Error;
 use crate::dl::link::{DownReason, REPLAY_ENTRY_LEN};
@@ -657,13 +657,8 @@ impl<const S: usize> TlSource for Feed<'_, S> {
         self.packer.has_work()
     }
 
-    fn next_flit(&mut self) -> Option<TlFlit> {
-        if !self.packer.has_work() {
-            return None;
-        }
-        let mut f = TlFlit::default();
-        self.packer.pack(&self.beats, &mut f).ok()?;
-        Some(f)
+    fn next_flit(&mut self, out: &mut TlFlit) -> bool {
+        self.packer.has_work() && self.packer.pack(&self.beats, out).is_ok()
     }
 }
 
@@ -671,7 +666,7 @@ impl<const S: usize> TlSource for Feed<'_, S> {
 ///
 /// `B` is TxReplay's storage, `N` its entries (as [`DataLink`]); `S` the slots each way (1 to
 /// 2048): outstanding requests, and requests held by the completer. Size on a 64-bit host: the
-/// default `UpliPort` (64 TxReplay entries inline, `S` = 32) 71 376 B, and 774 B more or less per
+/// default `UpliPort` (64 TxReplay entries inline, `S` = 32) 71 392 B, and 774 B more or less per
 /// slot (module doc). [`UpliPort::new`] returns it by value: give it a home (a `static`, a `Box`)
 /// rather than a small stack.
 #[derive(Clone, Debug)]

@@ -253,7 +253,7 @@ const fn four<T: Copy, const N: usize>(t: &[T; N], i: usize) -> [T; 4] {
 fn copy<const N: usize>(dst: &mut [u8], d: usize, src: &[u8], s: usize) {
     let to = dst.get_mut(d..).and_then(|t| t.first_chunk_mut::<N>());
     if let (Some(to), Some(from)) = (to, src.get(s..).and_then(|f| f.first_chunk::<N>())) {
-        *to = *from;
+        linklayer::bytes::copy_array(to, from);
     }
 }
 

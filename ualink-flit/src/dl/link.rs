@@ -429,8 +429,8 @@ impl<T: TlSource> TlSource for Gate<'_, T> {
         self.open && self.source.has_flit()
     }
 
-    fn next_flit(&mut self) -> Option<crate::tl::TlFlit> {
-        if self.open { self.source.next_flit() } else { None }
+    fn next_flit(&mut self, out: &mut crate::tl::TlFlit) -> bool {
+        self.open && self.source.next_flit(out)
     }
 }
 

@@ -96,8 +96,8 @@ impl<T: TlSource> TlSource for Paced<'_, T> {
         self.pacer.may_send() && self.source.has_flit()
     }
 
-    fn next_flit(&mut self) -> Option<TlFlit> {
-        if self.source.has_flit() && self.pacer.admit() { self.source.next_flit() } else { None }
+    fn next_flit(&mut self, out: &mut TlFlit) -> bool {
+        self.source.has_flit() && self.pacer.admit() && self.source.next_flit(out)
     }
 }
 
@@ -158,10 +158,11 @@ mod tests {
         p.tokens = 0;
         let mut src = Paced { source: &mut q, pacer: &mut p };
         assert!(!src.has_flit());
-        assert_eq!(src.next_flit(), None);
+        let mut f = TlFlit::default();
+        assert!(!src.next_flit(&mut f));
         src.pacer.tick();
         assert!(src.has_flit());
-        assert!(src.next_flit().is_some());
+        assert!(src.next_flit(&mut f));
         assert!(!src.has_flit());
         assert_eq!(q.len(), 7, "only the admitted flit left the queue");
     }

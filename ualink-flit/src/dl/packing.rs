@@ -34,7 +34,7 @@ use crate::tl::TlFlit;
 use crate::tl::flit::TL_FLIT_LEN;
 use crate::tl::half::HALF_FLIT_LEN;
 use linklayer::ZeroOption;
-use linklayer::bytes::copy_prefix;
+use linklayer::bytes::{copy_array, copy_prefix};
 
 /// Sectors in a TL flit.
 pub const TL_SECTORS: u8 = 16;
@@ -86,14 +86,8 @@ pub fn plan(seg: Segment, alt: bool, carry_in: u8, mut start: impl FnMut(usize) 
 /// [`plan`], telling `start` the sector where TL Flit\[i\] would start (so the packer can put it
 /// there at once).
 pub fn plan_at(seg: Segment, alt: bool, carry_in: u8, mut start: impl FnMut(usize, u8) -> bool) -> Plan {
-    let mut pos = seg.start;
-    let mut p = Plan::default();
-    if alt {
-        p.alt = Some(pos);
-        pos += 1;
-    }
-    let fit = carry_in.min(seg.end - pos);
-    p.carried = (pos, fit);
+    let mut p = Plan { alt: alt.then_some(seg.start), carried: carried_at(seg, alt, carry_in), ..Plan::default() };
+    let (mut pos, fit) = p.carried;
     pos += fit;
     p.carry_out = carry_in - fit;
     for slot in 0..2 {
@@ -115,21 +109,31 @@ pub fn plan_at(seg: Segment, alt: bool, carry_in: u8, mut start: impl FnMut(usiz
     p
 }
 
+/// Where the rest of a TL flit carried into segment `seg` goes ([`Plan::carried`]): right after
+/// the alternative sector, if any, as much of its `carry_in` sectors as fit.
+fn carried_at(seg: Segment, alt: bool, carry_in: u8) -> (u8, u8) {
+    let at = seg.start + u8::from(alt);
+    (at, carry_in.min(seg.end.saturating_sub(at)))
+}
+
 /// A source of TL flits for the packer: [`TlSource::next_flit`] is asked each time a TL flit may
-/// start (a packer "tick"); `None` means none is ready now.
+/// start (a packer "tick"); `false` means none is ready now.
 pub trait TlSource {
     /// Whether a TL flit is ready (decides between a payload and a NOP DL flit).
     fn has_flit(&self) -> bool;
-    /// The next TL flit, if one is ready.
-    fn next_flit(&mut self) -> Option<TlFlit>;
+    /// Writes the next TL flit, if one is ready, into `out` (every byte and both message bits)
+    /// and returns `true`; returns `false` when none is ready (what `out` holds then does not
+    /// matter). The packer hands over the place the flit goes, so a flit is written once rather
+    /// than returned and moved.
+    fn next_flit(&mut self, out: &mut TlFlit) -> bool;
 }
 
 impl<const N: usize> TlSource for heapless::Deque<TlFlit, N> {
     fn has_flit(&self) -> bool {
         !self.is_empty()
     }
-    fn next_flit(&mut self) -> Option<TlFlit> {
-        self.pop_front()
+    fn next_flit(&mut self, out: &mut TlFlit) -> bool {
+        self.pop_front().map(|f| *out = f).is_some()
     }
 }
 
@@ -150,7 +154,7 @@ impl<const N: usize> AltSource for heapless::Deque<u32, N> {
     }
 }
 
-/// A TL flit partly placed: its bytes and how many sectors are done.
+/// A TL flit partly placed: its bytes and how many sectors are done (the receive half's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Partial {
     bytes: [u8; TL_FLIT_LEN],
@@ -158,9 +162,22 @@ struct Partial {
     done: u8,
 }
 
-impl Partial {
-    fn left(&self) -> u8 {
-        TL_SECTORS - self.done
+/// The TL flit the transmit half carries over to the next DL flit, or none: the flit and how
+/// many of its sectors are still to be placed (0: none, so an empty one is all zero bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Carry {
+    flit: TlFlit,
+    left: u8,
+}
+
+impl Carry {
+    /// No flit carried over.
+    const NONE: Self =
+        Carry { flit: TlFlit { lower: [0; HALF_FLIT_LEN], upper: [0; HALF_FLIT_LEN], m0: false, m1: false }, left: 0 };
+
+    /// Sectors of the flit already placed.
+    const fn done(&self) -> u8 {
+        TL_SECTORS.saturating_sub(self.left)
     }
 }
 
@@ -179,23 +196,23 @@ pub struct Packed {
 /// flit over from one DL flit to the next.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FlitPacker {
-    carry: ZeroOption<Partial>,
+    carry: Carry,
 }
 
 impl FlitPacker {
     /// A packer with nothing carried over.
     pub const fn new() -> Self {
-        FlitPacker { carry: ZeroOption::NONE }
+        FlitPacker { carry: Carry::NONE }
     }
 
     /// Whether part of a TL flit waits for the next DL flit.
     pub fn has_carry(&self) -> bool {
-        self.carry.is_some()
+        self.carry.left > 0
     }
 
     /// Whether the next DL flit would carry anything (else a NOP flit is due).
     pub fn has_payload(&self, tl: &impl TlSource, alt: &impl AltSource) -> bool {
-        self.carry.is_some() || tl.has_flit() || alt.has_alt()
+        self.has_carry() || tl.has_flit() || alt.has_alt()
     }
 
     /// Fills one DL flit payload (`payload` is overwritten, zero-filled where empty) and its
@@ -212,31 +229,42 @@ impl FlitPacker {
         payload: &mut [u8; PAYLOAD_LEN],
     ) -> Packed {
         let mut out = Packed::default();
+        // The place a TL flit that fits whole is written before it is copied into the payload.
+        let mut whole = TlFlit::default();
         for (seg, sh) in SEGMENTS.iter().zip(segments.iter_mut()) {
             let word = alt.next_alt();
-            let carry_in = self.carry.as_ref().map_or(0, Partial::left);
+            // The flit carried in ends here (`REST_FITS`), right after the alternative sector: it
+            // is placed first, so that a flit split at this segment's end can be written
+            // straight into the carry.
+            let carry_in = self.carry.left;
+            if carry_in > 0 {
+                let (at, n) = carried_at(*seg, word.is_some(), carry_in);
+                put_flit(payload, at, &self.carry.flit, self.carry.done(), n);
+                self.carry.left -= n;
+                out.finished += u8::from(self.carry.left == 0);
+            }
             let mut fresh: [Option<MBits>; 2] = [None, None];
-            let mut split = None;
+            let mut split = false;
+            let carry = &mut self.carry;
             // Each TL flit goes straight to the sector the plan gives it, as it is taken.
             let p = plan_at(*seg, word.is_some(), carry_in, |slot, at| {
-                let Some(f) = tl.next_flit() else {
+                let n = TL_SECTORS.min(seg.end - at);
+                // One split here is written straight into the carry (the one carried in is placed).
+                let f = if n == TL_SECTORS { &mut whole } else { &mut carry.flit };
+                if !tl.next_flit(f) {
                     // The plan zero-fills from here (to the half-segment or the segment's end).
                     zero(payload, at, seg.end);
                     return false;
-                };
+                }
                 let m = MBits { m0: f.m0, m1: f.m1 };
                 if let Some(x) = fresh.get_mut(slot) {
                     *x = Some(m);
                 }
-                let n = TL_SECTORS.min(seg.end - at);
-                if n == TL_SECTORS {
-                    // A whole TL flit (the common case): two fixed-size copies.
-                    put(payload, at, &f.lower);
-                    put(payload, at + HALF_SECTORS, &f.upper);
-                } else {
-                    let bytes = f.to_bytes();
-                    put(payload, at, sectors(&bytes, 0, n));
-                    split = Some(Partial { bytes, m, done: n });
+                put_flit(payload, at, f, 0, n);
+                if n < TL_SECTORS {
+                    // The rest goes into the next segment.
+                    carry.left = TL_SECTORS - n;
+                    split = true;
                 }
                 true
             });
@@ -246,33 +274,27 @@ impl FlitPacker {
                 sh.alt_sector = true;
                 out.alt += 1;
             }
-            if let Some(c) = self.carry.as_mut() {
-                let (at, n) = p.carried;
-                put(payload, at, sectors(&c.bytes, c.done, n));
-                c.done += n;
-                if c.left() == 0 {
-                    self.carry.clear();
-                    out.finished += 1;
-                }
-            }
             let started = fresh.iter().filter(|m| m.is_some()).count() as u8;
             out.started += started;
             // Every flit that started here also ended here, but the one split at the segment's end.
-            out.finished += started - u8::from(split.is_some());
-            // A flit split here starts the next carry; the old one finished first, since a carry
-            // that does not finish fills its segment and no flit starts there.
-            if split.is_some() {
-                self.carry = split.into();
-            }
+            out.finished += started - u8::from(split);
         }
         out
     }
 }
 
-/// Sectors `from..from + n` of a TL flit's bytes.
-fn sectors(bytes: &[u8; TL_FLIT_LEN], from: u8, n: u8) -> &[u8] {
-    let a = usize::from(from) * SECTOR;
-    bytes.get(a..a + usize::from(n) * SECTOR).unwrap_or(&[])
+/// Writes sectors `from..from + n` of TL flit `f` into the payload from sector `at` (a run in
+/// one half is one copy, a run across the halves two).
+fn put_flit(payload: &mut [u8; PAYLOAD_LEN], at: u8, f: &TlFlit, from: u8, n: u8) {
+    let (from, end) = (usize::from(from), usize::from(from + n));
+    let half = usize::from(HALF_SECTORS);
+    if let Some(lo) = f.lower.get(from * SECTOR..end.min(half) * SECTOR) {
+        put(payload, at, lo);
+    }
+    let up = from.max(half);
+    if let Some(hi) = f.upper.get((up - half) * SECTOR..end.saturating_sub(half) * SECTOR) {
+        put(payload, at + (up - from) as u8, hi);
+    }
 }
 
 /// Zeroes payload sectors `from..to`.
@@ -476,7 +498,7 @@ fn put_sectors(f: &mut TlFlit, from: u8, src: &[u8]) {
 fn half_into(dst: &mut [u8; HALF_FLIT_LEN], payload: &[u8; PAYLOAD_LEN], at: u8) {
     let a = usize::from(at) * SECTOR;
     if let Some(src) = payload.get(a..).and_then(|s| s.first_chunk::<HALF_FLIT_LEN>()) {
-        *dst = *src;
+        copy_array(dst, src);
     }
 }
 
@@ -640,9 +662,9 @@ mod tests {
             struct Gappy { q: Deque<TlFlit, 64>, ready: Vec<bool>, tick: usize }
             impl TlSource for Gappy {
                 fn has_flit(&self) -> bool { !self.q.is_empty() }
-                fn next_flit(&mut self) -> Option<TlFlit> {
+                fn next_flit(&mut self, out: &mut TlFlit) -> bool {
                     self.tick += 1;
-                    if self.ready[self.tick % self.ready.len()] { self.q.pop_front() } else { None }
+                    self.ready[self.tick % self.ready.len()] && self.q.next_flit(out)
                 }
             }
             // At least one tick in the cycle is ready, so every flit is taken in the end: the

@@ -149,11 +149,43 @@ fn slot_down(used: u8, n: u8) -> Option<u8> {
     (0..=(SECTORS - n) / n).rev().map(|k| k * n).find(|low| used & (((1u16 << n) - 1) << low) as u8 == 0)
 }
 
+/// Removes entry `i` of `q`, keeping the others in order: the ones in front of it each move one
+/// place back, so taking the front (the common case) moves nothing.
+fn remove_in_order<T, const Q: usize>(q: &mut heapless::Deque<T, Q>, i: usize) {
+    if i >= q.len() {
+        return;
+    }
+    // Entry `i` to the front: the entries up to it rotate one place, across the ring's two
+    // slices if they span both. (Swaps, not `Deque::swap` or `rotate_right`, which assert and
+    // so link a panic.)
+    let (front, back) = q.as_mut_slices();
+    if let Some(run) = front.get_mut(..=i) {
+        rotate_right_one(run);
+    } else if let Some(run) = back.get_mut(..=i - front.len()) {
+        rotate_right_one(run);
+        if let (Some(x), Some(y)) = (front.last_mut(), run.first_mut()) {
+            core::mem::swap(x, y);
+        }
+        rotate_right_one(front);
+    }
+    q.pop_front();
+}
+
+/// Moves the last entry of `run` to its front, the others one place back.
+fn rotate_right_one<T>(run: &mut [T]) {
+    if let Some((last, rest)) = run.split_last_mut() {
+        // Each entry in turn trades places with the one held in the last slot.
+        for x in rest {
+            core::mem::swap(x, last);
+        }
+    }
+}
+
 /// The TL packer for one link direction: `ROWS` × `WAYS` Tx address cache, `Q` requests and `Q`
 /// responses queued.
 ///
-/// Size on a 64-bit host: the default `Packer` (16 × 4 cache, 64 queued each way) 6 032 B;
-/// `Packer<16, 4, 32>` 3 472 B; a 64-row cache adds 1 584 B.
+/// Size on a 64-bit host: the default `Packer` (16 × 4 cache, 64 queued each way) 6 048 B;
+/// `Packer<16, 4, 32>` 3 488 B; a 64-row cache adds 1 584 B.
 #[derive(Clone, Debug)]
 pub struct Packer<const ROWS: usize = 16, const WAYS: usize = 4, const Q: usize = 64> {
     config: PackerConfig,
@@ -163,7 +195,8 @@ pub struct Packer<const ROWS: usize = 16, const WAYS: usize = 4, const Q: usize 
     /// Credits to return to the peer.
     pub owed: Owed,
     requests: heapless::Deque<(u32, Request), Q>,
-    responses: heapless::Vec<(u32, Response), Q>,
+    /// In queue order; taken mostly from the front, so a deque (no shifting).
+    responses: heapless::Deque<(u32, Response), Q>,
     plan: DataPlan,
     rate: RateLimit,
     message: ZeroOption<Message>,
@@ -180,7 +213,7 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
             credits: TxCredits { held: super::credit::Ledger::EMPTY },
             owed: Owed { owed: super::credit::Ledger::EMPTY },
             requests: heapless::Deque::new(),
-            responses: heapless::Vec::new(),
+            responses: heapless::Deque::new(),
             plan: DataPlan::new(),
             rate: RateLimit::START,
             message: ZeroOption::NONE,
@@ -224,7 +257,7 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
     /// Queues a response; a read response's data beats are read by `id`.
     pub fn push_response(&mut self, id: u32, r: Response) -> Result<(), Error> {
         r.check()?;
-        self.responses.push((id, r)).map_err(|_| Error::Full { queue: "TL responses" })
+        self.responses.push_back((id, r)).map_err(|_| Error::Full { queue: "TL responses" })
     }
 
     /// Drops the requests queued and not yet begun (their control fields not sent), for an
@@ -390,11 +423,7 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
             used |= (((1u16 << n) - 1) << low) as u8;
             // At most one response a sector, so there is room.
             let _ = chosen.push((id, r, n, low));
-            // (Checked again where the compiler sees it: `remove` asserts its index, and no
-            // panic may be linked.)
-            if i < self.responses.len() {
-                self.responses.remove(i);
-            }
+            remove_in_order(&mut self.responses, i);
             n_rsp += 1;
         }
         // An insertion sort of each size's sectors into queue order (at most eight responses).
@@ -407,7 +436,7 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
                 }
             }
         }
-        for (id, r, n, low) in chosen {
+        for &(id, ref r, n, low) in &chosen {
             // Checked when queued; taking the credit changed only its pool bit.
             let f = r.field(self.config.compress_responses);
             same_size(&f, n)?;
@@ -502,6 +531,29 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Removing any entry keeps the rest in order, wherever the ring's two slices meet.
+    #[test]
+    fn remove_in_order_keeps_the_order_across_the_wrap() {
+        for start in 0..5 {
+            for len in 1..=5 {
+                for i in 0..=len {
+                    let mut q: heapless::Deque<u8, 5> = heapless::Deque::new();
+                    // Push and pop `start` entries so the ring begins at `start`.
+                    for _ in 0..start {
+                        q.push_back(0).unwrap();
+                        q.pop_front();
+                    }
+                    for v in 0..len as u8 {
+                        q.push_back(v).unwrap();
+                    }
+                    remove_in_order(&mut q, i);
+                    let want: std::vec::Vec<u8> = (0..len as u8).filter(|&v| usize::from(v) != i).collect();
+                    assert_eq!(q.iter().copied().collect::<std::vec::Vec<_>>(), want, "start {start} len {len} i {i}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn slots() {
