@@ -163,12 +163,23 @@ struct Partial {
 }
 
 /// The TL flit the transmit half carries over to the next DL flit, or none: the flit and how
-/// many of its sectors are still to be placed (0: none, so an empty one is all zero bytes).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// many of its sectors are still to be placed (0: none, and the flit's bytes mean nothing; they
+/// are not cleared when a carry ends, since the next split flit is written over them).
+/// [`Carry::NONE`] is all zero bytes.
+#[derive(Clone, Copy, Debug, Default)]
 struct Carry {
     flit: TlFlit,
     left: u8,
 }
+
+/// Two carries are equal when they carry the same: no flit, or the same flit as far placed.
+impl PartialEq for Carry {
+    fn eq(&self, other: &Self) -> bool {
+        self.left == other.left && (self.left == 0 || self.flit == other.flit)
+    }
+}
+
+impl Eq for Carry {}
 
 impl Carry {
     /// No flit carried over.
@@ -511,6 +522,16 @@ fn get(payload: &[u8; PAYLOAD_LEN], at: u8, n: u8) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A packer whose carry has ended equals a new one, whatever bytes the ended carry left.
+    #[test]
+    fn an_ended_carry_compares_as_none() {
+        let mut ended = FlitPacker::new();
+        ended.carry.flit.lower = [7; HALF_FLIT_LEN];
+        assert_eq!(ended, FlitPacker::new());
+        ended.carry.left = 3;
+        assert_ne!(ended, FlitPacker::new());
+    }
     use heapless::Deque;
     use proptest::prelude::*;
 
