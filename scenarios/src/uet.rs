@@ -29,24 +29,12 @@ pub type Packet = [u8; MAX_HEADER_LEN + MTU as usize];
 /// Messages per phase.
 pub const MESSAGES: u32 = 200;
 
-/// The bytes messages are cut from: message `index` (below 2^32) is `PATTERN[index % 1021..][..len]`.
-#[allow(clippy::indexing_slicing, reason = "compile-time table construction")]
-static PATTERN: [u8; 2048] = {
-    let mut p = [0u8; 2048];
-    let mut i = 0;
-    while i < p.len() {
-        p[i] = (i * 7 + (i >> 8)) as u8;
-        i += 1;
-    }
-    p
-};
-
 /// Bytes `offset..offset + len` of message `index`.
 #[inline]
 pub fn bytes(index: u64, offset: u32, len: usize) -> Option<&'static [u8]> {
     // The remainder in `usize`: a hardware division on a 32-bit core, where `u64`'s is a call.
     let start = usize::try_from(index).ok()? % 1021;
-    PATTERN.get(start + offset as usize..)?.get(..len)
+    crate::pattern(start + offset as usize, len)
 }
 
 /// Side `side`'s address (A is 0, B is 1).
