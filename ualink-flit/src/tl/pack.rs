@@ -149,6 +149,13 @@ fn slot_down(used: u8, n: u8) -> Option<u8> {
     (0..=(SECTORS - n) / n).rev().map(|k| k * n).find(|low| used & (((1u16 << n) - 1) << low) as u8 == 0)
 }
 
+/// Whether any entry of `q` satisfies `f`, over the ring's two slices (a slice walk is cheaper
+/// on a small core than the deque's own iterator).
+fn any<T, const Q: usize>(q: &heapless::Deque<T, Q>, mut f: impl FnMut(&T) -> bool) -> bool {
+    let (front, back) = q.as_slices();
+    front.iter().any(&mut f) || back.iter().any(f)
+}
+
 /// Removes entry `i` of `q`, keeping the others in order: the ones in front of it each move one
 /// place back, so taking the front (the common case) moves nothing.
 fn remove_in_order<T, const Q: usize>(q: &mut heapless::Deque<T, Q>, i: usize) {
@@ -306,9 +313,7 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
     /// is queued, or some of its data half-flits are not packed yet. Once false, its beats may be
     /// released. (Requests and responses pushed to one packer should have distinct ids.)
     pub fn holds_data(&self, id: u32) -> bool {
-        self.requests.iter().any(|(i, _)| *i == id)
-            || self.responses.iter().any(|(i, _)| *i == id)
-            || self.plan.owes(id)
+        any(&self.requests, |(i, _)| *i == id) || any(&self.responses, |(i, _)| *i == id) || self.plan.owes(id)
     }
 
     /// Requests and responses still queued.
@@ -332,10 +337,9 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
         self.plan.remaining > 0
             || self.message.is_some()
             || !self.owed.is_empty()
-            || self
-                .responses
-                .iter()
-                .any(|(_, r)| self.credits.can_take(Class::RspCmd, Class::RspData, r.vc(), u16::from(r.data_beats())))
+            || any(&self.responses, |(_, r)| {
+                self.credits.can_take(Class::RspCmd, Class::RspData, r.vc(), u16::from(r.data_beats()))
+            })
             || self.requests.front().is_some_and(|(_, r)| {
                 self.credits.can_take(Class::ReqCmd, Class::ReqData, r.vc, u16::from(r.data_beats()))
             })
