@@ -118,6 +118,29 @@ fn carried_at(seg: Segment, alt: bool, carry_in: u8) -> (u8, u8) {
 
 /// A source of TL flits for the packer: [`TlSource::next_flit`] is asked each time a TL flit may
 /// start (a packer "tick"); `false` means none is ready now.
+///
+/// A TL [`Packer`](crate::tl::Packer) becomes one with the [`BeatSource`](crate::tl::BeatSource)
+/// its data beats come from (what `UpliPort` does inside):
+///
+/// ```
+/// use ualink_flit::dl::TlSource;
+/// use ualink_flit::tl::{BeatSource, Packer, TlFlit};
+///
+/// struct Feed<'a, B: BeatSource> {
+///     packer: &'a mut Packer,
+///     beats: &'a B,
+/// }
+///
+/// impl<B: BeatSource> TlSource for Feed<'_, B> {
+///     fn has_flit(&self) -> bool {
+///         self.packer.has_work()
+///     }
+///     fn next_flit(&mut self, out: &mut TlFlit) -> bool {
+///         // `pack` writes every byte of `out` and both message bits.
+///         self.packer.has_work() && self.packer.pack(self.beats, out).is_ok()
+///     }
+/// }
+/// ```
 pub trait TlSource {
     /// Whether a TL flit is ready (decides between a payload and a NOP DL flit).
     fn has_flit(&self) -> bool;

@@ -345,8 +345,8 @@ impl<const ROWS: usize, const WAYS: usize, const Q: usize> Packer<ROWS, WAYS, Q>
             })
     }
 
-    /// Makes the next TL flit. An error here is a bug in this crate (fields are checked when
-    /// queued).
+    /// Makes the next TL flit, writing every byte of `out` and both message bits. An error here
+    /// is a bug in this crate (fields are checked when queued).
     pub fn pack(&mut self, src: &impl BeatSource, out: &mut TlFlit) -> Result<(), Error> {
         let swap = self.plan.remaining == 1;
         let mut counts = (0u8, 0u8);
