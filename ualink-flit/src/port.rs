@@ -523,8 +523,11 @@ impl<St: Copy> Slot<St> {
         }
     }
 
-    /// Copies `bytes` in from lane `first`, the rest zero, and enables exactly those bytes.
-    fn fill(&mut self, first: usize, bytes: &[u8]) {
+    /// Copies `bytes` in from lane `first`, the rest of the first `lent` lanes zero, and enables
+    /// exactly those bytes. `lent` covers every lane the slot may lend before it is filled again:
+    /// the whole slot for a request (its response's beats may be set by the response), the
+    /// response's own beats for a response.
+    fn fill(&mut self, first: usize, bytes: &[u8], lent: usize) {
         self.poisoned = 0;
         let end = first + bytes.len();
         match self.data.get_mut(first..end) {
@@ -532,7 +535,7 @@ impl<St: Copy> Slot<St> {
             None => self.data = [0; SLOT_BYTES],
         }
         self.data.get_mut(..first).unwrap_or(&mut []).fill(0);
-        self.data.get_mut(end..).unwrap_or(&mut []).fill(0);
+        self.data.get_mut(end..lent.max(end)).unwrap_or(&mut []).fill(0);
         // Beat b covers lanes [64 b, 64 b + 64): the enabled ones are those in [first, end).
         for (b, e) in self.byte_en.iter_mut().enumerate() {
             // (`max` and `min`, not `clamp`, which asserts its bounds and would link a panic.)
@@ -875,7 +878,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
         self.packer.push_request(tag as u32, req)?;
         let deadline = self.cfg.completion_timeout.map_or(u64::MAX, |t| self.now.saturating_add(t));
         if let Some(s) = self.orig.get_mut(tag) {
-            s.fill(first, data);
+            s.fill(first, data, SLOT_BYTES);
             s.state = Orig::Outstanding;
             (s.req, s.deadline, s.status) = (req, deadline, Status::Okay);
             (s.claimed, s.got, s.last, s.parts) = (0, 0, false, 0);
@@ -916,7 +919,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const S: usize> UpliPort<B, N
         }
         // Checked before the data goes in: a refused answer leaves the request's data as it was.
         rsp.check()?;
-        s.fill(first, data);
+        // A write's response lends no lanes: nothing to clear.
+        s.fill(first, data, usize::from(rsp.data_beats()) * BEAT_LEN);
         self.packer.push_response(RESPONSE_ID | u32::from(handle.slot), rsp)?;
         s.state = Compl::Responding;
         // Room for every slot: a slot is in the list at most once.
