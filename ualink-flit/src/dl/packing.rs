@@ -31,9 +31,7 @@ use super::header::{MBits, SegmentHeader};
 use super::layout::PAYLOAD_LEN;
 use crate::Error;
 use crate::tl::TlFlit;
-use crate::tl::flit::TL_FLIT_LEN;
 use crate::tl::half::HALF_FLIT_LEN;
-use linklayer::ZeroOption;
 use linklayer::bytes::{copy_array, copy_prefix};
 
 /// Sectors in a TL flit.
@@ -177,18 +175,11 @@ impl<const N: usize> AltSource for heapless::Deque<u32, N> {
     }
 }
 
-/// A TL flit partly placed: its bytes and how many sectors are done (the receive half's).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Partial {
-    bytes: [u8; TL_FLIT_LEN],
-    m: MBits,
-    done: u8,
-}
-
-/// The TL flit the transmit half carries over to the next DL flit, or none: the flit and how
-/// many of its sectors are still to be placed (0: none, and the flit's bytes mean nothing; they
-/// are not cleared when a carry ends, since the next split flit is written over them).
-/// [`Carry::NONE`] is all zero bytes.
+/// The TL flit carried over from one DL flit to the next, or none, in either half: the flit
+/// (sent whole from the packer, its first sectors so far in the unpacker) and how many of its
+/// sectors are still to be placed (0: none, and the flit's bytes mean nothing; they are not
+/// cleared when a carry ends, since the next split flit is written over them). [`Carry::NONE`]
+/// is all zero bytes.
 #[derive(Clone, Copy, Debug, Default)]
 struct Carry {
     flit: TlFlit,
@@ -212,6 +203,11 @@ impl Carry {
     /// Sectors of the flit already placed.
     const fn done(&self) -> u8 {
         TL_SECTORS.saturating_sub(self.left)
+    }
+
+    /// The flit's message bits.
+    const fn m(&self) -> MBits {
+        MBits { m0: self.flit.m0, m1: self.flit.m1 }
     }
 }
 
@@ -361,18 +357,18 @@ pub struct Delivered {
 /// flit carried over between DL flits.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FlitUnpacker {
-    carry: ZeroOption<Partial>,
+    carry: Carry,
 }
 
 impl FlitUnpacker {
     /// An unpacker expecting no carry-over.
     pub const fn new() -> Self {
-        FlitUnpacker { carry: ZeroOption::NONE }
+        FlitUnpacker { carry: Carry::NONE }
     }
 
     /// Whether part of a TL flit is waiting for the next DL flit.
     pub fn has_carry(&self) -> bool {
-        self.carry.is_some()
+        self.carry.left > 0
     }
 
     /// Unpacks one payload DL flit into `out` (cleared first). A segment header that breaks the
@@ -400,7 +396,7 @@ impl FlitUnpacker {
         out.flits.clear();
         out.alt.clear();
         // `self.carry` changes only at the end, so a refused flit leaves it as it was.
-        let mut open = self.carry.as_ref().map(Open::Saved);
+        let mut open = (self.carry.left > 0).then_some(Open::Saved(&self.carry));
         for (seg, sh) in SEGMENTS.iter().zip(segments) {
             let carry_in = open.map_or(0, |o| TL_SECTORS - o.done());
             let p = plan(*seg, sh.alt_sector, carry_in, |slot| sh.tl_flits.get(slot).is_some_and(Option::is_some));
@@ -424,8 +420,9 @@ impl FlitUnpacker {
                         put_sectors(f, done, get(payload, at, n));
                     }
                     Open::Saved(c) => {
-                        put_sectors(f, 0, &c.bytes);
-                        put_sectors(f, c.done, get(payload, at, n));
+                        copy_array(&mut f.lower, &c.flit.lower);
+                        copy_array(&mut f.upper, &c.flit.upper);
+                        put_sectors(f, c.done(), get(payload, at, n));
                     }
                 }
             }
@@ -452,14 +449,13 @@ impl FlitUnpacker {
         // Only a flit begun in the last segment is still open; its first part is saved for the
         // next DL flit.
         match open {
-            None => self.carry.clear(),
+            None => self.carry.left = 0,
             // Never (a carried flit ends in segment 0); nothing was added to it either way.
             Some(Open::Saved(_)) => {}
             Some(Open::Here { first, done, m }) => {
-                self.carry = ZeroOption::Some(Partial { bytes: [0; TL_FLIT_LEN], m, done });
-                if let Some(dst) = self.carry.as_mut().and_then(|c| c.bytes.get_mut(..usize::from(done) * SECTOR)) {
-                    copy_prefix(dst, get(payload, first, done));
-                }
+                // Its first sectors; the rest of the saved flit is written over when it ends.
+                (self.carry.flit.m0, self.carry.flit.m1, self.carry.left) = (m.m0, m.m1, TL_SECTORS - done);
+                put_sectors(&mut self.carry.flit, 0, get(payload, first, done));
             }
         }
         Ok(())
@@ -472,7 +468,7 @@ impl FlitUnpacker {
 #[derive(Clone, Copy)]
 enum Open<'a> {
     /// Carried in from the previous DL flit.
-    Saved(&'a Partial),
+    Saved(&'a Carry),
     /// Begun at payload sector `first`, `done` sectors so far.
     Here { first: u8, done: u8, m: MBits },
 }
@@ -480,14 +476,14 @@ enum Open<'a> {
 impl Open<'_> {
     fn done(&self) -> u8 {
         match self {
-            Open::Saved(c) => c.done,
+            Open::Saved(c) => c.done(),
             Open::Here { done, .. } => *done,
         }
     }
 
     fn m(&self) -> MBits {
         match self {
-            Open::Saved(c) => c.m,
+            Open::Saved(c) => c.m(),
             Open::Here { m, .. } => *m,
         }
     }
@@ -545,6 +541,7 @@ fn get(payload: &[u8; PAYLOAD_LEN], at: u8, n: u8) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tl::flit::TL_FLIT_LEN;
 
     /// A packer whose carry has ended equals a new one, whatever bytes the ended carry left.
     #[test]
@@ -669,9 +666,7 @@ mod tests {
         let payload = [0u8; PAYLOAD_LEN];
         let mut out = Delivered::default();
         let m = Some(MBits::default());
-        let carrying = |done| FlitUnpacker {
-            carry: ZeroOption::Some(Partial { bytes: [0; TL_FLIT_LEN], m: MBits::default(), done }),
-        };
+        let carrying = |done| FlitUnpacker { carry: Carry { left: TL_SECTORS - done, ..Carry::NONE } };
         let field = "segment header TL Flit present (no sector free for it)";
 
         // Alt at 0 and 16 carried sectors (1..17) pass the half: TL Flit[1] alone has no room.
@@ -749,7 +744,7 @@ mod tests {
             let sh = sh.map(SegmentHeader::from_byte);
             let mut rx = FlitUnpacker::new();
             if carry > 0 {
-                rx.carry = ZeroOption::Some(Partial { bytes: [0; TL_FLIT_LEN], m: MBits::default(), done: carry });
+                rx.carry = Carry { left: TL_SECTORS - carry, ..Carry::NONE };
             }
             let mut out = Delivered::default();
             let _ = rx.unpack(&sh, &[0u8; PAYLOAD_LEN], &mut out);

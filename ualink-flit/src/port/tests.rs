@@ -218,9 +218,14 @@ impl Pair {
                     assert_eq!(status, Status::Okay);
                     assert_eq!(req.tag, tag);
                     if req.response_beats() > 0 {
-                        let len = response_window(&req, req.response_beats()).1 as u64;
-                        assert_eq!(data.bytes(), memory(peer, req.addr, len), "read data intact");
+                        let (first, len) = response_window(&req, req.response_beats());
+                        assert_eq!(data.bytes(), memory(peer, req.addr, len as u64), "read data intact");
                         assert!(!data.any_poisoned());
+                        // The responder sends zeros in the lanes outside the data, whatever its
+                        // slot held before.
+                        let outside =
+                            data.beats().iter().enumerate().filter(|(l, _)| !(first..first + len).contains(l));
+                        assert!(outside.clone().all(|(_, &b)| b == 0), "{:?}", outside.collect::<Vec<_>>());
                     }
                     side.ends.entry(seq).or_default().push(End::Answered);
                 }
