@@ -254,7 +254,8 @@ impl<'a> Data<'a> {
         self.byte_en
     }
 
-    /// Whether beat `beat` arrived poisoned (OrigDataError / RdRspDataError).
+    /// Whether beat `beat` arrived poisoned (OrigDataError / RdRspDataError). A poisoned beat
+    /// carried no data: its lanes read as zeros.
     pub fn poisoned(&self, beat: u8) -> bool {
         beat < 8 && self.poisoned >> beat & 1 == 1
     }
@@ -561,6 +562,9 @@ impl<St: Copy> Slot<St> {
                 if usize::from(base + beat) < SLOT_BEATS {
                     self.poisoned |= 1 << (base + beat);
                 }
+                // Its lanes read as zeros, never as what the slot held for an earlier transfer.
+                let at = usize::from(base + beat) * BEAT_LEN + if second { 32 } else { 0 };
+                self.data.get_mut(at..at + 32).unwrap_or(&mut []).fill(0);
                 second.then_some(base + beat)
             }
             Half::ByteEnables { bytes } => {

@@ -942,3 +942,17 @@ fn the_two_ends_management_need_not_act_together() {
         }
     }
 }
+
+#[test]
+fn a_poisoned_half_reads_as_zeros_not_the_slots_earlier_bytes() {
+    // A slot that held an earlier transfer's bytes takes a request whose beat 1 arrives poisoned.
+    let mut s = Slot::new(Compl::Free);
+    s.fill(0, &[0xAA; SLOT_BYTES], SLOT_BYTES);
+    assert_eq!(s.put(Half::Data { beat: 0, second: false, bytes: &[1; 32] }, 0), None);
+    assert_eq!(s.put(Half::Poisoned { beat: 1, second: false }, 0), None);
+    assert_eq!(s.put(Half::Poisoned { beat: 1, second: true }, 0), Some(1));
+    let d = s.lend(2, (0, 128));
+    assert!(d.poisoned(1) && !d.poisoned(0) && d.any_poisoned());
+    assert_eq!(&d.beats()[..32], &[1; 32]);
+    assert!(d.beats()[64..128].iter().all(|&b| b == 0), "{:?}", &d.beats()[64..128]);
+}
