@@ -25,7 +25,7 @@ impl<
             return Ok(None);
         }
         let pkt_id = self.next_pkt_id;
-        let Some(m) = self.msgs.get_mut(slot).and_then(ZeroOption::as_mut) else { return Ok(None) };
+        let Some(m) = self.msgs.get_mut(slot).and_then(MsgSlot::as_mut) else { return Ok(None) };
         let index = m.sent;
         let t = self.write_rudi(out, slot, index, pkt_id, false)?;
         self.next_pkt_id = pkt_id.wrapping_add(1);
@@ -64,7 +64,7 @@ impl<
     /// Fails RUDI message `slot` and forgets its packets in flight (their late responses find
     /// nothing).
     pub(super) fn fail_rudi(&mut self, slot: usize, why: Failure) {
-        let Some(m) = self.msgs.get(slot).and_then(ZeroOption::as_ref) else { return };
+        let Some(m) = self.msgs.get(slot).and_then(MsgSlot::as_ref) else { return };
         if self.events.push_back(m.failed(slot, why)).is_ok() {
             self.rudi.retain(|r| usize::from(r.slot) != slot);
             self.free_msg(slot);
@@ -97,7 +97,7 @@ impl<
     /// Reports a connectionless message sent once all its packets went out and (RUDI) were
     /// answered; it stays until the event queue has room.
     pub(super) fn complete_connectionless(&mut self, slot: usize) {
-        let Some(m) = self.msgs.get(slot).and_then(ZeroOption::as_ref) else { return };
+        let Some(m) = self.msgs.get(slot).and_then(MsgSlot::as_ref) else { return };
         let answered = !self.rudi.iter().any(|r| usize::from(r.slot) == slot);
         if m.sent == m.segments().packets() && answered {
             if self.events.push_back(Event::Sent(m.handle(slot))).is_ok() {

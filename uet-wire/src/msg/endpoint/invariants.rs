@@ -28,11 +28,11 @@ impl<
         well(&self.initiators_new, &self.initiators_new_links)?;
         well(&self.targets_ready, &self.targets_ready_links)?;
         let used = self.msgs.iter().filter(|m| m.is_some()).count();
-        let free = |&s: &u16| self.msgs.get(usize::from(s)).is_some_and(ZeroOption::is_none);
+        let free = |&s: &u16| self.msgs.get(usize::from(s)).is_some_and(MsgSlot::is_none);
         if used != self.free_slots.used() || !self.free_slots.iter().all(|s| free(&s)) {
             return Err("message slots in use and free do not add up");
         }
-        let seq = |s: u16| self.msgs.get(usize::from(s)).and_then(ZeroOption::as_ref).map_or(0, |m| m.seq);
+        let seq = |s: u16| self.msgs.get(usize::from(s)).and_then(MsgSlot::as_ref).map_or(0, |m| m.seq);
         let in_order = |list: &SlotList, links: &[Link]| {
             let later = list.iter(links).skip(1).map(seq);
             list.iter(links).map(seq).zip(later).all(|(a, b)| a < b)
@@ -66,7 +66,7 @@ impl<
             let is = |slot: u16, started: bool| {
                 self.msgs
                     .get(usize::from(slot))
-                    .and_then(ZeroOption::as_ref)
+                    .and_then(MsgSlot::as_ref)
                     .is_some_and(|m| m.pdc == Some(id) && (m.sent > 0) == started)
             };
             if !p.started.iter(&self.pdc_links).all(|s| is(s, true)) {
@@ -114,7 +114,7 @@ impl<
                 return Err("a target tracks more than W messages");
             }
             let run = |slot: u16| {
-                let m = self.msgs.get(usize::from(slot)).and_then(ZeroOption::as_ref);
+                let m = self.msgs.get(usize::from(slot)).and_then(MsgSlot::as_ref);
                 m.is_some_and(|m| m.kind.read_data_pdc() == Some(id))
             };
             if !t.runs.iter(&self.pdc_links).all(run) {
@@ -166,7 +166,7 @@ impl<
     fn check_extensions(&self) -> Result<(), &'static str> {
         let mut seen = [0u64; (1 << 15) / 64];
         let mut held = 0;
-        for m in self.msgs.iter().filter_map(ZeroOption::as_ref) {
+        for m in self.msgs.iter().filter_map(MsgSlot::as_ref) {
             let Some(i) = m.ext.index() else { continue };
             let (word, bit) = (i / 64, 1u64 << (i % 64));
             match seen.get_mut(word) {

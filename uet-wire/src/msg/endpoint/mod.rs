@@ -741,8 +741,8 @@ struct SendMsg {
     kind: MsgKind,
     generation: u16,
     /// Payload bytes per packet: the message's packets are `Segmenter` of `len` and this (see
-    /// `segments`).
-    mtu: NonZeroU16,
+    /// `segments`). Never 0: a slot whose `mtu` is 0 holds no message ([`MsgSlot`]).
+    mtu: u16,
     /// The initiator PDC it is queued on (not started: `sent` is 0) or goes on.
     pdc: Option<u16>,
     /// Its message id: its PDC's once started (RUD, ROD), the endpoint's (RUDI, UUD), the READ's
@@ -753,6 +753,78 @@ struct SendMsg {
     tc: u8,
     /// The cumulative acknowledgement passed its first packet (for [`FailedDelivery`]).
     partly_acked: bool,
+}
+
+/// A message slot: a [`SendMsg`], or none when its `mtu` is 0. An empty slot is every byte
+/// zero, as a [`ZeroOption`] would be, without `ZeroOption`'s tag byte, which would be padded to
+/// the message's alignment (8 bytes a slot).
+struct MsgSlot(SendMsg);
+
+impl MsgSlot {
+    /// No message (every byte zero).
+    const NONE: MsgSlot = MsgSlot(SendMsg {
+        user: 0,
+        request: RequestFields {
+            common: RequestCommon {
+                opcode: Opcode::NoOp,
+                flags: SesFlags::empty(),
+                ri_generation: 0,
+                job_id: 0,
+                pid_on_fep: 0,
+                resource_index: 0,
+            },
+            initiator: 0,
+            buffer_offset: 0,
+            match_bits: 0,
+            tail: 0,
+        },
+        seq: 0,
+        dst: [0; 16],
+        len: 0,
+        first_psn: 0,
+        sent: 0,
+        kind: MsgKind::Request,
+        generation: 0,
+        mtu: 0,
+        pdc: None,
+        message_id: 0,
+        ext: SlotRef::NONE,
+        service: Service::Rud,
+        tc: 0,
+        partly_acked: false,
+    });
+
+    /// Holds `msg` (whose `mtu` is never 0).
+    const fn some(msg: SendMsg) -> MsgSlot {
+        MsgSlot(msg)
+    }
+
+    /// The message, by reference.
+    const fn as_ref(&self) -> Option<&SendMsg> {
+        if self.0.mtu == 0 { None } else { Some(&self.0) }
+    }
+
+    /// The message, by mutable reference.
+    const fn as_mut(&mut self) -> Option<&mut SendMsg> {
+        if self.0.mtu == 0 { None } else { Some(&mut self.0) }
+    }
+
+    /// Whether it holds a message.
+    #[cfg(test)]
+    const fn is_some(&self) -> bool {
+        self.0.mtu != 0
+    }
+
+    /// Whether it holds none.
+    #[cfg(test)]
+    const fn is_none(&self) -> bool {
+        !self.is_some()
+    }
+
+    /// Empties it (writes `mtu` alone).
+    fn clear(&mut self) {
+        self.0.mtu = 0;
+    }
 }
 
 impl SendMsg {
@@ -777,7 +849,7 @@ impl SendMsg {
             sent: 0,
             kind,
             generation,
-            mtu,
+            mtu: mtu.get(),
             pdc: None,
             message_id,
             ext,
@@ -789,7 +861,12 @@ impl SendMsg {
 
     /// The message's packets.
     const fn segments(&self) -> Segmenter {
-        Segmenter::with_mtu(self.len, self.mtu)
+        let mtu = match NonZeroU16::new(self.mtu) {
+            Some(mtu) => mtu,
+            // Only an empty slot's (never a message's).
+            None => NonZeroU16::MIN,
+        };
+        Segmenter::with_mtu(self.len, mtu)
     }
 
     /// Whether every packet went out.
@@ -1051,7 +1128,7 @@ pub struct Endpoint<
     targets: PdcTable<PeerSource, TgtPdc<R, W>, P>,
     /// Room for the target PDCs' messages in progress beyond the two each keeps.
     order_pool: OrderPool<O>,
-    msgs: [ZeroOption<SendMsg>; M],
+    msgs: [MsgSlot; M],
     /// The extension headers of the messages in `msgs` that have one.
     extensions: Extensions<X>,
     generations: [u16; M],
@@ -1248,7 +1325,7 @@ impl<
             initiators: PdcTable::EMPTY,
             targets: PdcTable::EMPTY,
             order_pool: OrderPool::EMPTY,
-            msgs: [const { ZeroOption::NONE }; M],
+            msgs: [const { MsgSlot::NONE }; M],
             extensions: Extensions::EMPTY,
             generations: [0; M],
             unsent: SlotList::EMPTY,
@@ -1313,7 +1390,7 @@ impl<
         // Peers choose the keys the tables index (addresses, PDC ids): key their hash.
         self.initiators.set_hash_key([derive(seed, Derived::InitiatorKey0), derive(seed, Derived::InitiatorKey1)]);
         self.targets.set_hash_key([derive(seed, Derived::TargetKey0), derive(seed, Derived::TargetKey1)]);
-        self.msgs.iter_mut().for_each(ZeroOption::clear);
+        self.msgs.iter_mut().for_each(MsgSlot::clear);
         self.extensions.clear();
         self.generations.fill(0);
         for list in [&mut self.unsent, &mut self.initiators_new, &mut self.initiators_ready, &mut self.targets_ready] {
@@ -1395,7 +1472,7 @@ impl<
     /// ([`EndpointError::Started`]); an unknown handle is [`EndpointError::UnknownMessage`].
     pub fn cancel(&mut self, msg: MsgHandle) -> Result<(), EndpointError> {
         let slot = usize::from(msg.slot);
-        let m = self.msgs.get(slot).and_then(ZeroOption::as_ref).filter(|m| m.generation == msg.generation);
+        let m = self.msgs.get(slot).and_then(MsgSlot::as_ref).filter(|m| m.generation == msg.generation);
         match m {
             None => Err(EndpointError::UnknownMessage),
             Some(m) if m.sent > 0 => Err(EndpointError::Started),
@@ -1517,7 +1594,7 @@ impl<
         };
         if let Some(m) = self.msgs.get_mut(slot) {
             let kind = if is_read(&desc) { MsgKind::Read { arrived: 0, refused: false } } else { MsgKind::Request };
-            *m = ZeroOption::Some(SendMsg::new(generation, kind, &desc, ext, segments.mtu(), seq, message_id));
+            *m = MsgSlot::some(SendMsg::new(generation, kind, &desc, ext, segments.mtu(), seq, message_id));
         }
         self.free_slots.take();
         // A message for a PDC waits in that PDC's queue; one whose key has none yet waits for
@@ -1541,7 +1618,7 @@ impl<
 
     /// Queues message `slot`, not started, on initiator PDC `id`, in its place by age.
     fn queue_on(&mut self, id: u16, slot: usize) {
-        let Some(seq) = self.msgs.get_mut(slot).and_then(ZeroOption::as_mut).map(|m| {
+        let Some(seq) = self.msgs.get_mut(slot).and_then(MsgSlot::as_mut).map(|m| {
             m.pdc = Some(id);
             m.seq
         }) else {
@@ -1549,7 +1626,7 @@ impl<
         };
         let Some(p) = self.initiators.get_mut(id) else { return };
         let msgs = &self.msgs;
-        let older = |s: u16| msgs.get(usize::from(s)).and_then(ZeroOption::as_ref).is_some_and(|o| o.seq < seq);
+        let older = |s: u16| msgs.get(usize::from(s)).and_then(MsgSlot::as_ref).is_some_and(|o| o.seq < seq);
         p.queued.insert(&mut self.pdc_links, slot as u16, older);
         // Only whether it has new packets can have changed (it had one if it waits for its
         // CCC's window, and still waits).
@@ -1568,18 +1645,18 @@ impl<
             if let Some(p) = self.initiators.get_mut(id) {
                 p.queued.unlink(&mut self.pdc_links, slot);
             }
-            let Some(m) = self.msgs.get_mut(usize::from(slot)).and_then(ZeroOption::as_mut) else { continue };
+            let Some(m) = self.msgs.get_mut(usize::from(slot)).and_then(MsgSlot::as_mut) else { continue };
             m.pdc = None;
             let seq = m.seq;
             let msgs = &self.msgs;
-            let older = |s: u16| msgs.get(usize::from(s)).and_then(ZeroOption::as_ref).is_some_and(|o| o.seq < seq);
+            let older = |s: u16| msgs.get(usize::from(s)).and_then(MsgSlot::as_ref).is_some_and(|o| o.seq < seq);
             self.unsent.insert(&mut self.unsent_links, slot, older);
         }
     }
 
     /// Counts a packet of message `slot` sent; it leaves the unsent list with its last packet.
     fn count_sent(&mut self, slot: usize) {
-        let Some(m) = self.msgs.get_mut(slot).and_then(ZeroOption::as_mut) else { return };
+        let Some(m) = self.msgs.get_mut(slot).and_then(MsgSlot::as_mut) else { return };
         m.sent += 1;
         if m.all_sent() {
             self.unsent.unlink(&mut self.unsent_links, slot as u16);
@@ -1762,7 +1839,7 @@ impl<
             }
             for slot in 0..M {
                 let connectionless =
-                    self.msgs.get(slot).and_then(ZeroOption::as_ref).is_some_and(|m| m.service.pdc_mode().is_none());
+                    self.msgs.get(slot).and_then(MsgSlot::as_ref).is_some_and(|m| m.service.pdc_mode().is_none());
                 if connectionless {
                     self.complete_connectionless(slot);
                 }
@@ -1775,7 +1852,7 @@ impl<
     /// the event queue full fails at a later call.
     fn give_up_reads(&mut self, now: Instant) {
         while let Some((_, slot)) = self.read_timers.first().filter(|&(at, _)| at <= now) {
-            let Some(m) = self.msgs.get(usize::from(slot)).and_then(ZeroOption::as_ref) else {
+            let Some(m) = self.msgs.get(usize::from(slot)).and_then(MsgSlot::as_ref) else {
                 self.read_timers.set(slot, None);
                 continue;
             };

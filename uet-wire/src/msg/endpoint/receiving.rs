@@ -200,15 +200,15 @@ impl<
     fn answer_read(&mut self, tpdc: u16, src: IpAddr, mode: DeliveryMode, ses: StandardRequest, seg: Segment) {
         let mtu = self.config().mtu;
         if let Some(run) = self.read_run_for(tpdc, &ses, seg) {
-            if let Some(m) = self.msgs.get_mut(run).and_then(ZeroOption::as_mut) {
+            if let Some(m) = self.msgs.get_mut(run).and_then(MsgSlot::as_mut) {
                 m.len += u32::from(seg.len);
                 if let Ok(s) = Segmenter::new(m.len, mtu) {
-                    m.mtu = s.mtu();
+                    m.mtu = s.mtu().get();
                 }
                 // A run sent whole has packets to send again, in its place by age.
                 let seq = m.seq;
                 let msgs = &self.msgs;
-                let older = |s: u16| msgs.get(usize::from(s)).and_then(ZeroOption::as_ref).is_some_and(|o| o.seq < seq);
+                let older = |s: u16| msgs.get(usize::from(s)).and_then(MsgSlot::as_ref).is_some_and(|o| o.seq < seq);
                 self.unsent.insert(&mut self.unsent_links, run as u16, older);
             }
             return;
@@ -222,7 +222,7 @@ impl<
         self.next_seq += 1;
         let kind = MsgKind::ReadData { tpdc, offset: seg.offset, read_length: ses.request_length };
         if let Some(m) = self.msgs.get_mut(slot) {
-            *m = ZeroOption::Some(SendMsg::new(
+            *m = MsgSlot::some(SendMsg::new(
                 generation,
                 kind,
                 &desc,
@@ -255,7 +255,7 @@ impl<
         while let Some(slot) = next {
             next = SlotList::next(&self.pdc_links, slot);
             let slot = usize::from(slot);
-            let done = self.msgs.get(slot).and_then(ZeroOption::as_ref).is_some_and(|m| {
+            let done = self.msgs.get(slot).and_then(MsgSlot::as_ref).is_some_and(|m| {
                 let packets = m.segments().packets();
                 let acked = m.sent == packets && psn_after(ret.base(), m.first_psn.wrapping_add(packets - 1));
                 !open || acked

@@ -85,7 +85,7 @@ impl<
         let placement = with_data.filter(|_| first && accepted).and_then(|r| self.place_ack_data(id, psn, &r, data));
         if let Some(response) = response.filter(|_| first && accepted) {
             if let Some((slot, _)) = self.message_at(id, psn) {
-                let Some(m) = self.msgs.get(slot).and_then(ZeroOption::as_ref) else {
+                let Some(m) = self.msgs.get(slot).and_then(MsgSlot::as_ref) else {
                     self.after_initiator_change(now, id);
                     return Ok(placement);
                 };
@@ -99,7 +99,7 @@ impl<
                 };
                 // A READ answered with an error gets no data: it completes without it.
                 if let Some(MsgKind::Read { refused, .. }) =
-                    self.msgs.get_mut(slot).and_then(ZeroOption::as_mut).map(|m| &mut m.kind)
+                    self.msgs.get_mut(slot).and_then(MsgSlot::as_mut).map(|m| &mut m.kind)
                 {
                     *refused |= response.return_code != ReturnCode::Ok;
                 }
@@ -171,7 +171,7 @@ impl<
         let cfg = &configured(&self.cfg).pdc;
         // The READ this data answers, if its bytes fit it.
         let slot = self.started_on(id).find(|&slot| {
-            self.msgs.get(slot).and_then(ZeroOption::as_ref).is_some_and(|m| {
+            self.msgs.get(slot).and_then(MsgSlot::as_ref).is_some_and(|m| {
                 matches!(m.kind, MsgKind::Read { .. })
                     && m.message_id == rsp.read_request_message_id
                     && u64::from(rsp.message_offset) + payload.len() as u64 <= u64::from(m.len)
@@ -234,7 +234,7 @@ impl<
             let mut next = p.started.first();
             while let Some(slot) = next {
                 next = SlotList::next(&self.pdc_links, slot);
-                if let Some(m) = self.msgs.get_mut(usize::from(slot)).and_then(ZeroOption::as_mut) {
+                if let Some(m) = self.msgs.get_mut(usize::from(slot)).and_then(MsgSlot::as_mut) {
                     m.first_psn = m.first_psn.wrapping_add(restarted_by);
                 }
             }
@@ -250,7 +250,7 @@ impl<
             while let Some(slot) = next {
                 next = SlotList::next(&self.pdc_links, slot);
                 let slot = usize::from(slot);
-                let Some(m) = self.msgs.get(slot).and_then(ZeroOption::as_ref) else { continue };
+                let Some(m) = self.msgs.get(slot).and_then(MsgSlot::as_ref) else { continue };
                 let packets = m.segments().packets();
                 // Read before a failure gives the window up.
                 let partly_acked = m.partly_acked || (failure.is_none() && m.sent > 0 && psn_after(base, m.first_psn));
@@ -265,7 +265,7 @@ impl<
                 // A READ whose requests are all acknowledged waits for its data at most
                 // `idle_timeout` from now (or from the last data).
                 let wait = self.config().pdc.idle_timeout;
-                if let Some(m) = self.msgs.get_mut(slot).and_then(ZeroOption::as_mut) {
+                if let Some(m) = self.msgs.get_mut(slot).and_then(MsgSlot::as_mut) {
                     m.partly_acked = partly_acked;
                     let waits = matches!(m.kind, MsgKind::Read { .. }) && requests_acked && !completes;
                     if waits && wait != linklayer::Duration::ZERO && self.read_timers.deadline(slot as u16).is_none() {
@@ -299,7 +299,7 @@ impl<
             let mut reported_all = true;
             for &(_, slot) in &done {
                 let slot = usize::from(slot);
-                let Some(m) = self.msgs.get(slot).and_then(ZeroOption::as_ref) else { continue };
+                let Some(m) = self.msgs.get(slot).and_then(MsgSlot::as_ref) else { continue };
                 let event = match failure {
                     Some(f) => m.failed(slot, f),
                     None => Event::Sent(m.handle(slot)),

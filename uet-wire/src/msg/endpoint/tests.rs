@@ -1972,7 +1972,7 @@ fn memory_per_pdc_and_per_message() {
     std::println!(
         "per message slot {per_msg} B: the message {} (its request fields {}; a MessageDesc is {}), \
          two list links {}, generation and free-slot entry 4, READ timer 12",
-        size_of::<ZeroOption<SendMsg>>(),
+        size_of::<MsgSlot>(),
         size_of::<RequestFields>(),
         size_of::<MessageDesc>(),
         2 * size_of::<Link>()
@@ -1999,7 +1999,7 @@ fn memory_per_pdc_and_per_message() {
     assert!(per_q <= 128, "{per_q} B per control-queue entry");
     assert!(per_x <= 50, "{per_x} B per extension header");
     assert!(per_pdc <= 824, "{per_pdc} B per PDC");
-    assert!(per_msg <= 144, "{per_msg} B per message slot");
+    assert!(per_msg <= 136, "{per_msg} B per message slot");
     // Every packet's `Transmit` moves through the layers whole: its read-data reference keeps the
     // READ's header compact.
     std::println!("Transmit {} B, ReadRef {} B", size_of::<Transmit>(), size_of::<ReadRef>());

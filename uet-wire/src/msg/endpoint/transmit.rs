@@ -252,7 +252,7 @@ impl<
         index: u32,
         stamp: crate::pdc::Stamp,
     ) -> Result<Transmit, EndpointError> {
-        let m = self.msgs.get(slot).and_then(ZeroOption::as_ref).ok_or(EndpointError::Unsupported)?;
+        let m = self.msgs.get(slot).and_then(MsgSlot::as_ref).ok_or(EndpointError::Unsupported)?;
         let MsgKind::ReadData { offset: run, read_length, .. } = m.kind else {
             return Err(EndpointError::Unsupported);
         };
@@ -284,7 +284,7 @@ impl<
         index: u32,
         pds: &PdsHeader,
     ) -> Result<Transmit, EndpointError> {
-        let m = self.msgs.get(slot).and_then(ZeroOption::as_ref).ok_or(EndpointError::Unsupported)?;
+        let m = self.msgs.get(slot).and_then(MsgSlot::as_ref).ok_or(EndpointError::Unsupported)?;
         let seg = m.segments().segment(index).ok_or(EndpointError::Unsupported)?;
         let template = m.request.standard(m.message_id, m.len, self.extensions.get(m.ext));
         let ses = seg.standard_header(&template, m.len);
@@ -343,7 +343,7 @@ impl<
         while let Some(at) = next {
             next = SlotList::next(&self.unsent_links, at);
             let slot = usize::from(at);
-            let Some(m) = self.msgs.get(slot).and_then(ZeroOption::as_ref) else { continue };
+            let Some(m) = self.msgs.get(slot).and_then(MsgSlot::as_ref) else { continue };
             if turn.is_some_and(|seq| m.seq > seq) {
                 next = Some(at);
                 break;
@@ -380,7 +380,7 @@ impl<
         let mut next = start;
         while let Some(at) = next {
             next = SlotList::next(&self.unsent_links, at);
-            let m = self.msgs.get(usize::from(at)).and_then(ZeroOption::as_ref);
+            let m = self.msgs.get(usize::from(at)).and_then(MsgSlot::as_ref);
             let waits = m.filter(|m| m.pdc.is_none() && m.kind.read_data_pdc().is_none());
             let Some(key) = waits.filter(|m| m.service.pdc_mode().is_some()).map(|m| m.key()) else {
                 continue;
@@ -454,7 +454,7 @@ impl<
             return Ok(None);
         }
         let Ok(stamp) = t.pdc.send(now, cfg, waiting <= 1) else { return Ok(None) };
-        let Some(m) = self.msgs.get_mut(slot).and_then(ZeroOption::as_mut) else { return Ok(None) };
+        let Some(m) = self.msgs.get_mut(slot).and_then(MsgSlot::as_mut) else { return Ok(None) };
         if m.sent == 0 {
             m.first_psn = stamp.psn;
         }
