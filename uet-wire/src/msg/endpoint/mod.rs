@@ -815,13 +815,13 @@ impl MsgSlot {
     }
 
     /// Whether it holds a message.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fuzzing"))]
     const fn is_some(&self) -> bool {
         self.0.mtu != 0
     }
 
     /// Whether it holds none.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fuzzing"))]
     const fn is_none(&self) -> bool {
         !self.is_some()
     }
