@@ -208,8 +208,9 @@ pub struct Target<const W: usize = 2, const R: usize = HELD_RESPONSES> {
     probe: (u16, u32),
     /// The newest PSN received when the last ACK went out.
     acked_max: u32,
-    /// Pending: when the PDC is reaped.
-    pending_until: Deadline,
+    /// Pending: when the PDC is reaped. CloseReqWait: when the CLOSE_REQ is resent or given up
+    /// (the two states never overlap; no other state arms it).
+    state_at: Deadline,
     /// When the PDC is reaped for want of packets (`PdcConfig::idle_timeout`).
     idle_at: Deadline,
     /// ROD: the missing PSN already NACKed ROD_OOO.
@@ -228,7 +229,6 @@ pub struct Target<const W: usize = 2, const R: usize = HELD_RESPONSES> {
     close_req_psn: u32,
     close_req_acked: bool,
     close_req_count: u8,
-    close_req_at: Deadline,
     tx_pending: u8,
     events: u8,
     failure: Option<Failure>,
@@ -306,11 +306,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
             ack_flags: AckFlags::empty(),
             probe: (0, 0),
             acked_max: required.wrapping_sub(1),
-            pending_until: if established {
-                Deadline::NONE
-            } else {
-                Deadline::at(now.saturating_add(cfg.new_pdc_time))
-            },
+            state_at: if established { Deadline::NONE } else { Deadline::at(now.saturating_add(cfg.new_pdc_time)) },
             idle_at: Deadline::from_option(idle_deadline(now, cfg)),
             rod_nacked: None,
             ret: TxWindow::new(required),
@@ -323,7 +319,6 @@ impl<const W: usize, const R: usize> Target<W, R> {
             close_req_psn: 0,
             close_req_acked: false,
             close_req_count: 0,
-            close_req_at: Deadline::NONE,
             tx_pending: 0,
             events: if established { EV_ESTABLISHED } else { 0 },
             failure: None,
@@ -482,7 +477,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
                 return Ok(self.refuse(NackCode::NewStartPsn, req.psn, retx));
             }
             next = transition(self.state, Ev::RequiredStart)?;
-            self.pending_until.clear();
+            self.state_at.clear();
             self.events |= EV_ESTABLISHED;
         }
         let arrival = match self.mode {
@@ -593,7 +588,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
     fn touch(&mut self, now: Instant, cfg: &PdcConfig) {
         self.idle_at = Deadline::from_option(idle_deadline(now, cfg));
         if self.state == TargetState::CloseReqWait && self.close_req_acked {
-            self.close_req_at.set(now.saturating_add(cfg.close_req_time));
+            self.state_at.set(now.saturating_add(cfg.close_req_time));
             self.close_req_count = 0;
         }
     }
@@ -836,7 +831,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
         if self.state != TargetState::CloseReqWait {
             self.close_req_psn = self.ret.send(u32::MAX).ok_or(PdcError::WindowFull)?;
             self.tx_pending |= TX_CLOSE_REQ;
-            self.close_req_at.set(now.saturating_add(cfg.close_req_time));
+            self.state_at.set(now.saturating_add(cfg.close_req_time));
         }
         self.enter(next);
         Ok(())
@@ -845,8 +840,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
     fn enter(&mut self, next: TargetState) {
         if next == TargetState::Closed && self.state != TargetState::Closed {
             self.events |= EV_CLOSED;
-            self.pending_until.clear();
-            self.close_req_at.clear();
+            self.state_at.clear();
             self.idle_at.clear();
             self.tx_pending &= TX_CLOSING_IN_ERR;
             self.held.clear();
@@ -1082,17 +1076,12 @@ impl<const W: usize, const R: usize> Target<W, R> {
     /// The next deadline: reaping a Pending PDC, resending or giving up a CLOSE_REQ, the
     /// return direction's RTO or reorder window, or the idle timeout.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.pending_until
-            .earlier(self.close_req_at)
-            .earlier(self.ret_rto_at)
-            .earlier(self.ret_losses.deadline())
-            .earlier(self.idle_at)
-            .get()
+        self.state_at.earlier(self.ret_rto_at).earlier(self.ret_losses.deadline()).earlier(self.idle_at).get()
     }
 
     /// Runs the timers due at `now`.
     pub fn handle_timeout(&mut self, now: Instant, cfg: &PdcConfig) {
-        if self.pending_until.is_due(now) {
+        if self.state == TargetState::Pending && self.state_at.is_due(now) {
             if let Ok(next) = transition(self.state, Ev::Reap) {
                 self.enter(next);
             }
@@ -1119,15 +1108,18 @@ impl<const W: usize, const R: usize> Target<W, R> {
                 self.ret_rto_at.set(now.saturating_add(self.ret_rtt.backed_off(cfg, count)));
             }
         }
-        if self.close_req_at.is_due(now) {
-            self.close_req_at.clear();
+        if self.state_at.is_due(now) {
+            self.state_at.clear();
+            if self.state != TargetState::CloseReqWait {
+                return;
+            }
             let count = self.close_req_count.saturating_add(1);
             if !cfg.rto_retx_exhausted(count) {
                 self.close_req_count = count;
                 if !self.close_req_acked {
                     self.tx_pending |= TX_CLOSE_REQ;
                 }
-                self.close_req_at.set(now.saturating_add(cfg.close_req_time));
+                self.state_at.set(now.saturating_add(cfg.close_req_time));
                 return;
             }
             self.fail(Failure::CloseTimeout, true);

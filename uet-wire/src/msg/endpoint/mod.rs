@@ -1098,7 +1098,7 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///
 /// # Memory, and building one in place
 ///
-/// An endpoint holds everything it needs: 824 B per `P`, 144 B per `M` and 12.4 kB besides
+/// An endpoint holds everything it needs: 816 B per `P`, 136 B per `M` and 12.4 kB besides
 /// (with 64 events) at the default `R`, `C`, `W`, `Q`, `O` and `X` on a 64-bit host
 /// (`size_of::<Endpoint<P, M, E>>()` says exactly). [`Endpoint::new`] returns it by value, so it is built on the stack first, and at low optimisation levels
 /// copied again. Where that is too much stack (firmware), start from [`Endpoint::EMPTY`], whose
