@@ -287,8 +287,7 @@ impl<
                 let tgt = TgtPdc {
                     pdc,
                     order: MessageOrder::new(),
-                    ack_response: None,
-                    last_ids: (0, 0),
+                    answer: AckAnswer::default(),
                     runs: SlotList::default(),
                     credit: TargetCredit::None,
                 };

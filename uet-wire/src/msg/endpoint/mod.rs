@@ -908,11 +908,9 @@ impl SendMsg {
 
 struct IniPdc {
     pdc: Initiator,
-    /// The SES DEFAULT_RESPONSE the next return ACK carries if it names this read-data PSN.
-    ack_response: Option<(u32, Response)>,
-    /// The RI generation and JobID of the last READ whose data arrived, for the RC_NULL response
-    /// of a return ACK that names older data.
-    last_ids: (u8, u32),
+    /// The SES responses of the return ACKs: the DEFAULT_RESPONSE for the read data that arrived
+    /// last, and RC_NULL with that READ's ids for older data.
+    answer: AckAnswer,
     /// The PSN of the target's last CLOSE_REQ, whose ACK is bare.
     close_req_psn: Option<u32>,
     /// The PDC's start PSN when its messages' PSNs were last set: a NACK NEW_START_PSN moves
@@ -947,12 +945,10 @@ impl IniPdc {
 struct TgtPdc<const R: usize, const W: usize> {
     pdc: Target<2, R>,
     order: MessageOrder<W>,
-    /// The SES DEFAULT_RESPONSE the next ACK carries if it names this PSN (ACK_PSN) and carries
-    /// no held response: RC_OK for the request delivered last, RC_NULL for a duplicate.
-    ack_response: Option<(u32, Response)>,
-    /// The RI generation and JobID of the last request taken, for the RC_NULL response of an ACK
-    /// that names an older request (one answering a probe, or a CLEAR).
-    last_ids: (u8, u32),
+    /// The SES responses of ACKs that carry no held response: RC_OK for the request delivered
+    /// last, RC_NULL for a duplicate, and RC_NULL with the last request's ids for an ACK that
+    /// names an older one (answering a probe, or a CLEAR).
+    answer: AckAnswer,
     /// The read data runs answering READs that arrived on this PDC, oldest first.
     runs: SlotList,
     /// Its part in RCCC: the pull pacer's flow, or the credit granted at once.
@@ -1098,7 +1094,7 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///
 /// # Memory, and building one in place
 ///
-/// An endpoint holds everything it needs: 816 B per `P`, 136 B per `M` and 12.4 kB besides
+/// An endpoint holds everything it needs: 784 B per `P`, 136 B per `M` and 12.4 kB besides
 /// (with 64 events) at the default `R`, `C`, `W`, `Q`, `O` and `X` on a 64-bit host
 /// (`size_of::<Endpoint<P, M, E>>()` says exactly). [`Endpoint::new`] returns it by value, so it is built on the stack first, and at low optimisation levels
 /// copied again. Where that is too much stack (firmware), start from [`Endpoint::EMPTY`], whose
@@ -1891,19 +1887,75 @@ fn emit(out: &mut [u8], h: &PdsHeader) -> Result<usize, EndpointError> {
     h.emit(out).map_err(|_| EndpointError::BufferTooShort)
 }
 
-/// The RC_NULL DEFAULT_RESPONSE for an ACK that names a request received before, whose own ids
-/// this endpoint no longer keeps: the PDC's last RI generation and JobID, message id 0. Receivers
-/// ignore RC_NULL but for acknowledging the PSN (the reference provider's initiator completes a
-/// PSN named by an ACK only when the ACK carries an SES response).
-const fn null_response((ri_generation, job_id): (u8, u32)) -> Response {
-    Response {
-        list: ResponseList::Expected,
-        opcode: ResponseOpcode::DefaultResponse,
-        return_code: ReturnCode::Null,
-        message_id: 0,
-        ri_generation,
-        job_id,
-        modified_length: 0,
+/// The SES DEFAULT_RESPONSEs a PDC's ACKs carry: the one for the packet taken last, due on the
+/// next ACK if that ACK names it, and RC_NULL for an ACK that names a packet received before,
+/// whose own ids the endpoint no longer keeps. Both use the ids of the request answered last, so
+/// they are kept once: 16 B.
+#[derive(Clone, Copy, Debug, Default)]
+struct AckAnswer {
+    psn: u32,
+    modified_length: u32,
+    job_id: u32,
+    message_id: u16,
+    ri_generation: u8,
+    due: Due,
+}
+
+/// Whether [`AckAnswer`]'s response is due, and its return code.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Due {
+    #[default]
+    No,
+    Ok,
+    Null,
+}
+
+impl AckAnswer {
+    /// The packet at `psn` was answered with `rsp`, a DEFAULT_RESPONSE with RC_OK or RC_NULL
+    /// (any other code is kept as RC_NULL); its ids become the PDC's last.
+    fn set(&mut self, psn: u32, rsp: &Response) {
+        *self = AckAnswer {
+            psn,
+            modified_length: rsp.modified_length,
+            job_id: rsp.job_id,
+            message_id: rsp.message_id,
+            ri_generation: rsp.ri_generation,
+            due: if rsp.return_code == ReturnCode::Ok { Due::Ok } else { Due::Null },
+        };
+    }
+
+    /// The response due for an ACK naming `named`, if it names the packet answered last; none is
+    /// due afterwards, whatever the ACK names.
+    fn take_for(&mut self, named: u32) -> Option<Response> {
+        let due = core::mem::take(&mut self.due);
+        let return_code = match due {
+            Due::No => return None,
+            _ if self.psn != named => return None,
+            Due::Ok => ReturnCode::Ok,
+            Due::Null => ReturnCode::Null,
+        };
+        Some(Response {
+            return_code,
+            message_id: self.message_id,
+            modified_length: self.modified_length,
+            ..self.null()
+        })
+    }
+
+    /// The RC_NULL DEFAULT_RESPONSE for an ACK that names a packet received before: the last
+    /// request's RI generation and JobID, message id 0. Receivers ignore RC_NULL but for
+    /// acknowledging the PSN (the reference provider's initiator completes a PSN named by an ACK
+    /// only when the ACK carries an SES response).
+    const fn null(&self) -> Response {
+        Response {
+            list: ResponseList::Expected,
+            opcode: ResponseOpcode::DefaultResponse,
+            return_code: ReturnCode::Null,
+            message_id: 0,
+            ri_generation: self.ri_generation,
+            job_id: self.job_id,
+            modified_length: 0,
+        }
     }
 }
 

@@ -140,8 +140,7 @@ impl<
                 Delivery::Dropped => None,
             };
             if let Some(code) = code {
-                t.ack_response = Some((r.psn, Response::default_for(&ses, code)));
-                t.last_ids = (ses.common.ri_generation, ses.common.job_id);
+                t.answer.set(r.psn, &Response::default_for(&ses, code));
             }
             if read && delivery == Delivery::New {
                 self.answer_read(id, src, r.mode, ses, seg);

@@ -189,8 +189,7 @@ impl<
             let mut answer = Response::default_for(&header, code);
             answer.modified_length = rsp.modified_length;
             if delivery != Delivery::Dropped {
-                p.ack_response = Some((r.psn, answer));
-                p.last_ids = (header.common.ri_generation, header.common.job_id);
+                p.answer.set(r.psn, &answer);
             }
             if delivery == Delivery::New {
                 if let MsgKind::Read { arrived, .. } = &mut m.kind {

@@ -1998,7 +1998,7 @@ fn memory_per_pdc_and_per_message() {
     assert!(per_o <= 20, "{per_o} B per shared message in progress");
     assert!(per_q <= 128, "{per_q} B per control-queue entry");
     assert!(per_x <= 50, "{per_x} B per extension header");
-    assert!(per_pdc <= 816, "{per_pdc} B per PDC");
+    assert!(per_pdc <= 784, "{per_pdc} B per PDC");
     assert!(per_msg <= 136, "{per_msg} B per message slot");
     // Every packet's `Transmit` moves through the layers whole: its read-data reference keeps the
     // READ's header compact.
@@ -2490,4 +2490,34 @@ fn extension_headers_go_with_their_messages() {
         };
         assert_eq!(placed.get(&index), Some(&len), "message {index} placed whole, once");
     }
+}
+
+#[test]
+fn an_ack_answer_is_due_once_for_its_psn_and_keeps_the_last_ids() {
+    let ok = Response {
+        list: ResponseList::Expected,
+        opcode: ResponseOpcode::DefaultResponse,
+        return_code: ReturnCode::Ok,
+        message_id: 7,
+        ri_generation: 3,
+        job_id: 0x12345,
+        modified_length: 64,
+    };
+    let mut a = AckAnswer::default();
+    assert_eq!(a.take_for(0), None, "nothing answered yet");
+    a.set(10, &ok);
+    assert_eq!(a.take_for(11), None, "an ACK naming another PSN");
+    assert_eq!(a.take_for(10), None, "taken by the ACK before, whatever it named");
+    a.set(10, &ok);
+    assert_eq!(a.take_for(10), Some(ok));
+    assert_eq!(a.take_for(10), None);
+    let null = a.null();
+    assert_eq!(
+        (null.return_code, null.message_id, null.ri_generation, null.job_id, null.modified_length),
+        (ReturnCode::Null, 0, 3, 0x12345, 0)
+    );
+    let duplicate = Response { return_code: ReturnCode::Null, modified_length: 0, job_id: 9, ..ok };
+    a.set(12, &duplicate);
+    assert_eq!(a.take_for(12), Some(duplicate));
+    assert_eq!(a.null().job_id, 9);
 }

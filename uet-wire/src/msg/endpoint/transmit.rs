@@ -151,9 +151,9 @@ impl<
                     // Older data gets RC_NULL, so every ACK of read data answers it; the ACK of a
                     // CLOSE_REQ is bare.
                     let named = a.ack_psn();
-                    let rsp = p.ack_response.take().filter(|(psn, _)| *psn == named).map(|(_, r)| r);
+                    let rsp = p.answer.take_for(named);
                     let data = p.close_req_psn != Some(named) && p.pdc.return_window().received(named);
-                    let rsp = rsp.or_else(|| data.then(|| null_response(p.last_ids)));
+                    let rsp = rsp.or_else(|| data.then(|| p.answer.null()));
                     write_ack(out, dst, a, rsp)?
                 }
             };
@@ -190,10 +190,10 @@ impl<
                         // one the PDC took last, else RC_NULL for any request it received (answering a
                         // probe or a CLEAR); nothing once the PDC closed (the CLOSE's ACK).
                         let named = a.ack_psn();
-                        let last = p.ack_response.take().filter(|(psn, _)| *psn == named).map(|(_, rsp)| rsp);
+                        let last = p.answer.take_for(named);
                         let received =
                             p.pdc.state() != crate::pdc::TargetState::Closed && p.pdc.window().received(named);
-                        last.or_else(|| received.then(|| null_response(p.last_ids)))
+                        last.or_else(|| received.then(|| p.answer.null()))
                     };
                     write_ack(out, dst, self.ack_with_credit(credit, a), rsp)?
                 }
@@ -485,8 +485,7 @@ impl<
                 IniPdc {
                     start_psn: pdc.start_psn(),
                     pdc,
-                    ack_response: None,
-                    last_ids: (0, 0),
+                    answer: AckAnswer::default(),
                     close_req_psn: None,
                     next_message_id: 0,
                     active: None,
