@@ -236,6 +236,16 @@ impl<const N: usize> OrderPool<N> {
     }
 }
 
+/// A packet [`MessageOrder::admit`] found room for: where its message is kept (`None`: a new
+/// one) and that message's bytes received with the packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Admitted {
+    place: Option<Place>,
+    message_id: u16,
+    request_length: u32,
+    received: u32,
+}
+
 /// Where one of a PDC's messages in progress is kept: an own slot, or a pool entry and the
 /// entry before it on the PDC's list (`None`: it is the first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -321,15 +331,16 @@ impl<const N: usize> MessageOrder<N> {
         self.own.iter().any(Option::is_none) || (self.in_progress() < N && pool.next_free().is_some())
     }
 
-    /// Where the packet's message is kept (`None`: a new one, for which there is room) and its
-    /// bytes received with this packet's `len`.
-    fn admit<const K: usize>(
+    /// Whether a packet of `len` bytes of message `message_id`, whose `request_length` it
+    /// states, can be taken, and where its message is kept: what [`MessageOrder::check`] answers,
+    /// kept for [`MessageOrder::take`] (valid until the order or its pool changes).
+    pub(crate) fn admit<const K: usize>(
         &self,
         pool: &OrderPool<K>,
         message_id: u16,
         request_length: u32,
         len: u16,
-    ) -> Result<(Option<Place>, u32), OrderError> {
+    ) -> Result<Admitted, OrderError> {
         let (place, received) = match self.messages(pool).find(|(_, s)| s.message_id == message_id) {
             Some((_, s)) if s.total != request_length => return Err(OrderError::Inconsistent { message_id }),
             Some((place, s)) => (Some(place), u64::from(s.received)),
@@ -338,7 +349,7 @@ impl<const N: usize> MessageOrder<N> {
         };
         let received = received + u64::from(len);
         match u32::try_from(received) {
-            Ok(received) if received <= request_length => Ok((place, received)),
+            Ok(received) if received <= request_length => Ok(Admitted { place, message_id, request_length, received }),
             _ => Err(OrderError::Inconsistent { message_id }),
         }
     }
@@ -355,19 +366,17 @@ impl<const N: usize> MessageOrder<N> {
         self.admit(pool, message_id, request_length, len).map(|_| ())
     }
 
-    /// Counts a new packet (the PDC took it, so it is no duplicate) of `len` bytes at byte
-    /// `offset` of message `message_id`, whose `request_length` it states, received at `psn`.
-    /// Returns whether the message is now complete. A refusal changes nothing.
-    pub fn on_packet<const K: usize>(
+    /// Counts the packet `admitted` answered for (nothing changed the order or its pool since),
+    /// received at `psn`, at byte `offset` of its message: [`MessageOrder::on_packet`] without
+    /// looking the message up again.
+    pub(crate) fn take<const K: usize>(
         &mut self,
         pool: &mut OrderPool<K>,
-        message_id: u16,
+        admitted: Admitted,
         psn: u32,
         offset: u32,
-        request_length: u32,
-        len: u16,
     ) -> Result<bool, OrderError> {
-        let (place, received) = self.admit(pool, message_id, request_length, len)?;
+        let Admitted { place, message_id, request_length, received } = admitted;
         let place = match place {
             Some(place) => place,
             None => {
@@ -381,6 +390,22 @@ impl<const N: usize> MessageOrder<N> {
             (s.started, s.first_psn) = (true, psn);
         }
         Ok(s.complete())
+    }
+
+    /// Counts a new packet (the PDC took it, so it is no duplicate) of `len` bytes at byte
+    /// `offset` of message `message_id`, whose `request_length` it states, received at `psn`.
+    /// Returns whether the message is now complete. A refusal changes nothing.
+    pub fn on_packet<const K: usize>(
+        &mut self,
+        pool: &mut OrderPool<K>,
+        message_id: u16,
+        psn: u32,
+        offset: u32,
+        request_length: u32,
+        len: u16,
+    ) -> Result<bool, OrderError> {
+        let admitted = self.admit(pool, message_id, request_length, len)?;
+        self.take(pool, admitted, psn, offset)
     }
 
     /// Tracks `slot`: in an own slot if one is free, else in a pool entry.

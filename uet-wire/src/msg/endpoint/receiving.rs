@@ -80,23 +80,22 @@ impl<
         // A READ is answered with data, which needs a message slot until acknowledged.
         let read_room = !read || self.free_slots.next().is_some() || self.read_run_for(id, &ses, seg).is_some();
         let Some(t) = self.targets.get_mut(id) else { return Ok(None) };
-        let no_room = matches!(
-            t.order.check(&self.order_pool, ses.message_id, ses.request_length, seg.len),
-            Err(OrderError::NoRoom { .. })
-        );
-        if no_room && t.pdc.window().classify(r.psn) == crate::pdc::Arrival::New {
+        let mut admitted = t.order.admit(&self.order_pool, ses.message_id, ses.request_length, seg.len);
+        if matches!(admitted, Err(OrderError::NoRoom { .. }))
+            && t.pdc.window().classify(r.psn) == crate::pdc::Arrival::New
+        {
             // A new packet of a peer that starts more messages than the target tracks: room by
             // releasing a complete message out of order, so one that started earlier can still
             // come in (see `order`). Room for the event was checked above.
             if let Some((message_id, len)) = t.order.release_complete(&mut self.order_pool) {
                 self.stats.released_out_of_order = self.stats.released_out_of_order.wrapping_add(1);
                 let _ = self.events.push_back(Event::Received { src, pdc: id, message_id, len });
+                admitted = t.order.admit(&self.order_pool, ses.message_id, ses.request_length, seg.len);
             }
         }
         // The message layer must be able to take a new packet before the PDC counts it received
         // (the PDC also refuses one no guaranteed-delivery response could be held for).
-        let (order, pool) = (&t.order, &self.order_pool);
-        let admit = || match order.check(pool, ses.message_id, ses.request_length, seg.len) {
+        let admit = || match admitted {
             Err(OrderError::NoRoom { .. }) => Err(NackCode::NoSesMsgAvail),
             Err(OrderError::Inconsistent { .. }) => Err(NackCode::UnexpEvent),
             Ok(_) if !read_room => Err(NackCode::NoPktBuffer),
@@ -106,16 +105,10 @@ impl<
             t.pdc.handle_request_admitting(now, &configured(&self.cfg).pdc, &r, u32::from(seg.len), ce, admit);
         let mut placement = None;
         if let Ok(delivery) = delivery {
-            if delivery == Delivery::New {
-                // Checked above, so this cannot fail.
-                let _ = t.order.on_packet(
-                    &mut self.order_pool,
-                    ses.message_id,
-                    r.psn,
-                    seg.offset,
-                    ses.request_length,
-                    seg.len,
-                );
+            // Admitted above (a new packet is delivered only then), and nothing changed the order
+            // since, so this cannot fail.
+            if let (Delivery::New, Ok(admitted)) = (delivery, admitted) {
+                let _ = t.order.take(&mut self.order_pool, admitted, r.psn, seg.offset);
                 let cack = t.pdc.window().cack_psn();
                 while let Some((message_id, len)) = t.order.release(&mut self.order_pool, cack) {
                     let _ = self.events.push_back(Event::Received { src, pdc: id, message_id, len });
