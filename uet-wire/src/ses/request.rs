@@ -254,7 +254,7 @@ pub enum StandardTail {
 // 32-bit core was a byte-misaligned copy: 3.5 % of the Cortex-M4 instructions per UET message.
 #[repr(C)]
 pub struct StandardRequest {
-    /// Offset in the target buffer, or the restart token of a deferrable request.
+    /// Offset in the target buffer, or the restart token of a deferrable send.
     pub buffer_offset: u64,
     /// Match bits or memory key (RMA), or the restart token of DEFERRABLE_RTR.
     pub match_bits: u64,
