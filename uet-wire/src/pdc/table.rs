@@ -278,9 +278,10 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
         }
     }
 
-    /// The slot holding `key`.
-    fn slot_of(&self, key: &K) -> Option<usize> {
-        let mut at = *self.buckets.get(Self::bucket(&self.hash_key, key))?;
+    /// The slot holding `key`, whose bucket is `bucket` (hashing is the costly part of a lookup:
+    /// `insert` hashes once for both its check and its link).
+    fn slot_of(&self, key: &K, bucket: usize) -> Option<usize> {
+        let mut at = *self.buckets.get(bucket)?;
         while let Some(i) = at.index() {
             if self.slots.get(i)?.key() == Some(key) {
                 return Some(i);
@@ -370,15 +371,14 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
 
     /// Adds a PDC under `key`; returns its id (never 0; the one [`PdcTable::next_id`] gave).
     pub fn insert(&mut self, key: K, pdc: T) -> Result<u16, TableError> {
-        if let Some(id) = self.find(&key) {
+        let bucket = Self::bucket(&self.hash_key, &key);
+        if let Some(id) = self.slot_of(&key, bucket).and_then(|i| self.slots.get(i)?.id()) {
             return Err(TableError::KeyInUse { id });
         }
         let index = self.free.next().ok_or(TableError::Full)?;
         let id = self.next_id().ok_or(TableError::Full)?;
         // First on its bucket's chain.
-        let (Some(head), Some(next)) =
-            (self.buckets.get_mut(Self::bucket(&self.hash_key, &key)), self.chain.get_mut(usize::from(index)))
-        else {
+        let (Some(head), Some(next)) = (self.buckets.get_mut(bucket), self.chain.get_mut(usize::from(index))) else {
             return Err(TableError::Full);
         };
         *next = *head;
@@ -391,6 +391,7 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
     }
 
     /// The slot of the PDC with id `id` (below `N`), for arrays kept beside the table.
+    #[inline(always)]
     pub fn index_of(&self, id: u16) -> Option<usize> {
         let index = usize::from(id.checked_sub(self.first())?) % N.max(1);
         match self.slots.get(index) {
@@ -405,12 +406,14 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
     }
 
     /// The PDC with local id `id`.
+    #[inline(always)]
     pub fn get(&self, id: u16) -> Option<&T> {
         let index = self.index_of(id)?;
         self.slots.get(index)?.pdc()
     }
 
     /// The PDC with local id `id`, mutably.
+    #[inline(always)]
     pub fn get_mut(&mut self, id: u16) -> Option<&mut T> {
         let index = self.index_of(id)?;
         self.slots.get_mut(index)?.pdc_mut()
@@ -418,11 +421,12 @@ impl<K: Hash + Eq + Clone, T, const N: usize> PdcTable<K, T, N> {
 
     /// The id of the PDC under `key`.
     pub fn find(&self, key: &K) -> Option<u16> {
-        let i = self.slot_of(key)?;
+        let i = self.slot_of(key, Self::bucket(&self.hash_key, key))?;
         self.slots.get(i)?.id()
     }
 
     /// The key a PDC was added under.
+    #[inline(always)]
     pub fn key(&self, id: u16) -> Option<&K> {
         let index = self.index_of(id)?;
         self.slots.get(index)?.key()

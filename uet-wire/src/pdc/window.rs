@@ -424,6 +424,7 @@ impl<const W: usize> TxWindow<W> {
     }
 
     /// Whether `psn` (sent) has been acknowledged.
+    #[inline(always)]
     pub fn is_acked(&self, psn: u32) -> bool {
         let i = psn.wrapping_sub(self.base);
         if i >= self.next.wrapping_sub(self.base) {
@@ -616,7 +617,7 @@ impl<const W: usize> TxWindow<W> {
     }
 
     /// Whether any PSN is marked lost and not yet resent (`lost_count() > 0`, without counting).
-    #[inline]
+    #[inline(always)]
     pub fn has_lost(&self) -> bool {
         !self.lost.is_empty()
     }

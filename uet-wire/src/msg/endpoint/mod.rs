@@ -933,6 +933,7 @@ struct IniPdc {
 impl IniPdc {
     /// The message slot this PDC would send a new packet of: the message in progress, else
     /// (while the PDC takes new messages and fewer than `limit` have started) the oldest queued.
+    #[inline(always)]
     fn next_new(&self, limit: u16) -> Option<u16> {
         if self.active.is_some() {
             return self.active;
