@@ -74,6 +74,7 @@ pub enum Command {
 
 impl Command {
     /// The 6-bit code.
+    #[inline(always)]
     pub const fn code(self) -> u8 {
         match self {
             Command::Read => 0x03,
@@ -115,6 +116,7 @@ impl Command {
     }
 
     /// Whether data beats follow on the OrigData channel (ReqCmd\[5\]).
+    #[inline(always)]
     pub const fn has_data(self) -> bool {
         self.code() & 0x20 != 0
     }
@@ -531,6 +533,7 @@ impl Request {
     }
 
     /// Data beats on OrigData: ReqNumBeats + 1, or 0 for commands without data.
+    #[inline(always)]
     pub const fn data_beats(&self) -> u8 {
         if self.cmd.has_data() { self.num_beats + 1 } else { 0 }
     }

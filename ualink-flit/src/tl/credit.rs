@@ -192,6 +192,7 @@ impl Owed {
     }
 
     /// Whether nothing is owed.
+    #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.owed.is_empty()
     }

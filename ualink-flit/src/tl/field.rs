@@ -652,12 +652,18 @@ impl ControlField {
     /// The FTYPE of a field of `sectors` sectors with value `w`, when `w` fits that size and
     /// FTYPE names a field of that size.
     fn ftype_of(w: u128, sectors: u8) -> Result<u8, Error> {
-        let bits = 32 * u32::from(sectors);
-        if !matches!(sectors, 1 | 2 | 4) || (bits < 128 && w >> bits != 0) {
+        // FTYPE is the field's top four bits. Constant shifts: a 32-bit core moves words for
+        // them, where a shift by a variable is a library call per word pair.
+        let (fits, top) = match sectors {
+            1 => (w >> 32 == 0, w >> 28),
+            2 => (w >> 64 == 0, w >> 60),
+            4 => (true, w >> 124),
+            _ => (false, 0),
+        };
+        if !fits {
             return Err(Error::BadValue { field: "control field sectors", value: u32::from(sectors) });
         }
-        // FTYPE is the field's top four bits (bits is 32, 64 or 128 here).
-        let t = ((w >> (bits - 4)) & 0xF) as u8;
+        let t = (top & 0xF) as u8;
         if ftype::sectors(t) != Some(sectors) {
             return Err(Error::BadValue { field: "FTYPE", value: u32::from(t) });
         }

@@ -160,7 +160,7 @@ impl RateLimit {
     pub const STOPPED: Self = RateLimit { requests: 0, responses: 0 };
 
     /// Moves to the next flit after one that carried `req` requests and `rsp` responses.
-    #[inline]
+    #[inline(always)]
     pub fn advance(&mut self, req: u8, rsp: u8) {
         self.requests = (self.requests.saturating_sub(req) + 1).min(MAX_REQUESTS);
         self.responses = (self.responses.saturating_sub(rsp) + 1).min(MAX_RESPONSES);
