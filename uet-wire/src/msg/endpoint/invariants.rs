@@ -1,7 +1,8 @@
 //! The endpoint's indexes checked against the state they summarise, for fuzzers and tests: every
 //! list well formed, each message on exactly the list its state says, each PDC on the list of
 //! PDCs with new packets exactly when it has one, each deadline filed, every shared message-order
-//! entry held by a target PDC, and no PDC left open or kept in the table with nothing left to do.
+//! entry held by a target PDC, the key remembered as having no PDC still without one, and no PDC
+//! left open or kept in the table with nothing left to do.
 
 use super::*;
 
@@ -39,6 +40,10 @@ impl<
         };
         if !in_order(&self.unsent, &self.unsent_links) {
             return Err("the unsent list is out of order");
+        }
+        let absent = self.absent_for.and_then(|s| self.msgs.get(usize::from(s))?.as_ref());
+        if absent.is_some_and(|m| self.initiators.find(&m.key()).is_some()) {
+            return Err("a key taken for one without a PDC has one");
         }
         let occupied = |list: &SlotList, links: &[Link], ids: &dyn Fn(usize) -> Option<u16>| {
             list.iter(links).all(|index| ids(usize::from(index)).is_some())

@@ -1187,6 +1187,10 @@ pub struct Endpoint<
     unsettled: bool,
     /// The initiator PDC a new message was last found for.
     last_pdc: Option<u16>,
+    /// A message slot whose key had no initiator PDC when last looked up, none having opened
+    /// since: its key is not looked up again (a run of messages to a closed key would hash the
+    /// key for each).
+    absent_for: Option<u16>,
     /// The congestion-control contexts, the links of their lists of initiator PDCs waiting for
     /// the window (by table slot), and what the last call did to an initiator for its CCC.
     cccs: Cccs<C>,
@@ -1358,6 +1362,7 @@ impl<
             stats: EndpointStats::ZERO,
             unsettled: false,
             last_pdc: None,
+            absent_for: None,
             cccs: Cccs::EMPTY,
             blocked_links: [Link::UNLINKED; P],
             cc_signal: CcSignal::None,
@@ -1427,6 +1432,7 @@ impl<
         self.stats = EndpointStats::ZERO;
         self.unsettled = false;
         self.last_pdc = None;
+        self.absent_for = None;
         self.cccs.clear();
         self.cc_signal = CcSignal::None;
     }
@@ -1602,20 +1608,35 @@ impl<
         // A message for a PDC waits in that PDC's queue; one whose key has none yet waits for
         // `poll_transmit` to open it.
         let key = peer_dest(desc.service, desc.header.common.job_id, desc.dst, desc.tc);
-        match self.find_pdc(&key).filter(|_| desc.service.pdc_mode().is_some()) {
+        match self.find_pdc(&key, slot).filter(|_| desc.service.pdc_mode().is_some()) {
             Some(id) => self.queue_on(id, slot),
             None => self.unsent.insert(&mut self.unsent_links, slot as u16, |_| true),
         }
         Ok(MsgHandle { slot: slot as u16, generation, user: desc.user })
     }
 
-    /// The open initiator PDC of `key`.
-    fn find_pdc(&mut self, key: &PeerDest) -> Option<u16> {
-        // Messages come in runs to one PDC: the one found last is tried before the key index.
+    /// The open initiator PDC of `key`, the key of message `slot`.
+    fn find_pdc(&mut self, key: &PeerDest, slot: usize) -> Option<u16> {
+        // Messages come in runs to one key: the PDC found last is tried before the key index,
+        // and a key found without one is not looked up again until a PDC opens.
         let last = self.last_pdc.filter(|&id| self.initiators.key(id) == Some(key));
-        let id = last.or_else(|| self.initiators.find(key))?;
-        self.last_pdc = Some(id);
-        Some(id)
+        let absent = || {
+            let m = self.absent_for.and_then(|s| self.msgs.get(usize::from(s))?.as_ref());
+            m.is_some_and(|m| m.key() == *key)
+        };
+        if last.is_none() && absent() {
+            return None;
+        }
+        match last.or_else(|| self.initiators.find(key)) {
+            Some(id) => {
+                self.last_pdc = Some(id);
+                Some(id)
+            }
+            None => {
+                self.absent_for = Some(slot as u16);
+                None
+            }
+        }
     }
 
     /// Queues message `slot`, not started, on initiator PDC `id`, in its place by age.

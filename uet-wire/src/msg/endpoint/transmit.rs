@@ -468,7 +468,7 @@ impl<
     /// full).
     pub(super) fn pdc_for(&mut self, slot: usize) -> Option<u16> {
         let key = self.msgs.get(slot)?.as_ref()?.key();
-        if let Some(id) = self.find_pdc(&key) {
+        if let Some(id) = self.find_pdc(&key, slot) {
             return Some(id);
         }
         let id = self.initiators.next_id()?;
@@ -497,8 +497,10 @@ impl<
                 },
             )
             .ok();
-        if opened.is_none() {
-            self.leave_ccc(ccc);
+        match opened {
+            // Keys found without a PDC may have one now.
+            Some(_) => self.absent_for = None,
+            None => self.leave_ccc(ccc),
         }
         opened
     }
