@@ -37,35 +37,42 @@ impl<
         a: &crate::pds::Ack,
         rest: &'a [u8],
     ) -> Result<Option<Placement<'a>>, EndpointError> {
-        let (ses, data) = SesHeader::parse(a.next_header, rest)?;
-        let (response, with_data) = match ses {
-            Some(SesHeader::Response(r)) => match (r.opcode, r.return_code) {
-                (ResponseOpcode::NoResponse, _) | (ResponseOpcode::DefaultResponse, ReturnCode::Null) => (None, None),
-                _ => (Some(r), None),
-            },
-            Some(SesHeader::ResponseWithData(r)) if r.return_code == ReturnCode::Ok => {
-                if usize::from(r.payload_length) != data.len() {
-                    return Err(EndpointError::Malformed(Error::Mismatch {
-                        field: "SES payload length and payload bytes",
-                    }));
+        // Parsed by the header it names, not as a `SesHeader`: that enum is as large as a
+        // standard request, and moving it cost more than parsing the response.
+        let (response, with_data, data) = match a.next_header {
+            NextHeader::Rsp => {
+                let (r, data) = crate::ses::Response::parse(rest)?;
+                let answers = !matches!(
+                    (r.opcode, r.return_code),
+                    (ResponseOpcode::NoResponse, _) | (ResponseOpcode::DefaultResponse, ReturnCode::Null)
+                );
+                (answers.then_some(r), None, data)
+            }
+            NextHeader::RspData => {
+                let (r, data) = crate::ses::ResponseWithData::parse(rest)?;
+                if r.return_code == ReturnCode::Ok {
+                    if usize::from(r.payload_length) != data.len() {
+                        return Err(EndpointError::Malformed(Error::Mismatch {
+                            field: "SES payload length and payload bytes",
+                        }));
+                    }
+                    (None, Some(r), data)
+                } else {
+                    // A READ refused: reported like any error response.
+                    let rsp = Response {
+                        list: r.list,
+                        opcode: r.opcode,
+                        return_code: r.return_code,
+                        message_id: r.message_id,
+                        ri_generation: 0,
+                        job_id: r.job_id,
+                        modified_length: r.modified_length,
+                    };
+                    (Some(rsp), None, data)
                 }
-                (None, Some(r))
             }
-            // A READ refused: reported like any error response.
-            Some(SesHeader::ResponseWithData(r)) => {
-                let rsp = Response {
-                    list: r.list,
-                    opcode: r.opcode,
-                    return_code: r.return_code,
-                    message_id: r.message_id,
-                    ri_generation: 0,
-                    job_id: r.job_id,
-                    modified_length: r.modified_length,
-                };
-                (Some(rsp), None)
-            }
-            // Other response forms only acknowledge.
-            _ => (None, None),
+            // Other forms only acknowledge (once their header parses).
+            next => (None, None, SesHeader::parse(next, rest)?.1),
         };
         let id = a.dpdcid;
         let psn = a.ack_psn();
