@@ -257,6 +257,12 @@ impl<
                 next = SlotList::next(&self.pdc_links, slot);
                 let slot = usize::from(slot);
                 let Some(m) = self.msgs.get(slot).and_then(MsgSlot::as_ref) else { continue };
+                if failure.is_none() && !psn_after(base, m.first_psn) && state != InitiatorState::Quiesce {
+                    // Nothing of it is acknowledged, nor of any message started after it: none
+                    // of them changes (only Quiesce asks whether they are all sent).
+                    for_key = true;
+                    break;
+                }
                 let packets = m.segments().packets();
                 // Read before a failure gives the window up.
                 let partly_acked = m.partly_acked || (failure.is_none() && m.sent > 0 && psn_after(base, m.first_psn));
