@@ -103,7 +103,7 @@ impl<
         };
         let delivery =
             t.pdc.handle_request_admitting(now, &configured(&self.cfg).pdc, &r, u32::from(seg.len), ce, admit);
-        let mut placement = None;
+        let mut new = false;
         if let Ok(delivery) = delivery {
             // Admitted above (a new packet is delivered only then), and nothing changed the order
             // since, so this cannot fail.
@@ -113,16 +113,7 @@ impl<
                 while let Some((message_id, len)) = t.order.release(&mut self.order_pool, cack) {
                     let _ = self.events.push_back(Event::Received { src, pdc: id, message_id, len });
                 }
-                placement = Some(Placement {
-                    src,
-                    pdc: id,
-                    message_id: ses.message_id,
-                    psn: r.psn,
-                    header: ses,
-                    offset: seg.offset,
-                    payload,
-                    read: None,
-                });
+                new = true;
             }
             // The ACK that names this request carries the SES DEFAULT_RESPONSE, unless it carries
             // a held response: RC_OK for a request delivered now, RC_NULL for one received before
@@ -140,7 +131,20 @@ impl<
             }
         }
         self.after_target_change(now, id);
-        Ok(placement)
+        // Built where it is returned: a placement held across the call above is copied again.
+        if !new {
+            return Ok(None);
+        }
+        Ok(Some(Placement {
+            src,
+            pdc: id,
+            message_id: ses.message_id,
+            psn: r.psn,
+            header: ses,
+            offset: seg.offset,
+            payload,
+            read: None,
+        }))
     }
 
     /// The data a READ request packet asks for (UE 1.0 §3.5.20.1; the reference provider's

@@ -117,7 +117,9 @@ impl<
             }
         }
         self.after_initiator_change(now, id);
-        Ok(placement)
+        // Most ACKs place nothing: returning that alone copies no placement.
+        let Some(placement) = placement else { return Ok(None) };
+        Ok(Some(placement))
     }
 
     /// Places read data an ACK carried for request `psn` of initiator PDC `id`, if that request
