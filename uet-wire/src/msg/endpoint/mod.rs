@@ -1188,8 +1188,8 @@ pub struct Endpoint<
     /// The initiator PDC a new message was last found for.
     last_pdc: Option<u16>,
     /// A message slot whose key had no initiator PDC when last looked up, none having opened
-    /// since: its key is not looked up again (a run of messages to a closed key would hash the
-    /// key for each).
+    /// and the message still there: its key is not looked up again (a run of messages to a
+    /// closed key would hash the key for each).
     absent_for: Option<u16>,
     /// The congestion-control contexts, the links of their lists of initiator PDCs waiting for
     /// the window (by table slot), and what the last call did to an initiator for its CCC.
@@ -1759,6 +1759,10 @@ impl<
         let Some(m) = self.msgs.get_mut(slot) else { return };
         let Some((pdc, kind, started, ext)) = m.as_ref().map(|m| (m.pdc, m.kind, m.sent > 0, m.ext)) else { return };
         m.clear();
+        if self.absent_for == Some(slot as u16) {
+            // The slot may take a message for another key, which may have a PDC.
+            self.absent_for = None;
+        }
         self.extensions.give(ext);
         self.free_slots.give(slot as u16);
         self.unsent.unlink(&mut self.unsent_links, slot as u16);

@@ -2521,3 +2521,29 @@ fn an_ack_answer_is_due_once_for_its_psn_and_keeps_the_last_ids() {
     assert_eq!(a.take_for(12), Some(duplicate));
     assert_eq!(a.null().job_id, 9);
 }
+
+#[test]
+fn a_key_remembered_without_a_pdc_is_forgotten_with_its_message() {
+    // A UUD datagram to C is sent while C has no PDC (the endpoint remembers its slot's key as
+    // having none) and freed once sent; the next message, to B, whose PDC is open, may take the
+    // same slot. It must still find B's PDC: a lookup answered from the slot's new key would
+    // leave the message waiting for a PDC that can never open.
+    let (a_addr, b_addr, c_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]), ipv4([10, 0, 0, 3]));
+    let mut a = Ep::new(EndpointConfig { close_when_idle: false, ..config(a_addr) }, 1);
+    let mut out = [0u8; 256];
+    let pdc_of = |out: &[u8], header_len: usize| match PdsHeader::parse(&out[..header_len]) {
+        Ok((PdsHeader::Request(r), _)) => Some(r.spdcid),
+        _ => None,
+    };
+    a.send(desc(b_addr, Service::Rud, 0, 8)).unwrap();
+    let t = a.poll_transmit(Instant::ZERO, &mut out).unwrap().expect("B's PDC opens");
+    let b_pdc = pdc_of(&out, t.header_len).expect("a request");
+    a.send(desc(c_addr, Service::Uud, 1, 8)).unwrap();
+    assert!(a.poll_transmit(Instant::ZERO, &mut out).unwrap().is_some(), "the datagram goes");
+    assert!(matches!(a.poll_event(), Some(Event::Sent(_))), "and is done");
+    let second = a.send(desc(b_addr, Service::Rud, 2, 8)).unwrap();
+    assert_eq!(a.check_invariants(), Ok(()));
+    let t = a.poll_transmit(Instant::ZERO, &mut out).unwrap().expect("a packet for B");
+    assert_eq!(t.payload.map(|p| p.msg), Some(second));
+    assert_eq!(pdc_of(&out, t.header_len), Some(b_pdc), "on B's PDC");
+}
