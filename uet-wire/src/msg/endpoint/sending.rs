@@ -259,9 +259,16 @@ impl<
                 next = SlotList::next(&self.pdc_links, slot);
                 let slot = usize::from(slot);
                 let Some(m) = self.msgs.get(slot).and_then(MsgSlot::as_ref) else { continue };
-                if failure.is_none() && !psn_after(base, m.first_psn) && state != InitiatorState::Quiesce {
-                    // Nothing of it is acknowledged, nor of any message started after it: none
-                    // of them changes (only Quiesce asks whether they are all sent).
+                if failure.is_none()
+                    && !m.partly_acked
+                    && !psn_after(base, m.first_psn)
+                    && state != InitiatorState::Quiesce
+                {
+                    // Nothing of it is acknowledged, nor of any message started after it (they
+                    // start in PSN order): none of them changes, and only Quiesce asks whether
+                    // they are all sent. One marked partly acknowledged is walked past, however
+                    // far the window has moved since (`psn_after` wraps after 2^31 PSNs, which a
+                    // PDC without `limit_psn_range` may pass while a READ waits for its data).
                     for_key = true;
                     break;
                 }
