@@ -1618,7 +1618,8 @@ impl<
     /// The open initiator PDC of `key`, the key of message `slot`.
     fn find_pdc(&mut self, key: &PeerDest, slot: usize) -> Option<u16> {
         // Messages come in runs to one key: the PDC found last is tried before the key index,
-        // and a key found without one is not looked up again until a PDC opens.
+        // and a key found without one is not looked up again while its message waits and no
+        // PDC opens (`absent_for`).
         let last = self.last_pdc.filter(|&id| self.initiators.key(id) == Some(key));
         let absent = || {
             let m = self.absent_for.and_then(|s| self.msgs.get(usize::from(s))?.as_ref());
