@@ -2547,3 +2547,24 @@ fn a_key_remembered_without_a_pdc_is_forgotten_with_its_message() {
     assert_eq!(t.payload.map(|p| p.msg), Some(second));
     assert_eq!(pdc_of(&out, t.header_len), Some(b_pdc), "on B's PDC");
 }
+
+#[test]
+fn the_settling_walk_passes_a_partly_acknowledged_message_however_far_the_window_moved() {
+    // A READ whose request is acknowledged waits at the front of its PDC's started list for data
+    // that does not come. Once 2^31 PSNs have passed (a PDC without `limit_psn_range`), its first
+    // PSN reads as not below the window's base; a message sent after it must still complete.
+    let (mut a, mut b, _, b_addr) = kept_pair();
+    let mut read = desc(b_addr, Service::Rud, 0, 2048);
+    read.header.common.opcode = Opcode::Read;
+    let r = a.send(read).unwrap();
+    pump(&mut a, &mut b, Instant::ZERO, true);
+    let m = a.msgs[usize::from(r.slot)].as_ref().unwrap();
+    assert!(m.partly_acked && m.pdc.is_some(), "its request is acknowledged, its data dropped");
+    let base = a.initiators.get(m.pdc.unwrap()).unwrap().pdc.window().base();
+    // As if the window had moved 2^31 PSNs on since.
+    a.msgs[usize::from(r.slot)].as_mut().unwrap().first_psn = base.wrapping_add(1000);
+    let w = a.send(desc(b_addr, Service::Rud, 1, 8)).unwrap();
+    let [events, _] = pump(&mut a, &mut b, Instant::ZERO, true);
+    assert!(events.contains(&Event::Sent(w)), "{events:?}");
+    assert_eq!(a.check_invariants(), Ok(()));
+}
