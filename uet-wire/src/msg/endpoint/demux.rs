@@ -272,7 +272,8 @@ impl<
             }
             PdcDest::Syn { .. } => {
                 let key = PeerSource { src, spdcid: r.spdcid };
-                if let Some(id) = self.targets.find(&key) {
+                let bucket = self.targets.bucket_of(&key);
+                if let Some(id) = self.targets.find_in(&key, bucket) {
                     return Some(id);
                 }
                 if r.start_psn().is_some_and(|s| self.is_late_syn(now, &key, s)) {
@@ -291,7 +292,7 @@ impl<
                     runs: SlotList::default(),
                     credit: TargetCredit::None,
                 };
-                self.targets.insert(key, tgt).ok().map(|_| id)
+                self.targets.insert_in(bucket, key, tgt).ok().map(|_| id)
             }
         }
     }

@@ -41,9 +41,12 @@ impl<
         if !in_order(&self.unsent, &self.unsent_links) {
             return Err("the unsent list is out of order");
         }
-        let absent = self.absent_for.and_then(|s| self.msgs.get(usize::from(s))?.as_ref());
-        if absent.is_some_and(|m| self.initiators.find(&m.key()).is_some()) {
+        let absent = self.absent_for.and_then(|(s, b)| Some((self.msgs.get(usize::from(s))?.as_ref()?, b)));
+        if absent.is_some_and(|(m, _)| self.initiators.find(&m.key()).is_some()) {
             return Err("a key taken for one without a PDC has one");
+        }
+        if absent.is_some_and(|(m, b)| self.initiators.bucket_of(&m.key()) != b as usize) {
+            return Err("a key taken for one without a PDC is remembered with another's bucket");
         }
         let occupied = |list: &SlotList, links: &[Link], ids: &dyn Fn(usize) -> Option<u16>| {
             list.iter(links).all(|index| ids(usize::from(index)).is_some())

@@ -468,9 +468,10 @@ impl<
     /// full).
     pub(super) fn pdc_for(&mut self, slot: usize) -> Option<u16> {
         let key = self.msgs.get(slot)?.as_ref()?.key();
-        if let Some(id) = self.find_pdc(&key, slot) {
-            return Some(id);
-        }
+        let bucket = match self.find_pdc(&key, slot) {
+            Ok(id) => return Some(id),
+            Err(bucket) => bucket,
+        };
         let id = self.initiators.next_id()?;
         let ccc = self.join_ccc(key.dst).ok()?;
         let start = self.random_start_psn(&key.dst);
@@ -480,7 +481,8 @@ impl<
         }
         let opened = self
             .initiators
-            .insert(
+            .insert_in(
+                bucket,
                 key,
                 IniPdc {
                     start_psn: pdc.start_psn(),
