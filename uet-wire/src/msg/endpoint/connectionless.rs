@@ -82,13 +82,13 @@ impl<
     ) -> Result<Transmit, EndpointError> {
         let flags = if retx { RudiFlags::RETX } else { RudiFlags::empty() };
         let rudi = Rudi { response: false, next_header: NextHeader::ReqStd, flags, pkt_id };
-        self.write_packet(out, slot, index, &PdsHeader::Rudi(rudi))
+        self.write_packet(out, slot, index, &PdsHeader::Rudi(rudi), None)
     }
 
     /// Sends the one packet of UUD message `slot`; it counts as sent at once.
     pub(super) fn transmit_uud(&mut self, out: &mut [u8], slot: usize) -> Result<Transmit, EndpointError> {
         let uud = crate::pds::Uud { next_header: NextHeader::ReqStd };
-        let t = self.write_packet(out, slot, 0, &PdsHeader::Uud(uud))?;
+        let t = self.write_packet(out, slot, 0, &PdsHeader::Uud(uud), None)?;
         self.count_sent(slot);
         self.complete_connectionless(slot);
         Ok(t)

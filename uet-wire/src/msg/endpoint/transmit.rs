@@ -127,8 +127,8 @@ impl<
                         continue;
                     };
                     let cc = self.cc_request(id, slot);
-                    let t = self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, cc))?;
-                    Transmit { entropy: self.cc_entropy(id, Some(stamp.psn)), ..t }
+                    let entropy = self.cc_entropy(id, Some(stamp.psn));
+                    self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, cc), entropy)?
                 }
                 InitiatorTx::Control(c) => {
                     use crate::pds::ControlType::{AckReq, Probe};
@@ -232,15 +232,17 @@ impl<
         })
     }
 
-    /// Writes the PDS request and the SES header of packet `index` of message `slot`.
+    /// Writes the PDS request and the SES header of packet `index` of message `slot`, to go
+    /// with `entropy`.
     pub(super) fn write_request(
         &self,
         out: &mut [u8],
         slot: usize,
         index: u32,
         pds: Request,
+        entropy: Option<u16>,
     ) -> Result<Transmit, EndpointError> {
-        self.write_packet(out, slot, index, &PdsHeader::Request(pds))
+        self.write_packet(out, slot, index, &PdsHeader::Request(pds), entropy)
     }
 
     /// Writes packet `index` of read data run `slot` (a [`MsgKind::ReadData`]): the return
@@ -276,13 +278,15 @@ impl<
         Ok(Transmit { dst: m.dst, header_len: n + k, payload: None, read: Some(read), entropy: None })
     }
 
-    /// Writes `pds` and the SES header of packet `index` of message `slot`.
+    /// Writes `pds` and the SES header of packet `index` of message `slot`, to go with
+    /// `entropy`.
     pub(super) fn write_packet(
         &self,
         out: &mut [u8],
         slot: usize,
         index: u32,
         pds: &PdsHeader,
+        entropy: Option<u16>,
     ) -> Result<Transmit, EndpointError> {
         let m = self.msgs.get(slot).and_then(MsgSlot::as_ref).ok_or(EndpointError::Unsupported)?;
         let seg = m.segments().segment(index).ok_or(EndpointError::Unsupported)?;
@@ -296,7 +300,7 @@ impl<
             offset: seg.offset,
             len: seg.len,
         });
-        Ok(Transmit { dst: m.dst, header_len: n + k, payload, read: None, entropy: None })
+        Ok(Transmit { dst: m.dst, header_len: n + k, payload, read: None, entropy })
     }
 
     /// New packets: of the messages no PDC holds (RUDI, UUD, read data, messages whose key has
@@ -427,8 +431,9 @@ impl<
             self.count_sent(slot);
             self.refresh_initiator(id, false);
             let cc = self.cc_request(id, slot);
-            let t = self.write_request(out, slot, packet, stamp.request(NextHeader::ReqStd, cc))?;
-            return Ok(Some(Transmit { entropy: self.cc_entropy(id, Some(stamp.psn)), ..t }));
+            let entropy = self.cc_entropy(id, Some(stamp.psn));
+            // Built where it is returned (a transmit taken and rebuilt is copied twice).
+            return self.write_request(out, slot, packet, stamp.request(NextHeader::ReqStd, cc), entropy).map(Some);
         }
         Ok(None)
     }
