@@ -41,11 +41,13 @@ impl<
         if !in_order(&self.unsent, &self.unsent_links) {
             return Err("the unsent list is out of order");
         }
+        self.initiators.check_index()?;
+        self.targets.check_index()?;
         let absent = self.absent_for.and_then(|(s, b)| Some((self.msgs.get(usize::from(s))?.as_ref()?, b)));
         if absent.is_some_and(|(m, _)| self.initiators.find(&m.key()).is_some()) {
             return Err("a key taken for one without a PDC has one");
         }
-        if absent.is_some_and(|(m, b)| self.initiators.bucket_of(&m.key()) != b as usize) {
+        if absent.is_some_and(|(m, b)| self.initiators.bucket_of(&m.key()) != usize::from(b)) {
             return Err("a key taken for one without a PDC is remembered with another's bucket");
         }
         let occupied = |list: &SlotList, links: &[Link], ids: &dyn Fn(usize) -> Option<u16>| {

@@ -1191,7 +1191,7 @@ pub struct Endpoint<
     /// and the message still there: its key is not looked up again (a run of messages to a
     /// closed key would hash the key for each). With its key's bucket in the initiators' key
     /// index, where the PDC that opens for it goes.
-    absent_for: Option<(u16, u32)>,
+    absent_for: Option<(u16, u16)>,
     /// The congestion-control contexts, the links of their lists of initiator PDCs waiting for
     /// the window (by table slot), and what the last call did to an initiator for its CCC.
     cccs: Cccs<C>,
@@ -1652,7 +1652,7 @@ impl<
         }
         let absent = self.absent_for.and_then(|(s, bucket)| {
             let m = self.msgs.get(usize::from(s))?.as_ref()?;
-            (m.key() == *key).then_some(bucket as usize)
+            (m.key() == *key).then_some(usize::from(bucket))
         });
         if let Some(bucket) = absent {
             return Err(bucket);
@@ -1664,7 +1664,8 @@ impl<
                 Ok(id)
             }
             None => {
-                self.absent_for = Some((slot as u16, bucket as u32));
+                // (A bucket is below `P`, at most 32 767.)
+                self.absent_for = Some((slot as u16, bucket as u16));
                 Err(bucket)
             }
         }
