@@ -19,9 +19,10 @@
 //! `N` is 2 to 32768, any number. The key index is a chained hash over the slots themselves: a
 //! bucket head per slot and a link per slot (4 bytes a slot, the key is kept once, in its slot,
 //! with its bucket in bytes that pad it), so a lookup hashes the key once and compares the keys
-//! on one chain, 1.5 on average with every slot in use, and a removal does not hash at all. The hash is SipHash-1-3 (what Rust's standard `HashMap` uses against keys an
-//! adversary chooses) under a key the owner sets ([`PdcTable::set_hash_key`]): peers choose
-//! addresses and PDC ids, and with an unkeyed hash could make every key share one chain.
+//! on one chain, 1.5 on average with every slot in use, and a removal does not hash at all. The
+//! hash is SipHash-1-3 (what Rust's standard `HashMap` uses against keys an adversary chooses)
+//! under a key the owner sets ([`PdcTable::set_hash_key`]): peers choose addresses and PDC ids,
+//! and with an unkeyed hash could make every key share one chain.
 
 use crate::pds::DeliveryMode;
 use core::hash::{Hash, Hasher};

@@ -396,7 +396,13 @@ impl<const W: usize> TxWindow<W> {
     /// Packets sent and not yet acknowledged.
     #[inline]
     pub fn outstanding(&self) -> u32 {
-        self.next.wrapping_sub(self.base).saturating_sub(self.acked.count())
+        self.span().saturating_sub(self.acked.count())
+    }
+
+    /// PSNs from the base to the next to send: sent and not cumulatively acknowledged.
+    #[inline]
+    fn span(&self) -> u32 {
+        self.next.wrapping_sub(self.base)
     }
 
     /// Whether any packet sent is unacknowledged (`outstanding() > 0`), without counting: the
@@ -409,7 +415,7 @@ impl<const W: usize> TxWindow<W> {
     /// Whether a new PSN may be sent, given the peer's advertised range `peer_mp_range`.
     #[inline]
     pub fn can_send(&self, peer_mp_range: u32) -> bool {
-        self.next.wrapping_sub(self.base) < Self::MP_RANGE && self.next.wrapping_sub(self.max_cack) <= peer_mp_range
+        self.span() < Self::MP_RANGE && self.next.wrapping_sub(self.max_cack) <= peer_mp_range
     }
 
     /// Takes the next PSN if [`TxWindow::can_send`] allows it.
@@ -427,7 +433,7 @@ impl<const W: usize> TxWindow<W> {
     #[inline(always)]
     pub fn is_acked(&self, psn: u32) -> bool {
         let i = psn.wrapping_sub(self.base);
-        if i >= self.next.wrapping_sub(self.base) {
+        if i >= self.span() {
             // Before the base (acknowledged and released) or not yet sent.
             return psn_after(self.base, psn);
         }
@@ -451,7 +457,7 @@ impl<const W: usize> TxWindow<W> {
         }
         // In order, nothing is selectively acknowledged before or after, and the count needs no
         // population count (a dozen instructions a word where the CPU has none).
-        let before = if self.acked.is_empty() { self.next.wrapping_sub(self.base) } else { self.outstanding() };
+        let before = if self.acked.is_empty() { self.span() } else { self.outstanding() };
         if psn_after(cack_psn, self.max_cack) {
             self.max_cack = cack_psn;
         }
@@ -469,7 +475,7 @@ impl<const W: usize> TxWindow<W> {
             self.advance(n);
         }
         if self.acked.is_empty() {
-            return Ok(before.saturating_sub(self.next.wrapping_sub(self.base)));
+            return Ok(before.saturating_sub(self.span()));
         }
         let run = self.acked.leading_run();
         if run > 0 {
@@ -527,7 +533,7 @@ impl<const W: usize> TxWindow<W> {
     /// Gives up every PSN sent so far (close in error): the base moves to the next PSN, and
     /// nothing is outstanding or marked lost.
     pub fn abandon(&mut self) {
-        let sent = self.next.wrapping_sub(self.base);
+        let sent = self.span();
         self.advance(sent);
     }
 
@@ -543,7 +549,7 @@ impl<const W: usize> TxWindow<W> {
     /// Marks `psn` lost if it was sent and is not acknowledged. Returns whether it is now marked.
     pub fn mark_lost(&mut self, psn: u32) -> bool {
         let i = psn.wrapping_sub(self.base);
-        if i >= self.next.wrapping_sub(self.base) || self.acked.get(i) {
+        if i >= self.span() || self.acked.get(i) {
             return false;
         }
         self.lost.set(i);
@@ -553,18 +559,18 @@ impl<const W: usize> TxWindow<W> {
     /// Whether `psn` is marked lost and waits to be resent.
     pub fn is_lost(&self, psn: u32) -> bool {
         let i = psn.wrapping_sub(self.base);
-        i < self.next.wrapping_sub(self.base) && self.lost.get(i)
+        i < self.span() && self.lost.get(i)
     }
 
     /// Every sent PSN from the base on, acknowledged or not, oldest first.
     pub fn unacked_span(&self) -> impl Iterator<Item = u32> + '_ {
-        (0..self.next.wrapping_sub(self.base)).map(|i| self.base.wrapping_add(i))
+        (0..self.span()).map(|i| self.base.wrapping_add(i))
     }
 
     /// Marks every sent, unacknowledged PSN lost (a retransmission timeout, or go-back-N).
     /// Returns how many were newly marked.
     pub fn mark_all_lost(&mut self) -> u32 {
-        let sent = self.next.wrapping_sub(self.base);
+        let sent = self.span();
         self.lost.set_below_unless(sent, &self.acked, &Bits([0; W]))
     }
 
@@ -588,7 +594,7 @@ impl<const W: usize> TxWindow<W> {
     /// yet. Returns how many were newly marked.
     pub fn mark_lost_through(&mut self, psn: u32) -> u32 {
         let n = psn.wrapping_sub(self.base).wrapping_add(1);
-        let sent = self.next.wrapping_sub(self.base);
+        let sent = self.span();
         if psn_after(self.base, psn) {
             return 0;
         }
@@ -627,7 +633,7 @@ impl<const W: usize> TxWindow<W> {
 
     /// The sent, unacknowledged PSNs, oldest first (what a retransmission would resend).
     pub fn unacked(&self) -> impl Iterator<Item = u32> + '_ {
-        let n = self.next.wrapping_sub(self.base);
+        let n = self.span();
         (0..n).filter(|&i| !self.acked.get(i)).map(|i| self.base.wrapping_add(i))
     }
 
@@ -639,7 +645,7 @@ impl<const W: usize> TxWindow<W> {
         if self.acked.count() != 0 || self.max_cack != self.base.wrapping_sub(1) {
             return false;
         }
-        let sent = self.next.wrapping_sub(self.base);
+        let sent = self.span();
         *self = TxWindow::new(new_start);
         self.next = new_start.wrapping_add(sent);
         self.mark_all_lost();

@@ -126,9 +126,7 @@ impl<
                         self.refresh_initiator(id, false);
                         continue;
                     };
-                    let cc = self.cc_request(id, slot);
-                    let entropy = self.cc_entropy(id, Some(stamp.psn));
-                    self.write_request(out, slot, index, stamp.request(NextHeader::ReqStd, cc), entropy)?
+                    self.write_request(out, id, slot, index, stamp)?
                 }
                 InitiatorTx::Control(c) => {
                     use crate::pds::ControlType::{AckReq, Probe};
@@ -232,17 +230,20 @@ impl<
         })
     }
 
-    /// Writes the PDS request and the SES header of packet `index` of message `slot`, to go
-    /// with `entropy`.
+    /// Writes packet `index` of message `slot`, sent (or resent) on initiator PDC `id` as
+    /// `stamp`: its PDS request with the congestion fields of the PDC's CCC, and its SES header;
+    /// the transmit carries the entropy value the CCC draws for it.
     pub(super) fn write_request(
-        &self,
+        &mut self,
         out: &mut [u8],
+        id: u16,
         slot: usize,
         index: u32,
-        pds: Request,
-        entropy: Option<u16>,
+        stamp: crate::pdc::Stamp,
     ) -> Result<Transmit, EndpointError> {
-        self.write_packet(out, slot, index, &PdsHeader::Request(pds), entropy)
+        let cc = self.cc_request(id, slot);
+        let entropy = self.cc_entropy(id, Some(stamp.psn));
+        self.write_packet(out, slot, index, &PdsHeader::Request(stamp.request(NextHeader::ReqStd, cc)), entropy)
     }
 
     /// Writes packet `index` of read data run `slot` (a [`MsgKind::ReadData`]): the return
@@ -430,10 +431,8 @@ impl<
             p.active = if last { None } else { Some(slot as u16) };
             self.count_sent(slot);
             self.refresh_initiator(id, false);
-            let cc = self.cc_request(id, slot);
-            let entropy = self.cc_entropy(id, Some(stamp.psn));
             // Built where it is returned (a transmit taken and rebuilt is copied twice).
-            return self.write_request(out, slot, packet, stamp.request(NextHeader::ReqStd, cc), entropy).map(Some);
+            return self.write_request(out, id, slot, packet, stamp).map(Some);
         }
         Ok(None)
     }
