@@ -1176,7 +1176,7 @@ pub fn endpoint(data: &[u8]) {
     use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, Secure, SecureStart, Service};
     use uet_wire::pdc::ipv4;
     use uet_wire::ses::Opcode;
-    type Ep = Endpoint<4, 8, 40, { uet_wire::pdc::held::HELD_RESPONSES }, 2, 4, 2, 2, 2>;
+    type Ep = Endpoint<4, 8, 40, { uet_wire::pdc::held::HELD_RESPONSES }, 2, 4, 2, 2, 2, 1>;
     let mut u = Unstructured::new(data);
     let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
     let mtu = u.int_in_range(1u16..=2048).unwrap_or(512);
@@ -1186,7 +1186,8 @@ pub fn endpoint(data: &[u8]) {
     // slots allow no more). The target tracks 4 (`W`): above that it releases complete messages
     // out of order, as it does when its 2 shared entries (`O`) are in use and a PDC's own two are
     // full: order is checked per target PDC until it releases one out of order, and with 2 in
-    // progress per PDC there must be none. Control queues of 2 (`Q`), so full ones are met often.
+    // progress per PDC there must be none. Control queues of 2 (`Q`), so full ones are met often,
+    // and one return direction (`D`) for up to four target PDCs, so READs on several wait for it.
     let close_when_idle = u.arbitrary::<bool>().unwrap_or(true);
     let messages_per_pdc = u.int_in_range(1u16..=8).unwrap_or(8);
     // A third of MTUs put both ends in a secure domain (TSS header room, secure start PSNs by
@@ -1487,7 +1488,7 @@ pub fn endpoint(data: &[u8]) {
     /// `from_peer` when the other endpoint wrote it (not the fuzzer).
     #[allow(clippy::too_many_arguments)]
     fn deliver(
-        eps: &mut [Endpoint<4, 8, 40, { uet_wire::pdc::held::HELD_RESPONSES }, 2, 4, 2, 2, 2>; 2],
+        eps: &mut [Endpoint<4, 8, 40, { uet_wire::pdc::held::HELD_RESPONSES }, 2, 4, 2, 2, 2, 1>; 2],
         now: Instant,
         addrs: &[uet_wire::pdc::IpAddr; 2],
         to: usize,

@@ -48,6 +48,25 @@ impl RttEstimator {
         RttEstimator { timed_at: Instant::MAX, timed_psn: 0, srtt: 0, rttvar: 0 }
     }
 
+    /// Every byte zero (timing a packet sent at time 0): a placeholder for storage built in
+    /// `const`, not an estimator in use.
+    pub(crate) const ZERO: Self = RttEstimator { timed_at: Instant::ZERO, timed_psn: 0, srtt: 0, rttvar: 0 };
+
+    /// No packet timed, with the estimate [`RttEstimator::learned`] gave.
+    pub(crate) const fn resume(srtt: u32, rttvar: u32) -> Self {
+        RttEstimator { srtt, rttvar, ..RttEstimator::new() }
+    }
+
+    /// The estimate in nanoseconds: smoothed RTT (0 before the first sample) and variation.
+    pub(crate) const fn learned(&self) -> (u32, u32) {
+        (self.srtt, self.rttvar)
+    }
+
+    /// Whether a packet is timed.
+    pub(crate) fn is_timing(&self) -> bool {
+        self.timed_at != Instant::MAX
+    }
+
     /// The smoothed round-trip time, once a sample was taken.
     pub const fn smoothed(&self) -> Option<Duration> {
         if self.srtt == 0 { None } else { Some(Duration::from_nanos(self.srtt as u64)) }

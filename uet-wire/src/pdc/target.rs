@@ -191,6 +191,17 @@ enum Ev {
 /// guaranteed-delivery responses (see [`held`](super::held)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target<const W: usize = 2, const R: usize = HELD_RESPONSES> {
+    core: TargetCore<W, R>,
+    ret: ReturnDirection<W>,
+}
+
+/// A target PDC without the state of its return direction, which the caller keeps and passes in
+/// ([`ReturnDirection`]): [`Target`] keeps the two together, and an endpoint keeps the return
+/// directions of its target PDCs in a pool, since only PDCs sending read data need theirs.
+/// Methods that take the return direction as an `Option` read `None` as an idle one (nothing
+/// outstanding, no timer running: see [`ReturnDirection::idle`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TargetCore<const W: usize, const R: usize> {
     state: TargetState,
     mode: DeliveryMode,
     /// This PDC's id (TPDCID).
@@ -215,17 +226,9 @@ pub struct Target<const W: usize = 2, const R: usize = HELD_RESPONSES> {
     idle_at: Deadline,
     /// ROD: the missing PSN already NACKed ROD_OOO.
     rod_nacked: Option<u32>,
-    /// The return direction: read data and CLOSE_REQ, numbered from the initiator's start PSN.
-    ret: TxWindow<W>,
     /// The initiator's MP_RANGE for the return direction, and the CACK of the ACK_CC that set it.
     ret_range: u32,
     ret_range_cack: u32,
-    /// Retransmission timer of the return direction, and its timeouts for the oldest packet.
-    ret_rto_at: Deadline,
-    ret_rto_count: u8,
-    /// The round-trip estimate of the return direction.
-    ret_rtt: RttEstimator,
-    ret_losses: LossDetector,
     close_req_psn: u32,
     close_req_acked: bool,
     close_req_count: u8,
@@ -251,6 +254,105 @@ struct PendingNack {
     payload: u32,
 }
 
+/// The return direction of a target PDC (read data and CLOSE_REQ, numbered from the initiator's
+/// start PSN): its send window, retransmission timer, round-trip estimate and SACK-driven loss
+/// detection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ReturnDirection<const W: usize> {
+    window: TxWindow<W>,
+    /// Retransmission timer, and its timeouts for the oldest packet.
+    rto_at: Deadline,
+    rto_count: u8,
+    rtt: RttEstimator,
+    losses: LossDetector,
+}
+
+/// What an idle return direction (nothing outstanding, no timer running) needs kept: its next
+/// PSN, the newest CACK it saw and its round-trip estimate. [`ReturnDirection::resume`] makes it
+/// whole again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct IdleReturn {
+    next: u32,
+    max_cack: u32,
+    srtt: u32,
+    rttvar: u32,
+}
+
+impl IdleReturn {
+    /// The return direction of a new PDC whose start PSN is `start_psn`.
+    pub(crate) const fn new(start_psn: u32) -> Self {
+        IdleReturn { next: start_psn, max_cack: start_psn.wrapping_sub(1), srtt: 0, rttvar: 0 }
+    }
+
+    /// Its next PSN (every one before it acknowledged).
+    pub(crate) const fn next_psn(&self) -> u32 {
+        self.next
+    }
+}
+
+impl<const W: usize> ReturnDirection<W> {
+    /// Every byte zero: a placeholder (for storage built in `const`), not a return direction in
+    /// use; [`ReturnDirection::resume`] makes one.
+    pub(crate) const ZERO: Self = ReturnDirection {
+        window: TxWindow::resume(0, 0),
+        rto_at: Deadline::NONE,
+        rto_count: 0,
+        rtt: RttEstimator::ZERO,
+        losses: LossDetector::ZERO,
+    };
+
+    /// The return direction that was `idle`.
+    pub(crate) const fn resume(idle: IdleReturn) -> Self {
+        ReturnDirection {
+            window: TxWindow::resume(idle.next, idle.max_cack),
+            rto_at: Deadline::NONE,
+            rto_count: 0,
+            rtt: RttEstimator::resume(idle.srtt, idle.rttvar),
+            losses: LossDetector::ZERO,
+        }
+    }
+
+    /// What it needs kept, if it is idle: nothing outstanding or marked, no timer running and
+    /// no packet timed, so [`ReturnDirection::resume`] of the answer behaves exactly as it does.
+    pub(crate) fn idle(&self) -> Option<IdleReturn> {
+        let w = &self.window;
+        let idle = *w == TxWindow::resume(w.next_psn(), w.max_cack())
+            && !self.rto_at.is_armed()
+            && self.rto_count == 0
+            && !self.rtt.is_timing()
+            && !self.losses.deadline().is_armed();
+        let (srtt, rttvar) = self.rtt.learned();
+        idle.then_some(IdleReturn { next: w.next_psn(), max_cack: w.max_cack(), srtt, rttvar })
+    }
+
+    /// The send window.
+    pub(crate) const fn window(&self) -> &TxWindow<W> {
+        &self.window
+    }
+
+    /// Retransmission timeouts of the oldest unacknowledged packet so far.
+    pub(crate) const fn timeouts(&self) -> u8 {
+        self.rto_count
+    }
+
+    /// The round-trip estimate.
+    pub(crate) const fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+
+    /// Its next deadline: the RTO or the reorder window.
+    fn deadline(&self) -> Deadline {
+        self.rto_at.earlier(self.losses.deadline())
+    }
+
+    /// Gives up every packet outstanding (the PDC closed).
+    fn abandon(&mut self) {
+        self.window.abandon();
+        self.rto_at.clear();
+        self.losses.stop();
+    }
+}
+
 /// NACKs a target PDC holds for sending (project-defined): more than that between two
 /// [`Target::poll_transmit`] calls are dropped, as a lost NACK would be; the initiator's timers
 /// recover either.
@@ -259,14 +361,6 @@ pub const PENDING_NACKS: usize = 2;
 impl<const W: usize, const R: usize> Target<W, R> {
     /// `MP_RANGE` of this PDC, in PSNs.
     pub const MP_RANGE: u32 = RxWindow::<W>::MP_RANGE;
-
-    const SIZE_OK: () = {
-        assert!(
-            W >= 2 && W % 2 == 0 && 64 * W <= 32768,
-            "the window must be a whole number of MPR units (128 PSNs) and fit the 16-bit offsets"
-        );
-        assert!(R >= 1, "a target PDC must be able to hold at least one response");
-    };
 
     /// A PDC for the SYN request `req` (UE 1.0 §3.5.8.2): `Start_PSN = PSN − psn_offset`.
     /// `local` is its id (never 0). Its return direction numbers its packets from the same start
@@ -279,7 +373,279 @@ impl<const W: usize, const R: usize> Target<W, R> {
         req: &Request,
         policy: StartPolicy,
     ) -> Result<Self, PdcError> {
-        let () = Self::SIZE_OK;
+        let core = TargetCore::new(now, cfg, local, req, policy)?;
+        let ret = ReturnDirection::resume(IdleReturn::new(core.start_psn));
+        Ok(Target { core, ret })
+    }
+
+    /// The current state.
+    pub const fn state(&self) -> TargetState {
+        self.core.state()
+    }
+
+    /// RUD or ROD.
+    pub const fn mode(&self) -> DeliveryMode {
+        self.core.mode()
+    }
+
+    /// This PDC's id.
+    pub const fn local_id(&self) -> u16 {
+        self.core.local_id()
+    }
+
+    /// The initiator's PDC id.
+    pub const fn remote_id(&self) -> u16 {
+        self.core.remote_id()
+    }
+
+    /// The start PSN in force; while Pending, the one the initiator was told to restart at.
+    pub const fn start_psn(&self) -> u32 {
+        self.core.start_psn()
+    }
+
+    /// The receive window.
+    pub const fn window(&self) -> &RxWindow<W> {
+        self.core.window()
+    }
+
+    /// Why the PDC closed in error, if it did.
+    pub const fn failure(&self) -> Option<Failure> {
+        self.core.failure()
+    }
+
+    /// For a secure domain: the `Expected_PSN` a later PDC's start must reach (one past the last
+    /// PSN this PDC used). Project-defined; see the module doc.
+    pub const fn next_expected_psn(&self) -> u32 {
+        self.core.next_expected_psn()
+    }
+
+    /// Whether an ACK is waiting for [`Target::poll_transmit`].
+    pub const fn ack_due(&self) -> bool {
+        self.core.ack_due()
+    }
+
+    /// Classifies a request for this PDC (found by DPDCID, or by the SYN key) and records it:
+    /// [`Target::handle_request_admitting`] with a caller that takes every request.
+    // Fast path: see "Speed" in the module doc of `pdc`.
+    #[inline(always)]
+    pub fn handle_request(
+        &mut self,
+        now: Instant,
+        cfg: &PdcConfig,
+        req: &Request,
+        payload_len: u32,
+        ecn: bool,
+    ) -> Result<Delivery, PdcError> {
+        self.core.handle_request(now, cfg, req, payload_len, ecn)
+    }
+
+    /// Classifies a request for this PDC (found by DPDCID, or by the SYN key) and records it.
+    /// `payload_len` feeds ACK coalescing; `ecn` says the packet arrived CE-marked. What the
+    /// caller does with the payload is the returned [`Delivery`]; a refusal's NACK leaves
+    /// through [`Target::poll_transmit`].
+    ///
+    /// A request that would be delivered as new is first admitted, so that nothing counts it
+    /// received that cannot take it: it is refused (NACKed, not recorded) when no
+    /// guaranteed-delivery response could be held for it (NO_GTD_DEL_AVAIL, see
+    /// [`held`](super::held)), or when `admit` refuses it with a NACK code (the message layer's
+    /// NO_SES_MSG_AVAIL, for instance). `admit` is asked about every request, and its answer
+    /// counts only for one that would be delivered as new, so it must not change anything.
+    // Fast path: see "Speed" in the module doc of `pdc`.
+    #[inline(always)]
+    pub fn handle_request_admitting(
+        &mut self,
+        now: Instant,
+        cfg: &PdcConfig,
+        req: &Request,
+        payload_len: u32,
+        ecn: bool,
+        admit: impl FnOnce() -> Result<(), NackCode>,
+    ) -> Result<Delivery, PdcError> {
+        self.core.handle_request_admitting(now, cfg, req, payload_len, ecn, admit)
+    }
+
+    /// Whether [`Target::handle_request`] would deliver `req` as new (if admitted), without
+    /// recording anything.
+    pub fn would_deliver(&self, req: &Request) -> bool {
+        self.core.would_deliver(req)
+    }
+
+    /// Answers a request that arrived trimmed (its payload cut by a switch; the caller knows from
+    /// the packet's length or marking): NACK TRIMMED, or TRIMMED_LASTHOP when the last-hop switch
+    /// cut it, so the initiator resends at once. Nothing is recorded.
+    pub fn handle_trimmed(&mut self, req: &Request, last_hop: bool) -> Result<(), PdcError> {
+        self.core.handle_trimmed(req, last_hop)
+    }
+
+    /// Handles a control packet from the initiator: CLOSE, ACK_REQ, CLEAR, NOOP, PROBE; others are
+    /// NACKed UNEXP_EVENT (as uet-ref-prov `uet_pds.c` does). While Pending every control is NACKed
+    /// NEW_START_PSN, like a request.
+    pub fn handle_control(&mut self, now: Instant, cfg: &PdcConfig, ctl: &Control) -> Result<(), PdcError> {
+        self.core.handle_control(Some(&mut self.ret), now, cfg, ctl)
+    }
+
+    /// Handles an ACK from the initiator for the return direction: read data and CLOSE_REQ. Its
+    /// CACK, SACK and ACK_PSN acknowledge return PSNs as an initiator's window takes them; the
+    /// CLOSE_REQ is acknowledged once its PSN is.
+    pub fn handle_ack(&mut self, now: Instant, cfg: &PdcConfig, ack: &Ack) -> Result<AckOutcome, PdcError> {
+        self.core.handle_ack(&mut self.ret, now, cfg, ack)
+    }
+
+    /// Handles a NACK from the initiator for a return-direction packet: a retransmit-class code
+    /// resends it (ROD_OOO every unacknowledged one); a close-class code closes the PDC in error;
+    /// a NACK outside the sent PSNs changes nothing.
+    pub fn handle_nack(&mut self, now: Instant, cfg: &PdcConfig, nack: &Nack) -> Result<NackClass, PdcError> {
+        self.core.handle_nack(&mut self.ret, now, cfg, nack)
+    }
+
+    /// Retransmission timeouts of the oldest unacknowledged return-direction packet so far.
+    pub const fn timeouts(&self) -> u8 {
+        self.ret.timeouts()
+    }
+
+    /// Replaces the return direction with what [`ReturnDirection::resume`] makes of it if it is
+    /// idle, as an endpoint's pool does; returns whether it was.
+    #[cfg(test)]
+    pub(crate) fn rest_return_direction(&mut self) -> bool {
+        let idle = self.ret.idle();
+        if let Some(idle) = idle {
+            self.ret = ReturnDirection::resume(idle);
+        }
+        idle.is_some()
+    }
+
+    /// The round-trip estimate of the return direction.
+    pub const fn rtt(&self) -> &RttEstimator {
+        self.ret.rtt()
+    }
+
+    /// The return direction's send window: read data and CLOSE_REQ (the caller keeps each read
+    /// packet's data until its PSN is acknowledged).
+    pub const fn return_window(&self) -> &TxWindow<W> {
+        self.ret.window()
+    }
+
+    /// Whether a return-direction packet may be sent now: the PDC is established (or waiting
+    /// for the initiator's CLOSE) and both windows have room.
+    pub fn can_send(&self) -> bool {
+        self.core.can_send(&self.ret)
+    }
+
+    /// Takes the next return-direction PSN and stamps a packet for it (UE 1.0 §3.5.20.1, read
+    /// data larger than `Max_ACK_Data_Size`): a RUD or ROD request from this PDC (SPDCID = its
+    /// id, DPDCID = the initiator's) whose next header the caller sets (RSP_DATA) and whose SES
+    /// header and data it adds. `ar` asks for an immediate ACK (set on a burst's last packet);
+    /// with `Enb_ACK_Per_Pkt` every packet carries AR. The packet is resent until acknowledged
+    /// (RTO with backoff, or SACK-driven), through [`TargetTx::Resend`].
+    // Fast path: see "Speed" in the module doc of `pdc`.
+    #[inline(always)]
+    pub fn send(&mut self, now: Instant, cfg: &PdcConfig, ar: bool) -> Result<Stamp, PdcError> {
+        self.core.send(&mut self.ret, now, cfg, ar)
+    }
+
+    /// Asks the initiator to close (UE 1.0 §3.5.8.3): sends CLOSE_REQ and waits. The
+    /// CLOSE_REQ takes the next return-direction PSN ([`PdcError::WindowFull`] while the return
+    /// window has no room).
+    pub fn request_close(&mut self, now: Instant, cfg: &PdcConfig) -> Result<(), PdcError> {
+        self.core.request_close(&mut self.ret, now, cfg)
+    }
+
+    /// Whether [`Target::poll_transmit`] has a packet to give: a NACK, CLOSE_REQ, an ACK due (or
+    /// owed for a held response), or a return-direction packet to resend. Only the calls that
+    /// take a packet or run a timer change it, so a scheduler polls a PDC only while this holds.
+    pub fn has_pending(&self) -> bool {
+        self.core.has_pending(Some(&self.ret))
+    }
+
+    /// The next packet to send: a NACK refusing a packet, NACK CLOSING_IN_ERR, CLOSE_REQ, the
+    /// answer to a PROBE, the ACK that is due, or a resend of the return direction.
+    // Fast path: see "Speed" in the module doc of `pdc`.
+    #[inline(always)]
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<TargetTx> {
+        self.core.poll_transmit(Some(&mut self.ret), now)
+    }
+
+    /// A CREDIT control packet granting `granted` (RCCC's cumulative quanta, 24 bits, in the
+    /// payload) to the initiator; it takes no PSN (the PSN field repeats `CACK_PSN`).
+    pub fn credit(&self, granted: u32) -> Control {
+        self.core.credit(granted)
+    }
+
+    /// Keeps `rsp`, the guaranteed-delivery SES response (opcode `RESPONSE`) to the request `psn`,
+    /// until `CLEAR_PSN` passes it, and makes an ACK carrying it due (see [`held`](super::held)):
+    /// the ACK comes from [`Target::poll_transmit`] with `next_header` RSP, and the caller emits
+    /// [`Target::held_response`] of its `ack_psn` after it.
+    ///
+    /// `psn` must be the request [`Target::handle_request`] just delivered as new, before the next
+    /// `poll_transmit`: an ACK sent since may have acknowledged it already. A request is delivered
+    /// only while a response could be held for it.
+    pub fn hold_response(&mut self, psn: u32, rsp: Response) -> Result<(), PdcError> {
+        self.core.hold_response(psn, rsp)
+    }
+
+    /// Whether a guaranteed-delivery response could be held for `req` if it were delivered now
+    /// (else [`Target::handle_request_admitting`] NACKs it NO_GTD_DEL_AVAIL, retransmit class: the
+    /// initiator resends after `NACK_Retx_Time`). The last free slot is kept for the oldest PSN
+    /// not yet received (`CACK_PSN + 1`; project-defined, see [`held`](super::held)).
+    ///
+    /// The slots the request's own `CLEAR_PSN` releases count as free: recording the request
+    /// applies it. (Were they not counted, a PDC whose slots are all held would refuse every new
+    /// request, and with it the `CLEAR_PSN` that frees them: the initiator would only get out of
+    /// it with a CLEAR control packet, after ACKs it may never get.)
+    #[inline]
+    pub fn response_room(&self, req: &Request) -> bool {
+        self.core.response_room(req)
+    }
+
+    /// The response held for the request `psn`: what follows an ACK with `next_header` RSP.
+    pub fn held_response(&self, psn: u32) -> Option<Response> {
+        self.core.held_response(psn)
+    }
+
+    /// The ACK_CC this PDC would send now.
+    pub fn ack(&self) -> Ack {
+        self.core.ack()
+    }
+
+    /// The next deadline: reaping a Pending PDC, resending or giving up a CLOSE_REQ, the
+    /// return direction's RTO or reorder window, or the idle timeout.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.core.poll_timeout(Some(&self.ret))
+    }
+
+    /// Runs the timers due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant, cfg: &PdcConfig) {
+        self.core.handle_timeout(Some(&mut self.ret), now, cfg)
+    }
+
+    /// The next event, each reported once: Established, Failed, then Closed (after the last
+    /// packet is sent).
+    pub fn poll_event(&mut self) -> Option<TargetEvent> {
+        self.core.poll_event()
+    }
+}
+
+impl<const W: usize, const R: usize> TargetCore<W, R> {
+    /// `MP_RANGE` of this PDC, in PSNs.
+    const MP_RANGE: u32 = RxWindow::<W>::MP_RANGE;
+
+    const SIZE_OK: () = {
+        assert!(
+            W >= 2 && W % 2 == 0 && 64 * W <= 32768,
+            "the window must be a whole number of MPR units (128 PSNs) and fit the 16-bit offsets"
+        );
+        assert!(R >= 1, "a target PDC must be able to hold at least one response");
+    };
+
+    /// See [`Target::new`].
+    pub(crate) fn new(
+        now: Instant,
+        cfg: &PdcConfig,
+        local: u16,
+        req: &Request,
+        policy: StartPolicy,
+    ) -> Result<Self, PdcError> {
+        let () = TargetCore::<W, R>::SIZE_OK;
         let Some(start) = req.start_psn() else {
             return Err(PdcError::IllegalEvent {
                 event: "first request without SYN",
@@ -293,7 +659,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
             StartPolicy::Random1Rtt { start_psn } => start_psn,
         };
         let established = required == start;
-        Ok(Target {
+        Ok(TargetCore {
             state: if established { TargetState::Established } else { TargetState::Pending },
             mode: req.mode,
             local,
@@ -309,13 +675,8 @@ impl<const W: usize, const R: usize> Target<W, R> {
             state_at: if established { Deadline::NONE } else { Deadline::at(now.saturating_add(cfg.new_pdc_time)) },
             idle_at: Deadline::from_option(idle_deadline(now, cfg)),
             rod_nacked: None,
-            ret: TxWindow::new(required),
             ret_range: u32::from(cfg.default_mpr) * MPR_GRANULARITY,
             ret_range_cack: required.wrapping_sub(1),
-            ret_rto_at: Deadline::NONE,
-            ret_rto_count: 0,
-            ret_rtt: RttEstimator::new(),
-            ret_losses: LossDetector::default(),
             close_req_psn: 0,
             close_req_acked: false,
             close_req_count: 0,
@@ -329,49 +690,48 @@ impl<const W: usize, const R: usize> Target<W, R> {
         })
     }
 
-    /// The current state.
-    pub const fn state(&self) -> TargetState {
+    /// See [`Target::state`].
+    pub(crate) const fn state(&self) -> TargetState {
         self.state
     }
 
-    /// RUD or ROD.
-    pub const fn mode(&self) -> DeliveryMode {
+    /// See [`Target::mode`].
+    pub(crate) const fn mode(&self) -> DeliveryMode {
         self.mode
     }
 
-    /// This PDC's id.
-    pub const fn local_id(&self) -> u16 {
+    /// See [`Target::local_id`].
+    pub(crate) const fn local_id(&self) -> u16 {
         self.local
     }
 
-    /// The initiator's PDC id.
-    pub const fn remote_id(&self) -> u16 {
+    /// See [`Target::remote_id`].
+    pub(crate) const fn remote_id(&self) -> u16 {
         self.remote
     }
 
-    /// The start PSN in force; while Pending, the one the initiator was told to restart at.
-    pub const fn start_psn(&self) -> u32 {
+    /// See [`Target::start_psn`].
+    pub(crate) const fn start_psn(&self) -> u32 {
         self.start_psn
     }
 
-    /// The receive window.
-    pub const fn window(&self) -> &RxWindow<W> {
+    /// See [`Target::window`].
+    pub(crate) const fn window(&self) -> &RxWindow<W> {
         &self.rx
     }
 
-    /// Why the PDC closed in error, if it did.
-    pub const fn failure(&self) -> Option<Failure> {
+    /// See [`Target::failure`].
+    pub(crate) const fn failure(&self) -> Option<Failure> {
         self.failure
     }
 
-    /// For a secure domain: the `Expected_PSN` a later PDC's start must reach (one past the last
-    /// PSN this PDC used). Project-defined; see the module doc.
-    pub const fn next_expected_psn(&self) -> u32 {
+    /// See [`Target::next_expected_psn`].
+    pub(crate) const fn next_expected_psn(&self) -> u32 {
         self.rx.cack_psn().wrapping_add(1)
     }
 
-    /// Whether an ACK is waiting for [`Target::poll_transmit`].
-    pub const fn ack_due(&self) -> bool {
+    /// See [`Target::ack_due`].
+    pub(crate) const fn ack_due(&self) -> bool {
         self.ack_due
     }
 
@@ -394,17 +754,16 @@ impl<const W: usize, const R: usize> Target<W, R> {
         Delivery::Dropped
     }
 
-    /// [`Target::refuse`] for a packet that changes nothing else.
+    /// [`TargetCore::refuse`] for a packet that changes nothing else.
     fn refused(&mut self, code: NackCode, psn: u32, retx: bool) -> Result<(), PdcError> {
         self.refuse(code, psn, retx);
         Ok(())
     }
 
-    /// Classifies a request for this PDC (found by DPDCID, or by the SYN key) and records it:
-    /// [`Target::handle_request_admitting`] with a caller that takes every request.
+    /// See [`Target::handle_request`].
     // Fast path: see "Speed" in the module doc of `pdc`.
     #[inline(always)]
-    pub fn handle_request(
+    pub(crate) fn handle_request(
         &mut self,
         now: Instant,
         cfg: &PdcConfig,
@@ -415,20 +774,10 @@ impl<const W: usize, const R: usize> Target<W, R> {
         self.handle_request_admitting(now, cfg, req, payload_len, ecn, || Ok(()))
     }
 
-    /// Classifies a request for this PDC (found by DPDCID, or by the SYN key) and records it.
-    /// `payload_len` feeds ACK coalescing; `ecn` says the packet arrived CE-marked. What the
-    /// caller does with the payload is the returned [`Delivery`]; a refusal's NACK leaves
-    /// through [`Target::poll_transmit`].
-    ///
-    /// A request that would be delivered as new is first admitted, so that nothing counts it
-    /// received that cannot take it: it is refused (NACKed, not recorded) when no
-    /// guaranteed-delivery response could be held for it (NO_GTD_DEL_AVAIL, see
-    /// [`held`](super::held)), or when `admit` refuses it with a NACK code (the message layer's
-    /// NO_SES_MSG_AVAIL, for instance). `admit` is asked about every request, and its answer
-    /// counts only for one that would be delivered as new, so it must not change anything.
+    /// See [`Target::handle_request_admitting`].
     // Fast path: see "Speed" in the module doc of `pdc`.
     #[inline(always)]
-    pub fn handle_request_admitting(
+    pub(crate) fn handle_request_admitting(
         &mut self,
         now: Instant,
         cfg: &PdcConfig,
@@ -538,9 +887,8 @@ impl<const W: usize, const R: usize> Target<W, R> {
         Ok(delivery)
     }
 
-    /// Whether [`Target::handle_request`] would deliver `req` as new (if admitted), without
-    /// recording anything.
-    pub fn would_deliver(&self, req: &Request) -> bool {
+    /// See [`Target::would_deliver`].
+    pub(crate) fn would_deliver(&self, req: &Request) -> bool {
         let syn = matches!(req.dest, PdcDest::Syn { .. });
         if let PdcDest::Established { dpdcid } = req.dest {
             if dpdcid != self.local {
@@ -564,10 +912,8 @@ impl<const W: usize, const R: usize> Target<W, R> {
         }
     }
 
-    /// Answers a request that arrived trimmed (its payload cut by a switch; the caller knows from
-    /// the packet's length or marking): NACK TRIMMED, or TRIMMED_LASTHOP when the last-hop switch
-    /// cut it, so the initiator resends at once. Nothing is recorded.
-    pub fn handle_trimmed(&mut self, req: &Request, last_hop: bool) -> Result<(), PdcError> {
+    /// See [`Target::handle_trimmed`].
+    pub(crate) fn handle_trimmed(&mut self, req: &Request, last_hop: bool) -> Result<(), PdcError> {
         if let PdcDest::Established { dpdcid } = req.dest {
             if dpdcid != self.local {
                 return Err(PdcError::WrongPdc { expected: self.local, got: dpdcid });
@@ -593,10 +939,14 @@ impl<const W: usize, const R: usize> Target<W, R> {
         }
     }
 
-    /// Handles a control packet from the initiator: CLOSE, ACK_REQ, CLEAR, NOOP, PROBE; others are
-    /// NACKed UNEXP_EVENT (as uet-ref-prov `uet_pds.c` does). While Pending every control is NACKed
-    /// NEW_START_PSN, like a request.
-    pub fn handle_control(&mut self, now: Instant, cfg: &PdcConfig, ctl: &Control) -> Result<(), PdcError> {
+    /// See [`Target::handle_control`].
+    pub(crate) fn handle_control(
+        &mut self,
+        ret: Option<&mut ReturnDirection<W>>,
+        now: Instant,
+        cfg: &PdcConfig,
+        ctl: &Control,
+    ) -> Result<(), PdcError> {
         if let PdcDest::Established { dpdcid } = ctl.dest {
             if dpdcid != self.local {
                 return Err(PdcError::WrongPdc { expected: self.local, got: dpdcid });
@@ -624,7 +974,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
                 let next = transition(self.state, Ev::Close)?;
                 self.rx = RxWindow::new(ctl.psn.wrapping_add(1));
                 self.ack_now(ctl.psn, retx);
-                self.enter(next);
+                self.enter(ret, next);
                 Ok(())
             }
             ControlType::AckReq => {
@@ -674,10 +1024,14 @@ impl<const W: usize, const R: usize> Target<W, R> {
         self.ack_flags = if retx { AckFlags::RETX } else { AckFlags::empty() };
     }
 
-    /// Handles an ACK from the initiator for the return direction: read data and CLOSE_REQ. Its
-    /// CACK, SACK and ACK_PSN acknowledge return PSNs as an initiator's window takes them; the
-    /// CLOSE_REQ is acknowledged once its PSN is.
-    pub fn handle_ack(&mut self, now: Instant, cfg: &PdcConfig, ack: &Ack) -> Result<AckOutcome, PdcError> {
+    /// See [`Target::handle_ack`].
+    pub(crate) fn handle_ack(
+        &mut self,
+        ret: &mut ReturnDirection<W>,
+        now: Instant,
+        cfg: &PdcConfig,
+        ack: &Ack,
+    ) -> Result<AckOutcome, PdcError> {
         if ack.dpdcid != self.local {
             return Err(PdcError::WrongPdc { expected: self.local, got: ack.dpdcid });
         }
@@ -685,34 +1039,38 @@ impl<const W: usize, const R: usize> Target<W, R> {
             return Err(PdcError::WrongPdc { expected: self.remote, got: ack.spdcid });
         }
         let next = transition(self.state, Ev::Packet)?;
-        let base_before = self.ret.base();
-        let acked = self.ret.on_ack_fields(ack)?;
+        let base_before = ret.window.base();
+        let acked = ret.window.on_ack_fields(ack)?;
         super::update_peer_range(ack, &mut self.ret_range, &mut self.ret_range_cack);
-        if self.ret.base() != base_before {
-            self.ret_rto_count = 0;
+        if ret.window.base() != base_before {
+            ret.rto_count = 0;
         }
         let mut rtt = None;
         if acked > 0 {
-            let ret = &self.ret;
-            rtt = self.ret_rtt.on_ack(now, |psn| ret.is_acked(psn));
-            let rto = self.ret_rtt.backed_off(cfg, self.ret_rto_count);
-            self.ret_rto_at = Deadline::from_option((self.data_outstanding() > 0).then(|| now.saturating_add(rto)));
+            let window = &ret.window;
+            rtt = ret.rtt.on_ack(now, |psn| window.is_acked(psn));
+            let rto = ret.rtt.backed_off(cfg, ret.rto_count);
+            ret.rto_at = Deadline::from_option((self.data_outstanding(ret) > 0).then(|| now.saturating_add(rto)));
         }
-        let lost = if self.mode == DeliveryMode::Rud { self.ret_losses.on_ack(&mut self.ret, now, cfg) } else { 0 };
+        let lost = if self.mode == DeliveryMode::Rud { ret.losses.on_ack(&mut ret.window, now, cfg) } else { 0 };
         let close_req_acked =
-            self.state == TargetState::CloseReqWait && !self.close_req_acked && self.ret.is_acked(self.close_req_psn);
+            self.state == TargetState::CloseReqWait && !self.close_req_acked && ret.window.is_acked(self.close_req_psn);
         if close_req_acked {
             self.close_req_acked = true;
         }
-        self.enter(next);
+        self.enter(Some(ret), next);
         self.touch(now, cfg);
         Ok(AckOutcome { acked: acked - u32::from(close_req_acked), lost, rtt, probe_rtt: None })
     }
 
-    /// Handles a NACK from the initiator for a return-direction packet: a retransmit-class code
-    /// resends it (ROD_OOO every unacknowledged one); a close-class code closes the PDC in error;
-    /// a NACK outside the sent PSNs changes nothing.
-    pub fn handle_nack(&mut self, now: Instant, cfg: &PdcConfig, nack: &Nack) -> Result<NackClass, PdcError> {
+    /// See [`Target::handle_nack`].
+    pub(crate) fn handle_nack(
+        &mut self,
+        ret: &mut ReturnDirection<W>,
+        now: Instant,
+        cfg: &PdcConfig,
+        nack: &Nack,
+    ) -> Result<NackClass, PdcError> {
         let NackTarget::Pdc { psn, spdcid, dpdcid } = nack.target else {
             return Err(PdcError::IllegalEvent { event: "RUDI NACK", state: PdcState::Target(self.state) });
         };
@@ -723,27 +1081,27 @@ impl<const W: usize, const R: usize> Target<W, R> {
             return Err(PdcError::WrongPdc { expected: self.remote, got: spdcid });
         }
         let next = transition(self.state, Ev::Packet)?;
-        if psn.wrapping_sub(self.ret.base()) >= self.ret.next_psn().wrapping_sub(self.ret.base()) {
+        if psn.wrapping_sub(ret.window.base()) >= ret.window.next_psn().wrapping_sub(ret.window.base()) {
             return Err(PdcError::StaleNack { psn });
         }
         let class = nack.code.class();
         match class {
             NackClass::Retransmit => {
                 if nack.code == NackCode::RodOoo {
-                    self.ret.mark_all_lost();
+                    ret.window.mark_all_lost();
                 } else {
-                    self.ret.mark_lost(psn);
+                    ret.window.mark_lost(psn);
                 }
                 // A NACK of the oldest packet answers for the packet the timer guards: the
                 // timer starts again (as the initiator's does).
-                if psn == self.ret.base() {
-                    self.ret_rto_count = 0;
-                    self.ret_rto_at.set(now.saturating_add(self.ret_rtt.rto(cfg)));
+                if psn == ret.window.base() {
+                    ret.rto_count = 0;
+                    ret.rto_at.set(now.saturating_add(ret.rtt.rto(cfg)));
                 }
             }
             NackClass::Drop => {}
             NackClass::Close => {
-                self.fail(Failure::Nack(nack.code), false);
+                self.fail(Some(ret), Failure::Nack(nack.code), false);
                 return Ok(class);
             }
             NackClass::NewStartPsn => {
@@ -753,120 +1111,104 @@ impl<const W: usize, const R: usize> Target<W, R> {
                 });
             }
         }
-        self.enter(next);
+        self.enter(Some(ret), next);
         self.touch(now, cfg);
         Ok(class)
     }
 
     /// Closes in error: every return packet not acknowledged is given up, and with `tell` the
     /// initiator gets NACK CLOSING_IN_ERR.
-    fn fail(&mut self, why: Failure, tell: bool) {
+    fn fail(&mut self, ret: Option<&mut ReturnDirection<W>>, why: Failure, tell: bool) {
         if let Ok(next) = transition(self.state, Ev::Fail) {
             self.failure = Some(why);
             self.events |= EV_FAILED;
             if tell {
                 self.tx_pending |= TX_CLOSING_IN_ERR;
             }
-            self.enter(next);
+            self.enter(ret, next);
         }
     }
 
     /// Return-direction packets sent and not acknowledged, the CLOSE_REQ not counted.
-    fn data_outstanding(&self) -> u32 {
-        let close_req = self.state == TargetState::CloseReqWait && !self.ret.is_acked(self.close_req_psn);
-        self.ret.outstanding() - u32::from(close_req)
+    fn data_outstanding(&self, ret: &ReturnDirection<W>) -> u32 {
+        let close_req = self.state == TargetState::CloseReqWait && !ret.window.is_acked(self.close_req_psn);
+        ret.window.outstanding() - u32::from(close_req)
     }
 
-    /// Retransmission timeouts of the oldest unacknowledged return-direction packet so far.
-    pub const fn timeouts(&self) -> u8 {
-        self.ret_rto_count
+    /// See [`Target::can_send`].
+    pub(crate) fn can_send(&self, ret: &ReturnDirection<W>) -> bool {
+        transition(self.state, Ev::Send).is_ok() && ret.window.can_send(self.ret_range)
     }
 
-    /// The round-trip estimate of the return direction.
-    pub const fn rtt(&self) -> &RttEstimator {
-        &self.ret_rtt
-    }
-
-    /// The return direction's send window: read data and CLOSE_REQ (the caller keeps each read
-    /// packet's data until its PSN is acknowledged).
-    pub const fn return_window(&self) -> &TxWindow<W> {
-        &self.ret
-    }
-
-    /// Whether a return-direction packet may be sent now: the PDC is established (or waiting
-    /// for the initiator's CLOSE) and both windows have room.
-    pub fn can_send(&self) -> bool {
-        transition(self.state, Ev::Send).is_ok() && self.ret.can_send(self.ret_range)
-    }
-
-    /// Takes the next return-direction PSN and stamps a packet for it (UE 1.0 §3.5.20.1, read
-    /// data larger than `Max_ACK_Data_Size`): a RUD or ROD request from this PDC (SPDCID = its
-    /// id, DPDCID = the initiator's) whose next header the caller sets (RSP_DATA) and whose SES
-    /// header and data it adds. `ar` asks for an immediate ACK (set on a burst's last packet);
-    /// with `Enb_ACK_Per_Pkt` every packet carries AR. The packet is resent until acknowledged
-    /// (RTO with backoff, or SACK-driven), through [`TargetTx::Resend`].
+    /// See [`Target::send`].
     // Fast path: see "Speed" in the module doc of `pdc`.
     #[inline(always)]
-    pub fn send(&mut self, now: Instant, cfg: &PdcConfig, ar: bool) -> Result<Stamp, PdcError> {
+    pub(crate) fn send(
+        &mut self,
+        ret: &mut ReturnDirection<W>,
+        now: Instant,
+        cfg: &PdcConfig,
+        ar: bool,
+    ) -> Result<Stamp, PdcError> {
         transition(self.state, Ev::Send)?;
-        let psn = self.ret.send(self.ret_range).ok_or(PdcError::WindowFull)?;
-        self.ret_rtt.on_send(psn, now);
-        if !self.ret_rto_at.is_armed() {
-            self.ret_rto_at.set(now.saturating_add(self.ret_rtt.backed_off(cfg, self.ret_rto_count)));
+        let psn = ret.window.send(self.ret_range).ok_or(PdcError::WindowFull)?;
+        ret.rtt.on_send(psn, now);
+        if !ret.rto_at.is_armed() {
+            ret.rto_at.set(now.saturating_add(ret.rtt.backed_off(cfg, ret.rto_count)));
         }
         let flags = if ar || cfg.ack.per_packet { RequestFlags::AR } else { RequestFlags::empty() };
-        Ok(self.stamp(psn, flags))
+        Ok(self.stamp(ret, psn, flags))
     }
 
-    fn stamp(&self, psn: u32, flags: RequestFlags) -> Stamp {
+    fn stamp(&self, ret: &ReturnDirection<W>, psn: u32, flags: RequestFlags) -> Stamp {
         let dest = PdcDest::Established { dpdcid: self.remote };
-        Stamp::at(self.mode, flags, self.ret.base(), psn, self.local, dest)
+        Stamp::at(self.mode, flags, ret.window.base(), psn, self.local, dest)
     }
 
-    /// Asks the initiator to close (UE 1.0 §3.5.8.3): sends CLOSE_REQ and waits. The
-    /// CLOSE_REQ takes the next return-direction PSN ([`PdcError::WindowFull`] while the return
-    /// window has no room).
-    pub fn request_close(&mut self, now: Instant, cfg: &PdcConfig) -> Result<(), PdcError> {
+    /// See [`Target::request_close`].
+    pub(crate) fn request_close(
+        &mut self,
+        ret: &mut ReturnDirection<W>,
+        now: Instant,
+        cfg: &PdcConfig,
+    ) -> Result<(), PdcError> {
         let next = transition(self.state, Ev::WantClose)?;
         if self.state != TargetState::CloseReqWait {
-            self.close_req_psn = self.ret.send(u32::MAX).ok_or(PdcError::WindowFull)?;
+            self.close_req_psn = ret.window.send(u32::MAX).ok_or(PdcError::WindowFull)?;
             self.tx_pending |= TX_CLOSE_REQ;
             self.state_at.set(now.saturating_add(cfg.close_req_time));
         }
-        self.enter(next);
+        self.enter(Some(ret), next);
         Ok(())
     }
 
-    fn enter(&mut self, next: TargetState) {
+    fn enter(&mut self, ret: Option<&mut ReturnDirection<W>>, next: TargetState) {
         if next == TargetState::Closed && self.state != TargetState::Closed {
             self.events |= EV_CLOSED;
             self.state_at.clear();
             self.idle_at.clear();
             self.tx_pending &= TX_CLOSING_IN_ERR;
             self.held.clear();
-            self.ret.abandon();
-            self.ret_rto_at.clear();
-            self.ret_losses.stop();
+            if let Some(ret) = ret {
+                ret.abandon();
+            }
         }
         self.state = next;
     }
 
-    /// Whether [`Target::poll_transmit`] has a packet to give: a NACK, CLOSE_REQ, an ACK due (or
-    /// owed for a held response), or a return-direction packet to resend. Only the calls that
-    /// take a packet or run a timer change it, so a scheduler polls a PDC only while this holds.
-    pub fn has_pending(&self) -> bool {
+    /// See [`Target::has_pending`].
+    pub(crate) fn has_pending(&self, ret: Option<&ReturnDirection<W>>) -> bool {
         self.nacks.iter().any(Option::is_some)
             || self.tx_pending != 0
             || self.ack_due
             || self.held.has_unsent()
-            || (self.state != TargetState::Closed && self.ret.has_lost())
+            || (self.state != TargetState::Closed && ret.is_some_and(|r| r.window.has_lost()))
     }
 
-    /// The next packet to send: a NACK refusing a packet, NACK CLOSING_IN_ERR, CLOSE_REQ, the
-    /// answer to a PROBE, the ACK that is due, or a resend of the return direction.
+    /// See [`Target::poll_transmit`].
     // Fast path: see "Speed" in the module doc of `pdc`.
     #[inline(always)]
-    pub fn poll_transmit(&mut self, _now: Instant) -> Option<TargetTx> {
+    pub(crate) fn poll_transmit(&mut self, ret: Option<&mut ReturnDirection<W>>, _now: Instant) -> Option<TargetTx> {
         if let Some(n) = self.nacks.first_mut().and_then(Option::take) {
             self.nacks.rotate_left(1);
             return Some(TargetTx::Nack(self.nack(n.code, n.psn, n.retx, n.payload)));
@@ -889,7 +1231,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
         }
         let carried = self.held.take_unsent();
         if carried.is_none() && !self.ack_due {
-            return self.poll_resend();
+            return self.poll_resend(ret?);
         }
         self.last_new = None;
         let ack = match carried {
@@ -906,22 +1248,21 @@ impl<const W: usize, const R: usize> Target<W, R> {
     }
 
     /// The oldest return-direction packet marked lost: a CLOSE_REQ is resent as such.
-    fn poll_resend(&mut self) -> Option<TargetTx> {
+    fn poll_resend(&mut self, ret: &mut ReturnDirection<W>) -> Option<TargetTx> {
         if self.state == TargetState::Closed {
             return None;
         }
-        let psn = self.ret.take_lost()?;
-        self.ret_rtt.on_resend(psn);
+        let psn = ret.window.take_lost()?;
+        ret.rtt.on_resend(psn);
         if self.state == TargetState::CloseReqWait && psn == self.close_req_psn {
             self.close_req_count = self.close_req_count.max(1);
             return Some(TargetTx::Control(self.close_req()));
         }
-        Some(TargetTx::Resend(self.stamp(psn, RequestFlags::RETX | RequestFlags::AR)))
+        Some(TargetTx::Resend(self.stamp(ret, psn, RequestFlags::RETX | RequestFlags::AR)))
     }
 
-    /// A CREDIT control packet granting `granted` (RCCC's cumulative quanta, 24 bits, in the
-    /// payload) to the initiator; it takes no PSN (the PSN field repeats `CACK_PSN`).
-    pub fn credit(&self, granted: u32) -> Control {
+    /// See [`Target::credit`].
+    pub(crate) fn credit(&self, granted: u32) -> Control {
         let isrod = if self.mode == DeliveryMode::Rod { ControlFlags::ISROD } else { ControlFlags::empty() };
         Control {
             ctl_type: ControlType::Credit,
@@ -948,15 +1289,8 @@ impl<const W: usize, const R: usize> Target<W, R> {
         }
     }
 
-    /// Keeps `rsp`, the guaranteed-delivery SES response (opcode `RESPONSE`) to the request `psn`,
-    /// until `CLEAR_PSN` passes it, and makes an ACK carrying it due (see [`held`](super::held)):
-    /// the ACK comes from [`Target::poll_transmit`] with `next_header` RSP, and the caller emits
-    /// [`Target::held_response`] of its `ack_psn` after it.
-    ///
-    /// `psn` must be the request [`Target::handle_request`] just delivered as new, before the next
-    /// `poll_transmit`: an ACK sent since may have acknowledged it already. A request is delivered
-    /// only while a response could be held for it.
-    pub fn hold_response(&mut self, psn: u32, rsp: Response) -> Result<(), PdcError> {
+    /// See [`Target::hold_response`].
+    pub(crate) fn hold_response(&mut self, psn: u32, rsp: Response) -> Result<(), PdcError> {
         let why = if rsp.opcode != ResponseOpcode::Response {
             "only a RESPONSE needs guaranteed delivery"
         } else if self.last_new != Some(psn) {
@@ -973,17 +1307,9 @@ impl<const W: usize, const R: usize> Target<W, R> {
         Err(PdcError::CannotHold { psn, why })
     }
 
-    /// Whether a guaranteed-delivery response could be held for `req` if it were delivered now
-    /// (else [`Target::handle_request_admitting`] NACKs it NO_GTD_DEL_AVAIL, retransmit class: the
-    /// initiator resends after `NACK_Retx_Time`). The last free slot is kept for the oldest PSN
-    /// not yet received (`CACK_PSN + 1`; project-defined, see [`held`](super::held)).
-    ///
-    /// The slots the request's own `CLEAR_PSN` releases count as free: recording the request
-    /// applies it. (Were they not counted, a PDC whose slots are all held would refuse every new
-    /// request, and with it the `CLEAR_PSN` that frees them: the initiator would only get out of
-    /// it with a CLEAR control packet, after ACKs it may never get.)
+    /// See [`Target::response_room`].
     #[inline]
-    pub fn response_room(&self, req: &Request) -> bool {
+    pub(crate) fn response_room(&self, req: &Request) -> bool {
         if self.held.is_empty() && R > 1 {
             return true;
         }
@@ -1002,8 +1328,8 @@ impl<const W: usize, const R: usize> Target<W, R> {
         }
     }
 
-    /// The response held for the request `psn`: what follows an ACK with `next_header` RSP.
-    pub fn held_response(&self, psn: u32) -> Option<Response> {
+    /// See [`Target::held_response`].
+    pub(crate) fn held_response(&self, psn: u32) -> Option<Response> {
         self.held.get(psn)
     }
 
@@ -1016,8 +1342,8 @@ impl<const W: usize, const R: usize> Target<W, R> {
         }
     }
 
-    /// The ACK_CC this PDC would send now.
-    pub fn ack(&self) -> Ack {
+    /// See [`Target::ack`].
+    pub(crate) fn ack(&self) -> Ack {
         self.ack_for(self.ack_psn, self.ack_flags, None)
     }
 
@@ -1073,39 +1399,41 @@ impl<const W: usize, const R: usize> Target<W, R> {
         ack
     }
 
-    /// The next deadline: reaping a Pending PDC, resending or giving up a CLOSE_REQ, the
-    /// return direction's RTO or reorder window, or the idle timeout.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        self.state_at.earlier(self.ret_rto_at).earlier(self.ret_losses.deadline()).earlier(self.idle_at).get()
+    /// See [`Target::poll_timeout`].
+    pub(crate) fn poll_timeout(&self, ret: Option<&ReturnDirection<W>>) -> Option<Instant> {
+        let ret = ret.map_or(Deadline::NONE, ReturnDirection::deadline);
+        self.state_at.earlier(ret).earlier(self.idle_at).get()
     }
 
-    /// Runs the timers due at `now`.
-    pub fn handle_timeout(&mut self, now: Instant, cfg: &PdcConfig) {
+    /// See [`Target::handle_timeout`].
+    pub(crate) fn handle_timeout(&mut self, mut ret: Option<&mut ReturnDirection<W>>, now: Instant, cfg: &PdcConfig) {
         if self.state == TargetState::Pending && self.state_at.is_due(now) {
             if let Ok(next) = transition(self.state, Ev::Reap) {
-                self.enter(next);
+                self.enter(ret, next);
             }
             return;
         }
         if self.idle_at.is_due(now) {
             self.idle_at.clear();
             if let Ok(next) = transition(self.state, Ev::Idle) {
-                self.enter(next);
+                self.enter(ret, next);
                 return;
             }
         }
-        self.ret_losses.on_timeout(&mut self.ret, now, cfg);
-        if self.ret_rto_at.is_due(now) {
-            self.ret_rto_at.clear();
-            if self.data_outstanding() > 0 {
-                let count = self.ret_rto_count.saturating_add(1);
-                if cfg.rto_retx_exhausted(count) {
-                    self.fail(Failure::RetriesExhausted, true);
-                    return;
+        if let Some(r) = ret.as_deref_mut() {
+            r.losses.on_timeout(&mut r.window, now, cfg);
+            if r.rto_at.is_due(now) {
+                r.rto_at.clear();
+                if self.data_outstanding(r) > 0 {
+                    let count = r.rto_count.saturating_add(1);
+                    if cfg.rto_retx_exhausted(count) {
+                        self.fail(Some(r), Failure::RetriesExhausted, true);
+                        return;
+                    }
+                    r.rto_count = count;
+                    r.window.mark_all_lost();
+                    r.rto_at.set(now.saturating_add(r.rtt.backed_off(cfg, count)));
                 }
-                self.ret_rto_count = count;
-                self.ret.mark_all_lost();
-                self.ret_rto_at.set(now.saturating_add(self.ret_rtt.backed_off(cfg, count)));
             }
         }
         if self.state_at.is_due(now) {
@@ -1122,13 +1450,12 @@ impl<const W: usize, const R: usize> Target<W, R> {
                 self.state_at.set(now.saturating_add(cfg.close_req_time));
                 return;
             }
-            self.fail(Failure::CloseTimeout, true);
+            self.fail(ret, Failure::CloseTimeout, true);
         }
     }
 
-    /// The next event, each reported once: Established, Failed, then Closed (after the last
-    /// packet is sent).
-    pub fn poll_event(&mut self) -> Option<TargetEvent> {
+    /// See [`Target::poll_event`].
+    pub(crate) fn poll_event(&mut self) -> Option<TargetEvent> {
         if self.events & EV_ESTABLISHED != 0 {
             self.events &= !EV_ESTABLISHED;
             return Some(TargetEvent::Established);

@@ -378,6 +378,12 @@ impl<const W: usize> TxWindow<W> {
         }
     }
 
+    /// An empty window whose next PSN is `next`, after a cumulative ACK of `max_cack`: what a
+    /// window with nothing outstanding, marked or selectively acknowledged equals.
+    pub(crate) const fn resume(next: u32, max_cack: u32) -> Self {
+        TxWindow { max_cack, ..TxWindow::new(next) }
+    }
+
     /// Oldest PSN not yet acknowledged; `CLEAR_PSN` is one before it.
     pub const fn base(&self) -> u32 {
         self.base
@@ -665,6 +671,9 @@ pub(crate) struct LossDetector {
 }
 
 impl LossDetector {
+    /// Not armed (every byte zero).
+    pub(crate) const ZERO: Self = LossDetector { at: linklayer::Deadline::NONE, psn: 0 };
+
     /// After an ACK: arms the reorder window for the current candidates, or marks them at once
     /// when the window is zero. Returns how many PSNs it marked.
     #[inline]

@@ -413,7 +413,8 @@ impl<
     const Q: usize,
     const O: usize,
     const X: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X>
+    const D: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D>
 {
     /// The NSCC state of the CCC serving `dst`: its window, flight, base RTT, counters. `None`
     /// without congestion management or before a PDC to `dst` opened.

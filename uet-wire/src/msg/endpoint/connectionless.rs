@@ -12,7 +12,8 @@ impl<
     const Q: usize,
     const O: usize,
     const X: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X>
+    const D: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D>
 {
     /// The next packet of RUDI message `slot`, if the in-flight table has room.
     pub(super) fn transmit_rudi_new(

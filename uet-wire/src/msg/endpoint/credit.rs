@@ -172,7 +172,8 @@ impl<
     const Q: usize,
     const O: usize,
     const X: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X>
+    const D: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D>
 {
     /// The RCCC state of the CCC serving `dst` (its credit, grants and counters): `None` unless
     /// that CCC runs RCCC.

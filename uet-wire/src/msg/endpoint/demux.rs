@@ -22,7 +22,8 @@ impl<
     const Q: usize,
     const O: usize,
     const X: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X>
+    const D: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D>
 {
     /// Takes a received packet: PDS header on, without any CRC trailer (a trailer left on would
     /// be taken for payload; packets that carry one go to [`Endpoint::handle_crc_packet`]).
@@ -129,9 +130,9 @@ impl<
                     Some(Side::Initiator) => self.on_initiator(now, a.dpdcid, |p, cfg| {
                         p.handle_ack(now, cfg, &a).map(|o| (Marked::Sack(o.lost), CcSignal::of_ack(&a, &o)))
                     }),
-                    Some(Side::Target) => {
-                        self.on_target(now, a.dpdcid, |t, cfg| t.handle_ack(now, cfg, &a).map(|o| Marked::Sack(o.lost)))
-                    }
+                    Some(Side::Target) => self.on_target(now, a.dpdcid, |t, ret, cfg| {
+                        t.handle_ack(ret, now, cfg, &a).map(|o| Marked::Sack(o.lost))
+                    }),
                     None => {}
                 }
                 Ok(None)
@@ -147,10 +148,10 @@ impl<
                                 CcSignal::Nack { code: n.code, psn, ecn: n.flags.contains(crate::pds::NackFlags::M) };
                             Ok((Marked::Nack(p.window().lost_count().saturating_sub(lost)), signal))
                         }),
-                        Some(Side::Target) => self.on_target(now, dpdcid, |t, cfg| {
-                            let lost = t.return_window().lost_count();
-                            t.handle_nack(now, cfg, &n)?;
-                            Ok(Marked::Nack(t.return_window().lost_count().saturating_sub(lost)))
+                        Some(Side::Target) => self.on_target(now, dpdcid, |t, ret, cfg| {
+                            let lost = ret.window().lost_count();
+                            t.handle_nack(ret, now, cfg, &n)?;
+                            Ok(Marked::Nack(ret.window().lost_count().saturating_sub(lost)))
                         }),
                         None => {}
                     },
@@ -284,8 +285,9 @@ impl<
                     return None;
                 };
                 let policy = self.start_policy();
-                let pdc = Target::new(now, &self.config().pdc, id, r, policy).ok()?;
+                let pdc = TargetCore::new(now, &self.config().pdc, id, r, policy).ok()?;
                 let tgt = TgtPdc {
+                    ret: ReturnAt::Idle(IdleReturn::new(pdc.start_psn())),
                     pdc,
                     order: MessageOrder::new(),
                     answer: AckAnswer::default(),
@@ -365,16 +367,17 @@ impl<
         }
     }
 
-    /// Applies `g` to target PDC `id` (an ACK or NACK of its return direction), then settles it.
+    /// Applies `g` to target PDC `id` and its return direction (an ACK or NACK of it), then
+    /// settles it.
     pub(super) fn on_target(
         &mut self,
         now: Instant,
         id: u16,
-        g: impl FnOnce(&mut Target<2, R>, &PdcConfig) -> Result<Marked, crate::pdc::PdcError>,
+        g: impl FnOnce(&mut TargetCore<2, R>, &mut ReturnDirection<2>, &PdcConfig) -> Result<Marked, crate::pdc::PdcError>,
     ) {
         let cfg = &configured(&self.cfg).pdc;
         if let Some(t) = self.targets.get_mut(id) {
-            if let Ok(n) = g(&mut t.pdc, cfg) {
+            if let Some(Ok(n)) = self.returns.with(&mut t.ret, |ret| g(&mut t.pdc, ret, cfg)) {
                 self.stats.resends.count(n);
             }
             self.after_target_change(now, id);
@@ -398,7 +401,8 @@ impl<
             return;
         }
         // A refused control packet's NACK leaves through the PDC's `poll_transmit`.
-        let _ = t.pdc.handle_control(now, &configured(&self.cfg).pdc, c);
+        let ret = self.returns.get_mut(t.ret);
+        let _ = t.pdc.handle_control(ret, now, &configured(&self.cfg).pdc, c);
         self.after_target_change(now, id);
     }
 }

@@ -16,7 +16,8 @@ impl<
     const Q: usize,
     const O: usize,
     const X: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X>
+    const D: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D>
 {
     /// Checks the endpoint's internal indexes against its state, in O(P + M); the first
     /// disagreement found, if any. For fuzz targets and tests (feature `fuzzing`): any `Err` is
@@ -115,9 +116,19 @@ impl<
             return Err("a deadline is filed for an empty table slot");
         }
         let mut pooled = 0;
+        let mut returns_used = [false; D];
         for index in 0..P {
             let Some(id) = self.targets.id_at(index) else { continue };
             let t = self.targets.get(id).ok_or("a table slot without its PDC")?;
+            if let ReturnAt::Pooled(i) = t.ret {
+                let used = returns_used.get_mut(usize::from(i)).ok_or("a return direction outside the pool")?;
+                if core::mem::replace(used, true) {
+                    return Err("two target PDCs share a return direction");
+                }
+                if self.returns.get(t.ret).and_then(ReturnDirection::idle).is_some() {
+                    return Err("an idle return direction is not back in the pool");
+                }
+            }
             on_pdc_lists += well(&t.runs, &self.pdc_links)?;
             pooled += t.order.pooled();
             if t.order.in_progress() > W {
@@ -130,9 +141,22 @@ impl<
             if !t.runs.iter(&self.pdc_links).all(run) {
                 return Err("a read data run is not of its PDC");
             }
-            if self.target_timers.deadline(index as u16) != t.pdc.poll_timeout() {
+            if self.target_timers.deadline(index as u16) != t.pdc.poll_timeout(self.returns.get(t.ret)) {
                 return Err("a target's deadline is not filed");
             }
+        }
+        let in_use = returns_used.iter().filter(|&&u| u).count();
+        let mut free = 0;
+        for i in self.returns.free_entries() {
+            // Each free entry once, and none a PDC holds.
+            match returns_used.get_mut(usize::from(i)) {
+                Some(seen @ false) => *seen = true,
+                _ => return Err("a return direction is free twice, or free and in use"),
+            }
+            free += 1;
+        }
+        if in_use != self.returns.used() || in_use + free != D {
+            return Err("the return directions in use are not the target PDCs' own");
         }
         if pooled != self.order_pool.in_use() {
             return Err("the shared message-order entries in use are not the target PDCs' own");

@@ -113,9 +113,10 @@ use super::segment::{Segment, SegmentError, Segmenter};
 use crate::Error;
 use crate::pdc::held::HELD_RESPONSES;
 use crate::pdc::table::{FreeSlots, SlotRef, same_addr};
+use crate::pdc::target::{IdleReturn, ReturnDirection, TargetCore};
 use crate::pdc::{
     Delivery, Failure, Initiator, InitiatorEvent, InitiatorState, InitiatorTx, IpAddr, PdcConfig, PdcTable,
-    StartPolicy, Target, TargetEvent, TargetTx, psn_after,
+    StartPolicy, TargetEvent, TargetTx, psn_after,
 };
 use crate::pds::{DeliveryMode, Nack, NackCode, NackTarget, NextHeader, PdcDest, PdsHeader, Request};
 use crate::pds::{Rudi, RudiFlags};
@@ -130,6 +131,7 @@ use credit::{Pulls, TargetCredit};
 use extensions::Extensions;
 use linklayer::{Instant, ZeroOption};
 use links::{Link, SlotList};
+use returns::{ReturnAt, ReturnPool};
 use stats::Marked;
 pub use stats::{EndpointStats, NackCounts, Resends};
 use timers::TimerHeap;
@@ -154,6 +156,10 @@ pub const ORDER_POOL: usize = 256;
 /// endpoint holds by default: [`Endpoint`]'s const generic `X`. A message with one more is
 /// refused ([`EndpointError::TooManyExtensions`]).
 pub const EXTENSIONS: usize = 16;
+
+/// Return directions an endpoint's target PDCs share by default: [`Endpoint`]'s const generic
+/// `D`, the target PDCs that may have read data outstanding at once.
+pub const RETURN_DIRECTIONS: usize = 16;
 
 /// Depth of an endpoint's control queues by default: [`Endpoint`]'s const generic `Q` (NACKs
 /// and RUDI responses waiting to go, RUDI packets in flight).
@@ -589,7 +595,8 @@ pub enum EndpointError {
     ResponsesFull,
     /// The output buffer cannot hold the headers.
     BufferTooShort,
-    /// [`Endpoint::respond`] cannot hold the response (see [`Target::hold_response`]).
+    /// [`Endpoint::respond`] cannot hold the response (see
+    /// [`Target::hold_response`](crate::pdc::Target::hold_response)).
     Respond(crate::pdc::PdcError),
     /// [`Endpoint::cancel`]: the message has started; it completes or fails as usual.
     Started,
@@ -944,7 +951,9 @@ impl IniPdc {
 }
 
 struct TgtPdc<const R: usize, const W: usize> {
-    pdc: Target<2, R>,
+    pdc: TargetCore<2, R>,
+    /// Its return direction: idle, or an entry of the endpoint's [`ReturnPool`].
+    ret: ReturnAt,
     order: MessageOrder<W>,
     /// The SES responses of ACKs that carry no held response: RC_OK for the request delivered
     /// last, RC_NULL for a duplicate, and RC_NULL with the last request's ids for an ACK that
@@ -962,7 +971,7 @@ struct TgtPdc<const R: usize, const W: usize> {
 /// more answered requests wait for their CLEAR at once), and `C` congestion-control contexts,
 /// one per destination in use (0 by default: no congestion management; see [`CmsConfig`]).
 ///
-/// Four more sizes have defaults that suit a host:
+/// Five more sizes have defaults that suit a host:
 /// - `W`, the messages a target PDC tracks in progress ([`ORDER_WINDOW`], 16; at least 2, see
 ///   [`order`](crate::msg::order)). When a peer starts more on one PDC, complete messages are
 ///   released out of order to make room, and while none is complete the packets of more draw
@@ -989,17 +998,32 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///   slot keeps none itself (the largest, compare-and-swap, would add 40 B to every slot), so
 ///   each message with one (atomics, rendezvous sends) takes one of these until it settles, and
 ///   [`Endpoint::send`] refuses one more with [`EndpointError::TooManyExtensions`].
+/// - `D`, the return directions the target PDCs share ([`RETURN_DIRECTIONS`], 16; at least 1):
+///   the send window, timers and round-trip estimate of the read data a target PDC sends (UE 1.0
+///   §3.5.20.1). A target PDC keeps 20 B of an idle one, takes one of these when its READs' data
+///   starts to go, and gives it back once all of it is acknowledged and its timers stopped
+///   (project-defined: the sources keep one in every PDC, though only target PDCs answering READs
+///   use it). While all `D` are in use, the read data of another target PDC waits in its queue
+///   and [`EndpointStats::return_direction_waits`] counts the waits. A PDC keeps its return
+///   direction while its read data keeps going out, so a waiting one gets it only when a holder
+///   pauses; one kept waiting past its initiator's READ timeout fails that READ. Make `D` the
+///   target PDCs that send read data at once. (Project-defined: holders are not made to stop
+///   for waiting PDCs, since a holder's drain takes a round trip, or a retransmission timeout
+///   under loss, while the read data of every other PDC waits in message slots: in the test
+///   of four PDCs sharing one return direction at 2 % loss, that made READ requests draw NACK
+///   NO_PKT_BUFFER until their initiators gave up.)
 ///
-/// `W` costs no memory, each entry of `O` 20 B, each entry of `Q` 124 B, each entry of `X` 50 B
-/// (64-bit host). The sizes are checked when the type is used, and a build error names the rule:
-/// `P` 2 to 32 767, `M` 1 to 32 768, `W` 2 to 32 768, `E` more than `W` (a packet can release `W`
-/// messages and one more), `Q` at least 1, `O` and `X` at most 32 768.
+/// `W` costs no memory, each entry of `O` 20 B, each entry of `Q` 124 B, each entry of `X` 50 B,
+/// each of `D` 122 B (64-bit host). The sizes are checked when the type is used, and a build
+/// error names the rule: `P` 2 to 32 767, `M` 1 to 32 768, `W` 2 to 32 768, `E` more than `W` (a
+/// packet can release `W` messages and one more), `Q` at least 1, `O` and `X` at most 32 768,
+/// `D` 1 to 32 768.
 ///
 /// ```compile_fail,E0080
 /// use uet_wire::msg::{Endpoint, EndpointConfig};
 /// use uet_wire::pdc::ipv4;
 /// // E (8 events) is not more than W (8 messages in progress per target PDC): a build error,
-/// // "Endpoint<P, M, E, R, C, W, Q, O, X>: ... E (events) more than W ...".
+/// // "Endpoint<P, M, E, R, C, W, Q, O, X, D>: ... E (events) more than W ...".
 /// let ep: Endpoint<2, 2, 8, 4, 0, 8> = Endpoint::new(EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024), 1);
 /// ```
 ///
@@ -1123,11 +1147,14 @@ pub struct Endpoint<
     const Q: usize = CONTROL_QUEUE,
     const O: usize = ORDER_POOL,
     const X: usize = EXTENSIONS,
+    const D: usize = RETURN_DIRECTIONS,
 > {
     /// The configuration; none until [`Endpoint::init`] (an [`Endpoint::EMPTY`] refuses work).
     cfg: ZeroOption<EndpointConfig>,
     initiators: PdcTable<PeerDest, IniPdc, P>,
     targets: PdcTable<PeerSource, TgtPdc<R, W>, P>,
+    /// The return directions of the target PDCs sending read data.
+    returns: ReturnPool<D>,
     /// Room for the target PDCs' messages in progress beyond the two each keeps.
     order_pool: OrderPool<O>,
     msgs: [MsgSlot; M],
@@ -1328,7 +1355,8 @@ impl<
     const Q: usize,
     const O: usize,
     const X: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X>
+    const D: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D>
 {
     const SIZES_OK: () = assert!(
         P >= 2
@@ -1340,11 +1368,14 @@ impl<
             && E > W
             && Q >= 1
             && O <= 1 << 15
-            && X <= 1 << 15,
-        "Endpoint<P, M, E, R, C, W, Q, O, X>: P (PDCs each way) must be 2 to 32767, M (messages) 1 to 32768, \
-         W (messages in progress per target PDC, default 16) 2 to 32768, E (events) more than W, \
+            && X <= 1 << 15
+            && D >= 1
+            && D <= 1 << 15,
+        "Endpoint<P, M, E, R, C, W, Q, O, X, D>: P (PDCs each way) must be 2 to 32767, M (messages) 1 to \
+         32768, W (messages in progress per target PDC, default 16) 2 to 32768, E (events) more than W, \
          Q (control queues, default 16) at least 1, O (shared messages in progress, default 256) \
-         at most 32768, and X (extension headers, default 16) at most 32768"
+         at most 32768, X (extension headers, default 16) at most 32768, and D (return directions, \
+         default 16) 1 to 32768"
     );
 
     /// An endpoint that is not configured: every byte zero, so a `static` holding it lands in
@@ -1356,6 +1387,7 @@ impl<
             cfg: ZeroOption::NONE,
             initiators: PdcTable::EMPTY,
             targets: PdcTable::EMPTY,
+            returns: ReturnPool::EMPTY,
             order_pool: OrderPool::EMPTY,
             msgs: [const { MsgSlot::NONE }; M],
             extensions: Extensions::EMPTY,
@@ -1420,6 +1452,7 @@ impl<
         self.initiators.reset(1, 0x7FFF);
         self.targets.reset(0x8000, 0xFFFF);
         self.order_pool.clear();
+        self.returns.clear();
         // Peers choose the keys the tables index (addresses, PDC ids): key their hash.
         self.initiators.set_hash_key([derive(seed, Derived::InitiatorKey0), derive(seed, Derived::InitiatorKey1)]);
         self.targets.set_hash_key([derive(seed, Derived::TargetKey0), derive(seed, Derived::TargetKey1)]);
@@ -1750,15 +1783,21 @@ impl<
         if gone {
             self.release_credit(id);
         }
-        let t = self.targets.get(id).map(|t| &t.pdc).filter(|_| !gone);
-        let (ready, deadline) = (t.is_some_and(|t| t.has_pending()), t.and_then(|t| t.poll_timeout()));
+        // An idle return direction goes back to the pool.
+        if let Some(t) = self.targets.get_mut(id).filter(|_| !gone) {
+            self.returns.settle(&mut t.ret);
+        }
+        let t = self.targets.get(id).filter(|_| !gone);
+        let ret = t.and_then(|t| self.returns.get(t.ret));
+        let (ready, deadline) = (t.is_some_and(|t| t.pdc.has_pending(ret)), t.and_then(|t| t.pdc.poll_timeout(ret)));
         SlotList::place(index, ready, &mut self.targets_ready, &mut self.targets_ready_links);
         self.target_timers.set(index, deadline);
     }
 
     /// After `poll_transmit` gave `None`: no PDC off the ready lists has a packet to give (each
-    /// is tried on a copy), and every index agrees with the state it summarises
-    /// ([`Endpoint::check_invariants`]). Tests call it to show that the lists miss nothing.
+    /// is tried on a copy) but one whose deadline is due, which `handle_timeout` puts back, and
+    /// every index agrees with the state it summarises ([`Endpoint::check_invariants`]). Tests
+    /// call it to show that the lists miss nothing.
     #[cfg(test)]
     fn check_ready_lists(&self, now: Instant) {
         assert_eq!(self.check_invariants(), Ok(()));
@@ -1767,15 +1806,21 @@ impl<
                 .initiators
                 .index_of(id)
                 .is_some_and(|i| SlotList::contains(&self.initiators_ready_links, i as u16));
+            let due = p.pdc.poll_timeout().is_some_and(|t| t <= now);
             assert!(
-                listed || p.pdc.clone().poll_transmit(now).is_none(),
+                listed || due || p.pdc.clone().poll_transmit(now).is_none(),
                 "initiator {id} has a packet but is not ready"
             );
         }
         for (id, t) in self.targets.iter() {
             let listed =
                 self.targets.index_of(id).is_some_and(|i| SlotList::contains(&self.targets_ready_links, i as u16));
-            assert!(listed || t.pdc.clone().poll_transmit(now).is_none(), "target {id} has a packet but is not ready");
+            let mut ret = self.returns.get(t.ret).cloned();
+            let due = t.pdc.poll_timeout(ret.as_ref()).is_some_and(|t| t <= now);
+            assert!(
+                listed || due || t.pdc.clone().poll_transmit(ret.as_mut(), now).is_none(),
+                "target {id} has a packet but is not ready"
+            );
         }
     }
 
@@ -1877,10 +1922,13 @@ impl<
     /// Runs target PDC `id`'s timers due at `now`, and what follows from them.
     fn target_timeout(&mut self, now: Instant, id: u16) {
         if let Some(p) = self.targets.get_mut(id) {
-            let (lost, timeouts) = (p.pdc.return_window().lost_count(), p.pdc.timeouts());
-            p.pdc.handle_timeout(now, &configured(&self.cfg).pdc);
-            let marked = p.pdc.return_window().lost_count().saturating_sub(lost);
-            self.stats.resends.count_timer(marked, p.pdc.timeouts() != timeouts);
+            let mut ret = self.returns.get_mut(p.ret);
+            let counts =
+                |ret: Option<&ReturnDirection<2>>| ret.map_or((0, 0), |r| (r.window().lost_count(), r.timeouts()));
+            let (lost, timeouts) = counts(ret.as_deref());
+            p.pdc.handle_timeout(ret.as_deref_mut(), now, &configured(&self.cfg).pdc);
+            let (lost_after, timeouts_after) = counts(ret.as_deref());
+            self.stats.resends.count_timer(lost_after.saturating_sub(lost), timeouts_after != timeouts);
         }
         self.after_target_change(now, id);
     }
@@ -2049,6 +2097,7 @@ mod extensions;
 mod invariants;
 mod links;
 mod receiving;
+mod returns;
 mod sending;
 mod stats;
 #[cfg(test)]

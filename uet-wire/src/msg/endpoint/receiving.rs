@@ -13,7 +13,8 @@ impl<
     const Q: usize,
     const O: usize,
     const X: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X>
+    const D: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D>
 {
     /// Answers the request `placement` came from with a guaranteed-delivery SES RESPONSE carrying
     /// `return_code` and `modified_length`: the target PDC holds it until the initiator's
@@ -178,8 +179,8 @@ impl<
         let slot = self.runs_on(tpdc).last()?;
         let m = self.msgs.get(slot)?.as_ref()?;
         let MsgKind::ReadData { offset, .. } = m.kind else { return None };
-        let ret = self.targets.get(tpdc)?.pdc.return_window();
-        let psns_follow = m.sent == 0 || ret.next_psn() == m.first_psn.wrapping_add(m.sent);
+        let (_, next_psn) = self.returns.base_and_next(self.targets.get(tpdc)?.ret);
+        let psns_follow = m.sent == 0 || next_psn == m.first_psn.wrapping_add(m.sent);
         let whole = u32::from(seg.len) == mtu || seg.offset + u32::from(seg.len) == ses.request_length;
         let extends = m.message_id == ses.message_id
             && m.request.common.job_id == ses.common.job_id
@@ -243,7 +244,7 @@ impl<
         while let Some(ev) = t.pdc.poll_event() {
             closed |= ev == TargetEvent::Closed;
         }
-        let ret = *t.pdc.return_window();
+        let (ret_base, _) = self.returns.base_and_next(t.ret);
         let open = t.pdc.state() != crate::pdc::TargetState::Closed;
         let start_psn = t.pdc.start_psn();
         let next_expected = t.pdc.next_expected_psn();
@@ -253,7 +254,7 @@ impl<
             let slot = usize::from(slot);
             let done = self.msgs.get(slot).and_then(MsgSlot::as_ref).is_some_and(|m| {
                 let packets = m.segments().packets();
-                let acked = m.sent == packets && psn_after(ret.base(), m.first_psn.wrapping_add(packets - 1));
+                let acked = m.sent == packets && psn_after(ret_base, m.first_psn.wrapping_add(packets - 1));
                 !open || acked
             });
             if done {
@@ -268,7 +269,8 @@ impl<
             if let Some(t) = self.targets.get_mut(id) {
                 t.order.clear(&mut self.order_pool);
             }
-            if let (Some(key), Some(_)) = (self.targets.key(id).copied(), self.targets.remove(id)) {
+            if let (Some(key), Some(t)) = (self.targets.key(id).copied(), self.targets.remove(id)) {
+                self.returns.release(t.ret);
                 if self.closed_targets.is_full() {
                     self.closed_targets.pop_front();
                 }

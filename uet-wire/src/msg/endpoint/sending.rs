@@ -18,7 +18,8 @@ impl<
     const Q: usize,
     const O: usize,
     const X: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X>
+    const D: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D>
 {
     /// An ACK carrying an SES response to initiator PDC `a.dpdcid`, which is reported the first
     /// time its PSN is acknowledged (the target resends a held response with the ACK of every

@@ -34,6 +34,11 @@ pub struct EndpointStats {
     /// in use; see [`Endpoint`](super::Endpoint)). While this stays 0, every PDC's messages were
     /// reported in send order.
     pub released_out_of_order: u64,
+    /// Times [`Endpoint::poll_transmit`](super::Endpoint::poll_transmit) had read data ready to
+    /// go on a target PDC whose return direction was idle while every one of the endpoint's `D`
+    /// was in use: the data waited (and was tried again on the next call). While this stays 0,
+    /// `D` never held read data back.
+    pub return_direction_waits: u64,
 }
 
 impl EndpointStats {
@@ -47,6 +52,7 @@ impl EndpointStats {
         ccc_waits: 0,
         stray_grants: 0,
         released_out_of_order: 0,
+        return_direction_waits: 0,
     };
 
     /// Counts what a call to an initiator PDC marked for resending, and takes its round-trip

@@ -103,7 +103,8 @@ fn exchange_window(
     read_every: usize,
 ) -> (Vec<(u64, u32)>, usize, Ep, Ep, Leftover) {
     let a = config(ipv4([10, 0, 0, 1]));
-    let run = Run { mode, loss, reorder, window, read_every, pause: None, seed: 0x9E37_79B9_7F4A_7C15, corrupt: 0 };
+    let run =
+        Run { keys: 1, mode, loss, reorder, window, read_every, pause: None, seed: 0x9E37_79B9_7F4A_7C15, corrupt: 0 };
     exchange_run(&run, a, lens)
 }
 
@@ -123,6 +124,8 @@ pub(super) struct Run {
     /// Packets with one bit flipped per mille, each direction: only in a secure domain
     /// ([`EndpointConfig::secure`]), where TSS refuses them before the endpoint sees them.
     pub(super) corrupt: u32,
+    /// Message `i` goes to PDC key `i % keys` (its job id): one PDC each way per key in use.
+    pub(super) keys: u64,
 }
 
 /// [`exchange_window`] with A configured as `a` (B the same at its own address) and B's pause.
@@ -141,17 +144,24 @@ fn exchange_run_sized<
     const W: usize,
     const Q: usize,
     const O: usize,
+    const D: usize,
 >(
     run: &Run,
     a: EndpointConfig,
     lens: &[u32],
-) -> (Vec<(u64, u32)>, usize, Endpoint<P, M, E, R, C, W, Q, O>, Endpoint<P, M, E, R, C, W, Q, O>, Leftover) {
-    let &Run { mode, loss, reorder, window, read_every, pause, seed, corrupt } = run;
+) -> (
+    Vec<(u64, u32)>,
+    usize,
+    Endpoint<P, M, E, R, C, W, Q, O, EXTENSIONS, D>,
+    Endpoint<P, M, E, R, C, W, Q, O, EXTENSIONS, D>,
+    Leftover,
+) {
+    let &Run { mode, loss, reorder, window, read_every, pause, seed, corrupt, keys } = run;
     assert!(corrupt == 0 || a.secure.is_some(), "a clear packet has no check against corruption");
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
     let mut eps = [
-        Endpoint::<P, M, E, R, C, W, Q, O>::new(EndpointConfig { addr: a_addr, ..a }, 1),
-        Endpoint::<P, M, E, R, C, W, Q, O>::new(EndpointConfig { addr: b_addr, ..a }, 2),
+        Endpoint::<P, M, E, R, C, W, Q, O, EXTENSIONS, D>::new(EndpointConfig { addr: a_addr, ..a }, 1),
+        Endpoint::<P, M, E, R, C, W, Q, O, EXTENSIONS, D>::new(EndpointConfig { addr: b_addr, ..a }, 2),
     ];
     let paused = |now: Instant| pause.is_some_and(|(from, to)| from <= now && now < to);
     let mut handles: HashMap<MsgHandle, u64> = HashMap::new();
@@ -172,11 +182,13 @@ fn exchange_run_sized<
     // READs sent by A: their local buffers and the bytes that arrived; READs B received.
     let mut reads: HashMap<MsgHandle, (Vec<u8>, u32)> = HashMap::new();
     let mut reads_at_b = std::collections::HashSet::new();
-    let mut last_sent: Option<u64> = None;
+    // The last message (not a READ) completed on each key.
+    let mut last_sent: HashMap<u64, u64> = HashMap::new();
     for _round in 0..200_000 {
         // Keep up to `window` messages queued at A.
         while next_msg < lens.len() && eps[0].messages_in_flight() < window {
             let mut d = desc(b_addr, mode, next_msg as u64, lens[next_msg]);
+            d.header.common.job_id += (next_msg as u64 % keys) as u32;
             let read = read_every > 0 && next_msg % read_every == read_every - 1;
             if read {
                 d.header.common.opcode = Opcode::Read;
@@ -294,9 +306,9 @@ fn exchange_run_sized<
                     Event::Sent(h) => {
                         let index = handles.remove(&h).unwrap();
                         if !reads.contains_key(&h) && mode.pdc_mode().is_some() {
-                            // One PDC key: messages other than READs complete in send order.
-                            assert!(last_sent.is_none_or(|l| l < index), "message {index} after {last_sent:?}");
-                            last_sent = Some(index);
+                            // On one PDC key, messages other than READs complete in send order.
+                            let last = last_sent.insert(index % keys, index);
+                            assert!(last.is_none_or(|l| l < index), "message {index} after {last:?}");
                         }
                         if let Some((buf, arrived)) = reads.remove(&h) {
                             assert_eq!(arrived as usize, buf.len(), "READ {index} complete before all data");
@@ -359,8 +371,9 @@ fn sealed_transmit<
     const W: usize,
     const Q: usize,
     const O: usize,
+    const D: usize,
 >(
-    ep: &mut Endpoint<P, M, E, R, C, W, Q, O>,
+    ep: &mut Endpoint<P, M, E, R, C, W, Q, O, EXTENSIONS, D>,
     now: Instant,
     domain: &mut crate::tss::SecureDomain<4>,
     bytes_of: impl Fn(&Transmit) -> Vec<u8>,
@@ -489,6 +502,7 @@ fn thirty_two_messages_in_flight_at_one_percent_loss() {
     let hardware = EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024);
     for messages_per_pdc in [32, ORDER_WINDOW as u16] {
         let run = Run {
+            keys: 1,
             mode: Service::Rud,
             loss: 10,
             reorder: true,
@@ -522,7 +536,17 @@ fn small_windows_and_queues_deliver_everything_under_loss() {
     let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
     let base = EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024);
     let run = |mode, messages_per_pdc, read_every| {
-        let run = Run { mode, loss: 10, reorder: true, window: 8, read_every, pause: None, seed: 0x5A11, corrupt: 0 };
+        let run = Run {
+            keys: 1,
+            mode,
+            loss: 10,
+            reorder: true,
+            window: 8,
+            read_every,
+            pause: None,
+            seed: 0x5A11,
+            corrupt: 0,
+        };
         let (received, sent, a, b, left): (_, _, Small, Small, _) =
             exchange_run_sized(&run, EndpointConfig { messages_per_pdc, ..base }, &l);
         assert_eq!(sent, l.len(), "{mode:?}, {messages_per_pdc} messages per PDC");
@@ -547,6 +571,34 @@ fn small_windows_and_queues_deliver_everything_under_loss() {
     }
 }
 
+/// One return direction (`D` 1) for four target PDCs: READs arrive on all four at once, and their
+/// data goes one PDC at a time, the others waiting while one has data outstanding. Under loss
+/// and reordering every READ completes with the right bytes and every write arrives once; the
+/// invariants checked at every step include that no idle return direction stays out of the
+/// pool. With the default `D` no read data waits.
+#[test]
+fn target_pdcs_take_turns_with_one_return_direction() {
+    fn run<const D: usize>(mode: Service, loss: u32, reorder: bool) -> u64 {
+        type Small<const D: usize> =
+            Endpoint<8, 64, 96, HELD_RESPONSES, 2, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, D>;
+        let l: Vec<u32> = (0..240).map(|i| [0u32, 1, 1024, 5000, 17, 65_536][i % 6]).collect();
+        let run =
+            Run { keys: 4, mode, loss, reorder, window: 16, read_every: 3, pause: None, seed: 0x5A13, corrupt: 0 };
+        let (received, sent, a, b, left): (_, _, Small<D>, Small<D>, _) =
+            exchange_run_sized(&run, config(ipv4([10, 0, 0, 1])), &l);
+        assert_eq!(sent, l.len(), "{mode:?}, D {D}: every message and READ completed");
+        assert_eq!(received.len(), l.len(), "{mode:?}, D {D}: B received every message and READ request");
+        assert!(left.is_empty());
+        a.check_invariants().unwrap();
+        b.check_invariants().unwrap();
+        b.stats().return_direction_waits
+    }
+    for (mode, loss, reorder) in [(Service::Rud, 0, false), (Service::Rud, 20, true), (Service::Rod, 20, false)] {
+        assert!(run::<1>(mode, loss, reorder) > 0, "{mode:?}: no read data waited for the one return direction");
+        assert_eq!(run::<RETURN_DIRECTIONS>(mode, loss, reorder), 0, "{mode:?}");
+    }
+}
+
 /// A shared pool smaller than the target PDCs' `W`: with no entry (`O` 0) each target PDC
 /// tracks only its own two messages, with one they take turns with it. Under loss and
 /// reordering every message arrives exactly once, the packets of the messages there was no room
@@ -560,6 +612,7 @@ fn a_small_order_pool_delivers_everything_under_loss() {
         let mut want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
         let base = EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024);
         let run = Run {
+            keys: 1,
             mode: Service::Rud,
             loss: 10,
             reorder: true,
@@ -727,6 +780,7 @@ fn a_7_ms_receiver_pause_fails_nothing_with_the_software_profile() {
     let software = EndpointConfig { pdc: PdcConfig::software(), ..EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024) };
     let pause = (Instant::from_nanos(20_000), Instant::from_nanos(7_020_000));
     let run = Run {
+        keys: 1,
         mode: Service::Rud,
         loss: 0,
         reorder: false,
@@ -762,7 +816,7 @@ proptest::proptest! {
             pdc: PdcConfig { max_rto_retx: 14, ..PdcConfig::software() },
             ..EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024)
         };
-        let run = Run { mode: Service::Rud, loss, reorder, window, read_every: 0, pause: None, seed, corrupt: 0 };
+        let run = Run { keys: 1, mode: Service::Rud, loss, reorder, window, read_every: 0, pause: None, seed, corrupt: 0 };
         let (received, sent, ..) = exchange_run(&run, cfg, &l);
         proptest::prop_assert_eq!(sent, l.len());
         let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
@@ -785,7 +839,7 @@ proptest::proptest! {
         let to = from.saturating_add(linklayer::Duration::from_nanos((give_up as f64 * fraction) as u64));
         let l: Vec<u32> = (0..60).map(|i| [0u32, 64, 1025, 4096, 9000][i % 5]).collect();
         let cfg = EndpointConfig { pdc, ..EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024) };
-        let run = Run { mode: Service::Rud, loss: 0, reorder: false, window, read_every: 0, pause: Some((from, to)), seed, corrupt: 0 };
+        let run = Run { keys: 1, mode: Service::Rud, loss: 0, reorder: false, window, read_every: 0, pause: Some((from, to)), seed, corrupt: 0 };
         let (received, sent, a, ..) = exchange_run(&run, cfg, &l);
         proptest::prop_assert_eq!(sent, l.len());
         proptest::prop_assert_eq!(received.len(), l.len());
@@ -1963,9 +2017,10 @@ fn memory_per_pdc_and_per_message() {
     let lists = 4 * size_of::<Link>() + 2 * 12;
     std::println!(
         "Endpoint<16, 16, 64>: {base} B; per PDC {per_pdc} B: initiator {ini} (its state machine {}), target {tgt} (state machine {}, \
-         message order {}), lists and timers {lists}, table slots, keys and key index {}",
+         idle return direction {}, message order {}), lists and timers {lists}, table slots, keys and key index {}",
         size_of::<Initiator>(),
-        size_of::<Target<2, HELD_RESPONSES>>(),
+        size_of::<TargetCore<2, HELD_RESPONSES>>(),
+        size_of::<ReturnAt>(),
         size_of::<MessageOrder<ORDER_WINDOW>>(),
         per_pdc - ini - tgt - lists
     );
@@ -1987,18 +2042,34 @@ fn memory_per_pdc_and_per_message() {
         Endpoint<16, 16, 64, HELD_RESPONSES, 0, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, { EXTENSIONS + 64 }>,
     >() - base)
         / 64;
+    let per_d = (size_of::<
+        Endpoint<
+            16,
+            16,
+            64,
+            HELD_RESPONSES,
+            0,
+            ORDER_WINDOW,
+            CONTROL_QUEUE,
+            ORDER_POOL,
+            EXTENSIONS,
+            { RETURN_DIRECTIONS + 64 },
+        >,
+    >() - base)
+        / 64;
     std::println!(
         "per message of W per PDC {per_w} B; per shared entry of O {per_o} B; per entry of Q {per_q} B; \
-         per extension header of X {per_x} B; the smallest, Endpoint<2, 1, 3, 1, 0, 2, 1, 0, 0>, {} B \
-         (with the default W, Q, O and X {} B)",
-        size_of::<Endpoint<2, 1, 3, 1, 0, 2, 1, 0, 0>>(),
+         per extension header of X {per_x} B; per return direction of D {per_d} B; the smallest, \
+         Endpoint<2, 1, 3, 1, 0, 2, 1, 0, 0, 1>, {} B (with the default W, Q, O, X and D {} B)",
+        size_of::<Endpoint<2, 1, 3, 1, 0, 2, 1, 0, 0, 1>>(),
         size_of::<Endpoint<2, 1, 17, 1>>()
     );
+    assert!(per_d <= 122, "{per_d} B per return direction");
     assert_eq!(per_w, 0);
     assert!(per_o <= 20, "{per_o} B per shared message in progress");
     assert!(per_q <= 128, "{per_q} B per control-queue entry");
     assert!(per_x <= 50, "{per_x} B per extension header");
-    assert!(per_pdc <= 784, "{per_pdc} B per PDC");
+    assert!(per_pdc <= 696, "{per_pdc} B per PDC");
     assert!(per_msg <= 136, "{per_msg} B per message slot");
     // Every packet's `Transmit` moves through the layers whole: its read-data reference keeps the
     // READ's header compact.
@@ -2141,6 +2212,7 @@ fn secure_domain_delivers_exactly_once_under_loss_reordering_and_corruption() {
     for start in [SecureStart::Expected0Rtt, SecureStart::Random1Rtt] {
         for seed in [1u64, 0xC0FFEE] {
             let run = Run {
+                keys: 1,
                 mode: Service::Rud,
                 loss: 20,
                 reorder: true,

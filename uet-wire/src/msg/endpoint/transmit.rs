@@ -13,7 +13,8 @@ impl<
     const Q: usize,
     const O: usize,
     const X: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X>
+    const D: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D>
 {
     /// The next packet to send, its headers written to the front of `out`, which must hold
     /// [`MAX_HEADER_LEN`] bytes (checked first, so a short buffer changes nothing). NACKs go
@@ -172,7 +173,7 @@ impl<
             let Some(id) = self.targets.id_at(usize::from(index)) else { continue };
             let Some(dst) = self.targets.key(id).map(|k| k.src) else { continue };
             let Some(p) = self.targets.get_mut(id) else { continue };
-            let Some(tx) = p.pdc.poll_transmit(now) else {
+            let Some(tx) = p.pdc.poll_transmit(self.returns.get_mut(p.ret), now) else {
                 self.refresh_target(id, false);
                 self.targets_ready.unlink(&mut self.targets_ready_links, index);
                 continue;
@@ -454,11 +455,22 @@ impl<
             .map(|m| m.segments().packets() - m.sent)
             .sum();
         let Some(t) = self.targets.get_mut(tpdc) else { return Ok(None) };
-        if !t.pdc.can_send() {
+        if self.returns.with(&mut t.ret, |ret| t.pdc.can_send(ret)) != Some(true) {
             return Ok(None);
         }
-        let Ok(stamp) = t.pdc.send(now, cfg, waiting <= 1) else { return Ok(None) };
-        let Some(m) = self.msgs.get_mut(slot).and_then(MsgSlot::as_mut) else { return Ok(None) };
+        // Its return direction, from the pool if it was idle: none free, and the data waits.
+        let Some(ret) = self.returns.take(&mut t.ret) else {
+            self.stats.return_direction_waits = self.stats.return_direction_waits.wrapping_add(1);
+            return Ok(None);
+        };
+        let Ok(stamp) = t.pdc.send(ret, now, cfg, waiting <= 1) else {
+            self.returns.settle(&mut t.ret);
+            return Ok(None);
+        };
+        let Some(m) = self.msgs.get_mut(slot).and_then(MsgSlot::as_mut) else {
+            self.refresh_target(tpdc, false);
+            return Ok(None);
+        };
         if m.sent == 0 {
             m.first_psn = stamp.psn;
         }

@@ -175,7 +175,17 @@ fn managed_exchange(lb: LoadBalancing, initial: u32, loss: u32, seed: u64) -> (E
 /// [`managed_exchange`] with congestion management as `cms`, on both sides.
 fn managed_exchange_with(cms: CmsConfig, loss: u32, seed: u64) -> (Ep, Ep) {
     let a = EndpointConfig { cms: Some(cms), ..config(ipv4([10, 0, 0, 1])) };
-    let run = Run { mode: Service::Rud, loss, reorder: true, window: 16, read_every: 5, pause: None, seed, corrupt: 0 };
+    let run = Run {
+        keys: 1,
+        mode: Service::Rud,
+        loss,
+        reorder: true,
+        window: 16,
+        read_every: 5,
+        pause: None,
+        seed,
+        corrupt: 0,
+    };
     let l = lens(120);
     let (received, sent, a, b, left) = exchange_run(&run, a, &l);
     assert!(left.is_empty());
