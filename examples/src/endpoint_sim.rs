@@ -19,7 +19,10 @@ use crate::fabric::{Fabric, FabricConfig, InFlight, percentile};
 use crate::link_sim::Rng;
 use linklayer::{Duration, Instant};
 use std::collections::HashMap;
-use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, MsgHandle, Secure, SecureStart, Service};
+use uet_wire::msg::{
+    CONTROL_QUEUE, EXTENSIONS, Endpoint, EndpointConfig, Event, MessageDesc, MsgHandle, ORDER_POOL, ORDER_WINDOW,
+    RETURN_DIRECTIONS, Secure, SecureStart, Service,
+};
 use uet_wire::packet::{CRC_LEN, append_crc};
 use uet_wire::pdc::held::HELD_RESPONSES;
 use uet_wire::pdc::{IpAddr, PdcConfig, ipv4};
@@ -27,8 +30,10 @@ use uet_wire::pds::{DeliveryMode, NackCode, PdsHeader, RequestFlags};
 use uet_wire::ses::{Opcode, ReturnCode};
 use uet_wire::tss::{DomainConfig, Framing, ICV_LEN, Mode, Path, SecureDomain, TssError};
 
-/// The endpoints, with `R` guaranteed-delivery response slots per target PDC.
-type Ep<const R: usize> = Endpoint<16, 256, 128, R>;
+/// The endpoints, with `R` guaranteed-delivery response slots per target PDC and `D` return
+/// directions.
+type Ep<const R: usize, const D: usize> =
+    Endpoint<16, 256, 128, R, 0, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, D>;
 
 /// One run.
 #[derive(Clone, Copy, Debug)]
@@ -138,6 +143,8 @@ pub struct EndpointSimReport {
     pub tss_ns: u64,
     /// Secure start: SYNs (and probes) the targets answered NEW_START_PSN, each a PDC restart.
     pub restarts: u64,
+    /// Times read data waited for one of the endpoint's return directions (both sides).
+    pub return_direction_waits: u64,
 }
 
 impl EndpointSimReport {
@@ -147,8 +154,8 @@ impl EndpointSimReport {
     }
 }
 
-struct Side<const R: usize> {
-    ep: Ep<R>,
+struct Side<const R: usize, const D: usize> {
+    ep: Ep<R, D>,
     /// Its TSS domain (used when the run is secure).
     tss: SecureDomain<4>,
     addr: IpAddr,
@@ -167,15 +174,15 @@ struct Side<const R: usize> {
     answered: Vec<bool>,
 }
 
-/// The simulation, with `R` guaranteed-delivery response slots per target PDC (default: the
-/// crate's).
-pub struct EndpointSim<const R: usize = HELD_RESPONSES> {
+/// The simulation, with `R` guaranteed-delivery response slots per target PDC and `D` return
+/// directions the target PDCs share (defaults: the crate's).
+pub struct EndpointSim<const R: usize = HELD_RESPONSES, const D: usize = RETURN_DIRECTIONS> {
     /// Its configuration.
     pub cfg: EndpointSimConfig,
     rng: Rng,
     now: Instant,
     fabric: Fabric,
-    sides: [Side<R>; 2],
+    sides: [Side<R, D>; 2],
     /// Per direction, message number → (length, JobID, send time).
     plan: [Vec<(u32, u32, u64)>; 2],
     report: EndpointSimReport,
@@ -186,7 +193,7 @@ fn byte(side: usize, message: u64, offset: u32) -> u8 {
     (x >> 13) as u8
 }
 
-impl<const R: usize> EndpointSim<R> {
+impl<const R: usize, const D: usize> EndpointSim<R, D> {
     /// Two endpoints, nothing sent yet.
     pub fn new(cfg: EndpointSimConfig) -> Self {
         let mut rng = Rng::new(cfg.seed);
@@ -198,7 +205,7 @@ impl<const R: usize> EndpointSim<R> {
         };
         let secure = cfg.secure.then(|| Secure::for_domain(&domain(), SecureStart::Expected0Rtt));
         let side = |i: usize, rng: &mut Rng| Side {
-            ep: Ep::<R>::new(
+            ep: Ep::<R, D>::new(
                 EndpointConfig { pdc: cfg.pdc, secure, ..EndpointConfig::new(addrs[i], cfg.mtu) },
                 rng.next_u64(),
             ),
@@ -501,6 +508,7 @@ impl<const R: usize> EndpointSim<R> {
         self.report.completed = self.done();
         self.report.restarts =
             self.sides.iter().map(|s| u64::from(s.ep.stats().nacks_sent.get(NackCode::NewStartPsn))).sum();
+        self.report.return_direction_waits = self.sides.iter().map(|s| s.ep.stats().return_direction_waits).sum();
         let mut r = self.report.clone();
         r.latencies_ns.sort_unstable();
         r

@@ -141,7 +141,12 @@ mod endpoints {
 
     /// With `R` response slots per target PDC.
     fn run_with<const R: usize>(cfg: EndpointSimConfig) -> EndpointSimReport {
-        let r = EndpointSim::<R>::new(cfg).run(Duration::from_millis(60_000));
+        run_sized::<R, { uet_wire::msg::RETURN_DIRECTIONS }>(cfg)
+    }
+
+    /// With `R` response slots per target PDC and `D` return directions.
+    fn run_sized<const R: usize, const D: usize>(cfg: EndpointSimConfig) -> EndpointSimReport {
+        let r = EndpointSim::<R, D>::new(cfg).run(Duration::from_millis(60_000));
         assert!(r.completed, "not completed: {} of {} messages; {r:?}", r.messages, 2 * cfg.messages_per_side);
         assert_eq!(r.messages, 2 * cfg.messages_per_side);
         assert_eq!(r.responses_received, r.responses_held);
@@ -171,6 +176,16 @@ mod endpoints {
     #[test]
     fn rud_messages_10_percent_loss() {
         run(EndpointSimConfig::new(12, DeliveryMode::Rud, 500, 0.10));
+    }
+
+    /// One return direction for the four PDCs each way (a READ every fourth message, over four
+    /// JobIDs): READs answered in turns, under loss, duplication, trimming and corruption.
+    #[test]
+    fn one_return_direction_for_four_pdcs_10_percent_loss() {
+        for (seed, mode, loss) in [(21, DeliveryMode::Rud, 0.10), (22, DeliveryMode::Rod, 0.02)] {
+            let r = run_sized::<HELD_RESPONSES, 1>(EndpointSimConfig::new(seed, mode, 300, loss));
+            assert!(r.reads > 0 && r.return_direction_waits > 0, "{mode:?}: the PDCs did not contend: {r:?}");
+        }
     }
 
     #[test]

@@ -1783,13 +1783,13 @@ impl<
         if gone {
             self.release_credit(id);
         }
-        // An idle return direction goes back to the pool.
+        let (mut ready, mut deadline) = (false, None);
         if let Some(t) = self.targets.get_mut(id).filter(|_| !gone) {
+            // An idle return direction goes back to the pool.
             self.returns.settle(&mut t.ret);
+            let ret = self.returns.get(t.ret);
+            (ready, deadline) = (t.pdc.has_pending(ret), t.pdc.poll_timeout(ret));
         }
-        let t = self.targets.get(id).filter(|_| !gone);
-        let ret = t.and_then(|t| self.returns.get(t.ret));
-        let (ready, deadline) = (t.is_some_and(|t| t.pdc.has_pending(ret)), t.and_then(|t| t.pdc.poll_timeout(ret)));
         SlotList::place(index, ready, &mut self.targets_ready, &mut self.targets_ready_links);
         self.target_timers.set(index, deadline);
     }

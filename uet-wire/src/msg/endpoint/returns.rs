@@ -98,7 +98,8 @@ impl<const D: usize> ReturnPool<D> {
         }
     }
 
-    /// Entries in use.
+    /// Entries in use (for the invariant checks).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(super) fn used(&self) -> usize {
         self.free.used()
     }
