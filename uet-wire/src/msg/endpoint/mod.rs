@@ -1119,10 +1119,10 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///
 /// # Memory, and building one in place
 ///
-/// An endpoint holds everything it needs: 784 B per `P`, 136 B per `M` and 12.4 kB besides
-/// (with 64 events) at the default `R`, `C`, `W`, `Q`, `O` and `X` on a 64-bit host
-/// (`size_of::<Endpoint<P, M, E>>()` says exactly). [`Endpoint::new`] returns it by value, so it is built on the stack first, and at low optimisation levels
-/// copied again. Where that is too much stack (firmware), start from [`Endpoint::EMPTY`], whose
+/// An endpoint holds everything it needs: 696 B per `P`, 136 B per `M` and 14.3 kB besides
+/// (with 64 events) at the default `R`, `C`, `W`, `Q`, `O`, `X` and `D` on a 64-bit host
+/// (`size_of::<Endpoint<P, M, E>>()` says exactly). [`Endpoint::new`] returns it by value, so it
+/// is built on the stack first, and at low optimisation levels copied again. Where that is too much stack (firmware), start from [`Endpoint::EMPTY`], whose
 /// bytes are all zero, so a `static` holding it costs no flash and no start-up copy (it lands in
 /// `.bss`), and configure it in place with [`Endpoint::init`]:
 ///
