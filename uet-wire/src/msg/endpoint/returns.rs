@@ -106,7 +106,7 @@ impl<const D: usize> ReturnPool<D> {
 
     /// Every entry free.
     pub(super) fn clear(&mut self) {
-        self.free = FreeSlots::EMPTY;
+        self.free.clear();
     }
 
     /// The free entries (for the invariant checks).
