@@ -510,8 +510,15 @@ impl<const W: usize> Initiator<W> {
         }
         let lost = self.detect_losses(now, cfg);
         match ack.request {
-            AckRequest::None => {}
-            AckRequest::Clear => self.tx_pending |= TX_CLEAR,
+            // A CLEAR releases the responses held up to its CLEAR_PSN (the left edge − 1), and the
+            // target's CACK stops before the oldest one it holds: a CLEAR_PSN not past the newest
+            // CACK releases nothing. Sent anyway, its AR would draw the same ACK asking again, and
+            // the two would ping-pong as fast as the wire allows until the gap that holds the left
+            // edge back is resent (*project-defined*: uet-ref-prov sends a CLEAR on every such ACK).
+            AckRequest::Clear if psn_after(self.tx.base().wrapping_sub(1), self.tx.max_cack()) => {
+                self.tx_pending |= TX_CLEAR;
+            }
+            AckRequest::None | AckRequest::Clear => {}
             AckRequest::Close => next = transition(next, Ev::WantClose)?,
         }
         if next == InitiatorState::AckWait && !self.tx.has_outstanding() {

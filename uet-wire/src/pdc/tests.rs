@@ -1084,6 +1084,40 @@ fn guaranteed_delivery_response_survives_a_lost_ack_until_cleared() {
     assert_eq!(i.failure(), None);
 }
 
+/// A response held for a PSN beyond a gap: the ACK carrying it asks for a CLEAR, but the
+/// initiator's left edge still waits on the missing PSN, so a CLEAR could release nothing. The
+/// initiator sends none (a CLEAR with AR would draw the same ACK again, and the two would
+/// ping-pong as fast as the wire allows); once the gap is resent and acknowledged, the CLEAR goes
+/// and frees the response.
+#[test]
+fn no_clear_is_sent_that_could_release_nothing() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    let lost = req(i.send(t(3), &cfg, false).unwrap());
+    let answered = req(i.send(t(3), &cfg, false).unwrap());
+    assert_eq!(tg.handle_request(t(3), &cfg, &answered, 8, false).unwrap(), Delivery::New);
+    tg.hold_response(answered.psn, atomic_response(1)).unwrap();
+    let a = ack_of(tg.poll_transmit(t(3)).unwrap());
+    assert_eq!((a.next_header, a.request, a.cack_psn), (NextHeader::Rsp, AckRequest::Clear, lost.psn - 1));
+    i.handle_ack(t(4), &cfg, &a).unwrap();
+    assert_eq!(i.poll_transmit(t(4)), None, "a CLEAR of {} releases nothing", lost.psn - 1);
+    // The missing PSN comes (resent, as after its timeout); its ACK acknowledges both and still
+    // asks: now the CLEAR releases the response.
+    let resent = Request { flags: lost.flags | RequestFlags::RETX | RequestFlags::AR, ..lost };
+    assert_eq!(tg.handle_request(t(5), &cfg, &resent, 8, false).unwrap(), Delivery::New);
+    let a = ack_of(tg.poll_transmit(t(5)).unwrap());
+    assert_eq!((a.request, a.cack_psn), (AckRequest::Clear, lost.psn));
+    i.handle_ack(t(6), &cfg, &a).unwrap();
+    let Some(InitiatorTx::Control(clear)) = i.poll_transmit(t(6)) else { panic!("no CLEAR") };
+    assert_eq!((clear.ctl_type, clear.payload), (ControlType::Clear, answered.psn));
+    tg.handle_control(t(7), &cfg, &ctl(clear)).unwrap();
+    assert_eq!(tg.held_response(answered.psn), None);
+    let a = ack_of(tg.poll_transmit(t(7)).unwrap());
+    assert_eq!((a.request, a.cack_psn), (AckRequest::None, answered.psn));
+    i.handle_ack(t(8), &cfg, &a).unwrap();
+    assert_eq!(i.poll_transmit(t(8)), None);
+}
+
 /// Every response slot in use: a request that needs one is refused NO_GTD_DEL_AVAIL before it is
 /// delivered; a request carrying a CLEAR_PSN past the held PSNs frees them, and is let in for it.
 #[test]
