@@ -24,6 +24,9 @@
 //!   Any request may need a guaranteed-delivery response, so one that arrives while none could
 //!   be held is refused with NACK NO_GTD_DEL_AVAIL
 //!   (retransmit class) before it is delivered ([`Target::handle_request_admitting`]).
+//! * A [`Target`] keeps its `R` slots itself. An [`Endpoint`] keeps them in blocks of `R` that
+//!   its target PDCs take while they hold a response, from a pool of `D` they share (see the
+//!   `Endpoint` doc): only PDCs whose requests are answered need any.
 //! * The last free slot is kept for the oldest PSN not yet received (`CACK_PSN + 1`). Responses
 //!   held for later PSNs cannot be cleared while the initiator's left edge waits on that PSN, so
 //!   if it could be refused for want of a slot the PDC would deadlock (the PDC simulation found
@@ -36,6 +39,7 @@
 //!   acknowledged the ACK carrying it, so a well-behaved initiator never resends its request.
 //!
 //! [`Target`]: super::Target
+//! [`Endpoint`]: crate::msg::Endpoint
 //! [`Target::handle_request_admitting`]: super::Target::handle_request_admitting
 
 use super::window::{Sack, psn_after};
@@ -80,6 +84,10 @@ pub(crate) struct HeldResponses<const R: usize> {
 }
 
 impl<const R: usize> HeldResponses<R> {
+    /// None held.
+    pub(crate) const EMPTY: Self = HeldResponses { held: heapless::Vec::new() };
+
+    /// Whether none is held.
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.held.is_empty()

@@ -193,13 +193,16 @@ enum Ev {
 pub struct Target<const W: usize = 2, const R: usize = HELD_RESPONSES> {
     core: TargetCore<W, R>,
     ret: ReturnDirection<W>,
+    held: HeldResponses<R>,
 }
 
-/// A target PDC without the state of its return direction, which the caller keeps and passes in
-/// ([`ReturnDirection`]): [`Target`] keeps the two together, and an endpoint keeps the return
-/// directions of its target PDCs in a pool, since only PDCs sending read data need theirs.
-/// Methods that take the return direction as an `Option` read `None` as an idle one (nothing
-/// outstanding, no timer running: see [`ReturnDirection::idle`]).
+/// A target PDC without the state of its return direction or its held responses, which the
+/// caller keeps and passes in ([`ReturnDirection`], [`HeldResponses`]): [`Target`] keeps the
+/// three together, and an endpoint keeps the return directions and held responses of its target
+/// PDCs in pools, since only PDCs sending read data, or holding responses, need theirs. Methods
+/// that take the return direction as an `Option` read `None` as an idle one (nothing
+/// outstanding, no timer running: see [`ReturnDirection::idle`]); an empty [`HeldResponses`]
+/// stands for none held.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct TargetCore<const W: usize, const R: usize> {
     state: TargetState,
@@ -240,7 +243,6 @@ pub(crate) struct TargetCore<const W: usize, const R: usize> {
     /// The PSN `handle_request` last delivered as new, until the next ACK goes out: the one
     /// request whose response may still be held.
     last_new: Option<u32>,
-    held: HeldResponses<R>,
     /// NACKs waiting for `poll_transmit`, oldest first.
     nacks: [Option<PendingNack>; PENDING_NACKS],
 }
@@ -375,7 +377,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
     ) -> Result<Self, PdcError> {
         let core = TargetCore::new(now, cfg, local, req, policy)?;
         let ret = ReturnDirection::resume(IdleReturn::new(core.start_psn));
-        Ok(Target { core, ret })
+        Ok(Target { core, ret, held: HeldResponses::EMPTY })
     }
 
     /// The current state.
@@ -436,7 +438,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
         payload_len: u32,
         ecn: bool,
     ) -> Result<Delivery, PdcError> {
-        self.core.handle_request(now, cfg, req, payload_len, ecn)
+        self.core.handle_request(&mut self.held, now, cfg, req, payload_len, ecn)
     }
 
     /// Classifies a request for this PDC (found by DPDCID, or by the SYN key) and records it.
@@ -461,7 +463,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
         ecn: bool,
         admit: impl FnOnce() -> Result<(), NackCode>,
     ) -> Result<Delivery, PdcError> {
-        self.core.handle_request_admitting(now, cfg, req, payload_len, ecn, admit)
+        self.core.handle_request_admitting(&mut self.held, now, cfg, req, payload_len, ecn, admit)
     }
 
     /// Whether [`Target::handle_request`] would deliver `req` as new (if admitted), without
@@ -481,21 +483,21 @@ impl<const W: usize, const R: usize> Target<W, R> {
     /// NACKed UNEXP_EVENT (as uet-ref-prov `uet_pds.c` does). While Pending every control is NACKed
     /// NEW_START_PSN, like a request.
     pub fn handle_control(&mut self, now: Instant, cfg: &PdcConfig, ctl: &Control) -> Result<(), PdcError> {
-        self.core.handle_control(Some(&mut self.ret), now, cfg, ctl)
+        self.core.handle_control(&mut self.held, Some(&mut self.ret), now, cfg, ctl)
     }
 
     /// Handles an ACK from the initiator for the return direction: read data and CLOSE_REQ. Its
     /// CACK, SACK and ACK_PSN acknowledge return PSNs as an initiator's window takes them; the
     /// CLOSE_REQ is acknowledged once its PSN is.
     pub fn handle_ack(&mut self, now: Instant, cfg: &PdcConfig, ack: &Ack) -> Result<AckOutcome, PdcError> {
-        self.core.handle_ack(&mut self.ret, now, cfg, ack)
+        self.core.handle_ack(&mut self.held, &mut self.ret, now, cfg, ack)
     }
 
     /// Handles a NACK from the initiator for a return-direction packet: a retransmit-class code
     /// resends it (ROD_OOO every unacknowledged one); a close-class code closes the PDC in error;
     /// a NACK outside the sent PSNs changes nothing.
     pub fn handle_nack(&mut self, now: Instant, cfg: &PdcConfig, nack: &Nack) -> Result<NackClass, PdcError> {
-        self.core.handle_nack(&mut self.ret, now, cfg, nack)
+        self.core.handle_nack(&mut self.held, &mut self.ret, now, cfg, nack)
     }
 
     /// Retransmission timeouts of the oldest unacknowledged return-direction packet so far.
@@ -547,14 +549,14 @@ impl<const W: usize, const R: usize> Target<W, R> {
     /// CLOSE_REQ takes the next return-direction PSN ([`PdcError::WindowFull`] while the return
     /// window has no room).
     pub fn request_close(&mut self, now: Instant, cfg: &PdcConfig) -> Result<(), PdcError> {
-        self.core.request_close(&mut self.ret, now, cfg)
+        self.core.request_close(&mut self.held, &mut self.ret, now, cfg)
     }
 
     /// Whether [`Target::poll_transmit`] has a packet to give: a NACK, CLOSE_REQ, an ACK due (or
     /// owed for a held response), or a return-direction packet to resend. Only the calls that
     /// take a packet or run a timer change it, so a scheduler polls a PDC only while this holds.
     pub fn has_pending(&self) -> bool {
-        self.core.has_pending(Some(&self.ret))
+        self.core.has_pending(&self.held, Some(&self.ret))
     }
 
     /// The next packet to send: a NACK refusing a packet, NACK CLOSING_IN_ERR, CLOSE_REQ, the
@@ -562,7 +564,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
     // Fast path: see "Speed" in the module doc of `pdc`.
     #[inline(always)]
     pub fn poll_transmit(&mut self, now: Instant) -> Option<TargetTx> {
-        self.core.poll_transmit(Some(&mut self.ret), now)
+        self.core.poll_transmit(&mut self.held, Some(&mut self.ret), now)
     }
 
     /// A CREDIT control packet granting `granted` (RCCC's cumulative quanta, 24 bits, in the
@@ -580,7 +582,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
     /// `poll_transmit`: an ACK sent since may have acknowledged it already. A request is delivered
     /// only while a response could be held for it.
     pub fn hold_response(&mut self, psn: u32, rsp: Response) -> Result<(), PdcError> {
-        self.core.hold_response(psn, rsp)
+        self.core.hold_response(&mut self.held, psn, rsp)
     }
 
     /// Whether a guaranteed-delivery response could be held for `req` if it were delivered now
@@ -594,17 +596,17 @@ impl<const W: usize, const R: usize> Target<W, R> {
     /// it with a CLEAR control packet, after ACKs it may never get.)
     #[inline]
     pub fn response_room(&self, req: &Request) -> bool {
-        self.core.response_room(req)
+        self.core.response_room(&self.held, req)
     }
 
     /// The response held for the request `psn`: what follows an ACK with `next_header` RSP.
     pub fn held_response(&self, psn: u32) -> Option<Response> {
-        self.core.held_response(psn)
+        self.held.get(psn)
     }
 
     /// The ACK_CC this PDC would send now.
     pub fn ack(&self) -> Ack {
-        self.core.ack()
+        self.core.ack(&self.held)
     }
 
     /// The next deadline: reaping a Pending PDC, resending or giving up a CLOSE_REQ, the
@@ -615,7 +617,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
 
     /// Runs the timers due at `now`.
     pub fn handle_timeout(&mut self, now: Instant, cfg: &PdcConfig) {
-        self.core.handle_timeout(Some(&mut self.ret), now, cfg)
+        self.core.handle_timeout(&mut self.held, Some(&mut self.ret), now, cfg)
     }
 
     /// The next event, each reported once: Established, Failed, then Closed (after the last
@@ -685,7 +687,6 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
             failure: None,
             clear_psn: required.wrapping_sub(1),
             last_new: None,
-            held: HeldResponses::default(),
             nacks: [None; PENDING_NACKS],
         })
     }
@@ -765,20 +766,23 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     #[inline(always)]
     pub(crate) fn handle_request(
         &mut self,
+        held: &mut HeldResponses<R>,
         now: Instant,
         cfg: &PdcConfig,
         req: &Request,
         payload_len: u32,
         ecn: bool,
     ) -> Result<Delivery, PdcError> {
-        self.handle_request_admitting(now, cfg, req, payload_len, ecn, || Ok(()))
+        self.handle_request_admitting(held, now, cfg, req, payload_len, ecn, || Ok(()))
     }
 
     /// See [`Target::handle_request_admitting`].
     // Fast path: see "Speed" in the module doc of `pdc`.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments, reason = "the public method's arguments and the held responses it keeps")]
     pub(crate) fn handle_request_admitting(
         &mut self,
+        held: &mut HeldResponses<R>,
         now: Instant,
         cfg: &PdcConfig,
         req: &Request,
@@ -788,19 +792,20 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     ) -> Result<Delivery, PdcError> {
         let refusal = match admit() {
             Err(code) => Some(code),
-            Ok(()) => (!self.response_room(req)).then_some(NackCode::NoGtdDelAvail),
+            Ok(()) => (!self.response_room(held, req)).then_some(NackCode::NoGtdDelAvail),
         };
         if let Some(code) = refusal {
             if self.would_deliver(req) {
                 return Ok(self.refuse(code, req.psn, req.flags.contains(RequestFlags::RETX)));
             }
         }
-        self.record(now, cfg, req, payload_len, ecn)
+        self.record(held, now, cfg, req, payload_len, ecn)
     }
 
     #[inline(always)]
     fn record(
         &mut self,
+        held: &mut HeldResponses<R>,
         now: Instant,
         cfg: &PdcConfig,
         req: &Request,
@@ -846,10 +851,10 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         };
         self.state = next;
         if arrival != Arrival::OutOfWindow {
-            self.apply_clear(req.psn.wrapping_add(i32::from(req.clear_psn_offset) as u32));
+            self.apply_clear(held, req.psn.wrapping_add(i32::from(req.clear_psn_offset) as u32));
         }
         let delivery = match arrival {
-            Arrival::Duplicate | Arrival::Stale if self.held.resend(req.psn) => Delivery::Duplicate,
+            Arrival::Duplicate | Arrival::Stale if held.resend(req.psn) => Delivery::Duplicate,
             Arrival::New => {
                 let triggers = AckTriggers { ar: req.flags.contains(RequestFlags::AR), syn, ecn, needs_clear: false };
                 // A packet that fills a gap behind what the last ACK reported is ACKed at once
@@ -942,6 +947,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     /// See [`Target::handle_control`].
     pub(crate) fn handle_control(
         &mut self,
+        held: &mut HeldResponses<R>,
         ret: Option<&mut ReturnDirection<W>>,
         now: Instant,
         cfg: &PdcConfig,
@@ -974,7 +980,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
                 let next = transition(self.state, Ev::Close)?;
                 self.rx = RxWindow::new(ctl.psn.wrapping_add(1));
                 self.ack_now(ctl.psn, retx);
-                self.enter(ret, next);
+                self.enter(held, ret, next);
                 Ok(())
             }
             ControlType::AckReq => {
@@ -1002,9 +1008,9 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
                     // The payload is the initiator's CLEAR_PSN (its left edge − 1). Releasing a
                     // held response lets CACK move past it: an ACK says so at once, since an
                     // initiator whose window waits on that CACK sends nothing that would draw one.
-                    let before = self.ack().cack_psn;
-                    self.apply_clear(ctl.payload);
-                    if self.ack().cack_psn != before {
+                    let before = self.ack(held).cack_psn;
+                    self.apply_clear(held, ctl.payload);
+                    if self.ack(held).cack_psn != before {
                         self.ack_now(self.rx.cack_psn(), retx);
                     }
                 }
@@ -1027,6 +1033,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     /// See [`Target::handle_ack`].
     pub(crate) fn handle_ack(
         &mut self,
+        held: &mut HeldResponses<R>,
         ret: &mut ReturnDirection<W>,
         now: Instant,
         cfg: &PdcConfig,
@@ -1058,7 +1065,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         if close_req_acked {
             self.close_req_acked = true;
         }
-        self.enter(Some(ret), next);
+        self.enter(held, Some(ret), next);
         self.touch(now, cfg);
         Ok(AckOutcome { acked: acked - u32::from(close_req_acked), lost, rtt, probe_rtt: None })
     }
@@ -1066,6 +1073,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     /// See [`Target::handle_nack`].
     pub(crate) fn handle_nack(
         &mut self,
+        held: &mut HeldResponses<R>,
         ret: &mut ReturnDirection<W>,
         now: Instant,
         cfg: &PdcConfig,
@@ -1101,7 +1109,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
             }
             NackClass::Drop => {}
             NackClass::Close => {
-                self.fail(Some(ret), Failure::Nack(nack.code), false);
+                self.fail(held, Some(ret), Failure::Nack(nack.code), false);
                 return Ok(class);
             }
             NackClass::NewStartPsn => {
@@ -1111,21 +1119,21 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
                 });
             }
         }
-        self.enter(Some(ret), next);
+        self.enter(held, Some(ret), next);
         self.touch(now, cfg);
         Ok(class)
     }
 
     /// Closes in error: every return packet not acknowledged is given up, and with `tell` the
     /// initiator gets NACK CLOSING_IN_ERR.
-    fn fail(&mut self, ret: Option<&mut ReturnDirection<W>>, why: Failure, tell: bool) {
+    fn fail(&mut self, held: &mut HeldResponses<R>, ret: Option<&mut ReturnDirection<W>>, why: Failure, tell: bool) {
         if let Ok(next) = transition(self.state, Ev::Fail) {
             self.failure = Some(why);
             self.events |= EV_FAILED;
             if tell {
                 self.tx_pending |= TX_CLOSING_IN_ERR;
             }
-            self.enter(ret, next);
+            self.enter(held, ret, next);
         }
     }
 
@@ -1168,6 +1176,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     /// See [`Target::request_close`].
     pub(crate) fn request_close(
         &mut self,
+        held: &mut HeldResponses<R>,
         ret: &mut ReturnDirection<W>,
         now: Instant,
         cfg: &PdcConfig,
@@ -1178,17 +1187,17 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
             self.tx_pending |= TX_CLOSE_REQ;
             self.state_at.set(now.saturating_add(cfg.close_req_time));
         }
-        self.enter(Some(ret), next);
+        self.enter(held, Some(ret), next);
         Ok(())
     }
 
-    fn enter(&mut self, ret: Option<&mut ReturnDirection<W>>, next: TargetState) {
+    fn enter(&mut self, held: &mut HeldResponses<R>, ret: Option<&mut ReturnDirection<W>>, next: TargetState) {
         if next == TargetState::Closed && self.state != TargetState::Closed {
             self.events |= EV_CLOSED;
             self.state_at.clear();
             self.idle_at.clear();
             self.tx_pending &= TX_CLOSING_IN_ERR;
-            self.held.clear();
+            held.clear();
             if let Some(ret) = ret {
                 ret.abandon();
             }
@@ -1197,18 +1206,23 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     }
 
     /// See [`Target::has_pending`].
-    pub(crate) fn has_pending(&self, ret: Option<&ReturnDirection<W>>) -> bool {
+    pub(crate) fn has_pending(&self, held: &HeldResponses<R>, ret: Option<&ReturnDirection<W>>) -> bool {
         self.nacks.iter().any(Option::is_some)
             || self.tx_pending != 0
             || self.ack_due
-            || self.held.has_unsent()
+            || held.has_unsent()
             || (self.state != TargetState::Closed && ret.is_some_and(|r| r.window.has_lost()))
     }
 
     /// See [`Target::poll_transmit`].
     // Fast path: see "Speed" in the module doc of `pdc`.
     #[inline(always)]
-    pub(crate) fn poll_transmit(&mut self, ret: Option<&mut ReturnDirection<W>>, _now: Instant) -> Option<TargetTx> {
+    pub(crate) fn poll_transmit(
+        &mut self,
+        held: &mut HeldResponses<R>,
+        ret: Option<&mut ReturnDirection<W>>,
+        _now: Instant,
+    ) -> Option<TargetTx> {
         if let Some(n) = self.nacks.first_mut().and_then(Option::take) {
             self.nacks.rotate_left(1);
             return Some(TargetTx::Nack(self.nack(n.code, n.psn, n.retx, n.payload)));
@@ -1227,9 +1241,9 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
             // It reports everything received so far: a packet filling a gap behind it is
             // answered at once, as after any ACK.
             self.acked_max = self.rx.max_rcvd();
-            return Some(TargetTx::Ack(self.ack_for(self.rx.cack_psn(), AckFlags::P, None)));
+            return Some(TargetTx::Ack(self.ack_for(held, self.rx.cack_psn(), AckFlags::P, None)));
         }
-        let carried = self.held.take_unsent();
+        let carried = held.take_unsent();
         if carried.is_none() && !self.ack_due {
             return self.poll_resend(ret?);
         }
@@ -1237,9 +1251,9 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         let ack = match carried {
             // The ACK a duplicate or an AR owes for this very PSN is this one.
             Some(psn) if !(self.ack_due && self.ack_psn == psn) => {
-                return Some(TargetTx::Ack(self.ack_for(psn, AckFlags::empty(), carried)));
+                return Some(TargetTx::Ack(self.ack_for(held, psn, AckFlags::empty(), carried)));
             }
-            _ => self.ack_for(self.ack_psn, self.ack_flags, carried),
+            _ => self.ack_for(held, self.ack_psn, self.ack_flags, carried),
         };
         self.ack_due = false;
         self.coalescer.sent();
@@ -1290,16 +1304,16 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     }
 
     /// See [`Target::hold_response`].
-    pub(crate) fn hold_response(&mut self, psn: u32, rsp: Response) -> Result<(), PdcError> {
+    pub(crate) fn hold_response(&self, held: &mut HeldResponses<R>, psn: u32, rsp: Response) -> Result<(), PdcError> {
         let why = if rsp.opcode != ResponseOpcode::Response {
             "only a RESPONSE needs guaranteed delivery"
         } else if self.last_new != Some(psn) {
             "not the request just delivered, or acknowledged since"
-        } else if self.held.holds(psn) {
+        } else if held.holds(psn) {
             "a response is held for it already"
-        } else if self.held.free() == 0 {
+        } else if held.free() == 0 {
             "every response slot is in use"
-        } else if !self.held.hold(psn, rsp) {
+        } else if !held.hold(psn, rsp) {
             "a response the wire cannot carry (Response::emit refuses it)"
         } else {
             return Ok(());
@@ -1309,17 +1323,17 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
 
     /// See [`Target::response_room`].
     #[inline]
-    pub(crate) fn response_room(&self, req: &Request) -> bool {
-        if self.held.is_empty() && R > 1 {
+    pub(crate) fn response_room(&self, held: &HeldResponses<R>, req: &Request) -> bool {
+        if held.is_empty() && R > 1 {
             return true;
         }
         let clear = req.psn.wrapping_add(i32::from(req.clear_psn_offset) as u32);
         // As `apply_clear` would after recording the request.
         let newest = if psn_after(req.psn, self.rx.max_rcvd()) { req.psn } else { self.rx.max_rcvd() };
         let free = if psn_after(clear, self.clear_psn) && !psn_after(clear, newest) {
-            self.held.free_after_release_through(clear)
+            held.free_after_release_through(clear)
         } else {
-            self.held.free()
+            held.free()
         };
         match free {
             0 => false,
@@ -1328,23 +1342,18 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         }
     }
 
-    /// See [`Target::held_response`].
-    pub(crate) fn held_response(&self, psn: u32) -> Option<Response> {
-        self.held.get(psn)
-    }
-
     /// `CLEAR_PSN` moved to `clear` (ignored unless it moves forward and stays within what
     /// arrived): the responses it passes are released.
-    fn apply_clear(&mut self, clear: u32) {
+    fn apply_clear(&mut self, held: &mut HeldResponses<R>, clear: u32) {
         if psn_after(clear, self.clear_psn) && !psn_after(clear, self.rx.max_rcvd()) {
             self.clear_psn = clear;
-            self.held.release_through(clear);
+            held.release_through(clear);
         }
     }
 
     /// See [`Target::ack`].
-    pub(crate) fn ack(&self) -> Ack {
-        self.ack_for(self.ack_psn, self.ack_flags, None)
+    pub(crate) fn ack(&self, held: &HeldResponses<R>) -> Ack {
+        self.ack_for(held, self.ack_psn, self.ack_flags, None)
     }
 
     /// The ACK_CC for `ack_psn`, carrying the held response of `carried` if any. Every held
@@ -1353,12 +1362,12 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     /// next ACK does not carry it), the carried PSN is acknowledged by ACK_PSN and its SACK bit,
     /// and the other held PSNs' SACK bits are 0.
     #[inline(always)]
-    fn ack_for(&self, ack_psn: u32, flags: AckFlags, carried: Option<u32>) -> Ack {
+    fn ack_for(&self, held: &HeldResponses<R>, ack_psn: u32, flags: AckFlags, carried: Option<u32>) -> Ack {
         // Nothing held (the common case): the window's own CACK and SACK.
-        let (cack, sack) = if self.held.is_empty() {
+        let (cack, sack) = if held.is_empty() {
             (self.rx.cack_psn(), self.rx.sack())
         } else {
-            let (cack, mut sack) = match self.held.oldest_except(None) {
+            let (cack, mut sack) = match held.oldest_except(None) {
                 Some(p) if !psn_after(p, self.rx.cack_psn()) => (p.wrapping_sub(1), self.rx.sack_from(p)),
                 _ => (self.rx.cack_psn(), self.rx.sack()),
             };
@@ -1371,14 +1380,14 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
                 let base = if psn_after(c.wrapping_sub(63), lowest) { c.wrapping_sub(63) } else { lowest };
                 sack = self.rx.sack_from(base);
             }
-            (cack, self.held.mask(sack, carried))
+            (cack, held.mask(sack, carried))
         };
         // ACK_PSN acknowledges the PSN it names (the initiator, like the reference provider,
         // marks it): a PSN whose held response this ACK does not carry is not named.
-        let ack_psn = if carried != Some(ack_psn) && self.held.holds(ack_psn) { cack } else { ack_psn };
+        let ack_psn = if carried != Some(ack_psn) && held.holds(ack_psn) { cack } else { ack_psn };
         let probe = flags.contains(AckFlags::P);
         // A probe's answer: its SACK based where the probe asked, when nothing held masks it.
-        let sack = if probe && self.held.is_empty() { self.rx.sack_from(self.probe.1) } else { sack };
+        let sack = if probe && held.is_empty() { self.rx.sack_from(self.probe.1) } else { sack };
         let mut ack = super::AckCcFields {
             local: self.local,
             remote: self.remote,
@@ -1386,7 +1395,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
             sack,
             ack_psn,
             flags,
-            request: if self.held.is_empty() { AckRequest::None } else { AckRequest::Clear },
+            request: if held.is_empty() { AckRequest::None } else { AckRequest::Clear },
             next_header: if carried.is_some() { NextHeader::Rsp } else { NextHeader::None },
             mp_range: Self::MP_RANGE,
             out_of_order: self.rx.out_of_order(),
@@ -1406,17 +1415,23 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     }
 
     /// See [`Target::handle_timeout`].
-    pub(crate) fn handle_timeout(&mut self, mut ret: Option<&mut ReturnDirection<W>>, now: Instant, cfg: &PdcConfig) {
+    pub(crate) fn handle_timeout(
+        &mut self,
+        held: &mut HeldResponses<R>,
+        mut ret: Option<&mut ReturnDirection<W>>,
+        now: Instant,
+        cfg: &PdcConfig,
+    ) {
         if self.state == TargetState::Pending && self.state_at.is_due(now) {
             if let Ok(next) = transition(self.state, Ev::Reap) {
-                self.enter(ret, next);
+                self.enter(held, ret, next);
             }
             return;
         }
         if self.idle_at.is_due(now) {
             self.idle_at.clear();
             if let Ok(next) = transition(self.state, Ev::Idle) {
-                self.enter(ret, next);
+                self.enter(held, ret, next);
                 return;
             }
         }
@@ -1427,7 +1442,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
                 if self.data_outstanding(r) > 0 {
                     let count = r.rto_count.saturating_add(1);
                     if cfg.rto_retx_exhausted(count) {
-                        self.fail(Some(r), Failure::RetriesExhausted, true);
+                        self.fail(held, Some(r), Failure::RetriesExhausted, true);
                         return;
                     }
                     r.rto_count = count;
@@ -1450,7 +1465,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
                 self.state_at.set(now.saturating_add(cfg.close_req_time));
                 return;
             }
-            self.fail(ret, Failure::CloseTimeout, true);
+            self.fail(held, ret, Failure::CloseTimeout, true);
         }
     }
 

@@ -130,8 +130,8 @@ impl<
                     Some(Side::Initiator) => self.on_initiator(now, a.dpdcid, |p, cfg| {
                         p.handle_ack(now, cfg, &a).map(|o| (Marked::Sack(o.lost), CcSignal::of_ack(&a, &o)))
                     }),
-                    Some(Side::Target) => self.on_target(now, a.dpdcid, |t, ret, cfg| {
-                        t.handle_ack(ret, now, cfg, &a).map(|o| Marked::Sack(o.lost))
+                    Some(Side::Target) => self.on_target(now, a.dpdcid, |t, held, ret, cfg| {
+                        t.handle_ack(held, ret, now, cfg, &a).map(|o| Marked::Sack(o.lost))
                     }),
                     None => {}
                 }
@@ -148,9 +148,9 @@ impl<
                                 CcSignal::Nack { code: n.code, psn, ecn: n.flags.contains(crate::pds::NackFlags::M) };
                             Ok((Marked::Nack(p.window().lost_count().saturating_sub(lost)), signal))
                         }),
-                        Some(Side::Target) => self.on_target(now, dpdcid, |t, ret, cfg| {
+                        Some(Side::Target) => self.on_target(now, dpdcid, |t, held, ret, cfg| {
                             let lost = ret.window().lost_count();
-                            t.handle_nack(ret, now, cfg, &n)?;
+                            t.handle_nack(held, ret, now, cfg, &n)?;
                             Ok(Marked::Nack(ret.window().lost_count().saturating_sub(lost)))
                         }),
                         None => {}
@@ -288,6 +288,7 @@ impl<
                 let pdc = TargetCore::new(now, &self.config().pdc, id, r, policy).ok()?;
                 let tgt = TgtPdc {
                     ret: ReturnAt::Idle(IdleReturn::new(pdc.start_psn())),
+                    held: HeldAt::NONE,
                     pdc,
                     order: MessageOrder::new(),
                     answer: AckAnswer::default(),
@@ -373,11 +374,18 @@ impl<
         &mut self,
         now: Instant,
         id: u16,
-        g: impl FnOnce(&mut TargetCore<2, R>, &mut ReturnDirection<2>, &PdcConfig) -> Result<Marked, crate::pdc::PdcError>,
+        g: impl FnOnce(
+            &mut TargetCore<2, R>,
+            &mut HeldResponses<R>,
+            &mut ReturnDirection<2>,
+            &PdcConfig,
+        ) -> Result<Marked, crate::pdc::PdcError>,
     ) {
         let cfg = &configured(&self.cfg).pdc;
         if let Some(t) = self.targets.get_mut(id) {
-            if let Some(Ok(n)) = self.returns.with(&mut t.ret, |ret| g(&mut t.pdc, ret, cfg)) {
+            let returns = &mut self.returns;
+            let run = |held: &mut HeldResponses<R>| returns.with(&mut t.ret, |ret| g(&mut t.pdc, held, ret, cfg));
+            if let Some(Ok(n)) = self.helds.with(&mut t.held, run) {
                 self.stats.resends.count(n);
             }
             self.after_target_change(now, id);
@@ -402,7 +410,8 @@ impl<
         }
         // A refused control packet's NACK leaves through the PDC's `poll_transmit`.
         let ret = self.returns.get_mut(t.ret);
-        let _ = t.pdc.handle_control(ret, now, &configured(&self.cfg).pdc, c);
+        let cfg = &configured(&self.cfg).pdc;
+        let _ = self.helds.with(&mut t.held, |held| t.pdc.handle_control(held, ret, now, cfg, c));
         self.after_target_change(now, id);
     }
 }

@@ -117,6 +117,7 @@ impl<
         }
         let mut pooled = 0;
         let mut returns_used = [false; D];
+        let mut helds_used = [false; D];
         for index in 0..P {
             let Some(id) = self.targets.id_at(index) else { continue };
             let t = self.targets.get(id).ok_or("a table slot without its PDC")?;
@@ -127,6 +128,15 @@ impl<
                 }
                 if self.returns.get(t.ret).and_then(ReturnDirection::idle).is_some() {
                     return Err("an idle return direction is not back in the pool");
+                }
+            }
+            if t.held.is_pooled() {
+                let i = self.helds.index(t.held).and_then(|i| helds_used.get_mut(i));
+                if core::mem::replace(i.ok_or("a block of held responses outside the pool")?, true) {
+                    return Err("two target PDCs share a block of held responses");
+                }
+                if self.helds.get(t.held).is_empty() {
+                    return Err("an empty block of held responses is not back in the pool");
                 }
             }
             on_pdc_lists += well(&t.runs, &self.pdc_links)?;
@@ -145,19 +155,10 @@ impl<
                 return Err("a target's deadline is not filed");
             }
         }
-        let in_use = returns_used.iter().filter(|&&u| u).count();
-        let mut free = 0;
-        for i in self.returns.free_entries() {
-            // Each free entry once, and none a PDC holds.
-            match returns_used.get_mut(usize::from(i)) {
-                Some(seen @ false) => *seen = true,
-                _ => return Err("a return direction is free twice, or free and in use"),
-            }
-            free += 1;
-        }
-        if in_use != self.returns.used() || in_use + free != D {
-            return Err("the return directions in use are not the target PDCs' own");
-        }
+        pool_accounts(&mut returns_used, self.returns.free_entries(), self.returns.used())
+            .map_err(|()| "the return directions free and in use are not the pool's")?;
+        pool_accounts(&mut helds_used, self.helds.free_entries(), self.helds.used())
+            .map_err(|()| "the blocks of held responses free and in use are not the pool's")?;
         if pooled != self.order_pool.in_use() {
             return Err("the shared message-order entries in use are not the target PDCs' own");
         }
@@ -214,4 +215,19 @@ impl<
         }
         Ok(())
     }
+}
+
+/// Whether a pool's entries add up: those the PDCs hold (`owned`, each by one PDC) are the pool's
+/// `used`, and the free ones are each listed once, none owned, all the others.
+fn pool_accounts(owned: &mut [bool], free: impl Iterator<Item = u16>, used: usize) -> Result<(), ()> {
+    let in_use = owned.iter().filter(|&&u| u).count();
+    let mut free_count = 0;
+    for i in free {
+        match owned.get_mut(usize::from(i)) {
+            Some(seen @ false) => *seen = true,
+            _ => return Err(()),
+        }
+        free_count += 1;
+    }
+    if in_use == used && in_use + free_count == owned.len() { Ok(()) } else { Err(()) }
 }

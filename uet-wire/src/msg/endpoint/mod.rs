@@ -111,7 +111,7 @@
 use super::order::{MessageOrder, OrderError, OrderPool};
 use super::segment::{Segment, SegmentError, Segmenter};
 use crate::Error;
-use crate::pdc::held::HELD_RESPONSES;
+use crate::pdc::held::{HELD_RESPONSES, HeldResponses};
 use crate::pdc::table::{FreeSlots, SlotRef, same_addr};
 use crate::pdc::target::{IdleReturn, ReturnDirection, TargetCore};
 use crate::pdc::{
@@ -129,6 +129,7 @@ use congestion::{CcSignal, Cccs};
 use core::num::NonZeroU16;
 use credit::{Pulls, TargetCredit};
 use extensions::Extensions;
+use held::{HeldAt, HeldPool};
 use linklayer::{Instant, ZeroOption};
 use links::{Link, SlotList};
 use returns::{ReturnAt, ReturnPool};
@@ -157,8 +158,9 @@ pub const ORDER_POOL: usize = 256;
 /// refused ([`EndpointError::TooManyExtensions`]).
 pub const EXTENSIONS: usize = 16;
 
-/// Return directions an endpoint's target PDCs share by default: [`Endpoint`]'s const generic
-/// `D`, the target PDCs that may have read data outstanding at once.
+/// Return directions, and blocks of held responses, an endpoint's target PDCs share by default:
+/// [`Endpoint`]'s const generic `D`, the target PDCs that may have read data outstanding at once,
+/// and the target PDCs that may hold guaranteed-delivery responses at once.
 pub const RETURN_DIRECTIONS: usize = 16;
 
 /// Depth of an endpoint's control queues by default: [`Endpoint`]'s const generic `Q` (NACKs
@@ -954,6 +956,8 @@ struct TgtPdc<const R: usize, const W: usize> {
     pdc: TargetCore<2, R>,
     /// Its return direction: idle, or an entry of the endpoint's [`ReturnPool`].
     ret: ReturnAt,
+    /// Its guaranteed-delivery responses: none, or a block of the endpoint's [`HeldPool`].
+    held: HeldAt,
     order: MessageOrder<W>,
     /// The SES responses of ACKs that carry no held response: RC_OK for the request delivered
     /// last, RC_NULL for a duplicate, and RC_NULL with the last request's ids for an ACK that
@@ -967,9 +971,10 @@ struct TgtPdc<const R: usize, const W: usize> {
 
 /// One fabric endpoint with up to `P` initiator and `P` target PDCs, `M` messages being sent
 /// (read data it answers with included), `E` undelivered events, room for `R`
-/// guaranteed-delivery responses per target PDC (see [`held`](crate::pdc::held); more slots let
-/// more answered requests wait for their CLEAR at once), and `C` congestion-control contexts,
-/// one per destination in use (0 by default: no congestion management; see [`CmsConfig`]).
+/// guaranteed-delivery responses per target PDC that holds any (see [`held`](crate::pdc::held)
+/// and `D` below; more slots let more answered requests wait for their CLEAR at once), and `C`
+/// congestion-control contexts, one per destination in use (0 by default: no congestion
+/// management; see [`CmsConfig`]).
 ///
 /// Five more sizes have defaults that suit a host:
 /// - `W`, the messages a target PDC tracks in progress ([`ORDER_WINDOW`], 16; at least 2, see
@@ -1013,11 +1018,21 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///   of four PDCs sharing one return direction at 2 % loss, that made READ requests draw NACK
 ///   NO_PKT_BUFFER until their initiators gave up.)
 ///
+///   `D` also counts the blocks of `R` guaranteed-delivery responses the target PDCs share
+///   (UE 1.0 §3.4.3.3): a target PDC takes one when [`Endpoint::respond`] holds its first
+///   response, and gives it back once the initiator's `CLEAR_PSN` has released them all
+///   (project-defined: the sources keep the slots in every PDC, or a pool per domain). Any
+///   request may need one, so while all `D` blocks are in use a target PDC without one refuses
+///   each new request with NACK NO_GTD_DEL_AVAIL (UE 1.0 §3.5.12.7, "no SES guaranteed-delivery
+///   response resource"; retransmit class, so its initiator resends after `NACK_Retx_Time`).
+///   Requests never answered with [`Endpoint::respond`] take no block. Make `D` at least the
+///   target PDCs whose requests are answered in one round trip.
+///
 /// `W` costs no memory, each entry of `O` 20 B, each entry of `Q` 124 B, each entry of `X` 50 B,
-/// each of `D` 122 B (64-bit host). The sizes are checked when the type is used, and a build
-/// error names the rule: `P` 2 to 32 767, `M` 1 to 32 768, `W` 2 to 32 768, `E` more than `W` (a
-/// packet can release `W` messages and one more), `Q` at least 1, `O` and `X` at most 32 768,
-/// `D` 1 to 32 768.
+/// each of `D` 196 B (a return direction 122 B and a block of 4 held responses 74 B; 64-bit
+/// host). The sizes are checked when the type is used, and a build error names the rule: `P` 2
+/// to 32 767, `M` 1 to 32 768, `W` 2 to 32 768, `E` more than `W` (a packet can release `W`
+/// messages and one more), `Q` at least 1, `O` and `X` at most 32 768, `D` 1 to 32 768.
 ///
 /// ```compile_fail,E0080
 /// use uet_wire::msg::{Endpoint, EndpointConfig};
@@ -1119,7 +1134,7 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///
 /// # Memory, and building one in place
 ///
-/// An endpoint holds everything it needs: 696 B per `P`, 136 B per `M` and 14.3 kB besides
+/// An endpoint holds everything it needs: 624 B per `P`, 136 B per `M` and 15.6 kB besides
 /// (with 64 events) at the default `R`, `C`, `W`, `Q`, `O`, `X` and `D` on a 64-bit host
 /// (`size_of::<Endpoint<P, M, E>>()` says exactly). [`Endpoint::new`] returns it by value, so it
 /// is built on the stack first, and at low optimisation levels copied again. Where that is too much stack (firmware), start from [`Endpoint::EMPTY`], whose
@@ -1155,6 +1170,8 @@ pub struct Endpoint<
     targets: PdcTable<PeerSource, TgtPdc<R, W>, P>,
     /// The return directions of the target PDCs sending read data.
     returns: ReturnPool<D>,
+    /// The guaranteed-delivery responses of the target PDCs holding any.
+    helds: HeldPool<R, D>,
     /// Room for the target PDCs' messages in progress beyond the two each keeps.
     order_pool: OrderPool<O>,
     msgs: [MsgSlot; M],
@@ -1388,6 +1405,7 @@ impl<
             initiators: PdcTable::EMPTY,
             targets: PdcTable::EMPTY,
             returns: ReturnPool::EMPTY,
+            helds: HeldPool::EMPTY,
             order_pool: OrderPool::EMPTY,
             msgs: [const { MsgSlot::NONE }; M],
             extensions: Extensions::EMPTY,
@@ -1453,6 +1471,7 @@ impl<
         self.targets.reset(0x8000, 0xFFFF);
         self.order_pool.clear();
         self.returns.clear();
+        self.helds.clear();
         // Peers choose the keys the tables index (addresses, PDC ids): key their hash.
         self.initiators.set_hash_key([derive(seed, Derived::InitiatorKey0), derive(seed, Derived::InitiatorKey1)]);
         self.targets.set_hash_key([derive(seed, Derived::TargetKey0), derive(seed, Derived::TargetKey1)]);
@@ -1788,7 +1807,7 @@ impl<
             // An idle return direction goes back to the pool.
             self.returns.settle(&mut t.ret);
             let ret = self.returns.get(t.ret);
-            (ready, deadline) = (t.pdc.has_pending(ret), t.pdc.poll_timeout(ret));
+            (ready, deadline) = (t.pdc.has_pending(self.helds.get(t.held), ret), t.pdc.poll_timeout(ret));
         }
         SlotList::place(index, ready, &mut self.targets_ready, &mut self.targets_ready_links);
         self.target_timers.set(index, deadline);
@@ -1816,9 +1835,10 @@ impl<
             let listed =
                 self.targets.index_of(id).is_some_and(|i| SlotList::contains(&self.targets_ready_links, i as u16));
             let mut ret = self.returns.get(t.ret).cloned();
+            let mut held = self.helds.get(t.held).clone();
             let due = t.pdc.poll_timeout(ret.as_ref()).is_some_and(|t| t <= now);
             assert!(
-                listed || due || t.pdc.clone().poll_transmit(ret.as_mut(), now).is_none(),
+                listed || due || t.pdc.clone().poll_transmit(&mut held, ret.as_mut(), now).is_none(),
                 "target {id} has a packet but is not ready"
             );
         }
@@ -1926,7 +1946,8 @@ impl<
             let counts =
                 |ret: Option<&ReturnDirection<2>>| ret.map_or((0, 0), |r| (r.window().lost_count(), r.timeouts()));
             let (lost, timeouts) = counts(ret.as_deref());
-            p.pdc.handle_timeout(ret.as_deref_mut(), now, &configured(&self.cfg).pdc);
+            let cfg = &configured(&self.cfg).pdc;
+            self.helds.with(&mut p.held, |held| p.pdc.handle_timeout(held, ret.as_deref_mut(), now, cfg));
             let (lost_after, timeouts_after) = counts(ret.as_deref());
             self.stats.resends.count_timer(lost_after.saturating_sub(lost), timeouts_after != timeouts);
         }
@@ -2093,6 +2114,7 @@ mod connectionless;
 mod credit;
 mod demux;
 mod extensions;
+mod held;
 #[cfg(any(test, feature = "fuzzing"))]
 mod invariants;
 mod links;

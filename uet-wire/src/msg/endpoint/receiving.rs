@@ -2,6 +2,7 @@
 //! carries, guaranteed-delivery responses, and freeing closed target PDCs.
 
 use super::*;
+use crate::pdc::PdcError;
 
 impl<
     const P: usize,
@@ -21,7 +22,11 @@ impl<
     /// `CLEAR_PSN` passes the request, and the ACK of the request carries it (again on every
     /// duplicate). Call it after [`Endpoint::handle_packet`] returned `placement` and before the
     /// next [`Endpoint::poll_transmit`]: an ACK sent since may have acknowledged the request
-    /// already. The endpoint delivers a request only while a response could be held for it.
+    /// already. The endpoint delivers a request only while a response could be held for it, and
+    /// that room is sure only until the next [`Endpoint::handle_packet`]: a target PDC holding
+    /// no response takes a block of them here, from the `D` the endpoint shares (see
+    /// [`Endpoint`]), and answering requests delivered later first may take the last block (then
+    /// this fails with [`EndpointError::Respond`]).
     pub fn respond(
         &mut self,
         placement: &Placement<'_>,
@@ -40,14 +45,19 @@ impl<
         let from = self.targets.key(placement.pdc).map(|k| k.src);
         match self.targets.get_mut(placement.pdc) {
             Some(t) if from == Some(placement.src) => {
-                let held = t.pdc.hold_response(placement.psn, rsp).map_err(EndpointError::Respond);
+                let (pdc, psn) = (&t.pdc, placement.psn);
+                let held = match self.helds.take_with(&mut t.held, |held| pdc.hold_response(held, psn, rsp)) {
+                    Some(held) => held,
+                    // Every block in use: the PDC's own refusal if it has one, else that.
+                    None => pdc.hold_response(&mut HeldResponses::default(), psn, rsp).and(Err(PdcError::CannotHold {
+                        psn,
+                        why: "every block of held responses is in use (respond before the next handle_packet)",
+                    })),
+                };
                 self.refresh_target(placement.pdc, false);
-                held
+                held.map_err(EndpointError::Respond)
             }
-            _ => Err(EndpointError::Respond(crate::pdc::PdcError::CannotHold {
-                psn: placement.psn,
-                why: "no such target PDC",
-            })),
+            _ => Err(EndpointError::Respond(PdcError::CannotHold { psn: placement.psn, why: "no such target PDC" })),
         }
     }
 
@@ -81,6 +91,8 @@ impl<
         // A READ is answered with data, which needs a message slot until acknowledged.
         let read_room = !read || self.free_slots.next().is_some() || self.read_run_for(id, &ses, seg).is_some();
         let Some(t) = self.targets.get_mut(id) else { return Ok(None) };
+        // A PDC holding no response needs a free block of them for this request.
+        let response_room = t.held.is_pooled() || self.helds.has_free();
         let mut admitted = t.order.admit(&self.order_pool, ses.message_id, ses.request_length, seg.len);
         if matches!(admitted, Err(OrderError::NoRoom { .. }))
             && t.pdc.window().classify(r.psn) == crate::pdc::Arrival::New
@@ -100,10 +112,13 @@ impl<
             Err(OrderError::NoRoom { .. }) => Err(NackCode::NoSesMsgAvail),
             Err(OrderError::Inconsistent { .. }) => Err(NackCode::UnexpEvent),
             Ok(_) if !read_room => Err(NackCode::NoPktBuffer),
+            Ok(_) if !response_room => Err(NackCode::NoGtdDelAvail),
             Ok(_) => Ok(()),
         };
-        let delivery =
-            t.pdc.handle_request_admitting(now, &configured(&self.cfg).pdc, &r, u32::from(seg.len), ce, admit);
+        let cfg = &configured(&self.cfg).pdc;
+        let delivery = self.helds.with(&mut t.held, |held| {
+            t.pdc.handle_request_admitting(held, now, cfg, &r, u32::from(seg.len), ce, admit)
+        });
         let mut new = false;
         if let Ok(delivery) = delivery {
             // Admitted above (a new packet is delivered only then), and nothing changed the order
@@ -271,6 +286,7 @@ impl<
             }
             if let (Some(key), Some(t)) = (self.targets.key(id).copied(), self.targets.remove(id)) {
                 self.returns.release(t.ret);
+                self.helds.release(t.held);
                 if self.closed_targets.is_full() {
                     self.closed_targets.pop_front();
                 }

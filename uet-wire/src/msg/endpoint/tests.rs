@@ -103,8 +103,18 @@ fn exchange_window(
     read_every: usize,
 ) -> (Vec<(u64, u32)>, usize, Ep, Ep, Leftover) {
     let a = config(ipv4([10, 0, 0, 1]));
-    let run =
-        Run { keys: 1, mode, loss, reorder, window, read_every, pause: None, seed: 0x9E37_79B9_7F4A_7C15, corrupt: 0 };
+    let run = Run {
+        respond_every: 0,
+        keys: 1,
+        mode,
+        loss,
+        reorder,
+        window,
+        read_every,
+        pause: None,
+        seed: 0x9E37_79B9_7F4A_7C15,
+        corrupt: 0,
+    };
     exchange_run(&run, a, lens)
 }
 
@@ -126,6 +136,10 @@ pub(super) struct Run {
     pub(super) corrupt: u32,
     /// Message `i` goes to PDC key `i % keys` (its job id): one PDC each way per key in use.
     pub(super) keys: u64,
+    /// B answers the first packet of every `respond_every`-th message but READs with a
+    /// guaranteed-delivery response (RC_OK, the message's index as its modified length) as soon
+    /// as it is placed (0: none); A must report each response once.
+    pub(super) respond_every: u64,
 }
 
 /// [`exchange_window`] with A configured as `a` (B the same at its own address) and B's pause.
@@ -156,7 +170,7 @@ fn exchange_run_sized<
     Endpoint<P, M, E, R, C, W, Q, O, EXTENSIONS, D>,
     Leftover,
 ) {
-    let &Run { mode, loss, reorder, window, read_every, pause, seed, corrupt, keys } = run;
+    let &Run { mode, loss, reorder, window, read_every, pause, seed, corrupt, keys, respond_every } = run;
     assert!(corrupt == 0 || a.secure.is_some(), "a clear packet has no check against corruption");
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
     let mut eps = [
@@ -184,6 +198,8 @@ fn exchange_run_sized<
     let mut reads_at_b = std::collections::HashSet::new();
     // The last message (not a READ) completed on each key.
     let mut last_sent: HashMap<u64, u64> = HashMap::new();
+    // The messages B answered, and those whose response reached A.
+    let (mut answered, mut responses) = (std::collections::HashSet::new(), std::collections::HashSet::new());
     for _round in 0..200_000 {
         // Keep up to `window` messages queued at A.
         while next_msg < lens.len() && eps[0].messages_in_flight() < window {
@@ -289,6 +305,10 @@ fn exchange_run_sized<
                 assert!(p.payload.is_empty());
                 reads_at_b.insert((p.pdc, p.message_id));
             } else if let Some(p) = placed {
+                let index = p.header.match_bits;
+                if respond_every > 0 && index % respond_every == 0 && p.offset == 0 && answered.insert(index) {
+                    eps[to].respond(&p, ReturnCode::Ok, index as u32).expect("answered while it was placed");
+                }
                 let (index, buf) = buffers
                     .entry((p.pdc, p.message_id))
                     .or_insert_with(|| (p.header.match_bits, vec![0; p.header.request_length as usize]));
@@ -319,7 +339,14 @@ fn exchange_run_sized<
                         sent += 1;
                     }
                     Event::Failed { msg, why, .. } => panic!("message {msg:?} failed: {why:?}"),
-                    Event::Response { .. } => panic!("no request was answered"),
+                    Event::Response { msg, response, .. } => {
+                        let index = handles[&msg];
+                        assert_eq!((response.return_code, response.modified_length), (ReturnCode::Ok, index as u32));
+                        assert!(
+                            answered.contains(&index) && responses.insert(index),
+                            "response to {index} unasked or twice"
+                        );
+                    }
                     Event::Truncated { .. } => panic!("no message was truncated"),
                     Event::Received { pdc, message_id, len, .. } if reads_at_b.remove(&(pdc, message_id)) => {
                         received.push((u64::MAX, len));
@@ -356,6 +383,7 @@ fn exchange_run_sized<
         }
     }
     assert!(corrupt == 0 || !corrupted.is_empty(), "the run corrupted no packet");
+    assert_eq!(responses, answered, "every response B held reached A");
     let [a, b] = eps;
     (received, sent, a, b, buffers)
 }
@@ -502,6 +530,7 @@ fn thirty_two_messages_in_flight_at_one_percent_loss() {
     let hardware = EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024);
     for messages_per_pdc in [32, ORDER_WINDOW as u16] {
         let run = Run {
+            respond_every: 0,
             keys: 1,
             mode: Service::Rud,
             loss: 10,
@@ -537,6 +566,7 @@ fn small_windows_and_queues_deliver_everything_under_loss() {
     let base = EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024);
     let run = |mode, messages_per_pdc, read_every| {
         let run = Run {
+            respond_every: 0,
             keys: 1,
             mode,
             loss: 10,
@@ -582,8 +612,18 @@ fn target_pdcs_take_turns_with_one_return_direction() {
         type Small<const D: usize> =
             Endpoint<8, 64, 96, HELD_RESPONSES, 2, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, D>;
         let l: Vec<u32> = (0..240).map(|i| [0u32, 1, 1024, 5000, 17, 65_536][i % 6]).collect();
-        let run =
-            Run { keys: 4, mode, loss, reorder, window: 16, read_every: 3, pause: None, seed: 0x5A13, corrupt: 0 };
+        let run = Run {
+            respond_every: 0,
+            keys: 4,
+            mode,
+            loss,
+            reorder,
+            window: 16,
+            read_every: 3,
+            pause: None,
+            seed: 0x5A13,
+            corrupt: 0,
+        };
         let (received, sent, a, b, left): (_, _, Small<D>, Small<D>, _) =
             exchange_run_sized(&run, config(ipv4([10, 0, 0, 1])), &l);
         assert_eq!(sent, l.len(), "{mode:?}, D {D}: every message and READ completed");
@@ -595,6 +635,45 @@ fn target_pdcs_take_turns_with_one_return_direction() {
     }
     for (mode, loss, reorder) in [(Service::Rud, 0, false), (Service::Rud, 20, true), (Service::Rod, 20, false)] {
         assert!(run::<1>(mode, loss, reorder) > 0, "{mode:?}: no read data waited for the one return direction");
+        assert_eq!(run::<RETURN_DIRECTIONS>(mode, loss, reorder), 0, "{mode:?}");
+    }
+}
+
+/// Four target PDCs answer every other message with a guaranteed-delivery response and share one
+/// block of held responses (`D` = 1): while one holds a response, the others refuse new requests
+/// with NACK NO_GTD_DEL_AVAIL, and under loss and reordering every message and every response
+/// still arrives exactly once. With the default `D` no request is refused.
+#[test]
+fn target_pdcs_take_turns_with_one_block_of_held_responses() {
+    fn run<const D: usize>(mode: Service, loss: u32, reorder: bool) -> u32 {
+        // Room in each block for every response a PDC can hold at once (16 messages in flight):
+        // only the pool refuses requests.
+        type Small<const D: usize> = Endpoint<8, 64, 96, 16, 2, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, D>;
+        let l: Vec<u32> = (0..240).map(|i| [0u32, 1, 1024, 5000, 17, 65_536][i % 6]).collect();
+        let run = Run {
+            respond_every: 2,
+            keys: 4,
+            mode,
+            loss,
+            reorder,
+            window: 16,
+            read_every: 0,
+            pause: None,
+            seed: 0x5A14,
+            corrupt: 0,
+        };
+        let (received, sent, a, b, left): (_, _, Small<D>, Small<D>, _) =
+            exchange_run_sized(&run, config(ipv4([10, 0, 0, 1])), &l);
+        assert_eq!(sent, l.len(), "{mode:?}, D {D}: every message completed");
+        assert_eq!(received.len(), l.len(), "{mode:?}, D {D}: B received every message");
+        assert!(left.is_empty());
+        a.check_invariants().unwrap();
+        b.check_invariants().unwrap();
+        assert_eq!(b.helds.used(), 0, "every block back in the pool");
+        b.stats().nacks_sent.get(NackCode::NoGtdDelAvail)
+    }
+    for (mode, loss, reorder) in [(Service::Rud, 0, false), (Service::Rud, 20, true), (Service::Rod, 20, false)] {
+        assert!(run::<1>(mode, loss, reorder) > 0, "{mode:?}: no request waited for the one block");
         assert_eq!(run::<RETURN_DIRECTIONS>(mode, loss, reorder), 0, "{mode:?}");
     }
 }
@@ -612,6 +691,7 @@ fn a_small_order_pool_delivers_everything_under_loss() {
         let mut want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
         let base = EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024);
         let run = Run {
+            respond_every: 0,
             keys: 1,
             mode: Service::Rud,
             loss: 10,
@@ -780,6 +860,7 @@ fn a_7_ms_receiver_pause_fails_nothing_with_the_software_profile() {
     let software = EndpointConfig { pdc: PdcConfig::software(), ..EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024) };
     let pause = (Instant::from_nanos(20_000), Instant::from_nanos(7_020_000));
     let run = Run {
+        respond_every: 0,
         keys: 1,
         mode: Service::Rud,
         loss: 0,
@@ -816,7 +897,7 @@ proptest::proptest! {
             pdc: PdcConfig { max_rto_retx: 14, ..PdcConfig::software() },
             ..EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024)
         };
-        let run = Run { keys: 1, mode: Service::Rud, loss, reorder, window, read_every: 0, pause: None, seed, corrupt: 0 };
+        let run = Run { respond_every: 0, keys: 1, mode: Service::Rud, loss, reorder, window, read_every: 0, pause: None, seed, corrupt: 0 };
         let (received, sent, ..) = exchange_run(&run, cfg, &l);
         proptest::prop_assert_eq!(sent, l.len());
         let want: Vec<(u64, u32)> = l.iter().enumerate().map(|(i, &n)| (i as u64, n)).collect();
@@ -839,7 +920,7 @@ proptest::proptest! {
         let to = from.saturating_add(linklayer::Duration::from_nanos((give_up as f64 * fraction) as u64));
         let l: Vec<u32> = (0..60).map(|i| [0u32, 64, 1025, 4096, 9000][i % 5]).collect();
         let cfg = EndpointConfig { pdc, ..EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024) };
-        let run = Run { keys: 1, mode: Service::Rud, loss: 0, reorder: false, window, read_every: 0, pause: Some((from, to)), seed, corrupt: 0 };
+        let run = Run { respond_every: 0, keys: 1, mode: Service::Rud, loss: 0, reorder: false, window, read_every: 0, pause: Some((from, to)), seed, corrupt: 0 };
         let (received, sent, a, ..) = exchange_run(&run, cfg, &l);
         proptest::prop_assert_eq!(sent, l.len());
         proptest::prop_assert_eq!(received.len(), l.len());
@@ -2017,10 +2098,11 @@ fn memory_per_pdc_and_per_message() {
     let lists = 4 * size_of::<Link>() + 2 * 12;
     std::println!(
         "Endpoint<16, 16, 64>: {base} B; per PDC {per_pdc} B: initiator {ini} (its state machine {}), target {tgt} (state machine {}, \
-         idle return direction {}, message order {}), lists and timers {lists}, table slots, keys and key index {}",
+         idle return direction {}, held responses' block {}, message order {}), lists and timers {lists}, table slots, keys and key index {}",
         size_of::<Initiator>(),
         size_of::<TargetCore<2, HELD_RESPONSES>>(),
         size_of::<ReturnAt>(),
+        size_of::<HeldAt>(),
         size_of::<MessageOrder<ORDER_WINDOW>>(),
         per_pdc - ini - tgt - lists
     );
@@ -2059,17 +2141,17 @@ fn memory_per_pdc_and_per_message() {
         / 64;
     std::println!(
         "per message of W per PDC {per_w} B; per shared entry of O {per_o} B; per entry of Q {per_q} B; \
-         per extension header of X {per_x} B; per return direction of D {per_d} B; the smallest, \
+         per extension header of X {per_x} B; per entry of D (a return direction and a block of held responses) {per_d} B; the smallest, \
          Endpoint<2, 1, 3, 1, 0, 2, 1, 0, 0, 1>, {} B (with the default W, Q, O, X and D {} B)",
         size_of::<Endpoint<2, 1, 3, 1, 0, 2, 1, 0, 0, 1>>(),
         size_of::<Endpoint<2, 1, 17, 1>>()
     );
-    assert!(per_d <= 122, "{per_d} B per return direction");
+    assert!(per_d <= 196, "{per_d} B per entry of D");
     assert_eq!(per_w, 0);
     assert!(per_o <= 20, "{per_o} B per shared message in progress");
     assert!(per_q <= 128, "{per_q} B per control-queue entry");
     assert!(per_x <= 50, "{per_x} B per extension header");
-    assert!(per_pdc <= 696, "{per_pdc} B per PDC");
+    assert!(per_pdc <= 624, "{per_pdc} B per PDC");
     assert!(per_msg <= 136, "{per_msg} B per message slot");
     // Every packet's `Transmit` moves through the layers whole: its read-data reference keeps the
     // READ's header compact.
@@ -2212,6 +2294,7 @@ fn secure_domain_delivers_exactly_once_under_loss_reordering_and_corruption() {
     for start in [SecureStart::Expected0Rtt, SecureStart::Random1Rtt] {
         for seed in [1u64, 0xC0FFEE] {
             let run = Run {
+                respond_every: 0,
                 keys: 1,
                 mode: Service::Rud,
                 loss: 20,

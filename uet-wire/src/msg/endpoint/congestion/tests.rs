@@ -176,6 +176,7 @@ fn managed_exchange(lb: LoadBalancing, initial: u32, loss: u32, seed: u64) -> (E
 fn managed_exchange_with(cms: CmsConfig, loss: u32, seed: u64) -> (Ep, Ep) {
     let a = EndpointConfig { cms: Some(cms), ..config(ipv4([10, 0, 0, 1])) };
     let run = Run {
+        respond_every: 0,
         keys: 1,
         mode: Service::Rud,
         loss,
