@@ -145,6 +145,9 @@ pub struct EndpointSimReport {
     pub restarts: u64,
     /// Times read data waited for one of the endpoint's return directions (both sides).
     pub return_direction_waits: u64,
+    /// Requests refused with NACK NO_GTD_DEL_AVAIL (both sides): no guaranteed-delivery response
+    /// could have been held for them.
+    pub gtd_refusals: u64,
 }
 
 impl EndpointSimReport {
@@ -509,6 +512,8 @@ impl<const R: usize, const D: usize> EndpointSim<R, D> {
         self.report.restarts =
             self.sides.iter().map(|s| u64::from(s.ep.stats().nacks_sent.get(NackCode::NewStartPsn))).sum();
         self.report.return_direction_waits = self.sides.iter().map(|s| s.ep.stats().return_direction_waits).sum();
+        self.report.gtd_refusals =
+            self.sides.iter().map(|s| u64::from(s.ep.stats().nacks_sent.get(NackCode::NoGtdDelAvail))).sum();
         let mut r = self.report.clone();
         r.latencies_ns.sort_unstable();
         r

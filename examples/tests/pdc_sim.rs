@@ -188,6 +188,20 @@ mod endpoints {
         }
     }
 
+    /// Four target PDCs each way answer every other message and share one block of held
+    /// responses: while one holds a response, the others refuse new requests with NACK
+    /// NO_GTD_DEL_AVAIL, and every message and response still arrives exactly once under loss,
+    /// duplication, trimming and corruption.
+    #[test]
+    fn one_block_of_held_responses_for_four_pdcs_10_percent_loss() {
+        for (seed, mode, loss) in [(24, DeliveryMode::Rud, 0.10), (25, DeliveryMode::Rod, 0.02)] {
+            let cfg = EndpointSimConfig { response_every: 2, ..EndpointSimConfig::new(seed, mode, 300, loss) };
+            let r = run_sized::<HELD_RESPONSES, 1>(cfg);
+            assert!(r.responses_held > 0 && r.gtd_refusals > 0, "{mode:?}: the PDCs did not contend: {r:?}");
+            assert_eq!(r.responses_received, r.responses_held, "{mode:?}");
+        }
+    }
+
     #[test]
     fn rod_messages_2_percent_loss() {
         run(EndpointSimConfig::new(13, DeliveryMode::Rod, 200, 0.02));
