@@ -515,7 +515,12 @@ impl<const W: usize> Initiator<W> {
             // CACK releases nothing. Sent anyway, its AR would draw the same ACK asking again, and
             // the two would ping-pong as fast as the wire allows until the gap that holds the left
             // edge back is resent (*project-defined*: uet-ref-prov sends a CLEAR on every such ACK).
-            AckRequest::Clear if psn_after(self.tx.base().wrapping_sub(1), self.tx.max_cack()) => {
+            // Once the CLOSE is queued none goes: the CLOSE clears everything, and after a failure
+            // the left edge has passed PSNs the target never received, which a CLEAR cannot pass.
+            AckRequest::Clear
+                if next != InitiatorState::CloseAckWait
+                    && psn_after(self.tx.base().wrapping_sub(1), self.tx.max_cack()) =>
+            {
                 self.tx_pending |= TX_CLEAR;
             }
             AckRequest::None | AckRequest::Clear => {}
@@ -657,7 +662,8 @@ impl<const W: usize> Initiator<W> {
         // The window is empty here (all acknowledged, or abandoned), so a PSN is always free.
         let psn = self.tx.send(u32::MAX).unwrap_or(self.tx.next_psn());
         self.close_psn = psn;
-        self.tx_pending |= TX_CLOSE;
+        // The CLOSE clears every response the target holds: a CLEAR still waiting is not sent.
+        self.tx_pending = (self.tx_pending | TX_CLOSE) & !TX_CLEAR;
         self.rto_count = 0;
         self.rto_at.set(self.rto_deadline(now, cfg));
         self.probe_at.clear();

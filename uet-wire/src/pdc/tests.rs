@@ -1118,6 +1118,42 @@ fn no_clear_is_sent_that_could_release_nothing() {
     assert_eq!(i.poll_transmit(t(8)), None);
 }
 
+/// After a failure the left edge has passed PSNs the target never received, so a CLEAR cannot
+/// pass them and releases nothing: the closing initiator sends none (the CLOSE clears
+/// everything). Sent, each CLEAR's AR drew an ACK asking again, and the two ping-ponged while the
+/// CLOSE was lost, until its retransmission timer.
+#[test]
+fn a_closing_initiator_sends_no_clear() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    let answered = req(i.send(t(3), &cfg, true).unwrap());
+    let refused = req(i.send(t(3), &cfg, true).unwrap());
+    assert_eq!(tg.handle_request(t(3), &cfg, &answered, 8, false).unwrap(), Delivery::New);
+    tg.hold_response(answered.psn, atomic_response(1)).unwrap();
+    let d = tg.handle_request_admitting(t(3), &cfg, &refused, 8, false, || Err(NackCode::UnexpEvent)).unwrap();
+    assert_eq!(d, Delivery::Dropped);
+    let n = pending_nack(&mut tg);
+    let a = ack_of(tg.poll_transmit(t(3)).unwrap());
+    assert_eq!((a.next_header, a.request), (NextHeader::Rsp, AckRequest::Clear));
+    i.handle_ack(t(4), &cfg, &a).unwrap();
+    // The NACK closes the PDC in error: the unreceived PSN is given up, the CLOSE queued.
+    assert_eq!(i.handle_nack(t(4), &cfg, &n).unwrap(), NackClass::Close);
+    assert_eq!(i.state(), InitiatorState::CloseAckWait);
+    let Some(InitiatorTx::Control(close)) = i.poll_transmit(t(4)) else { panic!("no CLOSE") };
+    assert_eq!(close.ctl_type, ControlType::Close);
+    // The CLOSE is lost; an ACK asking for a CLEAR (a copy of the last) draws nothing.
+    assert_eq!(i.poll_transmit(t(5)), None);
+    i.handle_ack(t(5), &cfg, &a).unwrap();
+    assert_eq!(i.poll_transmit(t(5)), None, "a CLEAR that releases nothing");
+    // The CLOSE's timer resends it, and it clears the held response.
+    let later = i.poll_timeout().unwrap();
+    i.handle_timeout(later, &cfg);
+    let Some(InitiatorTx::Control(again)) = i.poll_transmit(later) else { panic!("no CLOSE resent") };
+    assert_eq!(again.ctl_type, ControlType::Close);
+    tg.handle_control(later, &cfg, &ctl(again)).unwrap();
+    assert_eq!(tg.held_response(answered.psn), None);
+}
+
 /// Every response slot in use: a request that needs one is refused NO_GTD_DEL_AVAIL before it is
 /// delivered; a request carrying a CLEAR_PSN past the held PSNs frees them, and is let in for it.
 #[test]
