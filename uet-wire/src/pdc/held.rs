@@ -24,9 +24,9 @@
 //!   Any request may need a guaranteed-delivery response, so one that arrives while none could
 //!   be held is refused with NACK NO_GTD_DEL_AVAIL
 //!   (retransmit class) before it is delivered ([`Target::handle_request_admitting`]).
-//! * A [`Target`] keeps its `R` slots itself. An [`Endpoint`] keeps them in blocks of `R` that
-//!   its target PDCs take while they hold a response, from a pool of `D` they share (see the
-//!   `Endpoint` doc): only PDCs whose requests are answered need any.
+//! * A [`Target`] keeps its `R` slots itself. An [`Endpoint`]'s target PDC keeps two of its own
+//!   and takes a block of `R` more from a pool of `D` the PDCs share while it needs them
+//!   (see the `Endpoint` doc): only PDCs whose requests are answered need any.
 //! * The last free slot is kept for the oldest PSN not yet received (`CACK_PSN + 1`). Responses
 //!   held for later PSNs cannot be cleared while the initiator's left edge waits on that PSN, so
 //!   if it could be refused for want of a slot the PDC would deadlock (the PDC simulation found
@@ -34,7 +34,10 @@
 //! * Held are responses without data (RSP, `RESPONSE` opcode). A response with data (RSP_DATA)
 //!   carries the caller's payload bytes, which this crate does not store.
 //! * While a response is held, ACKs carry `REQ = Clear`, so an initiator with no request to send
-//!   sends a CLEAR control packet.
+//!   sends a CLEAR control packet, once its `CLEAR_PSN` (left edge − 1) passes the newest CACK:
+//!   that is when the CLEAR releases a response (CACK stops before the oldest held), and a CLEAR
+//!   that releases nothing would only draw the same ACK again. A closing initiator sends none
+//!   (its CLOSE clears them all).
 //! * NACK GTD_DEL_RESP_UNAVAIL is never sent: a response is released only after the initiator
 //!   acknowledged the ACK carrying it, so a well-behaved initiator never resends its request.
 //!
@@ -77,15 +80,53 @@ impl Held {
     }
 }
 
-/// The responses one target PDC holds, by request PSN.
+/// The responses one target PDC holds, by request PSN (`R` at most 65 535).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct HeldResponses<const R: usize> {
-    held: heapless::Vec<Held, R>,
+    held: heapless::Vec<Held, R, u16>,
+}
+
+/// What a target PDC's state machine needs of the responses it holds, wherever they are kept:
+/// [`HeldResponses`] (a [`Target`]'s own `R` slots) or [`Tiered`] (an endpoint's PDC: a slot of
+/// its own and a block from the endpoint's pool).
+///
+/// [`Target`]: super::Target
+pub(crate) trait Responses {
+    /// Whether none is held.
+    fn is_empty(&self) -> bool;
+    /// Whether a response is held for `psn`.
+    fn holds(&self, psn: u32) -> bool;
+    /// Whether a response's ACK is due.
+    fn has_unsent(&self) -> bool;
+    /// The oldest held PSN other than `carried`, which the ACK being built carries.
+    fn oldest_except(&self, carried: Option<u32>) -> Option<u32>;
+    /// `sack` with the bits of the held PSNs other than `carried` cleared.
+    fn mask(&self, sack: Sack, carried: Option<u32>) -> Sack;
+    /// Whether a response could be held for a request that arrives now, once the responses up
+    /// to `release` (its `CLEAR_PSN`, when recording it releases any) are released. `in_order`:
+    /// the request is the oldest PSN not yet received (`CACK_PSN + 1`).
+    fn room(&self, release: Option<u32>, in_order: bool) -> bool;
+    /// Whether [`Responses::hold`] has a slot for a response to a request received in order
+    /// (every PSN before it received) or not.
+    fn can_hold(&self, in_order: bool) -> bool;
+    /// Holds `rsp` for `psn` and makes an ACK carrying it due; false when there is no slot for
+    /// it or it is held already, and when the wire cannot carry `rsp` (see [`Response::emit`]).
+    fn hold(&mut self, psn: u32, rsp: Response, in_order: bool) -> bool;
+    /// A duplicate of `psn` arrived: if its response is held, an ACK carrying it is due again.
+    fn resend(&mut self, psn: u32) -> bool;
+    /// The PSN of a response whose ACK is due, marked sent.
+    fn take_unsent(&mut self) -> Option<u32>;
+    /// Forgets every response for a PSN up to `clear` (serial order).
+    fn release_through(&mut self, clear: u32);
+    /// Forgets them all (the PDC closed).
+    fn clear(&mut self);
 }
 
 impl<const R: usize> HeldResponses<R> {
     /// None held.
     pub(crate) const EMPTY: Self = HeldResponses { held: heapless::Vec::new() };
+
+    const SIZE_OK: () = assert!(R <= u16::MAX as usize, "at most 65 535 held responses");
 
     /// Whether none is held.
     #[inline]
@@ -116,6 +157,7 @@ impl<const R: usize> HeldResponses<R> {
     /// Holds `rsp` for `psn` and makes an ACK carrying it due; false when full or held already,
     /// and when the wire cannot carry `rsp` (see [`Response::emit`]).
     pub(crate) fn hold(&mut self, psn: u32, rsp: Response) -> bool {
+        let () = Self::SIZE_OK;
         let mut wire = [0; Response::LEN];
         if self.holds(psn) || rsp.emit(&mut wire).is_err() {
             return false;
@@ -186,6 +228,185 @@ impl<const R: usize> HeldResponses<R> {
             }
         }
         Sack { base: sack.base, bitmap }
+    }
+}
+
+impl<const R: usize> Responses for HeldResponses<R> {
+    fn is_empty(&self) -> bool {
+        HeldResponses::is_empty(self)
+    }
+
+    fn holds(&self, psn: u32) -> bool {
+        HeldResponses::holds(self, psn)
+    }
+
+    fn has_unsent(&self) -> bool {
+        HeldResponses::has_unsent(self)
+    }
+
+    fn oldest_except(&self, carried: Option<u32>) -> Option<u32> {
+        HeldResponses::oldest_except(self, carried)
+    }
+
+    fn mask(&self, sack: Sack, carried: Option<u32>) -> Sack {
+        HeldResponses::mask(self, sack, carried)
+    }
+
+    /// The last free slot is kept for the oldest PSN not yet received (see the module doc).
+    fn room(&self, release: Option<u32>, in_order: bool) -> bool {
+        if self.is_empty() && R > 1 {
+            return true;
+        }
+        match release.map_or(self.free(), |clear| self.free_after_release_through(clear)) {
+            0 => false,
+            1 => in_order,
+            _ => true,
+        }
+    }
+
+    fn can_hold(&self, _in_order: bool) -> bool {
+        self.free() > 0
+    }
+
+    fn hold(&mut self, psn: u32, rsp: Response, _in_order: bool) -> bool {
+        HeldResponses::hold(self, psn, rsp)
+    }
+
+    fn resend(&mut self, psn: u32) -> bool {
+        HeldResponses::resend(self, psn)
+    }
+
+    fn take_unsent(&mut self) -> Option<u32> {
+        HeldResponses::take_unsent(self)
+    }
+
+    fn release_through(&mut self, clear: u32) {
+        HeldResponses::release_through(self, clear)
+    }
+
+    fn clear(&mut self) {
+        HeldResponses::clear(self)
+    }
+}
+
+/// Slots of its own an endpoint's target PDC keeps for guaranteed-delivery responses (its
+/// [`Tiered`] `own`): two, so that a PDC that answers nothing lets every request in as a
+/// [`Target`] does, whatever the endpoint's pool holds (see [`Tiered`]).
+///
+/// [`Target`]: super::Target
+pub(crate) const OWN_HELD: usize = 2;
+
+/// The responses an endpoint's target PDC holds: [`OWN_HELD`] slots of its own (`own`) and a
+/// block of `R` from the endpoint's pool (`block`) while it has one. `spare`: it has no block
+/// and the pool has a free one, which
+/// [`Endpoint::respond`](crate::msg::Endpoint::respond) takes before a response that needs it
+/// (so [`Responses::room`] counts it).
+///
+/// The last free slot of its own is kept for responses to requests received in order (every PSN
+/// before them received), as the last free slot of a [`Target`]'s `R` is kept for the oldest PSN
+/// not yet received (see the module doc); a block's slots take any. A response to a request
+/// received in order is one the initiator's `CLEAR_PSN` passes once the ACK carrying it arrives,
+/// with no other request let in first. So the PSN the window waits on always finds a slot of
+/// the PDC's own free again (it carries that `CLEAR_PSN` itself), even while other PDCs hold
+/// every block: a PDC cannot starve for want of a block, and one with nothing held lets in any
+/// request, in order or not.
+///
+/// [`Target`]: super::Target
+pub(crate) struct Tiered<'a, const R: usize> {
+    /// The PDC's own slots.
+    pub(crate) own: &'a mut HeldResponses<OWN_HELD>,
+    /// Its block, if it has one.
+    pub(crate) block: Option<&'a mut HeldResponses<R>>,
+    /// It has no block and the pool has a free one.
+    pub(crate) spare: bool,
+}
+
+impl<const R: usize> Tiered<'_, R> {
+    /// Whether the slots of its own `own` take a response to a request received in order or
+    /// not: the last free one only in order.
+    pub(crate) fn own_takes(own: &HeldResponses<OWN_HELD>, in_order: bool) -> bool {
+        own.free() > usize::from(!in_order)
+    }
+
+    /// Free slots of the block (of the one the pool would give), after releasing through
+    /// `release`.
+    fn block_free(&self, release: Option<u32>) -> usize {
+        match &self.block {
+            Some(b) => release.map_or(b.free(), |clear| b.free_after_release_through(clear)),
+            None if self.spare => R,
+            None => 0,
+        }
+    }
+}
+
+impl<const R: usize> Responses for Tiered<'_, R> {
+    fn is_empty(&self) -> bool {
+        self.own.is_empty() && self.block.as_ref().is_none_or(|b| b.is_empty())
+    }
+
+    fn holds(&self, psn: u32) -> bool {
+        self.own.holds(psn) || self.block.as_ref().is_some_and(|b| b.holds(psn))
+    }
+
+    fn has_unsent(&self) -> bool {
+        self.own.has_unsent() || self.block.as_ref().is_some_and(|b| b.has_unsent())
+    }
+
+    fn oldest_except(&self, carried: Option<u32>) -> Option<u32> {
+        let own = self.own.oldest_except(carried);
+        match (own, self.block.as_ref().and_then(|b| b.oldest_except(carried))) {
+            (Some(a), Some(b)) => Some(if psn_after(a, b) { b } else { a }),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn mask(&self, sack: Sack, carried: Option<u32>) -> Sack {
+        let sack = self.own.mask(sack, carried);
+        self.block.as_ref().map_or(sack, |b| b.mask(sack, carried))
+    }
+
+    /// A slot of the block, or of its own but the last unless `in_order`.
+    fn room(&self, release: Option<u32>, in_order: bool) -> bool {
+        let own = release.map_or(self.own.free(), |clear| self.own.free_after_release_through(clear));
+        self.block_free(release) > 0 || own > usize::from(!in_order)
+    }
+
+    fn can_hold(&self, in_order: bool) -> bool {
+        Tiered::<R>::own_takes(self.own, in_order) || self.block.as_ref().is_some_and(|b| b.free() > 0)
+    }
+
+    /// In its own slots if they take it, else in the block.
+    fn hold(&mut self, psn: u32, rsp: Response, in_order: bool) -> bool {
+        if self.holds(psn) {
+            return false;
+        }
+        if Tiered::<R>::own_takes(self.own, in_order) {
+            return self.own.hold(psn, rsp);
+        }
+        self.block.as_mut().is_some_and(|b| b.hold(psn, rsp))
+    }
+
+    fn resend(&mut self, psn: u32) -> bool {
+        self.own.resend(psn) || self.block.as_mut().is_some_and(|b| b.resend(psn))
+    }
+
+    /// Its own slot's first, then the block's (each goes in its own ACK, in any order).
+    fn take_unsent(&mut self) -> Option<u32> {
+        self.own.take_unsent().or_else(|| self.block.as_mut().and_then(|b| b.take_unsent()))
+    }
+
+    fn release_through(&mut self, clear: u32) {
+        self.own.release_through(clear);
+        if let Some(b) = self.block.as_mut() {
+            b.release_through(clear);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.own.clear();
+        if let Some(b) = self.block.as_mut() {
+            b.clear();
+        }
     }
 }
 

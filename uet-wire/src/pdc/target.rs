@@ -70,7 +70,7 @@
 //!   [`PENDING_NACKS`] wait between two polls, and more are dropped as a lost NACK would be.
 
 use super::config::{MPR_GRANULARITY, PdcConfig};
-use super::held::{HELD_RESPONSES, HeldResponses};
+use super::held::{HELD_RESPONSES, HeldResponses, Responses};
 use super::initiator::{AckOutcome, Stamp};
 use super::rtt::RttEstimator;
 use super::window::{AckCoalescer, AckTriggers, Arrival, LossDetector, RxWindow, TxWindow, psn_after};
@@ -766,7 +766,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     #[inline(always)]
     pub(crate) fn handle_request(
         &mut self,
-        held: &mut HeldResponses<R>,
+        held: &mut impl Responses,
         now: Instant,
         cfg: &PdcConfig,
         req: &Request,
@@ -782,7 +782,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     #[allow(clippy::too_many_arguments, reason = "the public method's arguments and the held responses it keeps")]
     pub(crate) fn handle_request_admitting(
         &mut self,
-        held: &mut HeldResponses<R>,
+        held: &mut impl Responses,
         now: Instant,
         cfg: &PdcConfig,
         req: &Request,
@@ -805,7 +805,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     #[inline(always)]
     fn record(
         &mut self,
-        held: &mut HeldResponses<R>,
+        held: &mut impl Responses,
         now: Instant,
         cfg: &PdcConfig,
         req: &Request,
@@ -947,7 +947,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     /// See [`Target::handle_control`].
     pub(crate) fn handle_control(
         &mut self,
-        held: &mut HeldResponses<R>,
+        held: &mut impl Responses,
         ret: Option<&mut ReturnDirection<W>>,
         now: Instant,
         cfg: &PdcConfig,
@@ -1033,7 +1033,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     /// See [`Target::handle_ack`].
     pub(crate) fn handle_ack(
         &mut self,
-        held: &mut HeldResponses<R>,
+        held: &mut impl Responses,
         ret: &mut ReturnDirection<W>,
         now: Instant,
         cfg: &PdcConfig,
@@ -1073,7 +1073,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     /// See [`Target::handle_nack`].
     pub(crate) fn handle_nack(
         &mut self,
-        held: &mut HeldResponses<R>,
+        held: &mut impl Responses,
         ret: &mut ReturnDirection<W>,
         now: Instant,
         cfg: &PdcConfig,
@@ -1126,7 +1126,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
 
     /// Closes in error: every return packet not acknowledged is given up, and with `tell` the
     /// initiator gets NACK CLOSING_IN_ERR.
-    fn fail(&mut self, held: &mut HeldResponses<R>, ret: Option<&mut ReturnDirection<W>>, why: Failure, tell: bool) {
+    fn fail(&mut self, held: &mut impl Responses, ret: Option<&mut ReturnDirection<W>>, why: Failure, tell: bool) {
         if let Ok(next) = transition(self.state, Ev::Fail) {
             self.failure = Some(why);
             self.events |= EV_FAILED;
@@ -1176,7 +1176,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     /// See [`Target::request_close`].
     pub(crate) fn request_close(
         &mut self,
-        held: &mut HeldResponses<R>,
+        held: &mut impl Responses,
         ret: &mut ReturnDirection<W>,
         now: Instant,
         cfg: &PdcConfig,
@@ -1191,7 +1191,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         Ok(())
     }
 
-    fn enter(&mut self, held: &mut HeldResponses<R>, ret: Option<&mut ReturnDirection<W>>, next: TargetState) {
+    fn enter(&mut self, held: &mut impl Responses, ret: Option<&mut ReturnDirection<W>>, next: TargetState) {
         if next == TargetState::Closed && self.state != TargetState::Closed {
             self.events |= EV_CLOSED;
             self.state_at.clear();
@@ -1206,7 +1206,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     }
 
     /// See [`Target::has_pending`].
-    pub(crate) fn has_pending(&self, held: &HeldResponses<R>, ret: Option<&ReturnDirection<W>>) -> bool {
+    pub(crate) fn has_pending(&self, held: &impl Responses, ret: Option<&ReturnDirection<W>>) -> bool {
         self.nacks.iter().any(Option::is_some)
             || self.tx_pending != 0
             || self.ack_due
@@ -1219,7 +1219,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     #[inline(always)]
     pub(crate) fn poll_transmit(
         &mut self,
-        held: &mut HeldResponses<R>,
+        held: &mut impl Responses,
         ret: Option<&mut ReturnDirection<W>>,
         _now: Instant,
     ) -> Option<TargetTx> {
@@ -1239,8 +1239,10 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         if self.tx_pending & TX_PROBE_ACK != 0 {
             self.tx_pending &= !TX_PROBE_ACK;
             // It reports everything received so far: a packet filling a gap behind it is
-            // answered at once, as after any ACK.
+            // answered at once, as after any ACK, and no response can be held for a request it
+            // acknowledged.
             self.acked_max = self.rx.max_rcvd();
+            self.last_new = None;
             return Some(TargetTx::Ack(self.ack_for(held, self.rx.cack_psn(), AckFlags::P, None)));
         }
         let carried = held.take_unsent();
@@ -1304,16 +1306,18 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     }
 
     /// See [`Target::hold_response`].
-    pub(crate) fn hold_response(&self, held: &mut HeldResponses<R>, psn: u32, rsp: Response) -> Result<(), PdcError> {
+    pub(crate) fn hold_response(&self, held: &mut impl Responses, psn: u32, rsp: Response) -> Result<(), PdcError> {
+        // Every PSN before it received (so `CLEAR_PSN` can pass it without another request).
+        let in_order = !psn_after(psn, self.rx.cack_psn());
         let why = if rsp.opcode != ResponseOpcode::Response {
             "only a RESPONSE needs guaranteed delivery"
         } else if self.last_new != Some(psn) {
             "not the request just delivered, or acknowledged since"
         } else if held.holds(psn) {
             "a response is held for it already"
-        } else if held.free() == 0 {
+        } else if !held.can_hold(in_order) {
             "every response slot is in use"
-        } else if !held.hold(psn, rsp) {
+        } else if !held.hold(psn, rsp, in_order) {
             "a response the wire cannot carry (Response::emit refuses it)"
         } else {
             return Ok(());
@@ -1323,28 +1327,17 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
 
     /// See [`Target::response_room`].
     #[inline]
-    pub(crate) fn response_room(&self, held: &HeldResponses<R>, req: &Request) -> bool {
-        if held.is_empty() && R > 1 {
-            return true;
-        }
+    pub(crate) fn response_room(&self, held: &impl Responses, req: &Request) -> bool {
         let clear = req.psn.wrapping_add(i32::from(req.clear_psn_offset) as u32);
         // As `apply_clear` would after recording the request.
         let newest = if psn_after(req.psn, self.rx.max_rcvd()) { req.psn } else { self.rx.max_rcvd() };
-        let free = if psn_after(clear, self.clear_psn) && !psn_after(clear, newest) {
-            held.free_after_release_through(clear)
-        } else {
-            held.free()
-        };
-        match free {
-            0 => false,
-            1 => req.psn == self.rx.cack_psn().wrapping_add(1),
-            _ => true,
-        }
+        let release = (psn_after(clear, self.clear_psn) && !psn_after(clear, newest)).then_some(clear);
+        held.room(release, req.psn == self.rx.cack_psn().wrapping_add(1))
     }
 
     /// `CLEAR_PSN` moved to `clear` (ignored unless it moves forward and stays within what
     /// arrived): the responses it passes are released.
-    fn apply_clear(&mut self, held: &mut HeldResponses<R>, clear: u32) {
+    fn apply_clear(&mut self, held: &mut impl Responses, clear: u32) {
         if psn_after(clear, self.clear_psn) && !psn_after(clear, self.rx.max_rcvd()) {
             self.clear_psn = clear;
             held.release_through(clear);
@@ -1352,7 +1345,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     }
 
     /// See [`Target::ack`].
-    pub(crate) fn ack(&self, held: &HeldResponses<R>) -> Ack {
+    pub(crate) fn ack(&self, held: &impl Responses) -> Ack {
         self.ack_for(held, self.ack_psn, self.ack_flags, None)
     }
 
@@ -1362,7 +1355,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     /// next ACK does not carry it), the carried PSN is acknowledged by ACK_PSN and its SACK bit,
     /// and the other held PSNs' SACK bits are 0.
     #[inline(always)]
-    fn ack_for(&self, held: &HeldResponses<R>, ack_psn: u32, flags: AckFlags, carried: Option<u32>) -> Ack {
+    fn ack_for(&self, held: &impl Responses, ack_psn: u32, flags: AckFlags, carried: Option<u32>) -> Ack {
         // Nothing held (the common case): the window's own CACK and SACK.
         let (cack, sack) = if held.is_empty() {
             (self.rx.cack_psn(), self.rx.sack())
@@ -1417,7 +1410,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     /// See [`Target::handle_timeout`].
     pub(crate) fn handle_timeout(
         &mut self,
-        held: &mut HeldResponses<R>,
+        held: &mut impl Responses,
         mut ret: Option<&mut ReturnDirection<W>>,
         now: Instant,
         cfg: &PdcConfig,

@@ -1154,6 +1154,29 @@ fn a_closing_initiator_sends_no_clear() {
     assert_eq!(tg.held_response(answered.psn), None);
 }
 
+/// A PROBE's answer acknowledges everything received: a response for a request it acknowledged
+/// can no longer be held (the next ACK would move CACK back to carry it).
+#[test]
+fn no_response_is_held_after_a_probe_answer_acknowledged_its_request() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    let r = req(i.send(t(3), &cfg, false).unwrap());
+    assert_eq!(tg.handle_request(t(3), &cfg, &r, 8, false).unwrap(), Delivery::New);
+    let probe = Control {
+        ctl_type: ControlType::Probe,
+        flags: ControlFlags::empty(),
+        probe_opaque: 9,
+        psn: r.psn,
+        spdcid: i.local_id(),
+        dest: PdcDest::Established { dpdcid: tg.local_id() },
+        payload: r.psn,
+    };
+    tg.handle_control(t(4), &cfg, &ctl(probe)).unwrap();
+    let a = ack_of(tg.poll_transmit(t(4)).unwrap());
+    assert!(a.flags.contains(AckFlags::P) && a.cack_psn == r.psn);
+    assert!(matches!(tg.hold_response(r.psn, atomic_response(1)), Err(PdcError::CannotHold { .. })));
+}
+
 /// Every response slot in use: a request that needs one is refused NO_GTD_DEL_AVAIL before it is
 /// delivered; a request carrying a CLEAR_PSN past the held PSNs frees them, and is let in for it.
 #[test]

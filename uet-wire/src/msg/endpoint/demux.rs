@@ -288,6 +288,7 @@ impl<
                 let pdc = TargetCore::new(now, &self.config().pdc, id, r, policy).ok()?;
                 let tgt = TgtPdc {
                     ret: ReturnAt::Idle(IdleReturn::new(pdc.start_psn())),
+                    own: HeldResponses::EMPTY,
                     held: HeldAt::NONE,
                     pdc,
                     order: MessageOrder::new(),
@@ -376,7 +377,7 @@ impl<
         id: u16,
         g: impl FnOnce(
             &mut TargetCore<2, R>,
-            &mut HeldResponses<R>,
+            &mut Tiered<'_, R>,
             &mut ReturnDirection<2>,
             &PdcConfig,
         ) -> Result<Marked, crate::pdc::PdcError>,
@@ -384,8 +385,8 @@ impl<
         let cfg = &configured(&self.cfg).pdc;
         if let Some(t) = self.targets.get_mut(id) {
             let returns = &mut self.returns;
-            let run = |held: &mut HeldResponses<R>| returns.with(&mut t.ret, |ret| g(&mut t.pdc, held, ret, cfg));
-            if let Some(Ok(n)) = self.helds.with(&mut t.held, run) {
+            let run = |held: &mut Tiered<'_, R>| returns.with(&mut t.ret, |ret| g(&mut t.pdc, held, ret, cfg));
+            if let Some(Ok(n)) = self.helds.with(&mut t.held, &mut t.own, run) {
                 self.stats.resends.count(n);
             }
             self.after_target_change(now, id);
@@ -411,7 +412,7 @@ impl<
         // A refused control packet's NACK leaves through the PDC's `poll_transmit`.
         let ret = self.returns.get_mut(t.ret);
         let cfg = &configured(&self.cfg).pdc;
-        let _ = self.helds.with(&mut t.held, |held| t.pdc.handle_control(held, ret, now, cfg, c));
+        let _ = self.helds.with(&mut t.held, &mut t.own, |held| t.pdc.handle_control(held, ret, now, cfg, c));
         self.after_target_change(now, id);
     }
 }

@@ -1,16 +1,24 @@
-//! The guaranteed-delivery responses of an endpoint's target PDCs (UE 1.0 §3.4.3.3), pooled:
-//! a target PDC holds a response only after its caller answered a request with one
-//! ([`Endpoint::respond`](super::Endpoint::respond)), so each PDC keeps 2 bytes ([`HeldAt`]) and
-//! takes a block of `R` slots from the endpoint's `D` for as long as it holds any. While every
-//! block is in use, a PDC without one refuses new requests with NACK NO_GTD_DEL_AVAIL ("no SES
-//! guaranteed-delivery response resource", retransmit class, UE 1.0 §3.5.12.7): any request may
-//! need a response, and one that was delivered must be able to hold it. *Project-defined* (the
-//! sources keep the slots in every PDC, or in a pool shared by the domain).
+//! The guaranteed-delivery responses of an endpoint's target PDCs (UE 1.0 §3.4.3.3), mostly
+//! pooled: a target PDC holds a response only after its caller answered a request with one
+//! ([`Endpoint::respond`](super::Endpoint::respond)), so each PDC keeps two slots of its own
+//! ([`OWN_HELD`]) and takes a block of `R` more from the endpoint's `D` while it needs them
+//! ([`Tiered`]; where the block is: [`HeldAt`]).
+//!
+//! Any request may need a response, and one that was delivered must be able to hold it, so a
+//! request is let in only while there is a slot for its response: in a block (the PDC's, or a
+//! free one of the pool that it takes when it responds), or in its own slots, the last of which
+//! is kept for a request received in order (every PSN before it received). Else it is refused
+//! with NACK NO_GTD_DEL_AVAIL ("no SES guaranteed-delivery response resource", retransmit class,
+//! UE 1.0 §3.5.12.7). So a PDC that holds nothing lets any request in whatever the pool holds,
+//! and one that holds responses cannot starve while other PDCs hold every block (see
+//! [`Tiered`]). *Project-defined* (the sources keep the slots in every PDC, or in a pool shared
+//! by the domain).
 
-use crate::pdc::held::HeldResponses;
+use crate::pdc::held::{HeldResponses, OWN_HELD, Tiered};
 use crate::pdc::table::FreeSlots;
+use crate::ses::Response;
 
-/// Which block a target PDC's held responses are in: none (it holds none) or one of the pool.
+/// Which block of the pool a target PDC holds responses in, if any.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct HeldAt(u16);
 
@@ -29,54 +37,54 @@ impl HeldAt {
     }
 }
 
-/// `D` blocks of `R` held responses for the target PDCs that hold any.
+/// `D` blocks of `R` held responses for the target PDCs that hold more than their own slots take.
 pub(super) struct HeldPool<const R: usize, const D: usize> {
     blocks: [HeldResponses<R>; D],
     free: FreeSlots<D>,
-    /// Always empty: what [`HeldPool::get`] reads for a PDC without a block.
-    none: HeldResponses<R>,
 }
 
 impl<const R: usize, const D: usize> HeldPool<R, D> {
     /// Every block free.
-    pub(super) const EMPTY: Self =
-        HeldPool { blocks: [HeldResponses::EMPTY; D], free: FreeSlots::EMPTY, none: HeldResponses::EMPTY };
+    pub(super) const EMPTY: Self = HeldPool { blocks: [HeldResponses::EMPTY; D], free: FreeSlots::EMPTY };
 
-    /// The responses held at `at` (none when it has no block).
-    pub(super) fn get(&self, at: HeldAt) -> &HeldResponses<R> {
-        at.entry().and_then(|i| self.blocks.get(usize::from(i))).unwrap_or(&self.none)
+    /// The block at `at`, if it has one.
+    pub(super) fn block(&self, at: HeldAt) -> Option<&HeldResponses<R>> {
+        self.blocks.get(usize::from(at.entry()?))
     }
 
-    /// Whether a block is free.
-    pub(super) fn has_free(&self) -> bool {
-        self.free.next().is_some()
+    /// The response held for `psn` by a PDC whose own slots are `own` and whose block is at `at`.
+    pub(super) fn response(&self, at: HeldAt, own: &HeldResponses<OWN_HELD>, psn: u32) -> Option<Response> {
+        own.get(psn).or_else(|| self.block(at)?.get(psn))
     }
 
-    /// Runs `f` on the responses held at `at`, an empty set when it has no block, and gives the
-    /// block back once `f` leaves it empty. `f` must not hold a response in an empty set: that
-    /// takes [`HeldPool::take_with`].
+    /// Runs `f` on the responses held by a PDC whose own slots are `own` and whose block is at
+    /// `at` (with a free block of the pool counted as its spare when it has none), and gives the
+    /// block back once `f` leaves it empty.
     #[inline]
-    pub(super) fn with<T>(&mut self, at: &mut HeldAt, f: impl FnOnce(&mut HeldResponses<R>) -> T) -> T {
-        match at.entry().and_then(|i| self.blocks.get_mut(usize::from(i))) {
-            Some(held) => {
-                let out = f(held);
-                self.settle(at);
-                out
-            }
-            None => f(&mut HeldResponses::default()),
-        }
+    pub(super) fn with<T>(
+        &mut self,
+        at: &mut HeldAt,
+        own: &mut HeldResponses<OWN_HELD>,
+        f: impl FnOnce(&mut Tiered<'_, R>) -> T,
+    ) -> T {
+        let spare = !at.is_pooled() && self.free.next().is_some();
+        let block = at.entry().and_then(|i| self.blocks.get_mut(usize::from(i)));
+        let out = f(&mut Tiered { own, block, spare });
+        self.settle(at);
+        out
     }
 
-    /// [`HeldPool::with`], a block taken first if `at` has none (`None` while every block is in
-    /// use).
-    pub(super) fn take_with<T>(&mut self, at: &mut HeldAt, f: impl FnOnce(&mut HeldResponses<R>) -> T) -> Option<T> {
-        if !at.is_pooled() {
-            let i = self.free.take()?;
-            let block = self.blocks.get_mut(usize::from(i))?;
-            *block = HeldResponses::EMPTY;
-            *at = HeldAt(i.saturating_add(1));
+    /// Takes a block for `at` if it has none; false while every block is in use.
+    pub(super) fn take(&mut self, at: &mut HeldAt) -> bool {
+        if at.is_pooled() {
+            return true;
         }
-        Some(self.with(at, f))
+        let Some(i) = self.free.take() else { return false };
+        if let Some(block) = self.blocks.get_mut(usize::from(i)) {
+            *block = HeldResponses::EMPTY;
+        }
+        *at = HeldAt(i.saturating_add(1));
+        true
     }
 
     /// Gives the block at `at` back if it holds nothing.

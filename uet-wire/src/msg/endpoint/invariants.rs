@@ -135,7 +135,7 @@ impl<
                 if core::mem::replace(i.ok_or("a block of held responses outside the pool")?, true) {
                     return Err("two target PDCs share a block of held responses");
                 }
-                if self.helds.get(t.held).is_empty() {
+                if self.helds.block(t.held).is_none_or(HeldResponses::is_empty) {
                     return Err("an empty block of held responses is not back in the pool");
                 }
             }

@@ -111,7 +111,7 @@
 use super::order::{MessageOrder, OrderError, OrderPool};
 use super::segment::{Segment, SegmentError, Segmenter};
 use crate::Error;
-use crate::pdc::held::{HELD_RESPONSES, HeldResponses};
+use crate::pdc::held::{HELD_RESPONSES, HeldResponses, OWN_HELD, Tiered};
 use crate::pdc::table::{FreeSlots, SlotRef, same_addr};
 use crate::pdc::target::{IdleReturn, ReturnDirection, TargetCore};
 use crate::pdc::{
@@ -160,7 +160,7 @@ pub const EXTENSIONS: usize = 16;
 
 /// Return directions, and blocks of held responses, an endpoint's target PDCs share by default:
 /// [`Endpoint`]'s const generic `D`, the target PDCs that may have read data outstanding at once,
-/// and the target PDCs that may hold guaranteed-delivery responses at once.
+/// and the target PDCs that may hold more than two guaranteed-delivery responses at once.
 pub const RETURN_DIRECTIONS: usize = 16;
 
 /// Depth of an endpoint's control queues by default: [`Endpoint`]'s const generic `Q` (NACKs
@@ -956,7 +956,9 @@ struct TgtPdc<const R: usize, const W: usize> {
     pdc: TargetCore<2, R>,
     /// Its return direction: idle, or an entry of the endpoint's [`ReturnPool`].
     ret: ReturnAt,
-    /// Its guaranteed-delivery responses: none, or a block of the endpoint's [`HeldPool`].
+    /// Its guaranteed-delivery responses: in its own slot, and in a block of the endpoint's
+    /// [`HeldPool`] while it has one.
+    own: HeldResponses<OWN_HELD>,
     held: HeldAt,
     order: MessageOrder<W>,
     /// The SES responses of ACKs that carry no held response: RC_OK for the request delivered
@@ -1019,17 +1021,24 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///   NO_PKT_BUFFER until their initiators gave up.)
 ///
 ///   `D` also counts the blocks of `R` guaranteed-delivery responses the target PDCs share
-///   (UE 1.0 §3.4.3.3): a target PDC takes one when [`Endpoint::respond`] holds its first
-///   response, and gives it back once the initiator's `CLEAR_PSN` has released them all
-///   (project-defined: the sources keep the slots in every PDC, or a pool per domain). Any
-///   request may need one, so while all `D` blocks are in use a target PDC without one refuses
-///   each new request with NACK NO_GTD_DEL_AVAIL (UE 1.0 §3.5.12.7, "no SES guaranteed-delivery
-///   response resource"; retransmit class, so its initiator resends after `NACK_Retx_Time`).
-///   Requests never answered with [`Endpoint::respond`] take no block. Make `D` at least the
-///   target PDCs whose requests are answered in one round trip.
+///   (UE 1.0 §3.4.3.3; project-defined: the sources keep the slots in every PDC, or a pool per
+///   domain). A target PDC holds two responses in slots of its own; [`Endpoint::respond`] takes
+///   a block for more (or for a request received out of order when one own slot is left, since
+///   the last is kept for requests received in order), and the block goes back once the
+///   initiator's `CLEAR_PSN` has released what it holds. Any request may need a response, so
+///   while all `D` blocks are in use a target PDC that holds responses in both its own slots
+///   refuses new requests with NACK NO_GTD_DEL_AVAIL (UE 1.0 §3.5.12.7, "no SES
+///   guaranteed-delivery response resource"; retransmit class, so its initiator resends after
+///   `NACK_Retx_Time`, and gives up after `Max_NACK_Retx_Cnt`), and one holding one refuses those
+///   received out of order. A PDC whose requests are never answered is never refused for want
+///   of a block, and one holding responses always gets the request its window waits on (the
+///   initiator's `CLEAR_PSN` frees its own slots), so none starves. `R` costs memory only per
+///   block: `R` of 16, which answers every message at 800 Gb/s with no such refusal, costs
+///   `D` × 192 B more, not `P` × 192. Make `D` at least the target PDCs that hold more than two
+///   responses at once ([`EndpointStats::nacks_sent`] counts the refusals).
 ///
 /// `W` costs no memory, each entry of `O` 20 B, each entry of `Q` 124 B, each entry of `X` 50 B,
-/// each of `D` 196 B (a return direction 122 B and a block of 4 held responses 74 B; 64-bit
+/// each of `D` 192 B (a return direction 122 B and a block of 4 held responses 70 B; 64-bit
 /// host). The sizes are checked when the type is used, and a build error names the rule: `P` 2
 /// to 32 767, `M` 1 to 32 768, `W` 2 to 32 768, `E` more than `W` (a packet can release `W`
 /// messages and one more), `Q` at least 1, `O` and `X` at most 32 768, `D` 1 to 32 768.
@@ -1134,7 +1143,7 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///
 /// # Memory, and building one in place
 ///
-/// An endpoint holds everything it needs: 624 B per `P`, 136 B per `M` and 15.6 kB besides
+/// An endpoint holds everything it needs: 664 B per `P`, 136 B per `M` and 15.5 kB besides
 /// (with 64 events) at the default `R`, `C`, `W`, `Q`, `O`, `X` and `D` on a 64-bit host
 /// (`size_of::<Endpoint<P, M, E>>()` says exactly). [`Endpoint::new`] returns it by value, so it
 /// is built on the stack first, and at low optimisation levels copied again. Where that is too much stack (firmware), start from [`Endpoint::EMPTY`], whose
@@ -1807,7 +1816,8 @@ impl<
             // An idle return direction goes back to the pool.
             self.returns.settle(&mut t.ret);
             let ret = self.returns.get(t.ret);
-            (ready, deadline) = (t.pdc.has_pending(self.helds.get(t.held), ret), t.pdc.poll_timeout(ret));
+            let pending = self.helds.with(&mut t.held, &mut t.own, |held| t.pdc.has_pending(held, ret));
+            (ready, deadline) = (pending, t.pdc.poll_timeout(ret));
         }
         SlotList::place(index, ready, &mut self.targets_ready, &mut self.targets_ready_links);
         self.target_timers.set(index, deadline);
@@ -1835,7 +1845,8 @@ impl<
             let listed =
                 self.targets.index_of(id).is_some_and(|i| SlotList::contains(&self.targets_ready_links, i as u16));
             let mut ret = self.returns.get(t.ret).cloned();
-            let mut held = self.helds.get(t.held).clone();
+            let (mut own, mut block) = (t.own.clone(), self.helds.block(t.held).cloned());
+            let mut held = crate::pdc::held::Tiered { own: &mut own, block: block.as_mut(), spare: false };
             let due = t.pdc.poll_timeout(ret.as_ref()).is_some_and(|t| t <= now);
             assert!(
                 listed || due || t.pdc.clone().poll_transmit(&mut held, ret.as_mut(), now).is_none(),
@@ -1947,7 +1958,7 @@ impl<
                 |ret: Option<&ReturnDirection<2>>| ret.map_or((0, 0), |r| (r.window().lost_count(), r.timeouts()));
             let (lost, timeouts) = counts(ret.as_deref());
             let cfg = &configured(&self.cfg).pdc;
-            self.helds.with(&mut p.held, |held| p.pdc.handle_timeout(held, ret.as_deref_mut(), now, cfg));
+            self.helds.with(&mut p.held, &mut p.own, |held| p.pdc.handle_timeout(held, ret.as_deref_mut(), now, cfg));
             let (lost_after, timeouts_after) = counts(ret.as_deref());
             self.stats.resends.count_timer(lost_after.saturating_sub(lost), timeouts_after != timeouts);
         }

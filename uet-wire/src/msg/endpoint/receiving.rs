@@ -2,7 +2,6 @@
 //! carries, guaranteed-delivery responses, and freeing closed target PDCs.
 
 use super::*;
-use crate::pdc::PdcError;
 
 impl<
     const P: usize,
@@ -23,10 +22,10 @@ impl<
     /// duplicate). Call it after [`Endpoint::handle_packet`] returned `placement` and before the
     /// next [`Endpoint::poll_transmit`]: an ACK sent since may have acknowledged the request
     /// already. The endpoint delivers a request only while a response could be held for it, and
-    /// that room is sure only until the next [`Endpoint::handle_packet`]: a target PDC holding
-    /// no response takes a block of them here, from the `D` the endpoint shares (see
-    /// [`Endpoint`]), and answering requests delivered later first may take the last block (then
-    /// this fails with [`EndpointError::Respond`]).
+    /// that room is sure only until the next [`Endpoint::handle_packet`]: a response the target
+    /// PDC's own two slots do not take needs a block of the `D` the endpoint shares (see
+    /// [`Endpoint`]), taken here, and answering requests delivered later first may take the last
+    /// one (then this fails with [`EndpointError::Respond`]).
     pub fn respond(
         &mut self,
         placement: &Placement<'_>,
@@ -45,19 +44,22 @@ impl<
         let from = self.targets.key(placement.pdc).map(|k| k.src);
         match self.targets.get_mut(placement.pdc) {
             Some(t) if from == Some(placement.src) => {
-                let (pdc, psn) = (&t.pdc, placement.psn);
-                let held = match self.helds.take_with(&mut t.held, |held| pdc.hold_response(held, psn, rsp)) {
-                    Some(held) => held,
-                    // Every block in use: the PDC's own refusal if it has one, else that.
-                    None => pdc.hold_response(&mut HeldResponses::default(), psn, rsp).and(Err(PdcError::CannotHold {
-                        psn,
-                        why: "every block of held responses is in use (respond before the next handle_packet)",
-                    })),
-                };
+                let psn = placement.psn;
+                // In its own slots if they take it, else in a block: taken now (then
+                // `hold_response` refuses for want of a slot if every block is in use).
+                let in_order = !crate::pdc::window::psn_after(psn, t.pdc.window().cack_psn());
+                if !Tiered::<R>::own_takes(&t.own, in_order) {
+                    self.helds.take(&mut t.held);
+                }
+                let pdc = &t.pdc;
+                let held = self.helds.with(&mut t.held, &mut t.own, |held| pdc.hold_response(held, psn, rsp));
                 self.refresh_target(placement.pdc, false);
                 held.map_err(EndpointError::Respond)
             }
-            _ => Err(EndpointError::Respond(PdcError::CannotHold { psn: placement.psn, why: "no such target PDC" })),
+            _ => Err(EndpointError::Respond(crate::pdc::PdcError::CannotHold {
+                psn: placement.psn,
+                why: "no such target PDC",
+            })),
         }
     }
 
@@ -91,8 +93,6 @@ impl<
         // A READ is answered with data, which needs a message slot until acknowledged.
         let read_room = !read || self.free_slots.next().is_some() || self.read_run_for(id, &ses, seg).is_some();
         let Some(t) = self.targets.get_mut(id) else { return Ok(None) };
-        // A PDC holding no response needs a free block of them for this request.
-        let response_room = t.held.is_pooled() || self.helds.has_free();
         let mut admitted = t.order.admit(&self.order_pool, ses.message_id, ses.request_length, seg.len);
         if matches!(admitted, Err(OrderError::NoRoom { .. }))
             && t.pdc.window().classify(r.psn) == crate::pdc::Arrival::New
@@ -112,11 +112,10 @@ impl<
             Err(OrderError::NoRoom { .. }) => Err(NackCode::NoSesMsgAvail),
             Err(OrderError::Inconsistent { .. }) => Err(NackCode::UnexpEvent),
             Ok(_) if !read_room => Err(NackCode::NoPktBuffer),
-            Ok(_) if !response_room => Err(NackCode::NoGtdDelAvail),
             Ok(_) => Ok(()),
         };
         let cfg = &configured(&self.cfg).pdc;
-        let delivery = self.helds.with(&mut t.held, |held| {
+        let delivery = self.helds.with(&mut t.held, &mut t.own, |held| {
             t.pdc.handle_request_admitting(held, now, cfg, &r, u32::from(seg.len), ce, admit)
         });
         let mut new = false;

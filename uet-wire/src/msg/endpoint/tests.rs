@@ -477,17 +477,18 @@ fn no_request_is_delivered_once_no_response_could_be_held() {
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
     let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
     let mut out = [0u8; 256];
-    for i in 0..5 {
+    for i in 0..7 {
         a.send(desc(b_addr, Service::Rud, i, 10)).unwrap();
     }
-    for i in 0..5u64 {
+    for i in 0..7u64 {
         let n = a.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap().header_len;
         let mut req = out[..n].to_vec();
         req.extend((0..10).map(|k| byte(i, k)));
         match b.handle_packet(Instant::ZERO, a_addr, &req).unwrap() {
-            // Four slots: every request but the fifth is delivered and answered.
+            // Six slots, two of the PDC's own and a block of four: every request but the
+            // seventh is delivered and answered.
             Some(pl) => b.respond(&pl, ReturnCode::Ok, 10).unwrap(),
-            None => assert_eq!(i, 4, "request {i} refused with a slot free"),
+            None => assert_eq!(i, 6, "request {i} refused with a slot free"),
         }
     }
     let t = b.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap();
@@ -676,6 +677,76 @@ fn target_pdcs_take_turns_with_one_block_of_held_responses() {
         assert!(run::<1>(mode, loss, reorder) > 0, "{mode:?}: no request waited for the one block");
         assert_eq!(run::<RETURN_DIRECTIONS>(mode, loss, reorder), 0, "{mode:?}");
     }
+}
+
+/// A target PDC that answers nothing is never refused while other PDCs hold every block of
+/// held responses: here the one block is held by the PDC of a peer that went silent after four
+/// of its requests were answered (two responses in its own slots, two in the block, until its
+/// idle timeout), and another peer's 40 messages, their packets reordered in every round, all
+/// complete with no NACK NO_GTD_DEL_AVAIL under the default NACK retry limit.
+#[test]
+fn a_target_pdc_answering_nothing_is_never_refused_for_want_of_a_block() {
+    type Small = Endpoint<4, 16, 64, HELD_RESPONSES, 0, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, 1>;
+    let (a_addr, b_addr, c_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]), ipv4([10, 0, 0, 3]));
+    let (mut a, mut b, mut c) =
+        (Small::new(config(a_addr), 1), Small::new(config(b_addr), 2), Small::new(config(c_addr), 3));
+    let mut out = [0u8; 256];
+    let mut now = Instant::ZERO;
+    for i in 0..4 {
+        c.send(desc(b_addr, Service::Rud, i, 10)).unwrap();
+    }
+    while let Some(t) = c.poll_transmit(now, &mut out).unwrap() {
+        let mut pkt = out[..t.header_len].to_vec();
+        pkt.extend([0u8; 10]);
+        let pl = b.handle_packet(now, c_addr, &pkt).unwrap().expect("in order, delivered");
+        b.respond(&pl, ReturnCode::Ok, 10).unwrap();
+    }
+    assert_eq!(b.helds.used(), 1, "C's PDC holds the only block");
+    // B's answers to C are lost from here on, and C is heard no more.
+    while b.poll_transmit(now, &mut out).unwrap().is_some() {}
+    let mut sent = 0;
+    let mut next = 0;
+    for _round in 0..20_000 {
+        while next < 40 && a.messages_in_flight() < 16 {
+            a.send(desc(b_addr, Service::Rud, next, 10)).unwrap();
+            next += 1;
+        }
+        let mut flight = Vec::new();
+        while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
+            let mut pkt = out[..t.header_len].to_vec();
+            pkt.extend(std::iter::repeat_n(0u8, usize::from(t.payload.map_or(0, |p| p.len))));
+            flight.push(pkt);
+        }
+        let moved = !flight.is_empty();
+        for pkt in flight.iter().rev() {
+            let _ = b.handle_packet(now, a_addr, pkt);
+        }
+        while let Some(t) = b.poll_transmit(now, &mut out).unwrap() {
+            if t.dst == a_addr {
+                a.handle_packet(now, b_addr, &out[..t.header_len]).unwrap();
+            }
+        }
+        while let Some(ev) = a.poll_event() {
+            match ev {
+                Event::Sent(_) => sent += 1,
+                Event::Failed { why, .. } => panic!("a message failed: {why:?}"),
+                _ => {}
+            }
+        }
+        while b.poll_event().is_some() {}
+        if sent == 40 {
+            break;
+        }
+        if !moved {
+            now = [a.poll_timeout(), b.poll_timeout()].into_iter().flatten().min().unwrap_or(now).max(now);
+            a.handle_timeout(now);
+            b.handle_timeout(now);
+        }
+    }
+    assert_eq!(sent, 40);
+    assert_eq!(b.stats().nacks_sent.get(NackCode::NoGtdDelAvail), 0);
+    assert_eq!(b.helds.used(), 1, "the silent peer's PDC still holds its block");
+    b.check_invariants().unwrap();
 }
 
 /// A shared pool smaller than the target PDCs' `W`: with no entry (`O` 0) each target PDC
@@ -2098,10 +2169,11 @@ fn memory_per_pdc_and_per_message() {
     let lists = 4 * size_of::<Link>() + 2 * 12;
     std::println!(
         "Endpoint<16, 16, 64>: {base} B; per PDC {per_pdc} B: initiator {ini} (its state machine {}), target {tgt} (state machine {}, \
-         idle return direction {}, held responses' block {}, message order {}), lists and timers {lists}, table slots, keys and key index {}",
+         idle return direction {}, held responses: its own two {} and where its block is {}, message order {}), lists and timers {lists}, table slots, keys and key index {}",
         size_of::<Initiator>(),
         size_of::<TargetCore<2, HELD_RESPONSES>>(),
         size_of::<ReturnAt>(),
+        size_of::<HeldResponses<OWN_HELD>>(),
         size_of::<HeldAt>(),
         size_of::<MessageOrder<ORDER_WINDOW>>(),
         per_pdc - ini - tgt - lists
@@ -2151,7 +2223,7 @@ fn memory_per_pdc_and_per_message() {
     assert!(per_o <= 20, "{per_o} B per shared message in progress");
     assert!(per_q <= 128, "{per_q} B per control-queue entry");
     assert!(per_x <= 50, "{per_x} B per extension header");
-    assert!(per_pdc <= 624, "{per_pdc} B per PDC");
+    assert!(per_pdc <= 664, "{per_pdc} B per PDC");
     assert!(per_msg <= 136, "{per_msg} B per message slot");
     // Every packet's `Transmit` moves through the layers whole: its read-data reference keeps the
     // READ's header compact.

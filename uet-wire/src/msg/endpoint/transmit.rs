@@ -174,7 +174,7 @@ impl<
             let Some(dst) = self.targets.key(id).map(|k| k.src) else { continue };
             let Some(p) = self.targets.get_mut(id) else { continue };
             let ret = self.returns.get_mut(p.ret);
-            let Some(tx) = self.helds.with(&mut p.held, |held| p.pdc.poll_transmit(held, ret, now)) else {
+            let Some(tx) = self.helds.with(&mut p.held, &mut p.own, |held| p.pdc.poll_transmit(held, ret, now)) else {
                 self.refresh_target(id, false);
                 self.targets_ready.unlink(&mut self.targets_ready_links, index);
                 continue;
@@ -184,7 +184,7 @@ impl<
                 TargetTx::Ack(a) => {
                     let rsp = if a.next_header == NextHeader::Rsp {
                         // The ACK carries the guaranteed-delivery response held for its PSN.
-                        self.helds.get(p.held).get(a.ack_psn())
+                        self.helds.response(p.held, &p.own, a.ack_psn())
                     } else {
                         // Else the default response for the request it names: RC_OK if that is the
                         // one the PDC took last, else RC_NULL for any request it received (answering a
