@@ -102,6 +102,9 @@ pub(crate) trait Responses {
     fn oldest_except(&self, carried: Option<u32>) -> Option<u32>;
     /// `sack` with the bits of the held PSNs other than `carried` cleared.
     fn mask(&self, sack: Sack, carried: Option<u32>) -> Sack;
+    /// Whether any request has room, whatever it releases: none held, and more than one slot
+    /// (the common case, checked first).
+    fn roomy(&self) -> bool;
     /// Whether a response could be held for a request that arrives now, once the responses up
     /// to `release` (its `CLEAR_PSN`, when recording it releases any) are released. `in_order`:
     /// the request is the oldest PSN not yet received (`CACK_PSN + 1`).
@@ -252,11 +255,12 @@ impl<const R: usize> Responses for HeldResponses<R> {
         HeldResponses::mask(self, sack, carried)
     }
 
+    fn roomy(&self) -> bool {
+        self.is_empty() && R > 1
+    }
+
     /// The last free slot is kept for the oldest PSN not yet received (see the module doc).
     fn room(&self, release: Option<u32>, in_order: bool) -> bool {
-        if self.is_empty() && R > 1 {
-            return true;
-        }
         match release.map_or(self.free(), |clear| self.free_after_release_through(clear)) {
             0 => false,
             1 => in_order,
@@ -363,6 +367,11 @@ impl<const R: usize> Responses for Tiered<'_, R> {
     fn mask(&self, sack: Sack, carried: Option<u32>) -> Sack {
         let sack = self.own.mask(sack, carried);
         self.block.as_ref().map_or(sack, |b| b.mask(sack, carried))
+    }
+
+    /// Its own slots all free (`OWN_HELD` is more than one).
+    fn roomy(&self) -> bool {
+        self.own.is_empty()
     }
 
     /// A slot of the block, or of its own but the last unless `in_order`.

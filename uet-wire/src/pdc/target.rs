@@ -1328,6 +1328,9 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     /// See [`Target::response_room`].
     #[inline]
     pub(crate) fn response_room(&self, held: &impl Responses, req: &Request) -> bool {
+        if held.roomy() {
+            return true;
+        }
         let clear = req.psn.wrapping_add(i32::from(req.clear_psn_offset) as u32);
         // As `apply_clear` would after recording the request.
         let newest = if psn_after(req.psn, self.rx.max_rcvd()) { req.psn } else { self.rx.max_rcvd() };

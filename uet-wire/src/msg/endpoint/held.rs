@@ -58,8 +58,7 @@ impl<const R: usize, const D: usize> HeldPool<R, D> {
     }
 
     /// Runs `f` on the responses held by a PDC whose own slots are `own` and whose block is at
-    /// `at` (with a free block of the pool counted as its spare when it has none), and gives the
-    /// block back once `f` leaves it empty.
+    /// `at`, and gives the block back once `f` leaves it empty.
     #[inline]
     pub(super) fn with<T>(
         &mut self,
@@ -67,7 +66,30 @@ impl<const R: usize, const D: usize> HeldPool<R, D> {
         own: &mut HeldResponses<OWN_HELD>,
         f: impl FnOnce(&mut Tiered<'_, R>) -> T,
     ) -> T {
+        self.run(at, own, false, f)
+    }
+
+    /// [`HeldPool::with`] for a request to be let in: a free block of the pool counts as the
+    /// PDC's spare when it has none.
+    #[inline]
+    pub(super) fn admitting<T>(
+        &mut self,
+        at: &mut HeldAt,
+        own: &mut HeldResponses<OWN_HELD>,
+        f: impl FnOnce(&mut Tiered<'_, R>) -> T,
+    ) -> T {
         let spare = !at.is_pooled() && self.free.next().is_some();
+        self.run(at, own, spare, f)
+    }
+
+    #[inline(always)]
+    fn run<T>(
+        &mut self,
+        at: &mut HeldAt,
+        own: &mut HeldResponses<OWN_HELD>,
+        spare: bool,
+        f: impl FnOnce(&mut Tiered<'_, R>) -> T,
+    ) -> T {
         let block = at.entry().and_then(|i| self.blocks.get_mut(usize::from(i)));
         let out = f(&mut Tiered { own, block, spare });
         self.settle(at);

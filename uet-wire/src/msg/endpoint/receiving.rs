@@ -115,7 +115,7 @@ impl<
             Ok(_) => Ok(()),
         };
         let cfg = &configured(&self.cfg).pdc;
-        let delivery = self.helds.with(&mut t.held, &mut t.own, |held| {
+        let delivery = self.helds.admitting(&mut t.held, &mut t.own, |held| {
             t.pdc.handle_request_admitting(held, now, cfg, &r, u32::from(seg.len), ce, admit)
         });
         let mut new = false;
