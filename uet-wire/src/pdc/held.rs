@@ -14,7 +14,7 @@
 //!
 //! *Project-defined*, here only:
 //!
-//! * A target PDC holds at most `R` responses, a const generic of [`Target`] (default
+//! * A [`Target`] holds at most `R` responses, a const generic (default
 //!   [`HELD_RESPONSES`] = 4; at least 1; each slot is 16 B: the PSN and the 12 bytes the ACK
 //!   will carry).
 //!   A response is held for about one RTT, so the slots bound how many answered requests one PDC
@@ -24,13 +24,19 @@
 //!   Any request may need a guaranteed-delivery response, so one that arrives while none could
 //!   be held is refused with NACK NO_GTD_DEL_AVAIL
 //!   (retransmit class) before it is delivered ([`Target::handle_request_admitting`]).
-//! * A [`Target`] keeps its `R` slots itself. An [`Endpoint`]'s target PDC keeps two of its own
-//!   and takes a block of `R` more from a pool of `D` the PDCs share while it needs them
-//!   (see the `Endpoint` doc): only PDCs whose requests are answered need any.
-//! * The last free slot is kept for the oldest PSN not yet received (`CACK_PSN + 1`). Responses
-//!   held for later PSNs cannot be cleared while the initiator's left edge waits on that PSN, so
-//!   if it could be refused for want of a slot the PDC would deadlock (the PDC simulation found
-//!   this); with the slot kept, the PSN the window waits on always gets through.
+//! * A [`Target`]'s last free slot is kept for the oldest PSN not yet received
+//!   (`CACK_PSN + 1`). Responses held for later PSNs cannot be cleared while the initiator's
+//!   left edge waits on that PSN, so if it could be refused for want of a slot the PDC would
+//!   deadlock (the PDC simulation found this); with the slot kept, the PSN the window waits on
+//!   always gets through.
+//! * An [`Endpoint`]'s target PDC holds up to `R` + 2: two slots of its own, the last of which
+//!   is kept for responses to requests received in order, and a block of `R` from a pool of `D`
+//!   the PDCs share while it needs one (see the `Endpoint` doc): only PDCs whose requests are
+//!   answered use any.
+//! * A request refused for want of a slot makes the ACKs carrying the responses held for PSNs
+//!   up to `CACK_PSN` due again: the slot frees when the initiator's `CLEAR_PSN` passes one of
+//!   them, which it does once such an ACK arrives, so a lost one is sent again at the pace of
+//!   the refused resends rather than of the initiator's retransmission timeouts.
 //! * Held are responses without data (RSP, `RESPONSE` opcode). A response with data (RSP_DATA)
 //!   carries the caller's payload bytes, which this crate does not store.
 //! * While a response is held, ACKs carry `REQ = Clear`, so an initiator with no request to send
@@ -117,6 +123,9 @@ pub(crate) trait Responses {
     fn hold(&mut self, psn: u32, rsp: Response, in_order: bool) -> bool;
     /// A duplicate of `psn` arrived: if its response is held, an ACK carrying it is due again.
     fn resend(&mut self, psn: u32) -> bool;
+    /// A request was refused for want of a slot: an ACK carrying each response held for a PSN
+    /// up to `cack` is due again (see [`HeldResponses::resend_through`]).
+    fn resend_through(&mut self, cack: u32);
     /// The PSN of a response whose ACK is due, marked sent.
     fn take_unsent(&mut self) -> Option<u32>;
     /// Forgets every response for a PSN up to `clear` (serial order).
@@ -178,6 +187,13 @@ impl<const R: usize> HeldResponses<R> {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Makes an ACK due again for each response held for a PSN up to `cack` (serial order).
+    pub(crate) fn resend_through(&mut self, cack: u32) {
+        for h in self.held.iter_mut().filter(|h| !psn_after(h.psn, cack)) {
+            h.set_unsent(true);
         }
     }
 
@@ -278,6 +294,10 @@ impl<const R: usize> Responses for HeldResponses<R> {
 
     fn resend(&mut self, psn: u32) -> bool {
         HeldResponses::resend(self, psn)
+    }
+
+    fn resend_through(&mut self, cack: u32) {
+        HeldResponses::resend_through(self, cack)
     }
 
     fn take_unsent(&mut self) -> Option<u32> {
@@ -397,6 +417,13 @@ impl<const R: usize> Responses for Tiered<'_, R> {
 
     fn resend(&mut self, psn: u32) -> bool {
         self.own.resend(psn) || self.block.as_mut().is_some_and(|b| b.resend(psn))
+    }
+
+    fn resend_through(&mut self, cack: u32) {
+        self.own.resend_through(cack);
+        if let Some(b) = self.block.as_mut() {
+            b.resend_through(cack);
+        }
     }
 
     /// Its own slot's first, then the block's (each goes in its own ACK, in any order).

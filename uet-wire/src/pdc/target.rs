@@ -796,6 +796,15 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         };
         if let Some(code) = refusal {
             if self.would_deliver(req) {
+                if code == NackCode::NoGtdDelAvail {
+                    // The slot it waits for frees when the initiator's `CLEAR_PSN` passes a
+                    // response held for a PSN it has every PSN up to, which it does once the ACK
+                    // carrying that response arrives: send those ACKs again, in case they were
+                    // lost, at the pace of the refused resends rather than of the initiator's
+                    // timeouts (project-defined; without it, a lost ACK could cost the request
+                    // `Max_NACK_Retx_Cnt` refusals before the timeout resent its request).
+                    held.resend_through(self.rx.cack_psn());
+                }
                 return Ok(self.refuse(code, req.psn, req.flags.contains(RequestFlags::RETX)));
             }
         }

@@ -1177,6 +1177,44 @@ fn no_response_is_held_after_a_probe_answer_acknowledged_its_request() {
     assert!(matches!(tg.hold_response(r.psn, atomic_response(1)), Err(PdcError::CannotHold { .. })));
 }
 
+/// The one slot holds a response whose ACK was lost: the next request, whose `CLEAR_PSN` cannot
+/// pass it yet, is refused NO_GTD_DEL_AVAIL, and the refusal sends the ACK carrying the response
+/// again, so the initiator's left edge passes it and the request's resend is let in (not only
+/// after the initiator's timeout resent the answered request).
+#[test]
+fn a_refusal_for_want_of_a_slot_sends_the_response_to_clear_again() {
+    let cfg = cfg();
+    let mut i = Initiator::<2>::new(&cfg, DeliveryMode::Rud, 7, 1);
+    let first = req(i.send(t(0), &cfg, true).unwrap());
+    let mut tg = Target::<2, 1>::new(t(0), &cfg, 19, &first, StartPolicy::Open).unwrap();
+    assert_eq!(tg.handle_request(t(0), &cfg, &first, 8, false).unwrap(), Delivery::New);
+    i.handle_ack(t(1), &cfg, &ack_of(tg.poll_transmit(t(0)).unwrap())).unwrap();
+    let answered = req(i.send(t(2), &cfg, true).unwrap());
+    assert_eq!(tg.handle_request(t(2), &cfg, &answered, 8, false).unwrap(), Delivery::New);
+    tg.hold_response(answered.psn, atomic_response(1)).unwrap();
+    let lost = ack_of(tg.poll_transmit(t(2)).unwrap());
+    assert_eq!((lost.next_header, lost.ack_psn()), (NextHeader::Rsp, answered.psn));
+    let next = req(i.send(t(3), &cfg, true).unwrap());
+    assert_eq!(tg.handle_request(t(3), &cfg, &next, 8, false).unwrap(), Delivery::Dropped);
+    let n = pending_nack(&mut tg);
+    assert_eq!(n.code, NackCode::NoGtdDelAvail);
+    let again = ack_of(tg.poll_transmit(t(3)).unwrap());
+    assert_eq!((again.next_header, again.ack_psn()), (NextHeader::Rsp, answered.psn));
+    i.handle_nack(t(4), &cfg, &n).unwrap();
+    i.handle_ack(t(4), &cfg, &again).unwrap();
+    assert!(i.is_acked(answered.psn));
+    // The ACK asked for a CLEAR, which is lost; the resend, after NACK_Retx_Time, carries
+    // CLEAR_PSN past the response: it frees the slot and is let in.
+    let Some(InitiatorTx::Control(clear)) = i.poll_transmit(t(4)) else { panic!("no CLEAR") };
+    assert_eq!(clear.ctl_type, ControlType::Clear);
+    let later = t(4).saturating_add(cfg.nack_retx_time);
+    i.handle_timeout(later, &cfg);
+    let Some(InitiatorTx::Resend(r)) = i.poll_transmit(later) else { panic!("no resend") };
+    assert_eq!(r.psn, next.psn);
+    assert_eq!(tg.handle_request(later, &cfg, &req(r), 8, false).unwrap(), Delivery::New);
+    assert_eq!(tg.held_response(answered.psn), None);
+}
+
 /// Every response slot in use: a request that needs one is refused NO_GTD_DEL_AVAIL before it is
 /// delivered; a request carrying a CLEAR_PSN past the held PSNs frees them, and is let in for it.
 #[test]

@@ -749,6 +749,114 @@ fn a_target_pdc_answering_nothing_is_never_refused_for_want_of_a_block() {
     b.check_invariants().unwrap();
 }
 
+/// One run of [`an_answering_pdc_gets_every_request_through_while_others_hold_every_block`]:
+/// A sends `n` messages to B, each answered with a guaranteed-delivery response, packets shuffled
+/// and `loss` per cent lost each way; with `exhaust`, a silent peer's PDC holds B's one block.
+/// Returns the messages sent and failed.
+fn answered_under_loss(seed: u64, service: Service, loss: u32, n: u64, exhaust: bool, nack_retx: u8) -> (u64, u64) {
+    type Small = Endpoint<4, 16, 64, HELD_RESPONSES, 0, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, 1>;
+    let cfg = |addr| {
+        let mut c = config(addr);
+        c.pdc.max_nack_retx = nack_retx;
+        c
+    };
+    let (a_addr, b_addr, c_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]), ipv4([10, 0, 0, 3]));
+    let (mut a, mut b, mut c) = (Small::new(cfg(a_addr), 1), Small::new(cfg(b_addr), 2), Small::new(cfg(c_addr), 3));
+    let mut out = [0u8; 256];
+    let mut now = Instant::ZERO;
+    for i in 0..if exhaust { 4 } else { 0 } {
+        c.send(desc(b_addr, Service::Rud, i, 10)).unwrap();
+    }
+    while let Some(t) = c.poll_transmit(now, &mut out).unwrap() {
+        let mut pkt = out[..t.header_len].to_vec();
+        pkt.extend([0u8; 10]);
+        let pl = b.handle_packet(now, c_addr, &pkt).unwrap().expect("in order, delivered");
+        b.respond(&pl, ReturnCode::Ok, 10).unwrap();
+    }
+    assert_eq!(b.helds.used(), usize::from(exhaust));
+    while b.poll_transmit(now, &mut out).unwrap().is_some() {}
+    let mut wire =
+        Wire { rng: (seed + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15), loss: 0, reorder: true, flight: Vec::new() };
+    let (mut sent, mut failed, mut next, mut responses) = (0, 0, 0, 0);
+    for _round in 0..200_000 {
+        while next < n && a.messages_in_flight() < 16 {
+            a.send(desc(b_addr, service, next, 10)).unwrap();
+            next += 1;
+        }
+        let mut flight = Vec::new();
+        while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
+            let mut pkt = out[..t.header_len].to_vec();
+            pkt.extend(std::iter::repeat_n(0u8, usize::from(t.payload.map_or(0, |p| p.len))));
+            if wire.next() % 100 >= loss {
+                flight.push(pkt);
+            }
+        }
+        let moved = !flight.is_empty();
+        for i in (1..flight.len()).rev() {
+            flight.swap(i, wire.next() as usize % (i + 1));
+        }
+        for pkt in &flight {
+            if let Ok(Some(pl)) = b.handle_packet(now, a_addr, pkt) {
+                b.respond(&pl, ReturnCode::Ok, 10).expect("answered while it was placed");
+            }
+        }
+        while let Some(t) = b.poll_transmit(now, &mut out).unwrap() {
+            if t.dst == a_addr && wire.next() % 100 >= loss {
+                let _ = a.handle_packet(now, b_addr, &out[..t.header_len]);
+            }
+        }
+        while let Some(ev) = a.poll_event() {
+            match ev {
+                Event::Sent(_) => sent += 1,
+                Event::Failed { .. } => failed += 1,
+                Event::Response { .. } => responses += 1,
+                _ => {}
+            }
+        }
+        while b.poll_event().is_some() {}
+        assert_eq!(b.check_invariants(), Ok(()));
+        if sent + failed == n {
+            break;
+        }
+        if !moved {
+            now = [a.poll_timeout(), b.poll_timeout()].into_iter().flatten().min().unwrap_or(now).max(now);
+            a.handle_timeout(now);
+            b.handle_timeout(now);
+        }
+    }
+    assert_eq!(sent + failed, n, "seed {seed} {service:?} loss {loss} %: stuck");
+    assert!(responses >= sent, "every message sent had its response");
+    (sent, failed)
+}
+
+/// A target PDC that answers every request, its packets shuffled and lost, gets every request
+/// through whether or not another PDC holds the endpoint's one block of held responses: with
+/// unlimited NACK retries nothing fails (no PDC deadlocks for want of a slot), and in ROD nothing
+/// fails under the default retry limit either (a refusal sends again the responses the
+/// initiator must clear first, so a lost ACK costs no more refusals than a round trip). In RUD
+/// the PSNs behind a lost one can be refused until the lost one's retransmission timeout, which
+/// the default limit may not outlast (see the `Endpoint` doc).
+#[test]
+fn an_answering_pdc_gets_every_request_through_while_others_hold_every_block() {
+    for exhaust in [false, true] {
+        for service in [Service::Rud, Service::Rod] {
+            for loss in [5, 15] {
+                for seed in 0..8 {
+                    let n = 200;
+                    let (sent, _) =
+                        answered_under_loss(seed, service, loss, n, exhaust, crate::pdc::UNLIMITED_NACK_RETX);
+                    assert_eq!(sent, n, "seed {seed} {service:?} loss {loss} %, exhausted {exhaust}");
+                    if service == Service::Rod {
+                        let limit = PdcConfig::default().max_nack_retx;
+                        let (sent, _) = answered_under_loss(seed, service, loss, n, exhaust, limit);
+                        assert_eq!(sent, n, "seed {seed} ROD loss {loss} %, exhausted {exhaust}, default limit");
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// A shared pool smaller than the target PDCs' `W`: with no entry (`O` 0) each target PDC
 /// tracks only its own two messages, with one they take turns with it. Under loss and
 /// reordering every message arrives exactly once, the packets of the messages there was no room
