@@ -19,8 +19,9 @@
 //!   will carry).
 //!   A response is held for about one RTT, so the slots bound how many answered requests one PDC
 //!   takes per RTT. In the endpoint simulation at 800 Gb/s with every message (32 KiB average)
-//!   answered and no loss, 4 slots cost 46 493 NACK-driven resends of 51 466 request packets and
-//!   16 slots none (`examples/tests/pdc_sim.rs`, `response_slots_bound_guaranteed_delivery_rate`).
+//!   answered and no loss, `R` = 4 (six slots with an endpoint PDC's own two, below) cost 33 647
+//!   NACK-driven resends of 38 620 request packets and `R` = 16 none (`examples/tests/pdc_sim.rs`,
+//!   `response_slots_bound_guaranteed_delivery_rate`).
 //!   Any request may need a guaranteed-delivery response, so one that arrives while none could
 //!   be held is refused with NACK NO_GTD_DEL_AVAIL
 //!   (retransmit class) before it is delivered ([`Target::handle_request_admitting`]).
