@@ -602,6 +602,36 @@ fn small_windows_and_queues_deliver_everything_under_loss() {
     }
 }
 
+/// Messages over four PDC keys between two endpoints that share `D` pooled entries, under
+/// `loss` (per mille) and reordering: every message and READ completes with the right bytes and
+/// every response arrives once, and the invariants (checked at every step) hold at the end.
+/// Returns the receiving endpoint.
+fn four_pdcs_sharing<const R: usize, const D: usize>(
+    mode: Service,
+    loss: u32,
+    reorder: bool,
+    read_every: usize,
+    respond_every: u64,
+) -> Endpoint<8, 64, 96, R, 2, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, D> {
+    let l: Vec<u32> = (0..240).map(|i| [0u32, 1, 1024, 5000, 17, 65_536][i % 6]).collect();
+    let seed = 0x5A13 + respond_every.min(1);
+    let run =
+        Run { respond_every, keys: 4, mode, loss, reorder, window: 16, read_every, pause: None, seed, corrupt: 0 };
+    let (received, sent, a, b, left): (
+        _,
+        _,
+        Endpoint<8, 64, 96, R, 2, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, D>,
+        _,
+        _,
+    ) = exchange_run_sized(&run, config(ipv4([10, 0, 0, 1])), &l);
+    assert_eq!(sent, l.len(), "{mode:?}, D {D}: every message and READ completed");
+    assert_eq!(received.len(), l.len(), "{mode:?}, D {D}: B received every message and READ request");
+    assert!(left.is_empty());
+    a.check_invariants().unwrap();
+    b.check_invariants().unwrap();
+    b
+}
+
 /// One return direction (`D` 1) for four target PDCs: READs arrive on all four at once, and their
 /// data goes one PDC at a time, the others waiting while one has data outstanding. Under loss
 /// and reordering every READ completes with the right bytes and every write arrives once; the
@@ -609,73 +639,28 @@ fn small_windows_and_queues_deliver_everything_under_loss() {
 /// pool. With the default `D` no read data waits.
 #[test]
 fn target_pdcs_take_turns_with_one_return_direction() {
-    fn run<const D: usize>(mode: Service, loss: u32, reorder: bool) -> u64 {
-        type Small<const D: usize> =
-            Endpoint<8, 64, 96, HELD_RESPONSES, 2, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, D>;
-        let l: Vec<u32> = (0..240).map(|i| [0u32, 1, 1024, 5000, 17, 65_536][i % 6]).collect();
-        let run = Run {
-            respond_every: 0,
-            keys: 4,
-            mode,
-            loss,
-            reorder,
-            window: 16,
-            read_every: 3,
-            pause: None,
-            seed: 0x5A13,
-            corrupt: 0,
-        };
-        let (received, sent, a, b, left): (_, _, Small<D>, Small<D>, _) =
-            exchange_run_sized(&run, config(ipv4([10, 0, 0, 1])), &l);
-        assert_eq!(sent, l.len(), "{mode:?}, D {D}: every message and READ completed");
-        assert_eq!(received.len(), l.len(), "{mode:?}, D {D}: B received every message and READ request");
-        assert!(left.is_empty());
-        a.check_invariants().unwrap();
-        b.check_invariants().unwrap();
-        b.stats().return_direction_waits
-    }
     for (mode, loss, reorder) in [(Service::Rud, 0, false), (Service::Rud, 20, true), (Service::Rod, 20, false)] {
-        assert!(run::<1>(mode, loss, reorder) > 0, "{mode:?}: no read data waited for the one return direction");
-        assert_eq!(run::<RETURN_DIRECTIONS>(mode, loss, reorder), 0, "{mode:?}");
+        let one = four_pdcs_sharing::<HELD_RESPONSES, 1>(mode, loss, reorder, 3, 0);
+        assert!(one.stats().return_direction_waits > 0, "{mode:?}: no read data waited for the one return direction");
+        let default = four_pdcs_sharing::<HELD_RESPONSES, RETURN_DIRECTIONS>(mode, loss, reorder, 3, 0);
+        assert_eq!(default.stats().return_direction_waits, 0, "{mode:?}");
     }
 }
 
 /// Four target PDCs answer every other message with a guaranteed-delivery response and share one
-/// block of held responses (`D` = 1): while one holds a response, the others refuse new requests
-/// with NACK NO_GTD_DEL_AVAIL, and under loss and reordering every message and every response
-/// still arrives exactly once. With the default `D` no request is refused.
+/// block of held responses (`D` = 1): while one holds the block, the others hold what their own
+/// two slots take and refuse the rest with NACK NO_GTD_DEL_AVAIL, and under loss and reordering
+/// every message and every response still arrives exactly once, every block back in the pool at
+/// the end. With the default `D` (each block room for every response a PDC holds at once, 16 in
+/// flight) no request is refused.
 #[test]
 fn target_pdcs_take_turns_with_one_block_of_held_responses() {
-    fn run<const D: usize>(mode: Service, loss: u32, reorder: bool) -> u32 {
-        // Room in each block for every response a PDC can hold at once (16 messages in flight):
-        // only the pool refuses requests.
-        type Small<const D: usize> = Endpoint<8, 64, 96, 16, 2, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, D>;
-        let l: Vec<u32> = (0..240).map(|i| [0u32, 1, 1024, 5000, 17, 65_536][i % 6]).collect();
-        let run = Run {
-            respond_every: 2,
-            keys: 4,
-            mode,
-            loss,
-            reorder,
-            window: 16,
-            read_every: 0,
-            pause: None,
-            seed: 0x5A14,
-            corrupt: 0,
-        };
-        let (received, sent, a, b, left): (_, _, Small<D>, Small<D>, _) =
-            exchange_run_sized(&run, config(ipv4([10, 0, 0, 1])), &l);
-        assert_eq!(sent, l.len(), "{mode:?}, D {D}: every message completed");
-        assert_eq!(received.len(), l.len(), "{mode:?}, D {D}: B received every message");
-        assert!(left.is_empty());
-        a.check_invariants().unwrap();
-        b.check_invariants().unwrap();
-        assert_eq!(b.helds.used(), 0, "every block back in the pool");
-        b.stats().nacks_sent.get(NackCode::NoGtdDelAvail)
-    }
     for (mode, loss, reorder) in [(Service::Rud, 0, false), (Service::Rud, 20, true), (Service::Rod, 20, false)] {
-        assert!(run::<1>(mode, loss, reorder) > 0, "{mode:?}: no request waited for the one block");
-        assert_eq!(run::<RETURN_DIRECTIONS>(mode, loss, reorder), 0, "{mode:?}");
+        let one = four_pdcs_sharing::<16, 1>(mode, loss, reorder, 0, 2);
+        assert_eq!(one.helds.used(), 0, "every block back in the pool");
+        assert!(one.stats().nacks_sent.get(NackCode::NoGtdDelAvail) > 0, "{mode:?}: no request waited for the block");
+        let default = four_pdcs_sharing::<16, RETURN_DIRECTIONS>(mode, loss, reorder, 0, 2);
+        assert_eq!(default.stats().nacks_sent.get(NackCode::NoGtdDelAvail), 0, "{mode:?}");
     }
 }
 
