@@ -664,19 +664,14 @@ fn target_pdcs_take_turns_with_one_block_of_held_responses() {
     }
 }
 
-/// A target PDC that answers nothing is never refused while other PDCs hold every block of
-/// held responses: here the one block is held by the PDC of a peer that went silent after four
-/// of its requests were answered (two responses in its own slots, two in the block, until its
-/// idle timeout), and another peer's 40 messages, their packets reordered in every round, all
-/// complete with no NACK NO_GTD_DEL_AVAIL under the default NACK retry limit.
-#[test]
-fn a_target_pdc_answering_nothing_is_never_refused_for_want_of_a_block() {
-    type Small = Endpoint<4, 16, 64, HELD_RESPONSES, 0, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, 1>;
-    let (a_addr, b_addr, c_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]), ipv4([10, 0, 0, 3]));
-    let (mut a, mut b, mut c) =
-        (Small::new(config(a_addr), 1), Small::new(config(b_addr), 2), Small::new(config(c_addr), 3));
+/// Endpoints with one block of held responses (`D` = 1).
+type OneBlock = Endpoint<4, 16, 64, HELD_RESPONSES, 0, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, 1>;
+
+/// Makes `c`'s PDC at `b` hold `b`'s one block: four of its requests answered (two responses in
+/// its own slots, two in the block), and every packet `b` sends it after that lost.
+fn hold_the_block(b: &mut OneBlock, c: &mut OneBlock, now: Instant) {
+    let (b_addr, c_addr) = (b.config().addr, c.config().addr);
     let mut out = [0u8; 256];
-    let mut now = Instant::ZERO;
     for i in 0..4 {
         c.send(desc(b_addr, Service::Rud, i, 10)).unwrap();
     }
@@ -687,8 +682,23 @@ fn a_target_pdc_answering_nothing_is_never_refused_for_want_of_a_block() {
         b.respond(&pl, ReturnCode::Ok, 10).unwrap();
     }
     assert_eq!(b.helds.used(), 1, "C's PDC holds the only block");
-    // B's answers to C are lost from here on, and C is heard no more.
     while b.poll_transmit(now, &mut out).unwrap().is_some() {}
+}
+
+/// A target PDC that answers nothing is never refused while other PDCs hold every block of
+/// held responses: here the one block is held by the PDC of a peer that went silent after four
+/// of its requests were answered (two responses in its own slots, two in the block, until its
+/// idle timeout), and another peer's 40 messages, their packets reordered in every round, all
+/// complete with no NACK NO_GTD_DEL_AVAIL under the default NACK retry limit.
+#[test]
+fn a_target_pdc_answering_nothing_is_never_refused_for_want_of_a_block() {
+    let (a_addr, b_addr, c_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]), ipv4([10, 0, 0, 3]));
+    let (mut a, mut b, mut c) =
+        (OneBlock::new(config(a_addr), 1), OneBlock::new(config(b_addr), 2), OneBlock::new(config(c_addr), 3));
+    let mut out = [0u8; 256];
+    let mut now = Instant::ZERO;
+    // C is heard no more.
+    hold_the_block(&mut b, &mut c, now);
     let mut sent = 0;
     let mut next = 0;
     for _round in 0..20_000 {
@@ -739,27 +749,19 @@ fn a_target_pdc_answering_nothing_is_never_refused_for_want_of_a_block() {
 /// and `loss` per cent lost each way; with `exhaust`, a silent peer's PDC holds B's one block.
 /// Returns the messages sent and failed.
 fn answered_under_loss(seed: u64, service: Service, loss: u32, n: u64, exhaust: bool, nack_retx: u8) -> (u64, u64) {
-    type Small = Endpoint<4, 16, 64, HELD_RESPONSES, 0, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, 1>;
     let cfg = |addr| {
         let mut c = config(addr);
         c.pdc.max_nack_retx = nack_retx;
         c
     };
     let (a_addr, b_addr, c_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]), ipv4([10, 0, 0, 3]));
-    let (mut a, mut b, mut c) = (Small::new(cfg(a_addr), 1), Small::new(cfg(b_addr), 2), Small::new(cfg(c_addr), 3));
+    let (mut a, mut b, mut c) =
+        (OneBlock::new(cfg(a_addr), 1), OneBlock::new(cfg(b_addr), 2), OneBlock::new(cfg(c_addr), 3));
     let mut out = [0u8; 256];
     let mut now = Instant::ZERO;
-    for i in 0..if exhaust { 4 } else { 0 } {
-        c.send(desc(b_addr, Service::Rud, i, 10)).unwrap();
+    if exhaust {
+        hold_the_block(&mut b, &mut c, now);
     }
-    while let Some(t) = c.poll_transmit(now, &mut out).unwrap() {
-        let mut pkt = out[..t.header_len].to_vec();
-        pkt.extend([0u8; 10]);
-        let pl = b.handle_packet(now, c_addr, &pkt).unwrap().expect("in order, delivered");
-        b.respond(&pl, ReturnCode::Ok, 10).unwrap();
-    }
-    assert_eq!(b.helds.used(), usize::from(exhaust));
-    while b.poll_transmit(now, &mut out).unwrap().is_some() {}
     let mut wire =
         Wire { rng: (seed + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15), loss: 0, reorder: true, flight: Vec::new() };
     let (mut sent, mut failed, mut next, mut responses) = (0, 0, 0, 0);
