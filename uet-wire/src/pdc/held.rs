@@ -333,7 +333,7 @@ pub(crate) const OWN_HELD: usize = 2;
 /// received in order is one the initiator's `CLEAR_PSN` passes once the ACK carrying it arrives,
 /// with no other request let in first. So the PSN the window waits on always finds a slot of
 /// the PDC's own free again (it carries that `CLEAR_PSN` itself), even while other PDCs hold
-/// every block: a PDC cannot starve for want of a block, and one with nothing held lets in any
+/// every block: no PDC deadlocks for want of a block, and one with nothing held lets in any
 /// request, in order or not.
 ///
 /// [`Target`]: super::Target

@@ -1035,11 +1035,10 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///   requests are never answered is never refused for want of a slot, and one holding
 ///   responses always takes the request its window waits on in the end, so none deadlocks. But
 ///   while its slots are full a RUD PDC refuses the requests behind a lost one until that one
-///   is resent, and under the default `Max_NACK_Retx_Cnt` their initiator may give up first: in
-///   a test answering every request of a PDC (16 in flight, shuffled, one block for two PDCs),
-///   none of 6 000 messages failed at 5 % loss each way with the block free and 16 with it held
-///   by another PDC; at 15 %, 96 and 48 (ROD: none; with [`PdcConfig::software`]'s unlimited
-///   retries, none). `R` costs memory per block only: `R` of 16, which answers every message
+///   is resent, and under the default `Max_NACK_Retx_Cnt` their initiator may give up first
+///   (answering every request of a PDC with 16 in flight, shuffled, at 15 % loss each way, about
+///   1 % of its messages; at 5 %, under 0.3 %; in ROD, or with [`PdcConfig::software`]'s
+///   unlimited retries, none). `R` costs memory per block only: `R` of 16, which answers every message
 ///   at 800 Gb/s with no refusal, costs `D` × 192 B more, not `P` × 192. Make `D` at least the
 ///   target PDCs holding responses beyond their own two at once
 ///   ([`EndpointStats::nacks_sent`] counts the refusals).
