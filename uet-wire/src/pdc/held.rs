@@ -191,6 +191,12 @@ impl<const R: usize> HeldResponses<R> {
         }
     }
 
+    /// The PSNs of the responses held (for the invariant checks).
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn psns(&self) -> impl Iterator<Item = u32> + '_ {
+        self.held.iter().map(|h| h.psn)
+    }
+
     /// Makes an ACK due again for each response held for a PSN up to `cack` (serial order).
     pub(crate) fn resend_through(&mut self, cack: u32) {
         for h in self.held.iter_mut().filter(|h| !psn_after(h.psn, cack)) {

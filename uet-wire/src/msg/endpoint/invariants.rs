@@ -139,6 +139,16 @@ impl<
                     return Err("an empty block of held responses is not back in the pool");
                 }
             }
+            // The last own slot takes only a response to a request received in order: every PSN
+            // up to the one held received (what keeps the PDC from deadlocking).
+            let cack = t.pdc.window().cack_psn();
+            if t.own.psns().filter(|&psn| crate::pdc::window::psn_after(psn, cack)).count() > 1 {
+                return Err("a target PDC's own slots hold two responses to requests received out of order");
+            }
+            let holds = !t.own.is_empty() || t.held.is_pooled();
+            if holds && t.pdc.state() == crate::pdc::TargetState::Closed {
+                return Err("a closed target PDC holds responses");
+            }
             on_pdc_lists += well(&t.runs, &self.pdc_links)?;
             pooled += t.order.pooled();
             if t.order.in_progress() > W {
