@@ -94,8 +94,8 @@ pub(crate) struct HeldResponses<const R: usize> {
 }
 
 /// What a target PDC's state machine needs of the responses it holds, wherever they are kept:
-/// [`HeldResponses`] (a [`Target`]'s own `R` slots) or [`Tiered`] (an endpoint's PDC: a slot of
-/// its own and a block from the endpoint's pool).
+/// [`HeldResponses`] (a [`Target`]'s own `R` slots) or [`Tiered`] (an endpoint's PDC: two slots
+/// of its own and a block from the endpoint's pool).
 ///
 /// [`Target`]: super::Target
 pub(crate) trait Responses {
@@ -326,6 +326,10 @@ impl<const R: usize> Responses for HeldResponses<R> {
 ///
 /// [`Target`]: super::Target
 pub(crate) const OWN_HELD: usize = 2;
+
+// `Tiered::roomy` and the rule that keeps the last own slot for a request received in order
+// need more than one own slot.
+const _: () = assert!(OWN_HELD > 1);
 
 /// The responses an endpoint's target PDC holds: [`OWN_HELD`] slots of its own (`own`) and a
 /// block of `R` from the endpoint's pool (`block`) while it has one. `spare`: it has no block
