@@ -145,6 +145,9 @@ pub struct EndpointSimReport {
     pub restarts: u64,
     /// Times read data waited for one of the endpoint's return directions (both sides).
     pub return_direction_waits: u64,
+    /// Read data and CLOSE_REQs dropped at an initiator PDC for want of one of the `D` return
+    /// directions (`EndpointStats::return_receiver_drops`, summed over both sides).
+    pub return_receiver_drops: u64,
     /// Requests refused with NACK NO_GTD_DEL_AVAIL (both sides): no guaranteed-delivery response
     /// could have been held for them.
     pub gtd_refusals: u64,
@@ -512,6 +515,7 @@ impl<const R: usize, const D: usize> EndpointSim<R, D> {
         self.report.restarts =
             self.sides.iter().map(|s| u64::from(s.ep.stats().nacks_sent.get(NackCode::NewStartPsn))).sum();
         self.report.return_direction_waits = self.sides.iter().map(|s| s.ep.stats().return_direction_waits).sum();
+        self.report.return_receiver_drops = self.sides.iter().map(|s| s.ep.stats().return_receiver_drops).sum();
         self.report.gtd_refusals =
             self.sides.iter().map(|s| u64::from(s.ep.stats().nacks_sent.get(NackCode::NoGtdDelAvail))).sum();
         let mut r = self.report.clone();

@@ -55,7 +55,10 @@
 //! them ([`InitiatorTx::Ack`]: CACK, SACK, ACK_PSN naming the packet that drew it) are coalesced
 //! as a target's are, and ROD NACKs ROD_OOO once per missing PSN. The target's CLOSE_REQ takes a
 //! PSN of the same direction and is acknowledged the same way; one whose PSN lies outside the
-//! window (a peer numbering from elsewhere) is acknowledged alone, its PSN as CACK.
+//! window (a peer numbering from elsewhere) is acknowledged alone, its PSN as CACK. An
+//! [`Initiator`] keeps its return direction; an [`Endpoint`](crate::msg::Endpoint) keeps only the
+//! cumulative ACK of an idle one, and takes the rest from a pool while packets of it are not yet
+//! acknowledged (its const generic `D`).
 
 use super::config::{MPR_GRANULARITY, PdcConfig};
 use super::rtt::RttEstimator;
@@ -189,12 +192,18 @@ pub struct AckOutcome {
 }
 
 // Control packets waiting to go, as bits.
-const TX_ACK_CLOSE_REQ: u8 = 1;
 const TX_CLOSE: u8 = 2;
 const TX_CLEAR: u8 = 4;
 const TX_PROBE: u8 = 8;
-const TX_RET_ACK: u8 = 16;
-const TX_RET_NACK: u8 = 32;
+
+// Packets of the return direction waiting to go, as bits.
+const RET_ACK_CLOSE_REQ: u8 = 1;
+const RET_ACK: u8 = 2;
+const RET_NACK: u8 = 4;
+// The return direction's NACK marks, as bits: `rod_nacked` holds a PSN; the NACK waiting to go is
+// ROD_OOO (else PKT_NOT_RCVD).
+const ROD_NACKED: u8 = 1;
+const NACK_ROD_OOO: u8 = 2;
 
 // Events waiting to be polled, as bits.
 const EV_ESTABLISHED: u8 = 1;
@@ -208,7 +217,7 @@ const PSN_RANGE_LIMIT: u32 = 1 << 31;
 /// agree).
 const SYN_PSN_SPAN: u32 = 1 << 12;
 
-/// What drives a transition (see [`Initiator::transition`]).
+/// What drives a transition (see [`InitiatorCore::transition`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ev {
     /// A new request PSN.
@@ -232,6 +241,18 @@ enum Ev {
 /// The initiator end of one PDC, with a send window of `64 × W` PSNs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Initiator<const W: usize = 2> {
+    core: InitiatorCore<W>,
+    ret: ReturnReceiver<W>,
+}
+
+/// An initiator PDC without the state of its return direction, which the caller keeps and passes
+/// in ([`ReturnReceiver`]): [`Initiator`] keeps the two together, and an endpoint keeps the return
+/// directions of its initiator PDCs in a pool, since only PDCs receiving read data need theirs.
+/// Methods that take the return direction as an `Option` read `None` as an idle one (see
+/// [`ReturnReceiver::idle`]); a caller keeping an idle one's [`IdleReceiver`] makes it anew when
+/// a NACK NEW_START_PSN moves the start PSN (the return direction is numbered from it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct InitiatorCore<const W: usize = 2> {
     state: InitiatorState,
     mode: DeliveryMode,
     /// This PDC's id (IPDCID).
@@ -245,22 +266,6 @@ pub struct Initiator<const W: usize = 2> {
     peer_range_cack: u32,
     /// The CLOSE's PSN (meaningful from CloseAckWait on).
     close_psn: u32,
-    /// PSN of the target's CLOSE_REQ to acknowledge, when it lies outside the return window (a
-    /// peer that numbers its return direction from another start).
-    close_req_psn: u32,
-    /// The return direction (read data and CLOSE_REQ from the target), numbered from this PDC's
-    /// start PSN.
-    ret: RxWindow<W>,
-    ret_coalescer: AckCoalescer,
-    /// The return PSN the next return ACK names, and the flags it echoes.
-    ret_ack_psn: u32,
-    ret_ack_flags: AckFlags,
-    /// ROD: the missing return PSN already NACKed ROD_OOO.
-    ret_rod_nacked: Option<u32>,
-    /// The NACK of the return direction waiting to go: its code and PSN.
-    ret_nack: (NackCode, u32),
-    /// The newest return PSN received when the last return ACK went out.
-    ret_acked_max: u32,
     rto_at: Deadline,
     probe_at: Deadline,
     /// SACK-driven loss detection.
@@ -282,18 +287,352 @@ pub struct Initiator<const W: usize = 2> {
     failure: Option<Failure>,
 }
 
+/// The return direction of an initiator PDC (read data and CLOSE_REQ from the target, numbered
+/// from the PDC's start PSN): its receive window, ACK coalescing, and the ACK or NACK waiting to
+/// go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ReturnReceiver<const W: usize> {
+    window: RxWindow<W>,
+    coalescer: AckCoalescer,
+    /// The return PSN the next return ACK names, and the flags it echoes.
+    ack_psn: u32,
+    ack_flags: AckFlags,
+    /// ROD: the missing return PSN already NACKed ROD_OOO (with `ROD_NACKED` in `marks`).
+    rod_nacked: u32,
+    /// The PSN of the NACK waiting to go (ROD_OOO with `NACK_ROD_OOO` in `marks`, else
+    /// PKT_NOT_RCVD).
+    nack_psn: u32,
+    /// The newest return PSN received when the last return ACK went out.
+    acked_max: u32,
+    /// PSN of the target's CLOSE_REQ to acknowledge, when it lies outside the window (a peer that
+    /// numbers its return direction from another start).
+    close_req_psn: u32,
+    /// ACKs and NACKs waiting to go, as bits (`RET_*`).
+    pending: u8,
+    /// `ROD_NACKED`, `NACK_ROD_OOO`.
+    marks: u8,
+}
+
+/// What an idle [`ReturnReceiver`] keeps: its cumulative ACK. [`ReturnReceiver::resume`] makes it
+/// whole again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct IdleReceiver {
+    cack: u32,
+}
+
+impl IdleReceiver {
+    /// The idle return direction of a PDC whose start PSN is `start_psn`.
+    pub(crate) const fn new(start_psn: u32) -> Self {
+        IdleReceiver { cack: start_psn.wrapping_sub(1) }
+    }
+}
+
+impl<const W: usize> ReturnReceiver<W> {
+    /// Every byte zero: a placeholder (for storage built in `const`), not a return direction in
+    /// use; [`ReturnReceiver::resume`] makes one.
+    pub(crate) const ZERO: Self = ReturnReceiver { ack_psn: 0, acked_max: 0, ..Self::new(1) };
+
+    /// A return direction for the start PSN `start_psn`.
+    pub(crate) const fn new(start_psn: u32) -> Self {
+        ReturnReceiver {
+            window: RxWindow::new(start_psn),
+            coalescer: AckCoalescer::ZERO,
+            ack_psn: start_psn,
+            ack_flags: AckFlags::empty(),
+            rod_nacked: 0,
+            nack_psn: 0,
+            acked_max: start_psn.wrapping_sub(1),
+            close_req_psn: 0,
+            pending: 0,
+            marks: 0,
+        }
+    }
+
+    /// The return direction `idle` stands for: one behaving as the one [`ReturnReceiver::idle`]
+    /// made it of does.
+    pub(crate) const fn resume(idle: IdleReceiver) -> Self {
+        Self::new(idle.cack.wrapping_add(1))
+    }
+
+    /// What it keeps while idle, if it is: every PSN received up to its cumulative ACK and
+    /// acknowledged, nothing coalesced or waiting to go, and (ROD) no missing PSN NACKed. What
+    /// it then drops is read only once a packet sets it again.
+    pub(crate) fn idle(&self) -> Option<IdleReceiver> {
+        let cack = self.window.cack_psn();
+        let idle = self.pending == 0
+            && self.coalescer.accepted() == 0
+            && self.window.max_rcvd() == cack
+            && self.acked_max == cack
+            && self.rod_nacked() != Some(cack.wrapping_add(1));
+        idle.then_some(IdleReceiver { cack })
+    }
+
+    /// The receive window.
+    pub(crate) const fn window(&self) -> &RxWindow<W> {
+        &self.window
+    }
+
+    /// Whether an ACK or NACK of it waits to go.
+    pub(crate) const fn has_pending(&self) -> bool {
+        self.pending != 0
+    }
+
+    /// ROD: the missing PSN already NACKed ROD_OOO, if any.
+    const fn rod_nacked(&self) -> Option<u32> {
+        if self.marks & ROD_NACKED != 0 { Some(self.rod_nacked) } else { None }
+    }
+
+    /// Queues a NACK of `psn`: ROD_OOO, else PKT_NOT_RCVD.
+    fn nack_now(&mut self, psn: u32, rod_ooo: bool) {
+        self.nack_psn = psn;
+        self.marks = if rod_ooo { self.marks | NACK_ROD_OOO } else { self.marks & !NACK_ROD_OOO };
+        self.pending |= RET_NACK;
+    }
+
+    /// Queues an ACK naming `psn` with `flags`.
+    fn ack_now(&mut self, psn: u32, flags: AckFlags) {
+        self.ack_psn = psn;
+        self.ack_flags = flags;
+        self.pending |= RET_ACK;
+    }
+}
+
 impl<const W: usize> Initiator<W> {
     /// `MP_RANGE` of this PDC, in PSNs.
     pub const MP_RANGE: u32 = TxWindow::<W>::MP_RANGE;
-
-    const SIZE_OK: () = assert!(W >= 1 && 64 * W <= 32768, "the window must fit the 16-bit PSN offsets");
 
     /// A new PDC in `Creating` (allocated on the first message to a new selection tuple,
     /// UE 1.0 §3.5.8.1). `local` is its id (never 0); `start_psn` should be random, or the
     /// security domain's `ini_start_psn` for a secure PDC.
     pub fn new(cfg: &PdcConfig, mode: DeliveryMode, local: u16, start_psn: u32) -> Self {
+        let core = InitiatorCore::new(cfg, mode, local, start_psn);
+        Initiator { core, ret: ReturnReceiver::new(start_psn) }
+    }
+
+    /// The current state.
+    pub const fn state(&self) -> InitiatorState {
+        self.core.state()
+    }
+
+    /// RUD or ROD.
+    pub const fn mode(&self) -> DeliveryMode {
+        self.core.mode()
+    }
+
+    /// This PDC's id.
+    pub const fn local_id(&self) -> u16 {
+        self.core.local_id()
+    }
+
+    /// The target's PDC id once known.
+    pub const fn remote_id(&self) -> Option<u16> {
+        self.core.remote_id()
+    }
+
+    /// The start PSN (moved by a NEW_START_PSN NACK).
+    pub const fn start_psn(&self) -> u32 {
+        self.core.start_psn()
+    }
+
+    /// The send window.
+    pub const fn window(&self) -> &TxWindow<W> {
+        self.core.window()
+    }
+
+    /// Why the PDC closed in error, if it did.
+    pub const fn failure(&self) -> Option<Failure> {
+        self.core.failure()
+    }
+
+    /// Whether `psn` is acknowledged.
+    pub fn is_acked(&self, psn: u32) -> bool {
+        self.core.is_acked(psn)
+    }
+
+    /// PSNs sent and not acknowledged (a CLOSE's included).
+    pub fn outstanding(&self) -> u32 {
+        self.core.outstanding()
+    }
+
+    /// Request packets in flight: sent, and neither acknowledged nor marked lost (a CLOSE, which
+    /// takes a PSN of its own, not counted). What a congestion window counts for this PDC.
+    pub fn requests_in_flight(&self) -> u32 {
+        self.core.requests_in_flight()
+    }
+
+    /// Whether a new request may be sent now: the state allows it, both windows have room, and
+    /// (while SYN is set) the 12-bit `psn_offset` and (with `Limit_PSN_Range`) the 2^31 PSN range
+    /// are not used up.
+    pub fn can_send(&self, cfg: &PdcConfig) -> bool {
+        self.core.can_send(cfg)
+    }
+
+    /// Takes the next PSN for a new request and stamps it. `ar` asks for an immediate ACK (set it
+    /// on the last packet of a message; with `Enb_ACK_Per_Pkt`, [`AckPolicy::per_packet`], every
+    /// request carries AR). Once `Limit_PSN_Range` is used up, the PDC moves to Quiesce by itself.
+    ///
+    /// [`AckPolicy::per_packet`]: super::window::AckPolicy::per_packet
+    #[inline(always)]
+    pub fn send(&mut self, now: Instant, cfg: &PdcConfig, ar: bool) -> Result<Stamp, PdcError> {
+        self.core.send(now, cfg, ar)
+    }
+
+    /// Processes an ACK addressed to this PDC (DPDCID = our id).
+    #[inline(always)]
+    pub fn handle_ack(&mut self, now: Instant, cfg: &PdcConfig, ack: &Ack) -> Result<AckOutcome, PdcError> {
+        self.core.handle_ack(Some(&mut self.ret), now, cfg, ack)
+    }
+
+    /// Turns SLEEK on ([`sleek`](super::sleek)): tail-loss probes go as PROBE control packets,
+    /// whose answers [`AckOutcome::probe_rtt`] times, and [`Initiator::run_sleek`] (after every
+    /// ACK) and [`Initiator::recover`] restart the probe timer and start loss recovery.
+    /// A congestion controller drives it: the limits and the probe's verdict come from its window
+    /// and delays.
+    pub fn use_sleek(&mut self) {
+        self.core.use_sleek()
+    }
+
+    /// Whether SLEEK's loss recovery runs now.
+    pub const fn recovering(&self) -> bool {
+        self.core.recovering()
+    }
+
+    /// SLEEK after [`Initiator::handle_ack`] accepted `ack` at `now`: restarts the probe timer
+    /// ([`SleekLimits::probe_after`]) and starts, continues or ends loss recovery from the
+    /// out-of-order count (the ACK_CC's `ooo_count`, else the PSNs this PDC knows arrived past
+    /// the cumulative ACK) and `limits` (see [`sleek`](super::sleek)). Returns how many PSNs it
+    /// newly marked for resend; 0 with SLEEK off.
+    pub fn run_sleek(&mut self, now: Instant, ack: &Ack, limits: SleekLimits) -> u32 {
+        self.core.run_sleek(now, ack, limits)
+    }
+
+    /// SLEEK: a probe's answer found the network empty (its queueing delay below the congestion
+    /// controller's target), so what is still missing was lost: loss recovery starts again from
+    /// the cumulative ACK, packets resent before included, and the next [`Initiator::run_sleek`]
+    /// marks them. Nothing without SLEEK or with nothing outstanding.
+    pub fn recover(&mut self) {
+        self.core.recover()
+    }
+
+    /// Retransmission timeouts of the oldest unacknowledged packet so far (0 once an ACK passed
+    /// it).
+    pub const fn timeouts(&self) -> u8 {
+        self.core.timeouts()
+    }
+
+    /// The round-trip estimate of the request direction.
+    pub const fn rtt(&self) -> &RttEstimator {
+        self.core.rtt()
+    }
+
+    /// Processes a NACK addressed to this PDC.
+    pub fn handle_nack(&mut self, now: Instant, cfg: &PdcConfig, nack: &Nack) -> Result<NackClass, PdcError> {
+        self.core.handle_nack(Some(&mut self.ret), now, cfg, nack)
+    }
+
+    /// Processes a control packet from the target: CLOSE_REQ (acknowledged, then the PDC
+    /// quiesces). Other control types are not for the initiator.
+    pub fn handle_control(&mut self, now: Instant, ctl: &Control) -> Result<(), PdcError> {
+        self.core.handle_control(&mut self.ret, now, ctl)
+    }
+
+    /// A close is wanted (idle, resources, or policy): stop starting messages; the caller calls
+    /// [`Initiator::close`] when the messages it started are sent.
+    pub fn request_close(&mut self) -> Result<(), PdcError> {
+        self.core.request_close()
+    }
+
+    /// Closes the PDC: waits for every outstanding ACK, then sends CLOSE (UE 1.0 §3.5.8.3). A
+    /// PDC that never sent anything closes at once.
+    pub fn close(&mut self, now: Instant, cfg: &PdcConfig) -> Result<(), PdcError> {
+        self.core.close(Some(&mut self.ret), now, cfg)
+    }
+
+    /// The next packet to send that is not a new request: the ACK of a CLOSE_REQ, CLOSE, CLEAR,
+    /// a tail-loss probe, or a resend, in that order.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<InitiatorTx> {
+        self.core.poll_transmit(Some(&mut self.ret), now)
+    }
+
+    /// Takes a return-direction packet from the target (read data: a RUD or ROD request from the
+    /// target's PDC, next header RSP_DATA) and records its PSN in the return window, numbered
+    /// from this PDC's start PSN. Returns what the caller does with its payload: place it when
+    /// [`Delivery::New`]; a duplicate or an old PSN is only acknowledged again. ROD takes only
+    /// the next PSN in order and NACKs ROD_OOO once per missing PSN; a PSN outside the window is
+    /// dropped. ACKs ([`InitiatorTx::Ack`]) are coalesced as the target's are; AR, SYN-less
+    /// duplicates and `ecn` (with `ACK_On_ECN`) draw one at once.
+    pub fn handle_data(
+        &mut self,
+        now: Instant,
+        cfg: &PdcConfig,
+        req: &Request,
+        payload_len: u32,
+        ecn: bool,
+    ) -> Result<Delivery, PdcError> {
+        self.core.handle_data(&mut self.ret, now, cfg, req, payload_len, ecn)
+    }
+
+    /// The ACK_CC of the return direction this PDC would send now: CACK and SACK of the return
+    /// window, ACK_PSN naming the packet that asked for it.
+    pub fn return_ack(&self) -> Ack {
+        self.core.return_ack(&self.ret)
+    }
+
+    /// Whether a resend or control packet is waiting for [`Initiator::poll_transmit`]. Resends
+    /// held back by `NACK_Retx_Time` are not: the hold's end is a [`Initiator::poll_timeout`]
+    /// deadline, and [`Initiator::handle_timeout`] at it makes them pending.
+    pub fn has_pending(&self) -> bool {
+        self.core.has_pending(Some(&self.ret))
+    }
+
+    /// The next deadline: RTO, tail-loss probe, end of a reorder window, or end of a NACK hold.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.core.poll_timeout()
+    }
+
+    /// Runs the timers due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant, cfg: &PdcConfig) {
+        self.core.handle_timeout(Some(&mut self.ret), now, cfg)
+    }
+
+    /// The next event, each reported once: Established, then Failed, then Closed.
+    pub fn poll_event(&mut self) -> Option<InitiatorEvent> {
+        self.core.poll_event(Some(&self.ret))
+    }
+
+    /// The return window: what arrived from the target.
+    pub const fn return_window(&self) -> &RxWindow<W> {
+        self.ret.window()
+    }
+
+    /// Test support: behaves as if `n` more PSNs had been sent and acknowledged.
+    #[cfg(test)]
+    pub(crate) fn skip_psns(&mut self, n: u32) {
+        self.core.skip_psns(n);
+    }
+
+    /// Replaces the return direction with what [`ReturnReceiver::resume`] makes of it if it is
+    /// idle, as an endpoint's pool does; returns whether it was.
+    #[cfg(test)]
+    pub(crate) fn rest_return_direction(&mut self) -> bool {
+        let idle = self.ret.idle();
+        if let Some(idle) = idle {
+            self.ret = ReturnReceiver::resume(idle);
+        }
+        idle.is_some()
+    }
+}
+
+impl<const W: usize> InitiatorCore<W> {
+    /// `MP_RANGE` of this PDC, in PSNs.
+    pub const MP_RANGE: u32 = TxWindow::<W>::MP_RANGE;
+
+    const SIZE_OK: () = assert!(W >= 1 && 64 * W <= 32768, "the window must fit the 16-bit PSN offsets");
+
+    /// [`Initiator::new`].
+    pub fn new(cfg: &PdcConfig, mode: DeliveryMode, local: u16, start_psn: u32) -> Self {
         let () = Self::SIZE_OK;
-        Initiator {
+        InitiatorCore {
             state: InitiatorState::Creating,
             mode,
             local,
@@ -303,14 +642,6 @@ impl<const W: usize> Initiator<W> {
             peer_range: u32::from(cfg.default_mpr) * MPR_GRANULARITY,
             peer_range_cack: start_psn.wrapping_sub(1),
             close_psn: 0,
-            close_req_psn: 0,
-            ret: RxWindow::new(start_psn),
-            ret_coalescer: AckCoalescer::default(),
-            ret_ack_psn: start_psn,
-            ret_ack_flags: AckFlags::empty(),
-            ret_rod_nacked: None,
-            ret_nack: (NackCode::RodOoo, 0),
-            ret_acked_max: start_psn.wrapping_sub(1),
             rto_at: Deadline::NONE,
             probe_at: Deadline::NONE,
             losses: LossDetector::default(),
@@ -327,53 +658,52 @@ impl<const W: usize> Initiator<W> {
         }
     }
 
-    /// The current state.
+    /// [`Initiator::state`].
     pub const fn state(&self) -> InitiatorState {
         self.state
     }
 
-    /// RUD or ROD.
+    /// [`Initiator::mode`].
     pub const fn mode(&self) -> DeliveryMode {
         self.mode
     }
 
-    /// This PDC's id.
+    /// [`Initiator::local_id`].
     pub const fn local_id(&self) -> u16 {
         self.local
     }
 
-    /// The target's PDC id once known.
+    /// [`Initiator::remote_id`].
     pub const fn remote_id(&self) -> Option<u16> {
         if self.remote == 0 { None } else { Some(self.remote) }
     }
 
-    /// The start PSN (moved by a NEW_START_PSN NACK).
+    /// [`Initiator::start_psn`].
     pub const fn start_psn(&self) -> u32 {
         self.start_psn
     }
 
-    /// The send window.
+    /// [`Initiator::window`].
     pub const fn window(&self) -> &TxWindow<W> {
         &self.tx
     }
 
-    /// Why the PDC closed in error, if it did.
+    /// [`Initiator::failure`].
     pub const fn failure(&self) -> Option<Failure> {
         self.failure
     }
 
-    /// Whether `psn` is acknowledged.
+    /// [`Initiator::is_acked`].
     pub fn is_acked(&self, psn: u32) -> bool {
         self.tx.is_acked(psn)
     }
 
-    /// PSNs sent and not acknowledged (a CLOSE's included).
+    /// [`Initiator::outstanding`].
     pub fn outstanding(&self) -> u32 {
         self.tx.outstanding()
     }
 
-    /// Request packets in flight: sent, and neither acknowledged nor marked lost (a CLOSE, which
-    /// takes a PSN of its own, not counted). What a congestion window counts for this PDC.
+    /// [`Initiator::requests_in_flight`].
     pub fn requests_in_flight(&self) -> u32 {
         let close = self.state == InitiatorState::CloseAckWait
             && !self.tx.is_acked(self.close_psn)
@@ -381,9 +711,7 @@ impl<const W: usize> Initiator<W> {
         self.tx.outstanding().saturating_sub(self.tx.lost_count()).saturating_sub(u32::from(close))
     }
 
-    /// Whether a new request may be sent now: the state allows it, both windows have room, and
-    /// (while SYN is set) the 12-bit `psn_offset` and (with `Limit_PSN_Range`) the 2^31 PSN range
-    /// are not used up.
+    /// [`Initiator::can_send`].
     pub fn can_send(&self, cfg: &PdcConfig) -> bool {
         self.transition(Ev::Send).is_ok() && self.has_room(cfg)
     }
@@ -401,11 +729,7 @@ impl<const W: usize> Initiator<W> {
         self.tx.next_psn().wrapping_sub(self.start_psn) >= PSN_RANGE_LIMIT - 1
     }
 
-    /// Takes the next PSN for a new request and stamps it. `ar` asks for an immediate ACK (set it
-    /// on the last packet of a message; with `Enb_ACK_Per_Pkt`, [`AckPolicy::per_packet`], every
-    /// request carries AR). Once `Limit_PSN_Range` is used up, the PDC moves to Quiesce by itself.
-    ///
-    /// [`AckPolicy::per_packet`]: super::window::AckPolicy::per_packet
+    /// [`Initiator::send`].
     // Fast path: see "Speed" in the module doc of `pdc`.
     #[inline(always)]
     pub fn send(&mut self, now: Instant, cfg: &PdcConfig, ar: bool) -> Result<Stamp, PdcError> {
@@ -445,7 +769,7 @@ impl<const W: usize> Initiator<W> {
     }
 
     /// Enters `next`, raising the events entering it implies.
-    fn enter(&mut self, next: InitiatorState) {
+    fn enter(&mut self, next: InitiatorState, ret: Option<&mut ReturnReceiver<W>>) {
         if next == InitiatorState::Closed && self.state != InitiatorState::Closed {
             self.events |= EV_CLOSED;
             self.rto_at.clear();
@@ -453,15 +777,24 @@ impl<const W: usize> Initiator<W> {
             self.losses.stop();
             self.sleek.stop();
             self.hold_until.clear();
-            self.tx_pending &= TX_ACK_CLOSE_REQ;
+            self.tx_pending = 0;
+            if let Some(ret) = ret {
+                ret.pending &= RET_ACK_CLOSE_REQ;
+            }
         }
         self.state = next;
     }
 
-    /// Processes an ACK addressed to this PDC (DPDCID = our id).
+    /// [`Initiator::handle_ack`], with the return direction passed in.
     // Fast path: see "Speed" in the module doc of `pdc`.
     #[inline(always)]
-    pub fn handle_ack(&mut self, now: Instant, cfg: &PdcConfig, ack: &Ack) -> Result<AckOutcome, PdcError> {
+    pub fn handle_ack(
+        &mut self,
+        mut ret: Option<&mut ReturnReceiver<W>>,
+        now: Instant,
+        cfg: &PdcConfig,
+        ack: &Ack,
+    ) -> Result<AckOutcome, PdcError> {
         if ack.dpdcid != self.local {
             return Err(PdcError::WrongPdc { expected: self.local, got: ack.dpdcid });
         }
@@ -528,11 +861,11 @@ impl<const W: usize> Initiator<W> {
         }
         if next == InitiatorState::AckWait && !self.tx.has_outstanding() {
             next = transition(next, Ev::Drained)?;
-            self.queue_close(now, cfg);
+            self.queue_close(ret.as_deref_mut(), now, cfg);
         } else if close_acked {
             next = transition(next, Ev::CloseDone)?;
         }
-        self.enter(next);
+        self.enter(next, ret);
         let request_acked = if close_acked { acked.saturating_sub(1) } else { acked };
         Ok(AckOutcome { acked: request_acked, lost, rtt, probe_rtt })
     }
@@ -548,25 +881,17 @@ impl<const W: usize> Initiator<W> {
         self.losses.on_ack(&mut self.tx, now, cfg)
     }
 
-    /// Turns SLEEK on ([`sleek`](super::sleek)): tail-loss probes go as PROBE control packets,
-    /// whose answers [`AckOutcome::probe_rtt`] times, and [`Initiator::run_sleek`] (after every
-    /// ACK) and [`Initiator::recover`] restart the probe timer and start loss recovery.
-    /// A congestion controller drives it: the limits and the probe's verdict come from its window
-    /// and delays.
+    /// [`Initiator::use_sleek`].
     pub fn use_sleek(&mut self) {
         self.sleek.enable();
     }
 
-    /// Whether SLEEK's loss recovery runs now.
+    /// [`Initiator::recovering`].
     pub const fn recovering(&self) -> bool {
         self.sleek.recovering()
     }
 
-    /// SLEEK after [`Initiator::handle_ack`] accepted `ack` at `now`: restarts the probe timer
-    /// ([`SleekLimits::probe_after`]) and starts, continues or ends loss recovery from the
-    /// out-of-order count (the ACK_CC's `ooo_count`, else the PSNs this PDC knows arrived past
-    /// the cumulative ACK) and `limits` (see [`sleek`](super::sleek)). Returns how many PSNs it
-    /// newly marked for resend; 0 with SLEEK off.
+    /// [`Initiator::run_sleek`].
     pub fn run_sleek(&mut self, now: Instant, ack: &Ack, limits: SleekLimits) -> u32 {
         self.run_sleek_counted(now, super::sleek::ooo_count(ack), limits)
     }
@@ -598,10 +923,7 @@ impl<const W: usize> Initiator<W> {
         matches!(self.state, InitiatorState::Established | InitiatorState::Quiesce | InitiatorState::AckWait)
     }
 
-    /// SLEEK: a probe's answer found the network empty (its queueing delay below the congestion
-    /// controller's target), so what is still missing was lost: loss recovery starts again from
-    /// the cumulative ACK, packets resent before included, and the next [`Initiator::run_sleek`]
-    /// marks them. Nothing without SLEEK or with nothing outstanding.
+    /// [`Initiator::recover`].
     pub fn recover(&mut self) {
         if self.sends_requests() {
             self.sleek.recover(&mut self.tx);
@@ -618,13 +940,12 @@ impl<const W: usize> Initiator<W> {
         now.saturating_add(rto)
     }
 
-    /// Retransmission timeouts of the oldest unacknowledged packet so far (0 once an ACK passed
-    /// it).
+    /// [`Initiator::timeouts`].
     pub const fn timeouts(&self) -> u8 {
         self.rto_count
     }
 
-    /// The round-trip estimate of the request direction.
+    /// [`Initiator::rtt`].
     pub const fn rtt(&self) -> &RttEstimator {
         &self.rtt
     }
@@ -658,7 +979,7 @@ impl<const W: usize> Initiator<W> {
     }
 
     /// Takes a PSN for the CLOSE and queues it.
-    fn queue_close(&mut self, now: Instant, cfg: &PdcConfig) {
+    fn queue_close(&mut self, ret: Option<&mut ReturnReceiver<W>>, now: Instant, cfg: &PdcConfig) {
         // The window is empty here (all acknowledged, or abandoned), so a PSN is always free.
         let psn = self.tx.send(u32::MAX).unwrap_or(self.tx.next_psn());
         self.close_psn = psn;
@@ -668,13 +989,19 @@ impl<const W: usize> Initiator<W> {
         self.rto_at.set(self.rto_deadline(now, cfg));
         self.probe_at.clear();
         // Return data received since the last return ACK is acknowledged before the CLOSE.
-        if self.ret_coalescer.accepted() > 0 {
-            self.tx_pending |= TX_RET_ACK;
+        if let Some(ret) = ret.filter(|r| r.coalescer.accepted() > 0) {
+            ret.pending |= RET_ACK;
         }
     }
 
-    /// Processes a NACK addressed to this PDC.
-    pub fn handle_nack(&mut self, now: Instant, cfg: &PdcConfig, nack: &Nack) -> Result<NackClass, PdcError> {
+    /// [`Initiator::handle_nack`], with the return direction passed in.
+    pub fn handle_nack(
+        &mut self,
+        mut ret: Option<&mut ReturnReceiver<W>>,
+        now: Instant,
+        cfg: &PdcConfig,
+        nack: &Nack,
+    ) -> Result<NackClass, PdcError> {
         let NackTarget::Pdc { psn, spdcid, dpdcid } = nack.target else {
             return Err(PdcError::IllegalEvent { event: "RUDI NACK", state: PdcState::Initiator(self.state) });
         };
@@ -700,7 +1027,7 @@ impl<const W: usize> Initiator<W> {
                 self.failure = Some(Failure::Nack(nack.code));
                 self.events |= EV_FAILED;
             }
-            self.enter(next);
+            self.enter(next, ret);
             return Ok(class);
         }
         if nack.code == NackCode::UnexpEvent && self.sleek.awaits_probe_answer() {
@@ -718,7 +1045,7 @@ impl<const W: usize> Initiator<W> {
                 let next = self.transition(Ev::Update)?;
                 let (nack_psn, nack_count) = self.nack_counted(psn);
                 if cfg.nack_retx_exhausted(nack_count) {
-                    self.fail(now, cfg, Failure::NackRetriesExhausted, true)?;
+                    self.fail(ret, now, cfg, Failure::NackRetriesExhausted, true)?;
                     return Ok(class);
                 }
                 (self.nack_psn, self.nack_count) = (nack_psn, nack_count);
@@ -743,13 +1070,13 @@ impl<const W: usize> Initiator<W> {
                     let resend_at = self.hold_until.get().map_or(now, |t| t.max(now));
                     self.rto_at.set(self.rto_deadline(resend_at, cfg));
                 }
-                self.enter(next);
+                self.enter(next, ret);
             }
             NackClass::Close => {
                 // The target still holds the PDC unless the code says it does not: then a CLOSE
                 // frees it there too.
                 let peer_alive = !matches!(nack.code, NackCode::InvDpdcid | NackCode::ClosingInErr);
-                self.fail(now, cfg, Failure::Nack(nack.code), peer_alive)?;
+                self.fail(ret, now, cfg, Failure::Nack(nack.code), peer_alive)?;
             }
             NackClass::NewStartPsn => {
                 // Only while SYN is set, i.e. before anything was acknowledged (as uet-ref-prov's
@@ -775,17 +1102,25 @@ impl<const W: usize> Initiator<W> {
                 self.start_psn = nack.payload;
                 self.rtt.forget_timed();
                 self.peer_range_cack = nack.payload.wrapping_sub(1);
-                self.ret = RxWindow::new(nack.payload);
+                // Nothing came back yet (no ACK named the target): its return direction is idle,
+                // and starts again from the new start PSN.
+                if let Some(ret) = ret.as_deref_mut() {
+                    *ret = ReturnReceiver::new(nack.payload);
+                }
                 self.rto_at.set(self.rto_deadline(now, cfg));
-                self.enter(next);
+                self.enter(next, ret);
             }
         }
         Ok(class)
     }
 
-    /// Processes a control packet from the target: CLOSE_REQ (acknowledged, then the PDC
-    /// quiesces). Other control types are not for the initiator.
-    pub fn handle_control(&mut self, _now: Instant, ctl: &Control) -> Result<(), PdcError> {
+    /// [`Initiator::handle_control`], with the return direction passed in.
+    pub fn handle_control(
+        &mut self,
+        ret: &mut ReturnReceiver<W>,
+        _now: Instant,
+        ctl: &Control,
+    ) -> Result<(), PdcError> {
         let PdcDest::Established { dpdcid } = ctl.dest else {
             return Err(PdcError::IllegalEvent { event: "control with SYN", state: PdcState::Initiator(self.state) });
         };
@@ -798,16 +1133,16 @@ impl<const W: usize> Initiator<W> {
         match ctl.ctl_type {
             ControlType::CloseReq => {
                 let next = self.transition(Ev::WantClose)?;
-                if self.ret.receive(ctl.psn) == Arrival::OutOfWindow {
+                if ret.window.receive(ctl.psn) == Arrival::OutOfWindow {
                     // A peer numbering its return direction from elsewhere: acknowledge the
                     // CLOSE_REQ alone, its PSN as CACK.
-                    self.close_req_psn = ctl.psn;
-                    self.tx_pending |= TX_ACK_CLOSE_REQ;
+                    ret.close_req_psn = ctl.psn;
+                    ret.pending |= RET_ACK_CLOSE_REQ;
                 } else {
                     let retx = ctl.flags.contains(ControlFlags::RETX);
-                    self.ret_ack_now(ctl.psn, if retx { AckFlags::RETX } else { AckFlags::empty() });
+                    ret.ack_now(ctl.psn, if retx { AckFlags::RETX } else { AckFlags::empty() });
                 }
-                self.enter(next);
+                self.enter(next, Some(ret));
                 Ok(())
             }
             ControlType::AckReq => {
@@ -816,17 +1151,16 @@ impl<const W: usize> Initiator<W> {
                 // NACKed PKT_NOT_RCVD so the target resends it.
                 let next = self.transition(Ev::Update)?;
                 let received = match self.mode {
-                    DeliveryMode::Rud => self.ret.received(ctl.psn),
-                    DeliveryMode::Rod => !psn_after(ctl.psn, self.ret.cack_psn()),
+                    DeliveryMode::Rud => ret.window.received(ctl.psn),
+                    DeliveryMode::Rod => !psn_after(ctl.psn, ret.window.cack_psn()),
                 };
                 if received {
                     let retx = ctl.flags.contains(ControlFlags::RETX);
-                    self.ret_ack_now(ctl.psn, if retx { AckFlags::RETX } else { AckFlags::empty() });
+                    ret.ack_now(ctl.psn, if retx { AckFlags::RETX } else { AckFlags::empty() });
                 } else {
-                    self.ret_nack = (NackCode::PktNotRcvd, ctl.psn);
-                    self.tx_pending |= TX_RET_NACK;
+                    ret.nack_now(ctl.psn, false);
                 }
-                self.enter(next);
+                self.enter(next, Some(ret));
                 Ok(())
             }
             _ => Err(PdcError::IllegalEvent {
@@ -836,36 +1170,47 @@ impl<const W: usize> Initiator<W> {
         }
     }
 
-    /// A close is wanted (idle, resources, or policy): stop starting messages; the caller calls
-    /// [`Initiator::close`] when the messages it started are sent.
+    /// [`Initiator::request_close`].
     pub fn request_close(&mut self) -> Result<(), PdcError> {
         let next = self.transition(Ev::WantClose)?;
-        self.enter(next);
+        // A wish to close never closes at once: the return direction is not touched.
+        self.enter(next, None);
         Ok(())
     }
 
     fn want_close(&mut self) {
         if let Ok(next) = self.transition(Ev::WantClose) {
-            self.enter(next);
+            self.enter(next, None);
         }
     }
 
-    /// Closes the PDC: waits for every outstanding ACK, then sends CLOSE (UE 1.0 §3.5.8.3). A
-    /// PDC that never sent anything closes at once.
-    pub fn close(&mut self, now: Instant, cfg: &PdcConfig) -> Result<(), PdcError> {
+    /// [`Initiator::close`], with the return direction passed in.
+    pub fn close(
+        &mut self,
+        mut ret: Option<&mut ReturnReceiver<W>>,
+        now: Instant,
+        cfg: &PdcConfig,
+    ) -> Result<(), PdcError> {
         let outstanding = self.tx.outstanding();
         let ever_sent = self.tx.next_psn() != self.start_psn;
         let next = self.transition(Ev::Close { outstanding, ever_sent })?;
         if next == InitiatorState::CloseAckWait && self.state != InitiatorState::CloseAckWait {
-            self.queue_close(now, cfg);
+            self.queue_close(ret.as_deref_mut(), now, cfg);
         }
-        self.enter(next);
+        self.enter(next, ret);
         Ok(())
     }
 
     /// Close in error: everything not acknowledged fails; then CLOSE if the target may still hold
     /// the PDC, else Closed.
-    fn fail(&mut self, now: Instant, cfg: &PdcConfig, why: Failure, peer_alive: bool) -> Result<(), PdcError> {
+    fn fail(
+        &mut self,
+        mut ret: Option<&mut ReturnReceiver<W>>,
+        now: Instant,
+        cfg: &PdcConfig,
+        why: Failure,
+        peer_alive: bool,
+    ) -> Result<(), PdcError> {
         // A target that never answered has no id to address; one in CloseAckWait already has our
         // CLOSE.
         let peer_alive = peer_alive && self.remote != 0 && self.state != InitiatorState::CloseAckWait;
@@ -878,39 +1223,16 @@ impl<const W: usize> Initiator<W> {
         self.hold_until.clear();
         self.losses.stop();
         if next == InitiatorState::CloseAckWait {
-            self.queue_close(now, cfg);
+            self.queue_close(ret.as_deref_mut(), now, cfg);
         }
-        self.enter(next);
+        self.enter(next, ret);
         Ok(())
     }
 
-    /// The next packet to send that is not a new request: the ACK of a CLOSE_REQ, CLOSE, CLEAR,
-    /// a tail-loss probe, or a resend, in that order.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<InitiatorTx> {
-        if self.tx_pending & TX_ACK_CLOSE_REQ != 0 {
-            self.tx_pending &= !TX_ACK_CLOSE_REQ;
-            return Some(InitiatorTx::Ack(Ack {
-                next_header: NextHeader::None,
-                flags: AckFlags::empty(),
-                request: AckRequest::None,
-                ack_psn_offset: 0,
-                cack_psn: self.close_req_psn,
-                spdcid: self.local,
-                dpdcid: self.remote,
-                ext: AckExtension::None,
-            }));
-        }
-        if self.tx_pending & TX_RET_NACK != 0 {
-            self.tx_pending &= !TX_RET_NACK;
-            let (code, psn) = self.ret_nack;
-            let n = Nack::for_pdc(code, psn, self.local, self.remote);
-            return Some(InitiatorTx::Nack(Nack { payload: self.ret.max_rcvd().wrapping_add(1), ..n }));
-        }
-        if self.tx_pending & TX_RET_ACK != 0 {
-            self.tx_pending &= !TX_RET_ACK;
-            self.ret_coalescer.sent();
-            self.ret_acked_max = self.ret.max_rcvd();
-            return Some(InitiatorTx::Ack(self.return_ack()));
+    /// [`Initiator::poll_transmit`], with the return direction passed in.
+    pub fn poll_transmit(&mut self, ret: Option<&mut ReturnReceiver<W>>, now: Instant) -> Option<InitiatorTx> {
+        if let Some(ret) = ret.filter(|r| r.pending != 0) {
+            return Some(self.poll_return(ret));
         }
         if self.tx_pending & TX_CLOSE != 0 {
             self.tx_pending &= !TX_CLOSE;
@@ -945,15 +1267,38 @@ impl<const W: usize> Initiator<W> {
         Some(InitiatorTx::Resend(self.stamp(psn, RequestFlags::RETX | RequestFlags::AR)))
     }
 
-    /// Takes a return-direction packet from the target (read data: a RUD or ROD request from the
-    /// target's PDC, next header RSP_DATA) and records its PSN in the return window, numbered
-    /// from this PDC's start PSN. Returns what the caller does with its payload: place it when
-    /// [`Delivery::New`]; a duplicate or an old PSN is only acknowledged again. ROD takes only
-    /// the next PSN in order and NACKs ROD_OOO once per missing PSN; a PSN outside the window is
-    /// dropped. ACKs ([`InitiatorTx::Ack`]) are coalesced as the target's are; AR, SYN-less
-    /// duplicates and `ecn` (with `ACK_On_ECN`) draw one at once.
+    /// The return direction's packet waiting to go (one is): the ACK of a CLOSE_REQ, a NACK, or
+    /// an ACK, in that order.
+    fn poll_return(&self, ret: &mut ReturnReceiver<W>) -> InitiatorTx {
+        if ret.pending & RET_ACK_CLOSE_REQ != 0 {
+            ret.pending &= !RET_ACK_CLOSE_REQ;
+            return InitiatorTx::Ack(Ack {
+                next_header: NextHeader::None,
+                flags: AckFlags::empty(),
+                request: AckRequest::None,
+                ack_psn_offset: 0,
+                cack_psn: ret.close_req_psn,
+                spdcid: self.local,
+                dpdcid: self.remote,
+                ext: AckExtension::None,
+            });
+        }
+        if ret.pending & RET_NACK != 0 {
+            ret.pending &= !RET_NACK;
+            let code = if ret.marks & NACK_ROD_OOO != 0 { NackCode::RodOoo } else { NackCode::PktNotRcvd };
+            let n = Nack::for_pdc(code, ret.nack_psn, self.local, self.remote);
+            return InitiatorTx::Nack(Nack { payload: ret.window.max_rcvd().wrapping_add(1), ..n });
+        }
+        ret.pending &= !RET_ACK;
+        ret.coalescer.sent();
+        ret.acked_max = ret.window.max_rcvd();
+        InitiatorTx::Ack(self.return_ack(ret))
+    }
+
+    /// [`Initiator::handle_data`], with the return direction passed in.
     pub fn handle_data(
         &mut self,
+        ret: &mut ReturnReceiver<W>,
         _now: Instant,
         cfg: &PdcConfig,
         req: &Request,
@@ -979,12 +1324,12 @@ impl<const W: usize> Initiator<W> {
             });
         }
         let next = self.transition(Ev::Update)?;
-        let expected = self.ret.cack_psn().wrapping_add(1);
-        if self.mode == DeliveryMode::Rod && req.psn != expected && self.ret.classify(req.psn) == Arrival::New {
-            if self.ret_rod_nacked != Some(expected) {
-                self.ret_rod_nacked = Some(expected);
-                self.ret_nack = (NackCode::RodOoo, req.psn);
-                self.tx_pending |= TX_RET_NACK;
+        let expected = ret.window.cack_psn().wrapping_add(1);
+        if self.mode == DeliveryMode::Rod && req.psn != expected && ret.window.classify(req.psn) == Arrival::New {
+            if ret.rod_nacked() != Some(expected) {
+                ret.rod_nacked = expected;
+                ret.marks |= ROD_NACKED;
+                ret.nack_now(req.psn, true);
             }
             return Ok(Delivery::Dropped);
         }
@@ -992,60 +1337,48 @@ impl<const W: usize> Initiator<W> {
         if ecn {
             flags |= AckFlags::M;
         }
-        let delivery = match self.ret.receive(req.psn) {
+        let delivery = match ret.window.receive(req.psn) {
             Arrival::New => {
                 let triggers =
                     AckTriggers { ar: req.flags.contains(RequestFlags::AR), syn: false, ecn, needs_clear: false };
                 // As the target does: a packet filling a gap behind what the last ACK reported
                 // is ACKed at once (project-defined, after RFC 5681 §4.2).
-                let fills_gap = psn_after(self.ret_acked_max, req.psn);
-                if self.ret_coalescer.on_packet(&cfg.ack, payload_len, triggers) || fills_gap {
-                    self.ret_ack_now(req.psn, flags);
+                let fills_gap = psn_after(ret.acked_max, req.psn);
+                if ret.coalescer.on_packet(&cfg.ack, payload_len, triggers) || fills_gap {
+                    ret.ack_now(req.psn, flags);
                 } else {
-                    self.ret_ack_psn = req.psn;
-                    self.ret_ack_flags = flags;
+                    ret.ack_psn = req.psn;
+                    ret.ack_flags = flags;
                 }
                 Delivery::New
             }
             Arrival::Duplicate => {
-                self.ret_ack_now(req.psn, flags);
+                ret.ack_now(req.psn, flags);
                 Delivery::Duplicate
             }
             Arrival::Stale => {
-                self.ret_ack_now(req.psn, flags);
+                ret.ack_now(req.psn, flags);
                 Delivery::Stale
             }
             Arrival::OutOfWindow => Delivery::Dropped,
         };
-        self.enter(next);
+        self.enter(next, Some(ret));
         Ok(delivery)
     }
 
-    fn ret_ack_now(&mut self, psn: u32, flags: AckFlags) {
-        self.ret_ack_psn = psn;
-        self.ret_ack_flags = flags;
-        self.tx_pending |= TX_RET_ACK;
-    }
-
-    /// The return window: what arrived from the target.
-    pub const fn return_window(&self) -> &RxWindow<W> {
-        &self.ret
-    }
-
-    /// The ACK_CC of the return direction this PDC would send now: CACK and SACK of the return
-    /// window, ACK_PSN naming the packet that asked for it.
-    pub fn return_ack(&self) -> Ack {
+    /// [`Initiator::return_ack`], with the return direction passed in.
+    pub fn return_ack(&self, ret: &ReturnReceiver<W>) -> Ack {
         super::AckCcFields {
             local: self.local,
             remote: self.remote,
-            cack: self.ret.cack_psn(),
-            sack: self.ret.sack(),
-            ack_psn: self.ret_ack_psn,
-            flags: self.ret_ack_flags,
+            cack: ret.window.cack_psn(),
+            sack: ret.window.sack(),
+            ack_psn: ret.ack_psn,
+            flags: ret.ack_flags,
             request: AckRequest::None,
             next_header: NextHeader::None,
             mp_range: RxWindow::<W>::MP_RANGE,
-            out_of_order: self.ret.out_of_order(),
+            out_of_order: ret.window.out_of_order(),
         }
         .ack()
     }
@@ -1065,22 +1398,21 @@ impl<const W: usize> Initiator<W> {
         }
     }
 
-    /// Whether a resend or control packet is waiting for [`Initiator::poll_transmit`]. Resends
-    /// held back by `NACK_Retx_Time` are not: the hold's end is a [`Initiator::poll_timeout`]
-    /// deadline, and [`Initiator::handle_timeout`] at it makes them pending.
-    pub fn has_pending(&self) -> bool {
+    /// [`Initiator::has_pending`], with the return direction passed in.
+    pub fn has_pending(&self, ret: Option<&ReturnReceiver<W>>) -> bool {
         self.tx_pending != 0
+            || ret.is_some_and(ReturnReceiver::has_pending)
             || (self.state != InitiatorState::Closed && self.tx.has_lost() && !self.hold_until.is_armed())
     }
 
-    /// The next deadline: RTO, tail-loss probe, end of a reorder window, or end of a NACK hold.
+    /// [`Initiator::poll_timeout`].
     pub fn poll_timeout(&self) -> Option<Instant> {
         let hold = if self.tx.has_lost() { self.hold_until } else { Deadline::NONE };
         self.rto_at.earlier(self.probe_at).earlier(self.losses.deadline()).earlier(hold).get()
     }
 
-    /// Runs the timers due at `now`.
-    pub fn handle_timeout(&mut self, now: Instant, cfg: &PdcConfig) {
+    /// [`Initiator::handle_timeout`], with the return direction passed in.
+    pub fn handle_timeout(&mut self, ret: Option<&mut ReturnReceiver<W>>, now: Instant, cfg: &PdcConfig) {
         if self.state == InitiatorState::Closed {
             return;
         }
@@ -1092,7 +1424,7 @@ impl<const W: usize> Initiator<W> {
                 if cfg.rto_retx_exhausted(count) {
                     // The CLOSE went unanswered: give the PDC up.
                     if let Ok(next) = self.transition(Ev::CloseDone) {
-                        self.enter(next);
+                        self.enter(next, ret);
                     }
                     return;
                 }
@@ -1105,7 +1437,7 @@ impl<const W: usize> Initiator<W> {
                 if self.clear_owed() {
                     // The CLEAR, or the ACK it drew, was lost: send it again.
                     if cfg.rto_retx_exhausted(count) {
-                        let _ = self.fail(now, cfg, Failure::RetriesExhausted, true);
+                        let _ = self.fail(ret, now, cfg, Failure::RetriesExhausted, true);
                         return;
                     }
                     self.rto_count = count;
@@ -1116,7 +1448,7 @@ impl<const W: usize> Initiator<W> {
             }
             if cfg.rto_retx_exhausted(count) {
                 // Cannot fail from a state that allows no event; Closed was excluded above.
-                let _ = self.fail(now, cfg, Failure::RetriesExhausted, true);
+                let _ = self.fail(ret, now, cfg, Failure::RetriesExhausted, true);
                 return;
             }
             self.rto_count = count;
@@ -1144,8 +1476,8 @@ impl<const W: usize> Initiator<W> {
         self.tx.skip(n);
     }
 
-    /// The next event, each reported once: Established, then Failed, then Closed.
-    pub fn poll_event(&mut self) -> Option<InitiatorEvent> {
+    /// [`Initiator::poll_event`], with the return direction passed in.
+    pub fn poll_event(&mut self, ret: Option<&ReturnReceiver<W>>) -> Option<InitiatorEvent> {
         if self.events & EV_ESTABLISHED != 0 {
             self.events &= !EV_ESTABLISHED;
             return Some(InitiatorEvent::Established { tpdcid: self.remote });
@@ -1154,7 +1486,7 @@ impl<const W: usize> Initiator<W> {
             self.events &= !EV_FAILED;
             return self.failure.map(InitiatorEvent::Failed);
         }
-        if self.events & EV_CLOSED != 0 && self.tx_pending == 0 {
+        if self.events & EV_CLOSED != 0 && self.tx_pending == 0 && !ret.is_some_and(ReturnReceiver::has_pending) {
             self.events &= !EV_CLOSED;
             return Some(InitiatorEvent::Closed);
         }

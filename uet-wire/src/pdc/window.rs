@@ -769,6 +769,9 @@ pub struct AckCoalescer {
 }
 
 impl AckCoalescer {
+    /// Nothing accepted since the last ACK.
+    pub const ZERO: Self = AckCoalescer { accepted: 0 };
+
     /// Accounts one accepted packet of `payload_len` bytes; true when an ACK should go now.
     #[inline]
     pub fn on_packet(&mut self, policy: &AckPolicy, payload_len: u32, t: AckTriggers) -> bool {

@@ -243,7 +243,7 @@ impl Ccc {
     fn sleek(
         &self,
         now: Instant,
-        pdc: &mut Initiator,
+        pdc: &mut InitiatorCore,
         backlog: bool,
         ooo: Option<u32>,
         probe_rtt: Option<linklayer::Duration>,

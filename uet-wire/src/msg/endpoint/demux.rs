@@ -127,8 +127,8 @@ impl<
                     Some(Side::Initiator) if a.next_header != NextHeader::None => {
                         return self.response_ack(now, &a, rest);
                     }
-                    Some(Side::Initiator) => self.on_initiator(now, a.dpdcid, |p, cfg| {
-                        p.handle_ack(now, cfg, &a).map(|o| (Marked::Sack(o.lost), CcSignal::of_ack(&a, &o)))
+                    Some(Side::Initiator) => self.on_initiator(now, a.dpdcid, |p, ret, cfg| {
+                        p.handle_ack(ret, now, cfg, &a).map(|o| (Marked::Sack(o.lost), CcSignal::of_ack(&a, &o)))
                     }),
                     Some(Side::Target) => self.on_target(now, a.dpdcid, |t, held, ret, cfg| {
                         t.handle_ack(held, ret, now, cfg, &a).map(|o| Marked::Sack(o.lost))
@@ -141,9 +141,9 @@ impl<
                 self.stats.nacks_received.add(n.code);
                 match n.target {
                     NackTarget::Pdc { dpdcid, spdcid, psn } => match self.side_of(dpdcid, spdcid, src) {
-                        Some(Side::Initiator) => self.on_initiator(now, dpdcid, |p, cfg| {
+                        Some(Side::Initiator) => self.on_initiator(now, dpdcid, |p, ret, cfg| {
                             let lost = p.window().lost_count();
-                            p.handle_nack(now, cfg, &n)?;
+                            p.handle_nack(ret, now, cfg, &n)?;
                             let signal =
                                 CcSignal::Nack { code: n.code, psn, ecn: n.flags.contains(crate::pds::NackFlags::M) };
                             Ok((Marked::Nack(p.window().lost_count().saturating_sub(lost)), signal))
@@ -177,14 +177,24 @@ impl<
                                     let ccc = self.initiators.get(dpdcid).and_then(|p| p.ccc);
                                     if ccc.and_then(|c| self.cccs.get(c)).is_some_and(|c| c.credit.is_some()) {
                                         let grant = CcSignal::Grant(c.payload);
-                                        self.on_initiator(now, dpdcid, |_, _| Ok((Marked::Nothing, grant)));
+                                        self.on_initiator(now, dpdcid, |_, _, _| Ok((Marked::Nothing, grant)));
                                     } else {
                                         self.stats.stray_grants = self.stats.stray_grants.wrapping_add(1);
                                     }
-                                } else {
-                                    self.on_initiator(now, dpdcid, |p, _| {
-                                        p.handle_control(now, &c).map(|()| (Marked::Nothing, CcSignal::None))
+                                } else if self
+                                    .initiators
+                                    .get_mut(dpdcid)
+                                    .and_then(|p| self.receivers.take(&mut p.ret))
+                                    .is_some()
+                                {
+                                    // A CLOSE_REQ or ACK_REQ takes a PSN of the return direction.
+                                    self.on_initiator(now, dpdcid, |p, ret, _| {
+                                        let ret = ret.ok_or(crate::pdc::PdcError::WindowFull)?;
+                                        p.handle_control(ret, now, &c).map(|()| (Marked::Nothing, CcSignal::None))
                                     });
+                                } else {
+                                    // Every return direction is in use: dropped, as if lost.
+                                    self.stats.return_receiver_drops = self.stats.return_receiver_drops.wrapping_add(1);
                                 }
                             }
                         } else if c.ctl_type != ControlType::CloseReq {
@@ -358,11 +368,16 @@ impl<
         &mut self,
         now: Instant,
         id: u16,
-        f: impl FnOnce(&mut Initiator, &PdcConfig) -> Result<(Marked, CcSignal), crate::pdc::PdcError>,
+        f: impl FnOnce(
+            &mut InitiatorCore,
+            Option<&mut ReturnReceiver<2>>,
+            &PdcConfig,
+        ) -> Result<(Marked, CcSignal), crate::pdc::PdcError>,
     ) {
         let cfg = &configured(&self.cfg).pdc;
         if let Some(p) = self.initiators.get_mut(id) {
-            let (marked, signal) = f(&mut p.pdc, cfg).unwrap_or((Marked::Nothing, CcSignal::None));
+            let ret = self.receivers.get_mut(p.ret);
+            let (marked, signal) = f(&mut p.pdc, ret, cfg).unwrap_or((Marked::Nothing, CcSignal::None));
             self.stats.after_initiator_call(marked, p.pdc.rtt());
             self.cc_signal = signal;
             self.after_initiator_change(now, id);

@@ -62,9 +62,14 @@ impl<
         }
         let (limit, cfg) = (self.config().messages_per_pdc, &self.config().pdc);
         let mut on_pdc_lists = 0;
+        let mut receivers_used = [false; D];
         for index in 0..P {
             let Some(id) = self.initiators.id_at(index) else { continue };
             let p = self.initiators.get(id).ok_or("a table slot without its PDC")?;
+            if let ReceiverAt::Pooled(i) = p.ret {
+                let idle = self.receivers.get(p.ret).and_then(ReturnReceiver::idle).is_some();
+                claim(&mut receivers_used, i, idle)?;
+            }
             let started = well(&p.started, &self.pdc_links)?;
             let queued = well(&p.queued, &self.pdc_links)?;
             on_pdc_lists += started + queued;
@@ -96,7 +101,8 @@ impl<
             if self.initiator_timers.deadline(index as u16) != deadline {
                 return Err("an initiator's deadline is not filed");
             }
-            let nothing_left = p.messages == 0 && p.queued.first().is_none() && !p.pdc.has_pending();
+            let nothing_left =
+                p.messages == 0 && p.queued.first().is_none() && !p.pdc.has_pending(self.receivers.get(p.ret));
             let open = matches!(p.pdc.state(), InitiatorState::Creating | InitiatorState::Established);
             if nothing_left && deadline.is_none() && open && self.config().close_when_idle {
                 return Err("an idle initiator stays open");
@@ -122,13 +128,8 @@ impl<
             let Some(id) = self.targets.id_at(index) else { continue };
             let t = self.targets.get(id).ok_or("a table slot without its PDC")?;
             if let ReturnAt::Pooled(i) = t.ret {
-                let used = returns_used.get_mut(usize::from(i)).ok_or("a return direction outside the pool")?;
-                if core::mem::replace(used, true) {
-                    return Err("two target PDCs share a return direction");
-                }
-                if self.returns.get(t.ret).and_then(ReturnDirection::idle).is_some() {
-                    return Err("an idle return direction is not back in the pool");
-                }
+                let idle = self.returns.get(t.ret).and_then(ReturnDirection::idle).is_some();
+                claim(&mut returns_used, i, idle)?;
             }
             if t.held.is_pooled() {
                 let i = self.helds.index(t.held).and_then(|i| helds_used.get_mut(i));
@@ -166,7 +167,9 @@ impl<
             }
         }
         pool_accounts(&mut returns_used, self.returns.free_entries(), self.returns.used())
-            .map_err(|()| "the return directions free and in use are not the pool's")?;
+            .map_err(|()| "the target return directions free and in use are not the pool's")?;
+        pool_accounts(&mut receivers_used, self.receivers.free_entries(), self.receivers.used())
+            .map_err(|()| "the initiator return directions free and in use are not the pool's")?;
         pool_accounts(&mut helds_used, self.helds.free_entries(), self.helds.used())
             .map_err(|()| "the blocks of held responses free and in use are not the pool's")?;
         if pooled != self.order_pool.in_use() {
@@ -225,6 +228,19 @@ impl<
         }
         Ok(())
     }
+}
+
+/// Marks pooled return direction `i` as owned by the PDC at hand: an error when it lies outside
+/// its pool, another PDC owns it too, or it is `idle` (it should be back in the pool).
+fn claim(owned: &mut [bool], i: u16, idle: bool) -> Result<(), &'static str> {
+    let used = owned.get_mut(usize::from(i)).ok_or("a return direction outside its pool")?;
+    if core::mem::replace(used, true) {
+        return Err("two PDCs share a return direction");
+    }
+    if idle {
+        return Err("an idle return direction is not back in its pool");
+    }
+    Ok(())
 }
 
 /// Whether a pool's entries add up: those the PDCs hold (`owned`, each by one PDC) are the pool's

@@ -112,11 +112,12 @@ use super::order::{MessageOrder, OrderError, OrderPool};
 use super::segment::{Segment, SegmentError, Segmenter};
 use crate::Error;
 use crate::pdc::held::{HELD_RESPONSES, HeldResponses, OWN_HELD, Tiered};
+use crate::pdc::initiator::{IdleReceiver, InitiatorCore, ReturnReceiver};
 use crate::pdc::table::{FreeSlots, SlotRef, same_addr};
 use crate::pdc::target::{IdleReturn, ReturnDirection, TargetCore};
 use crate::pdc::{
-    Delivery, Failure, Initiator, InitiatorEvent, InitiatorState, InitiatorTx, IpAddr, PdcConfig, PdcTable,
-    StartPolicy, TargetEvent, TargetTx, psn_after,
+    Delivery, Failure, InitiatorEvent, InitiatorState, InitiatorTx, IpAddr, PdcConfig, PdcTable, StartPolicy,
+    TargetEvent, TargetTx, psn_after,
 };
 use crate::pds::{DeliveryMode, Nack, NackCode, NackTarget, NextHeader, PdcDest, PdsHeader, Request};
 use crate::pds::{Rudi, RudiFlags};
@@ -132,7 +133,7 @@ use extensions::Extensions;
 use held::{HeldAt, HeldPool};
 use linklayer::{Instant, ZeroOption};
 use links::{Link, SlotList};
-use returns::{ReturnAt, ReturnPool};
+use returns::{ReceiverAt, ReceiverPool, ReturnAt, ReturnPool};
 use stats::Marked;
 pub use stats::{EndpointStats, NackCounts, Resends};
 use timers::TimerHeap;
@@ -158,10 +159,11 @@ pub const ORDER_POOL: usize = 256;
 /// refused ([`EndpointError::TooManyExtensions`]).
 pub const EXTENSIONS: usize = 16;
 
-/// Return directions, and blocks of held responses, an endpoint's target PDCs share by default:
+/// Return directions, and blocks of held responses, an endpoint's PDCs share by default:
 /// [`Endpoint`]'s const generic `D`, the target PDCs that may have read data outstanding at once,
-/// and the target PDCs that may hold guaranteed-delivery responses beyond their own two slots at
-/// once.
+/// the initiator PDCs that may have return packets (read data, CLOSE_REQ) not yet acknowledged
+/// at once, and the target PDCs that may hold guaranteed-delivery responses beyond their own two
+/// slots at once.
 pub const RETURN_DIRECTIONS: usize = 16;
 
 /// Depth of an endpoint's control queues by default: [`Endpoint`]'s const generic `Q` (NACKs
@@ -917,7 +919,9 @@ impl SendMsg {
 }
 
 struct IniPdc {
-    pdc: Initiator,
+    pdc: InitiatorCore,
+    /// Its return direction: idle, or an entry of the endpoint's [`ReceiverPool`].
+    ret: ReceiverAt,
     /// The SES responses of the return ACKs: the DEFAULT_RESPONSE for the read data that arrived
     /// last, and RC_NULL with that READ's ids for older data.
     answer: AckAnswer,
@@ -1021,6 +1025,19 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///   of four PDCs sharing one return direction at 2 % loss, that made READ requests draw NACK
 ///   NO_PKT_BUFFER until their initiators gave up.)
 ///
+///   `D` also counts the return directions the initiator PDCs share: the receive window of the
+///   read data and CLOSE_REQ their targets send, its ACK coalescing, and the ACK or NACK waiting
+///   to go. An initiator PDC keeps 8 B of an idle one (where it is, and its cumulative ACK),
+///   takes one of these when a return packet reaches it, and gives it back once it is idle
+///   again: every return PSN up to the newest that arrived has arrived, and its ACK has gone
+///   (return ACKs are coalesced as a target's are, so a PDC keeps it while a run of read data
+///   without AR arrives), and in ROD no missing PSN waits after its NACK ROD_OOO. A return
+///   packet that reaches an initiator PDC while all `D` are in use is dropped, as if lost, and
+///   [`EndpointStats::return_receiver_drops`] counts it (one the PDC would have refused too):
+///   its target resends it, within its own retry limits (project-defined, like the rest of
+///   `D`). A gap the target never fills (it gave the read data up) keeps the entry until the
+///   PDC closes. Make `D` the initiator PDCs receiving read data at once.
+///
 ///   `D` also counts the blocks of `R` guaranteed-delivery responses the target PDCs share
 ///   (UE 1.0 §3.4.3.3; project-defined: the sources keep the slots in every PDC, or a pool per
 ///   domain). A target PDC holds responses in two slots of its own, the last of which takes
@@ -1044,8 +1061,8 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///   ([`EndpointStats::nacks_sent`] counts the refusals).
 ///
 /// `W` costs no memory, each entry of `O` 20 B, each entry of `Q` 124 B, each entry of `X` 50 B,
-/// each of `D` 192 B (a return direction 122 B and a block of 4 held responses 70 B; 64-bit
-/// host). The sizes are checked when the type is used, and a build error names the rule: `P` 2
+/// each of `D` 250 B (a target's return direction 122 B, an initiator's 58 B and a block of 4
+/// held responses 70 B; 64-bit host). The sizes are checked when the type is used, and a build error names the rule: `P` 2
 /// to 32 767, `M` 1 to 32 768, `W` 2 to 32 768, `E` more than `W` (a packet can release `W`
 /// messages and one more), `Q` at least 1, `O` and `X` at most 32 768, `D` 1 to 32 768.
 ///
@@ -1149,7 +1166,7 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///
 /// # Memory, and building one in place
 ///
-/// An endpoint holds everything it needs: 664 B per `P`, 136 B per `M` and 15.5 kB besides
+/// An endpoint holds everything it needs: 616 B per `P`, 136 B per `M` and 16.4 kB besides
 /// (with 64 events) at the default `R`, `C`, `W`, `Q`, `O`, `X` and `D` on a 64-bit host
 /// (`size_of::<Endpoint<P, M, E>>()` says exactly). [`Endpoint::new`] returns it by value, so it
 /// is built on the stack first, and at low optimisation levels copied again. Where that is too much stack (firmware), start from [`Endpoint::EMPTY`], whose
@@ -1185,6 +1202,8 @@ pub struct Endpoint<
     targets: PdcTable<PeerSource, TgtPdc<R, W>, P>,
     /// The return directions of the target PDCs sending read data.
     returns: ReturnPool<D>,
+    /// The return directions of the initiator PDCs receiving read data.
+    receivers: ReceiverPool<D>,
     /// The guaranteed-delivery responses of the target PDCs holding any.
     helds: HeldPool<R, D>,
     /// Room for the target PDCs' messages in progress beyond the two each keeps.
@@ -1420,6 +1439,7 @@ impl<
             initiators: PdcTable::EMPTY,
             targets: PdcTable::EMPTY,
             returns: ReturnPool::EMPTY,
+            receivers: ReceiverPool::EMPTY,
             helds: HeldPool::EMPTY,
             order_pool: OrderPool::EMPTY,
             msgs: [const { MsgSlot::NONE }; M],
@@ -1486,6 +1506,7 @@ impl<
         self.targets.reset(0x8000, 0xFFFF);
         self.order_pool.clear();
         self.returns.clear();
+        self.receivers.clear();
         self.helds.clear();
         // Peers choose the keys the tables index (addresses, PDC ids): key their hash.
         self.initiators.set_hash_key([derive(seed, Derived::InitiatorKey0), derive(seed, Derived::InitiatorKey1)]);
@@ -1799,9 +1820,17 @@ impl<
         // Settled with its CCC first: SLEEK may mark packets lost and move the probe timer, and a
         // window that opens lists the PDCs that waited for it.
         let open = self.cc_settle(id, gone);
+        if let Some(e) = self.initiators.get_mut(id) {
+            // An idle return direction goes back to the pool; a gone PDC's goes whatever it held.
+            if gone {
+                self.receivers.release(core::mem::replace(&mut e.ret, ReceiverAt::Idle(IdleReceiver::new(0))));
+            } else {
+                self.receivers.settle(&mut e.ret);
+            }
+        }
         let e = self.initiators.get(id).filter(|_| !gone);
-        let p = e.map(|e| &e.pdc);
-        let (ready, deadline) = (p.is_some_and(|p| p.has_pending()), p.and_then(|p| p.poll_timeout()));
+        let ready = e.is_some_and(|e| e.pdc.has_pending(self.receivers.get(e.ret)));
+        let deadline = e.and_then(|e| e.pdc.poll_timeout());
         let new = e.is_some_and(|e| {
             e.next_new(self.config().messages_per_pdc).is_some() && e.pdc.can_send(&self.config().pdc)
         });
@@ -1842,8 +1871,9 @@ impl<
                 .index_of(id)
                 .is_some_and(|i| SlotList::contains(&self.initiators_ready_links, i as u16));
             let due = p.pdc.poll_timeout().is_some_and(|t| t <= now);
+            let mut ret = self.receivers.get(p.ret).cloned();
             assert!(
-                listed || due || p.pdc.clone().poll_transmit(now).is_none(),
+                listed || due || p.pdc.clone().poll_transmit(ret.as_mut(), now).is_none(),
                 "initiator {id} has a packet but is not ready"
             );
         }
@@ -1947,7 +1977,7 @@ impl<
     fn initiator_timeout(&mut self, now: Instant, id: u16) {
         if let Some(p) = self.initiators.get_mut(id) {
             let (lost, timeouts) = (p.pdc.window().lost_count(), p.pdc.timeouts());
-            p.pdc.handle_timeout(now, &configured(&self.cfg).pdc);
+            p.pdc.handle_timeout(self.receivers.get_mut(p.ret), now, &configured(&self.cfg).pdc);
             let marked = p.pdc.window().lost_count().saturating_sub(lost);
             let fired = p.pdc.timeouts() != timeouts;
             self.stats.resends.count_timer(marked, fired);

@@ -1,99 +1,137 @@
-//! The return directions of an endpoint's target PDCs (read data, UE 1.0 §3.5.20.1), pooled:
-//! only a target PDC with read data outstanding needs its send window, timers and round-trip
-//! estimate, so each target PDC keeps 20 bytes of an idle one ([`ReturnAt`]) and takes a whole
-//! one from the endpoint's `D` while it sends. *Project-defined* (the sources keep the return
-//! direction in every PDC).
+//! The return directions of an endpoint's PDCs (read data, UE 1.0 §3.5.20.1), pooled. Only a
+//! target PDC with read data outstanding needs its send window, timers and round-trip estimate,
+//! and only an initiator PDC receiving read data (or a CLOSE_REQ) its receive window and the ACK
+//! or NACK waiting to go. So each PDC keeps what an idle return direction needs ([`At::Idle`]:
+//! 20 bytes at a target, 8 at an initiator) and takes a whole one from one of the endpoint's two
+//! pools of `D` while it is in use. *Project-defined* (the sources keep the return direction in
+//! every PDC).
 
+use crate::pdc::initiator::{IdleReceiver, ReturnReceiver};
 use crate::pdc::table::FreeSlots;
 use crate::pdc::target::{IdleReturn, ReturnDirection};
 
-/// Where a target PDC's return direction is.
+/// A return direction that can rest: what it keeps while idle, and how it resumes from that.
+pub(super) trait Rests {
+    /// What an idle one keeps.
+    type Idle: Copy;
+    /// Every byte zero: a placeholder for storage built in `const`.
+    const ZERO: Self;
+    /// The return direction `idle` stands for.
+    fn resume(idle: Self::Idle) -> Self;
+    /// What it keeps while idle, if it is.
+    fn idle(&self) -> Option<Self::Idle>;
+}
+
+impl Rests for ReturnDirection<2> {
+    type Idle = IdleReturn;
+    const ZERO: Self = ReturnDirection::ZERO;
+    fn resume(idle: IdleReturn) -> Self {
+        ReturnDirection::resume(idle)
+    }
+    fn idle(&self) -> Option<IdleReturn> {
+        ReturnDirection::idle(self)
+    }
+}
+
+impl Rests for ReturnReceiver<2> {
+    type Idle = IdleReceiver;
+    const ZERO: Self = ReturnReceiver::ZERO;
+    fn resume(idle: IdleReceiver) -> Self {
+        ReturnReceiver::resume(idle)
+    }
+    fn idle(&self) -> Option<IdleReceiver> {
+        ReturnReceiver::idle(self)
+    }
+}
+
+/// Where a PDC's return direction is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum ReturnAt {
+pub(super) enum At<I> {
     /// Idle: all it needs kept.
-    Idle(IdleReturn),
+    Idle(I),
     /// In use: this entry of the pool.
     Pooled(u16),
 }
 
-/// `D` return directions for the target PDCs that send read data.
-pub(super) struct ReturnPool<const D: usize> {
-    entries: [ReturnDirection<2>; D],
+/// Where a target PDC's return direction (read data it sends) is.
+pub(super) type ReturnAt = At<IdleReturn>;
+/// Where an initiator PDC's return direction (read data it receives) is.
+pub(super) type ReceiverAt = At<IdleReceiver>;
+
+/// `D` return directions for the PDCs that use theirs.
+pub(super) struct Pool<T, const D: usize> {
+    entries: [T; D],
     free: FreeSlots<D>,
 }
 
-impl<const D: usize> ReturnPool<D> {
+/// The target PDCs' return directions.
+pub(super) type ReturnPool<const D: usize> = Pool<ReturnDirection<2>, D>;
+/// The initiator PDCs' return directions.
+pub(super) type ReceiverPool<const D: usize> = Pool<ReturnReceiver<2>, D>;
+
+impl<T: Rests, const D: usize> Pool<T, D> {
     /// Every entry free (every byte zero).
-    pub(super) const EMPTY: Self = ReturnPool { entries: [ReturnDirection::ZERO; D], free: FreeSlots::EMPTY };
+    pub(super) const EMPTY: Self = Pool { entries: [const { T::ZERO }; D], free: FreeSlots::EMPTY };
 
     /// The return direction at `at`, unless it is idle.
-    pub(super) fn get(&self, at: ReturnAt) -> Option<&ReturnDirection<2>> {
+    pub(super) fn get(&self, at: At<T::Idle>) -> Option<&T> {
         match at {
-            ReturnAt::Idle(_) => None,
-            ReturnAt::Pooled(i) => self.entries.get(usize::from(i)),
+            At::Idle(_) => None,
+            At::Pooled(i) => self.entries.get(usize::from(i)),
         }
     }
 
     /// The return direction at `at`, unless it is idle.
-    pub(super) fn get_mut(&mut self, at: ReturnAt) -> Option<&mut ReturnDirection<2>> {
+    pub(super) fn get_mut(&mut self, at: At<T::Idle>) -> Option<&mut T> {
         match at {
-            ReturnAt::Idle(_) => None,
-            ReturnAt::Pooled(i) => self.entries.get_mut(usize::from(i)),
+            At::Idle(_) => None,
+            At::Pooled(i) => self.entries.get_mut(usize::from(i)),
         }
     }
 
     /// The return direction at `at`, an entry of the pool taken for it if it was idle (`None`
     /// while every entry is in use).
-    pub(super) fn take(&mut self, at: &mut ReturnAt) -> Option<&mut ReturnDirection<2>> {
-        if let ReturnAt::Idle(idle) = *at {
+    pub(super) fn take(&mut self, at: &mut At<T::Idle>) -> Option<&mut T> {
+        if let At::Idle(idle) = *at {
             let i = self.free.next()?;
-            *self.entries.get_mut(usize::from(i))? = ReturnDirection::resume(idle);
+            *self.entries.get_mut(usize::from(i))? = T::resume(idle);
             self.free.take();
-            *at = ReturnAt::Pooled(i);
+            *at = At::Pooled(i);
         }
         self.get_mut(*at)
     }
 
     /// Runs `f` on the return direction at `at`. An idle one is resumed for the call in place and
-    /// stays idle: what may change it there (an ACK or NACK of the return direction) cannot give
-    /// it a packet or a timer, so only its newest CACK and the initiator's range move.
-    pub(super) fn with<T>(&mut self, at: &mut ReturnAt, f: impl FnOnce(&mut ReturnDirection<2>) -> T) -> Option<T> {
+    /// stays idle: were it not idle after the call, the change is dropped (as if the packet were
+    /// lost), so `f` must be a change that leaves an idle one idle (at a target, an ACK or NACK
+    /// of its return direction, which cannot give it a packet or a timer).
+    pub(super) fn with<O>(&mut self, at: &mut At<T::Idle>, f: impl FnOnce(&mut T) -> O) -> Option<O> {
         match *at {
-            ReturnAt::Pooled(i) => self.entries.get_mut(usize::from(i)).map(f),
-            ReturnAt::Idle(idle) => {
-                let mut ret = ReturnDirection::resume(idle);
+            At::Pooled(i) => self.entries.get_mut(usize::from(i)).map(f),
+            At::Idle(idle) => {
+                let mut ret = T::resume(idle);
                 let out = f(&mut ret);
-                // Were it not idle after all, the change is dropped (as if the packet were lost).
                 if let Some(now_idle) = ret.idle() {
-                    *at = ReturnAt::Idle(now_idle);
+                    *at = At::Idle(now_idle);
                 }
                 Some(out)
             }
         }
     }
 
-    /// The oldest PSN not yet acknowledged and the next PSN of the return direction at `at`.
-    pub(super) fn base_and_next(&self, at: ReturnAt) -> (u32, u32) {
-        match (at, self.get(at)) {
-            (_, Some(ret)) => (ret.window().base(), ret.window().next_psn()),
-            (ReturnAt::Idle(idle), None) => (idle.next_psn(), idle.next_psn()),
-            (ReturnAt::Pooled(_), None) => (0, 0),
-        }
-    }
-
     /// Gives the entry at `at` back once it is idle.
-    pub(super) fn settle(&mut self, at: &mut ReturnAt) {
-        if let ReturnAt::Pooled(i) = *at {
-            if let Some(idle) = self.entries.get(usize::from(i)).and_then(ReturnDirection::idle) {
+    pub(super) fn settle(&mut self, at: &mut At<T::Idle>) {
+        if let At::Pooled(i) = *at {
+            if let Some(idle) = self.entries.get(usize::from(i)).and_then(T::idle) {
                 self.free.give(i);
-                *at = ReturnAt::Idle(idle);
+                *at = At::Idle(idle);
             }
         }
     }
 
     /// Gives the entry at `at` back (its PDC is gone).
-    pub(super) fn release(&mut self, at: ReturnAt) {
-        if let ReturnAt::Pooled(i) = at {
+    pub(super) fn release(&mut self, at: At<T::Idle>) {
+        if let At::Pooled(i) = at {
             self.free.give(i);
         }
     }
@@ -113,5 +151,16 @@ impl<const D: usize> ReturnPool<D> {
     #[cfg(any(test, feature = "fuzzing"))]
     pub(super) fn free_entries(&self) -> impl Iterator<Item = u16> + '_ {
         self.free.iter()
+    }
+}
+
+impl<const D: usize> ReturnPool<D> {
+    /// The oldest PSN not yet acknowledged and the next PSN of the return direction at `at`.
+    pub(super) fn base_and_next(&self, at: ReturnAt) -> (u32, u32) {
+        match (at, self.get(at)) {
+            (_, Some(ret)) => (ret.window().base(), ret.window().next_psn()),
+            (At::Idle(idle), None) => (idle.next_psn(), idle.next_psn()),
+            (At::Pooled(_), None) => (0, 0),
+        }
     }
 }

@@ -85,7 +85,7 @@ impl<
             return Err(EndpointError::EventsFull);
         }
         // A refused ACK changes nothing; there is nothing to answer.
-        let outcome = p.pdc.handle_ack(now, cfg, a);
+        let outcome = p.pdc.handle_ack(self.receivers.get_mut(p.ret), now, cfg, a);
         let marked = outcome.map_or(Marked::Nothing, |o| Marked::Sack(o.lost));
         self.stats.after_initiator_call(marked, p.pdc.rtt());
         self.cc_signal = outcome.map_or(CcSignal::None, |o| CcSignal::of_ack(a, &o));
@@ -188,7 +188,16 @@ impl<
             })
         });
         let Some(p) = self.initiators.get_mut(id) else { return Ok(None) };
-        let Ok(delivery) = p.pdc.handle_data(now, cfg, &r, payload.len() as u32, ce) else { return Ok(None) };
+        let Some(ret) = self.receivers.take(&mut p.ret) else {
+            // Every return direction is in use: dropped, as if lost (the target resends it).
+            self.stats.return_receiver_drops = self.stats.return_receiver_drops.wrapping_add(1);
+            return Ok(None);
+        };
+        let delivery = p.pdc.handle_data(ret, now, cfg, &r, payload.len() as u32, ce);
+        let Ok(delivery) = delivery else {
+            self.refresh_initiator(id, false);
+            return Ok(None);
+        };
         let mut placement = None;
         let m = slot.and_then(|slot| Some((slot, self.msgs.get_mut(slot)?.as_mut()?)));
         if let Some((slot, m)) = m {
@@ -227,13 +236,17 @@ impl<
     /// messages, closes it when its work is done, and frees it once closed and settled.
     pub(super) fn after_initiator_change(&mut self, now: Instant, id: u16) {
         let Some(p) = self.initiators.get_mut(id) else { return };
-        while let Some(ev) = p.pdc.poll_event() {
+        while let Some(ev) = p.pdc.poll_event(self.receivers.get(p.ret)) {
             if let InitiatorEvent::Failed(_) = ev {
                 p.active = None;
             }
         }
         let restarted_by = p.pdc.start_psn().wrapping_sub(p.start_psn);
         p.start_psn = p.pdc.start_psn();
+        if restarted_by != 0 && matches!(p.ret, ReceiverAt::Idle(_)) {
+            // NEW_START_PSN: nothing came back yet, and the return direction starts again there.
+            p.ret = ReceiverAt::Idle(IdleReceiver::new(p.start_psn));
+        }
         let base = p.pdc.window().base();
         let failure = p.pdc.failure();
         let state = p.pdc.state();
@@ -348,9 +361,10 @@ impl<
             InitiatorState::AckWait | InitiatorState::CloseAckWait | InitiatorState::Closed => false,
         };
         if wants_close {
-            let _ = p.pdc.close(now, cfg);
+            let _ = p.pdc.close(self.receivers.get_mut(p.ret), now, cfg);
         }
-        let remove = p.pdc.state() == InitiatorState::Closed && p.messages == 0 && !p.pdc.has_pending();
+        let remove =
+            p.pdc.state() == InitiatorState::Closed && p.messages == 0 && !p.pdc.has_pending(self.receivers.get(p.ret));
         // Off the lists before a removal; what waited for it waits for a new PDC.
         self.refresh_initiator(id, remove);
         if remove {

@@ -39,6 +39,11 @@ pub struct EndpointStats {
     /// was in use: the data waited (and was tried again on the next call). While this stays 0,
     /// `D` never held read data back.
     pub return_direction_waits: u64,
+    /// Return-direction packets (read data, CLOSE_REQ, ACK_REQ) that reached an initiator PDC
+    /// whose return direction was idle while every one of the endpoint's `D` was in use: dropped,
+    /// as if lost (the target resends them; one the PDC would have refused counts too). While
+    /// this stays 0, `D` never dropped one.
+    pub return_receiver_drops: u64,
 }
 
 impl EndpointStats {
@@ -53,6 +58,7 @@ impl EndpointStats {
         stray_grants: 0,
         released_out_of_order: 0,
         return_direction_waits: 0,
+        return_receiver_drops: 0,
     };
 
     /// Counts what a call to an initiator PDC marked for resending, and takes its round-trip

@@ -114,7 +114,8 @@ impl<
             let Some(id) = self.initiators.id_at(usize::from(index)) else { continue };
             let Some(dst) = self.initiators.key(id).map(|k| k.dst) else { continue };
             let Some(p) = self.initiators.get_mut(id) else { continue };
-            let Some(tx) = p.pdc.poll_transmit(now) else {
+            let ret = self.receivers.get_mut(p.ret);
+            let Some(tx) = p.pdc.poll_transmit(ret, now) else {
                 // Nothing after all (resends still held): its deadline may have moved, and it
                 // stays off the ready list until its next change (so this loop ends).
                 self.refresh_initiator(id, false);
@@ -151,7 +152,8 @@ impl<
                     // CLOSE_REQ is bare.
                     let named = a.ack_psn();
                     let rsp = p.answer.take_for(named);
-                    let data = p.close_req_psn != Some(named) && p.pdc.return_window().received(named);
+                    let received = self.receivers.get(p.ret).is_some_and(|r| r.window().received(named));
+                    let data = p.close_req_psn != Some(named) && received;
                     let rsp = rsp.or_else(|| data.then(|| p.answer.null()));
                     write_ack(out, dst, a, rsp)?
                 }
@@ -492,7 +494,7 @@ impl<
         let id = self.initiators.next_id()?;
         let ccc = self.join_ccc(key.dst).ok()?;
         let start = self.random_start_psn(&key.dst);
-        let mut pdc = Initiator::new(&self.config().pdc, key.mode, id, start);
+        let mut pdc = InitiatorCore::new(&self.config().pdc, key.mode, id, start);
         if ccc.is_some() && self.config().cms.is_some_and(|c| c.sleek && c.controllers.nscc()) {
             pdc.use_sleek();
         }
@@ -504,6 +506,7 @@ impl<
                 IniPdc {
                     start_psn: pdc.start_psn(),
                     pdc,
+                    ret: ReceiverAt::Idle(IdleReceiver::new(start)),
                     answer: AckAnswer::default(),
                     close_req_psn: None,
                     next_message_id: 0,
