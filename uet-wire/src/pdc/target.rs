@@ -162,6 +162,10 @@ const TX_CLOSING_IN_ERR: u8 = 2;
 /// The answer to a PROBE (an ACK with P set), a packet of its own.
 const TX_PROBE_ACK: u8 = 4;
 
+// Which of a target PDC's optional PSNs hold one, as bits.
+const ROD_NACKED: u8 = 1;
+const LAST_NEW: u8 = 2;
+
 const EV_ESTABLISHED: u8 = 1;
 const EV_FAILED: u8 = 2;
 const EV_CLOSED: u8 = 4;
@@ -227,8 +231,8 @@ pub(crate) struct TargetCore<const W: usize, const R: usize> {
     state_at: Deadline,
     /// When the PDC is reaped for want of packets (`PdcConfig::idle_timeout`).
     idle_at: Deadline,
-    /// ROD: the missing PSN already NACKed ROD_OOO.
-    rod_nacked: Option<u32>,
+    /// ROD: the missing PSN already NACKed ROD_OOO (with `ROD_NACKED` in `marks`).
+    rod_nacked: u32,
     /// The initiator's MP_RANGE for the return direction, and the CACK of the ACK_CC that set it.
     ret_range: u32,
     ret_range_cack: u32,
@@ -241,8 +245,11 @@ pub(crate) struct TargetCore<const W: usize, const R: usize> {
     /// `CLEAR_PSN`: the initiator has every response up to it.
     clear_psn: u32,
     /// The PSN `handle_request` last delivered as new, until the next ACK goes out: the one
-    /// request whose response may still be held.
-    last_new: Option<u32>,
+    /// request whose response may still be held (with `LAST_NEW` in `marks`).
+    last_new: u32,
+    /// `ROD_NACKED`, `LAST_NEW`: which of the two PSNs above holds one (two `Option<u32>`s would
+    /// take 8 bytes more).
+    marks: u8,
     /// NACKs waiting for `poll_transmit`, oldest first.
     nacks: [Option<PendingNack>; PENDING_NACKS],
 }
@@ -631,6 +638,16 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     /// `MP_RANGE` of this PDC, in PSNs.
     const MP_RANGE: u32 = RxWindow::<W>::MP_RANGE;
 
+    /// ROD: the missing PSN already NACKed ROD_OOO, if any.
+    const fn rod_nacked(&self) -> Option<u32> {
+        if self.marks & ROD_NACKED != 0 { Some(self.rod_nacked) } else { None }
+    }
+
+    /// The PSN `handle_request` last delivered as new, while no ACK has gone out since.
+    const fn last_new(&self) -> Option<u32> {
+        if self.marks & LAST_NEW != 0 { Some(self.last_new) } else { None }
+    }
+
     const SIZE_OK: () = {
         assert!(
             W >= 2 && W % 2 == 0 && 64 * W <= 32768,
@@ -676,7 +693,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
             acked_max: required.wrapping_sub(1),
             state_at: if established { Deadline::NONE } else { Deadline::at(now.saturating_add(cfg.new_pdc_time)) },
             idle_at: Deadline::from_option(idle_deadline(now, cfg)),
-            rod_nacked: None,
+            rod_nacked: 0,
             ret_range: u32::from(cfg.default_mpr) * MPR_GRANULARITY,
             ret_range_cack: required.wrapping_sub(1),
             close_req_psn: 0,
@@ -686,7 +703,8 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
             events: if established { EV_ESTABLISHED } else { 0 },
             failure: None,
             clear_psn: required.wrapping_sub(1),
-            last_new: None,
+            last_new: 0,
+            marks: 0,
             nacks: [None; PENDING_NACKS],
         })
     }
@@ -849,10 +867,11 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
                 Arrival::New if req.psn != self.rx.cack_psn().wrapping_add(1) => {
                     let missing = self.rx.cack_psn().wrapping_add(1);
                     self.state = next;
-                    if self.rod_nacked == Some(missing) {
+                    if self.rod_nacked() == Some(missing) {
                         return Ok(Delivery::Dropped);
                     }
-                    self.rod_nacked = Some(missing);
+                    self.rod_nacked = missing;
+                    self.marks |= ROD_NACKED;
                     return Ok(self.refuse(NackCode::RodOoo, req.psn, retx));
                 }
                 _ => self.rx.receive(req.psn),
@@ -873,7 +892,8 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
                 if self.coalescer.on_packet(&cfg.ack, payload_len, triggers) || fills_gap {
                     self.ack_due = true;
                 }
-                self.last_new = Some(req.psn);
+                self.last_new = req.psn;
+                self.marks |= LAST_NEW;
                 Delivery::New
             }
             Arrival::Duplicate => {
@@ -1251,14 +1271,14 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
             // answered at once, as after any ACK, and no response can be held for a request it
             // acknowledged.
             self.acked_max = self.rx.max_rcvd();
-            self.last_new = None;
+            self.marks &= !LAST_NEW;
             return Some(TargetTx::Ack(self.ack_for(held, self.rx.cack_psn(), AckFlags::P, None)));
         }
         let carried = held.take_unsent();
         if carried.is_none() && !self.ack_due {
             return self.poll_resend(ret?);
         }
-        self.last_new = None;
+        self.marks &= !LAST_NEW;
         let ack = match carried {
             // The ACK a duplicate or an AR owes for this very PSN is this one.
             Some(psn) if !(self.ack_due && self.ack_psn == psn) => {
@@ -1320,7 +1340,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         let in_order = !psn_after(psn, self.rx.cack_psn());
         let why = if rsp.opcode != ResponseOpcode::Response {
             "only a RESPONSE needs guaranteed delivery"
-        } else if self.last_new != Some(psn) {
+        } else if self.last_new() != Some(psn) {
             "not the request just delivered, or acknowledged since"
         } else if held.holds(psn) {
             "a response is held for it already"

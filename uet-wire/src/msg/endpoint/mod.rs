@@ -1166,7 +1166,7 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///
 /// # Memory, and building one in place
 ///
-/// An endpoint holds everything it needs: 616 B per `P`, 136 B per `M` and 16.4 kB besides
+/// An endpoint holds everything it needs: 608 B per `P`, 136 B per `M` and 16.4 kB besides
 /// (with 64 events) at the default `R`, `C`, `W`, `Q`, `O`, `X` and `D` on a 64-bit host
 /// (`size_of::<Endpoint<P, M, E>>()` says exactly). [`Endpoint::new`] returns it by value, so it
 /// is built on the stack first, and at low optimisation levels copied again. Where that is too much stack (firmware), start from [`Endpoint::EMPTY`], whose
