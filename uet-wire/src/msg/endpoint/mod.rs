@@ -932,7 +932,7 @@ struct IniPdc {
     start_psn: u32,
     next_message_id: u16,
     /// The message whose packets are going out (the next message waits for it).
-    active: Option<u16>,
+    active: SlotRef,
     /// Messages started on this PDC and not yet settled (`Sent` or `Failed`): how many, and
     /// their slots, in the order they started.
     messages: u16,
@@ -949,8 +949,8 @@ impl IniPdc {
     /// (while the PDC takes new messages and fewer than `limit` have started) the oldest queued.
     #[inline(always)]
     fn next_new(&self, limit: u16) -> Option<u16> {
-        if self.active.is_some() {
-            return self.active;
+        if let Some(slot) = self.active.index() {
+            return Some(slot as u16);
         }
         let takes_new = matches!(self.pdc.state(), InitiatorState::Creating | InitiatorState::Established);
         self.queued.first().filter(|_| takes_new && self.messages < limit)
@@ -1166,7 +1166,7 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///
 /// # Memory, and building one in place
 ///
-/// An endpoint holds everything it needs: 608 B per `P`, 136 B per `M` and 16.4 kB besides
+/// An endpoint holds everything it needs: 600 B per `P`, 136 B per `M` and 16.4 kB besides
 /// (with 64 events) at the default `R`, `C`, `W`, `Q`, `O`, `X` and `D` on a 64-bit host
 /// (`size_of::<Endpoint<P, M, E>>()` says exactly). [`Endpoint::new`] returns it by value, so it
 /// is built on the stack first, and at low optimisation levels copied again. Where that is too much stack (firmware), start from [`Endpoint::EMPTY`], whose

@@ -238,7 +238,7 @@ impl<
         let Some(p) = self.initiators.get_mut(id) else { return };
         while let Some(ev) = p.pdc.poll_event(self.receivers.get(p.ret)) {
             if let InitiatorEvent::Failed(_) = ev {
-                p.active = None;
+                p.active = SlotRef::NONE;
             }
         }
         let restarted_by = p.pdc.start_psn().wrapping_sub(p.start_psn);

@@ -2388,7 +2388,7 @@ fn memory_per_pdc_and_per_message() {
     assert!(per_o <= 20, "{per_o} B per shared message in progress");
     assert!(per_q <= 128, "{per_q} B per control-queue entry");
     assert!(per_x <= 50, "{per_x} B per extension header");
-    assert!(per_pdc <= 608, "{per_pdc} B per PDC");
+    assert!(per_pdc <= 600, "{per_pdc} B per PDC");
     assert!(per_msg <= 136, "{per_msg} B per message slot");
     // Every packet's `Transmit` moves through the layers whole: its read-data reference keeps the
     // READ's header compact.

@@ -432,7 +432,7 @@ impl<
                 p.next_message_id = p.next_message_id.wrapping_add(1);
             }
             let packet = m.sent;
-            p.active = if last { None } else { Some(slot as u16) };
+            p.active = if last { SlotRef::NONE } else { SlotRef::to(slot) };
             self.count_sent(slot);
             self.refresh_initiator(id, false);
             // Built where it is returned (a transmit taken and rebuilt is copied twice).
@@ -510,7 +510,7 @@ impl<
                     answer: AckAnswer::default(),
                     close_req_psn: None,
                     next_message_id: 0,
-                    active: None,
+                    active: SlotRef::NONE,
                     messages: 0,
                     started: SlotList::default(),
                     queued: SlotList::default(),
