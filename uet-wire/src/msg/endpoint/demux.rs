@@ -189,7 +189,8 @@ impl<
                                 {
                                     // A CLOSE_REQ or ACK_REQ takes a PSN of the return direction.
                                     self.on_initiator(now, dpdcid, |p, ret, _| {
-                                        let ret = ret.ok_or(crate::pdc::PdcError::WindowFull)?;
+                                        // Taken just above, so never `None`.
+                                        let Some(ret) = ret else { return Ok((Marked::Nothing, CcSignal::None)) };
                                         p.handle_control(ret, now, &c).map(|()| (Marked::Nothing, CcSignal::None))
                                     });
                                 } else {
