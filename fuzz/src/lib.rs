@@ -1176,7 +1176,7 @@ pub fn endpoint(data: &[u8]) {
     use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, Secure, SecureStart, Service};
     use uet_wire::pdc::ipv4;
     use uet_wire::ses::Opcode;
-    type Ep = Endpoint<4, 8, 40, { uet_wire::pdc::held::HELD_RESPONSES }, 2, 4, 2, 2, 2, 1>;
+    type Ep = Endpoint<4, 8, 40, { uet_wire::pdc::held::HELD_RESPONSES }, 2, 4, 2, 2, 2, 1, 1>;
     let mut u = Unstructured::new(data);
     let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
     let mtu = u.int_in_range(1u16..=2048).unwrap_or(512);
@@ -1488,7 +1488,7 @@ pub fn endpoint(data: &[u8]) {
     /// `from_peer` when the other endpoint wrote it (not the fuzzer).
     #[allow(clippy::too_many_arguments)]
     fn deliver(
-        eps: &mut [Endpoint<4, 8, 40, { uet_wire::pdc::held::HELD_RESPONSES }, 2, 4, 2, 2, 2, 1>; 2],
+        eps: &mut [Endpoint<4, 8, 40, { uet_wire::pdc::held::HELD_RESPONSES }, 2, 4, 2, 2, 2, 1, 1>; 2],
         now: Instant,
         addrs: &[uet_wire::pdc::IpAddr; 2],
         to: usize,

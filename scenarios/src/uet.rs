@@ -1,5 +1,5 @@
 //! Two UET endpoints (`Endpoint<8, 8, 32>`, 16 shared message-order entries, no extension
-//! headers, one return direction) joined by an in-memory wire that carries one packet at a time and loses 1 % of them.
+//! headers, one return direction and one request direction) joined by an in-memory wire that carries one packet at a time and loses 1 % of them.
 //! A [`phase`] sends [`MESSAGES`] messages of one size from A to B. A turn in which neither
 //! endpoint sends sleeps to the earliest deadline, as firmware would. The payload of message `i`
 //! is cut from a fixed pattern, so filling and checking a packet is one copy or compare and the
@@ -14,11 +14,12 @@ use uet_wire::ses::Opcode;
 
 use crate::Rng;
 
-/// The default sizes but `O`, `X` and `D`: each endpoint has one target PDC at a time here, which
-/// needs at most 14 shared message-order entries besides its own two (the default, 256, suits a
-/// host receiving from many peers at once) and at most one return direction for read data, and
-/// sends no atomics or rendezvous sends, so it keeps no extension headers.
-pub type Ep = Endpoint<8, 8, 32, { uet_wire::pdc::held::HELD_RESPONSES }, 0, ORDER_WINDOW, CONTROL_QUEUE, 16, 0, 1>;
+/// The default sizes but `O`, `X`, `D` and `S`: each endpoint has one target PDC at a time here,
+/// which needs at most 14 shared message-order entries besides its own two (the default, 256,
+/// suits a host receiving from many peers at once) and at most one return direction for read
+/// data, one initiator PDC at a time, which needs one request direction, and sends no atomics or
+/// rendezvous sends, so it keeps no extension headers.
+pub type Ep = Endpoint<8, 8, 32, { uet_wire::pdc::held::HELD_RESPONSES }, 0, ORDER_WINDOW, CONTROL_QUEUE, 16, 0, 1, 1>;
 
 /// Payload bytes per packet.
 pub const MTU: u16 = 1024;

@@ -12,7 +12,9 @@
 //! `.../active_1024_x16`, 16 messages in flight on each of 1 024 PDCs. With one message in
 //! flight per PDC every message draws its own ACK (2 packets a message); with 16 on a PDC, as
 //! in `active_1`, ACKs cover several (1.06 packets a message): each case prints its packets per
-//! message first.
+//! message first. The endpoints have the default 16 request directions (`S`), so beyond 16 PDCs
+//! in use the PDCs take turns for them, a message per turn; the cases ending in `_s1024` have
+//! 1 024, one for each PDC in use.
 //! The endpoints are built on a thread with a stack large enough for the largest of them.
 #![allow(missing_docs)]
 // Harness code, not library code.
@@ -21,14 +23,22 @@
 use criterion::{BenchmarkGroup, Criterion, Throughput, measurement::WallTime};
 use std::time::Duration as StdDuration;
 use uet_wire::linklayer::{Duration, Instant};
-use uet_wire::msg::{Endpoint, EndpointConfig, Event, MAX_HEADER_LEN, MessageDesc, Service};
+use uet_wire::msg::{
+    CONTROL_QUEUE, EXTENSIONS, Endpoint, EndpointConfig, Event, MAX_HEADER_LEN, MessageDesc, ORDER_POOL, ORDER_WINDOW,
+    REQUEST_DIRECTIONS, RETURN_DIRECTIONS, Service,
+};
+use uet_wire::pdc::held::HELD_RESPONSES;
 use uet_wire::pdc::{IpAddr, ipv4};
 use uet_wire::ses::Opcode;
 
 const LEN: u32 = 64;
 
-struct Pair<const P: usize, const M: usize> {
-    eps: [Box<Endpoint<P, M, 64>>; 2],
+/// An endpoint with room for `P` PDCs each way, `M` messages and `S` request directions.
+type Ep<const P: usize, const M: usize, const S: usize> =
+    Endpoint<P, M, 64, HELD_RESPONSES, 0, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, RETURN_DIRECTIONS, S>;
+
+struct Pair<const P: usize, const M: usize, const S: usize> {
+    eps: [Box<Ep<P, M, S>>; 2],
     addrs: [IpAddr; 2],
     active: usize,
     next_job: usize,
@@ -43,7 +53,7 @@ struct Pair<const P: usize, const M: usize> {
     frame: Vec<u8>,
 }
 
-impl<const P: usize, const M: usize> Pair<P, M> {
+impl<const P: usize, const M: usize, const S: usize> Pair<P, M, S> {
     fn new(active: usize, window: usize, loss: u32) -> Self {
         let cfg = |addr| EndpointConfig { close_when_idle: false, ..EndpointConfig::new(addr, 1024) };
         let addrs = [ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2])];
@@ -113,17 +123,17 @@ impl<const P: usize, const M: usize> Pair<P, M> {
 }
 
 fn case<const P: usize, const M: usize>(g: &mut BenchmarkGroup<'_, WallTime>, active: usize) {
-    case_with::<P, M>(g, &format!("active_{active}"), active, M.min(active.max(16)), 0);
+    case_with::<P, M, REQUEST_DIRECTIONS>(g, &format!("active_{active}"), active, M.min(active.max(16)), 0);
 }
 
-fn case_with<const P: usize, const M: usize>(
+fn case_with<const P: usize, const M: usize, const S: usize>(
     g: &mut BenchmarkGroup<'_, WallTime>,
     name: &str,
     active: usize,
     window: usize,
     loss: u32,
 ) {
-    let mut pair = Pair::<P, M>::new(active, window, loss);
+    let mut pair = Pair::<P, M, S>::new(active, window, loss);
     let warm_up = active.max(window) as u64 * 4;
     pair.run(warm_up);
     println!("P{P}_M{M}/{name}: {:.2} packets per message", pair.packets as f64 / warm_up as f64);
@@ -148,15 +158,18 @@ fn scaling(c: &mut Criterion) {
     g.sample_size(10).warm_up_time(StdDuration::from_millis(500)).measurement_time(StdDuration::from_secs(2));
     case::<16, 16>(&mut g, 1);
     case::<16, 4096>(&mut g, 1);
-    case_with::<16, 4096>(&mut g, "queued_4096", 1, 4096, 0);
+    case_with::<16, 4096, REQUEST_DIRECTIONS>(&mut g, "queued_4096", 1, 4096, 0);
     for active in [1, 64, 1024] {
         case::<1024, 16>(&mut g, active);
         case::<1024, 4096>(&mut g, active);
     }
-    case_with::<1024, 4096>(&mut g, "loss_1pct", 1024, 1024, 10);
+    case_with::<1024, 4096, REQUEST_DIRECTIONS>(&mut g, "loss_1pct", 1024, 1024, 10);
     // 16 messages in flight on each of 1 024 PDCs, as on the one PDC of `active_1`: the target
-    // acknowledges several with one ACK in both.
-    case_with::<1024, 16384>(&mut g, "active_1024_x16", 1024, 16384, 0);
+    // acknowledges several with one ACK in both (with a request direction for each PDC; with 16,
+    // the PDCs take turns, one message each).
+    case_with::<1024, 16384, REQUEST_DIRECTIONS>(&mut g, "active_1024_x16", 1024, 16384, 0);
+    case_with::<1024, 4096, 1024>(&mut g, "active_1024_s1024", 1024, 1024, 0);
+    case_with::<1024, 16384, 1024>(&mut g, "active_1024_x16_s1024", 1024, 16384, 0);
     for active in [1, 64, 1024, 16384] {
         case::<16384, 16>(&mut g, active);
         case::<16384, 4096>(&mut g, active);

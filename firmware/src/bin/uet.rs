@@ -1,5 +1,6 @@
 //! The UET workload of `xlink_scenarios::uet` on a Cortex-M4F: two endpoints (`Endpoint<8, 8,
-//! 32>`, 16 shared message-order entries, no extension headers) joined by an in-memory wire that
+//! 32>`, 16 shared message-order entries, no extension headers, one return direction and one
+//! request direction) joined by an in-memory wire that
 //! carries one packet at a time and loses 1 % of them: 200 messages of 64 B, then 200 of 1 KiB,
 //! from A to B; first with PDCs closed as soon as they are idle (the default), then again with
 //! the endpoints configured afresh in place and PDCs kept open. Every byte placed is checked,

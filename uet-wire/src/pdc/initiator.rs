@@ -58,7 +58,10 @@
 //! window (a peer numbering from elsewhere) is acknowledged alone, its PSN as CACK. An
 //! [`Initiator`] keeps its return direction; an [`Endpoint`](crate::msg::Endpoint) keeps only the
 //! cumulative ACK of an idle one, and takes the rest from a pool while packets of it are not yet
-//! acknowledged (its const generic `D`).
+//! acknowledged (its const generic `D`). Likewise an endpoint keeps 52 bytes of an initiator PDC
+//! with nothing outstanding and no timer running (its state, ids, PSNs, the peer's range,
+//! round-trip estimate, SLEEK state, counts and events), and takes a whole state machine from a
+//! pool while it sends (its const generic `S`).
 
 use super::config::{MPR_GRANULARITY, PdcConfig};
 use super::rtt::RttEstimator;
@@ -324,6 +327,61 @@ impl IdleReceiver {
     /// The idle return direction of a PDC whose start PSN is `start_psn`.
     pub(crate) const fn new(start_psn: u32) -> Self {
         IdleReceiver { cack: start_psn.wrapping_sub(1) }
+    }
+}
+
+/// What an idle [`InitiatorCore`] keeps: its state, ids, PSNs, the peer's range, round-trip
+/// estimate, SLEEK state, counts and events waiting. [`InitiatorCore::resume`] makes it whole
+/// again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct IdleInitiator {
+    state: InitiatorState,
+    mode: DeliveryMode,
+    events: u8,
+    rto_count: u8,
+    probe_count: u8,
+    failure: Option<Failure>,
+    local: u16,
+    remote: u16,
+    start_psn: u32,
+    next_psn: u32,
+    max_cack: u32,
+    peer_range: u32,
+    peer_range_cack: u32,
+    srtt: u32,
+    rttvar: u32,
+    sleek: Sleek,
+}
+
+impl IdleInitiator {
+    /// Every byte zero: a placeholder for a PDC being removed, not one in use.
+    pub(crate) const ZERO: Self = IdleInitiator {
+        state: InitiatorState::Creating,
+        mode: DeliveryMode::Rud,
+        events: 0,
+        rto_count: 0,
+        probe_count: 0,
+        failure: None,
+        local: 0,
+        remote: 0,
+        start_psn: 0,
+        next_psn: 0,
+        max_cack: 0,
+        peer_range: 0,
+        peer_range_cack: 0,
+        srtt: 0,
+        rttvar: 0,
+        sleek: Sleek::ZERO,
+    };
+
+    /// [`InitiatorCore::state`].
+    pub(crate) const fn state(&self) -> InitiatorState {
+        self.state
+    }
+
+    /// [`InitiatorCore::remote_id`].
+    pub(crate) const fn remote_id(&self) -> Option<u16> {
+        if self.remote == 0 { None } else { Some(self.remote) }
     }
 }
 
@@ -611,15 +669,18 @@ impl<const W: usize> Initiator<W> {
         self.core.skip_psns(n);
     }
 
+    /// Replaces the PDC's state with what [`InitiatorCore::resume`] makes of it if it is idle,
+    /// as an endpoint's pool does; returns whether it was.
+    #[cfg(test)]
+    pub(crate) fn rest_request_direction(&mut self) -> bool {
+        super::rest(&mut self.core, InitiatorCore::idle, InitiatorCore::resume)
+    }
+
     /// Replaces the return direction with what [`ReturnReceiver::resume`] makes of it if it is
     /// idle, as an endpoint's pool does; returns whether it was.
     #[cfg(test)]
     pub(crate) fn rest_return_direction(&mut self) -> bool {
-        let idle = self.ret.idle();
-        if let Some(idle) = idle {
-            self.ret = ReturnReceiver::resume(idle);
-        }
-        idle.is_some()
+        super::rest(&mut self.ret, ReturnReceiver::idle, ReturnReceiver::resume)
     }
 }
 
@@ -656,6 +717,101 @@ impl<const W: usize> InitiatorCore<W> {
             events: 0,
             failure: None,
         }
+    }
+
+    /// Every byte zero: a placeholder (for storage built in `const`), not a PDC in use;
+    /// [`InitiatorCore::resume`] makes one.
+    pub(crate) const ZERO: Self = InitiatorCore {
+        state: InitiatorState::Creating,
+        mode: DeliveryMode::Rud,
+        local: 0,
+        remote: 0,
+        start_psn: 0,
+        tx: TxWindow::resume(0, 0),
+        peer_range: 0,
+        peer_range_cack: 0,
+        close_psn: 0,
+        rto_at: Deadline::NONE,
+        probe_at: Deadline::NONE,
+        losses: LossDetector::ZERO,
+        sleek: Sleek::ZERO,
+        hold_until: Deadline::NONE,
+        rtt: RttEstimator::ZERO,
+        nack_psn: 0,
+        rto_count: 0,
+        nack_count: 0,
+        probe_count: 0,
+        tx_pending: 0,
+        events: 0,
+        failure: None,
+    };
+
+    /// The PDC `idle` stands for: one behaving as the one [`InitiatorCore::idle`] made it of
+    /// does.
+    #[inline(always)]
+    pub(crate) const fn resume(idle: IdleInitiator) -> Self {
+        InitiatorCore {
+            state: idle.state,
+            mode: idle.mode,
+            local: idle.local,
+            remote: idle.remote,
+            start_psn: idle.start_psn,
+            tx: TxWindow::resume(idle.next_psn, idle.max_cack),
+            peer_range: idle.peer_range,
+            peer_range_cack: idle.peer_range_cack,
+            close_psn: 0,
+            rto_at: Deadline::NONE,
+            probe_at: Deadline::NONE,
+            losses: LossDetector::ZERO,
+            sleek: idle.sleek,
+            hold_until: Deadline::NONE,
+            rtt: RttEstimator::resume(idle.srtt, idle.rttvar),
+            nack_psn: 0,
+            rto_count: idle.rto_count,
+            nack_count: 0,
+            probe_count: idle.probe_count,
+            tx_pending: 0,
+            events: idle.events,
+            failure: idle.failure,
+        }
+    }
+
+    /// What it keeps while idle, if it is: nothing outstanding, marked or selectively
+    /// acknowledged, no timer running, no packet timed and no control packet waiting. What it
+    /// then drops is read only once a packet sets it again: the CLOSE's PSN (read only while
+    /// the CLOSE is outstanding) and the NACKed packet the NACK count follows (it counts only
+    /// while that packet is not acknowledged).
+    pub(crate) fn idle(&self) -> Option<IdleInitiator> {
+        let w = &self.tx;
+        if w.has_outstanding() {
+            return None;
+        }
+        let idle = *w == TxWindow::resume(w.next_psn(), w.max_cack())
+            && !self.rto_at.is_armed()
+            && !self.probe_at.is_armed()
+            && !self.hold_until.is_armed()
+            && !self.losses.deadline().is_armed()
+            && !self.rtt.is_timing()
+            && self.tx_pending == 0;
+        let (srtt, rttvar) = self.rtt.learned();
+        idle.then_some(IdleInitiator {
+            state: self.state,
+            mode: self.mode,
+            events: self.events,
+            rto_count: self.rto_count,
+            probe_count: self.probe_count,
+            failure: self.failure,
+            local: self.local,
+            remote: self.remote,
+            start_psn: self.start_psn,
+            next_psn: w.next_psn(),
+            max_cack: w.max_cack(),
+            peer_range: self.peer_range,
+            peer_range_cack: self.peer_range_cack,
+            srtt,
+            rttvar,
+            sleek: self.sleek,
+        })
     }
 
     /// [`Initiator::state`].
@@ -778,6 +934,9 @@ impl<const W: usize> InitiatorCore<W> {
             self.sleek.stop();
             self.hold_until.clear();
             self.tx_pending = 0;
+            // Nothing waits for an ACK any more: a CLOSE that went unanswered, or was NACKed, is
+            // given up (every request was acknowledged before it went, or given up in error).
+            self.tx.abandon();
             if let Some(ret) = ret {
                 ret.pending &= RET_ACK_CLOSE_REQ;
             }
@@ -842,6 +1001,11 @@ impl<const W: usize> InitiatorCore<W> {
             self.rto_at.clear();
         }
         let lost = self.detect_losses(now, cfg);
+        if !self.tx.has_lost() {
+            // The hold was for packets refused for want of a resource, all acknowledged now: a
+            // later loss is resent at once.
+            self.hold_until.clear();
+        }
         match ack.request {
             // A CLEAR releases the responses held up to its CLEAR_PSN (the left edge − 1), and the
             // target's CACK stops before the oldest one it holds: a CLEAR_PSN not past the newest

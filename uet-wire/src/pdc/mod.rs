@@ -196,3 +196,12 @@ pub enum Failure {
     /// Response Timeout"; the wait is project-defined). Only that READ fails.
     ReadTimeout,
 }
+
+/// Test support: replaces `part` with what `resume` makes of what `idle` says it keeps, if it is
+/// idle, as an endpoint's pools do; returns whether it was.
+#[cfg(test)]
+pub(crate) fn rest<T, I>(part: &mut T, idle: impl FnOnce(&T) -> Option<I>, resume: impl FnOnce(I) -> T) -> bool {
+    let Some(kept) = idle(part) else { return false };
+    *part = resume(kept);
+    true
+}

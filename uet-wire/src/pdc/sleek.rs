@@ -131,6 +131,9 @@ pub(crate) struct Sleek {
 }
 
 impl Sleek {
+    /// Off (every byte zero).
+    pub(crate) const ZERO: Self = Sleek { flags: 0, probe_seq: 0, recovery_end: 0, probe_sent: 0 };
+
     /// Turns SLEEK on.
     pub(crate) fn enable(&mut self) {
         self.flags |= ON;

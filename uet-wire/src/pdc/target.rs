@@ -516,11 +516,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
     /// idle, as an endpoint's pool does; returns whether it was.
     #[cfg(test)]
     pub(crate) fn rest_return_direction(&mut self) -> bool {
-        let idle = self.ret.idle();
-        if let Some(idle) = idle {
-            self.ret = ReturnDirection::resume(idle);
-        }
-        idle.is_some()
+        super::rest(&mut self.ret, ReturnDirection::idle, ReturnDirection::resume)
     }
 
     /// The round-trip estimate of the return direction.

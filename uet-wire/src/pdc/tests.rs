@@ -1797,3 +1797,210 @@ fn closing_in_err_at_the_next_psn_fails_the_initiator() {
     assert_eq!(i.handle_nack(now, &cfg, &nack).unwrap(), NackClass::Close);
     assert_eq!(i.failure(), Some(Failure::Nack(NackCode::ClosingInErr)));
 }
+
+proptest::proptest! {
+    /// An initiator PDC rebuilt from what it keeps when idle ([`InitiatorCore::resume`], as an
+    /// endpoint's pool does each time one goes idle) behaves exactly as the one it replaced.
+    /// Twin initiators, one rebuilt whenever idle, send the same requests to one target over a
+    /// path that loses, duplicates and reorders them and their ACKs, take the same NACKs (of
+    /// every class the target sends, and resource shortages), timeouts, SLEEK probes and
+    /// recoveries, and closes, and must give the same packets, outcomes, events and deadlines.
+    #[test]
+    fn an_idle_initiator_resumes_exactly(
+        rod in proptest::prelude::any::<bool>(),
+        sleek in proptest::prelude::any::<bool>(),
+        ops in proptest::collection::vec((0u8..8, proptest::prelude::any::<u8>()), 1..300),
+    ) {
+        use crate::pdc::SleekLimits;
+        let cfg = cfg();
+        let (mut a, mut tg) = established(if rod { DeliveryMode::Rod } else { DeliveryMode::Rud });
+        if sleek {
+            a.use_sleek();
+        }
+        let mut b = a.clone();
+        let mut flight: Vec<Request> = Vec::new();
+        let mut now = t(10);
+        let limits = SleekLimits { threshold: 3, window: 8, probe_after: Duration::from_micros(50) };
+        let same = |a: &mut Initiator, b: &mut Initiator| {
+            (a.state(), a.window(), a.has_pending(), a.poll_timeout(), a.timeouts(), a.failure())
+                == (b.state(), b.window(), b.has_pending(), b.poll_timeout(), b.timeouts(), b.failure())
+                && (a.rtt().smoothed(), a.rtt().variation(), a.recovering(), a.requests_in_flight())
+                    == (b.rtt().smoothed(), b.rtt().variation(), b.recovering(), b.requests_in_flight())
+                && a.can_send(&cfg) == b.can_send(&cfg)
+                && a.poll_event() == b.poll_event()
+        };
+        for step in 0..ops.len() + 120 {
+            // The ops, then a drain that delivers and acknowledges everything.
+            let drain = step >= ops.len();
+            let (op, x) = ops.get(step).copied().unwrap_or(((step % 4) as u8 + 1, 0));
+            match op {
+                0 => {
+                    if a.can_send(&cfg) {
+                        let (sa, sb) = (a.send(now, &cfg, x & 1 == 0), b.send(now, &cfg, x & 1 == 0));
+                        proptest::prop_assert_eq!(sa, sb);
+                        flight.push(req(sa.unwrap()));
+                    }
+                }
+                1 => {
+                    // One request of the flight (all of them in the drain) to the target; a copy
+                    // stays in flight now and then (a duplicate), and one is lost now and then.
+                    let n = if drain { flight.len() } else { usize::from(!flight.is_empty()) };
+                    for _ in 0..n {
+                        let r = flight.remove(usize::from(x) % flight.len());
+                        if x & 0x40 != 0 && !drain {
+                            flight.push(r);
+                        }
+                        if x & 0x80 == 0 || drain {
+                            let _ = tg.handle_request(now, &cfg, &r, 100, false);
+                        }
+                    }
+                }
+                2 => {
+                    while let Some(tx) = tg.poll_transmit(now) {
+                        let deliver = x & 1 == 0 || drain;
+                        match tx {
+                            TargetTx::Ack(_) if deliver => {
+                                let ack = ack_of(tx);
+                                let (oa, ob) = (a.handle_ack(now, &cfg, &ack), b.handle_ack(now, &cfg, &ack));
+                                proptest::prop_assert_eq!(oa, ob);
+                                if sleek && oa.is_ok() {
+                                    proptest::prop_assert_eq!(a.run_sleek(now, &ack, limits), b.run_sleek(now, &ack, limits));
+                                }
+                            }
+                            TargetTx::Nack(n) if deliver => {
+                                let n = nack(n);
+                                proptest::prop_assert_eq!(a.handle_nack(now, &cfg, &n), b.handle_nack(now, &cfg, &n));
+                            }
+                            TargetTx::Control(c) if deliver => {
+                                // The target's CLOSE_REQ (the PDC quiesces, idle or not).
+                                let c = ctl(c);
+                                proptest::prop_assert_eq!(a.handle_control(now, &c), b.handle_control(now, &c));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                3 => {
+                    now = now.saturating_add(Duration::from_micros(u64::from(x) * 20 + 1));
+                    // The drain runs to the initiator's next deadline (not the target's idle
+                    // timeout, which would close its PDC).
+                    let soon = now.saturating_add(Duration::from_millis(10_000));
+                    if let Some(due) = a.poll_timeout().filter(|&d| drain && d < soon) {
+                        now = now.max(due);
+                    }
+                    a.handle_timeout(now, &cfg);
+                    b.handle_timeout(now, &cfg);
+                    tg.handle_timeout(now, &cfg);
+                }
+                4 => loop {
+                    let (ta, tb) = (a.poll_transmit(now), b.poll_transmit(now));
+                    proptest::prop_assert_eq!(ta, tb);
+                    match ta {
+                        Some(InitiatorTx::Resend(s)) => flight.push(req(s)),
+                        Some(InitiatorTx::Control(c)) if x & 0x80 == 0 || drain => {
+                            let _ = tg.handle_control(now, &cfg, &ctl(c));
+                        }
+                        Some(_) => {}
+                        None => break,
+                    }
+                },
+                5 if x % 32 == 0 && !drain => {
+                    // A target closing in error names the next PSN, which closes even an idle
+                    // PDC (rarely: the run ends there).
+                    let code = if x & 32 == 0 { NackCode::ClosingInErr } else { NackCode::InvDpdcid };
+                    let n = nack(Nack::for_pdc(code, a.window().next_psn(), 19, 7));
+                    proptest::prop_assert_eq!(a.handle_nack(now, &cfg, &n), b.handle_nack(now, &cfg, &n));
+                }
+                5 => {
+                    // A NACK of a PSN sent: a resource shortage (held resend), a packet not
+                    // received, or (ROD) out of order.
+                    let sent = a.window().next_psn().wrapping_sub(a.window().base());
+                    if sent > 0 && !drain {
+                        let psn = a.window().base().wrapping_add(u32::from(x) % sent);
+                        let code = match x % 3 {
+                            0 => NackCode::NoPktBuffer,
+                            1 => NackCode::PktNotRcvd,
+                            _ if rod => NackCode::RodOoo,
+                            _ => NackCode::NoGtdDelAvail,
+                        };
+                        let n = nack(Nack::for_pdc(code, psn, 19, 7));
+                        proptest::prop_assert_eq!(a.handle_nack(now, &cfg, &n), b.handle_nack(now, &cfg, &n));
+                    }
+                }
+                6 => {
+                    if sleek && x & 1 == 0 {
+                        a.recover();
+                        b.recover();
+                    }
+                }
+                _ => {
+                    // Closes come late and rarely: most runs keep the PDC open.
+                    if x == 0 {
+                        proptest::prop_assert_eq!(a.request_close(), b.request_close());
+                    } else if x == 1 {
+                        proptest::prop_assert_eq!(a.close(now, &cfg), b.close(now, &cfg));
+                    } else if x == 2 {
+                        let _ = tg.request_close(now, &cfg);
+                    }
+                }
+            }
+            proptest::prop_assert!(same(&mut a, &mut b), "the twins differ after step {}", step);
+            b.rest_request_direction();
+            proptest::prop_assert!(same(&mut a, &mut b), "the rebuilt twin differs after step {}", step);
+        }
+        // Everything was delivered and acknowledged in the drain, and the timers ran out: the
+        // PDC ended idle, so the twin was rebuilt after its last packet. (Unless it failed, or
+        // its CLOSE went unanswered or was refused: an endpoint frees it then.)
+        if a.failure().is_none() && a.state() != InitiatorState::CloseAckWait && a.state() != InitiatorState::Closed {
+            proptest::prop_assert_eq!(a.outstanding(), 0);
+            proptest::prop_assert!(b.rest_request_direction(), "not idle after the drain");
+        }
+    }
+}
+
+/// A new initiator PDC is idle before its first packet, and one rebuilt from that idle form
+/// opens the PDC as the original does: the same SYN stamps, ACK outcomes, events and state.
+#[test]
+fn a_new_initiator_resumes_exactly() {
+    let cfg = cfg();
+    let mut a = Initiator::<2>::new(&cfg, DeliveryMode::Rud, 7, 4);
+    a.use_sleek();
+    let mut b = a.clone();
+    assert!(b.rest_request_direction(), "a new PDC is idle");
+    assert_eq!(b, a, "and rebuilt whole");
+    let (ra, rb) = (a.send(t(0), &cfg, false).unwrap(), b.send(t(0), &cfg, false).unwrap());
+    assert_eq!(ra, rb);
+    assert!(ra.syn());
+    let r = req(ra);
+    let mut tg = Target::<2>::new(t(1), &cfg, 19, &r, StartPolicy::Open).unwrap();
+    tg.handle_request(t(1), &cfg, &r, 100, false).unwrap();
+    let ack = ack_of(tg.poll_transmit(t(1)).unwrap());
+    assert_eq!(a.handle_ack(t(2), &cfg, &ack), b.handle_ack(t(2), &cfg, &ack));
+    assert!(b.rest_request_direction(), "idle again once its packet is acknowledged");
+    assert_eq!((a.poll_event(), a.state()), (b.poll_event(), b.state()));
+    assert_eq!(b.state(), InitiatorState::Established);
+    assert_eq!(a.send(t(3), &cfg, true), b.send(t(3), &cfg, true));
+}
+
+/// The wait after a NACK for want of a resource (`NACK_Retx_Time`) holds back the resends of
+/// the packets it refused, and ends once no packet waits to be resent: a later loss is resent at
+/// once.
+#[test]
+fn a_resource_hold_ends_once_nothing_waits_to_be_resent() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    let r5 = req(i.send(t(10), &cfg, true).unwrap());
+    i.handle_nack(t(11), &cfg, &nack(Nack::for_pdc(NackCode::NoPktBuffer, r5.psn, 19, 7))).unwrap();
+    assert_eq!(i.poll_transmit(t(12)), None, "the refused packet waits out NACK_Retx_Time");
+    // A late copy of the request arrives after all, and its ACK ends the hold.
+    tg.handle_request(t(12), &cfg, &r5, 100, false).unwrap();
+    let ack = ack_of(tg.poll_transmit(t(12)).unwrap());
+    i.handle_ack(t(13), &cfg, &ack).unwrap();
+    assert_eq!(i.outstanding(), 0);
+    let r6 = req(i.send(t(14), &cfg, true).unwrap());
+    i.handle_nack(t(15), &cfg, &nack(Nack::for_pdc(NackCode::PktNotRcvd, r6.psn, 19, 7))).unwrap();
+    assert!(
+        matches!(i.poll_transmit(t(15)), Some(InitiatorTx::Resend(s)) if s.psn == r6.psn),
+        "a packet not received is resent at once"
+    );
+}

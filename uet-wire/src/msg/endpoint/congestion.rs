@@ -414,7 +414,8 @@ impl<
     const O: usize,
     const X: usize,
     const D: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X, D>
+    const S: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D, S>
 {
     /// The NSCC state of the CCC serving `dst`: its window, flight, base RTT, counters. `None`
     /// without congestion management or before a PDC to `dst` opened.
@@ -451,11 +452,11 @@ impl<
             return true;
         }
         let signal = core::mem::take(&mut self.cc_signal);
-        let now = self.now;
+        let (now, turns) = (self.now, self.turns());
         let Some(index) = self.initiators.index_of(id).map(|i| i as u16) else { return true };
         let Some(p) = self.initiators.get_mut(id) else { return true };
         let Some(c) = p.ccc else { return true };
-        let flight = if gone { 0 } else { p.pdc.requests_in_flight() };
+        let flight = if gone { 0 } else { self.senders.view(p.pdc).requests_in_flight() };
         let charged = u32::from(p.charged);
         p.charged = u16::try_from(flight).unwrap_or(u16::MAX);
         if gone {
@@ -524,11 +525,13 @@ impl<
         if let (CcSignal::Ack { ooo, probe_rtt, .. }, Some(p), false, true) =
             (signal, self.initiators.get_mut(id), gone, sleeks)
         {
-            let backlog = p.next_new(configured(&self.cfg).messages_per_pdc).is_some();
-            let marked = ccc.sleek(now, &mut p.pdc, backlog, ooo, probe_rtt);
+            let backlog = p.next_new(self.senders.state(p.pdc), turns).is_some();
+            // An idle PDC (nothing outstanding) stays idle: SLEEK has nothing to mark.
+            let marked = self.senders.with_kept(&mut p.pdc, |pdc| ccc.sleek(now, pdc, backlog, ooo, probe_rtt));
+            let marked = marked.unwrap_or(0);
             if marked > 0 {
                 self.stats.resends.sleek = self.stats.resends.sleek.wrapping_add(u64::from(marked));
-                let after = p.pdc.requests_in_flight();
+                let after = self.senders.view(p.pdc).requests_in_flight();
                 left = left.saturating_add(flight.saturating_sub(after));
                 p.charged = u16::try_from(after).unwrap_or(u16::MAX);
             }
@@ -544,10 +547,13 @@ impl<
         }
         let open = ccc.open();
         if open {
-            // The window opened: the PDCs that waited for it take their turns again.
+            // The window opened: the PDCs that waited for it take their turns again (one whose
+            // close waits for a request direction keeps its place on that list).
             while let Some(waiting) = ccc.blocked.first() {
                 ccc.blocked.unlink(&mut self.blocked_links, waiting);
-                self.initiators_new.insert(&mut self.initiators_new_links, waiting, |_| true);
+                if !SlotList::contains(&self.senders_waiting_links, waiting) {
+                    self.initiators_new.insert(&mut self.initiators_new_links, waiting, |_| true);
+                }
             }
         }
         open
@@ -614,7 +620,7 @@ impl<
         if C == 0 {
             return Ok(());
         }
-        let (limit, cfg) = (self.config().messages_per_pdc, &self.config().pdc);
+        let (turns, cfg) = (self.turns(), &self.config().pdc);
         for (c, ccc) in self.cccs.iter() {
             ccc.blocked.well_formed(&self.blocked_links).ok_or("a CCC's waiting list is malformed")?;
             let (mut users, mut charged) = (0u16, 0u64);
@@ -630,15 +636,21 @@ impl<
                 }
                 users += 1;
                 charged += u64::from(p.charged);
-                if u32::from(p.charged) != p.pdc.requests_in_flight() {
+                let core = self.senders.view(p.pdc);
+                if u32::from(p.charged) != core.requests_in_flight() {
                     return Err("a PDC's flight is not what its CCC counts");
                 }
-                let has_new = p.next_new(limit).is_some() && p.pdc.can_send(cfg);
-                if on_blocked && (!has_new || ccc.open()) {
+                // A holder that took its turn is listed as it was before PDCs came to wait (see
+                // `check_invariants`).
+                let has_new = p.next_new(core.state(), turns).is_some() && core.can_send(cfg);
+                let holder = matches!(p.pdc, SenderAt::Pooled(_));
+                let stale = holder && p.took_turn && !turns.yields;
+                if on_blocked && (!(has_new || (holder && p.took_turn)) || ccc.open()) {
                     return Err("a PDC waits for a window that is open, or with nothing to send");
                 }
                 let listed = SlotList::contains(&self.initiators_new_links, index as u16);
-                if has_new && !(on_blocked || listed) {
+                let waits = SlotList::contains(&self.senders_waiting_links, index as u16);
+                if has_new && !(on_blocked || listed || waits || stale) {
                     return Err("a PDC with a new packet is neither listed nor waiting for its window");
                 }
                 if on_blocked && listed {

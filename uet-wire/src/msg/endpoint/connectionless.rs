@@ -13,7 +13,8 @@ impl<
     const O: usize,
     const X: usize,
     const D: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X, D>
+    const S: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D, S>
 {
     /// The next packet of RUDI message `slot`, if the in-flight table has room.
     pub(super) fn transmit_rudi_new(

@@ -173,7 +173,8 @@ impl<
     const O: usize,
     const X: usize,
     const D: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X, D>
+    const S: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D, S>
 {
     /// The RCCC state of the CCC serving `dst` (its credit, grants and counters): `None` unless
     /// that CCC runs RCCC.
@@ -197,7 +198,11 @@ impl<
         let p = self.initiators.get(id)?;
         let c = p.ccc?;
         let m = self.msgs.get(slot)?.as_ref()?;
-        let left = m.segments().packets().saturating_sub(m.sent).saturating_add(p.pdc.window().lost_count());
+        let left = m
+            .segments()
+            .packets()
+            .saturating_sub(m.sent)
+            .saturating_add(self.senders.view(p.pdc).window().lost_count());
         let more = p.queued.first().is_some();
         let ccc = self.cccs.get_mut(c)?;
         let packet = u64::from(ccc.packet());

@@ -23,7 +23,8 @@ impl<
     const O: usize,
     const X: usize,
     const D: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X, D>
+    const S: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D, S>
 {
     /// Takes a received packet: PDS header on, without any CRC trailer (a trailer left on would
     /// be taken for payload; packets that carry one go to [`Endpoint::handle_crc_packet`]).
@@ -322,7 +323,7 @@ impl<
         // keys lie: an address copied out is a `memcpy` call on a small core).
         let ini = self.initiators.key(id).map(|k| same_addr(&k.dst, &src));
         let tgt = self.targets.key(id).map(|k| same_addr(&k.src, &src));
-        if ini == Some(true) && self.initiators.get(id).is_some_and(|p| named(p.pdc.remote_id())) {
+        if ini == Some(true) && self.initiators.get(id).is_some_and(|p| named(self.senders.remote_id(p.pdc))) {
             return Some(Side::Initiator);
         }
         if tgt == Some(true) && self.targets.get(id).is_some_and(|t| named(Some(t.pdc.remote_id()))) {
@@ -378,8 +379,15 @@ impl<
         let cfg = &configured(&self.cfg).pdc;
         if let Some(p) = self.initiators.get_mut(id) {
             let ret = self.receivers.get_mut(p.ret);
-            let (marked, signal) = f(&mut p.pdc, ret, cfg).unwrap_or((Marked::Nothing, CcSignal::None));
-            self.stats.after_initiator_call(marked, p.pdc.rtt());
+            let Some(outcome) = self.senders.with_kept(&mut p.pdc, |pdc| f(pdc, ret, cfg)) else {
+                // It would have made an idle PDC send, with every request direction in use (its
+                // return direction may have changed: the lists see to it).
+                self.stats.request_direction_drops = self.stats.request_direction_drops.wrapping_add(1);
+                self.refresh_initiator(id, false);
+                return;
+            };
+            let (marked, signal) = outcome.unwrap_or((Marked::Nothing, CcSignal::None));
+            self.stats.after_initiator_call(marked, self.senders.view(p.pdc).rtt());
             self.cc_signal = signal;
             self.after_initiator_change(now, id);
         }

@@ -17,7 +17,8 @@ impl<
     const O: usize,
     const X: usize,
     const D: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X, D>
+    const S: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D, S>
 {
     /// Checks the endpoint's internal indexes against its state, in O(P + M); the first
     /// disagreement found, if any. For fuzz targets and tests (feature `fuzzing`): any `Err` is
@@ -61,14 +62,39 @@ impl<
             return Err("a list names a PDC table slot that is empty");
         }
         let (limit, cfg) = (self.config().messages_per_pdc, &self.config().pdc);
+        let turns = self.turns();
         let mut on_pdc_lists = 0;
         let mut receivers_used = [false; D];
+        let mut senders_used = [false; S];
+        well(&self.senders_waiting, &self.senders_waiting_links)?;
+        if !occupied(&self.senders_waiting, &self.senders_waiting_links, &|i| self.initiators.id_at(i)) {
+            return Err("a list names a PDC table slot that is empty");
+        }
+        if turns.yields && self.senders.has_free() {
+            return Err("PDCs wait for a request direction while one is free");
+        }
         for index in 0..P {
             let Some(id) = self.initiators.id_at(index) else { continue };
             let p = self.initiators.get(id).ok_or("a table slot without its PDC")?;
             if let ReceiverAt::Pooled(i) = p.ret {
                 let idle = self.receivers.get(p.ret).and_then(ReturnReceiver::idle).is_some();
                 claim(&mut receivers_used, i, idle)?;
+            }
+            let core = self.senders.view(p.pdc);
+            let waits = SlotList::contains(&self.senders_waiting_links, index as u16);
+            // What it would send were no PDC waiting (a holder whose turn is over keeps its
+            // request direction until it is idle, and is listed as it was until its next change).
+            let wants = p.next_new(core.state(), Turns { yields: false, ..turns }).is_some();
+            if let SenderAt::Pooled(i) = p.pdc {
+                claim(&mut senders_used, i, core.idle().is_some() && !wants)?;
+                if waits || p.close_wanted {
+                    return Err("an initiator holding its request direction waits for one");
+                }
+            } else if p.close_wanted && !waits {
+                return Err("an initiator's close waits for a request direction, and it is not on the list");
+            }
+            if waits && !(wants || p.close_wanted) {
+                return Err("an initiator waits for a request direction it does not need");
             }
             let started = well(&p.started, &self.pdc_links)?;
             let queued = well(&p.queued, &self.pdc_links)?;
@@ -93,21 +119,30 @@ impl<
             }
             // A PDC with a new packet is listed, or waits for its CCC's window (`check_cccs`).
             let new = SlotList::contains(&self.initiators_new_links, index as u16);
-            let has_new = p.next_new(limit).is_some() && p.pdc.can_send(cfg);
-            if (new && !has_new) || (has_new && !new && p.ccc.is_none()) {
+            let has_new = p.next_new(core.state(), turns).is_some() && core.can_send(cfg);
+            // A holder that took its turn is listed as it was before PDCs came to wait until its
+            // next change; one that stopped for them (it had requests outstanding, or a timer
+            // running) is listed again only at its next change after they all took theirs.
+            let holder = matches!(p.pdc, SenderAt::Pooled(_));
+            let stale = holder && p.took_turn && !turns.yields;
+            let gone_stale = holder && p.took_turn && turns.yields;
+            if (new && !has_new && !gone_stale) || (has_new && !new && !waits && p.ccc.is_none() && !stale) {
                 return Err("an initiator is on the list of PDCs with new packets, or off it, wrongly");
             }
-            let deadline = p.pdc.poll_timeout();
+            if new && waits {
+                return Err("an initiator is listed and waits for a request direction at once");
+            }
+            let deadline = core.poll_timeout();
             if self.initiator_timers.deadline(index as u16) != deadline {
                 return Err("an initiator's deadline is not filed");
             }
             let nothing_left =
-                p.messages == 0 && p.queued.first().is_none() && !p.pdc.has_pending(self.receivers.get(p.ret));
-            let open = matches!(p.pdc.state(), InitiatorState::Creating | InitiatorState::Established);
-            if nothing_left && deadline.is_none() && open && self.config().close_when_idle {
+                p.messages == 0 && p.queued.first().is_none() && !core.has_pending(self.receivers.get(p.ret));
+            let open = matches!(core.state(), InitiatorState::Creating | InitiatorState::Established);
+            if nothing_left && deadline.is_none() && open && self.config().close_when_idle && !p.close_wanted {
                 return Err("an idle initiator stays open");
             }
-            if nothing_left && p.pdc.state() == InitiatorState::Closed {
+            if nothing_left && core.state() == InitiatorState::Closed {
                 return Err("a closed initiator stays in the table");
             }
         }
@@ -170,6 +205,8 @@ impl<
             .map_err(|()| "the target return directions free and in use are not the pool's")?;
         pool_accounts(&mut receivers_used, self.receivers.free_entries(), self.receivers.used())
             .map_err(|()| "the initiator return directions free and in use are not the pool's")?;
+        pool_accounts(&mut senders_used, self.senders.free_entries(), self.senders.used())
+            .map_err(|()| "the initiator request directions free and in use are not the pool's")?;
         pool_accounts(&mut helds_used, self.helds.free_entries(), self.helds.used())
             .map_err(|()| "the blocks of held responses free and in use are not the pool's")?;
         if pooled != self.order_pool.in_use() {

@@ -23,12 +23,15 @@
 //!   first packet, so a peer's ids may come from any counter ([`order`](super::order)).
 //! * The PDCs with a new packet to send take turns, a packet each (round robin), so one PDC's
 //!   backlog does not hold the others back; RUDI, UUD and read data go oldest first, whenever
-//!   they are older than the message whose turn it is.
+//!   they are older than the message whose turn it is. While more initiator PDCs have something
+//!   to send than there are request directions (`S`), they take turns for those too, a message
+//!   per turn, oldest waiting first (see [`Endpoint`]).
 //! * A sent message completes when every PSN up to its last is acknowledged, and the messages of
 //!   one PDC key are reported `Sent` in the order they were sent; a READ only once its data
 //!   arrived too, so messages sent after it may be reported before it.
 //! * With [`EndpointConfig::close_when_idle`], a PDC closes as soon as it has no message left to
-//!   send or acknowledge; a later message opens a new PDC.
+//!   send or acknowledge (its CLOSE waiting its turn for a request direction while all `S` are in
+//!   use); a later message opens a new PDC.
 //! * A PDC the target asked to close (CLOSE_REQ) finishes the message in progress; the messages
 //!   after it wait for that PDC to close and then open a new one.
 //! * **Every ACK names a request and answers it** (the reference provider's target answers every
@@ -112,7 +115,7 @@ use super::order::{MessageOrder, OrderError, OrderPool};
 use super::segment::{Segment, SegmentError, Segmenter};
 use crate::Error;
 use crate::pdc::held::{HELD_RESPONSES, HeldResponses, OWN_HELD, Tiered};
-use crate::pdc::initiator::{IdleReceiver, InitiatorCore, ReturnReceiver};
+use crate::pdc::initiator::{IdleInitiator, IdleReceiver, InitiatorCore, ReturnReceiver};
 use crate::pdc::table::{FreeSlots, SlotRef, same_addr};
 use crate::pdc::target::{IdleReturn, ReturnDirection, TargetCore};
 use crate::pdc::{
@@ -133,7 +136,7 @@ use extensions::Extensions;
 use held::{HeldAt, HeldPool};
 use linklayer::{Instant, ZeroOption};
 use links::{Link, SlotList};
-use returns::{ReceiverAt, ReceiverPool, ReturnAt, ReturnPool};
+use returns::{ReceiverAt, ReceiverPool, ReturnAt, ReturnPool, SenderAt, SenderPool};
 use stats::Marked;
 pub use stats::{EndpointStats, NackCounts, Resends};
 use timers::TimerHeap;
@@ -165,6 +168,10 @@ pub const EXTENSIONS: usize = 16;
 /// at once, and the target PDCs that may hold guaranteed-delivery responses beyond their own two
 /// slots at once.
 pub const RETURN_DIRECTIONS: usize = 16;
+
+/// Request directions an endpoint's initiator PDCs share by default: [`Endpoint`]'s const
+/// generic `S`, the initiator PDCs that may have requests outstanding at once.
+pub const REQUEST_DIRECTIONS: usize = 16;
 
 /// Depth of an endpoint's control queues by default: [`Endpoint`]'s const generic `Q` (NACKs
 /// and RUDI responses waiting to go, RUDI packets in flight).
@@ -919,7 +926,8 @@ impl SendMsg {
 }
 
 struct IniPdc {
-    pdc: InitiatorCore,
+    /// Its state machine: idle, or an entry of the endpoint's [`SenderPool`].
+    pdc: SenderAt,
     /// Its return direction: idle, or an entry of the endpoint's [`ReceiverPool`].
     ret: ReceiverAt,
     /// The SES responses of the return ACKs: the DEFAULT_RESPONSE for the read data that arrived
@@ -942,18 +950,35 @@ struct IniPdc {
     /// Its congestion-control context, and the packets it counts in that CCC's flight.
     ccc: Option<u16>,
     charged: u16,
+    /// It started a message since it took its entry of the [`SenderPool`] (its turn).
+    took_turn: bool,
+    /// Its close waits for an entry of the [`SenderPool`] (the CLOSE takes a PSN).
+    close_wanted: bool,
+}
+
+/// What bounds the new messages of an initiator PDC: [`EndpointConfig::messages_per_pdc`]
+/// started and not yet completed, and while other PDCs wait for a request direction, one
+/// message per turn (one that started a message since it took its request direction starts no
+/// other, and gives the request direction back once everything it sent is acknowledged).
+#[derive(Clone, Copy)]
+struct Turns {
+    limit: u16,
+    yields: bool,
 }
 
 impl IniPdc {
-    /// The message slot this PDC would send a new packet of: the message in progress, else
-    /// (while the PDC takes new messages and fewer than `limit` have started) the oldest queued.
+    /// The message slot this PDC would send a new packet of, in state `state`: the message in
+    /// progress, else (while the PDC takes new messages, fewer than the limit have started and
+    /// its turn lasts) the oldest queued.
     #[inline(always)]
-    fn next_new(&self, limit: u16) -> Option<u16> {
+    fn next_new(&self, state: InitiatorState, turns: Turns) -> Option<u16> {
         if let Some(slot) = self.active.index() {
             return Some(slot as u16);
         }
-        let takes_new = matches!(self.pdc.state(), InitiatorState::Creating | InitiatorState::Established);
-        self.queued.first().filter(|_| takes_new && self.messages < limit)
+        let takes_new = matches!(state, InitiatorState::Creating | InitiatorState::Established)
+            && self.messages < turns.limit
+            && !(turns.yields && self.took_turn);
+        self.queued.first().filter(|_| takes_new)
     }
 }
 
@@ -1059,18 +1084,38 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///   at 800 Gb/s with no refusal, costs `D` × 192 B more, not `P` × 192. Make `D` at least the
 ///   target PDCs holding responses beyond their own two at once
 ///   ([`EndpointStats::nacks_sent`] counts the refusals).
+/// - `S`, the request directions the initiator PDCs share ([`REQUEST_DIRECTIONS`], 16; at least
+///   1): an initiator PDC's state machine, with its send window, timers, loss recovery and timed
+///   packet (UE 1.0 §3.5.8–§3.5.12). An initiator PDC with nothing outstanding and no timer
+///   running keeps 52 B of it (its state, ids, PSNs, the peer's range, round-trip estimate, SLEEK
+///   state, counts and events), takes one of these when it sends (a new message, its CLOSE),
+///   and gives it back once everything it sent is acknowledged, its timers have stopped and no
+///   control packet waits to go (project-defined, like `D`: the sources keep the whole state in
+///   every PDC). While all `S` are in use, a PDC with a message to start (or its CLOSE to send)
+///   waits on a list, oldest first, and [`EndpointStats::request_direction_waits`] counts the
+///   waits. While PDCs wait, each PDC holding a request direction starts at most one message in
+///   its turn, sends it whole, and once it is acknowledged hands the request direction to the
+///   oldest waiting PDC (and waits behind the others for its next message): so every PDC with a
+///   message starts one before any PDC starts a second, whatever `S` is (among PDCs whose CCC's
+///   window is open: one whose window is shut waits for the window, not on the list, and gives
+///   its request direction back while it waits), but with `S` smaller than the PDCs sending at
+///   once, at most `S` messages are in flight and each draws its own ACK. A packet that would make an idle PDC send while all `S` are in use (an ACK asking it
+///   for a CLEAR, a NACK closing it in error) is dropped, as if lost, and
+///   [`EndpointStats::request_direction_drops`] counts it; the peer's timers cover it. Make `S`
+///   the initiator PDCs sending at once.
 ///
 /// `W` costs no memory, each entry of `O` 20 B, each entry of `Q` 124 B, each entry of `X` 50 B,
 /// each of `D` 250 B (a target's return direction 122 B, an initiator's 58 B and a block of 4
-/// held responses 70 B; 64-bit host). The sizes are checked when the type is used, and a build error names the rule: `P` 2
-/// to 32 767, `M` 1 to 32 768, `W` 2 to 32 768, `E` more than `W` (a packet can release `W`
-/// messages and one more), `Q` at least 1, `O` and `X` at most 32 768, `D` 1 to 32 768.
+/// held responses 70 B), each of `S` 178 B (64-bit host). The sizes are checked when the type
+/// is used, and a build error names the rule: `P` 2 to 32 767, `M` 1 to 32 768, `W` 2 to 32 768,
+/// `E` more than `W` (a packet can release `W` messages and one more), `Q` at least 1, `O` and
+/// `X` at most 32 768, `D` and `S` 1 to 32 768.
 ///
 /// ```compile_fail,E0080
 /// use uet_wire::msg::{Endpoint, EndpointConfig};
 /// use uet_wire::pdc::ipv4;
 /// // E (8 events) is not more than W (8 messages in progress per target PDC): a build error,
-/// // "Endpoint<P, M, E, R, C, W, Q, O, X, D>: ... E (events) more than W ...".
+/// // "Endpoint<P, M, E, R, C, W, Q, O, X, D, S>: ... E (events) more than W ...".
 /// let ep: Endpoint<2, 2, 8, 4, 0, 8> = Endpoint::new(EndpointConfig::new(ipv4([10, 0, 0, 1]), 1024), 1);
 /// ```
 ///
@@ -1166,8 +1211,8 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///
 /// # Memory, and building one in place
 ///
-/// An endpoint holds everything it needs: 600 B per `P`, 136 B per `M` and 16.4 kB besides
-/// (with 64 events) at the default `R`, `C`, `W`, `Q`, `O`, `X` and `D` on a 64-bit host
+/// An endpoint holds everything it needs: 484 B per `P`, 136 B per `M` and 19.3 kB besides
+/// (with 64 events) at the default `R`, `C`, `W`, `Q`, `O`, `X`, `D` and `S` on a 64-bit host
 /// (`size_of::<Endpoint<P, M, E>>()` says exactly). [`Endpoint::new`] returns it by value, so it
 /// is built on the stack first, and at low optimisation levels copied again. Where that is too much stack (firmware), start from [`Endpoint::EMPTY`], whose
 /// bytes are all zero, so a `static` holding it costs no flash and no start-up copy (it lands in
@@ -1195,6 +1240,7 @@ pub struct Endpoint<
     const O: usize = ORDER_POOL,
     const X: usize = EXTENSIONS,
     const D: usize = RETURN_DIRECTIONS,
+    const S: usize = REQUEST_DIRECTIONS,
 > {
     /// The configuration; none until [`Endpoint::init`] (an [`Endpoint::EMPTY`] refuses work).
     cfg: ZeroOption<EndpointConfig>,
@@ -1204,6 +1250,11 @@ pub struct Endpoint<
     returns: ReturnPool<D>,
     /// The return directions of the initiator PDCs receiving read data.
     receivers: ReceiverPool<D>,
+    /// The state machines of the initiator PDCs with requests outstanding (or about to send).
+    senders: SenderPool<S>,
+    /// The initiator PDCs waiting for an entry of `senders`, by table slot, oldest first.
+    senders_waiting: SlotList,
+    senders_waiting_links: [Link; P],
     /// The guaranteed-delivery responses of the target PDCs holding any.
     helds: HeldPool<R, D>,
     /// Room for the target PDCs' messages in progress beyond the two each keeps.
@@ -1407,7 +1458,8 @@ impl<
     const O: usize,
     const X: usize,
     const D: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X, D>
+    const S: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D, S>
 {
     const SIZES_OK: () = assert!(
         P >= 2
@@ -1421,12 +1473,14 @@ impl<
             && O <= 1 << 15
             && X <= 1 << 15
             && D >= 1
-            && D <= 1 << 15,
-        "Endpoint<P, M, E, R, C, W, Q, O, X, D>: P (PDCs each way) must be 2 to 32767, M (messages) 1 to \
-         32768, W (messages in progress per target PDC, default 16) 2 to 32768, E (events) more than W, \
-         Q (control queues, default 16) at least 1, O (shared messages in progress, default 256) \
-         at most 32768, X (extension headers, default 16) at most 32768, and D (return directions, \
-         default 16) 1 to 32768"
+            && D <= 1 << 15
+            && S >= 1
+            && S <= 1 << 15,
+        "Endpoint<P, M, E, R, C, W, Q, O, X, D, S>: P (PDCs each way) must be 2 to 32767, M (messages) 1 \
+         to 32768, W (messages in progress per target PDC, default 16) 2 to 32768, E (events) more than \
+         W, Q (control queues, default 16) at least 1, O (shared messages in progress, default 256) \
+         at most 32768, X (extension headers, default 16) at most 32768, D (return directions, \
+         default 16) 1 to 32768, and S (request directions, default 16) 1 to 32768"
     );
 
     /// An endpoint that is not configured: every byte zero, so a `static` holding it lands in
@@ -1440,6 +1494,9 @@ impl<
             targets: PdcTable::EMPTY,
             returns: ReturnPool::EMPTY,
             receivers: ReceiverPool::EMPTY,
+            senders: SenderPool::EMPTY,
+            senders_waiting: SlotList::EMPTY,
+            senders_waiting_links: [Link::UNLINKED; P],
             helds: HeldPool::EMPTY,
             order_pool: OrderPool::EMPTY,
             msgs: [const { MsgSlot::NONE }; M],
@@ -1507,6 +1564,7 @@ impl<
         self.order_pool.clear();
         self.returns.clear();
         self.receivers.clear();
+        self.senders.clear();
         self.helds.clear();
         // Peers choose the keys the tables index (addresses, PDC ids): key their hash.
         self.initiators.set_hash_key([derive(seed, Derived::InitiatorKey0), derive(seed, Derived::InitiatorKey1)]);
@@ -1514,7 +1572,13 @@ impl<
         self.msgs.iter_mut().for_each(MsgSlot::clear);
         self.extensions.clear();
         self.generations.fill(0);
-        for list in [&mut self.unsent, &mut self.initiators_new, &mut self.initiators_ready, &mut self.targets_ready] {
+        for list in [
+            &mut self.unsent,
+            &mut self.initiators_new,
+            &mut self.initiators_ready,
+            &mut self.targets_ready,
+            &mut self.senders_waiting,
+        ] {
             *list = SlotList::EMPTY;
         }
         for links in [
@@ -1524,6 +1588,7 @@ impl<
             &mut self.initiators_ready_links,
             &mut self.targets_ready_links,
             &mut self.blocked_links,
+            &mut self.senders_waiting_links,
         ] {
             links.fill(Link::UNLINKED);
         }
@@ -1767,18 +1832,72 @@ impl<
         }) else {
             return;
         };
+        let turns = self.turns();
         let Some(p) = self.initiators.get_mut(id) else { return };
         let msgs = &self.msgs;
         let older = |s: u16| msgs.get(usize::from(s)).and_then(MsgSlot::as_ref).is_some_and(|o| o.seq < seq);
         p.queued.insert(&mut self.pdc_links, slot as u16, older);
         // Only whether it has new packets can have changed (it had one if it waits for its
         // CCC's window, and still waits).
-        let new =
-            p.next_new(configured(&self.cfg).messages_per_pdc).is_some() && p.pdc.can_send(&configured(&self.cfg).pdc);
+        let core = self.senders.view(p.pdc);
+        let new = p.next_new(core.state(), turns).is_some() && core.can_send(&configured(&self.cfg).pdc);
+        let (holder, close_wanted) = (matches!(p.pdc, SenderAt::Pooled(_)), p.close_wanted);
         let index = self.initiators.index_of(id).map(|i| i as u16);
         if let Some(index) = index.filter(|&i| !SlotList::contains(&self.blocked_links, i)) {
-            SlotList::place(index, new, &mut self.initiators_new, &mut self.initiators_new_links);
+            self.place_new(index, new, close_wanted, holder);
         }
+    }
+
+    /// What bounds the new messages of each initiator PDC now.
+    fn turns(&self) -> Turns {
+        Turns { limit: self.config().messages_per_pdc, yields: self.senders_waiting.first().is_some() }
+    }
+
+    /// Lists initiator PDC `index` by what it has to send: a new packet (`new`, its CCC's window
+    /// open) goes on the list of PDCs taking turns while it holds its request direction, or one
+    /// is free and no PDC waits for one; else it waits for one, as does a PDC whose close
+    /// (`close_wanted`) waits for one.
+    fn place_new(&mut self, index: u16, new: bool, close_wanted: bool, holder: bool) {
+        let waiting = SlotList::contains(&self.senders_waiting_links, index);
+        let may_take = holder || (!waiting && self.senders.has_free() && self.senders_waiting.first().is_none());
+        let waits = !holder && (close_wanted || (new && !may_take));
+        if waits && !waiting {
+            self.stats.request_direction_waits = self.stats.request_direction_waits.wrapping_add(1);
+        }
+        SlotList::place(index, new && may_take, &mut self.initiators_new, &mut self.initiators_new_links);
+        SlotList::place(index, waits, &mut self.senders_waiting, &mut self.senders_waiting_links);
+    }
+
+    /// Gives the free request directions to the initiator PDCs waiting for one, oldest first (a
+    /// PDC that gives its back at once, its close refused, leaves it to the next).
+    fn hand_off(&mut self) {
+        while self.senders.has_free() {
+            let Some(index) = self.senders_waiting.first() else { return };
+            self.senders_waiting.unlink(&mut self.senders_waiting_links, index);
+            let Some(id) = self.initiators.id_at(usize::from(index)) else { continue };
+            if let Some(p) = self.initiators.get_mut(id) {
+                if self.senders.take(&mut p.pdc).is_some() {
+                    p.took_turn = false;
+                }
+            }
+            self.refresh_lists(id, false);
+        }
+    }
+
+    /// Closes initiator PDC `id` (UE 1.0 §3.5.8.3). A PDC whose CLOSE takes a PSN needs a
+    /// request direction: without its own and with none free, the close waits for one.
+    fn close_initiator(&mut self, now: Instant, id: u16) {
+        let cfg = &configured(&self.cfg).pdc;
+        let Some(p) = self.initiators.get_mut(id) else { return };
+        let ret = self.receivers.get_mut(p.ret);
+        let holder = matches!(p.pdc, SenderAt::Pooled(_));
+        let closed = self.senders.with_kept(&mut p.pdc, |pdc| {
+            let _ = pdc.close(ret, now, cfg);
+        });
+        if !holder && matches!(p.pdc, SenderAt::Pooled(_)) {
+            p.took_turn = false;
+        }
+        p.close_wanted = closed.is_none();
     }
 
     /// Hands the messages queued on initiator PDC `id`, about to be removed, back to the unsent
@@ -1816,28 +1935,65 @@ impl<
     /// PDCs with new packets while it can send one, else takes it off, and files its deadline;
     /// call after anything that may change any of these (`gone`: it is about to be removed).
     fn refresh_initiator(&mut self, id: u16, gone: bool) {
-        let Some(index) = self.initiators.index_of(id).map(|i| i as u16) else { return };
+        if self.refresh_lists(id, gone) {
+            self.hand_off();
+        }
+    }
+
+    /// [`Endpoint::refresh_initiator`] but for handing on the request direction it gave back, if
+    /// it did (returns whether).
+    fn refresh_lists(&mut self, id: u16, gone: bool) -> bool {
+        let Some(index) = self.initiators.index_of(id).map(|i| i as u16) else { return false };
         // Settled with its CCC first: SLEEK may mark packets lost and move the probe timer, and a
         // window that opens lists the PDCs that waited for it.
         let open = self.cc_settle(id, gone);
+        let turns = self.turns();
+        let cfg = &configured(&self.cfg).pdc;
+        let mut freed = false;
         if let Some(e) = self.initiators.get_mut(id) {
-            // An idle return direction goes back to the pool; a gone PDC's goes whatever it held.
+            // Idle parts go back to their pools; a gone PDC's go whatever they held.
             if gone {
                 self.receivers.release(core::mem::replace(&mut e.ret, ReceiverAt::Idle(IdleReceiver::new(0))));
+                freed = matches!(e.pdc, SenderAt::Pooled(_));
+                // Not left naming an entry another PDC may take.
+                self.senders.release(core::mem::replace(&mut e.pdc, SenderAt::Idle(IdleInitiator::ZERO)));
             } else {
                 self.receivers.settle(&mut e.ret);
+                if e.close_wanted && (matches!(e.pdc, SenderAt::Pooled(_)) || self.senders.has_free()) {
+                    // The close waited for a request direction: there is one now.
+                    if let Some(pdc) = self.senders.take(&mut e.pdc) {
+                        let _ = pdc.close(self.receivers.get_mut(e.ret), self.now, cfg);
+                        e.close_wanted = false;
+                    }
+                }
+                // A request direction goes back once idle with nothing new to send, or its turn
+                // over while others wait, or its CCC's window shut.
+                let holder = matches!(e.pdc, SenderAt::Pooled(_));
+                let state = self.senders.state(e.pdc);
+                if holder && !e.close_wanted && (e.next_new(state, turns).is_none() || !open) {
+                    self.senders.settle(&mut e.pdc);
+                    freed = matches!(e.pdc, SenderAt::Idle(_));
+                }
+                if freed || !holder {
+                    e.took_turn = false;
+                }
             }
         }
         let e = self.initiators.get(id).filter(|_| !gone);
-        let ready = e.is_some_and(|e| e.pdc.has_pending(self.receivers.get(e.ret)));
-        let deadline = e.and_then(|e| e.pdc.poll_timeout());
-        let new = e.is_some_and(|e| {
-            e.next_new(self.config().messages_per_pdc).is_some() && e.pdc.can_send(&self.config().pdc)
-        });
+        let (mut ready, mut deadline, mut new, mut holder, mut close_wanted) = (false, None, false, false, false);
+        if let Some(e) = e {
+            let core = self.senders.view(e.pdc);
+            ready = core.has_pending(self.receivers.get(e.ret));
+            deadline = core.poll_timeout();
+            new = e.next_new(core.state(), self.turns()).is_some() && core.can_send(cfg);
+            holder = matches!(e.pdc, SenderAt::Pooled(_));
+            close_wanted = e.close_wanted;
+        }
         self.cc_place(id, index, new && !open);
         SlotList::place(index, ready, &mut self.initiators_ready, &mut self.initiators_ready_links);
-        SlotList::place(index, new && open, &mut self.initiators_new, &mut self.initiators_new_links);
+        self.place_new(index, new && open, close_wanted, holder);
         self.initiator_timers.set(index, deadline);
+        freed
     }
 
     /// [`Endpoint::refresh_initiator`] for target PDC `id`.
@@ -1870,10 +2026,11 @@ impl<
                 .initiators
                 .index_of(id)
                 .is_some_and(|i| SlotList::contains(&self.initiators_ready_links, i as u16));
-            let due = p.pdc.poll_timeout().is_some_and(|t| t <= now);
+            let mut core = self.senders.view(p.pdc).clone();
+            let due = core.poll_timeout().is_some_and(|t| t <= now);
             let mut ret = self.receivers.get(p.ret).cloned();
             assert!(
-                listed || due || p.pdc.clone().poll_transmit(ret.as_mut(), now).is_none(),
+                listed || due || core.poll_transmit(ret.as_mut(), now).is_none(),
                 "initiator {id} has a packet but is not ready"
             );
         }
@@ -1975,11 +2132,12 @@ impl<
 
     /// Runs initiator PDC `id`'s timers due at `now`, and what follows from them.
     fn initiator_timeout(&mut self, now: Instant, id: u16) {
-        if let Some(p) = self.initiators.get_mut(id) {
-            let (lost, timeouts) = (p.pdc.window().lost_count(), p.pdc.timeouts());
-            p.pdc.handle_timeout(self.receivers.get_mut(p.ret), now, &configured(&self.cfg).pdc);
-            let marked = p.pdc.window().lost_count().saturating_sub(lost);
-            let fired = p.pdc.timeouts() != timeouts;
+        // An idle PDC has no timer.
+        if let Some((pdc, p)) = self.initiators.get_mut(id).and_then(|p| Some((self.senders.get_mut(p.pdc)?, p))) {
+            let (lost, timeouts) = (pdc.window().lost_count(), pdc.timeouts());
+            pdc.handle_timeout(self.receivers.get_mut(p.ret), now, &configured(&self.cfg).pdc);
+            let marked = pdc.window().lost_count().saturating_sub(lost);
+            let fired = pdc.timeouts() != timeouts;
             self.stats.resends.count_timer(marked, fired);
             self.cc_signal = if fired { CcSignal::Timeout } else { CcSignal::None };
         }

@@ -14,7 +14,8 @@ impl<
     const O: usize,
     const X: usize,
     const D: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X, D>
+    const S: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D, S>
 {
     /// Answers the request `placement` came from with a guaranteed-delivery SES RESPONSE carrying
     /// `return_code` and `modified_length`: the target PDC holds it until the initiator's

@@ -1,22 +1,25 @@
-//! The return directions of an endpoint's PDCs (read data, UE 1.0 §3.5.20.1), pooled. Only a
-//! target PDC with read data outstanding needs its send window, timers and round-trip estimate,
-//! and only an initiator PDC receiving read data (or a CLOSE_REQ) its receive window and the ACK
-//! or NACK waiting to go. So each PDC keeps what an idle return direction needs ([`At::Idle`]:
-//! 20 bytes at a target, 8 at an initiator) and takes a whole one from one of the endpoint's two
-//! pools of `D` while it is in use. *Project-defined* (the sources keep the return direction in
+//! The parts of an endpoint's PDCs that only a busy PDC needs, pooled: the return directions
+//! (read data, UE 1.0 §3.5.20.1) and the initiator PDCs' state machines. Only a target PDC with
+//! read data outstanding needs its send window, timers and round-trip estimate; only an
+//! initiator PDC receiving read data (or a CLOSE_REQ) its receive window and the ACK or NACK
+//! waiting to go; and only an initiator PDC with requests outstanding its send window, timers,
+//! loss recovery and timed packet. So each PDC keeps what an idle part needs ([`At::Idle`]: 20
+//! bytes of a target's return direction, 8 of an initiator's, 52 of an initiator's state
+//! machine) and takes a whole one from one of the endpoint's pools (`D` return directions each,
+//! `S` state machines) while it is in use. *Project-defined* (the sources keep every part in
 //! every PDC).
 
-use crate::pdc::initiator::{IdleReceiver, ReturnReceiver};
+use crate::pdc::initiator::{IdleInitiator, IdleReceiver, InitiatorCore, ReturnReceiver};
 use crate::pdc::table::FreeSlots;
 use crate::pdc::target::{IdleReturn, ReturnDirection};
 
-/// A return direction that can rest: what it keeps while idle, and how it resumes from that.
+/// A pooled part that can rest: what it keeps while idle, and how it resumes from that.
 pub(super) trait Rests {
     /// What an idle one keeps.
     type Idle: Copy;
     /// Every byte zero: a placeholder for storage built in `const`.
     const ZERO: Self;
-    /// The return direction `idle` stands for.
+    /// The part `idle` stands for.
     fn resume(idle: Self::Idle) -> Self;
     /// What it keeps while idle, if it is.
     fn idle(&self) -> Option<Self::Idle>;
@@ -44,7 +47,19 @@ impl Rests for ReturnReceiver<2> {
     }
 }
 
-/// Where a PDC's return direction is.
+impl Rests for InitiatorCore {
+    type Idle = IdleInitiator;
+    const ZERO: Self = InitiatorCore::ZERO;
+    #[inline(always)]
+    fn resume(idle: IdleInitiator) -> Self {
+        InitiatorCore::resume(idle)
+    }
+    fn idle(&self) -> Option<IdleInitiator> {
+        InitiatorCore::idle(self)
+    }
+}
+
+/// Where a PDC's pooled part is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum At<I> {
     /// Idle: all it needs kept.
@@ -57,8 +72,10 @@ pub(super) enum At<I> {
 pub(super) type ReturnAt = At<IdleReturn>;
 /// Where an initiator PDC's return direction (read data it receives) is.
 pub(super) type ReceiverAt = At<IdleReceiver>;
+/// Where an initiator PDC's state machine (its request direction, with the PDC's state) is.
+pub(super) type SenderAt = At<IdleInitiator>;
 
-/// `D` return directions for the PDCs that use theirs.
+/// `D` parts (or `S`) for the PDCs that use theirs.
 pub(super) struct Pool<T, const D: usize> {
     entries: [T; D],
     free: FreeSlots<D>,
@@ -68,12 +85,32 @@ pub(super) struct Pool<T, const D: usize> {
 pub(super) type ReturnPool<const D: usize> = Pool<ReturnDirection<2>, D>;
 /// The initiator PDCs' return directions.
 pub(super) type ReceiverPool<const D: usize> = Pool<ReturnReceiver<2>, D>;
+/// The initiator PDCs' state machines, while their requests are outstanding.
+pub(super) type SenderPool<const D: usize> = Pool<InitiatorCore, D>;
+
+/// A pooled part read in place, or an idle one resumed for the reading.
+pub(super) enum View<'a, T> {
+    /// In the pool.
+    Pooled(&'a T),
+    /// Resumed from what an idle one keeps.
+    Resumed(T),
+}
+
+impl<T> core::ops::Deref for View<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match self {
+            View::Pooled(t) => t,
+            View::Resumed(t) => t,
+        }
+    }
+}
 
 impl<T: Rests, const D: usize> Pool<T, D> {
     /// Every entry free (every byte zero).
     pub(super) const EMPTY: Self = Pool { entries: [const { T::ZERO }; D], free: FreeSlots::EMPTY };
 
-    /// The return direction at `at`, unless it is idle.
+    /// The part at `at`, unless it is idle.
     pub(super) fn get(&self, at: At<T::Idle>) -> Option<&T> {
         match at {
             At::Idle(_) => None,
@@ -81,7 +118,7 @@ impl<T: Rests, const D: usize> Pool<T, D> {
         }
     }
 
-    /// The return direction at `at`, unless it is idle.
+    /// The part at `at`, unless it is idle.
     pub(super) fn get_mut(&mut self, at: At<T::Idle>) -> Option<&mut T> {
         match at {
             At::Idle(_) => None,
@@ -89,7 +126,44 @@ impl<T: Rests, const D: usize> Pool<T, D> {
         }
     }
 
-    /// The return direction at `at`, an entry of the pool taken for it if it was idle (`None`
+    /// The part at `at`, in the pool or resumed from its idle form (an entry out of range, which
+    /// the pool never hands out, reads as [`Rests::ZERO`]).
+    #[inline(always)]
+    pub(super) fn view(&self, at: At<T::Idle>) -> View<'_, T> {
+        match at {
+            At::Idle(idle) => View::Resumed(T::resume(idle)),
+            At::Pooled(i) => self.entries.get(usize::from(i)).map_or(View::Resumed(T::ZERO), View::Pooled),
+        }
+    }
+
+    /// Runs `f` on the part at `at`. An idle one is resumed for the call and stays idle if the
+    /// call leaves it so; else it takes an entry, and with none free the change is dropped and
+    /// the answer is `None` (for a packet: as if it were lost).
+    pub(super) fn with_kept<O>(&mut self, at: &mut At<T::Idle>, f: impl FnOnce(&mut T) -> O) -> Option<O> {
+        match *at {
+            At::Pooled(i) => self.entries.get_mut(usize::from(i)).map(f),
+            At::Idle(idle) => {
+                let mut part = T::resume(idle);
+                let out = f(&mut part);
+                if let Some(now_idle) = part.idle() {
+                    *at = At::Idle(now_idle);
+                    return Some(out);
+                }
+                let i = self.free.next()?;
+                *self.entries.get_mut(usize::from(i))? = part;
+                self.free.take();
+                *at = At::Pooled(i);
+                Some(out)
+            }
+        }
+    }
+
+    /// Whether an entry is free.
+    pub(super) fn has_free(&self) -> bool {
+        self.free.next().is_some()
+    }
+
+    /// The part at `at`, an entry of the pool taken for it if it was idle (`None`
     /// while every entry is in use).
     pub(super) fn take(&mut self, at: &mut At<T::Idle>) -> Option<&mut T> {
         if let At::Idle(idle) = *at {
@@ -101,7 +175,7 @@ impl<T: Rests, const D: usize> Pool<T, D> {
         self.get_mut(*at)
     }
 
-    /// Runs `f` on the return direction at `at`. An idle one is resumed for the call in place and
+    /// Runs `f` on the part at `at`. An idle one is resumed for the call in place and
     /// stays idle: were it not idle after the call, the change is dropped (as if the packet were
     /// lost), so `f` must be a change that leaves an idle one idle (at a target, an ACK or NACK
     /// of its return direction, which cannot give it a packet or a timer).
@@ -161,6 +235,26 @@ impl<const D: usize> ReturnPool<D> {
             (_, Some(ret)) => (ret.window().base(), ret.window().next_psn()),
             (At::Idle(idle), None) => (idle.next_psn(), idle.next_psn()),
             (At::Pooled(_), None) => (0, 0),
+        }
+    }
+}
+
+impl<const D: usize> SenderPool<D> {
+    /// The state of the initiator PDC at `at` (read without resuming an idle one).
+    pub(super) fn state(&self, at: SenderAt) -> crate::pdc::InitiatorState {
+        match (at, self.get(at)) {
+            (At::Idle(idle), _) => idle.state(),
+            (At::Pooled(_), Some(pdc)) => pdc.state(),
+            (At::Pooled(_), None) => crate::pdc::InitiatorState::Closed,
+        }
+    }
+
+    /// The target's PDC id of the initiator PDC at `at`, once known (read without resuming an
+    /// idle one).
+    pub(super) fn remote_id(&self, at: SenderAt) -> Option<u16> {
+        match (at, self.get(at)) {
+            (At::Idle(idle), _) => idle.remote_id(),
+            (At::Pooled(_), pdc) => pdc.and_then(InitiatorCore::remote_id),
         }
     }
 }

@@ -19,7 +19,8 @@ impl<
     const O: usize,
     const X: usize,
     const D: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X, D>
+    const S: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D, S>
 {
     /// An ACK carrying an SES response to initiator PDC `a.dpdcid`, which is reported the first
     /// time its PSN is acknowledged (the target resends a held response with the ACK of every
@@ -79,17 +80,24 @@ impl<
         let psn = a.ack_psn();
         let cfg = &configured(&self.cfg).pdc;
         let Some(p) = self.initiators.get_mut(id) else { return Ok(None) };
-        let first = !p.pdc.is_acked(psn);
+        let first = !self.senders.view(p.pdc).is_acked(psn);
         if response.is_some() && first && self.events.is_full() {
             // Nothing changed: the response comes again with the ACK of the packet's resend.
             return Err(EndpointError::EventsFull);
         }
         // A refused ACK changes nothing; there is nothing to answer.
-        let outcome = p.pdc.handle_ack(self.receivers.get_mut(p.ret), now, cfg, a);
+        let ret = self.receivers.get_mut(p.ret);
+        let Some(outcome) = self.senders.with_kept(&mut p.pdc, |pdc| pdc.handle_ack(ret, now, cfg, a)) else {
+            // It asked an idle PDC for a CLEAR, with every request direction in use: dropped.
+            self.stats.request_direction_drops = self.stats.request_direction_drops.wrapping_add(1);
+            self.refresh_initiator(id, false);
+            return Ok(None);
+        };
         let marked = outcome.map_or(Marked::Nothing, |o| Marked::Sack(o.lost));
-        self.stats.after_initiator_call(marked, p.pdc.rtt());
+        let pdc = self.senders.view(p.pdc);
+        self.stats.after_initiator_call(marked, pdc.rtt());
         self.cc_signal = outcome.map_or(CcSignal::None, |o| CcSignal::of_ack(a, &o));
-        let accepted = outcome.is_ok() && p.pdc.is_acked(psn);
+        let accepted = outcome.is_ok() && pdc.is_acked(psn);
         let placement = with_data.filter(|_| first && accepted).and_then(|r| self.place_ack_data(id, psn, &r, data));
         if let Some(response) = response.filter(|_| first && accepted) {
             if let Some((slot, _)) = self.message_at(id, psn) {
@@ -193,8 +201,10 @@ impl<
             self.stats.return_receiver_drops = self.stats.return_receiver_drops.wrapping_add(1);
             return Ok(None);
         };
-        let delivery = p.pdc.handle_data(ret, now, cfg, &r, payload.len() as u32, ce);
-        let Ok(delivery) = delivery else {
+        // Read data leaves the PDC's request direction as it was: an idle one stays idle.
+        let delivery =
+            self.senders.with_kept(&mut p.pdc, |pdc| pdc.handle_data(ret, now, cfg, &r, payload.len() as u32, ce));
+        let Some(Ok(delivery)) = delivery else {
             self.refresh_initiator(id, false);
             return Ok(None);
         };
@@ -236,20 +246,23 @@ impl<
     /// messages, closes it when its work is done, and frees it once closed and settled.
     pub(super) fn after_initiator_change(&mut self, now: Instant, id: u16) {
         let Some(p) = self.initiators.get_mut(id) else { return };
-        while let Some(ev) = p.pdc.poll_event(self.receivers.get(p.ret)) {
-            if let InitiatorEvent::Failed(_) = ev {
-                p.active = SlotRef::NONE;
+        let ret = self.receivers.get(p.ret);
+        // Polling events leaves an idle PDC idle.
+        let _ = self.senders.with_kept(&mut p.pdc, |pdc| {
+            while let Some(ev) = pdc.poll_event(ret) {
+                if let InitiatorEvent::Failed(_) = ev {
+                    p.active = SlotRef::NONE;
+                }
             }
-        }
-        let restarted_by = p.pdc.start_psn().wrapping_sub(p.start_psn);
-        p.start_psn = p.pdc.start_psn();
+        });
+        let pdc = self.senders.view(p.pdc);
+        let restarted_by = pdc.start_psn().wrapping_sub(p.start_psn);
+        p.start_psn = pdc.start_psn();
         if restarted_by != 0 && matches!(p.ret, ReceiverAt::Idle(_)) {
             // NEW_START_PSN: nothing came back yet, and the return direction starts again there.
             p.ret = ReceiverAt::Idle(IdleReceiver::new(p.start_psn));
         }
-        let base = p.pdc.window().base();
-        let failure = p.pdc.failure();
-        let state = p.pdc.state();
+        let (base, failure, state) = (pdc.window().base(), pdc.failure(), pdc.state());
         let (mut started_unsent, mut for_key);
         if restarted_by != 0 {
             // NEW_START_PSN moved every PSN of the PDC (nothing was acknowledged yet).
@@ -352,8 +365,9 @@ impl<
                 break;
             }
         }
-        let cfg = &configured(&self.cfg).pdc;
-        let Some(p) = self.initiators.get_mut(id) else { return };
+        if self.initiators.get(id).is_none() {
+            return;
+        }
         let wants_close = match state {
             // The target asked to close: once the message in progress is all sent.
             InitiatorState::Quiesce => !started_unsent,
@@ -361,16 +375,21 @@ impl<
             InitiatorState::AckWait | InitiatorState::CloseAckWait | InitiatorState::Closed => false,
         };
         if wants_close {
-            let _ = p.pdc.close(self.receivers.get_mut(p.ret), now, cfg);
+            self.close_initiator(now, id);
+        } else if let Some(p) = self.initiators.get_mut(id) {
+            // A close that waited for a request direction is no longer wanted.
+            p.close_wanted = false;
         }
+        let Some(p) = self.initiators.get(id) else { return };
+        let pdc = self.senders.view(p.pdc);
         let remove =
-            p.pdc.state() == InitiatorState::Closed && p.messages == 0 && !p.pdc.has_pending(self.receivers.get(p.ret));
+            pdc.state() == InitiatorState::Closed && p.messages == 0 && !pdc.has_pending(self.receivers.get(p.ret));
+        let stopped = pdc.window().next_psn();
         // Off the lists before a removal; what waited for it waits for a new PDC.
         self.refresh_initiator(id, remove);
         if remove {
-            let stopped = self.initiators.get(id).map(|p| p.pdc.window().next_psn());
-            if let (Some(key), Some(next)) = (self.initiators.key(id).copied(), stopped) {
-                self.remember_start_hint(key.dst, next);
+            if let Some(key) = self.initiators.key(id).copied() {
+                self.remember_start_hint(key.dst, stopped);
             }
             self.requeue_from(id);
             self.initiators.remove(id);

@@ -44,6 +44,14 @@ pub struct EndpointStats {
     /// as if lost (the target resends them; one the PDC would have refused counts too). While
     /// this stays 0, `D` never dropped one.
     pub return_receiver_drops: u64,
+    /// Times an initiator PDC with something to send (a new message, or its CLOSE) found every
+    /// one of the endpoint's `S` request directions in use and joined the PDCs waiting for one
+    /// (see [`Endpoint`](super::Endpoint)). While this stays 0, `S` never held a PDC back.
+    pub request_direction_waits: u64,
+    /// Packets (ACKs asking for a CLEAR, NACKs closing the PDC) that would have made an idle
+    /// initiator PDC send while every one of the endpoint's `S` request directions was in use:
+    /// dropped, as if lost. While this stays 0, `S` never dropped one.
+    pub request_direction_drops: u64,
 }
 
 impl EndpointStats {
@@ -59,6 +67,8 @@ impl EndpointStats {
         released_out_of_order: 0,
         return_direction_waits: 0,
         return_receiver_drops: 0,
+        request_direction_waits: 0,
+        request_direction_drops: 0,
     };
 
     /// Counts what a call to an initiator PDC marked for resending, and takes its round-trip

@@ -160,6 +160,7 @@ fn exchange_run_sized<
     const Q: usize,
     const O: usize,
     const D: usize,
+    const S: usize,
 >(
     run: &Run,
     a: EndpointConfig,
@@ -167,16 +168,16 @@ fn exchange_run_sized<
 ) -> (
     Vec<(u64, u32)>,
     usize,
-    Endpoint<P, M, E, R, C, W, Q, O, EXTENSIONS, D>,
-    Endpoint<P, M, E, R, C, W, Q, O, EXTENSIONS, D>,
+    Endpoint<P, M, E, R, C, W, Q, O, EXTENSIONS, D, S>,
+    Endpoint<P, M, E, R, C, W, Q, O, EXTENSIONS, D, S>,
     Leftover,
 ) {
     let &Run { mode, loss, reorder, window, read_every, pause, seed, corrupt, keys, respond_every } = run;
     assert!(corrupt == 0 || a.secure.is_some(), "a clear packet has no check against corruption");
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
     let mut eps = [
-        Endpoint::<P, M, E, R, C, W, Q, O, EXTENSIONS, D>::new(EndpointConfig { addr: a_addr, ..a }, 1),
-        Endpoint::<P, M, E, R, C, W, Q, O, EXTENSIONS, D>::new(EndpointConfig { addr: b_addr, ..a }, 2),
+        Endpoint::<P, M, E, R, C, W, Q, O, EXTENSIONS, D, S>::new(EndpointConfig { addr: a_addr, ..a }, 1),
+        Endpoint::<P, M, E, R, C, W, Q, O, EXTENSIONS, D, S>::new(EndpointConfig { addr: b_addr, ..a }, 2),
     ];
     let paused = |now: Instant| pause.is_some_and(|(from, to)| from <= now && now < to);
     let mut handles: HashMap<MsgHandle, u64> = HashMap::new();
@@ -401,8 +402,9 @@ fn sealed_transmit<
     const Q: usize,
     const O: usize,
     const D: usize,
+    const S: usize,
 >(
-    ep: &mut Endpoint<P, M, E, R, C, W, Q, O, EXTENSIONS, D>,
+    ep: &mut Endpoint<P, M, E, R, C, W, Q, O, EXTENSIONS, D, S>,
     now: Instant,
     domain: &mut crate::tss::SecureDomain<4>,
     bytes_of: impl Fn(&Transmit) -> Vec<u8>,
@@ -647,6 +649,46 @@ fn target_pdcs_take_turns_with_one_return_direction() {
         let [reader, default] = four_pdcs_sharing::<HELD_RESPONSES, RETURN_DIRECTIONS>(mode, loss, reorder, 3, 0);
         assert_eq!(default.stats().return_direction_waits, 0, "{mode:?}");
         assert_eq!(reader.stats().return_receiver_drops, 0, "{mode:?}");
+    }
+}
+
+/// Four initiator PDCs share one request direction (`S` 1): while one has requests outstanding the
+/// others wait, each starts one message per turn, and a PDC whose close needs a request
+/// direction waits for one too. Writes of 0 B to 64 KiB and READs over four PDC keys, under loss
+/// and reordering: every message and READ completes with the right bytes, every response arrives
+/// once, the invariants (checked at every step) hold, PDCs did wait, and every request direction
+/// is back in the pool at the end. With the default `S` nothing waits.
+#[test]
+fn initiator_pdcs_take_turns_with_one_request_direction() {
+    type One = Endpoint<8, 64, 96, HELD_RESPONSES, 2, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, 16, 1>;
+    let l: Vec<u32> = (0..240).map(|i| [0u32, 1, 1024, 5000, 17, 65_536][i % 6]).collect();
+    for (mode, loss, reorder, respond_every) in
+        [(Service::Rud, 0, false, 0), (Service::Rud, 20, true, 3), (Service::Rod, 20, false, 0)]
+    {
+        let run = Run {
+            respond_every,
+            keys: 4,
+            mode,
+            loss,
+            reorder,
+            window: 16,
+            read_every: 5,
+            pause: None,
+            seed: 0x5A17,
+            corrupt: 0,
+        };
+        let (received, sent, a, b, left): (_, _, One, One, _) =
+            exchange_run_sized(&run, config(ipv4([10, 0, 0, 1])), &l);
+        assert_eq!((sent, received.len()), (l.len(), l.len()), "{mode:?}: every message and READ completed");
+        assert!(left.is_empty());
+        a.check_invariants().unwrap();
+        b.check_invariants().unwrap();
+        assert!(a.stats().request_direction_waits > 0, "{mode:?}: no PDC waited for the one request direction");
+        // Every PDC closed once idle (closes that waited for the request direction included).
+        assert_eq!((a.initiator_pdcs(), b.initiator_pdcs()), (0, 0), "{mode:?}");
+        assert_eq!(a.senders.used(), 0, "{mode:?}: every request direction back in the pool");
+        let [a, _] = four_pdcs_sharing::<HELD_RESPONSES, RETURN_DIRECTIONS>(mode, loss, reorder, 5, respond_every);
+        assert_eq!(a.stats().request_direction_waits, 0, "{mode:?}");
     }
 }
 
@@ -2329,12 +2371,12 @@ fn memory_per_pdc_and_per_message() {
     let per_pdc = (size_of::<Endpoint<32, 16, 64>>() - base) / 16;
     let per_msg = (size_of::<Endpoint<16, 32, 64>>() - base) / 16;
     let (ini, tgt) = (size_of::<IniPdc>(), size_of::<TgtPdc<HELD_RESPONSES, ORDER_WINDOW>>());
-    // Ready, new, CCC-waiting and target ready links; two timer heaps.
-    let lists = 4 * size_of::<Link>() + 2 * 12;
+    // Ready, new, CCC-waiting, request-direction-waiting and target ready links; two timer heaps.
+    let lists = 5 * size_of::<Link>() + 2 * 12;
     std::println!(
-        "Endpoint<16, 16, 64>: {base} B; per PDC {per_pdc} B: initiator {ini} (state machine {}, idle return direction {}), target {tgt} (state machine {}, \
+        "Endpoint<16, 16, 64>: {base} B; per PDC {per_pdc} B: initiator {ini} (idle state machine {}, idle return direction {}), target {tgt} (state machine {}, \
          idle return direction {}, held responses: its own two {} and where its block is {}, message order {}), lists and timers {lists}, table slots, keys and key index {}",
-        size_of::<InitiatorCore>(),
+        size_of::<SenderAt>(),
         size_of::<ReceiverAt>(),
         size_of::<TargetCore<2, HELD_RESPONSES>>(),
         size_of::<ReturnAt>(),
@@ -2361,34 +2403,28 @@ fn memory_per_pdc_and_per_message() {
         Endpoint<16, 16, 64, HELD_RESPONSES, 0, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, { EXTENSIONS + 64 }>,
     >() - base)
         / 64;
-    let per_d = (size_of::<
-        Endpoint<
-            16,
-            16,
-            64,
-            HELD_RESPONSES,
-            0,
-            ORDER_WINDOW,
-            CONTROL_QUEUE,
-            ORDER_POOL,
-            EXTENSIONS,
-            { RETURN_DIRECTIONS + 64 },
-        >,
-    >() - base)
-        / 64;
+    // The pools: `D` of each return-direction part, `S` request directions.
+    type Pools<const D: usize, const S: usize> =
+        Endpoint<16, 16, 64, HELD_RESPONSES, 0, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, D, S>;
+    let per_d = (size_of::<Pools<{ RETURN_DIRECTIONS + 64 }, REQUEST_DIRECTIONS>>() - base) / 64;
+    let per_s = (size_of::<Pools<RETURN_DIRECTIONS, { REQUEST_DIRECTIONS + 64 }>>() - base) / 64;
     std::println!(
         "per message of W per PDC {per_w} B; per shared entry of O {per_o} B; per entry of Q {per_q} B; \
-         per extension header of X {per_x} B; per entry of D (a return direction at each end and a block of held responses) {per_d} B; the smallest, \
-         Endpoint<2, 1, 3, 1, 0, 2, 1, 0, 0, 1>, {} B (with the default W, Q, O, X and D {} B)",
-        size_of::<Endpoint<2, 1, 3, 1, 0, 2, 1, 0, 0, 1>>(),
+         per extension header of X {per_x} B; per entry of D (a return direction at each end and a block of held responses) {per_d} B; \
+         per entry of S (an initiator's state machine {}) {per_s} B; the smallest, \
+         Endpoint<2, 1, 3, 1, 0, 2, 1, 0, 0, 1, 1>, {} B (with the default W, Q, O, X, D and S {} B)",
+        size_of::<InitiatorCore>(),
+        size_of::<Endpoint<2, 1, 3, 1, 0, 2, 1, 0, 0, 1, 1>>(),
         size_of::<Endpoint<2, 1, 17, 1>>()
     );
     assert!(per_d <= 250, "{per_d} B per entry of D");
+    assert!(per_s <= 180, "{per_s} B per entry of S");
     assert_eq!(per_w, 0);
     assert!(per_o <= 20, "{per_o} B per shared message in progress");
     assert!(per_q <= 128, "{per_q} B per control-queue entry");
     assert!(per_x <= 50, "{per_x} B per extension header");
-    assert!(per_pdc <= 600, "{per_pdc} B per PDC");
+    // The goal: 256 B per PDC, an initiator and a target one per `P`.
+    assert!(per_pdc <= 512, "{per_pdc} B per PDC");
     assert!(per_msg <= 136, "{per_msg} B per message slot");
     // Every packet's `Transmit` moves through the layers whole: its read-data reference keeps the
     // READ's header compact.
@@ -2952,7 +2988,7 @@ fn the_settling_walk_passes_a_partly_acknowledged_message_however_far_the_window
     pump(&mut a, &mut b, Instant::ZERO, true);
     let m = a.msgs[usize::from(r.slot)].as_ref().unwrap();
     assert!(m.partly_acked && m.pdc.is_some(), "its request is acknowledged, its data dropped");
-    let base = a.initiators.get(m.pdc.unwrap()).unwrap().pdc.window().base();
+    let base = a.senders.view(a.initiators.get(m.pdc.unwrap()).unwrap().pdc).window().base();
     // As if the window had moved 2^31 PSNs on since.
     a.msgs[usize::from(r.slot)].as_mut().unwrap().first_psn = base.wrapping_add(1000);
     let w = a.send(desc(b_addr, Service::Rud, 1, 8)).unwrap();

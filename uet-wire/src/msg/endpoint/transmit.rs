@@ -14,7 +14,8 @@ impl<
     const O: usize,
     const X: usize,
     const D: usize,
-> Endpoint<P, M, E, R, C, W, Q, O, X, D>
+    const S: usize,
+> Endpoint<P, M, E, R, C, W, Q, O, X, D, S>
 {
     /// The next packet to send, its headers written to the front of `out`, which must hold
     /// [`MAX_HEADER_LEN`] bytes (checked first, so a short buffer changes nothing). NACKs go
@@ -115,7 +116,8 @@ impl<
             let Some(dst) = self.initiators.key(id).map(|k| k.dst) else { continue };
             let Some(p) = self.initiators.get_mut(id) else { continue };
             let ret = self.receivers.get_mut(p.ret);
-            let Some(tx) = p.pdc.poll_transmit(ret, now) else {
+            // What an idle PDC has to send (its return direction's ACKs) leaves it idle.
+            let Some(tx) = self.senders.with_kept(&mut p.pdc, |pdc| pdc.poll_transmit(ret, now)).flatten() else {
                 // Nothing after all (resends still held): its deadline may have moved, and it
                 // stays off the ready list until its next change (so this loop ends).
                 self.refresh_initiator(id, false);
@@ -315,10 +317,11 @@ impl<
         if self.unsent.first().is_none() {
             return self.transmit_pdc_new(now, out);
         }
-        let limit = self.config().messages_per_pdc;
+        let turns = self.turns();
         let turn = self.initiators_new.first().and_then(|index| {
             let id = self.initiators.id_at(usize::from(index))?;
-            let slot = self.initiators.get(id)?.next_new(limit)?;
+            let p = self.initiators.get(id)?;
+            let slot = p.next_new(self.senders.state(p.pdc), turns)?;
             Some(self.msgs.get(usize::from(slot))?.as_ref()?.seq)
         });
         if let Some(t) = self.transmit_unheld(now, out, turn)? {
@@ -404,18 +407,25 @@ impl<
     /// The next packet of a message of the PDC whose turn it is; a PDC served goes to the back of
     /// the list while it can send more.
     fn transmit_pdc_new(&mut self, now: Instant, out: &mut [u8]) -> Result<Option<Transmit>, EndpointError> {
-        let limit = self.config().messages_per_pdc;
         while let Some(index) = self.initiators_new.first() {
             self.initiators_new.unlink(&mut self.initiators_new_links, index);
             let Some(id) = self.initiators.id_at(usize::from(index)) else { continue };
             // A shut window: the PDC waits on its CCC's list until the window opens.
             let Some(fills) = self.cc_admits(id, index) else { continue };
+            let turns = self.turns();
             let Some(p) = self.initiators.get_mut(id) else { continue };
-            let slot = p.next_new(limit).map(usize::from);
+            let slot = p.next_new(self.senders.state(p.pdc), turns).map(usize::from);
+            // Its request direction, taken from the pool if it was idle: none free (or PDCs
+            // waiting for one), and it joins the PDCs waiting.
+            let holder = matches!(p.pdc, SenderAt::Pooled(_));
+            let pdc = if holder || !turns.yields { self.senders.take(&mut p.pdc) } else { None };
+            if !holder && pdc.is_some() {
+                p.took_turn = false;
+            }
             let m = slot.and_then(|slot| self.msgs.get_mut(slot)?.as_mut());
             let sent = m.and_then(|m| {
                 let last = m.sent + 1 == m.segments().packets();
-                Some((m, last, p.pdc.send(now, &configured(&self.cfg).pdc, last || fills).ok()?))
+                Some((m, last, pdc?.send(now, &configured(&self.cfg).pdc, last || fills).ok()?))
             });
             let (Some(slot), Some((m, last, stamp))) = (slot, sent) else {
                 // Nothing after all: off the list until its next change (so this loop ends).
@@ -426,6 +436,7 @@ impl<
             if m.sent == 0 {
                 p.queued.unlink(&mut self.pdc_links, slot as u16);
                 p.messages += 1;
+                p.took_turn = true;
                 p.started.insert(&mut self.pdc_links, slot as u16, |_| true);
                 m.message_id = p.next_message_id;
                 m.first_psn = stamp.psn;
@@ -494,31 +505,35 @@ impl<
         let id = self.initiators.next_id()?;
         let ccc = self.join_ccc(key.dst).ok()?;
         let start = self.random_start_psn(&key.dst);
-        let mut pdc = InitiatorCore::new(&self.config().pdc, key.mode, id, start);
+        let mut pdc: InitiatorCore = InitiatorCore::new(&self.config().pdc, key.mode, id, start);
         if ccc.is_some() && self.config().cms.is_some_and(|c| c.sleek && c.controllers.nscc()) {
             pdc.use_sleek();
         }
-        let opened = self
-            .initiators
-            .insert_in(
-                bucket,
-                key,
-                IniPdc {
-                    start_psn: pdc.start_psn(),
-                    pdc,
-                    ret: ReceiverAt::Idle(IdleReceiver::new(start)),
-                    answer: AckAnswer::default(),
-                    close_req_psn: None,
-                    next_message_id: 0,
-                    active: SlotRef::NONE,
-                    messages: 0,
-                    started: SlotList::default(),
-                    queued: SlotList::default(),
-                    ccc,
-                    charged: 0,
-                },
-            )
-            .ok();
+        // A new PDC is idle until it sends.
+        let opened = pdc.idle().and_then(|idle| {
+            self.initiators
+                .insert_in(
+                    bucket,
+                    key,
+                    IniPdc {
+                        start_psn: start,
+                        pdc: SenderAt::Idle(idle),
+                        ret: ReceiverAt::Idle(IdleReceiver::new(start)),
+                        answer: AckAnswer::default(),
+                        close_req_psn: None,
+                        next_message_id: 0,
+                        active: SlotRef::NONE,
+                        messages: 0,
+                        started: SlotList::default(),
+                        queued: SlotList::default(),
+                        ccc,
+                        charged: 0,
+                        took_turn: false,
+                        close_wanted: false,
+                    },
+                )
+                .ok()
+        });
         match opened {
             // Keys found without a PDC may have one now.
             Some(_) => self.absent_for = None,
