@@ -73,7 +73,7 @@ use crate::pds::{
     Ack, AckExtension, AckFlags, AckRequest, Control, ControlFlags, ControlType, DeliveryMode, Nack, NackClass,
     NackCode, NackTarget, NextHeader, PdcDest, Request, RequestCc, RequestFlags,
 };
-use linklayer::{Deadline, Instant};
+use linklayer::{Deadline, Instant, ZeroOption};
 
 /// The states of an initiator PDC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -287,7 +287,7 @@ pub(crate) struct InitiatorCore<const W: usize = 2> {
     probe_count: u8,
     tx_pending: u8,
     events: u8,
-    failure: Option<Failure>,
+    failure: ZeroOption<Failure>,
 }
 
 /// The return direction of an initiator PDC (read data and CLOSE_REQ from the target, numbered
@@ -382,6 +382,48 @@ impl IdleInitiator {
     /// [`InitiatorCore::remote_id`].
     pub(crate) const fn remote_id(&self) -> Option<u16> {
         if self.remote == 0 { None } else { Some(self.remote) }
+    }
+
+    /// [`InitiatorCore::start_psn`].
+    pub(crate) const fn start_psn(&self) -> u32 {
+        self.start_psn
+    }
+
+    /// The next PSN to send, every one before it acknowledged (the send window's base too).
+    pub(crate) const fn next_psn(&self) -> u32 {
+        self.next_psn
+    }
+
+    /// [`InitiatorCore::failure`].
+    pub(crate) const fn failure(&self) -> Option<Failure> {
+        self.failure
+    }
+
+    /// [`InitiatorCore::rtt`], by value.
+    pub(crate) const fn rtt(&self) -> RttEstimator {
+        RttEstimator::resume(self.srtt, self.rttvar)
+    }
+
+    /// The send window of the PDC it stands for: empty.
+    const fn window<const W: usize>(&self) -> TxWindow<W> {
+        TxWindow::resume(self.next_psn, self.max_cack)
+    }
+
+    /// [`InitiatorCore::is_acked`].
+    pub(crate) fn is_acked(&self, psn: u32) -> bool {
+        self.window::<2>().is_acked(psn)
+    }
+
+    /// [`InitiatorCore::can_send`].
+    pub(crate) fn can_send(&self, cfg: &PdcConfig) -> bool {
+        transition(self.state, Ev::Send).is_ok()
+            && has_room(&self.window::<2>(), self.peer_range, self.remote, self.start_psn, cfg)
+    }
+
+    /// [`InitiatorCore::has_pending`]: only its return direction's packets (an idle PDC has no
+    /// control packet waiting and nothing to resend).
+    pub(crate) fn has_pending<const W: usize>(&self, ret: Option<&ReturnReceiver<W>>) -> bool {
+        ret.is_some_and(ReturnReceiver::has_pending)
     }
 }
 
@@ -669,6 +711,24 @@ impl<const W: usize> Initiator<W> {
         self.core.skip_psns(n);
     }
 
+    /// If the PDC is idle: whether what its idle form answers without resuming it (what an
+    /// endpoint reads of an idle PDC) is what the PDC answers.
+    #[cfg(test)]
+    pub(crate) fn idle_form_agrees(&self, cfg: &PdcConfig, psns: &[u32]) -> Option<bool> {
+        let idle = self.core.idle()?;
+        let (c, r) = (&self.core, Some(&self.ret));
+        Some(
+            (idle.state(), idle.remote_id(), idle.start_psn(), idle.failure())
+                == (c.state(), c.remote_id(), c.start_psn(), c.failure())
+                && (idle.rtt().smoothed(), idle.rtt().variation()) == (c.rtt().smoothed(), c.rtt().variation())
+                && (idle.next_psn(), idle.next_psn()) == (c.window().base(), c.window().next_psn())
+                && (idle.can_send(cfg), idle.has_pending(r)) == (c.can_send(cfg), c.has_pending(r))
+                && c.poll_timeout().is_none()
+                && (c.requests_in_flight(), c.window().lost_count()) == (0, 0)
+                && psns.iter().all(|&psn| idle.is_acked(psn) == c.is_acked(psn)),
+        )
+    }
+
     /// Replaces the PDC's state with what [`InitiatorCore::resume`] makes of it if it is idle,
     /// as an endpoint's pool does; returns whether it was.
     #[cfg(test)]
@@ -715,7 +775,7 @@ impl<const W: usize> InitiatorCore<W> {
             probe_count: 0,
             tx_pending: 0,
             events: 0,
-            failure: None,
+            failure: ZeroOption::None,
         }
     }
 
@@ -743,7 +803,7 @@ impl<const W: usize> InitiatorCore<W> {
         probe_count: 0,
         tx_pending: 0,
         events: 0,
-        failure: None,
+        failure: ZeroOption::None,
     };
 
     /// The PDC `idle` stands for: one behaving as the one [`InitiatorCore::idle`] made it of
@@ -772,7 +832,10 @@ impl<const W: usize> InitiatorCore<W> {
             probe_count: idle.probe_count,
             tx_pending: 0,
             events: idle.events,
-            failure: idle.failure,
+            failure: match idle.failure {
+                Some(f) => ZeroOption::Some(f),
+                None => ZeroOption::None,
+            },
         }
     }
 
@@ -800,7 +863,7 @@ impl<const W: usize> InitiatorCore<W> {
             events: self.events,
             rto_count: self.rto_count,
             probe_count: self.probe_count,
-            failure: self.failure,
+            failure: self.failure(),
             local: self.local,
             remote: self.remote,
             start_psn: self.start_psn,
@@ -846,7 +909,10 @@ impl<const W: usize> InitiatorCore<W> {
 
     /// [`Initiator::failure`].
     pub const fn failure(&self) -> Option<Failure> {
-        self.failure
+        match self.failure {
+            ZeroOption::Some(f) => Some(f),
+            ZeroOption::None => None,
+        }
     }
 
     /// [`Initiator::is_acked`].
@@ -875,14 +941,11 @@ impl<const W: usize> InitiatorCore<W> {
     /// Both windows, the SYN form's 12-bit `psn_offset` and the 2^31 PSN range allow one more PSN.
     #[inline(always)]
     fn has_room(&self, cfg: &PdcConfig) -> bool {
-        self.tx.can_send(self.peer_range)
-            && (self.remote != 0 || self.tx.next_psn().wrapping_sub(self.start_psn) < SYN_PSN_SPAN)
-            && !(cfg.limit_psn_range && self.psn_range_used())
+        has_room(&self.tx, self.peer_range, self.remote, self.start_psn, cfg)
     }
 
     fn psn_range_used(&self) -> bool {
-        // One PSN stays free for the CLOSE.
-        self.tx.next_psn().wrapping_sub(self.start_psn) >= PSN_RANGE_LIMIT - 1
+        psn_range_used(self.tx.next_psn(), self.start_psn)
     }
 
     /// [`Initiator::send`].
@@ -1188,7 +1251,7 @@ impl<const W: usize> InitiatorCore<W> {
             // refused the close: either way the PDC is done.
             let next = self.transition(Ev::CloseDone)?;
             if class == NackClass::Close && nack.code == NackCode::ClosingInErr && self.failure.is_none() {
-                self.failure = Some(Failure::Nack(nack.code));
+                self.failure = ZeroOption::Some(Failure::Nack(nack.code));
                 self.events |= EV_FAILED;
             }
             self.enter(next, ret);
@@ -1380,7 +1443,7 @@ impl<const W: usize> InitiatorCore<W> {
         let peer_alive = peer_alive && self.remote != 0 && self.state != InitiatorState::CloseAckWait;
         let next = self.transition(Ev::Fail { peer_alive })?;
         if self.failure.is_none() {
-            self.failure = Some(why);
+            self.failure = ZeroOption::Some(why);
             self.events |= EV_FAILED;
         }
         self.tx.abandon();
@@ -1648,7 +1711,7 @@ impl<const W: usize> InitiatorCore<W> {
         }
         if self.events & EV_FAILED != 0 {
             self.events &= !EV_FAILED;
-            return self.failure.map(InitiatorEvent::Failed);
+            return self.failure().map(InitiatorEvent::Failed);
         }
         if self.events & EV_CLOSED != 0 && self.tx_pending == 0 && !ret.is_some_and(ReturnReceiver::has_pending) {
             self.events &= !EV_CLOSED;
@@ -1656,6 +1719,21 @@ impl<const W: usize> InitiatorCore<W> {
         }
         None
     }
+}
+
+/// [`InitiatorCore::has_room`] of a PDC with send window `tx`, the peer's range `peer_range`,
+/// the target's id `remote` (0 while unknown) and start PSN `start_psn`.
+#[inline(always)]
+fn has_room<const W: usize>(tx: &TxWindow<W>, peer_range: u32, remote: u16, start_psn: u32, cfg: &PdcConfig) -> bool {
+    tx.can_send(peer_range)
+        && (remote != 0 || tx.next_psn().wrapping_sub(start_psn) < SYN_PSN_SPAN)
+        && !(cfg.limit_psn_range && psn_range_used(tx.next_psn(), start_psn))
+}
+
+/// Whether the PSN range from `start_psn` is used up at `next_psn` (one PSN stays free for the
+/// CLOSE).
+const fn psn_range_used(next_psn: u32, start_psn: u32) -> bool {
+    next_psn.wrapping_sub(start_psn) >= PSN_RANGE_LIMIT - 1
 }
 
 impl Ev {

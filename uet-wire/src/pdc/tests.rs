@@ -1945,6 +1945,9 @@ proptest::proptest! {
                 }
             }
             proptest::prop_assert!(same(&mut a, &mut b), "the twins differ after step {}", step);
+            let base = b.window().base();
+            let psns = [base.wrapping_sub(2), base.wrapping_sub(1), base, base.wrapping_add(1), u32::from(x)];
+            proptest::prop_assert_ne!(b.idle_form_agrees(&cfg, &psns), Some(false), "after step {}", step);
             b.rest_request_direction();
             proptest::prop_assert!(same(&mut a, &mut b), "the rebuilt twin differs after step {}", step);
         }

@@ -387,7 +387,7 @@ impl<
                 return;
             };
             let (marked, signal) = outcome.unwrap_or((Marked::Nothing, CcSignal::None));
-            self.stats.after_initiator_call(marked, self.senders.view(p.pdc).rtt());
+            self.stats.after_initiator_call(marked, &self.senders.sender(p.pdc).rtt());
             self.cc_signal = signal;
             self.after_initiator_change(now, id);
         }

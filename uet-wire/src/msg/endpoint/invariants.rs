@@ -81,6 +81,19 @@ impl<
                 claim(&mut receivers_used, i, idle)?;
             }
             let core = self.senders.view(p.pdc);
+            // What the endpoint reads of the PDC, an idle one's form read as it is, is what its
+            // state machine answers.
+            let read = self.senders.sender(p.pdc);
+            let ret = self.receivers.get(p.ret);
+            if (read.state(), read.can_send(cfg), read.has_pending(ret), read.poll_timeout())
+                != (core.state(), core.can_send(cfg), core.has_pending(ret), core.poll_timeout())
+                || (read.start_psn(), read.base_and_next(), read.failure())
+                    != (core.start_psn(), (core.window().base(), core.window().next_psn()), core.failure())
+                || (read.requests_in_flight(), read.lost_count(), read.rtt().smoothed())
+                    != (core.requests_in_flight(), core.window().lost_count(), core.rtt().smoothed())
+            {
+                return Err("an idle initiator's form reads otherwise than its state machine");
+            }
             let waits = SlotList::contains(&self.senders_waiting_links, index as u16);
             // What it would send were no PDC waiting (a holder whose turn is over keeps its
             // request direction until it is idle, and is listed as it was until its next change).

@@ -1353,6 +1353,7 @@ fn derive(seed: u64, what: Derived) -> u64 {
 
 /// The configuration an endpoint holds, or [`EndpointConfig::UNCONFIGURED`] (a function of the
 /// field alone, so a caller may hold another field mutably).
+#[inline(always)]
 const fn configured(cfg: &ZeroOption<EndpointConfig>) -> &EndpointConfig {
     match cfg {
         ZeroOption::Some(cfg) => cfg,
@@ -1839,7 +1840,7 @@ impl<
         p.queued.insert(&mut self.pdc_links, slot as u16, older);
         // Only whether it has new packets can have changed (it had one if it waits for its
         // CCC's window, and still waits).
-        let core = self.senders.view(p.pdc);
+        let core = self.senders.sender(p.pdc);
         let new = p.next_new(core.state(), turns).is_some() && core.can_send(&configured(&self.cfg).pdc);
         let (holder, close_wanted) = (matches!(p.pdc, SenderAt::Pooled(_)), p.close_wanted);
         let index = self.initiators.index_of(id).map(|i| i as u16);
@@ -1982,10 +1983,10 @@ impl<
         let e = self.initiators.get(id).filter(|_| !gone);
         let (mut ready, mut deadline, mut new, mut holder, mut close_wanted) = (false, None, false, false, false);
         if let Some(e) = e {
-            let core = self.senders.view(e.pdc);
+            let core = self.senders.sender(e.pdc);
             ready = core.has_pending(self.receivers.get(e.ret));
             deadline = core.poll_timeout();
-            new = e.next_new(core.state(), self.turns()).is_some() && core.can_send(cfg);
+            new = e.next_new(core.state(), turns).is_some() && core.can_send(cfg);
             holder = matches!(e.pdc, SenderAt::Pooled(_));
             close_wanted = e.close_wanted;
         }

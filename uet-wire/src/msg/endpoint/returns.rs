@@ -12,6 +12,8 @@
 use crate::pdc::initiator::{IdleInitiator, IdleReceiver, InitiatorCore, ReturnReceiver};
 use crate::pdc::table::FreeSlots;
 use crate::pdc::target::{IdleReturn, ReturnDirection};
+use crate::pdc::{Failure, InitiatorState, PdcConfig, RttEstimator};
+use linklayer::Instant;
 
 /// A pooled part that can rest: what it keeps while idle, and how it resumes from that.
 pub(super) trait Rests {
@@ -88,7 +90,9 @@ pub(super) type ReceiverPool<const D: usize> = Pool<ReturnReceiver<2>, D>;
 /// The initiator PDCs' state machines, while their requests are outstanding.
 pub(super) type SenderPool<const D: usize> = Pool<InitiatorCore, D>;
 
-/// A pooled part read in place, or an idle one resumed for the reading.
+/// A pooled part read in place, or an idle one resumed for the reading (tests and invariant
+/// checks; the endpoint reads an idle initiator's form as it is, through [`Sender`]).
+#[cfg(any(test, feature = "fuzzing"))]
 pub(super) enum View<'a, T> {
     /// In the pool.
     Pooled(&'a T),
@@ -96,6 +100,7 @@ pub(super) enum View<'a, T> {
     Resumed(T),
 }
 
+#[cfg(any(test, feature = "fuzzing"))]
 impl<T> core::ops::Deref for View<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
@@ -128,7 +133,7 @@ impl<T: Rests, const D: usize> Pool<T, D> {
 
     /// The part at `at`, in the pool or resumed from its idle form (an entry out of range, which
     /// the pool never hands out, reads as [`Rests::ZERO`]).
-    #[inline(always)]
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(super) fn view(&self, at: At<T::Idle>) -> View<'_, T> {
         match at {
             At::Idle(idle) => View::Resumed(T::resume(idle)),
@@ -240,21 +245,127 @@ impl<const D: usize> ReturnPool<D> {
 }
 
 impl<const D: usize> SenderPool<D> {
-    /// The state of the initiator PDC at `at` (read without resuming an idle one).
-    pub(super) fn state(&self, at: SenderAt) -> crate::pdc::InitiatorState {
+    /// The initiator PDC at `at`, to read: its entry, or its idle form (read without resuming
+    /// it; an entry out of range, which the pool never hands out, reads as a placeholder).
+    #[inline(always)]
+    pub(super) fn sender(&self, at: SenderAt) -> Sender<'_> {
         match (at, self.get(at)) {
-            (At::Idle(idle), _) => idle.state(),
-            (At::Pooled(_), Some(pdc)) => pdc.state(),
-            (At::Pooled(_), None) => crate::pdc::InitiatorState::Closed,
+            (At::Idle(idle), _) => Sender::Idle(idle),
+            (At::Pooled(_), Some(pdc)) => Sender::Pooled(pdc),
+            (At::Pooled(_), None) => Sender::Idle(IdleInitiator::ZERO),
         }
     }
 
-    /// The target's PDC id of the initiator PDC at `at`, once known (read without resuming an
-    /// idle one).
+    /// The state of the initiator PDC at `at`.
+    pub(super) fn state(&self, at: SenderAt) -> InitiatorState {
+        self.sender(at).state()
+    }
+
+    /// The target's PDC id of the initiator PDC at `at`, once known.
     pub(super) fn remote_id(&self, at: SenderAt) -> Option<u16> {
-        match (at, self.get(at)) {
-            (At::Idle(idle), _) => idle.remote_id(),
-            (At::Pooled(_), pdc) => pdc.and_then(InitiatorCore::remote_id),
+        match self.sender(at) {
+            Sender::Pooled(pdc) => pdc.remote_id(),
+            Sender::Idle(idle) => idle.remote_id(),
+        }
+    }
+}
+
+/// An initiator PDC's state machine as an endpoint reads it: in the pool, or idle (each answer
+/// of the idle form is what the state machine it stands for would give).
+#[derive(Clone, Copy)]
+pub(super) enum Sender<'a> {
+    /// In the pool.
+    Pooled(&'a InitiatorCore),
+    /// Idle.
+    Idle(IdleInitiator),
+}
+
+impl Sender<'_> {
+    /// [`InitiatorCore::state`].
+    pub(super) fn state(&self) -> InitiatorState {
+        match self {
+            Sender::Pooled(pdc) => pdc.state(),
+            Sender::Idle(idle) => idle.state(),
+        }
+    }
+
+    /// [`InitiatorCore::can_send`].
+    pub(super) fn can_send(&self, cfg: &PdcConfig) -> bool {
+        match self {
+            Sender::Pooled(pdc) => pdc.can_send(cfg),
+            Sender::Idle(idle) => idle.can_send(cfg),
+        }
+    }
+
+    /// [`InitiatorCore::has_pending`].
+    pub(super) fn has_pending(&self, ret: Option<&ReturnReceiver<2>>) -> bool {
+        match self {
+            Sender::Pooled(pdc) => pdc.has_pending(ret),
+            Sender::Idle(idle) => idle.has_pending(ret),
+        }
+    }
+
+    /// [`InitiatorCore::poll_timeout`]: an idle PDC has no timer running.
+    pub(super) fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            Sender::Pooled(pdc) => pdc.poll_timeout(),
+            Sender::Idle(_) => None,
+        }
+    }
+
+    /// [`InitiatorCore::is_acked`].
+    pub(super) fn is_acked(&self, psn: u32) -> bool {
+        match self {
+            Sender::Pooled(pdc) => pdc.is_acked(psn),
+            Sender::Idle(idle) => idle.is_acked(psn),
+        }
+    }
+
+    /// [`InitiatorCore::start_psn`].
+    pub(super) fn start_psn(&self) -> u32 {
+        match self {
+            Sender::Pooled(pdc) => pdc.start_psn(),
+            Sender::Idle(idle) => idle.start_psn(),
+        }
+    }
+
+    /// The send window's oldest PSN not yet acknowledged, and its next PSN.
+    pub(super) fn base_and_next(&self) -> (u32, u32) {
+        match self {
+            Sender::Pooled(pdc) => (pdc.window().base(), pdc.window().next_psn()),
+            Sender::Idle(idle) => (idle.next_psn(), idle.next_psn()),
+        }
+    }
+
+    /// [`InitiatorCore::failure`].
+    pub(super) fn failure(&self) -> Option<Failure> {
+        match self {
+            Sender::Pooled(pdc) => pdc.failure(),
+            Sender::Idle(idle) => idle.failure(),
+        }
+    }
+
+    /// [`InitiatorCore::requests_in_flight`]: none while idle.
+    pub(super) fn requests_in_flight(&self) -> u32 {
+        match self {
+            Sender::Pooled(pdc) => pdc.requests_in_flight(),
+            Sender::Idle(_) => 0,
+        }
+    }
+
+    /// The send window's PSNs marked lost: none while idle.
+    pub(super) fn lost_count(&self) -> u32 {
+        match self {
+            Sender::Pooled(pdc) => pdc.window().lost_count(),
+            Sender::Idle(_) => 0,
+        }
+    }
+
+    /// [`InitiatorCore::rtt`], by value.
+    pub(super) fn rtt(&self) -> RttEstimator {
+        match self {
+            Sender::Pooled(pdc) => *pdc.rtt(),
+            Sender::Idle(idle) => idle.rtt(),
         }
     }
 }

@@ -80,7 +80,7 @@ impl<
         let psn = a.ack_psn();
         let cfg = &configured(&self.cfg).pdc;
         let Some(p) = self.initiators.get_mut(id) else { return Ok(None) };
-        let first = !self.senders.view(p.pdc).is_acked(psn);
+        let first = !self.senders.sender(p.pdc).is_acked(psn);
         if response.is_some() && first && self.events.is_full() {
             // Nothing changed: the response comes again with the ACK of the packet's resend.
             return Err(EndpointError::EventsFull);
@@ -94,8 +94,8 @@ impl<
             return Ok(None);
         };
         let marked = outcome.map_or(Marked::Nothing, |o| Marked::Sack(o.lost));
-        let pdc = self.senders.view(p.pdc);
-        self.stats.after_initiator_call(marked, pdc.rtt());
+        let pdc = self.senders.sender(p.pdc);
+        self.stats.after_initiator_call(marked, &pdc.rtt());
         self.cc_signal = outcome.map_or(CcSignal::None, |o| CcSignal::of_ack(a, &o));
         let accepted = outcome.is_ok() && pdc.is_acked(psn);
         let placement = with_data.filter(|_| first && accepted).and_then(|r| self.place_ack_data(id, psn, &r, data));
@@ -255,14 +255,14 @@ impl<
                 }
             }
         });
-        let pdc = self.senders.view(p.pdc);
+        let pdc = self.senders.sender(p.pdc);
         let restarted_by = pdc.start_psn().wrapping_sub(p.start_psn);
         p.start_psn = pdc.start_psn();
         if restarted_by != 0 && matches!(p.ret, ReceiverAt::Idle(_)) {
             // NEW_START_PSN: nothing came back yet, and the return direction starts again there.
             p.ret = ReceiverAt::Idle(IdleReceiver::new(p.start_psn));
         }
-        let (base, failure, state) = (pdc.window().base(), pdc.failure(), pdc.state());
+        let (base, failure, state) = (pdc.base_and_next().0, pdc.failure(), pdc.state());
         let (mut started_unsent, mut for_key);
         if restarted_by != 0 {
             // NEW_START_PSN moved every PSN of the PDC (nothing was acknowledged yet).
@@ -381,10 +381,10 @@ impl<
             p.close_wanted = false;
         }
         let Some(p) = self.initiators.get(id) else { return };
-        let pdc = self.senders.view(p.pdc);
+        let pdc = self.senders.sender(p.pdc);
         let remove =
             pdc.state() == InitiatorState::Closed && p.messages == 0 && !pdc.has_pending(self.receivers.get(p.ret));
-        let stopped = pdc.window().next_psn();
+        let stopped = pdc.base_and_next().1;
         // Off the lists before a removal; what waited for it waits for a new PDC.
         self.refresh_initiator(id, remove);
         if remove {
