@@ -18,7 +18,9 @@
 //! Every transition is in one `match` (the private function `transition`). Close in error
 //! (retries exhausted, or a NACK whose code closes the PDC) fails everything outstanding
 //! (reported once as [`InitiatorEvent::Failed`]), then sends CLOSE when the peer may still hold
-//! the PDC, or goes straight to Closed when its NACK said it does not.
+//! the PDC, or goes straight to Closed when its NACK said it does not. A Closed PDC gives up its
+//! send window: a CLOSE that went unanswered or was NACKed no longer counts as outstanding
+//! (*project-defined*: the PDC is done either way, and nothing may still wait on it).
 //!
 //! Recovery (UE 1.0 §3.5.12 and Table 3-28; uet-ref-prov `uet_pds.c`):
 //!
@@ -33,7 +35,8 @@
 //!   resent once without waiting for the RTO (project-defined, see [`config`](super::config)).
 //! * **NACKs** by code class ([`NackClass`]): trimmed packets are resent at once; packets refused
 //!   for want of a resource (codes 0x04–0x0A) after `NACK_Retx_Time`; the other retransmit-class
-//!   codes (PKT_NOT_RCVD, PSN_OOR_WINDOW, …) at once; ROD_OOO resends every unacknowledged PSN
+//!   codes (PKT_NOT_RCVD, PSN_OOR_WINDOW, …) at once (the `NACK_Retx_Time` hold ends once no
+//!   packet waits to be resent, so a later loss is not held by it: *project-defined*); ROD_OOO resends every unacknowledged PSN
 //!   (go-back-N); close-class codes close in error, with a CLOSE so the target frees its PDC
 //!   too, unless the code says it holds none (INV_DPDCID, CLOSING_IN_ERR: *project-defined*; the
 //!   reference provider sends a CLOSE after every close-class code, which such a target answers
@@ -754,28 +757,14 @@ impl<const W: usize> InitiatorCore<W> {
     pub fn new(cfg: &PdcConfig, mode: DeliveryMode, local: u16, start_psn: u32) -> Self {
         let () = Self::SIZE_OK;
         InitiatorCore {
-            state: InitiatorState::Creating,
             mode,
             local,
-            remote: 0,
             start_psn,
             tx: TxWindow::new(start_psn),
             peer_range: u32::from(cfg.default_mpr) * MPR_GRANULARITY,
             peer_range_cack: start_psn.wrapping_sub(1),
-            close_psn: 0,
-            rto_at: Deadline::NONE,
-            probe_at: Deadline::NONE,
-            losses: LossDetector::default(),
-            sleek: Sleek::default(),
-            hold_until: Deadline::NONE,
             rtt: RttEstimator::new(),
-            nack_psn: 0,
-            rto_count: 0,
-            nack_count: 0,
-            probe_count: 0,
-            tx_pending: 0,
-            events: 0,
-            failure: ZeroOption::None,
+            ..Self::ZERO
         }
     }
 
@@ -810,6 +799,8 @@ impl<const W: usize> InitiatorCore<W> {
     /// does.
     #[inline(always)]
     pub(crate) const fn resume(idle: IdleInitiator) -> Self {
+        // What an idle one drops is what `ZERO` holds: no timer, nothing marked or waiting, no
+        // NACK counted, no CLOSE's PSN.
         InitiatorCore {
             state: idle.state,
             mode: idle.mode,
@@ -819,23 +810,16 @@ impl<const W: usize> InitiatorCore<W> {
             tx: TxWindow::resume(idle.next_psn, idle.max_cack),
             peer_range: idle.peer_range,
             peer_range_cack: idle.peer_range_cack,
-            close_psn: 0,
-            rto_at: Deadline::NONE,
-            probe_at: Deadline::NONE,
-            losses: LossDetector::ZERO,
             sleek: idle.sleek,
-            hold_until: Deadline::NONE,
             rtt: RttEstimator::resume(idle.srtt, idle.rttvar),
-            nack_psn: 0,
             rto_count: idle.rto_count,
-            nack_count: 0,
             probe_count: idle.probe_count,
-            tx_pending: 0,
             events: idle.events,
             failure: match idle.failure {
                 Some(f) => ZeroOption::Some(f),
                 None => ZeroOption::None,
             },
+            ..Self::ZERO
         }
     }
 

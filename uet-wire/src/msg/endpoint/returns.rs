@@ -145,22 +145,7 @@ impl<T: Rests, const D: usize> Pool<T, D> {
     /// call leaves it so; else it takes an entry, and with none free the change is dropped and
     /// the answer is `None` (for a packet: as if it were lost).
     pub(super) fn with_kept<O>(&mut self, at: &mut At<T::Idle>, f: impl FnOnce(&mut T) -> O) -> Option<O> {
-        match *at {
-            At::Pooled(i) => self.entries.get_mut(usize::from(i)).map(f),
-            At::Idle(idle) => {
-                let mut part = T::resume(idle);
-                let out = f(&mut part);
-                if let Some(now_idle) = part.idle() {
-                    *at = At::Idle(now_idle);
-                    return Some(out);
-                }
-                let i = self.free.next()?;
-                *self.entries.get_mut(usize::from(i))? = part;
-                self.free.take();
-                *at = At::Pooled(i);
-                Some(out)
-            }
-        }
+        self.run(at, f, true)
     }
 
     /// Whether an entry is free.
@@ -185,17 +170,27 @@ impl<T: Rests, const D: usize> Pool<T, D> {
     /// lost), so `f` must be a change that leaves an idle one idle (at a target, an ACK or NACK
     /// of its return direction, which cannot give it a packet or a timer).
     pub(super) fn with<O>(&mut self, at: &mut At<T::Idle>, f: impl FnOnce(&mut T) -> O) -> Option<O> {
-        match *at {
-            At::Pooled(i) => self.entries.get_mut(usize::from(i)).map(f),
-            At::Idle(idle) => {
-                let mut ret = T::resume(idle);
-                let out = f(&mut ret);
-                if let Some(now_idle) = ret.idle() {
-                    *at = At::Idle(now_idle);
-                }
-                Some(out)
-            }
+        self.run(at, f, false)
+    }
+
+    /// [`Pool::with_kept`] (`keep`), or [`Pool::with`]: what becomes of a change that leaves an
+    /// idle part busy is all they differ in.
+    fn run<O>(&mut self, at: &mut At<T::Idle>, f: impl FnOnce(&mut T) -> O, keep: bool) -> Option<O> {
+        let idle = match *at {
+            At::Pooled(i) => return self.entries.get_mut(usize::from(i)).map(f),
+            At::Idle(idle) => idle,
+        };
+        let mut part = T::resume(idle);
+        let out = f(&mut part);
+        if let Some(now_idle) = part.idle() {
+            *at = At::Idle(now_idle);
+        } else if keep {
+            let i = self.free.next()?;
+            *self.entries.get_mut(usize::from(i))? = part;
+            self.free.take();
+            *at = At::Pooled(i);
         }
+        Some(out)
     }
 
     /// Gives the entry at `at` back once it is idle.
@@ -367,5 +362,39 @@ impl Sender<'_> {
             Sender::Pooled(pdc) => *pdc.rtt(),
             Sender::Idle(idle) => idle.rtt(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pdc::PdcConfig;
+    use crate::pds::DeliveryMode;
+
+    /// A change that leaves an idle state machine busy takes a free entry; with none free it is
+    /// dropped whole (`with_kept` answers `None`, the PDC stays as it was), and `with` drops it
+    /// but answers.
+    #[test]
+    fn a_busy_change_takes_an_entry_or_is_dropped() {
+        let cfg = PdcConfig::default();
+        let idle = |local| <InitiatorCore>::new(&cfg, DeliveryMode::Rud, local, 100).idle().unwrap();
+        let mut pool: SenderPool<1> = Pool::EMPTY;
+        let (mut a, mut b) = (At::Idle(idle(1)), At::Idle(idle(2)));
+        // A read-only call keeps it idle, and takes nothing.
+        assert_eq!(pool.with_kept(&mut a, |p| p.state()), Some(InitiatorState::Creating));
+        assert_eq!((a, pool.has_free()), (At::Idle(idle(1)), true));
+        // A send makes it busy: it takes the one entry.
+        let stamp = pool.with_kept(&mut a, |p| p.send(Instant::ZERO, &cfg, true)).unwrap().unwrap();
+        assert_eq!((stamp.psn, a, pool.has_free()), (100, At::Pooled(0), false));
+        assert_eq!(pool.get(a).map(InitiatorCore::outstanding), Some(1));
+        // None left: the other PDC's send is dropped, and it stays as it was.
+        assert_eq!(pool.with_kept(&mut b, |p| p.send(Instant::ZERO, &cfg, true).is_ok()), None);
+        assert_eq!(b, At::Idle(idle(2)));
+        assert_eq!(pool.with(&mut b, |p| p.send(Instant::ZERO, &cfg, true).is_ok()), Some(true));
+        assert_eq!(b, At::Idle(idle(2)));
+        // Released, the entry serves the other.
+        pool.release(a);
+        assert!(pool.with_kept(&mut b, |p| p.send(Instant::ZERO, &cfg, true).is_ok()).unwrap());
+        assert_eq!(b, At::Pooled(0));
     }
 }
