@@ -456,7 +456,7 @@ impl<
         let Some(index) = self.initiators.index_of(id).map(|i| i as u16) else { return true };
         let Some(p) = self.initiators.get_mut(id) else { return true };
         let Some(c) = p.ccc else { return true };
-        let flight = if gone { 0 } else { self.senders.sender(p.pdc).requests_in_flight() };
+        let flight = if gone { 0 } else { self.senders.sender(&p.pdc).requests_in_flight() };
         let charged = u32::from(p.charged);
         p.charged = u16::try_from(flight).unwrap_or(u16::MAX);
         if gone {
@@ -525,13 +525,13 @@ impl<
         if let (CcSignal::Ack { ooo, probe_rtt, .. }, Some(p), false, true) =
             (signal, self.initiators.get_mut(id), gone, sleeks)
         {
-            let backlog = p.next_new(self.senders.state(p.pdc), turns).is_some();
+            let backlog = p.next_new(self.senders.state(&p.pdc), turns).is_some();
             // An idle PDC (nothing outstanding) stays idle: SLEEK has nothing to mark.
             let marked = self.senders.with_kept(&mut p.pdc, |pdc| ccc.sleek(now, pdc, backlog, ooo, probe_rtt));
             let marked = marked.unwrap_or(0);
             if marked > 0 {
                 self.stats.resends.sleek = self.stats.resends.sleek.wrapping_add(u64::from(marked));
-                let after = self.senders.sender(p.pdc).requests_in_flight();
+                let after = self.senders.sender(&p.pdc).requests_in_flight();
                 left = left.saturating_add(flight.saturating_sub(after));
                 p.charged = u16::try_from(after).unwrap_or(u16::MAX);
             }
@@ -636,7 +636,7 @@ impl<
                 }
                 users += 1;
                 charged += u64::from(p.charged);
-                let core = self.senders.sender(p.pdc);
+                let core = self.senders.sender(&p.pdc);
                 if u32::from(p.charged) != core.requests_in_flight() {
                     return Err("a PDC's flight is not what its CCC counts");
                 }

@@ -323,7 +323,7 @@ impl<
         // keys lie: an address copied out is a `memcpy` call on a small core).
         let ini = self.initiators.key(id).map(|k| same_addr(&k.dst, &src));
         let tgt = self.targets.key(id).map(|k| same_addr(&k.src, &src));
-        if ini == Some(true) && self.initiators.get(id).is_some_and(|p| named(self.senders.remote_id(p.pdc))) {
+        if ini == Some(true) && self.initiators.get(id).is_some_and(|p| named(self.senders.remote_id(&p.pdc))) {
             return Some(Side::Initiator);
         }
         if tgt == Some(true) && self.targets.get(id).is_some_and(|t| named(Some(t.pdc.remote_id()))) {
@@ -387,7 +387,7 @@ impl<
                 return;
             };
             let (marked, signal) = outcome.unwrap_or((Marked::Nothing, CcSignal::None));
-            self.stats.after_initiator_call(marked, &self.senders.sender(p.pdc).rtt());
+            self.stats.after_initiator_call(marked, &self.senders.sender(&p.pdc).rtt());
             self.cc_signal = signal;
             self.after_initiator_change(now, id);
         }

@@ -83,7 +83,7 @@ impl<
             let core = self.senders.view(p.pdc);
             // What the endpoint reads of the PDC, an idle one's form read as it is, is what its
             // state machine answers.
-            let read = self.senders.sender(p.pdc);
+            let read = self.senders.sender(&p.pdc);
             let ret = self.receivers.get(p.ret);
             if (read.state(), read.can_send(cfg), read.has_pending(ret), read.poll_timeout())
                 != (core.state(), core.can_send(cfg), core.has_pending(ret), core.poll_timeout())

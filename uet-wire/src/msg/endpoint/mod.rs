@@ -1840,7 +1840,7 @@ impl<
         p.queued.insert(&mut self.pdc_links, slot as u16, older);
         // Only whether it has new packets can have changed (it had one if it waits for its
         // CCC's window, and still waits).
-        let core = self.senders.sender(p.pdc);
+        let core = self.senders.sender(&p.pdc);
         let new = p.next_new(core.state(), turns).is_some() && core.can_send(&configured(&self.cfg).pdc);
         let (holder, close_wanted) = (matches!(p.pdc, SenderAt::Pooled(_)), p.close_wanted);
         let index = self.initiators.index_of(id).map(|i| i as u16);
@@ -1970,7 +1970,7 @@ impl<
                 // A request direction goes back once idle with nothing new to send, or its turn
                 // over while others wait, or its CCC's window shut.
                 let holder = matches!(e.pdc, SenderAt::Pooled(_));
-                let state = self.senders.state(e.pdc);
+                let state = self.senders.state(&e.pdc);
                 if holder && !e.close_wanted && (e.next_new(state, turns).is_none() || !open) {
                     self.senders.settle(&mut e.pdc);
                     freed = matches!(e.pdc, SenderAt::Idle(_));
@@ -1983,7 +1983,7 @@ impl<
         let e = self.initiators.get(id).filter(|_| !gone);
         let (mut ready, mut deadline, mut new, mut holder, mut close_wanted) = (false, None, false, false, false);
         if let Some(e) = e {
-            let core = self.senders.sender(e.pdc);
+            let core = self.senders.sender(&e.pdc);
             ready = core.has_pending(self.receivers.get(e.ret));
             deadline = core.poll_timeout();
             new = e.next_new(core.state(), turns).is_some() && core.can_send(cfg);

@@ -243,21 +243,22 @@ impl<const D: usize> SenderPool<D> {
     /// The initiator PDC at `at`, to read: its entry, or its idle form (read without resuming
     /// it; an entry out of range, which the pool never hands out, reads as a placeholder).
     #[inline(always)]
-    pub(super) fn sender(&self, at: SenderAt) -> Sender<'_> {
-        match (at, self.get(at)) {
-            (At::Idle(idle), _) => Sender::Idle(idle),
-            (At::Pooled(_), Some(pdc)) => Sender::Pooled(pdc),
-            (At::Pooled(_), None) => Sender::Idle(IdleInitiator::ZERO),
+    pub(super) fn sender<'a>(&'a self, at: &'a SenderAt) -> Sender<'a> {
+        match at {
+            At::Idle(idle) => Sender::Idle(idle),
+            At::Pooled(i) => {
+                self.entries.get(usize::from(*i)).map_or(Sender::Idle(&IdleInitiator::ZERO), Sender::Pooled)
+            }
         }
     }
 
     /// The state of the initiator PDC at `at`.
-    pub(super) fn state(&self, at: SenderAt) -> InitiatorState {
+    pub(super) fn state(&self, at: &SenderAt) -> InitiatorState {
         self.sender(at).state()
     }
 
     /// The target's PDC id of the initiator PDC at `at`, once known.
-    pub(super) fn remote_id(&self, at: SenderAt) -> Option<u16> {
+    pub(super) fn remote_id(&self, at: &SenderAt) -> Option<u16> {
         match self.sender(at) {
             Sender::Pooled(pdc) => pdc.remote_id(),
             Sender::Idle(idle) => idle.remote_id(),
@@ -265,14 +266,14 @@ impl<const D: usize> SenderPool<D> {
     }
 }
 
-/// An initiator PDC's state machine as an endpoint reads it: in the pool, or idle (each answer
-/// of the idle form is what the state machine it stands for would give).
+/// An initiator PDC's state machine as an endpoint reads it, in place: in the pool, or idle (each
+/// answer of the idle form is what the state machine it stands for would give).
 #[derive(Clone, Copy)]
 pub(super) enum Sender<'a> {
     /// In the pool.
     Pooled(&'a InitiatorCore),
-    /// Idle.
-    Idle(IdleInitiator),
+    /// Idle: its idle form where its PDC keeps it.
+    Idle(&'a IdleInitiator),
 }
 
 impl Sender<'_> {

@@ -80,7 +80,7 @@ impl<
         let psn = a.ack_psn();
         let cfg = &configured(&self.cfg).pdc;
         let Some(p) = self.initiators.get_mut(id) else { return Ok(None) };
-        let first = !self.senders.sender(p.pdc).is_acked(psn);
+        let first = !self.senders.sender(&p.pdc).is_acked(psn);
         if response.is_some() && first && self.events.is_full() {
             // Nothing changed: the response comes again with the ACK of the packet's resend.
             return Err(EndpointError::EventsFull);
@@ -94,7 +94,7 @@ impl<
             return Ok(None);
         };
         let marked = outcome.map_or(Marked::Nothing, |o| Marked::Sack(o.lost));
-        let pdc = self.senders.sender(p.pdc);
+        let pdc = self.senders.sender(&p.pdc);
         self.stats.after_initiator_call(marked, &pdc.rtt());
         self.cc_signal = outcome.map_or(CcSignal::None, |o| CcSignal::of_ack(a, &o));
         let accepted = outcome.is_ok() && pdc.is_acked(psn);
@@ -255,7 +255,7 @@ impl<
                 }
             }
         });
-        let pdc = self.senders.sender(p.pdc);
+        let pdc = self.senders.sender(&p.pdc);
         let restarted_by = pdc.start_psn().wrapping_sub(p.start_psn);
         p.start_psn = pdc.start_psn();
         if restarted_by != 0 && matches!(p.ret, ReceiverAt::Idle(_)) {
@@ -381,7 +381,7 @@ impl<
             p.close_wanted = false;
         }
         let Some(p) = self.initiators.get(id) else { return };
-        let pdc = self.senders.sender(p.pdc);
+        let pdc = self.senders.sender(&p.pdc);
         let remove =
             pdc.state() == InitiatorState::Closed && p.messages == 0 && !pdc.has_pending(self.receivers.get(p.ret));
         let stopped = pdc.base_and_next().1;

@@ -321,7 +321,7 @@ impl<
         let turn = self.initiators_new.first().and_then(|index| {
             let id = self.initiators.id_at(usize::from(index))?;
             let p = self.initiators.get(id)?;
-            let slot = p.next_new(self.senders.state(p.pdc), turns)?;
+            let slot = p.next_new(self.senders.state(&p.pdc), turns)?;
             Some(self.msgs.get(usize::from(slot))?.as_ref()?.seq)
         });
         if let Some(t) = self.transmit_unheld(now, out, turn)? {
@@ -414,7 +414,7 @@ impl<
             let Some(fills) = self.cc_admits(id, index) else { continue };
             let turns = self.turns();
             let Some(p) = self.initiators.get_mut(id) else { continue };
-            let slot = p.next_new(self.senders.state(p.pdc), turns).map(usize::from);
+            let slot = p.next_new(self.senders.state(&p.pdc), turns).map(usize::from);
             // Its request direction, taken from the pool if it was idle: none free (or PDCs
             // waiting for one), and it joins the PDCs waiting.
             let holder = matches!(p.pdc, SenderAt::Pooled(_));
