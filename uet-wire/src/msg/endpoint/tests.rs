@@ -660,7 +660,6 @@ fn target_pdcs_take_turns_with_one_return_direction() {
 /// is back in the pool at the end. With the default `S` nothing waits.
 #[test]
 fn initiator_pdcs_take_turns_with_one_request_direction() {
-    type One = Endpoint<8, 64, 96, HELD_RESPONSES, 2, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, 16, 1>;
     let l: Vec<u32> = (0..240).map(|i| [0u32, 1, 1024, 5000, 17, 65_536][i % 6]).collect();
     for (mode, loss, reorder, respond_every) in
         [(Service::Rud, 0, false, 0), (Service::Rud, 20, true, 3), (Service::Rod, 20, false, 0)]
@@ -677,7 +676,7 @@ fn initiator_pdcs_take_turns_with_one_request_direction() {
             seed: 0x5A17,
             corrupt: 0,
         };
-        let (received, sent, a, b, left): (_, _, One, One, _) =
+        let (received, sent, a, b, left): (_, _, OneSender, OneSender, _) =
             exchange_run_sized(&run, config(ipv4([10, 0, 0, 1])), &l);
         assert_eq!((sent, received.len()), (l.len(), l.len()), "{mode:?}: every message and READ completed");
         assert!(left.is_empty());
@@ -690,6 +689,109 @@ fn initiator_pdcs_take_turns_with_one_request_direction() {
         let [a, _] = four_pdcs_sharing::<HELD_RESPONSES, RETURN_DIRECTIONS>(mode, loss, reorder, 5, respond_every);
         assert_eq!(a.stats().request_direction_waits, 0, "{mode:?}");
     }
+}
+
+/// Endpoints with one request direction (`S` = 1), PDCs closed once idle.
+type OneSender = Endpoint<8, 64, 96, HELD_RESPONSES, 2, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, 16, 1>;
+
+/// Moves every packet `from` has to `to` (payloads as zeros); returns the PDS headers it moved.
+fn deliver(from: &mut OneSender, to: &mut OneSender, now: Instant) -> Vec<PdsHeader> {
+    let (src, mut out, mut moved) = (from.config().addr, [0u8; 256], Vec::new());
+    while let Some(t) = from.poll_transmit(now, &mut out).unwrap() {
+        let mut pkt = out[..t.header_len].to_vec();
+        pkt.extend(std::iter::repeat_n(0u8, usize::from(t.payload.map_or(0, |p| p.len))));
+        moved.push(PdsHeader::parse(&pkt).unwrap().0);
+        let _ = to.handle_packet(now, src, &pkt);
+    }
+    moved
+}
+
+/// A PDC that wants to close while another holds the one request direction waits for it: its
+/// close is deferred, not lost, and goes out once the holder's own close frees the request
+/// direction. Here PDC Y hands the request direction to PDC X after its first message (X waits,
+/// so Y yields its turn), and Y's second message, queued, is withdrawn while X holds it.
+#[test]
+fn a_close_waits_for_the_one_request_direction() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (OneSender::new(config(a_addr), 1), OneSender::new(config(b_addr), 2));
+    let now = Instant::ZERO;
+    let d = |job: u32| MessageDesc::new(b_addr, Service::Rud, Opcode::Send, job, 10);
+    let y0 = a.send(d(2)).unwrap();
+    assert_eq!(deliver(&mut a, &mut b, now).len(), 1, "Y's first request");
+    let x = a.send(d(1)).unwrap();
+    let y1 = a.send(d(2)).unwrap();
+    assert_eq!(deliver(&mut a, &mut b, now).len(), 0, "X waits for Y's request direction; Y's turn is over");
+    assert_eq!(a.stats().request_direction_waits, 1);
+    // B's ACK completes Y's first message: Y hands the request direction to X and waits again.
+    deliver(&mut b, &mut a, now);
+    assert_eq!(a.poll_event(), Some(Event::Sent(y0)));
+    let sent = deliver(&mut a, &mut b, now);
+    assert!(matches!(sent.as_slice(), [PdsHeader::Request(_)]), "X's request: {sent:?}");
+    // Y's queued message withdrawn, Y wants to close, but X holds the request direction.
+    a.cancel(y1).unwrap();
+    let waiting = |a: &OneSender| a.initiators.iter().filter(|(_, p)| p.close_wanted).count();
+    assert_eq!((a.initiator_pdcs(), waiting(&a)), (2, 1), "Y's close waits");
+    assert_eq!(a.check_invariants(), Ok(()));
+    // X's message completes and X closes with its own request direction; once X's CLOSE is
+    // acknowledged and X is gone, Y takes the request direction and sends its CLOSE.
+    deliver(&mut b, &mut a, now);
+    assert_eq!(a.poll_event(), Some(Event::Sent(x)));
+    let mut closes = 0;
+    for _ in 0..8 {
+        closes += deliver(&mut a, &mut b, now)
+            .iter()
+            .filter(|h| matches!(h, PdsHeader::Control(c) if c.ctl_type == crate::pds::ControlType::Close))
+            .count();
+        deliver(&mut b, &mut a, now);
+        assert_eq!(a.check_invariants(), Ok(()));
+    }
+    assert_eq!(closes, 2, "X's CLOSE, then Y's");
+    assert_eq!((a.initiator_pdcs(), waiting(&a), a.senders.used()), (0, 0, 0));
+    let received = core::iter::from_fn(|| b.poll_event()).filter(|e| matches!(e, Event::Received { .. })).count();
+    assert_eq!(received, 2, "Y's first message and X's");
+    assert!(a.is_idle() && b.is_idle());
+}
+
+/// With the one request direction (`S` = 1) held by PDC Y, a packet that would make idle PDC X
+/// send (a close-class NACK at its next PSN: X closes in error, with a CLOSE) is dropped as if
+/// lost and counted, X left as it was; the same NACK once the request direction is free closes X.
+#[test]
+fn a_packet_that_needs_the_held_request_direction_is_dropped() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
+    let (mut a, mut b) = (OneSender::new(keep(a_addr), 1), OneSender::new(keep(b_addr), 2));
+    let now = Instant::ZERO;
+    let d = |job: u32| MessageDesc::new(b_addr, Service::Rud, Opcode::Send, job, 10);
+    let x = a.send(d(1)).unwrap();
+    let [PdsHeader::Request(r)] = deliver(&mut a, &mut b, now)[..] else { panic!("X's request") };
+    let [PdsHeader::Ack(ack)] = deliver(&mut b, &mut a, now)[..] else { panic!("B's ACK") };
+    assert_eq!(a.poll_event(), Some(Event::Sent(x)));
+    assert_eq!(a.senders.used(), 0, "X, idle, gave its request direction back");
+    // Y's request goes out (B's ACK of it waits at B): Y holds the request direction.
+    let y = a.send(d(2)).unwrap();
+    assert_eq!(deliver(&mut a, &mut b, now).len(), 1);
+    assert_eq!(a.senders.used(), 1);
+    let state = |a: &OneSender| a.initiators.get(ack.dpdcid).map(|p| a.senders.state(&p.pdc));
+    let closing = Nack::for_pdc(NackCode::PdcHdrMismatch, r.psn.wrapping_add(1), ack.spdcid, ack.dpdcid);
+    let mut out = [0u8; 64];
+    let n = closing.emit(&mut out).unwrap();
+    assert_eq!(a.handle_packet(now, b_addr, &out[..n]).unwrap(), None);
+    assert_eq!(a.stats().request_direction_drops, 1);
+    assert_eq!(state(&a), Some(InitiatorState::Established), "X as it was");
+    assert_eq!(a.check_invariants(), Ok(()));
+    assert!(deliver(&mut a, &mut b, now).is_empty(), "nothing to send");
+    // B's ACK completes Y's message, and Y gives the request direction back.
+    deliver(&mut b, &mut a, now);
+    assert_eq!(a.poll_event(), Some(Event::Sent(y)));
+    assert_eq!(a.senders.used(), 0);
+    // The same NACK again: X closes, its CLOSE taking the request direction.
+    assert_eq!(a.handle_packet(now, b_addr, &out[..n]).unwrap(), None);
+    assert_eq!(a.stats().request_direction_drops, 1);
+    let sent = deliver(&mut a, &mut b, now);
+    let close = |h: &PdsHeader| matches!(h, PdsHeader::Control(c) if c.ctl_type == crate::pds::ControlType::Close && c.spdcid == ack.dpdcid);
+    assert!(matches!(sent.as_slice(), [h] if close(h)), "X's CLOSE: {sent:?}");
+    assert_eq!(state(&a), Some(InitiatorState::CloseAckWait));
+    assert_eq!(a.check_invariants(), Ok(()));
 }
 
 /// A reader whose initiator PDCs share one return direction (`D` 1) reads from two peers at once,
