@@ -99,7 +99,14 @@ impl<
             // request direction until it is idle, and is listed as it was until its next change).
             let wants = p.next_new(core.state(), Turns { yields: false, ..turns }).is_some();
             if let SenderAt::Pooled(i) = p.pdc {
-                claim(&mut senders_used, i, core.idle().is_some() && !wants)?;
+                let idle = core.idle().is_some();
+                claim(&mut senders_used, i, idle && !wants)?;
+                let listed = SlotList::contains(&self.initiators_new_links, index as u16);
+                if idle && wants && p.next_new(core.state(), turns).is_none() && !listed {
+                    return Err(
+                        "an idle initiator whose turn is over holds its request direction, and nothing serves it",
+                    );
+                }
                 if waits || p.close_wanted {
                     return Err("an initiator holding its request direction waits for one");
                 }

@@ -1838,11 +1838,24 @@ impl<
         let msgs = &self.msgs;
         let older = |s: u16| msgs.get(usize::from(s)).and_then(MsgSlot::as_ref).is_some_and(|o| o.seq < seq);
         p.queued.insert(&mut self.pdc_links, slot as u16, older);
+        let core = self.senders.sender(&p.pdc);
+        // A close that waits for a request direction is no longer wanted: the PDC has a message
+        // to send (as `after_initiator_change` decides once it settles).
+        let withdrawn =
+            p.close_wanted && matches!(core.state(), InitiatorState::Creating | InitiatorState::Established);
+        let new = p.next_new(core.state(), turns).is_some() && core.can_send(&configured(&self.cfg).pdc);
+        let holder = matches!(p.pdc, SenderAt::Pooled(_));
+        if withdrawn || (holder && turns.yields && !new) {
+            // More than whether it has new packets changed: its close, or (a holder whose turn
+            // ended while others wait) whether it gives its request direction on, which it does
+            // once idle. Settled whole.
+            p.close_wanted &= !withdrawn;
+            self.refresh_initiator(id, false);
+            return;
+        }
         // Only whether it has new packets can have changed (it had one if it waits for its
         // CCC's window, and still waits).
-        let core = self.senders.sender(&p.pdc);
-        let new = p.next_new(core.state(), turns).is_some() && core.can_send(&configured(&self.cfg).pdc);
-        let (holder, close_wanted) = (matches!(p.pdc, SenderAt::Pooled(_)), p.close_wanted);
+        let close_wanted = p.close_wanted;
         let index = self.initiators.index_of(id).map(|i| i as u16);
         if let Some(index) = index.filter(|&i| !SlotList::contains(&self.blocked_links, i)) {
             self.place_new(index, new, close_wanted, holder);

@@ -752,6 +752,88 @@ fn a_close_waits_for_the_one_request_direction() {
     assert!(a.is_idle() && b.is_idle());
 }
 
+/// A holder whose turn ended while another PDC waits gives its request direction on once idle,
+/// even when a message for it arrives first: X holds the one request direction (`S` = 1), idle,
+/// with a message queued; Y starts waiting; then X gets another message. Every message is then
+/// sent and acknowledged (before, X kept the request direction and no PDC sent again).
+#[test]
+fn a_holder_whose_turn_is_over_gives_way_when_it_gets_a_message() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (OneSender::new(config(a_addr), 1), OneSender::new(config(b_addr), 2));
+    let now = Instant::ZERO;
+    let d = |job: u32| MessageDesc::new(b_addr, Service::Rud, Opcode::Send, job, 10);
+    let x1 = a.send(d(1)).unwrap();
+    a.send(d(2)).unwrap();
+    // X takes the request direction and sends; Y cannot take one.
+    let mut out = [0u8; 256];
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    let mut pkt = out[..t.header_len].to_vec();
+    pkt.extend([0u8; 10]);
+    b.handle_packet(now, a_addr, &pkt).unwrap();
+    // X's second message, queued while none waits; X's first acknowledged: X idle, holding.
+    a.send(d(1)).unwrap();
+    deliver(&mut b, &mut a, now);
+    assert_eq!(a.poll_event(), Some(Event::Sent(x1)));
+    // Y's second message: Y waits. X's third: X's turn is over, so it gives way.
+    a.send(d(2)).unwrap();
+    assert!(a.senders_waiting.first().is_some(), "Y waits for the request direction");
+    a.send(d(1)).unwrap();
+    assert_eq!(a.check_invariants(), Ok(()));
+    let mut sent = 0;
+    for _ in 0..16 {
+        deliver(&mut a, &mut b, now);
+        deliver(&mut b, &mut a, now);
+        sent += core::iter::from_fn(|| a.poll_event()).filter(|e| matches!(e, Event::Sent(_))).count();
+        assert_eq!(a.check_invariants(), Ok(()));
+    }
+    assert_eq!((sent, a.messages_in_flight(), a.senders.used()), (4, 0, 0), "every other message sent");
+}
+
+/// A message for a PDC whose close waits for the request direction withdraws the close: the
+/// PDC sends the message instead, and closes once idle again (before, it sent its CLOSE and
+/// the message waited for a new PDC).
+#[test]
+fn a_message_withdraws_a_close_that_waits_for_the_request_direction() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (OneSender::new(config(a_addr), 1), OneSender::new(config(b_addr), 2));
+    let now = Instant::ZERO;
+    let d = |job: u32| MessageDesc::new(b_addr, Service::Rud, Opcode::Send, job, 10);
+    // As in `a_close_waits_for_the_one_request_direction`: Y's close waits while X holds the
+    // request direction.
+    a.send(d(2)).unwrap();
+    deliver(&mut a, &mut b, now);
+    a.send(d(1)).unwrap();
+    let y1 = a.send(d(2)).unwrap();
+    deliver(&mut a, &mut b, now);
+    deliver(&mut b, &mut a, now);
+    deliver(&mut a, &mut b, now);
+    a.cancel(y1).unwrap();
+    let waiting = |a: &OneSender| a.initiators.iter().filter(|(_, p)| p.close_wanted).count();
+    assert_eq!(waiting(&a), 1);
+    let y = a.initiators.iter().find(|(_, p)| p.close_wanted).map(|(id, _)| id).unwrap();
+    a.send(d(2)).unwrap();
+    assert_eq!(waiting(&a), 0, "the close is withdrawn");
+    assert_eq!(a.check_invariants(), Ok(()));
+    let (mut closes, mut opened) = (0, std::collections::HashSet::new());
+    for _ in 0..16 {
+        for h in deliver(&mut a, &mut b, now) {
+            match h {
+                PdsHeader::Control(c) if c.ctl_type == crate::pds::ControlType::Close => closes += 1,
+                PdsHeader::Request(r) => {
+                    opened.insert(r.spdcid);
+                }
+                _ => {}
+            }
+        }
+        deliver(&mut b, &mut a, now);
+        while a.poll_event().is_some() {}
+        assert_eq!(a.check_invariants(), Ok(()));
+    }
+    assert_eq!(closes, 2, "X and Y close once each");
+    assert_eq!(opened, [y].into(), "Y sends the message itself: no PDC opens for it");
+    assert_eq!((a.messages_in_flight(), a.initiator_pdcs()), (0, 0));
+}
+
 /// With the one request direction (`S` = 1) held by PDC Y, a packet that would make idle PDC X
 /// send (a close-class NACK at its next PSN: X closes in error, with a CLOSE) is dropped as if
 /// lost and counted, X left as it was; the same NACK once the request direction is free closes X.
