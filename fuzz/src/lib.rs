@@ -1170,7 +1170,8 @@ pub fn pdc_pair(data: &[u8]) {
 /// messages on a PDC complete once each, in message order, only after all their bytes were
 /// placed; a UUD datagram is reported only after it was placed; a placement the input answers
 /// with a guaranteed-delivery response can always hold it, and the initiator reports each
-/// response at most once, before its message completes.
+/// response at most once, before its message completes; once the input is used up, on a perfect
+/// wire, every message completes or fails (the endpoints are never stuck).
 pub fn endpoint(data: &[u8]) {
     use std::collections::{HashMap, HashSet};
     use uet_wire::msg::{Endpoint, EndpointConfig, Event, MessageDesc, Secure, SecureStart, Service};
@@ -1268,8 +1269,33 @@ pub fn endpoint(data: &[u8]) {
     });
     // While set, events are left in the queue (it fills; completions wait for room).
     let mut hold_events = false;
-    while !u.is_empty() {
-        match u.int_in_range(0u8..=6).unwrap_or(0) {
+    // Once the input is used up, a perfect wire: every packet sent and delivered in order until
+    // none moves, then time moved to the earliest deadline, until every message is done (sent
+    // or failed). A message that never is, or packets that never stop, show the endpoints stuck.
+    let (mut drain_ops, mut drain_next) = (0u32, 1u8);
+    loop {
+        let draining = u.is_empty();
+        let op = if draining {
+            if live.is_empty() && net.is_empty() {
+                break;
+            }
+            drain_ops += 1;
+            assert!(drain_ops <= 200_000, "messages never completed on a perfect wire: {live:?}");
+            hold_events = false;
+            // Send, then deliver what was sent; with nothing sent, the next deadline.
+            let op = if drain_next == 1 {
+                1
+            } else if net.is_empty() {
+                4
+            } else {
+                2
+            };
+            drain_next = if op == 1 { 2 } else { 1 };
+            op
+        } else {
+            u.int_in_range(0u8..=6).unwrap_or(0)
+        };
+        match op {
             0 => {
                 let side = usize::from(u.arbitrary::<bool>().unwrap_or(false));
                 let len = u.int_in_range(0u32..=20_000).unwrap_or(0);
@@ -1299,7 +1325,8 @@ pub fn endpoint(data: &[u8]) {
             }
             1 => {
                 for (side, ep) in eps.iter_mut().enumerate() {
-                    for _ in 0..u.int_in_range(0u8..=8).unwrap_or(1) {
+                    let polls = if draining { u8::MAX } else { u.int_in_range(0u8..=8).unwrap_or(1) };
+                    for _ in 0..polls {
                         let polled = if secure.is_some() {
                             let framing = uet_wire::tss::Framing::Udp;
                             let filler = [0xA5u8; 4096];
@@ -1348,6 +1375,12 @@ pub fn endpoint(data: &[u8]) {
                     }
                 }
             }
+            2 if draining => {
+                for (to, pkt) in core::mem::take(&mut net) {
+                    let (p, rd, un) = (&mut placed, &mut reads, &mut unordered);
+                    deliver(&mut eps, now, &addrs, to, &pkt, true, p, rd, un, false, true);
+                }
+            }
             2 if !net.is_empty() => {
                 let k = u.choose_index(net.len()).unwrap_or(0);
                 match u.int_in_range(0u8..=4).unwrap_or(0) {
@@ -1391,6 +1424,13 @@ pub fn endpoint(data: &[u8]) {
                     uet_wire::packet::append_crc(prefix.as_bytes(), &mut pkt, len).expect("room for the trailer");
                 }
                 deliver(&mut eps, now, &addrs, to, &pkt, crc, &mut placed, &mut reads, &mut unordered, false, false);
+            }
+            4 if draining => {
+                let due = eps.iter().filter_map(|e| e.poll_timeout()).min();
+                now = due.map_or(now, |due| due.max(now)).saturating_add(Duration::from_micros(1));
+                for ep in eps.iter_mut() {
+                    ep.handle_timeout(now);
+                }
             }
             4 => {
                 now = now.saturating_add(Duration::from_micros(u.int_in_range(0u64..=3000).unwrap_or(0)));

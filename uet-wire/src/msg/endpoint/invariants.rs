@@ -29,6 +29,7 @@ impl<
         well(&self.unsent, &self.unsent_links)?;
         well(&self.initiators_ready, &self.initiators_ready_links)?;
         well(&self.initiators_new, &self.initiators_new_links)?;
+        well(&self.initiators_idle, &self.initiators_idle_links)?;
         well(&self.targets_ready, &self.targets_ready_links)?;
         let used = self.msgs.iter().filter(|m| m.is_some()).count();
         let free = |&s: &u16| self.msgs.get(usize::from(s)).is_some_and(MsgSlot::is_none);
@@ -57,6 +58,7 @@ impl<
         };
         if !occupied(&self.initiators_ready, &self.initiators_ready_links, &|i| self.initiators.id_at(i))
             || !occupied(&self.initiators_new, &self.initiators_new_links, &|i| self.initiators.id_at(i))
+            || !occupied(&self.initiators_idle, &self.initiators_idle_links, &|i| self.initiators.id_at(i))
             || !occupied(&self.targets_ready, &self.targets_ready_links, &|i| self.targets.id_at(i))
         {
             return Err("a list names a PDC table slot that is empty");
@@ -161,6 +163,10 @@ impl<
             let open = matches!(core.state(), InitiatorState::Creating | InitiatorState::Established);
             if nothing_left && deadline.is_none() && open && self.config().close_when_idle && !p.close_wanted {
                 return Err("an idle initiator stays open");
+            }
+            let idle = p.kept_idle(core.state()) && !core.has_pending(self.receivers.get(p.ret)) && deadline.is_none();
+            if idle != SlotList::contains(&self.initiators_idle_links, index as u16) {
+                return Err("an initiator is on the list of idle PDCs, or off it, wrongly");
             }
             if nothing_left && core.state() == InitiatorState::Closed {
                 return Err("a closed initiator stays in the table");

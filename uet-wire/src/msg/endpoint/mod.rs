@@ -31,7 +31,9 @@
 //!   arrived too, so messages sent after it may be reported before it.
 //! * With [`EndpointConfig::close_when_idle`], a PDC closes as soon as it has no message left to
 //!   send or acknowledge (its CLOSE waiting its turn for a request direction while all `S` are in
-//!   use); a later message opens a new PDC.
+//!   use); a later message opens a new PDC. Without it, PDCs stay open until the table of `P` is
+//!   full and a message's key has none: then the PDC idle longest closes to make room, one at a
+//!   time (project-defined; UE 1.0 §3.5.8.3 leaves when to close to the endpoint).
 //! * A PDC the target asked to close (CLOSE_REQ) finishes the message in progress; the messages
 //!   after it wait for that PDC to close and then open a new one.
 //! * **Every ACK names a request and answers it** (the reference provider's target answers every
@@ -188,7 +190,11 @@ pub struct EndpointConfig {
     pub mtu: u16,
     /// PDC timers and limits.
     pub pdc: PdcConfig,
-    /// Close a PDC as soon as it has nothing left to send or acknowledge.
+    /// Close a PDC as soon as it has nothing left to send or acknowledge. Otherwise a PDC stays
+    /// open for the next message to its key, until the initiator table (`P`) is full and a
+    /// message's key has no PDC: then the open PDC with nothing to do that was idle longest
+    /// closes to make room ([`EndpointStats::idle_pdcs_closed`]), one at a time, and the message
+    /// waits for it. Default `true`.
     pub close_when_idle: bool,
     /// The most messages started on one PDC and not yet completed (`Sent` or `Failed`); the next
     /// waits for one to complete. A target tracks a bounded number of messages in progress per
@@ -980,6 +986,16 @@ impl IniPdc {
             && !(turns.yields && self.took_turn);
         self.queued.first().filter(|_| takes_new)
     }
+
+    /// Open in state `state` with no message, none queued, and no close waiting: kept open with
+    /// nothing to do, unless its state machine has a packet to give or a timer running.
+    fn kept_idle(&self, state: InitiatorState) -> bool {
+        matches!(state, InitiatorState::Creating | InitiatorState::Established)
+            && self.messages == 0
+            && self.active.index().is_none()
+            && self.queued.first().is_none()
+            && !self.close_wanted
+    }
 }
 
 struct TgtPdc<const R: usize, const W: usize> {
@@ -1279,6 +1295,13 @@ pub struct Endpoint<
     /// order `poll_transmit` serves them (one served goes to the back).
     initiators_ready: SlotList,
     initiators_ready_links: [Link; P],
+    /// The open initiator PDCs with nothing to do (kept open, see
+    /// [`EndpointConfig::close_when_idle`]), by table slot, idle longest first: with the table
+    /// full, the first closes to make room for a key without a PDC.
+    initiators_idle: SlotList,
+    initiators_idle_links: [Link; P],
+    /// The initiator PDC closed last to make room, while it closes: one at a time.
+    evicting: Option<u16>,
     targets_ready: SlotList,
     targets_ready_links: [Link; P],
     /// The deadlines of the initiator and target PDCs (`poll_timeout`), by table slot, and of the
@@ -1510,6 +1533,9 @@ impl<
             initiators_new_links: [Link::UNLINKED; P],
             initiators_ready: SlotList::EMPTY,
             initiators_ready_links: [Link::UNLINKED; P],
+            initiators_idle: SlotList::EMPTY,
+            initiators_idle_links: [Link::UNLINKED; P],
+            evicting: None,
             targets_ready: SlotList::EMPTY,
             targets_ready_links: [Link::UNLINKED; P],
             initiator_timers: TimerHeap::EMPTY,
@@ -1577,6 +1603,7 @@ impl<
             &mut self.unsent,
             &mut self.initiators_new,
             &mut self.initiators_ready,
+            &mut self.initiators_idle,
             &mut self.targets_ready,
             &mut self.senders_waiting,
         ] {
@@ -1587,6 +1614,7 @@ impl<
             &mut self.pdc_links,
             &mut self.initiators_new_links,
             &mut self.initiators_ready_links,
+            &mut self.initiators_idle_links,
             &mut self.targets_ready_links,
             &mut self.blocked_links,
             &mut self.senders_waiting_links,
@@ -1854,9 +1882,12 @@ impl<
             return;
         }
         // Only whether it has new packets can have changed (it had one if it waits for its
-        // CCC's window, and still waits).
+        // CCC's window, and still waits), and it is not idle.
         let close_wanted = p.close_wanted;
         let index = self.initiators.index_of(id).map(|i| i as u16);
+        if let Some(index) = index {
+            SlotList::place(index, false, &mut self.initiators_idle, &mut self.initiators_idle_links);
+        }
         if let Some(index) = index.filter(|&i| !SlotList::contains(&self.blocked_links, i)) {
             self.place_new(index, new, close_wanted, holder);
         }
@@ -1995,6 +2026,7 @@ impl<
         }
         let e = self.initiators.get(id).filter(|_| !gone);
         let (mut ready, mut deadline, mut new, mut holder, mut close_wanted) = (false, None, false, false, false);
+        let mut idle = false;
         if let Some(e) = e {
             let core = self.senders.sender(&e.pdc);
             ready = core.has_pending(self.receivers.get(e.ret));
@@ -2002,9 +2034,11 @@ impl<
             new = e.next_new(core.state(), turns).is_some() && core.can_send(cfg);
             holder = matches!(e.pdc, SenderAt::Pooled(_));
             close_wanted = e.close_wanted;
+            idle = e.kept_idle(core.state()) && !ready && deadline.is_none();
         }
         self.cc_place(id, index, new && !open);
         SlotList::place(index, ready, &mut self.initiators_ready, &mut self.initiators_ready_links);
+        SlotList::place(index, idle, &mut self.initiators_idle, &mut self.initiators_idle_links);
         self.place_new(index, new && open, close_wanted, holder);
         self.initiator_timers.set(index, deadline);
         freed

@@ -365,13 +365,14 @@ impl<
                 break;
             }
         }
-        if self.initiators.get(id).is_none() {
-            return;
-        }
+        let Some(close_wanted) = self.initiators.get(id).map(|p| p.close_wanted) else { return };
         let wants_close = match state {
             // The target asked to close: once the message in progress is all sent.
             InitiatorState::Quiesce => !started_unsent,
-            InitiatorState::Creating | InitiatorState::Established => configured(&self.cfg).close_when_idle && !for_key,
+            // Idle, or made room for another key (`close_idle_longest`) and still idle.
+            InitiatorState::Creating | InitiatorState::Established => {
+                (configured(&self.cfg).close_when_idle || close_wanted) && !for_key
+            }
             InitiatorState::AckWait | InitiatorState::CloseAckWait | InitiatorState::Closed => false,
         };
         if wants_close {

@@ -52,6 +52,12 @@ pub struct EndpointStats {
     /// initiator PDC send while every one of the endpoint's `S` request directions was in use:
     /// dropped, as if lost. While this stays 0, `S` never dropped one.
     pub request_direction_drops: u64,
+    /// Kept-open initiator PDCs with nothing to do closed to make room in the full table for a
+    /// message's key without a PDC (see [`EndpointConfig::close_when_idle`]). While this stays
+    /// 0, `P` held every key kept open.
+    ///
+    /// [`EndpointConfig::close_when_idle`]: super::EndpointConfig::close_when_idle
+    pub idle_pdcs_closed: u64,
 }
 
 impl EndpointStats {
@@ -69,6 +75,7 @@ impl EndpointStats {
         return_receiver_drops: 0,
         request_direction_waits: 0,
         request_direction_drops: 0,
+        idle_pdcs_closed: 0,
     };
 
     /// Counts what a call to an initiator PDC marked for resending, and takes its round-trip

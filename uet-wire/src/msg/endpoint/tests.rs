@@ -752,6 +752,41 @@ fn a_close_waits_for_the_one_request_direction() {
     assert!(a.is_idle() && b.is_idle());
 }
 
+/// Kept open, idle PDCs fill the initiator table (`P` = 8); a message to a ninth key closes the
+/// PDC idle longest to make room, and goes out on a new PDC (before, it waited forever). A
+/// message to the closed key then closes the next idle longest.
+#[test]
+fn a_full_table_of_idle_pdcs_makes_room_for_a_new_key() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
+    let (mut a, mut b) = (OneSender::new(keep(a_addr), 1), OneSender::new(keep(b_addr), 2));
+    let now = Instant::ZERO;
+    let d = |job: u32| MessageDesc::new(b_addr, Service::Rud, Opcode::Send, job, 10);
+    let jobs = |a: &OneSender| {
+        let mut jobs: Vec<u32> = a.initiators.iter().map(|(id, _)| a.initiators.key(id).unwrap().job_id).collect();
+        jobs.sort_unstable();
+        jobs
+    };
+    let mut send = |a: &mut OneSender, job: u32| {
+        let m = a.send(d(job)).unwrap();
+        for _ in 0..8 {
+            deliver(a, &mut b, now);
+            deliver(&mut b, a, now);
+            assert_eq!(a.check_invariants(), Ok(()));
+        }
+        assert_eq!(a.poll_event(), Some(Event::Sent(m)), "job {job}");
+    };
+    for job in 1..=8 {
+        send(&mut a, job);
+    }
+    assert_eq!(jobs(&a), (1..=8).collect::<Vec<_>>(), "all kept open");
+    send(&mut a, 9);
+    assert_eq!(jobs(&a), (2..=9).collect::<Vec<_>>(), "job 1's PDC, idle longest, closed for job 9");
+    send(&mut a, 1);
+    assert_eq!(jobs(&a), [1, 3, 4, 5, 6, 7, 8, 9], "then job 2's");
+    assert_eq!(a.stats().idle_pdcs_closed, 2);
+}
+
 /// A holder whose turn ended while another PDC waits gives its request direction on once idle,
 /// even when a message for it arrives first: X holds the one request direction (`S` = 1), idle,
 /// with a message queued; Y starts waiting; then X gets another message. Every message is then

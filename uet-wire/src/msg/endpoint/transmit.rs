@@ -494,14 +494,40 @@ impl<
         self.write_read_data(out, slot, index, stamp).map(Some)
     }
 
-    /// The PDC of message `slot`'s key: the open one, else a new one (none while the table is
-    /// full).
+    /// With the initiator table full, closes the kept-open PDC idle longest to make room for a
+    /// key without one (project-defined: UE 1.0 leaves when to close a PDC to the endpoint; with
+    /// the table full, a PDC with nothing to do stands in the way of messages that wait). One at a
+    /// time: none while the last one closed so still closes. A PDC that never sent closes at once,
+    /// and its slot is free on return.
+    fn close_idle_longest(&mut self) {
+        let closing = |p: &IniPdc, state| {
+            p.close_wanted || !matches!(state, InitiatorState::Creating | InitiatorState::Established)
+        };
+        let evicting = self.evicting.and_then(|id| self.initiators.get(id));
+        if evicting.is_some_and(|p| closing(p, self.senders.state(&p.pdc))) {
+            return;
+        }
+        self.evicting = None;
+        let Some(index) = self.initiators_idle.first() else { return };
+        let Some(id) = self.initiators.id_at(usize::from(index)) else { return };
+        self.evicting = Some(id);
+        self.stats.idle_pdcs_closed = self.stats.idle_pdcs_closed.wrapping_add(1);
+        let now = self.now;
+        self.close_initiator(now, id);
+        self.after_initiator_change(now, id);
+    }
+
+    /// The PDC of message `slot`'s key: the open one, else a new one (while the table is full,
+    /// none, the PDC idle longest closing to make room).
     pub(super) fn pdc_for(&mut self, slot: usize) -> Option<u16> {
         let key = self.msgs.get(slot)?.as_ref()?.key();
         let bucket = match self.find_pdc(&key, slot) {
             Ok(id) => return Some(id),
             Err(bucket) => bucket,
         };
+        if self.initiators.next_id().is_none() {
+            self.close_idle_longest();
+        }
         let id = self.initiators.next_id()?;
         let ccc = self.join_ccc(key.dst).ok()?;
         let start = self.random_start_psn(&key.dst);
