@@ -240,7 +240,8 @@ fn run(args: &Args, size: u32, loss: f64, source: &[u8]) -> Report {
     let cfg = |addr| EndpointConfig { pdc: PdcConfig::software(), ..EndpointConfig::new(uet_addr(addr), MTU) };
     let clock = StdClock::new();
     let done = AtomicBool::new(false);
-    let window = args.window.min(64);
+    // The endpoint keeps the last of its 64 message slots for read data.
+    let window = args.window.min(63);
     let (seconds, seed) = (args.seconds, args.seed);
     std::thread::scope(|s| {
         let b = s.spawn(|| receiver(Net::new(sb, addr_a, seed ^ 0xB, loss, clock), cfg(addr_b), source, &done));

@@ -586,7 +586,8 @@ pub enum FailedDelivery {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum EndpointError {
-    /// Every message slot is in use.
+    /// Every message slot is in use (for [`Endpoint::send`], every one but the last, kept for
+    /// read data).
     TooManyMessages,
     /// The message has an extension header and every one the endpoint holds (its `X`) is in
     /// use: send it once a message with one settles.
@@ -1018,11 +1019,19 @@ struct TgtPdc<const R: usize, const W: usize> {
 }
 
 /// One fabric endpoint with up to `P` initiator and `P` target PDCs, `M` messages being sent
-/// (read data it answers with included), `E` undelivered events, room for `R`
+/// (read data it answers with included; its own messages take at most `M` − 1, the last free
+/// slot kept for read data where `M` > 1), `E` undelivered events, room for `R`
 /// guaranteed-delivery responses per target PDC that holds any (see [`held`](crate::pdc::held)
 /// and `D` below; more slots let more answered requests wait for their CLEAR at once), and `C`
 /// congestion-control contexts, one per destination in use (0 by default: no congestion
 /// management; see [`CmsConfig`]).
+///
+/// [`Endpoint::send`] leaves the last free message slot to the read data of READs that arrive
+/// (project-defined, where `M` > 1): a READ that finds no free slot draws NACK NO_PKT_BUFFER and
+/// is resent, and two endpoints whose slots all held their own messages, each waiting for the
+/// other to answer a READ (the READing PDCs holding every request direction, `S`), would wait for
+/// each other for good under unlimited resource NACK retries ([`PdcConfig::software`]), or fail
+/// those READs.
 ///
 /// Five more sizes have defaults that suit a host:
 /// - `W`, the messages a target PDC tracks in progress ([`ORDER_WINDOW`], 16; at least 2, see
@@ -1772,7 +1781,8 @@ impl<
     }
 
     /// Queues a message; its packets go out through [`Endpoint::poll_transmit`]. Refused, with
-    /// nothing changed, when every message slot is in use ([`EndpointError::TooManyMessages`]),
+    /// nothing changed, when every message slot but the one kept for read data is in use
+    /// ([`EndpointError::TooManyMessages`]; see [`Endpoint`]'s `M`),
     /// when it has an extension header and every one of the `X` the endpoint holds is in use
     /// ([`EndpointError::TooManyExtensions`]), or when its header cannot go on the wire
     /// ([`EndpointError::Header`]: a field beyond its width, an extension that is not its
@@ -1793,6 +1803,10 @@ impl<
         // packets differ only in their tails, which the endpoint fills).
         if let Some(first) = segments.segment(0) {
             first.standard_header(&desc.header, desc.len).check().map_err(EndpointError::Header)?;
+        }
+        // The last free slot is kept for read data (see `M`).
+        if M > 1 && self.free_slots.used() + 1 >= M {
+            return Err(EndpointError::TooManyMessages);
         }
         let slot = usize::from(self.free_slots.next().ok_or(EndpointError::TooManyMessages)?);
         // Nothing below fails: the extension's entry is the last thing that can refuse.

@@ -204,7 +204,8 @@ fn exchange_run_sized<
     let (mut answered, mut responses) = (std::collections::HashSet::new(), std::collections::HashSet::new());
     for _round in 0..200_000 {
         // Keep up to `window` messages queued at A.
-        while next_msg < lens.len() && eps[0].messages_in_flight() < window {
+        // (Its own messages take at most `M` − 1 slots, the last kept for read data.)
+        while next_msg < lens.len() && eps[0].messages_in_flight() < window.min(M - 1) {
             let mut d = desc(b_addr, mode, next_msg as u64, lens[next_msg]);
             d.header.common.job_id += (next_msg as u64 % keys) as u32;
             let read = read_every > 0 && next_msg % read_every == read_every - 1;
@@ -694,12 +695,14 @@ fn initiator_pdcs_take_turns_with_one_request_direction() {
 /// Endpoints with one request direction (`S` = 1), PDCs closed once idle.
 type OneSender = Endpoint<8, 64, 96, HELD_RESPONSES, 2, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, 16, 1>;
 
-/// Moves every packet `from` has to `to` (payloads as zeros); returns the PDS headers it moved.
+/// Moves every packet `from` has to `to` (payloads and read data as zeros); returns the PDS
+/// headers it moved.
 fn deliver(from: &mut OneSender, to: &mut OneSender, now: Instant) -> Vec<PdsHeader> {
     let (src, mut out, mut moved) = (from.config().addr, [0u8; 256], Vec::new());
     while let Some(t) = from.poll_transmit(now, &mut out).unwrap() {
         let mut pkt = out[..t.header_len].to_vec();
-        pkt.extend(std::iter::repeat_n(0u8, usize::from(t.payload.map_or(0, |p| p.len))));
+        let data = t.payload.map(|p| p.len).or(t.read.map(|r| r.len));
+        pkt.extend(std::iter::repeat_n(0u8, usize::from(data.unwrap_or(0))));
         moved.push(PdsHeader::parse(&pkt).unwrap().0);
         let _ = to.handle_packet(now, src, &pkt);
     }
@@ -785,6 +788,48 @@ fn a_full_table_of_idle_pdcs_makes_room_for_a_new_key() {
     send(&mut a, 1);
     assert_eq!(jobs(&a), [1, 3, 4, 5, 6, 7, 8, 9], "then job 2's");
     assert_eq!(a.stats().idle_pdcs_closed, 2);
+}
+
+/// Two endpoints READ from each other while their other messages wait for the one request
+/// direction (`S` = 1), held by the READing PDC until its READ completes, and fill their message
+/// slots: the last free slot is kept for read data, so each answers the other's READ (before,
+/// each refused it with NACK NO_PKT_BUFFER for good under the software profile's unlimited
+/// resource NACK retries, and nothing moved again).
+#[test]
+fn endpoints_reading_from_each_other_with_full_slots_both_answer() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let soft = |addr| EndpointConfig { pdc: PdcConfig::software(), ..EndpointConfig::new(addr, 1024) };
+    let (mut a, mut b) = (OneSender::new(soft(a_addr), 1), OneSender::new(soft(b_addr), 2));
+    let mut now = Instant::ZERO;
+    let (mut at_a, mut at_b) = (Vec::new(), Vec::new());
+    for (ep, dst, sent) in [(&mut a, b_addr, &mut at_a), (&mut b, a_addr, &mut at_b)] {
+        sent.push(ep.send(MessageDesc::new(dst, Service::Rud, Opcode::Read, 1, 8)).unwrap());
+        assert_eq!(ep.poll_transmit(now, &mut [0u8; 256]).unwrap().map(|t| t.dst), Some(dst), "the READ");
+        while let Ok(h) = ep.send(MessageDesc::new(dst, Service::Rud, Opcode::Write, 2, 10)) {
+            sent.push(h);
+        }
+        assert_eq!(sent.len(), 63, "the last slot is kept");
+    }
+    // The READ requests went out above and were lost: their resends start the exchange.
+    for _ in 0..2_000 {
+        now = now.saturating_add(linklayer::Duration::from_millis(1));
+        a.handle_timeout(now);
+        b.handle_timeout(now);
+        deliver(&mut a, &mut b, now);
+        deliver(&mut b, &mut a, now);
+        for (ep, sent) in [(&mut a, &mut at_a), (&mut b, &mut at_b)] {
+            while let Some(ev) = ep.poll_event() {
+                if let Event::Sent(h) = ev {
+                    sent.retain(|&s| s != h);
+                }
+            }
+        }
+        if at_a.is_empty() && at_b.is_empty() {
+            break;
+        }
+    }
+    assert_eq!((at_a.len(), at_b.len()), (0, 0), "every message completes");
+    assert_eq!(b.stats().nacks_sent.get(NackCode::NoPktBuffer), 0);
 }
 
 /// A holder whose turn ended while another PDC waits gives its request direction on once idle,
@@ -1032,7 +1077,7 @@ fn a_target_pdc_answering_nothing_is_never_refused_for_want_of_a_block() {
     let mut sent = 0;
     let mut next = 0;
     for _round in 0..20_000 {
-        while next < 40 && a.messages_in_flight() < 16 {
+        while next < 40 && a.messages_in_flight() < 15 {
             a.send(desc(b_addr, Service::Rud, next, 10)).unwrap();
             next += 1;
         }
@@ -1096,7 +1141,7 @@ fn answered_under_loss(seed: u64, service: Service, loss: u32, n: u64, exhaust: 
         Wire { rng: (seed + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15), loss: 0, reorder: true, flight: Vec::new() };
     let (mut sent, mut failed, mut next, mut responses) = (0, 0, 0, 0);
     for _round in 0..200_000 {
-        while next < n && a.messages_in_flight() < 16 {
+        while next < n && a.messages_in_flight() < 15 {
             a.send(desc(b_addr, service, next, 10)).unwrap();
             next += 1;
         }
@@ -2221,7 +2266,8 @@ fn refusals() {
         e2.send(desc(ipv4([10, 0, 0, 2]), Service::Rud, 0, 10)),
         Err(EndpointError::Segment(SegmentError::BadMtu { mtu: 0 }))
     );
-    for i in 0..64 {
+    // The last of the 64 message slots is kept for read data.
+    for i in 0..63 {
         ep.send(desc(ipv4([10, 0, 0, 2]), Service::Rud, i, 10)).unwrap();
     }
     assert_eq!(ep.send(desc(ipv4([10, 0, 0, 2]), Service::Rud, 99, 10)), Err(EndpointError::TooManyMessages));
@@ -2493,7 +2539,7 @@ fn many_pdcs_take_turns_and_lose_no_event_at_any_capacity() {
     std::thread::Builder::new()
         .stack_size(256 << 20)
         .spawn(|| {
-            assert_fair(&many_pdcs_run::<4, 16>(4, 4, 0, 1), 4);
+            assert_fair(&many_pdcs_run::<4, 17>(4, 4, 0, 1), 4);
             assert_fair(&many_pdcs_run::<64, 256>(60, 4, 0, 2), 60);
             assert_fair(&many_pdcs_run::<1024, 1024>(1000, 1, 0, 3), 1000);
             // The largest capacity: 32 767 PDCs each way (16-bit ids, 0 reserved), 46 MB each.
@@ -2590,8 +2636,9 @@ fn memory_per_pdc_and_per_message() {
     let per_pdc = (size_of::<Endpoint<32, 16, 64>>() - base) / 16;
     let per_msg = (size_of::<Endpoint<16, 32, 64>>() - base) / 16;
     let (ini, tgt) = (size_of::<IniPdc>(), size_of::<TgtPdc<HELD_RESPONSES, ORDER_WINDOW>>());
-    // Ready, new, CCC-waiting, request-direction-waiting and target ready links; two timer heaps.
-    let lists = 5 * size_of::<Link>() + 2 * 12;
+    // Ready, new, idle, CCC-waiting, request-direction-waiting and target ready links; two timer
+    // heaps.
+    let lists = 6 * size_of::<Link>() + 2 * 12;
     std::println!(
         "Endpoint<16, 16, 64>: {base} B; per PDC {per_pdc} B: initiator {ini} (idle state machine {}, idle return direction {}), target {tgt} (state machine {}, \
          idle return direction {}, held responses: its own two {} and where its block is {}, message order {}), lists and timers {lists}, table slots, keys and key index {}",
