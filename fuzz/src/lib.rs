@@ -1257,12 +1257,13 @@ pub fn endpoint(data: &[u8]) {
     let mtu = u.int_in_range(1u16..=2048).unwrap_or(512);
     // Odd MTUs run the software profile.
     let pdc = if mtu % 2 == 1 { uet_wire::pdc::PdcConfig::software() } else { uet_wire::pdc::PdcConfig::default() };
-    // PDCs closed when idle or kept, and 1 to 8 messages in progress per PDC (the 8 message
-    // slots allow no more). The target tracks 4 (`W`): above that it releases complete messages
-    // out of order, as it does when its 2 shared entries (`O`) are in use and a PDC's own two are
-    // full: order is checked per target PDC until it releases one out of order, and with 2 in
-    // progress per PDC there must be none. Control queues of 2 (`Q`), so full ones are met often,
-    // and one return direction (`D`) for up to four target PDCs, so READs on several wait for it.
+    // PDCs closed when idle or kept, and 1 to 8 messages in progress per PDC (7 of the 8 message
+    // slots take the endpoint's own, the last kept for read data: 8 acts as 7). The target
+    // tracks 4 (`W`): above that it releases complete messages out of order, as it does when its
+    // 2 shared entries (`O`) are in use and a PDC's own two are full: order is checked per target
+    // PDC until it releases one out of order, and with 2 in progress per PDC there must be none.
+    // Control queues of 2 (`Q`), so full ones are met often, and one return direction (`D`) for
+    // up to four target PDCs, so READs on several wait for it.
     let close_when_idle = u.arbitrary::<bool>().unwrap_or(true);
     let messages_per_pdc = u.int_in_range(1u16..=8).unwrap_or(8);
     // A third of MTUs put both ends in a secure domain (TSS header room, secure start PSNs by

@@ -9,7 +9,8 @@
 //!   traffic class). The endpoint holds `C` of them ([`Endpoint`]'s last const generic, 0 by
 //!   default: no congestion management and no cost). A CCC no PDC uses keeps its state until its
 //!   slot is needed for another destination; a message whose destination finds no CCC slot waits,
-//!   as for a full PDC table.
+//!   as for a full PDC table (and, PDCs kept open, the PDC idle longest closes, which frees its
+//!   CCC once no other PDC uses it).
 //! * The window counts each packet as [`NsccConfig::mtu`] bytes, the short last packet of a
 //!   message and a READ's requests too, so the flight the window sees is the PDCs' own: request
 //!   PSNs sent and neither acknowledged nor marked lost (a CLOSE not counted). The flight is

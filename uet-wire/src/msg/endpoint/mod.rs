@@ -192,9 +192,10 @@ pub struct EndpointConfig {
     pub pdc: PdcConfig,
     /// Close a PDC as soon as it has nothing left to send or acknowledge. Otherwise a PDC stays
     /// open for the next message to its key, until the initiator table (`P`) is full and a
-    /// message's key has no PDC: then the open PDC with nothing to do that was idle longest
-    /// closes to make room ([`EndpointStats::idle_pdcs_closed`]), one at a time, and the message
-    /// waits for it. Default `true`.
+    /// message's key has no PDC (or, under congestion management, every CCC is in use): then
+    /// the open PDC with nothing to do that was idle longest closes to make room
+    /// ([`EndpointStats::idle_pdcs_closed`]), one at a time, and the message goes on a new PDC
+    /// once it is gone. Default `true`.
     pub close_when_idle: bool,
     /// The most messages started on one PDC and not yet completed (`Sent` or `Failed`); the next
     /// waits for one to complete. A target tracks a bounded number of messages in progress per
@@ -645,7 +646,7 @@ impl From<Error> for EndpointError {
 impl core::fmt::Display for EndpointError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            EndpointError::TooManyMessages => write!(f, "every message slot is in use"),
+            EndpointError::TooManyMessages => write!(f, "every message slot is in use (send: but the last)"),
             EndpointError::TooManyExtensions => write!(f, "every extension header slot is in use"),
             EndpointError::Header(e) => write!(f, "the message's header cannot be sent: {e}"),
             EndpointError::Segment(e) => write!(f, "{e}"),
@@ -1634,6 +1635,7 @@ impl<
         self.target_timers.clear();
         self.read_timers.clear();
         self.free_slots.clear();
+        self.evicting = None;
         self.next_seq = 0;
         self.events.clear();
         self.rng = derive(seed, Derived::StartPsns) | 1;

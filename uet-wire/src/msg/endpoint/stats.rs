@@ -52,9 +52,10 @@ pub struct EndpointStats {
     /// initiator PDC send while every one of the endpoint's `S` request directions was in use:
     /// dropped, as if lost. While this stays 0, `S` never dropped one.
     pub request_direction_drops: u64,
-    /// Kept-open initiator PDCs with nothing to do closed to make room in the full table for a
-    /// message's key without a PDC (see [`EndpointConfig::close_when_idle`]). While this stays
-    /// 0, `P` held every key kept open.
+    /// Kept-open initiator PDCs with nothing to do chosen to close, to make room in the full
+    /// table (or CCCs) for a message's key without a PDC (see
+    /// [`EndpointConfig::close_when_idle`]; one whose CLOSE waited for a request direction stays
+    /// open if a message for it comes first). While this stays 0, `P` held every key kept open.
     ///
     /// [`EndpointConfig::close_when_idle`]: super::EndpointConfig::close_when_idle
     pub idle_pdcs_closed: u64,

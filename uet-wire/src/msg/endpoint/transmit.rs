@@ -494,11 +494,11 @@ impl<
         self.write_read_data(out, slot, index, stamp).map(Some)
     }
 
-    /// With the initiator table full, closes the kept-open PDC idle longest to make room for a
-    /// key without one (project-defined: UE 1.0 leaves when to close a PDC to the endpoint; with
-    /// the table full, a PDC with nothing to do stands in the way of messages that wait). One at a
-    /// time: none while the last one closed so still closes. A PDC that never sent closes at once,
-    /// and its slot is free on return.
+    /// With the initiator table full (or every CCC in use), closes the kept-open PDC idle
+    /// longest to make room for a key without one (project-defined: UE 1.0 leaves when to close
+    /// a PDC to the endpoint; with the table full, a PDC with nothing to do stands in the way of
+    /// messages that wait). One at a time: none while the last one closed so still closes. A PDC
+    /// that never sent closes at once, and its slot is free on return.
     fn close_idle_longest(&mut self) {
         let closing = |p: &IniPdc, state| {
             p.close_wanted || !matches!(state, InitiatorState::Creating | InitiatorState::Established)
@@ -517,8 +517,8 @@ impl<
         self.after_initiator_change(now, id);
     }
 
-    /// The PDC of message `slot`'s key: the open one, else a new one (while the table is full,
-    /// none, the PDC idle longest closing to make room).
+    /// The PDC of message `slot`'s key: the open one, else a new one (while the table or the
+    /// CCCs are full, none, the PDC idle longest closing to make room).
     pub(super) fn pdc_for(&mut self, slot: usize) -> Option<u16> {
         let key = self.msgs.get(slot)?.as_ref()?.key();
         let bucket = match self.find_pdc(&key, slot) {
@@ -529,7 +529,11 @@ impl<
             self.close_idle_longest();
         }
         let id = self.initiators.next_id()?;
-        let ccc = self.join_ccc(key.dst).ok()?;
+        let Ok(ccc) = self.join_ccc(key.dst) else {
+            // Kept-open PDCs may hold every CCC: the same room made.
+            self.close_idle_longest();
+            return None;
+        };
         let start = self.random_start_psn(&key.dst);
         let mut pdc: InitiatorCore = InitiatorCore::new(&self.config().pdc, key.mode, id, start);
         if ccc.is_some() && self.config().cms.is_some_and(|c| c.sleek && c.controllers.nscc()) {

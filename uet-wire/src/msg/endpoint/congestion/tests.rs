@@ -481,38 +481,42 @@ fn without_ccc_slots_the_configuration_changes_nothing() {
 #[test]
 fn destinations_beyond_the_ccc_slots_wait_for_one() {
     // Two CCC slots, three destinations each sent to at once: the third opens its PDC once one
-    // of the others closed, and every message completes.
-    let addrs = [1, 2, 3, 4].map(|i| ipv4([10, 0, 0, i]));
-    let cfg = |addr| EndpointConfig { cms: Some(cms(8, LoadBalancing::Reps { paths: 8 })), ..config(addr) };
-    let mut a = Ep::new(cfg(addrs[0]), 1);
-    let mut peers: Vec<Ep> = addrs[1..].iter().map(|&addr| Ep::new(config(addr), 2)).collect();
-    for (i, &dst) in addrs[1..].iter().enumerate() {
-        a.send(desc(dst, Service::Rud, i as u64, 3000)).unwrap();
-    }
-    let mut sent = 0;
-    let mut out = [0u8; 256];
-    for round in 0..50u64 {
-        let now = Instant::ZERO.saturating_add(Duration::from_micros(round));
-        while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
-            let mut pkt = out[..t.header_len].to_vec();
-            pkt.resize(t.header_len + t.payload.map_or(0, |p| usize::from(p.len)), 0);
-            let to = addrs[1..].iter().position(|&addr| addr == t.dst).unwrap();
-            let _ = peers[to].handle_packet(now, addrs[0], &pkt);
+    // of the others closed, and every message completes. With PDCs kept open, the one idle
+    // longest is closed for it (before, it waited forever).
+    for keep in [false, true] {
+        let addrs = [1, 2, 3, 4].map(|i| ipv4([10, 0, 0, i]));
+        let cms = Some(cms(8, LoadBalancing::Reps { paths: 8 }));
+        let cfg = |addr| EndpointConfig { cms, close_when_idle: !keep, ..config(addr) };
+        let mut a = Ep::new(cfg(addrs[0]), 1);
+        let mut peers: Vec<Ep> = addrs[1..].iter().map(|&addr| Ep::new(config(addr), 2)).collect();
+        for (i, &dst) in addrs[1..].iter().enumerate() {
+            a.send(desc(dst, Service::Rud, i as u64, 3000)).unwrap();
         }
-        a.check_ready_lists(now);
-        for peer in peers.iter_mut() {
-            for (pkt, _) in drain(peer, now) {
-                let _ = a.handle_packet(now, peer.config().addr, &pkt);
+        let mut sent = 0;
+        let mut out = [0u8; 256];
+        for round in 0..100u64 {
+            let now = Instant::ZERO.saturating_add(Duration::from_micros(round));
+            while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
+                let mut pkt = out[..t.header_len].to_vec();
+                pkt.resize(t.header_len + t.payload.map_or(0, |p| usize::from(p.len)), 0);
+                let to = addrs[1..].iter().position(|&addr| addr == t.dst).unwrap();
+                let _ = peers[to].handle_packet(now, addrs[0], &pkt);
             }
-            while peer.poll_event().is_some() {}
+            a.check_ready_lists(now);
+            for peer in peers.iter_mut() {
+                for (pkt, _) in drain(peer, now) {
+                    let _ = a.handle_packet(now, peer.config().addr, &pkt);
+                }
+                while peer.poll_event().is_some() {}
+            }
+            while let Some(ev) = a.poll_event() {
+                sent += usize::from(matches!(ev, Event::Sent(_)));
+            }
         }
-        while let Some(ev) = a.poll_event() {
-            sent += usize::from(matches!(ev, Event::Sent(_)));
-        }
+        assert_eq!(sent, 3, "kept open: {keep}");
+        assert!(a.stats().ccc_waits > 0, "the third destination waited for a CCC slot");
+        assert_eq!((a.initiator_pdcs(), a.stats().idle_pdcs_closed), if keep { (2, 1) } else { (0, 0) });
     }
-    assert_eq!(sent, 3);
-    assert!(a.stats().ccc_waits > 0, "the third destination waited for a CCC slot");
-    assert_eq!(a.initiator_pdcs(), 0);
 }
 
 #[test]
