@@ -550,8 +550,9 @@ fn link_start<B: AsRef<[u8]> + AsMut<[u8]>>(l: &mut Link<B, 32>, now: Instant) {
 /// Two ends of a link object ([`linklayer::link::Link`]) over a lossy, corrupting FIFO wire,
 /// driven by arbitrary calls, with either end configured afresh in place at any moment.
 /// Invariants: no panic; while no hostile CtlOS injected, no frame is delivered twice or out of
-/// order (ids per direction and VC only grow, across restarts) and no receive buffer is overrun.
-/// A quarter of inputs (chosen by length, so the corpus keeps its meaning) first drive two
+/// order (ids per direction and VC only grow, across restarts), no receive buffer is overrun,
+/// and once the input is used up, on a perfect wire, every frame taken is acknowledged and every
+/// credit comes back (the link is never stuck). A quarter of inputs (chosen by length, so the corpus keeps its meaning) first drive two
 /// unconfigured ends (`Link::EMPTY`) with the whole input, each configured only when the input
 /// restarts it: no panic, and the same invariants.
 pub fn link(data: &[u8]) {
@@ -620,28 +621,8 @@ fn link_run<B: AsRef<[u8]> + AsMut<[u8]>>(data: &[u8], ends: &mut [Link<B, 32>; 
             }
             LinkOp::Arrive { to } => {
                 let i = usize::from(to);
-                let from = 1 - i;
-                match wires[from].pop_front() {
-                    Some(LinkItem::Ctl(b)) => {
-                        if let Ok((msg, _)) = CtlOs::parse(&b) {
-                            let _ = ends[i].handle_control(now, msg);
-                        }
-                    }
-                    Some(LinkItem::Frame { seq, check, bytes }) => {
-                        let slot = bytes.first().copied().unwrap_or(0) % LINK_VCS;
-                        let vc = Vc::new(slot).unwrap();
-                        let r = ends[i].handle_frame(now, seq, check, vc, &bytes);
-                        if r == Received::Deliver {
-                            assert_eq!(check, FrameCheck::Good);
-                            let id = u32::from_be_bytes(bytes[1..5].try_into().unwrap());
-                            let l = &mut last[from][usize::from(slot)];
-                            // A hostile LLR_INIT can make a receiver take old frames as new.
-                            assert!(!honest || l.is_none_or(|l| id > l), "frame {id} delivered after {l:?}");
-                            *l = Some(id);
-                            buffers[i][usize::from(slot)].push_back(bytes.len());
-                        }
-                    }
-                    None => {}
+                if let Some(item) = wires[1 - i].pop_front() {
+                    link_arrive(ends, i, item, now, &mut buffers[i], &mut last[1 - i], honest);
                 }
             }
             LinkOp::Drain { end, vc } => {
@@ -674,6 +655,91 @@ fn link_run<B: AsRef<[u8]> + AsMut<[u8]>>(data: &[u8], ends: &mut [Link<B, 32>; 
                 assert!(!matches!(ev, LinkEvent::Overrun { .. }) || !honest, "an honest sender overran: {ev:?}");
             }
             let _ = e.poll_timeout();
+        }
+    }
+    // Once the input is used up, a perfect wire with the PCS up at both ends: everything sent
+    // arrives in order, every delivered frame leaves its buffer, and time moves to the next
+    // deadline when nothing moves. While honest, every frame either end took is then sent and
+    // acknowledged (its replay buffer empty) and every credit is back (none in use).
+    for e in ends.iter_mut() {
+        e.set_pcs_status(now, true);
+    }
+    let settled = |ends: &[Link<B, 32>; 2]| {
+        ends.iter().all(|e| {
+            e.llr_tx().buffer().is_empty() && (0..LINK_VCS).all(|vc| e.cbfc_sender().in_use(Vc::new(vc).unwrap()) == 0)
+        })
+    };
+    let mut steps = 0u32;
+    while honest && !settled(ends) {
+        steps += 1;
+        assert!(steps <= 20_000, "the link never settled on a perfect wire");
+        let mut moved = false;
+        for i in 0..2 {
+            while let Some(out) = ends[i].poll_transmit(now) {
+                let bytes = out.frame.to_vec();
+                wires[i].push_back(LinkItem::Frame { seq: Some(out.seq.value()), check: FrameCheck::Good, bytes });
+            }
+            while let Some(c) = ends[i].poll_control(now) {
+                let mut b = [0u8; CTLOS_LEN];
+                c.emit(&mut b).unwrap();
+                wires[i].push_back(LinkItem::Ctl(b));
+            }
+        }
+        for i in 0..2 {
+            while let Some(item) = wires[1 - i].pop_front() {
+                moved = true;
+                link_arrive(ends, i, item, now, &mut buffers[i], &mut last[1 - i], honest);
+            }
+            for slot in 0..LINK_VCS {
+                while let Some(len) = buffers[i][usize::from(slot)].pop_front() {
+                    moved = true;
+                    assert!(ends[i].on_drained(Vc::new(slot).unwrap(), len).is_ok());
+                }
+            }
+            while let Some(ev) = ends[i].poll_event() {
+                assert!(!matches!(ev, LinkEvent::Overrun { .. }), "an honest sender overran: {ev:?}");
+            }
+        }
+        if !moved {
+            let due = ends.iter().filter_map(|e| e.poll_timeout()).min();
+            now = due.map_or(now, |d| d.max(now)).saturating_add(Duration::from_nanos(1));
+            for e in ends.iter_mut() {
+                e.handle_timeout(now);
+            }
+        }
+    }
+}
+
+/// Delivers `item` from the other end to end `i`: frames it delivers go into its `buffers`, and
+/// (while `honest`) each VC's ids must grow (`last`, the other end's per VC).
+fn link_arrive<B: AsRef<[u8]> + AsMut<[u8]>>(
+    ends: &mut [Link<B, 32>; 2],
+    i: usize,
+    item: LinkItem,
+    now: Instant,
+    buffers: &mut [VecDeque<usize>],
+    last: &mut [Option<u32>; 4],
+    honest: bool,
+) {
+    match item {
+        LinkItem::Ctl(b) => {
+            if let Ok((msg, _)) = CtlOs::parse(&b) {
+                let _ = ends[i].handle_control(now, msg);
+            }
+        }
+        LinkItem::Frame { seq, check, bytes } => {
+            let slot = bytes.first().copied().unwrap_or(0) % LINK_VCS;
+            let vc = Vc::new(slot).unwrap();
+            let r = ends[i].handle_frame(now, seq, check, vc, &bytes);
+            if r == Received::Deliver {
+                assert_eq!(check, FrameCheck::Good);
+                let id = u32::from_be_bytes(bytes[1..5].try_into().unwrap());
+                let l = &mut last[usize::from(slot)];
+                // A hostile LLR_INIT can make a receiver take old frames as new.
+                assert!(!honest || l.is_none_or(|l| id > l), "frame {id} delivered after {l:?}");
+                *l = Some(id);
+                buffers[usize::from(slot)].push_back(bytes.len());
+            }
         }
     }
 }
