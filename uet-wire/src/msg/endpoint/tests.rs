@@ -695,6 +695,14 @@ fn initiator_pdcs_take_turns_with_one_request_direction() {
 /// Endpoints with one request direction (`S` = 1), PDCs closed once idle.
 type OneSender = Endpoint<8, 64, 96, HELD_RESPONSES, 2, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, 16, 1>;
 
+/// Two endpoints with one request direction that keep their PDCs open when idle, A at
+/// 10.0.0.1 and B at 10.0.0.2 (returned).
+fn kept_one_senders() -> (OneSender, OneSender, IpAddr) {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
+    (OneSender::new(keep(a_addr), 1), OneSender::new(keep(b_addr), 2), b_addr)
+}
+
 /// Moves every packet `from` has to `to` (payloads and read data as zeros); returns the PDS
 /// headers it moved.
 fn deliver(from: &mut OneSender, to: &mut OneSender, now: Instant) -> Vec<PdsHeader> {
@@ -760,9 +768,7 @@ fn a_close_waits_for_the_one_request_direction() {
 /// message to the closed key then closes the next idle longest.
 #[test]
 fn a_full_table_of_idle_pdcs_makes_room_for_a_new_key() {
-    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
-    let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
-    let (mut a, mut b) = (OneSender::new(keep(a_addr), 1), OneSender::new(keep(b_addr), 2));
+    let (mut a, mut b, b_addr) = kept_one_senders();
     let now = Instant::ZERO;
     let d = |job: u32| MessageDesc::new(b_addr, Service::Rud, Opcode::Send, job, 10);
     let jobs = |a: &OneSender| {
@@ -919,9 +925,7 @@ fn a_message_withdraws_a_close_that_waits_for_the_request_direction() {
 /// lost and counted, X left as it was; the same NACK once the request direction is free closes X.
 #[test]
 fn a_packet_that_needs_the_held_request_direction_is_dropped() {
-    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
-    let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
-    let (mut a, mut b) = (OneSender::new(keep(a_addr), 1), OneSender::new(keep(b_addr), 2));
+    let (mut a, mut b, b_addr) = kept_one_senders();
     let now = Instant::ZERO;
     let d = |job: u32| MessageDesc::new(b_addr, Service::Rud, Opcode::Send, job, 10);
     let x = a.send(d(1)).unwrap();
