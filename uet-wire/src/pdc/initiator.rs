@@ -382,6 +382,11 @@ impl IdleInitiator {
         self.state
     }
 
+    /// [`InitiatorCore::timeouts`].
+    pub(crate) const fn timeouts(&self) -> u8 {
+        self.rto_count
+    }
+
     /// [`InitiatorCore::remote_id`].
     pub(crate) const fn remote_id(&self) -> Option<u16> {
         if self.remote == 0 { None } else { Some(self.remote) }

@@ -33,7 +33,8 @@
 //!   send or acknowledge (its CLOSE waiting its turn for a request direction while all `S` are in
 //!   use); a later message opens a new PDC. Without it, PDCs stay open until the table of `P` is
 //!   full and a message's key has none: then the PDC idle longest closes to make room, one at a
-//!   time (project-defined; UE 1.0 §3.5.8.3 leaves when to close to the endpoint).
+//!   time, the next once the last one's close has timed out (project-defined; UE 1.0 §3.5.8.3
+//!   leaves when to close to the endpoint).
 //! * A PDC the target asked to close (CLOSE_REQ) finishes the message in progress; the messages
 //!   after it wait for that PDC to close and then open a new one.
 //! * **Every ACK names a request and answers it** (the reference provider's target answers every
@@ -194,8 +195,9 @@ pub struct EndpointConfig {
     /// open for the next message to its key, until the initiator table (`P`) is full and a
     /// message's key has no PDC (or, under congestion management, every CCC is in use): then
     /// the open PDC with nothing to do that was idle longest closes to make room
-    /// ([`EndpointStats::idle_pdcs_closed`]), one at a time, and the message goes on a new PDC
-    /// once it is gone. Default `true`.
+    /// ([`EndpointStats::idle_pdcs_closed`]), one at a time (the next once the last one's close
+    /// has timed out, so that a silent peer does not hold the table), and the message goes on a
+    /// new PDC once it is gone. Default `true`.
     pub close_when_idle: bool,
     /// The most messages started on one PDC and not yet completed (`Sent` or `Failed`); the next
     /// waits for one to complete. A target tracks a bounded number of messages in progress per
@@ -1310,7 +1312,8 @@ pub struct Endpoint<
     /// full, the first closes to make room for a key without a PDC.
     initiators_idle: SlotList,
     initiators_idle_links: [Link; P],
-    /// The initiator PDC closed last to make room, while it closes: one at a time.
+    /// The initiator PDC closed last to make room, while it closes: one at a time (until its
+    /// close times out).
     evicting: Option<u16>,
     targets_ready: SlotList,
     targets_ready_links: [Link; P],

@@ -285,6 +285,14 @@ impl Sender<'_> {
         }
     }
 
+    /// [`InitiatorCore::timeouts`].
+    pub(super) fn timeouts(&self) -> u8 {
+        match self {
+            Sender::Pooled(pdc) => pdc.timeouts(),
+            Sender::Idle(idle) => idle.timeouts(),
+        }
+    }
+
     /// [`InitiatorCore::can_send`].
     pub(super) fn can_send(&self, cfg: &PdcConfig) -> bool {
         match self {

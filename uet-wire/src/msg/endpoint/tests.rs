@@ -796,6 +796,67 @@ fn a_full_table_of_idle_pdcs_makes_room_for_a_new_key() {
     assert_eq!(a.stats().idle_pdcs_closed, 2);
 }
 
+/// A kept-open PDC closed to make room, whose peer has gone silent, does not hold the full table
+/// for good under unlimited retransmissions: once its CLOSE_REQ first times out, the PDC idle
+/// next longest closes too, and the message to a live peer goes (before, it waited forever).
+#[test]
+fn an_eviction_to_a_silent_peer_gives_way_after_a_timeout() {
+    type Kept = Endpoint<8, 64, 96, HELD_RESPONSES, 2, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, 16, 8>;
+    /// Moves `from`'s packets to `to` but for those to `lost` (a silent peer).
+    fn moves(from: &mut Kept, to: &mut Kept, now: Instant, lost: Option<IpAddr>) {
+        let (src, mut out) = (from.config().addr, [0u8; 256]);
+        while let Some(t) = from.poll_transmit(now, &mut out).unwrap() {
+            let mut pkt = out[..t.header_len].to_vec();
+            pkt.extend(std::iter::repeat_n(0u8, usize::from(t.payload.map_or(0, |p| p.len))));
+            if Some(t.dst) != lost {
+                let _ = to.handle_packet(now, src, &pkt);
+            }
+        }
+    }
+    let (a_addr, b_addr, c_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]), ipv4([10, 0, 0, 3]));
+    let forever = PdcConfig { max_rto_retx: crate::pdc::UNLIMITED_RTO_RETX, ..PdcConfig::default() };
+    let mut a = Kept::new(EndpointConfig { close_when_idle: false, pdc: forever, ..config(a_addr) }, 1);
+    let (mut b, mut c) = (Kept::new(config(b_addr), 2), Kept::new(config(c_addr), 3));
+    let mut now = Instant::ZERO;
+    // Job 1's PDC to B, then jobs 2 to 8 to C: all kept open, the table full.
+    let exchange = |a: &mut Kept, c: &mut Kept, now| {
+        for _ in 0..4 {
+            moves(a, c, now, Some(b_addr));
+            moves(c, a, now, None);
+        }
+    };
+    let m = a.send(MessageDesc::new(b_addr, Service::Rud, Opcode::Send, 1, 10)).unwrap();
+    for _ in 0..4 {
+        moves(&mut a, &mut b, now, None);
+        moves(&mut b, &mut a, now, None);
+    }
+    assert_eq!(a.poll_event(), Some(Event::Sent(m)));
+    for job in 2..=8 {
+        let m = a.send(MessageDesc::new(c_addr, Service::Rud, Opcode::Send, job, 10)).unwrap();
+        exchange(&mut a, &mut c, now);
+        assert_eq!(a.poll_event(), Some(Event::Sent(m)), "job {job}");
+    }
+    assert_eq!(a.initiator_pdcs(), 8);
+    // B falls silent. Job 9 to C makes job 1's PDC, idle longest, close; its CLOSE_REQ is lost.
+    let m = a.send(MessageDesc::new(c_addr, Service::Rud, Opcode::Send, 9, 10)).unwrap();
+    let mut sent = false;
+    for _ in 0..100 {
+        exchange(&mut a, &mut c, now);
+        if let Some(ev) = a.poll_event() {
+            assert_eq!(ev, Event::Sent(m));
+            sent = true;
+            break;
+        }
+        now = a.poll_timeout().expect("the CLOSE_REQ's timer runs").max(now);
+        a.handle_timeout(now);
+        assert_eq!(a.check_invariants(), Ok(()));
+    }
+    assert!(sent, "job 9 waited for a PDC behind the close to the silent peer");
+    assert_eq!(a.stats().idle_pdcs_closed, 2, "job 1's PDC, then job 2's");
+    let keys: Vec<u32> = a.initiators.iter().map(|(id, _)| a.initiators.key(id).unwrap().job_id).collect();
+    assert!(keys.contains(&1) && !keys.contains(&2), "job 1's still closes; job 2's closed: {keys:?}");
+}
+
 /// Two endpoints READ from each other while their other messages wait for the one request
 /// direction (`S` = 1), held by the READing PDC until its READ completes, and fill their message
 /// slots: the last free slot is kept for read data, so each answers the other's READ (before,
