@@ -12,7 +12,7 @@ use linklayer::cbfc::{CbfcReceiver, CbfcReceiverConfig, CbfcSender, CbfcSenderCo
 use linklayer::link::{Link, LinkConfig, LinkEvent, Received};
 use linklayer::llr::{
     Admit, FrameAction, FrameCheck, LlrRx, LlrRxConfig, LlrSizing, LlrTx, LlrTxConfig, REPLAY_COUNT_UNLIMITED,
-    ReplayBuffer, RxVerdict, TxState,
+    ReplayBuffer, RxState, RxVerdict, TxState,
 };
 use linklayer::wire::{CC_UPDATE_FRAME_LEN, CC_UPDATE_LEN, CTLOS_LEN, CcUpdate, CcUpdateFrame, CtlOs};
 use linklayer::{Bits, Duration, Instant, LinkRate, Seq};
@@ -58,6 +58,13 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("cxl_llr68", cxl_llr68),
     ("cxl_pack256", cxl_pack256),
 ];
+
+/// For a drain on a perfect wire with nothing moving: `step` past the earliest of `deadlines`,
+/// or past `now` when none is later (or there is none).
+fn just_past(now: Instant, deadlines: impl IntoIterator<Item = Option<Instant>>, step: Duration) -> Instant {
+    let due = deadlines.into_iter().flatten().min();
+    due.map_or(now, |d| d.max(now)).saturating_add(step)
+}
 
 /// CtlOS parser: never panics; whatever parses re-emits the same bytes with its reserved bits
 /// cleared (byte for byte when the strict check finds none set), and re-parses equal.
@@ -184,7 +191,11 @@ enum LlrOp {
 
 /// An LLR transmitter and receiver over a lossy, corrupting wire, driven by arbitrary calls.
 /// Invariants: no panic; while the peer is honest (no raw injections) and no FLUSH dropped data,
-/// delivered frames are exactly the offered ones, in order.
+/// delivered frames are exactly the offered ones, in order; and once the input is used up, on a
+/// perfect wire with the PCS up, an enabled transmitter gets every frame it stored acknowledged
+/// (re-initialised after a FLUSH, as management would) unless something was forged or a stale
+/// frame misled the receiver, and while honest and without a FLUSH every frame it took is
+/// delivered.
 pub fn llr(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let Ok((config, first)) = <(LlrConfigInput, u16)>::arbitrary(&mut u) else { return };
@@ -202,71 +213,113 @@ pub fn llr(data: &[u8]) {
     llr_run(Unstructured::new(rest), &mut tx, &mut rx);
 }
 
+/// The wire and the bookkeeping of [`llr_run`].
+struct LlrHarness {
+    now: Instant,
+    wire: VecDeque<(Seq<Bits<6>>, Vec<u8>, FrameCheck)>,
+    /// The tag of the next frame offered, and of the next one the receiver must deliver.
+    next_tag: u16,
+    expected_tag: u16,
+    /// No raw injection, no frame from before an LLR_INIT left behind it on the wire, no disable.
+    honest: bool,
+    /// A raw control value or frame was injected.
+    forged: bool,
+    /// The receiver delivered a stale frame (sent before the one it expected, its number come
+    /// round again in the 6-bit space while it waited on the wire): it is out of step with the
+    /// transmitter, which LLR cannot see (a real wire holds far fewer frames than the numbers).
+    misled: bool,
+}
+
+impl LlrHarness {
+    /// Delivers the oldest frame on the wire, if any (`false`: the wire is empty).
+    fn deliver(&mut self, tx: &LlrTx<Bits<6>, [u8; 512], 16>, rx: &mut LlrRx<Bits<6>>) -> bool {
+        let Some((seq, frame, check)) = self.wire.pop_front() else { return false };
+        if rx.handle_frame(self.now, seq.value(), check) == RxVerdict::Deliver && check == FrameCheck::Good {
+            let tag = u16::from_be_bytes([frame[0], frame[1]]);
+            if self.honest && tx.stats().flushes == 0 && tx.state() != TxState::Off {
+                assert_eq!(tag, self.expected_tag, "LLR delivered out of order or twice");
+            }
+            self.misled |= (tag.wrapping_sub(self.expected_tag) as i16) < 0;
+            self.expected_tag = tag.wrapping_add(1);
+        }
+        true
+    }
+
+    /// Moves one control ordered set each way, if there is one, losing those the flags say;
+    /// returns whether either side had one.
+    fn control(
+        &mut self,
+        tx: &mut LlrTx<Bits<6>, [u8; 512], 16>,
+        rx: &mut LlrRx<Bits<6>>,
+        lose_rx: bool,
+        lose_tx: bool,
+    ) -> bool {
+        let now = self.now;
+        let from_rx = rx.poll_control(now);
+        if let Some(c) = from_rx.filter(|_| !lose_rx) {
+            // Through the project encoding, as on a real link.
+            let mut b = [0u8; CTLOS_LEN];
+            c.emit(&mut b).unwrap();
+            let _ = match CtlOs::parse(&b).unwrap().0 {
+                CtlOs::LlrAck { seq } => tx.handle_ack(now, seq).map(|_| ()),
+                CtlOs::LlrNack { seq } => tx.handle_nack(now, seq),
+                CtlOs::LlrInitEcho { seq } => tx.handle_init_echo(now, seq),
+                other => panic!("receiver produced {other:?}"),
+            };
+        }
+        let from_tx = tx.poll_control(now);
+        if let Some(c) = from_tx.filter(|_| !lose_tx) {
+            let CtlOs::LlrInit { seq } = c else { panic!("transmitter produced {c:?}") };
+            // Frames from before a re-initialisation may still be on the wire.
+            let _ = rx.handle_init(now, seq);
+            self.expected_tag =
+                tx.buffer().get(tx.buffer().base()).map_or(self.next_tag, |f| u16::from_be_bytes([f[0], f[1]]));
+            self.honest &= self.wire.is_empty();
+        }
+        from_rx.is_some() || from_tx.is_some()
+    }
+}
+
 /// [`llr`]'s calls on `tx` and `rx`.
 fn llr_run(mut u: Unstructured<'_>, tx: &mut LlrTx<Bits<6>, [u8; 512], 16>, rx: &mut LlrRx<Bits<6>>) {
-    let mut now = Instant::ZERO;
-    let mut wire: VecDeque<(Seq<Bits<6>>, Vec<u8>, FrameCheck)> = VecDeque::new();
-    let mut next_tag = 0u16;
-    let mut expected_tag = 0u16;
-    let mut honest = true;
+    let mut h = LlrHarness {
+        now: Instant::ZERO,
+        wire: VecDeque::new(),
+        next_tag: 0,
+        expected_tag: 0,
+        honest: true,
+        forged: false,
+        misled: false,
+    };
     // `arbitrary` yields defaults once the input is used up: stop there.
     while !u.is_empty() {
         let Ok(op) = LlrOp::arbitrary(&mut u) else { break };
+        let now = h.now;
         match op {
             LlrOp::Send(len) => {
                 let mut frame = vec![0u8; usize::from(len) + 2];
-                frame[..2].copy_from_slice(&next_tag.to_be_bytes());
+                frame[..2].copy_from_slice(&h.next_tag.to_be_bytes());
                 if let Ok(Admit::Queued(_)) = tx.send(now, &frame) {
-                    next_tag = next_tag.wrapping_add(1);
+                    h.next_tag = h.next_tag.wrapping_add(1);
                 }
             }
             LlrOp::Transmit { corrupt, lose } => {
                 if let Some(o) = tx.poll_transmit(now) {
                     if !lose {
                         let check = if corrupt { FrameCheck::Bad } else { FrameCheck::Good };
-                        wire.push_back((o.seq, o.frame.to_vec(), check));
+                        h.wire.push_back((o.seq, o.frame.to_vec(), check));
                     }
                 }
             }
             LlrOp::DeliverFrame => {
-                if let Some((seq, frame, check)) = wire.pop_front() {
-                    if rx.handle_frame(now, seq.value(), check) == RxVerdict::Deliver && check == FrameCheck::Good {
-                        let tag = u16::from_be_bytes([frame[0], frame[1]]);
-                        if honest && tx.stats().flushes == 0 && tx.state() != TxState::Off {
-                            assert_eq!(tag, expected_tag, "LLR delivered out of order or twice");
-                        }
-                        expected_tag = tag.wrapping_add(1);
-                    }
-                }
+                h.deliver(tx, rx);
             }
             LlrOp::Control { lose_rx, lose_tx } => {
-                if let Some(c) = rx.poll_control(now) {
-                    if !lose_rx {
-                        // Through the project encoding, as on a real link.
-                        let mut b = [0u8; CTLOS_LEN];
-                        c.emit(&mut b).unwrap();
-                        let _ = match CtlOs::parse(&b).unwrap().0 {
-                            CtlOs::LlrAck { seq } => tx.handle_ack(now, seq).map(|_| ()),
-                            CtlOs::LlrNack { seq } => tx.handle_nack(now, seq),
-                            CtlOs::LlrInitEcho { seq } => tx.handle_init_echo(now, seq),
-                            other => panic!("receiver produced {other:?}"),
-                        };
-                    }
-                }
-                if let Some(c) = tx.poll_control(now) {
-                    if !lose_tx {
-                        let CtlOs::LlrInit { seq } = c else { panic!("transmitter produced {c:?}") };
-                        // Frames from before a re-initialisation may still be on the wire.
-                        let _ = rx.handle_init(now, seq);
-                        expected_tag =
-                            tx.buffer().get(tx.buffer().base()).map_or(next_tag, |f| u16::from_be_bytes([f[0], f[1]]));
-                        honest &= wire.is_empty();
-                    }
-                }
+                h.control(tx, rx, lose_rx, lose_tx);
             }
             LlrOp::Advance(ns) => {
-                now = now.saturating_add(Duration::from_nanos(u64::from(ns)));
-                tx.handle_timeout(now);
+                h.now = now.saturating_add(Duration::from_nanos(u64::from(ns)));
+                tx.handle_timeout(h.now);
             }
             LlrOp::Pcs(up) => tx.set_pcs_status(now, up),
             LlrOp::Enable => {
@@ -274,33 +327,33 @@ fn llr_run(mut u: Unstructured<'_>, tx: &mut LlrTx<Bits<6>, [u8; 512], 16>, rx: 
             }
             LlrOp::Disable => {
                 tx.disable();
-                honest = false;
+                h.honest = false;
             }
             LlrOp::Reinit => {
                 let _ = tx.reinit(now);
             }
             LlrOp::RxEnabled(on) => {
                 rx.set_enabled(on);
-                honest &= on;
+                h.honest &= on;
             }
             LlrOp::RawAck(s) => {
-                honest = false;
+                (h.honest, h.forged) = (false, true);
                 let _ = tx.handle_ack(now, s);
             }
             LlrOp::RawNack(s) => {
-                honest = false;
+                (h.honest, h.forged) = (false, true);
                 let _ = tx.handle_nack(now, s);
             }
             LlrOp::RawInit(s) => {
-                honest = false;
+                (h.honest, h.forged) = (false, true);
                 let _ = rx.handle_init(now, s);
             }
             LlrOp::RawEcho(s) => {
-                honest = false;
+                (h.honest, h.forged) = (false, true);
                 let _ = tx.handle_init_echo(now, s);
             }
             LlrOp::RawFrame(s, check) => {
-                honest = false;
+                (h.honest, h.forged) = (false, true);
                 let _ = rx.handle_frame(now, u32::from(s), check);
             }
         }
@@ -312,6 +365,50 @@ fn llr_run(mut u: Unstructured<'_>, tx: &mut LlrTx<Bits<6>, [u8; 512], 16>, rx: 
             // A deadline in the past is due now; one in the future is reachable.
             assert!(t <= Instant::MAX);
         }
+    }
+    // Once the input is used up, a perfect wire with the PCS up and the receiver enabled (the
+    // transmitter restarted when it was disabled): everything sent arrives in order, control
+    // goes both ways, a FLUSH is followed by management's re-initialisation, and time moves to
+    // the next deadline when nothing moves. Unless something was forged or a stale frame misled
+    // the receiver, an enabled transmitter ends in ADVANCE with every stored frame acknowledged,
+    // and while honest and without a FLUSH every frame it took was delivered.
+    if tx.state() == TxState::Off || h.forged || h.misled {
+        return;
+    }
+    // What is still on the wire is lost (stale frames there could mislead the receiver).
+    h.wire.clear();
+    tx.set_pcs_status(h.now, true);
+    if rx.state() == RxState::Off {
+        // A receiver disabled on the way waits for an LLR_INIT: management, enabling it again,
+        // restarts the transmitter's handshake (the frames it held are dropped).
+        rx.set_enabled(true);
+        if matches!(tx.state(), TxState::Advance | TxState::Replay) {
+            tx.restart(h.now).unwrap();
+        }
+    }
+    let mut steps = 0u32;
+    while !(tx.state() == TxState::Advance && tx.buffer().is_empty()) {
+        steps += 1;
+        assert!(steps <= 20_000, "LLR never settled on a perfect wire: {:?}", tx.state());
+        if tx.state() == TxState::Flush {
+            tx.reinit(h.now).unwrap();
+        }
+        let mut moved = false;
+        while let Some(o) = tx.poll_transmit(h.now) {
+            h.wire.push_back((o.seq, o.frame.to_vec(), FrameCheck::Good));
+        }
+        while h.deliver(tx, rx) {
+            moved = true;
+        }
+        moved |= h.control(tx, rx, false, false);
+        while tx.poll_event().is_some() {}
+        if !moved {
+            h.now = just_past(h.now, [tx.poll_timeout(), rx.poll_timeout()], Duration::from_nanos(1));
+            tx.handle_timeout(h.now);
+        }
+    }
+    if h.honest && tx.stats().flushes == 0 {
+        assert_eq!(h.expected_tag, h.next_tag, "a frame LLR took was never delivered");
     }
 }
 
@@ -379,8 +476,10 @@ enum CbfcItem {
 /// re-initialised at any moment as the link object does it (sender held, an epoch marker in order
 /// with the data, receiver re-initialised when it arrives, CF_Updates from before it never
 /// delivered). Invariants: no panic; while nothing hostile was injected, a frame the sender
-/// admitted always fits the receiver's buffer, every update is accepted, and neither side ever
-/// holds more than its limit.
+/// admitted always fits the receiver's buffer, every update is accepted, neither side ever holds
+/// more than its limit, and once the input is used up, on a lossless link whose receiver frees
+/// every frame, every credit in use comes back to the sender (lost frames and lost CF_Updates
+/// recovered by the CC_Updates).
 pub fn cbfc(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let Ok(rule) = CreditRule::arbitrary(&mut u) else { return };
@@ -430,23 +529,11 @@ fn cbfc_run(mut u: Unstructured<'_>, tx: &mut CbfcSender, rx: &mut CbfcReceiver,
                     Err(_) => assert!(!may),
                 }
             }
-            CbfcOp::Data { lose } => match link.pop_front() {
-                Some(CbfcItem::Frame(vc, len)) if !lose => match rx.on_received(vc, len) {
-                    // Best-effort frames (0 credits) are not flow-controlled: nothing to drain.
-                    Ok(0) => {}
-                    Ok(_) => buffers[usize::from(vc.index())].push_back(len),
-                    Err(e) => assert!(!honest, "admitted frame overran the receiver: {e}"),
-                },
-                Some(CbfcItem::Cc(b)) if !lose => {
-                    let r = rx.handle_cc_update(&CcUpdate::parse(&b).unwrap().0);
-                    assert!(r.is_ok() || !honest, "in-order CC_Update rejected: {r:?}");
+            CbfcOp::Data { lose } => {
+                if let Some(item) = link.pop_front() {
+                    cbfc_arrive(item, lose, rx, now, &mut buffers, &mut markers, honest);
                 }
-                Some(CbfcItem::Epoch(vc)) => {
-                    rx.resync_vc(now, vc);
-                    markers[usize::from(vc.index())] -= 1;
-                }
-                _ => {}
-            },
+            }
             CbfcOp::Resync { vc } => {
                 let Ok(vc) = Vc::new(vc % 32) else { continue };
                 tx.resync_vc(vc);
@@ -461,12 +548,7 @@ fn cbfc_run(mut u: Unstructured<'_>, tx: &mut CbfcSender, rx: &mut CbfcReceiver,
                 }
             }
             CbfcOp::Cf { lose } => {
-                if let Some(update) = rx.poll_cf_update(now) {
-                    if !lose && markers[usize::from(update.vc.index())] == 0 {
-                        let r = tx.handle_cf_update(update.vc, update.freed);
-                        assert!(r.is_ok() || !honest, "honest CF_Update rejected: {r:?}");
-                    }
-                }
+                cbfc_cf(tx, rx, now, lose, &markers, honest);
             }
             CbfcOp::Advance(ns) => {
                 now = now.saturating_add(Duration::from_nanos(u64::from(ns)));
@@ -503,6 +585,85 @@ fn cbfc_run(mut u: Unstructured<'_>, tx: &mut CbfcSender, rx: &mut CbfcReceiver,
         }
         let _ = (tx.poll_timeout(), rx.poll_timeout());
     }
+    // Once the input is used up, a lossless link: everything on it arrives, the receiver frees
+    // every frame it holds and its CF_Updates all arrive, and time moves to the next CC_Update
+    // when nothing moves. While honest, every credit in use then comes back.
+    let mut steps = 0u32;
+    while configured && honest && Vc::all().any(|vc| tx.in_use(vc) > 0) {
+        steps += 1;
+        let stuck: Vec<_> = Vc::all().filter(|&vc| tx.in_use(vc) > 0).map(|vc| (vc.index(), tx.in_use(vc))).collect();
+        assert!(steps <= 10_000, "credits in use never came back on a lossless link: {stuck:?}");
+        let mut moved = false;
+        while let Some(item) = link.pop_front() {
+            moved = true;
+            cbfc_arrive(item, false, rx, now, &mut buffers, &mut markers, honest);
+        }
+        for vc in Vc::all() {
+            while let Some(len) = buffers[usize::from(vc.index())].pop_front() {
+                moved = true;
+                assert!(rx.on_frame_freed(vc, len).is_ok());
+            }
+        }
+        while cbfc_cf(tx, rx, now, false, &markers, honest) {
+            moved = true;
+        }
+        if !moved {
+            now = just_past(now, [tx.poll_timeout(), rx.poll_timeout()], Duration::from_nanos(1));
+        }
+        while let Some(msg) = tx.poll_cc_update(now) {
+            let mut b = [0u8; CC_UPDATE_LEN];
+            msg.emit(&mut b).unwrap();
+            link.push_back(CbfcItem::Cc(b));
+        }
+    }
+}
+
+/// `item` arrives at `rx` (or is lost, but for an epoch marker): a frame it takes waits in its
+/// VC's `buffers`; an epoch marker re-initialises the VC. While `honest`, nothing is refused.
+fn cbfc_arrive(
+    item: CbfcItem,
+    lose: bool,
+    rx: &mut CbfcReceiver,
+    now: Instant,
+    buffers: &mut [VecDeque<usize>],
+    markers: &mut [u32; 32],
+    honest: bool,
+) {
+    match item {
+        CbfcItem::Frame(vc, len) if !lose => match rx.on_received(vc, len) {
+            // Best-effort frames (0 credits) are not flow-controlled: nothing to drain.
+            Ok(0) => {}
+            Ok(_) => buffers[usize::from(vc.index())].push_back(len),
+            Err(e) => assert!(!honest, "admitted frame overran the receiver: {e}"),
+        },
+        CbfcItem::Cc(b) if !lose => {
+            let r = rx.handle_cc_update(&CcUpdate::parse(&b).unwrap().0);
+            assert!(r.is_ok() || !honest, "in-order CC_Update rejected: {r:?}");
+        }
+        CbfcItem::Epoch(vc) => {
+            rx.resync_vc(now, vc);
+            markers[usize::from(vc.index())] -= 1;
+        }
+        _ => {}
+    }
+}
+
+/// Moves `rx`'s next CF_Update to `tx` unless `lose` (or an epoch marker of its VC is still on
+/// the link: it is from the old epoch); returns whether `rx` had one.
+fn cbfc_cf(
+    tx: &mut CbfcSender,
+    rx: &mut CbfcReceiver,
+    now: Instant,
+    lose: bool,
+    markers: &[u32; 32],
+    honest: bool,
+) -> bool {
+    let Some(update) = rx.poll_cf_update(now) else { return false };
+    if !lose && markers[usize::from(update.vc.index())] == 0 {
+        let r = tx.handle_cf_update(update.vc, update.freed);
+        assert!(r.is_ok() || !honest, "honest CF_Update rejected: {r:?}");
+    }
+    true
 }
 
 #[derive(Arbitrary, Debug)]
@@ -701,8 +862,7 @@ fn link_run<B: AsRef<[u8]> + AsMut<[u8]>>(data: &[u8], ends: &mut [Link<B, 32>; 
             }
         }
         if !moved {
-            let due = ends.iter().filter_map(|e| e.poll_timeout()).min();
-            now = due.map_or(now, |d| d.max(now)).saturating_add(Duration::from_nanos(1));
+            now = just_past(now, ends.iter().map(|e| e.poll_timeout()), Duration::from_nanos(1));
             for e in ends.iter_mut() {
                 e.handle_timeout(now);
             }
@@ -1573,8 +1733,7 @@ pub fn endpoint(data: &[u8]) {
                 deliver(&mut eps, now, &addrs, to, &pkt, crc, &mut placed, &mut reads, &mut unordered, false, false);
             }
             4 if draining => {
-                let due = eps.iter().filter_map(|e| e.poll_timeout()).min();
-                now = due.map_or(now, |due| due.max(now)).saturating_add(Duration::from_micros(1));
+                now = just_past(now, eps.iter().map(|e| e.poll_timeout()), Duration::from_micros(1));
                 for ep in eps.iter_mut() {
                     ep.handle_timeout(now);
                 }
@@ -2874,7 +3033,9 @@ enum QpOp {
 /// RC Link go-back-N (`ethx_paxi::qp`): one requester and one responder driven by arbitrary
 /// sends, losses, duplicates, reordering, ACK losses, time and forged RHs. Never panics; the
 /// responder delivers the requester's payloads exactly once each and in order (while no RH was
-/// forged); the requester never holds more than its window.
+/// forged); the requester never holds more than its window; and once the input is used up, on a
+/// perfect wire, the requester ends with nothing outstanding or failed (retries used up on the
+/// way), and unless it failed or an RH was forged, every payload it took was delivered.
 pub fn ethx_qp(data: &[u8]) {
     use ethx_paxi::qp::{Requester, RequesterConfig};
     let config = RequesterConfig {
@@ -2971,6 +3132,30 @@ fn ethx_qp_run(data: &[u8], tx: &mut ethx_paxi::qp::Requester<[u8; 256], 8>) {
         }
         assert!(tx.outstanding() <= 8);
         let _ = (tx.poll_timeout(), rx.poll_timeout());
+    }
+    // Once the input is used up, a perfect wire (what was held back is lost): every packet and
+    // ACK arrives at once, and time moves to the next deadline when nothing moves.
+    let mut steps = 0u32;
+    while !forged && !tx.is_failed() && tx.outstanding() > 0 {
+        steps += 1;
+        assert!(steps <= 10_000, "the QP never settled on a perfect wire: {} outstanding", tx.outstanding());
+        let mut moved = false;
+        while let Some(out) = tx.poll_transmit(now) {
+            moved = true;
+            let (rh, payload) = (out.rh, out.payload.to_vec());
+            deliver(&mut rx, now, &rh, &payload, &mut sent, forged);
+        }
+        while let Some(ack) = rx.poll_ack(now) {
+            moved = true;
+            tx.handle_ack(now, &ack);
+        }
+        if !moved {
+            now = just_past(now, [tx.poll_timeout(), rx.poll_timeout()], Duration::from_nanos(1));
+            tx.handle_timeout(now);
+        }
+    }
+    if !forged && !tx.is_failed() {
+        assert!(sent.is_empty(), "payloads taken and never delivered: {sent:?}");
     }
 }
 
