@@ -3491,7 +3491,10 @@ enum UcieAdapterOp {
 /// The whole UCIe adapter (`ucie_adapter::adapter::Adapter`), two dies driven by arbitrary RDI
 /// changes, requests, traffic, raw sideband packets and flits: never panics; every flit it
 /// transmits has good CRCs and every sideband packet it sends parses back to itself; a stack's
-/// status is always one of the nine encodings.
+/// status is always one of the nine encodings; and once the input is used up, a clean restart
+/// (RDI Reset, then Active, perfect bands) brings every stack parameter exchange enables to
+/// Active on both dies, with the same parameters, and carries flits both ways, unless the two
+/// dies' capabilities have nothing in common.
 pub fn ucie_adapter(data: &[u8]) {
     use ucie_adapter::adapter::Adapter;
     use ucie_adapter::param::{AdapterCaps as A, CxlCaps, ExchangeConfig, Role};
@@ -3540,27 +3543,33 @@ pub fn ucie_adapter(data: &[u8]) {
     let rest = u.take_rest();
     let mut dies: Box<[D; 2]> = Box::new([Adapter::EMPTY, Adapter::EMPTY]);
     if data.len() % 4 == 3 {
-        ucie_adapter_run(rest, &mut dies);
+        ucie_adapter_run(rest, &mut dies, false);
     }
     dies[0].init(config(kind, false));
     dies[1].init(config(kind >> 2, true));
-    ucie_adapter_run(rest, &mut dies);
+    ucie_adapter_run(rest, &mut dies, true);
 }
 
-/// [`ucie_adapter`]'s calls on two adapters.
-fn ucie_adapter_run(data: &[u8], dies: &mut [ucie_adapter::adapter::Adapter<[u8; 16 * 256], 16>; 2]) {
+/// [`ucie_adapter`]'s calls on two adapters, [`Adapter::init`](ucie_adapter::adapter::Adapter::init)ed
+/// or not (`configured`).
+fn ucie_adapter_run(data: &[u8], dies: &mut [ucie_adapter::adapter::Adapter<[u8; 16 * 256], 16>; 2], configured: bool) {
     use ucie_adapter::adapter::AdapterEvent;
     use ucie_adapter::crc::check;
-    use ucie_adapter::lsm::LinkStatus;
+    use ucie_adapter::header::protocol_id;
+    use ucie_adapter::lsm::{LinkRequest, LinkStatus};
+    use ucie_adapter::param::ExchangeState;
     use ucie_adapter::sideband::Packet;
     type D = ucie_adapter::adapter::Adapter<[u8; 16 * 256], 16>;
     let mut u = Unstructured::new(data);
     let mut now = Instant::ZERO;
     let mut sideband: [VecDeque<Packet>; 2] = [VecDeque::new(), VecDeque::new()];
-    let pump = |dies: &mut [D; 2], sideband: &mut [VecDeque<Packet>; 2], now: Instant| {
+    // Each die's `pl_rx_active_req` per stack, as its events last said.
+    let mut rx_active = [[false; 2]; 2];
+    let pump = |dies: &mut [D; 2], sideband: &mut [VecDeque<Packet>; 2], rx_active: &mut [[bool; 2]; 2], now| {
         for i in 0..2 {
             while let Some(e) = dies[i].poll_event() {
                 if let AdapterEvent::RxActiveRequest { stack, request } = e {
+                    rx_active[i][usize::from(stack & 1)] = request;
                     dies[i].handle_rx_active(now, stack, request);
                 }
             }
@@ -3629,7 +3638,7 @@ fn ucie_adapter_run(data: &[u8], dies: &mut [ucie_adapter::adapter::Adapter<[u8;
                             let _ = dies[1 - i].handle_flit(now, &out);
                         }
                     }
-                    pump(dies, &mut sideband, now);
+                    pump(dies, &mut sideband, &mut rx_active, now);
                 }
             }
             UcieAdapterOp::Sideband(die, bytes) => {
@@ -3647,7 +3656,97 @@ fn ucie_adapter_run(data: &[u8], dies: &mut [ucie_adapter::adapter::Adapter<[u8;
                 }
             }
         }
-        pump(dies, &mut sideband, now);
+        pump(dies, &mut sideband, &mut rx_active, now);
+    }
+    // Once the input is used up, a clean restart: the protocol layers release `lp_linkerror`
+    // and follow `pl_rx_active_req` again (the input may have dropped `lp_rx_active_sts` while
+    // it was asserted), the physical layer resets the link and trains it again (RDI Reset, then Active; what the
+    // sideband held is lost) after LinkError's 16 ms residency, the protocol layers ask for
+    // Active on every stack not in it, and both bands are perfect. Unless the dies' capabilities have nothing in common
+    // (parameter exchange fails), both must agree on the parameters and bring every stack the
+    // exchange enabled to Active; then three flits from each die on each such stack arrive.
+    if !configured || dies.iter().any(|d| d.flit_len() == 0 && d.negotiated().is_some()) {
+        return; // Unconfigured, or Format 1 (raw): the adapter carries nothing.
+    }
+    now = now.saturating_add(Duration::from_millis(17));
+    for (d, rx_active) in dies.iter_mut().zip(rx_active) {
+        d.handle_linkerror(now, false);
+        for stack in 0..2u8 {
+            d.handle_rx_active(now, stack, rx_active[usize::from(stack)]);
+        }
+        d.handle_rdi(now, LinkStatus::Reset);
+    }
+    pump(dies, &mut sideband, &mut rx_active, now);
+    sideband = [VecDeque::new(), VecDeque::new()];
+    for d in dies.iter_mut() {
+        d.handle_rdi(now, LinkStatus::Active);
+    }
+    let up = |d: &D| {
+        d.negotiated().is_some_and(|n| (0..2u8).all(|s| !n.stacks[usize::from(s)] || d.status(s) == LinkStatus::Active))
+    };
+    let mut slots = 0u32;
+    while !dies.iter().all(up) {
+        if dies.iter().any(|d| matches!(d.exchange(), ExchangeState::Failed(_))) {
+            return;
+        }
+        slots += 1;
+        let states: Vec<_> = dies.iter().map(|d| (d.exchange(), d.status(0), d.status(1))).collect();
+        assert!(slots <= 100_000, "a clean restart never brought the link up: {states:?}");
+        now = now.saturating_add(Duration::from_nanos(1));
+        for i in 0..2 {
+            while let Some(p) = sideband[i].pop_front() {
+                dies[i].handle_sideband(now, &p);
+            }
+            for stack in 0..2u8 {
+                if dies[i].status(stack) != LinkStatus::Active {
+                    let _ = dies[i].handle_request(now, stack, LinkRequest::Nop);
+                    let _ = dies[i].handle_request(now, stack, LinkRequest::Active);
+                }
+            }
+        }
+        for i in 0..2 {
+            let Some(format) = dies[i].negotiated().map(|n| n.format) else { continue };
+            let mut out = vec![0u8; format.flit_len()];
+            if dies[i].poll_transmit(now, &mut out).is_some() {
+                let _ = dies[1 - i].handle_flit(now, &out);
+            }
+        }
+        for d in dies.iter_mut() {
+            d.handle_timeout(now);
+        }
+        pump(dies, &mut sideband, &mut rx_active, now);
+    }
+    let negotiated = dies[0].negotiated();
+    assert_eq!(negotiated, dies[1].negotiated(), "both dies agree");
+    let Some(n) = negotiated else { return };
+    // Flits each die has still to send per stack, has sent, and has received.
+    let mut left = [n.stacks.map(|on| if on { 3u8 } else { 0 }); 2];
+    let (mut sent, mut arrived) = ([0u32; 2], [0u32; 2]);
+    let mut slots = 0u32;
+    while left != [[0; 2]; 2] || arrived != [sent[1], sent[0]] {
+        slots += 1;
+        assert!(slots <= 10_000, "flits sent after a clean restart never arrived: {arrived:?} of {sent:?}");
+        now = now.saturating_add(Duration::from_nanos(1));
+        for i in 0..2 {
+            while let Some(p) = sideband[i].pop_front() {
+                dies[i].handle_sideband(now, &p);
+            }
+            for stack in 0..2u8 {
+                let cxl = n.protocol_of(stack).layout_protocol() == ucie_adapter::flit::Protocol::Cxl;
+                let protocol_id = if cxl { protocol_id::CXL_CACHEMEM } else { protocol_id::PCIE };
+                let header = ucie_adapter::header::FlitHeader { protocol_id, ..ucie_adapter::header::FlitHeader::NOP };
+                let left = &mut left[i][usize::from(stack)];
+                if *left > 0 && dies[i].can_send(stack) {
+                    dies[i].send(now, stack, header, &[*left]).unwrap();
+                    (*left, sent[i]) = (*left - 1, sent[i] + 1);
+                }
+            }
+            let mut out = vec![0u8; n.format.flit_len()];
+            if dies[i].poll_transmit(now, &mut out).is_some() && dies[1 - i].handle_flit(now, &out).is_some() {
+                arrived[1 - i] += 1;
+            }
+        }
+        pump(dies, &mut sideband, &mut rx_active, now);
     }
 }
 
