@@ -33,7 +33,7 @@
 //!   send or acknowledge (its CLOSE waiting its turn for a request direction while all `S` are in
 //!   use); a later message opens a new PDC. Without it, PDCs stay open until the table of `P` is
 //!   full and a message's key has none: then the PDC idle longest closes to make room, one at a
-//!   time, the next once the last one's close has timed out (project-defined; UE 1.0 §3.5.8.3
+//!   time, the next once the last one's CLOSE has timed out (project-defined; UE 1.0 §3.5.8.3
 //!   leaves when to close to the endpoint).
 //! * A PDC the target asked to close (CLOSE_REQ) finishes the message in progress; the messages
 //!   after it wait for that PDC to close and then open a new one.

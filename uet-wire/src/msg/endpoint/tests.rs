@@ -797,8 +797,8 @@ fn a_full_table_of_idle_pdcs_makes_room_for_a_new_key() {
 }
 
 /// A kept-open PDC closed to make room, whose peer has gone silent, does not hold the full table
-/// for good under unlimited retransmissions: once its CLOSE_REQ first times out, the PDC idle
-/// next longest closes too, and the message to a live peer goes (before, it waited forever).
+/// for good under unlimited retransmissions: once its CLOSE first times out, the PDC idle next
+/// longest closes too, and the message to a live peer goes (before, it waited forever).
 #[test]
 fn an_eviction_to_a_silent_peer_gives_way_after_a_timeout() {
     type Kept = Endpoint<8, 64, 96, HELD_RESPONSES, 2, ORDER_WINDOW, CONTROL_QUEUE, ORDER_POOL, EXTENSIONS, 16, 8>;
@@ -837,8 +837,11 @@ fn an_eviction_to_a_silent_peer_gives_way_after_a_timeout() {
         assert_eq!(a.poll_event(), Some(Event::Sent(m)), "job {job}");
     }
     assert_eq!(a.initiator_pdcs(), 8);
-    // B falls silent. Job 9 to C makes job 1's PDC, idle longest, close; its CLOSE_REQ is lost.
+    // B falls silent. Job 9 to C makes job 1's PDC, idle longest, close; its CLOSE is lost. Until
+    // it times out, no other PDC closes.
     let m = a.send(MessageDesc::new(c_addr, Service::Rud, Opcode::Send, 9, 10)).unwrap();
+    exchange(&mut a, &mut c, now);
+    assert_eq!((a.stats().idle_pdcs_closed, a.poll_event()), (1, None), "one at a time");
     let mut sent = false;
     for _ in 0..100 {
         exchange(&mut a, &mut c, now);

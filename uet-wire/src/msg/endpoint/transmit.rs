@@ -498,15 +498,17 @@ impl<
     /// longest to make room for a key without one (project-defined: UE 1.0 leaves when to close
     /// a PDC to the endpoint; with the table full, a PDC with nothing to do stands in the way of
     /// messages that wait). One at a time: none while the last one closed so still closes and
-    /// its peer answers, that is until its CLOSE_REQ (or a packet before it) first times out; a
-    /// peer that does not answer would otherwise hold the table for good under
+    /// its peer answers, that is until its CLOSE, sent, first times out; a peer that does not
+    /// answer would otherwise hold the table for good under
     /// [`UNLIMITED_RTO_RETX`](crate::pdc::UNLIMITED_RTO_RETX). A PDC that never sent closes at
     /// once, and its slot is free on return.
     fn close_idle_longest(&mut self) {
         let still_closing = |p: &IniPdc, sender: returns::Sender<'_>| {
-            let closing =
-                p.close_wanted || !matches!(sender.state(), InitiatorState::Creating | InitiatorState::Established);
-            closing && sender.timeouts() == 0
+            let state = sender.state();
+            let closing = p.close_wanted || !matches!(state, InitiatorState::Creating | InitiatorState::Established);
+            // (A count left from before the close, by a CLEAR that timed out, does not count.)
+            let unanswered = state == InitiatorState::CloseAckWait && sender.timeouts() > 0;
+            closing && !unanswered
         };
         let evicting = self.evicting.and_then(|id| self.initiators.get(id));
         if evicting.is_some_and(|p| still_closing(p, self.senders.sender(&p.pdc))) {
