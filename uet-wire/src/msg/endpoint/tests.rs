@@ -796,6 +796,56 @@ fn a_full_table_of_idle_pdcs_makes_room_for_a_new_key() {
     assert_eq!(a.stats().idle_pdcs_closed, 2);
 }
 
+/// A PDC opened in the place of one closed at once to make room (it never sent) leaves the
+/// table as full as it was; the walk that opened it, stopped short by the turn of another PDC's
+/// older message, still queues the newer messages of the same key on it (before, they waited on
+/// the unsent list beside their key's PDC until the next walk).
+#[test]
+fn a_pdc_opened_in_an_evicted_ones_place_takes_every_message_of_its_key() {
+    let (mut a, mut b, b_addr) = kept_one_senders();
+    let now = Instant::ZERO;
+    let d = |job: u32| MessageDesc::new(b_addr, Service::Rud, Opcode::Send, job, 10);
+    let mut out = [0u8; 256];
+    // Job 1's PDC takes the one request direction; job 2's opens and waits for it, and its
+    // message is withdrawn: job 2's PDC, idle first, never sent.
+    let one = a.send(d(1)).unwrap();
+    assert_eq!(deliver(&mut a, &mut b, now).len(), 1, "job 1's request; its ACK waits at B");
+    let two = a.send(d(2)).unwrap();
+    assert!(a.poll_transmit(now, &mut out).unwrap().is_none(), "job 2 waits for the request direction");
+    a.cancel(two).unwrap();
+    let mut done = |a: &mut OneSender, m| {
+        for _ in 0..8 {
+            deliver(a, &mut b, now);
+            deliver(&mut b, a, now);
+        }
+        assert_eq!(a.poll_event(), Some(Event::Sent(m)));
+    };
+    done(&mut a, one);
+    for job in 3..=8 {
+        let m = a.send(d(job)).unwrap();
+        done(&mut a, m);
+    }
+    assert_eq!(a.initiator_pdcs(), 8, "the table is full");
+    // Job 9's first message, then one on job 3's PDC, then job 9's second: the walk stops at
+    // job 9's second, newer than job 3's, whose PDC's turn it is.
+    let (nine, three, nine_again) = (a.send(d(9)).unwrap(), a.send(d(3)).unwrap(), a.send(d(9)).unwrap());
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    assert_eq!(a.check_invariants(), Ok(()));
+    assert_eq!(a.stats().idle_pdcs_closed, 1, "job 2's PDC closed at once");
+    let mut pkt = out[..t.header_len].to_vec();
+    pkt.resize(t.header_len + usize::from(t.payload.map_or(0, |p| p.len)), 0);
+    b.handle_packet(now, a.config().addr, &pkt).unwrap();
+    for _ in 0..8 {
+        deliver(&mut a, &mut b, now);
+        deliver(&mut b, &mut a, now);
+        assert_eq!(a.check_invariants(), Ok(()));
+    }
+    let events: Vec<Event> = core::iter::from_fn(|| a.poll_event()).collect();
+    for m in [nine, three, nine_again] {
+        assert!(events.contains(&Event::Sent(m)), "{m:?} in {events:?}");
+    }
+}
+
 /// A kept-open PDC closed to make room, whose peer has gone silent, does not hold the full table
 /// for good under unlimited retransmissions: once its CLOSE first times out, the PDC idle next
 /// longest closes too, and the message to a live peer goes (before, it waited forever).

@@ -366,10 +366,11 @@ impl<
                 (Service::Uud, _) => Some(self.transmit_uud(out, slot)?),
                 (_, Some(tpdc)) => self.transmit_read_data_new(now, out, slot, tpdc)?,
                 (Service::Rud | Service::Rod, None) => {
-                    // Its key's PDC, opened now if there is none (or, with the table full, later).
-                    let open = self.initiators.len();
-                    if let Some(id) = self.pdc_for(slot) {
-                        opened |= self.initiators.len() > open;
+                    // Its key's PDC, opened now if there is none (or, with the table full, later;
+                    // one opened in the place of a PDC closed at once to make room leaves the
+                    // table as full as it was).
+                    if let Some((id, new)) = self.pdc_for(slot) {
+                        opened |= new;
                         self.unsent.unlink(&mut self.unsent_links, at);
                         self.queue_on(id, slot);
                     }
@@ -524,12 +525,12 @@ impl<
         self.after_initiator_change(now, id);
     }
 
-    /// The PDC of message `slot`'s key: the open one, else a new one (while the table or the
-    /// CCCs are full, none, the PDC idle longest closing to make room).
-    pub(super) fn pdc_for(&mut self, slot: usize) -> Option<u16> {
+    /// The PDC of message `slot`'s key, and whether it opened now: the open one, else a new one
+    /// (while the table or the CCCs are full, none, the PDC idle longest closing to make room).
+    pub(super) fn pdc_for(&mut self, slot: usize) -> Option<(u16, bool)> {
         let key = self.msgs.get(slot)?.as_ref()?.key();
         let bucket = match self.find_pdc(&key, slot) {
-            Ok(id) => return Some(id),
+            Ok(id) => return Some((id, false)),
             Err(bucket) => bucket,
         };
         if self.initiators.next_id().is_none() {
@@ -576,7 +577,7 @@ impl<
             Some(_) => self.absent_for = None,
             None => self.leave_ccc(ccc),
         }
-        opened
+        opened.map(|id| (id, true))
     }
 }
 
