@@ -3692,6 +3692,29 @@ fn ucie_adapter_run(data: &[u8], dies: &mut [ucie_adapter::adapter::Adapter<[u8;
     for d in dies.iter_mut() {
         d.handle_rdi(now, LinkStatus::Active);
     }
+    // One flit time on perfect bands: the sideband's packets arrive, each die sends a flit and
+    // the other takes it, timers run and events are answered. Returns which dies were handed a
+    // payload flit.
+    let flit_time = |dies: &mut [D; 2], sideband: &mut [VecDeque<Packet>; 2], rx_active: &mut _, now| {
+        let mut delivered = [false; 2];
+        for i in 0..2 {
+            while let Some(p) = sideband[i].pop_front() {
+                dies[i].handle_sideband(now, &p);
+            }
+        }
+        for i in 0..2 {
+            let Some(format) = dies[i].negotiated().map(|n| n.format) else { continue };
+            let mut out = vec![0u8; format.flit_len()];
+            if dies[i].poll_transmit(now, &mut out).is_some() {
+                delivered[1 - i] = dies[1 - i].handle_flit(now, &out).is_some();
+            }
+        }
+        for d in dies.iter_mut() {
+            d.handle_timeout(now);
+        }
+        pump(dies, sideband, rx_active, now);
+        delivered
+    };
     let up = |d: &D| {
         d.negotiated().is_some_and(|n| (0..2u8).all(|s| !n.stacks[usize::from(s)] || d.status(s) == LinkStatus::Active))
     };
@@ -3704,28 +3727,15 @@ fn ucie_adapter_run(data: &[u8], dies: &mut [ucie_adapter::adapter::Adapter<[u8;
         let states: Vec<_> = dies.iter().map(|d| (d.exchange(), d.status(0), d.status(1))).collect();
         assert!(slots <= 100_000, "a clean restart never brought the link up: {states:?}");
         now = now.saturating_add(Duration::from_nanos(1));
-        for i in 0..2 {
-            while let Some(p) = sideband[i].pop_front() {
-                dies[i].handle_sideband(now, &p);
-            }
+        for d in dies.iter_mut() {
             for stack in 0..2u8 {
-                if dies[i].status(stack) != LinkStatus::Active {
-                    let _ = dies[i].handle_request(now, stack, LinkRequest::Nop);
-                    let _ = dies[i].handle_request(now, stack, LinkRequest::Active);
+                if d.status(stack) != LinkStatus::Active {
+                    let _ = d.handle_request(now, stack, LinkRequest::Nop);
+                    let _ = d.handle_request(now, stack, LinkRequest::Active);
                 }
             }
         }
-        for i in 0..2 {
-            let Some(format) = dies[i].negotiated().map(|n| n.format) else { continue };
-            let mut out = vec![0u8; format.flit_len()];
-            if dies[i].poll_transmit(now, &mut out).is_some() {
-                let _ = dies[1 - i].handle_flit(now, &out);
-            }
-        }
-        for d in dies.iter_mut() {
-            d.handle_timeout(now);
-        }
-        pump(dies, &mut sideband, &mut rx_active, now);
+        flit_time(dies, &mut sideband, &mut rx_active, now);
     }
     let negotiated = dies[0].negotiated();
     assert_eq!(negotiated, dies[1].negotiated(), "both dies agree");
@@ -3739,9 +3749,6 @@ fn ucie_adapter_run(data: &[u8], dies: &mut [ucie_adapter::adapter::Adapter<[u8;
         assert!(slots <= 10_000, "flits sent after a clean restart never arrived: {arrived:?} of {sent:?}");
         now = now.saturating_add(Duration::from_nanos(1));
         for i in 0..2 {
-            while let Some(p) = sideband[i].pop_front() {
-                dies[i].handle_sideband(now, &p);
-            }
             for stack in 0..2u8 {
                 let cxl = n.protocol_of(stack).layout_protocol() == ucie_adapter::flit::Protocol::Cxl;
                 let protocol_id = if cxl { protocol_id::CXL_CACHEMEM } else { protocol_id::PCIE };
@@ -3752,12 +3759,11 @@ fn ucie_adapter_run(data: &[u8], dies: &mut [ucie_adapter::adapter::Adapter<[u8;
                     (*left, sent[i]) = (*left - 1, sent[i] + 1);
                 }
             }
-            let mut out = vec![0u8; n.format.flit_len()];
-            if dies[i].poll_transmit(now, &mut out).is_some() && dies[1 - i].handle_flit(now, &out).is_some() {
-                arrived[1 - i] += 1;
-            }
         }
-        pump(dies, &mut sideband, &mut rx_active, now);
+        let delivered = flit_time(dies, &mut sideband, &mut rx_active, now);
+        for (a, d) in arrived.iter_mut().zip(delivered) {
+            *a += u32::from(d);
+        }
     }
 }
 
