@@ -1103,7 +1103,8 @@ pub fn pdc_window(data: &[u8]) {
 /// An initiator and a target PDC joined by a network the input drives: packets are delivered in
 /// any order, duplicated or dropped; time jumps; closes are asked for; and arbitrary PDS headers
 /// are injected at either end; the target sends read data back. Invariants: no panic; each end
-/// delivers each PSN at most once, and in ROD in order from the start PSN; the initiator counts
+/// delivers each PSN at most once, only in the PSN space it was sent in (a late SYN from before a
+/// NEW_START_PSN restart is not delivered), and in ROD in order from the start PSN; the initiator counts
 /// acknowledged only PSNs the target delivered (until something was injected at the initiator),
 /// and the target only return PSNs the initiator delivered (until something was injected at the
 /// target); every refused event leaves the PDC unchanged.
@@ -1450,6 +1451,10 @@ pub fn pdc_pair(data: &[u8]) {
                 if let Ok(v) = v {
                     if v == Delivery::New {
                         assert!(delivered.insert(r.psn), "PSN {} delivered twice", r.psn);
+                        // Only in the PSN space it was sent in (a SYN names its start PSN).
+                        if let Some(start) = r.start_psn() {
+                            assert_eq!(start, t.start_psn(), "PSN {} of another PSN space delivered", r.psn);
+                        }
                         if mode == DeliveryMode::Rod && r.spdcid == ini.local_id() {
                             let expect = next_in_order.unwrap_or(t.start_psn());
                             assert_eq!(r.psn, expect, "ROD delivered out of order");

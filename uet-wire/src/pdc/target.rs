@@ -29,9 +29,14 @@
 //!   with the start PSN required; the PDC becomes Established when a SYN with that start arrives,
 //!   and is reaped after `New_PDC_Time`. *Project-defined*: while Pending, a control packet too
 //!   is NACKed NEW_START_PSN (uet-ref-prov answers UNEXP_EVENT, which would fail a PDC whose
-//!   tail-loss probe overtook its restart). On close, [`Target::next_expected_psn`] gives the value
-//!   the caller stores as the domain's next `Expected_PSN`: *project-defined* as the CLOSE's PSN +
-//!   1 (uet-ref-prov uses start + 1, which would let a later PDC reuse PSNs of this one).
+//!   tail-loss probe overtook its restart). *Project-defined*: once past Pending, a SYN packet
+//!   whose start PSN is not the PDC's belongs to the PSN space the initiator left on restart, and
+//!   is dropped unanswered (uet-ref-prov checks only its PSN against the window, so it delivers
+//!   such a late packet when the PSN falls inside it, data of another message; a NACK would name
+//!   an old PSN the initiator may take for a new one, and INVALID_SYN would close the live PDC).
+//!   On close, [`Target::next_expected_psn`] gives the value the caller stores as the domain's
+//!   next `Expected_PSN`: *project-defined* as the CLOSE's PSN + 1 (uet-ref-prov uses start + 1,
+//!   which would let a later PDC reuse PSNs of this one).
 //! * **Return direction** (UE 1.0 §3.5.20.1, §3.5.20.2.5: read data larger than
 //!   `Max_ACK_Data_Size`): [`Target::send`] stamps RUD or ROD requests from this PDC to its
 //!   initiator (Established form, SPDCID this PDC), whose next header the caller sets (RSP_DATA)
@@ -769,6 +774,12 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         Delivery::Dropped
     }
 
+    /// Whether a packet implying start PSN `start` (SYN form) belongs to a PSN space its initiator
+    /// left when told NEW_START_PSN: such a late packet is dropped unanswered (module doc).
+    fn left_behind(&self, start: Option<u32>) -> bool {
+        start.is_some_and(|s| s != self.start_psn)
+    }
+
     /// [`TargetCore::refuse`] for a packet that changes nothing else.
     fn refused(&mut self, code: NackCode, psn: u32, retx: bool) -> Result<(), PdcError> {
         self.refuse(code, psn, retx);
@@ -856,6 +867,8 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
             next = transition(self.state, Ev::RequiredStart)?;
             self.state_at.clear();
             self.events |= EV_ESTABLISHED;
+        } else if self.left_behind(req.start_psn()) {
+            return Ok(Delivery::Dropped);
         }
         let arrival = match self.mode {
             DeliveryMode::Rud => self.rx.receive(req.psn),
@@ -928,8 +941,11 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         if self.state == TargetState::Closed || req.spdcid != self.remote || req.mode != self.mode {
             return false;
         }
+        if self.left_behind(req.start_psn()) {
+            return false;
+        }
         let rx = if self.state == TargetState::Pending {
-            if !(syn && req.start_psn() == Some(self.start_psn)) {
+            if !syn {
                 return false;
             }
             RxWindow::<W>::new(self.start_psn)
@@ -993,6 +1009,9 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
             // overtook it): tell it again. *Project-defined*: UNEXP_EVENT here would fail a PDC
             // whose tail-loss probe merely arrived before its restart.
             return self.refused(NackCode::NewStartPsn, ctl.psn, retx);
+        }
+        if self.left_behind(ctl.start_psn()) {
+            return Ok(());
         }
         match ctl.ctl_type {
             ControlType::Close => {

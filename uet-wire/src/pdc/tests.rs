@@ -304,7 +304,9 @@ fn target_refusals_are_nacks() {
         .code,
         NackCode::PsnOorWindow
     );
-    r.dest = PdcDest::Syn { use_rsv_pdc: false, psn_offset: 0 };
+    // (A SYN of this PDC's PSN space: one of another start is dropped unanswered.)
+    r.dest = PdcDest::Syn { use_rsv_pdc: false, psn_offset: r.psn.wrapping_sub(tg.start_psn()) as u16 };
+    assert_eq!(r.start_psn(), Some(tg.start_psn()));
     assert_eq!(
         {
             tg.handle_request(t(4), &cfg, &r, 0, false).unwrap();
@@ -313,6 +315,9 @@ fn target_refusals_are_nacks() {
         .code,
         NackCode::InvalidSyn
     );
+    r.dest = PdcDest::Syn { use_rsv_pdc: false, psn_offset: 0 };
+    assert_eq!(tg.handle_request(t(4), &cfg, &r, 0, false).unwrap(), Delivery::Dropped);
+    assert!(tg.poll_transmit(t(4)).is_none());
     // Another DPDCID is not this PDC's packet at all.
     let mut r = req(s);
     r.dest = PdcDest::Established { dpdcid: 20 };
@@ -818,6 +823,47 @@ fn new_start_psn_restarts_the_return_direction() {
     assert_eq!(d.psn, 500);
     assert_eq!(i.handle_data(t(6), &cfg, &d, 100, false).unwrap(), Delivery::New);
     assert!(!i.has_pending(), "the first read data packet was taken for a late one");
+}
+
+/// A late SYN from the PSN space the initiator left on NEW_START_PSN is not taken for a packet of
+/// the new one, though its PSN lies in the target's window: delivering it would hand over data
+/// of another message, and the ACK would name a PSN the initiator never sent, which it refuses
+/// whole (on a perfect wire the pair then never went quiet). A late CLOSE from that space does
+/// not close the PDC either.
+#[test]
+fn a_late_syn_of_the_left_psn_space_is_dropped() {
+    let cfg = cfg();
+    let mut i = Initiator::<2>::new(&cfg, DeliveryMode::Rud, 7, 1000);
+    let first = req(i.send(t(0), &cfg, false).unwrap());
+    let late = req(i.send(t(0), &cfg, false).unwrap());
+    assert_eq!((late.psn, late.start_psn()), (1001, Some(1000)));
+    // The required start lies just below: PSN 1001 of the old space is inside the new window.
+    let mut tg = Target::<2>::new(t(1), &cfg, 19, &first, StartPolicy::Random1Rtt { start_psn: 990 }).unwrap();
+    tg.handle_request(t(1), &cfg, &first, 0, false).unwrap();
+    i.handle_nack(t(2), &cfg, &pending_nack(&mut tg)).unwrap();
+    let Some(InitiatorTx::Resend(s)) = i.poll_transmit(t(2)) else { panic!("the SYN is resent") };
+    assert_eq!(tg.handle_request(t(3), &cfg, &req(s), 0, false).unwrap(), Delivery::New);
+    assert_eq!(tg.state(), TargetState::Established);
+
+    assert!(!tg.would_deliver(&late));
+    assert_eq!(tg.handle_request(t(4), &cfg, &late, 0, false).unwrap(), Delivery::Dropped);
+    assert_eq!(tg.window().max_rcvd(), 990, "the late SYN counts as received");
+    let close = Control {
+        ctl_type: ControlType::Close,
+        flags: ControlFlags::AR,
+        probe_opaque: 0,
+        psn: 1002,
+        spdcid: 7,
+        dest: PdcDest::Syn { use_rsv_pdc: false, psn_offset: 2 },
+        payload: 0,
+    };
+    tg.handle_control(t(4), &cfg, &ctl(close)).unwrap();
+    assert_eq!(tg.state(), TargetState::Established, "a late CLOSE of the old space closed the PDC");
+    // Only the resent SYN's ACK goes out, and the initiator takes it.
+    let a = ack_of(tg.poll_transmit(t(4)).unwrap());
+    i.handle_ack(t(5), &cfg, &a).unwrap();
+    assert_eq!(i.window().base(), 991);
+    assert!(tg.poll_transmit(t(4)).is_none(), "the late packets were answered");
 }
 
 #[test]

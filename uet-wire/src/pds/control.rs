@@ -128,6 +128,11 @@ impl Control {
     /// Header length.
     pub const LEN: usize = 16;
 
+    /// For a SYN packet, the start PSN it implies: `PSN - psn_offset`.
+    pub const fn start_psn(&self) -> Option<u32> {
+        self.dest.start_psn(self.psn)
+    }
+
     /// Parses a control packet from the front of `bytes`.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {

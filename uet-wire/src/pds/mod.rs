@@ -257,6 +257,14 @@ impl PdcDest {
         matches!(self, PdcDest::Syn { .. })
     }
 
+    /// For the SYN form, the start PSN a packet of PSN `psn` implies: `PSN - psn_offset`.
+    pub const fn start_psn(self, psn: u32) -> Option<u32> {
+        match self {
+            PdcDest::Syn { psn_offset, .. } => Some(psn.wrapping_sub(psn_offset as u32)),
+            PdcDest::Established { .. } => None,
+        }
+    }
+
     /// Checks the reserved bits of the SYN form (the strict check; [`PdcDest::decode`] ignores
     /// them).
     #[inline]

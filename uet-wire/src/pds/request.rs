@@ -128,10 +128,7 @@ impl Request {
 
     /// For a SYN packet, the start PSN it implies: `PSN - psn_offset`.
     pub const fn start_psn(&self) -> Option<u32> {
-        match self.dest {
-            PdcDest::Syn { psn_offset, .. } => Some(self.psn.wrapping_sub(psn_offset as u32)),
-            PdcDest::Established { .. } => None,
-        }
+        self.dest.start_psn(self.psn)
     }
 
     /// The strict check: the first reserved bit set in the request at the front of `bytes`, by
