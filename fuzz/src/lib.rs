@@ -390,14 +390,6 @@ fn llr_run(mut u: Unstructured<'_>, tx: &mut LlrTx<Bits<6>, [u8; 512], 16>, rx: 
     while !(tx.state() == TxState::Advance && tx.buffer().is_empty()) {
         steps += 1;
         assert!(steps <= 20_000, "LLR never settled on a perfect wire: {:?}", tx.state());
-        // UE 1.0 §5.1 gives this no way out: the receiver holds every frame stored, and after a
-        // corrupted replay and a lost NACK waits in NACK_SENT, sending nothing, for a frame the
-        // transmitter has not got, while the replays bring only frames it has. Without a replay
-        // limit (REPLAY_COUNT_MAX 255) they never end; with one, the transmitter FLUSHes.
-        let unlimited = tx.config().replay_count_max == REPLAY_COUNT_UNLIMITED;
-        if unlimited && rx.state() == RxState::NackSent && rx.expected() == tx.buffer().next_seq() {
-            return;
-        }
         if tx.state() == TxState::Flush {
             tx.reinit(h.now).unwrap();
         }

@@ -566,6 +566,46 @@ fn tc10_corrupted_frame_detection_and_retransmission() {
     assert!(b.rx_states.windows(2).any(|w| w == [RxState::SendNack, RxState::NackSent]));
 }
 
+/// Not a listed case (project-defined, `llr::rx` module doc): the receiver holds every frame
+/// stored when a corrupted timer replay draws an LLR_NACK that is lost. It waits in NACK_SENT
+/// for the frame after the transmitter's newest, and each further replay brings only frames it
+/// has. Those are acknowledged again, so the transmitter empties its buffer without a FLUSH,
+/// with a replay limit or without one, and the next frame ends NACK_SENT.
+#[test]
+fn a_lost_nack_after_the_newest_frame_is_not_a_dead_end() {
+    for replay_count_max in [REPLAY_COUNT_UNLIMITED, 3] {
+        let mut b = Bench::new(LlrTxConfig { replay_count_max, ..hw_config() });
+        b.up();
+        let mut corrupted = false;
+        b.jam = Box::new(move |s| {
+            if s.replay && !corrupted {
+                corrupted = true;
+                return Jam::Corrupt;
+            }
+            Jam::Pass
+        });
+        // Every CtlOS back is lost until the NACK is: the timer replays, then the receiver waits.
+        let mut nack_lost = false;
+        b.jam_back = Box::new(move |_, c| {
+            if nack_lost {
+                return false;
+            }
+            nack_lost = matches!(c, CtlOs::LlrNack { .. });
+            true
+        });
+        b.to_offer = 10;
+        b.run_until(MS, |b| b.rx.stats().nack_tx == 1);
+        assert_eq!((b.rx.state(), b.rx.expected().value()), (RxState::NackSent, 1010));
+        b.run_until(MS, |b| b.tx.buffer().is_empty());
+        assert!(b.tx.buffer().is_empty(), "the replays of frames the receiver has never end");
+        assert_eq!(b.tx.stats().flushes, 0);
+        b.assert_delivered_in_order(10);
+        b.send_all(1, MS);
+        b.assert_delivered_in_order(11);
+        assert_eq!(b.rx.state(), RxState::SendAcks);
+    }
+}
+
 /// TC12 Buffer Overflow Handling: OUTSTANDING_FRAMES_MAX 100 and no ACKs. The 101st frame is
 /// refused (the caller keeps it), the replay limit takes TX to FLUSH while RX stays in
 /// SEND_ACKS, and what is offered in FLUSH follows the FLUSH action: LLR-ineligible with

@@ -61,6 +61,11 @@
 //!   has no such attribute).
 //! * **Receiver in SEND_NACK** (NACK not yet emitted) accepts the expected frame if it arrives and
 //!   cancels the NACK.
+//! * **Receiver in NACK_SENT** acknowledges a frame it already has (an LLR_ACK of the last good
+//!   number), where §5.1 has it send nothing until the expected frame arrives: a lost NACK that
+//!   named the frame after the transmitter's newest would otherwise leave replays of frames it has
+//!   going on forever, or end in a FLUSH of delivered frames. The ACK starts no replay, so it
+//!   never counts toward `REPLAY_COUNT_MAX` (a second NACK would).
 //! * **Byte spacings** become time through the link rate ([`crate::time::LinkRate`]).
 //! * **Where the test plans disagree.** `LLR_TX_OK` and `LLR_RX_OK` count replayed frames too
 //!   (SAI's wording; SONiC TC9), although TC19 and TC20 expect them to stop during a pause while

@@ -1,4 +1,7 @@
 //! The LLR receiver (UE 1.0 §5.1): OFF, SEND_ACKS, SEND_NACK, NACK_SENT.
+//!
+//! *Project-defined* (the `llr` module doc says why): in NACK_SENT a frame already received is
+//! acknowledged again, as in SEND_ACKS.
 
 use crate::Error;
 use crate::seq::{Seq, SeqSpace};
@@ -15,7 +18,8 @@ pub enum RxState {
     SendAcks,
     /// A frame was bad or missing; an LLR_NACK is due.
     SendNack,
-    /// LLR_NACK sent: discarding until the expected frame arrives.
+    /// LLR_NACK sent: discarding until the expected frame arrives (frames already received are
+    /// acknowledged again; `llr` module doc).
     NackSent,
 }
 
@@ -361,8 +365,9 @@ impl<S: SeqSpace> LlrRx<S> {
             return if check == FrameCheck::Poisoned { RxVerdict::DropPoisoned } else { RxVerdict::Deliver };
         }
         if seq.is_before(self.expected) {
-            if self.state == RxState::SendAcks {
-                // The sender replayed what we have: tell it again where we are.
+            if matches!(self.state, RxState::SendAcks | RxState::NackSent) {
+                // The sender replayed what we have: tell it again where we are (in NACK_SENT too,
+                // where our NACK may have been lost; module doc).
                 self.ack_pending = true;
             }
             return RxVerdict::Duplicate;
@@ -391,7 +396,7 @@ impl<S: SeqSpace> LlrRx<S> {
                 self.stats.nack_tx += 1;
                 Some(CtlOs::LlrNack { seq: newest_good })
             }
-            RxState::SendAcks if self.ack_pending && self.ack_due().is_some_and(|due| now >= due) => {
+            RxState::SendAcks | RxState::NackSent if self.ack_due().is_some_and(|due| now >= due) => {
                 self.ack_pending = false;
                 self.last_ack_at = Some(now);
                 self.stats.ack_tx += 1;
@@ -413,7 +418,7 @@ impl<S: SeqSpace> LlrRx<S> {
         if self.echo_pending.is_some() || self.state == RxState::SendNack {
             return Some(Instant::ZERO);
         }
-        if self.state == RxState::SendAcks { self.ack_due() } else { None }
+        if matches!(self.state, RxState::SendAcks | RxState::NackSent) { self.ack_due() } else { None }
     }
 }
 
@@ -509,14 +514,21 @@ mod tests {
         assert_eq!(rx.state(), RxState::NackSent);
         // Frames after the lost one are discarded, and no ACK or NACK goes out meanwhile.
         assert_eq!(rx.handle_frame(T, 102, FrameCheck::Good), RxVerdict::Discard);
-        assert_eq!(rx.handle_frame(T, 100, FrameCheck::Good), RxVerdict::Duplicate);
         assert_eq!(rx.handle_frame(T, 101, FrameCheck::Bad), RxVerdict::Discard);
         assert_eq!(rx.poll_control(Instant::from_nanos(1000)), None);
+        assert_eq!(rx.poll_timeout(), None);
+        // A frame already received (the NACK may be lost) is acknowledged again, spaced from the
+        // NACK; the state stays (project-defined, module doc).
+        assert_eq!(rx.handle_frame(T, 100, FrameCheck::Good), RxVerdict::Duplicate);
+        assert_eq!(rx.poll_timeout(), Some(Instant::from_nanos(21)));
+        assert_eq!(rx.poll_control(Instant::from_nanos(1000)), Some(CtlOs::LlrAck { seq: 100 }));
+        assert_eq!(rx.state(), RxState::NackSent);
+        assert_eq!(rx.poll_control(Instant::from_nanos(2000)), None);
         // The replay arrives.
         assert_eq!(rx.handle_frame(T, 101, FrameCheck::Good), RxVerdict::Deliver);
         assert_eq!(rx.state(), RxState::SendAcks);
         assert_eq!(rx.stats().rx_replay, 1);
-        assert_eq!(rx.poll_control(Instant::from_nanos(1000)), Some(CtlOs::LlrAck { seq: 101 }));
+        assert_eq!(rx.poll_control(Instant::from_nanos(2000)), Some(CtlOs::LlrAck { seq: 101 }));
     }
 
     #[test]
