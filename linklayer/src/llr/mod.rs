@@ -15,7 +15,8 @@
 //!   `CTLOS_TARGET_SPACING` bytes (default 2048);
 //! * a frame with a bad FCS (CRC or uncorrectable FEC) or an out-of-sequence number makes the
 //!   receiver send LLR_NACK with the newest good sequence number, then discard every frame until
-//!   the expected one arrives, sending no ACK or NACK meanwhile;
+//!   the expected one arrives, sending no ACK or NACK meanwhile (but see the project-defined
+//!   receiver in NACK_SENT below);
 //! * on LLR_NACK the transmitter retransmits every stored frame after the NACK's number
 //!   (go-back-N); on LLR_ACK it releases every frame up to the ACK's number;
 //! * a replay timer (`REPLAY_TIMER_MAX`) replays the whole buffer when no progress is seen (last

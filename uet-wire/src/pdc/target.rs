@@ -30,10 +30,11 @@
 //!   and is reaped after `New_PDC_Time`. *Project-defined*: while Pending, a control packet too
 //!   is NACKed NEW_START_PSN (uet-ref-prov answers UNEXP_EVENT, which would fail a PDC whose
 //!   tail-loss probe overtook its restart). *Project-defined*: once past Pending, a SYN packet
-//!   whose start PSN is not the PDC's belongs to the PSN space the initiator left on restart, and
-//!   is dropped unanswered (uet-ref-prov checks only its PSN against the window, so it delivers
-//!   such a late packet when the PSN falls inside it, data of another message; a NACK would name
-//!   an old PSN the initiator may take for a new one, and INVALID_SYN would close the live PDC).
+//!   (trimmed too) whose start PSN is the one the restart refused belongs to the PSN space the
+//!   initiator left, and is dropped unanswered (uet-ref-prov checks only its PSN against the
+//!   window, so it delivers such a late packet when the PSN falls inside it, data of another
+//!   message; a NACK would name an old PSN the initiator may take for a new one, and INVALID_SYN
+//!   would close the live PDC).
 //!   On close, [`Target::next_expected_psn`] gives the value the caller stores as the domain's
 //!   next `Expected_PSN`: *project-defined* as the CLOSE's PSN + 1 (uet-ref-prov uses start + 1,
 //!   which would let a later PDC reuse PSNs of this one).
@@ -131,7 +132,8 @@ pub enum Delivery {
     /// Received before, cumulatively acknowledged (prior window): answer with the SES
     /// DEFAULT_RESPONSE, RC_NULL; an ACK is due.
     Stale,
-    /// Not accepted (see the NACK, if any).
+    /// Not accepted (see the NACK, if any; a late SYN of the PSN space a restart refused draws
+    /// none).
     Dropped,
 }
 
@@ -170,6 +172,8 @@ const TX_PROBE_ACK: u8 = 4;
 // Which of a target PDC's optional PSNs hold one, as bits.
 const ROD_NACKED: u8 = 1;
 const LAST_NEW: u8 = 2;
+/// `left_start` holds the start PSN a restart (NACK NEW_START_PSN) made the initiator leave.
+const LEFT_START: u8 = 4;
 
 const EV_ESTABLISHED: u8 = 1;
 const EV_FAILED: u8 = 2;
@@ -253,8 +257,11 @@ pub(crate) struct TargetCore<const W: usize, const R: usize> {
     /// request whose response may still be held (with `LAST_NEW` in `marks`).
     last_new: u32,
     /// `ROD_NACKED`, `LAST_NEW`: which of the two PSNs above holds one (two `Option<u32>`s would
-    /// take 8 bytes more).
+    /// take 8 bytes more); `LEFT_START`: whether `left_start` below does.
     marks: u8,
+    /// The start PSN of the SYN that found this PDC's start refused (with `LEFT_START` in
+    /// `marks`): late packets of that PSN space are dropped.
+    left_start: u32,
     /// NACKs waiting for `poll_transmit`, oldest first.
     nacks: [Option<PendingNack>; PENDING_NACKS],
 }
@@ -486,14 +493,16 @@ impl<const W: usize, const R: usize> Target<W, R> {
 
     /// Answers a request that arrived trimmed (its payload cut by a switch; the caller knows from
     /// the packet's length or marking): NACK TRIMMED, or TRIMMED_LASTHOP when the last-hop switch
-    /// cut it, so the initiator resends at once. Nothing is recorded.
+    /// cut it, so the initiator resends at once. Nothing is recorded. Past Pending, a SYN of the
+    /// PSN space a restart refused draws no NACK (module doc).
     pub fn handle_trimmed(&mut self, req: &Request, last_hop: bool) -> Result<(), PdcError> {
         self.core.handle_trimmed(req, last_hop)
     }
 
     /// Handles a control packet from the initiator: CLOSE, ACK_REQ, CLEAR, NOOP, PROBE; others are
     /// NACKed UNEXP_EVENT (as uet-ref-prov `uet_pds.c` does). While Pending every control is NACKed
-    /// NEW_START_PSN, like a request.
+    /// NEW_START_PSN, like a request; past Pending one of the PSN space a restart refused is
+    /// dropped unanswered (module doc).
     pub fn handle_control(&mut self, now: Instant, cfg: &PdcConfig, ctl: &Control) -> Result<(), PdcError> {
         self.core.handle_control(&mut self.held, Some(&mut self.ret), now, cfg, ctl)
     }
@@ -705,7 +714,8 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
             failure: None,
             clear_psn: required.wrapping_sub(1),
             last_new: 0,
-            marks: 0,
+            marks: if established { 0 } else { LEFT_START },
+            left_start: start,
             nacks: [None; PENDING_NACKS],
         })
     }
@@ -713,6 +723,12 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     /// See [`Target::state`].
     pub(crate) const fn state(&self) -> TargetState {
         self.state
+    }
+
+    /// In CloseReqWait, the periods of `Close_REQ_Time` that passed without a packet from the
+    /// initiator since the last one.
+    pub(crate) const fn close_req_periods(&self) -> u8 {
+        self.close_req_count
     }
 
     /// See [`Target::mode`].
@@ -774,10 +790,11 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         Delivery::Dropped
     }
 
-    /// Whether a packet implying start PSN `start` (SYN form) belongs to a PSN space its initiator
-    /// left when told NEW_START_PSN: such a late packet is dropped unanswered (module doc).
+    /// Whether a packet implying start PSN `start` (SYN form) belongs to the PSN space its
+    /// initiator left when told NEW_START_PSN: such a late packet is dropped unanswered (module
+    /// doc).
     fn left_behind(&self, start: Option<u32>) -> bool {
-        start.is_some_and(|s| s != self.start_psn)
+        self.marks & LEFT_START != 0 && start == Some(self.left_start)
     }
 
     /// [`TargetCore::refuse`] for a packet that changes nothing else.
@@ -945,7 +962,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
             return false;
         }
         let rx = if self.state == TargetState::Pending {
-            if !syn {
+            if !(syn && req.start_psn() == Some(self.start_psn)) {
                 return false;
             }
             RxWindow::<W>::new(self.start_psn)
@@ -966,6 +983,9 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
             }
         }
         transition(self.state, Ev::Packet)?;
+        if self.state != TargetState::Pending && self.left_behind(req.start_psn()) {
+            return Ok(());
+        }
         let code = match (req.spdcid != self.remote, last_hop) {
             (true, _) => NackCode::PdcHdrMismatch,
             (false, true) => NackCode::TrimmedLastHop,

@@ -293,6 +293,7 @@ impl<
                     return None;
                 }
                 let Some(id) = self.targets.next_id() else {
+                    self.close_idle_target(now);
                     self.queue_nack(src, refusal(NackCode::NoPdcAvail, r, 0));
                     return None;
                 };
@@ -311,6 +312,33 @@ impl<
                 self.targets.insert_in(bucket, key, tgt).ok().map(|_| id)
             }
         }
+    }
+
+    /// With the target table full, asks the target PDC idle longest to close (CLOSE_REQ), so that
+    /// the initiator the SYN came from, NACKed NO_PDC_AVAIL, finds room when it retries
+    /// (project-defined, mirroring the initiator table's eviction: UE 1.0 §3.5.8.3 lets a target
+    /// ask for a close; otherwise a PDC its initiator forgot, after a failure, holds its slot
+    /// until the idle timeout). One at a time: none while the last one asked still closes and its
+    /// initiator answers, that is until a `Close_REQ_Time` passes without a packet from it. Its
+    /// return direction carries the CLOSE_REQ: none while the pool has none free.
+    fn close_idle_target(&mut self, now: Instant) {
+        let evicting = self.evicting_target.and_then(|id| self.targets.get(id));
+        if evicting.is_some_and(|t| t.pdc.state() == TargetState::CloseReqWait && t.pdc.close_req_periods() == 0) {
+            return;
+        }
+        self.evicting_target = None;
+        let Some(index) = self.targets_idle.first() else { return };
+        let Some(id) = self.targets.id_at(usize::from(index)) else { return };
+        let cfg = &configured(&self.cfg).pdc;
+        let Some(t) = self.targets.get_mut(id) else { return };
+        let Some(ret) = self.returns.take(&mut t.ret) else { return };
+        if self.helds.with(&mut t.held, &mut t.own, |held| t.pdc.request_close(held, ret, now, cfg)).is_err() {
+            self.returns.settle(&mut t.ret);
+            return;
+        }
+        self.evicting_target = Some(id);
+        self.stats.idle_targets_closed = self.stats.idle_targets_closed.wrapping_add(1);
+        self.refresh_target(id, false);
     }
 
     /// Which end of PDC `id` an ACK, NACK or CLOSE_REQ from `src` naming `peer_id` as its sender

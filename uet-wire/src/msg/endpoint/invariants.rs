@@ -31,6 +31,7 @@ impl<
         well(&self.initiators_new, &self.initiators_new_links)?;
         well(&self.initiators_idle, &self.initiators_idle_links)?;
         well(&self.targets_ready, &self.targets_ready_links)?;
+        well(&self.targets_idle, &self.targets_idle_links)?;
         let used = self.msgs.iter().filter(|m| m.is_some()).count();
         let free = |&s: &u16| self.msgs.get(usize::from(s)).is_some_and(MsgSlot::is_none);
         if used != self.free_slots.used() || !self.free_slots.iter().all(|s| free(&s)) {
@@ -60,6 +61,7 @@ impl<
             || !occupied(&self.initiators_new, &self.initiators_new_links, &|i| self.initiators.id_at(i))
             || !occupied(&self.initiators_idle, &self.initiators_idle_links, &|i| self.initiators.id_at(i))
             || !occupied(&self.targets_ready, &self.targets_ready_links, &|i| self.targets.id_at(i))
+            || !occupied(&self.targets_idle, &self.targets_idle_links, &|i| self.targets.id_at(i))
         {
             return Err("a list names a PDC table slot that is empty");
         }
@@ -225,6 +227,11 @@ impl<
             }
             if self.target_timers.deadline(index as u16) != t.pdc.poll_timeout(self.returns.get(t.ret)) {
                 return Err("a target's deadline is not filed");
+            }
+            // (Kept idle, it holds no block of responses and has no return direction pooled.)
+            let idle = t.kept_idle() && !t.pdc.has_pending(&t.own, None);
+            if idle != SlotList::contains(&self.targets_idle_links, index as u16) {
+                return Err("a target is on the list of idle PDCs, or off it, wrongly");
             }
         }
         pool_accounts(&mut returns_used, self.returns.free_entries(), self.returns.used())

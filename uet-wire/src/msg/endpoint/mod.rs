@@ -37,6 +37,13 @@
 //!   leaves when to close to the endpoint).
 //! * A PDC the target asked to close (CLOSE_REQ) finishes the message in progress; the messages
 //!   after it wait for that PDC to close and then open a new one.
+//! * With the target table of `P` full, the SYN of a new PDC is NACKed NO_PDC_AVAIL (its
+//!   initiator retries after `NACK_Retx_Time`), and the target PDC idle longest (established,
+//!   nothing in progress or held) is asked to close with CLOSE_REQ to make room
+//!   ([`EndpointStats::idle_targets_closed`]), one at a time: the next once the last one's
+//!   initiator has let a `Close_REQ_Time` pass without answering (project-defined, as the
+//!   initiator table's eviction; otherwise a PDC its initiator kept open, or forgot after a
+//!   failure, holds its slot until the idle timeout).
 //! * **Every ACK names a request and answers it** (the reference provider's target answers every
 //!   accepted request packet, `ultraethernet/uet-ref-prov` `uet_pds_to_ses_rx_req`, and its
 //!   initiator completes a packet acknowledged by name only when the ACK carries an SES
@@ -123,7 +130,7 @@ use crate::pdc::table::{FreeSlots, SlotRef, same_addr};
 use crate::pdc::target::{IdleReturn, ReturnDirection, TargetCore};
 use crate::pdc::{
     Delivery, Failure, InitiatorEvent, InitiatorState, InitiatorTx, IpAddr, PdcConfig, PdcTable, StartPolicy,
-    TargetEvent, TargetTx, psn_after,
+    TargetEvent, TargetState, TargetTx, psn_after,
 };
 use crate::pds::{DeliveryMode, Nack, NackCode, NackTarget, NextHeader, PdcDest, PdsHeader, Request};
 use crate::pds::{Rudi, RudiFlags};
@@ -1002,6 +1009,19 @@ impl IniPdc {
     }
 }
 
+impl<const R: usize, const W: usize> TgtPdc<R, W> {
+    /// Established with no message in progress, no read data, no response held and its return
+    /// direction idle: open with nothing to do, unless its state machine has a packet to give.
+    fn kept_idle(&self) -> bool {
+        self.pdc.state() == TargetState::Established
+            && matches!(self.ret, ReturnAt::Idle(_))
+            && self.order.in_progress() == 0
+            && self.runs.first().is_none()
+            && !self.held.is_pooled()
+            && self.own.is_empty()
+    }
+}
+
 struct TgtPdc<const R: usize, const W: usize> {
     pdc: TargetCore<2, R>,
     /// Its return direction: idle, or an entry of the endpoint's [`ReturnPool`].
@@ -1316,6 +1336,13 @@ pub struct Endpoint<
     /// close times out).
     evicting: Option<u16>,
     targets_ready: SlotList,
+    /// The target PDCs with nothing to do (`TgtPdc::kept_idle`), by table slot, idle longest
+    /// first: with the table full, a SYN asks the first to close.
+    targets_idle: SlotList,
+    targets_idle_links: [Link; P],
+    /// The target PDC asked last to close to make room, while it closes: one at a time (until
+    /// its CLOSE_REQ goes unanswered for `Close_REQ_Time`).
+    evicting_target: Option<u16>,
     targets_ready_links: [Link; P],
     /// The deadlines of the initiator and target PDCs (`poll_timeout`), by table slot, and of the
     /// READs waiting for data, by message slot (see [`Failure::ReadTimeout`]).
@@ -1549,6 +1576,9 @@ impl<
             initiators_idle: SlotList::EMPTY,
             initiators_idle_links: [Link::UNLINKED; P],
             evicting: None,
+            targets_idle: SlotList::EMPTY,
+            targets_idle_links: [Link::UNLINKED; P],
+            evicting_target: None,
             targets_ready: SlotList::EMPTY,
             targets_ready_links: [Link::UNLINKED; P],
             initiator_timers: TimerHeap::EMPTY,
@@ -1618,6 +1648,7 @@ impl<
             &mut self.initiators_ready,
             &mut self.initiators_idle,
             &mut self.targets_ready,
+            &mut self.targets_idle,
             &mut self.senders_waiting,
         ] {
             *list = SlotList::EMPTY;
@@ -1629,6 +1660,7 @@ impl<
             &mut self.initiators_ready_links,
             &mut self.initiators_idle_links,
             &mut self.targets_ready_links,
+            &mut self.targets_idle_links,
             &mut self.blocked_links,
             &mut self.senders_waiting_links,
         ] {
@@ -1639,6 +1671,7 @@ impl<
         self.read_timers.clear();
         self.free_slots.clear();
         self.evicting = None;
+        self.evicting_target = None;
         self.next_seq = 0;
         self.events.clear();
         self.rng = derive(seed, Derived::StartPsns) | 1;
@@ -2069,15 +2102,17 @@ impl<
         if gone {
             self.release_credit(id);
         }
-        let (mut ready, mut deadline) = (false, None);
+        let (mut ready, mut deadline, mut idle) = (false, None, false);
         if let Some(t) = self.targets.get_mut(id).filter(|_| !gone) {
             // An idle return direction goes back to the pool.
             self.returns.settle(&mut t.ret);
             let ret = self.returns.get(t.ret);
             let pending = self.helds.with(&mut t.held, &mut t.own, |held| t.pdc.has_pending(held, ret));
             (ready, deadline) = (pending, t.pdc.poll_timeout(ret));
+            idle = t.kept_idle() && !ready;
         }
         SlotList::place(index, ready, &mut self.targets_ready, &mut self.targets_ready_links);
+        SlotList::place(index, idle, &mut self.targets_idle, &mut self.targets_idle_links);
         self.target_timers.set(index, deadline);
     }
 

@@ -59,6 +59,11 @@ pub struct EndpointStats {
     ///
     /// [`EndpointConfig::close_when_idle`]: super::EndpointConfig::close_when_idle
     pub idle_pdcs_closed: u64,
+    /// Target PDCs with nothing to do asked to close (CLOSE_REQ), idle longest first, to make
+    /// room in the full target table for a new initiator's PDC (whose SYN is NACKed NO_PDC_AVAIL
+    /// and retried). One at a time: the next once the last one's initiator has let a
+    /// `Close_REQ_Time` pass without answering.
+    pub idle_targets_closed: u64,
 }
 
 impl EndpointStats {
@@ -77,6 +82,7 @@ impl EndpointStats {
         request_direction_waits: 0,
         request_direction_drops: 0,
         idle_pdcs_closed: 0,
+        idle_targets_closed: 0,
     };
 
     /// Counts what a call to an initiator PDC marked for resending, and takes its round-trip

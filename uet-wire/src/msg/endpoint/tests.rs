@@ -910,6 +910,113 @@ fn an_eviction_to_a_silent_peer_gives_way_after_a_timeout() {
     assert!(keys.contains(&1) && !keys.contains(&2), "job 1's still closes; job 2's closed: {keys:?}");
 }
 
+/// Endpoints with two PDCs each way, for the target-table tests.
+type TwoPdcs = Endpoint<2, 64, 96, HELD_RESPONSES, 2>;
+
+/// Every packet each endpoint has, moved to the endpoint of its destination, unless that is
+/// `silent` (its packets are lost).
+fn pump_three(eps: &mut [TwoPdcs; 3], now: Instant, silent: Option<usize>) {
+    let mut out = [0u8; 256];
+    for from in 0..eps.len() {
+        let src = eps[from].config().addr;
+        let mut moved = Vec::new();
+        while let Some(t) = eps[from].poll_transmit(now, &mut out).unwrap() {
+            let mut pkt = out[..t.header_len].to_vec();
+            pkt.extend(std::iter::repeat_n(0u8, usize::from(t.payload.map_or(0, |p| p.len))));
+            moved.push((t.dst, pkt));
+        }
+        for (dst, pkt) in moved {
+            let to = eps.iter().position(|e| e.config().addr == dst).unwrap();
+            if Some(to) != silent {
+                let _ = eps[to].handle_packet(now, src, &pkt);
+            }
+        }
+    }
+    for e in eps.iter_mut() {
+        assert_eq!(e.check_invariants(), Ok(()));
+    }
+}
+
+/// A (10.0.0.1, keeping its PDCs open), B (10.0.0.2) and C (10.0.0.3), at `now` after A's jobs 1
+/// and 2 filled B's target table, a millisecond apart.
+fn a_fills_b(now: &mut Instant) -> [TwoPdcs; 3] {
+    let (a_addr, b_addr, c_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]), ipv4([10, 0, 0, 3]));
+    let keep = |addr| EndpointConfig { close_when_idle: false, ..config(addr) };
+    let mut eps = [TwoPdcs::new(keep(a_addr), 1), TwoPdcs::new(config(b_addr), 2), TwoPdcs::new(config(c_addr), 3)];
+    for job in 1..=2 {
+        let m = eps[0].send(MessageDesc::new(b_addr, Service::Rud, Opcode::Send, job, 10)).unwrap();
+        for _ in 0..4 {
+            pump_three(&mut eps, *now, None);
+        }
+        assert_eq!(eps[0].poll_event(), Some(Event::Sent(m)));
+        *now = now.saturating_add(linklayer::Duration::from_millis(1));
+    }
+    assert_eq!((eps[0].initiator_pdcs(), eps[1].target_pdcs()), (2, 2), "B's target table is full");
+    eps
+}
+
+/// A full target table of PDCs their initiator keeps open (`P` = 2 at B): a SYN from a new
+/// initiator is NACKed NO_PDC_AVAIL, and B asks its target PDC idle longest to close
+/// (CLOSE_REQ); A closes it, and C's retry finds room (before, C waited for B's idle timeout,
+/// 60 s). A's other PDC stays open.
+#[test]
+fn a_full_target_table_asks_its_pdc_idle_longest_to_close() {
+    let (a, b, c) = (0, 1, 2);
+    let mut now = Instant::ZERO;
+    let mut eps = a_fills_b(&mut now);
+    let b_addr = eps[b].config().addr;
+    let m = eps[c].send(MessageDesc::new(b_addr, Service::Rud, Opcode::Send, 3, 10)).unwrap();
+    let mut sent = false;
+    for _ in 0..100 {
+        pump_three(&mut eps, now, None);
+        while eps[b].poll_event().is_some() {}
+        if let Some(ev) = eps[c].poll_event() {
+            assert_eq!(ev, Event::Sent(m));
+            sent = true;
+            break;
+        }
+        now = eps.iter().filter_map(TwoPdcs::poll_timeout).min().expect("C retries").max(now);
+        eps.iter_mut().for_each(|e| e.handle_timeout(now));
+    }
+    assert!(sent, "C waited for a target PDC");
+    assert!(now < Instant::ZERO.saturating_add(linklayer::Duration::from_millis(1000)), "C waited {now:?}");
+    assert_eq!(eps[b].stats().idle_targets_closed, 1);
+    let keys: Vec<u32> = eps[a].initiators.iter().map(|(id, _)| eps[a].initiators.key(id).unwrap().job_id).collect();
+    assert_eq!(keys, [2], "job 1's PDC, idle longest, closed");
+}
+
+/// As above, but A has gone silent: B asks the next PDC to close only once its first CLOSE_REQ
+/// has gone a `Close_REQ_Time` unanswered, and C gets in once a PDC closes in error.
+#[test]
+fn a_full_target_table_gives_way_past_a_silent_initiator() {
+    let (a, b, c) = (0, 1, 2);
+    let mut now = Instant::ZERO;
+    let mut eps = a_fills_b(&mut now);
+    let b_addr = eps[b].config().addr;
+    let m = eps[c].send(MessageDesc::new(b_addr, Service::Rud, Opcode::Send, 3, 10)).unwrap();
+    pump_three(&mut eps, now, Some(a));
+    assert_eq!(eps[b].stats().idle_targets_closed, 1);
+    let asked = now;
+    let mut sent = false;
+    for _ in 0..10_000 {
+        pump_three(&mut eps, now, Some(a));
+        while eps[b].poll_event().is_some() {}
+        if eps[b].stats().idle_targets_closed == 2 {
+            let waited = now.saturating_duration_since(asked);
+            assert!(waited >= eps[b].config().pdc.close_req_time, "the second was asked after {waited:?}");
+        }
+        if let Some(ev) = eps[c].poll_event() {
+            assert_eq!(ev, Event::Sent(m));
+            sent = true;
+            break;
+        }
+        now = eps[b..].iter().filter_map(TwoPdcs::poll_timeout).min().expect("C retries").max(now);
+        eps.iter_mut().for_each(|e| e.handle_timeout(now));
+    }
+    assert!(sent, "C waited for a target PDC behind a silent initiator");
+    assert_eq!(eps[b].stats().idle_targets_closed, 2);
+}
+
 /// Two endpoints READ from each other while their other messages wait for the one request
 /// direction (`S` = 1), held by the READing PDC until its READ completes, and fill their message
 /// slots: the last free slot is kept for read data, so each answers the other's READ (before,
@@ -2754,9 +2861,9 @@ fn memory_per_pdc_and_per_message() {
     let per_pdc = (size_of::<Endpoint<32, 16, 64>>() - base) / 16;
     let per_msg = (size_of::<Endpoint<16, 32, 64>>() - base) / 16;
     let (ini, tgt) = (size_of::<IniPdc>(), size_of::<TgtPdc<HELD_RESPONSES, ORDER_WINDOW>>());
-    // Ready, new, idle, CCC-waiting, request-direction-waiting and target ready links; two timer
-    // heaps.
-    let lists = 6 * size_of::<Link>() + 2 * 12;
+    // Ready, new, idle, CCC-waiting, request-direction-waiting, target ready and target idle
+    // links; two timer heaps.
+    let lists = 7 * size_of::<Link>() + 2 * 12;
     std::println!(
         "Endpoint<16, 16, 64>: {base} B; per PDC {per_pdc} B: initiator {ini} (idle state machine {}, idle return direction {}), target {tgt} (state machine {}, \
          idle return direction {}, held responses: its own two {} and where its block is {}, message order {}), lists and timers {lists}, table slots, keys and key index {}",
