@@ -320,10 +320,15 @@ impl<
     /// ask for a close; otherwise a PDC its initiator forgot, after a failure, holds its slot
     /// until the idle timeout). One at a time: none while the last one asked still closes and its
     /// initiator answers, that is until a `Close_REQ_Time` passes without a packet from it. Its
-    /// return direction carries the CLOSE_REQ: none while the pool has none free.
+    /// return direction carries the CLOSE_REQ; while the last one asked still waits, the next
+    /// takes one only if another stays free: PDCs asked to close whose initiators are silent hold
+    /// theirs until they close in error (or, under unlimited retransmissions, time out idle),
+    /// and read data must still find one.
     fn close_idle_target(&mut self, now: Instant) {
         let evicting = self.evicting_target.and_then(|id| self.targets.get(id));
-        if evicting.is_some_and(|t| t.pdc.state() == TargetState::CloseReqWait && t.pdc.close_req_periods() == 0) {
+        let waiting = evicting.filter(|t| t.pdc.state() == TargetState::CloseReqWait);
+        let room = D.saturating_sub(self.returns.used()) >= 2;
+        if waiting.is_some_and(|t| t.pdc.close_req_periods() == 0 || !room) {
             return;
         }
         self.evicting_target = None;

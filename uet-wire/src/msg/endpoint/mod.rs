@@ -43,7 +43,11 @@
 //!   ([`EndpointStats::idle_targets_closed`]), one at a time: the next once the last one's
 //!   initiator has let a `Close_REQ_Time` pass without answering (project-defined, as the
 //!   initiator table's eviction; otherwise a PDC its initiator kept open, or forgot after a
-//!   failure, holds its slot until the idle timeout).
+//!   failure, holds its slot until the idle timeout). The CLOSE_REQ takes one of the `D` target
+//!   return directions; while the last PDC asked still waits, the next eviction leaves the last
+//!   free one to read data. A silent initiator's PDC frees its slot only when it closes in error, after
+//!   `Max_RTO_Retx_Cnt` + 1 periods of `Close_REQ_Time`: an initiator whose NO_PDC_AVAIL
+//!   retries run out first (five by default, one per `NACK_Retx_Time`) fails its message.
 //! * **Every ACK names a request and answers it** (the reference provider's target answers every
 //!   accepted request packet, `ultraethernet/uet-ref-prov` `uet_pds_to_ses_rx_req`, and its
 //!   initiator completes a packet acknowledged by name only when the ACK carries an SES

@@ -913,22 +913,27 @@ fn an_eviction_to_a_silent_peer_gives_way_after_a_timeout() {
 /// Endpoints with two PDCs each way, for the target-table tests.
 type TwoPdcs = Endpoint<2, 64, 96, HELD_RESPONSES, 2>;
 
-/// Every packet each endpoint has, moved to the endpoint of its destination, unless that is
-/// `silent` (its packets are lost).
+/// Every packet each endpoint has, moved to the endpoint of its destination (lost if that is
+/// `silent`), until none moves.
 fn pump_three(eps: &mut [TwoPdcs; 3], now: Instant, silent: Option<usize>) {
     let mut out = [0u8; 256];
-    for from in 0..eps.len() {
-        let src = eps[from].config().addr;
-        let mut moved = Vec::new();
-        while let Some(t) = eps[from].poll_transmit(now, &mut out).unwrap() {
-            let mut pkt = out[..t.header_len].to_vec();
-            pkt.extend(std::iter::repeat_n(0u8, usize::from(t.payload.map_or(0, |p| p.len))));
-            moved.push((t.dst, pkt));
-        }
-        for (dst, pkt) in moved {
-            let to = eps.iter().position(|e| e.config().addr == dst).unwrap();
-            if Some(to) != silent {
-                let _ = eps[to].handle_packet(now, src, &pkt);
+    let mut moving = true;
+    while moving {
+        moving = false;
+        for from in 0..eps.len() {
+            let src = eps[from].config().addr;
+            let mut moved = Vec::new();
+            while let Some(t) = eps[from].poll_transmit(now, &mut out).unwrap() {
+                let mut pkt = out[..t.header_len].to_vec();
+                pkt.extend(std::iter::repeat_n(0u8, usize::from(t.payload.map_or(0, |p| p.len))));
+                moved.push((t.dst, pkt));
+            }
+            for (dst, pkt) in moved {
+                let to = eps.iter().position(|e| e.config().addr == dst).unwrap();
+                if Some(to) != silent {
+                    moving = true;
+                    let _ = eps[to].handle_packet(now, src, &pkt);
+                }
             }
         }
     }
@@ -986,12 +991,21 @@ fn a_full_target_table_asks_its_pdc_idle_longest_to_close() {
 }
 
 /// As above, but A has gone silent: B asks the next PDC to close only once its first CLOSE_REQ
-/// has gone a `Close_REQ_Time` unanswered, and C gets in once a PDC closes in error.
+/// has gone a `Close_REQ_Time` unanswered, and C gets in once a PDC closes in error, after
+/// `Max_RTO_Retx_Cnt` + 1 such periods (15 ms here). (C retries NO_PDC_AVAIL without limit, as
+/// the software profile does: under the default five NACK retries, 5 ms, its message fails
+/// first.)
 #[test]
 fn a_full_target_table_gives_way_past_a_silent_initiator() {
     let (a, b, c) = (0, 1, 2);
     let mut now = Instant::ZERO;
     let mut eps = a_fills_b(&mut now);
+    let c_addr = eps[c].config().addr;
+    let patient = EndpointConfig {
+        pdc: PdcConfig { max_nack_retx: crate::pdc::UNLIMITED_NACK_RETX, ..config(c_addr).pdc },
+        ..config(c_addr)
+    };
+    eps[c].init(patient, 3);
     let b_addr = eps[b].config().addr;
     let m = eps[c].send(MessageDesc::new(b_addr, Service::Rud, Opcode::Send, 3, 10)).unwrap();
     pump_three(&mut eps, now, Some(a));
