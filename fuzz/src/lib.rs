@@ -193,9 +193,9 @@ enum LlrOp {
 /// Invariants: no panic; while the peer is honest (no raw injections) and no FLUSH dropped data,
 /// delivered frames are exactly the offered ones, in order; and once the input is used up, on a
 /// perfect wire with the PCS up, an enabled transmitter gets every frame it stored acknowledged
-/// (re-initialised after a FLUSH, as management would) unless something was forged or a stale
-/// frame misled the receiver, and while honest and without a FLUSH every frame it took is
-/// delivered.
+/// (re-initialised after a FLUSH, as management would) — after a forged value or a stale frame
+/// that misled the receiver only with a replay limit — and while honest and without a FLUSH
+/// every frame it took is delivered.
 pub fn llr(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let Ok((config, first)) = <(LlrConfigInput, u16)>::arbitrary(&mut u) else { return };
@@ -234,12 +234,15 @@ impl LlrHarness {
     /// Delivers the oldest frame on the wire, if any (`false`: the wire is empty).
     fn deliver(&mut self, tx: &LlrTx<Bits<6>, [u8; 512], 16>, rx: &mut LlrRx<Bits<6>>) -> bool {
         let Some((seq, frame, check)) = self.wire.pop_front() else { return false };
+        // (A disabled receiver passes every good frame, stale ones too: only one that checks
+        // numbers can be misled.)
+        let checked = rx.state() != RxState::Off;
         if rx.handle_frame(self.now, seq.value(), check) == RxVerdict::Deliver && check == FrameCheck::Good {
             let tag = u16::from_be_bytes([frame[0], frame[1]]);
             if self.honest && tx.stats().flushes == 0 && tx.state() != TxState::Off {
                 assert_eq!(tag, self.expected_tag, "LLR delivered out of order or twice");
             }
-            self.misled |= (tag.wrapping_sub(self.expected_tag) as i16) < 0;
+            self.misled |= checked && (tag.wrapping_sub(self.expected_tag) as i16) < 0;
             self.expected_tag = tag.wrapping_add(1);
         }
         true
@@ -369,10 +372,14 @@ fn llr_run(mut u: Unstructured<'_>, tx: &mut LlrTx<Bits<6>, [u8; 512], 16>, rx: 
     // Once the input is used up, a perfect wire with the PCS up and the receiver enabled (the
     // transmitter restarted when it was disabled): everything sent arrives in order, control
     // goes both ways, a FLUSH is followed by management's re-initialisation, and time moves to
-    // the next deadline when nothing moves. Unless something was forged or a stale frame misled
-    // the receiver, an enabled transmitter ends in ADVANCE with every stored frame acknowledged,
-    // and while honest and without a FLUSH every frame it took was delivered.
-    if tx.state() == TxState::Off || h.forged || h.misled {
+    // the next deadline when nothing moves. An enabled transmitter ends in ADVANCE with every
+    // stored frame acknowledged, and while honest and without a FLUSH every frame it took was
+    // delivered. After a forged value (an ACK of frames never delivered, say) or a stale frame
+    // that misled the receiver, the two ends can disagree for good, and only the replay limit's
+    // FLUSH (with the re-initialisation) brings them together: without a limit that is not
+    // checked.
+    let limited = tx.config().replay_count_max != REPLAY_COUNT_UNLIMITED;
+    if tx.state() == TxState::Off || ((h.forged || h.misled) && !limited) {
         return;
     }
     // What is still on the wire is lost (stale frames there could mislead the receiver).
