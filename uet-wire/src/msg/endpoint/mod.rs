@@ -45,9 +45,10 @@
 //!   initiator table's eviction; otherwise a PDC its initiator kept open, or forgot after a
 //!   failure, holds its slot until the idle timeout). The CLOSE_REQ takes one of the `D` target
 //!   return directions; while the last PDC asked still waits, the next eviction leaves the last
-//!   free one to read data. A silent initiator's PDC frees its slot only when it closes in error, after
-//!   `Max_RTO_Retx_Cnt` + 1 periods of `Close_REQ_Time`: an initiator whose NO_PDC_AVAIL
-//!   retries run out first (five by default, one per `NACK_Retx_Time`) fails its message.
+//!   free one to read data. A silent initiator's PDC frees its slot only when it closes in
+//!   error, after `Max_RTO_Retx_Cnt` + 1 periods of `Close_REQ_Time`: an initiator whose
+//!   NO_PDC_AVAIL retries run out first (five by default, one per `NACK_Retx_Time`) fails its
+//!   message.
 //! * **Every ACK names a request and answers it** (the reference provider's target answers every
 //!   accepted request packet, `ultraethernet/uet-ref-prov` `uet_pds_to_ses_rx_req`, and its
 //!   initiator completes a packet acknowledged by name only when the ACK carries an SES
@@ -1340,6 +1341,7 @@ pub struct Endpoint<
     /// close times out).
     evicting: Option<u16>,
     targets_ready: SlotList,
+    targets_ready_links: [Link; P],
     /// The target PDCs with nothing to do (`TgtPdc::kept_idle`), by table slot, idle longest
     /// first: with the table full, a SYN asks the first to close.
     targets_idle: SlotList,
@@ -1347,7 +1349,6 @@ pub struct Endpoint<
     /// The target PDC asked last to close to make room, while it closes: one at a time (until
     /// its CLOSE_REQ goes unanswered for `Close_REQ_Time`).
     evicting_target: Option<u16>,
-    targets_ready_links: [Link; P],
     /// The deadlines of the initiator and target PDCs (`poll_timeout`), by table slot, and of the
     /// READs waiting for data, by message slot (see [`Failure::ReadTimeout`]).
     initiator_timers: TimerHeap<P>,
@@ -1580,11 +1581,11 @@ impl<
             initiators_idle: SlotList::EMPTY,
             initiators_idle_links: [Link::UNLINKED; P],
             evicting: None,
+            targets_ready: SlotList::EMPTY,
+            targets_ready_links: [Link::UNLINKED; P],
             targets_idle: SlotList::EMPTY,
             targets_idle_links: [Link::UNLINKED; P],
             evicting_target: None,
-            targets_ready: SlotList::EMPTY,
-            targets_ready_links: [Link::UNLINKED; P],
             initiator_timers: TimerHeap::EMPTY,
             target_timers: TimerHeap::EMPTY,
             read_timers: TimerHeap::EMPTY,
