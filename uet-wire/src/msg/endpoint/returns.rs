@@ -210,8 +210,7 @@ impl<T: Rests, const D: usize> Pool<T, D> {
         }
     }
 
-    /// Entries in use (for the invariant checks).
-    #[cfg(any(test, feature = "fuzzing"))]
+    /// Entries in use.
     pub(super) fn used(&self) -> usize {
         self.free.used()
     }
