@@ -942,6 +942,31 @@ fn pump_three(eps: &mut [TwoPdcs; 3], now: Instant, silent: Option<usize>) {
     }
 }
 
+/// Runs A, B and C (what goes to `silent` lost), each turn to the next deadline of those not
+/// silent, until C's message `m` is sent (`true`) or `turns` have passed; `check` sees each turn.
+fn until_c_sent(
+    eps: &mut [TwoPdcs; 3],
+    now: &mut Instant,
+    m: MsgHandle,
+    silent: Option<usize>,
+    turns: usize,
+    mut check: impl FnMut(&[TwoPdcs; 3], Instant),
+) -> bool {
+    for _ in 0..turns {
+        pump_three(eps, *now, silent);
+        while eps[1].poll_event().is_some() {}
+        check(eps, *now);
+        if let Some(ev) = eps[2].poll_event() {
+            assert_eq!(ev, Event::Sent(m));
+            return true;
+        }
+        let awake = eps.iter().enumerate().filter(|&(i, _)| Some(i) != silent);
+        *now = awake.filter_map(|(_, e)| e.poll_timeout()).min().expect("C retries").max(*now);
+        eps.iter_mut().for_each(|e| e.handle_timeout(*now));
+    }
+    false
+}
+
 /// A (10.0.0.1, keeping its PDCs open), B (10.0.0.2) and C (10.0.0.3), at `now` after A's jobs 1
 /// and 2 filled B's target table, a millisecond apart.
 fn a_fills_b(now: &mut Instant) -> [TwoPdcs; 3] {
@@ -971,19 +996,7 @@ fn a_full_target_table_asks_its_pdc_idle_longest_to_close() {
     let mut eps = a_fills_b(&mut now);
     let b_addr = eps[b].config().addr;
     let m = eps[c].send(MessageDesc::new(b_addr, Service::Rud, Opcode::Send, 3, 10)).unwrap();
-    let mut sent = false;
-    for _ in 0..100 {
-        pump_three(&mut eps, now, None);
-        while eps[b].poll_event().is_some() {}
-        if let Some(ev) = eps[c].poll_event() {
-            assert_eq!(ev, Event::Sent(m));
-            sent = true;
-            break;
-        }
-        now = eps.iter().filter_map(TwoPdcs::poll_timeout).min().expect("C retries").max(now);
-        eps.iter_mut().for_each(|e| e.handle_timeout(now));
-    }
-    assert!(sent, "C waited for a target PDC");
+    assert!(until_c_sent(&mut eps, &mut now, m, None, 100, |_, _| ()), "C waited for a target PDC");
     assert!(now < Instant::ZERO.saturating_add(linklayer::Duration::from_millis(1000)), "C waited {now:?}");
     assert_eq!(eps[b].stats().idle_targets_closed, 1);
     let keys: Vec<u32> = eps[a].initiators.iter().map(|(id, _)| eps[a].initiators.key(id).unwrap().job_id).collect();
@@ -1011,24 +1024,22 @@ fn a_full_target_table_gives_way_past_a_silent_initiator() {
     pump_three(&mut eps, now, Some(a));
     assert_eq!(eps[b].stats().idle_targets_closed, 1);
     let asked = now;
-    let mut sent = false;
-    for _ in 0..10_000 {
-        pump_three(&mut eps, now, Some(a));
-        while eps[b].poll_event().is_some() {}
+    let mut second_asked = None;
+    let sent = until_c_sent(&mut eps, &mut now, m, Some(a), 10_000, |eps, now| {
         if eps[b].stats().idle_targets_closed == 2 {
-            let waited = now.saturating_duration_since(asked);
-            assert!(waited >= eps[b].config().pdc.close_req_time, "the second was asked after {waited:?}");
+            second_asked.get_or_insert(now);
         }
-        if let Some(ev) = eps[c].poll_event() {
-            assert_eq!(ev, Event::Sent(m));
-            sent = true;
-            break;
-        }
-        now = eps[b..].iter().filter_map(TwoPdcs::poll_timeout).min().expect("C retries").max(now);
-        eps.iter_mut().for_each(|e| e.handle_timeout(now));
-    }
+    });
     assert!(sent, "C waited for a target PDC behind a silent initiator");
     assert_eq!(eps[b].stats().idle_targets_closed, 2);
+    let periods =
+        |at: Instant| at.saturating_duration_since(asked).as_nanos() / eps[b].config().pdc.close_req_time.as_nanos();
+    let second = periods(second_asked.expect("B asked a second PDC"));
+    assert!(second >= 1, "B asked the second PDC to close {second} Close_REQ_Times after the first");
+    // The first CLOSE_REQ is sent, then resent `Max_RTO_Retx_Cnt` times a `Close_REQ_Time` apart
+    // before its PDC closes in error and C gets in at its next retry.
+    let limit = u64::from(eps[b].config().pdc.max_rto_retx) + 2;
+    assert!(periods(now) <= limit, "C got in {} Close_REQ_Times after the first CLOSE_REQ", periods(now));
 }
 
 /// Two endpoints READ from each other while their other messages wait for the one request
