@@ -387,8 +387,10 @@ pub fn parse<'a>(config: &FrameConfig, form: Form, frame: &'a [u8]) -> Result<Pa
         }
     }
     let data = packet.get(RH_LEN..).unwrap_or_default();
-    let payload =
-        data.get(..data.len().checked_sub(rh.pad as usize).ok_or(PacketError::BadLength)?).unwrap_or_default();
+    // Pad counts the SEND payload's padding; an ACK, NAK or CNP has no payload to pad, and its
+    // Pad is ignored.
+    let pad = if matches!(rh.kind, RhKind::Send { .. }) { rh.pad as usize } else { 0 };
+    let payload = data.get(..data.len().checked_sub(pad).ok_or(PacketError::BadLength)?).unwrap_or_default();
     Ok(Packet { outer, rh, payload })
 }
 
@@ -536,6 +538,20 @@ mod tests {
                 assert_eq!((p.outer, p.payload, p.rh.pad), (outer, &[1, 2, 3][..], 1));
             }
         }
+    }
+
+    /// An ACK whose Pad is not zero (it has no payload to pad) is taken, Pad ignored.
+    #[test]
+    fn an_ack_with_pad_set_is_taken() {
+        let config = FrameConfig { icrc: false, ..FrameConfig::default() };
+        let ack = RoutingHeader { kind: RhKind::AckNak(crate::rclink::Syndrome::Ack { credits: 3 }), ..send(4) };
+        let mut buf = [0u8; 128];
+        let n = emit(&config, &afh(), &ack, &[], &mut buf).unwrap();
+        // The RH follows the EtherType; Pad is bits 60:59 of its first (big-endian) byte.
+        let rh_at = buf[..n].windows(2).position(|w| w == [0x88, 0xB5]).unwrap() + 2;
+        buf[rh_at] |= 0b10 << 3;
+        let p = parse(&config, Form::Afh, &buf[..n]).unwrap();
+        assert_eq!((p.rh.kind, p.rh.pad, p.payload), (ack.kind, 2, &[][..]));
     }
 
     #[test]

@@ -123,7 +123,10 @@ pub struct RateLimit {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RequesterConfig {
-    /// Dest_QP of every SEND.
+    /// Dest_QP of every SEND. The vendor's RC Link IP banks its TYPE1 requests by the QP
+    /// number's two low bits and asks that a QP and its peer agree in them (SRC_QPID\[1:0\] =
+    /// DEST_QPID\[1:0\], RCLINK_AFH_SPEC v2.4 as `12_rclink` §12.3.4 quotes it); nothing here
+    /// depends on it, so it is not checked: pick numbers that keep it when the peer is that IP.
     pub dest_qp: u16,
     /// P_key of every SEND.
     pub p_key: u8,
@@ -441,13 +444,17 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
         if self.failed {
             return 0;
         }
-        if rh.timestamp_en {
-            let units = stamp(now).wrapping_sub(rh.timestamp) as u64;
-            self.stats.rtt = Some(Duration::from_nanos(units * TIMESTAMP_UNIT_NS));
-        }
         let Some(psn) = Psn::new(rh.psn as u32) else { return 0 };
         if rh.p_key != self.config.p_key {
             return 0;
+        }
+        // The round trip is sampled from this QP's own ACKs and NAKs only (not a CNP, a
+        // reserved syndrome or another P_key's).
+        let answer =
+            matches!(rh.kind, RhKind::AckNak(Syndrome::Ack { .. } | Syndrome::Nak { .. } | Syndrome::RnrNak { .. }));
+        if rh.timestamp_en && answer {
+            let units = stamp(now).wrapping_sub(rh.timestamp) as u64;
+            self.stats.rtt = Some(Duration::from_nanos(units * TIMESTAMP_UNIT_NS));
         }
         let acked = match rh.kind {
             RhKind::AckNak(Syndrome::Ack { .. }) => self.buffer.ack(psn).unwrap_or(0),
@@ -549,7 +556,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
 pub struct ResponderConfig {
     /// This QP's number: SENDs to another Dest_QP are not ours.
     pub qp: u16,
-    /// Dest_QP of our ACKs (the requester's QP).
+    /// Dest_QP of our ACKs (the requester's QP; on the bank rule see
+    /// [`RequesterConfig::dest_qp`]).
     pub ack_qp: u16,
     /// P_key: SENDs with another are not ours; our ACKs carry it.
     pub p_key: u8,
@@ -843,6 +851,13 @@ mod tests {
         assert_eq!(tx.handle_ack(at(500), &ack), 10);
         assert_eq!((tx.outstanding(), tx.poll_timeout()), (0, None));
         assert_eq!(tx.stats().rtt, Some(Duration::from_nanos(496)));
+        // Another P_key's ACK and a CNP carry timestamps too, but are not this QP's answers.
+        let foreign = RoutingHeader { p_key: ack.p_key ^ 1, ..ack };
+        let cnp = RoutingHeader { kind: RhKind::Cnp { bits: 0 }, ..ack };
+        for rh in [foreign, cnp] {
+            tx.handle_ack(at(9_000), &rh);
+            assert_eq!(tx.stats().rtt, Some(Duration::from_nanos(496)), "{rh:?}");
+        }
     }
 
     #[test]

@@ -203,7 +203,8 @@ impl RoutingHeader {
             | opcode << 62)
     }
 
-    /// From the 64-bit word; the reserved bits 58:57 are ignored.
+    /// From the 64-bit word; the reserved bits 58:57 are ignored, and so is Fack in an ACK or
+    /// NAK, where it is sent as 0 ([`RoutingHeader::check_reserved`] reports either).
     pub const fn from_word(w: u64) -> Result<Self, RhError> {
         let b31_25 = ((w >> 25) & 0x7F) as u8;
         let kind = match w >> 62 {
@@ -220,7 +221,7 @@ impl RoutingHeader {
             timestamp: (w >> 40) as u16,
             timestamp_en: (w >> 56) & 1 == 1,
             pad: ((w >> 59) & 0b11) as u8,
-            fack: (w >> 61) & 1 == 1,
+            fack: (w >> 61) & 1 == 1 && w >> 62 != 0b01,
         })
     }
 
@@ -301,6 +302,10 @@ mod tests {
         let odd = (ack.to_word().unwrap() | 0b11 << 57).to_be_bytes();
         assert_eq!(RoutingHeader::parse(&odd).map(|(h, _)| h), Ok(ack));
         assert_eq!(RoutingHeader::check_reserved(&odd), Err(RhError::ReservedBits));
+        // Fack, sent as 0 in an ACK, likewise.
+        let fack = (ack.to_word().unwrap() | 1 << 61).to_be_bytes();
+        assert_eq!(RoutingHeader::parse(&fack).map(|(h, _)| h), Ok(ack));
+        assert_eq!(RoutingHeader::check_reserved(&fack), Err(RhError::ReservedBits));
     }
 
     proptest! {
@@ -310,13 +315,10 @@ mod tests {
         fn words_round_trip(w: u64) {
             match RoutingHeader::from_word(w) {
                 Ok(h) => {
-                    let ack_fack = matches!(h.kind, RhKind::AckNak(_)) && h.fack;
-                    if ack_fack {
-                        prop_assert!(h.to_word().is_err());
-                    } else {
-                        prop_assert_eq!(h.to_word(), Ok(w & !(0b11 << 57)));
-                        prop_assert_eq!(RoutingHeader::from_word(h.to_word().unwrap()), Ok(h));
-                    }
+                    // Reserved bits cleared: 58:57, and Fack in an ACK.
+                    let fack = if matches!(h.kind, RhKind::AckNak(_)) { 1 << 61 } else { 0 };
+                    prop_assert_eq!(h.to_word(), Ok(w & !(0b11 << 57) & !fack));
+                    prop_assert_eq!(RoutingHeader::from_word(h.to_word().unwrap()), Ok(h));
                 }
                 Err(e) => prop_assert_eq!((e, w >> 62), (RhError::ReservedOpcode, 0b11)),
             }

@@ -333,7 +333,9 @@ impl UcieSim {
                     let mut stream = vec![0u8; 512];
                     let mut len = 0;
                     if sent.pds_before {
-                        len += die.packer.push_pds(die.adapter.retry().pds_header(), &mut stream).unwrap();
+                        let pds = die.packer.push_pds(die.adapter.retry().pds_header(), &mut stream).unwrap();
+                        die.adapter.note_pds(now, pds);
+                        len += pds;
                     }
                     len += die.packer.push(out[..68].try_into().unwrap(), &mut stream[len..]).unwrap();
                     stream.truncate(len);

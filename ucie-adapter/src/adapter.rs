@@ -28,10 +28,10 @@
 //! ask RDI for LinkError ([`AdapterEvent::RdiLinkError`]); retry's escalations ask RDI for
 //! Retrain ([`AdapterEvent::RdiRequest`]).
 //!
-//! With Multi_Protocol_Enable the two stacks share the link and the adapter never sends two
-//! flits of one stack back to back, sending a NOP between them instead (§3.1); with Enhanced
-//! Multi-Protocol the stacks may carry different protocols, and only a stack limited to half
-//! the link alternates ([`Negotiated::alternates`]).
+//! With Multi_Protocol_Enable the two stacks share the link and the adapter (with Retry or
+//! without) never sends two flits of one stack back to back, sending a NOP between them instead
+//! (§3.1); with Enhanced Multi-Protocol the stacks may carry different protocols, and only a
+//! stack limited to half the link alternates ([`Negotiated::alternates`]).
 //!
 //! *Project-defined:* Format 1 (raw) is not carried by this type (its bytes pass the adapter
 //! unmodified, so there is nothing to do); a stack's PM entry waits until the whole retry
@@ -121,7 +121,7 @@ pub enum SendError {
     /// No room: wait for Acks (or for the last flit to go, without Retry).
     Full,
     /// The negotiated format is raw or has no map for the flit (a management flit in
-    /// Format 2).
+    /// Format 2, or one with the marker bit, which Format 2 keeps for the PDS header).
     Format,
     /// The header reads as the adapter's own NOP (Protocol ID 00b with Flit Type 00b): a
     /// receiver would discard it.
@@ -164,6 +164,9 @@ pub struct Adapter<B, const N: usize> {
     exchange_failed: bool,
     rdi_requested: ZeroOption<LinkRequest>,
     rdi: LinkStatus,
+    /// When RDI left Active, while it is elsewhere: the timeouts that count only while RDI is
+    /// Active resume from where they stopped.
+    inactive_since: ZeroOption<Instant>,
     /// Without Retry: one flit waiting to go, and whether its CRCs are to be corrupted.
     staged: ZeroOption<(bool, [u8; 256])>,
     last_stack: Option<u8>,
@@ -201,6 +204,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             exchange_failed: false,
             rdi_requested: ZeroOption::NONE,
             rdi: LinkStatus::Reset,
+            inactive_since: ZeroOption::NONE,
             staged: ZeroOption::NONE,
             last_stack: None,
             sideband: Deque::new(),
@@ -223,6 +227,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         self.exchange_failed = false;
         self.rdi_requested.clear();
         self.rdi = LinkStatus::Reset;
+        self.inactive_since.clear();
         self.staged.clear();
         self.last_stack = None;
         self.sideband.clear();
@@ -385,8 +390,18 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
     pub fn handle_rdi(&mut self, now: Instant, status: LinkStatus) {
         let previous = self.rdi;
         self.rdi = status;
+        if previous == LinkStatus::Active && status != LinkStatus::Active {
+            self.inactive_since = ZeroOption::Some(now);
+        }
         match status {
             LinkStatus::Active => {
+                // Parameter exchange's timeout and the Adapter Timeout count only while RDI is
+                // Active (§3.2.1.2, Table 9-33): a Retrain or PM stretch stops them, not restarts.
+                if let Some(since) = self.inactive_since.take() {
+                    let stopped = now.saturating_duration_since(since);
+                    self.exchange.postpone(stopped);
+                    self.retry.postpone(stopped);
+                }
                 if self.negotiated.is_none() {
                     if matches!(self.exchange.state(), ExchangeState::Idle) {
                         self.exchange.start(now);
@@ -404,6 +419,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
                 }
             }
             LinkStatus::Reset => {
+                self.inactive_since.clear();
                 let config = *self.exchange.config();
                 self.exchange.init(config);
                 self.negotiated.clear();
@@ -498,7 +514,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
     }
 
     /// Queues a flit from `stack`'s protocol layer. `header` gives its Protocol ID
-    /// ([`crate::header::protocol_id`]), Flit Type (management flits) and DLP/FM marker; the
+    /// ([`crate::header::protocol_id`]), Flit Type (management flits) and DLP/FM marker
+    /// (Formats 3–6; [`SendError::Format`] in Format 2, where the bit marks a PDS); the
     /// stack ID, sequence number and CRCs are the adapter's. `fill` builds the rest in place:
     /// it gets the flit's [`Map`] (where the payload runs, DLP, FM and CRD bytes are for this
     /// format and protocol) and the zeroed flit. [`Adapter::send`] copies a payload instead.
@@ -549,6 +566,11 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
         }
         if header.protocol_id == protocol_id::ADAPTER && header.flit_type == FlitType::Protocol {
             return Err(SendError::Nop);
+        }
+        // In Format 2 the marker bit is the adapter's Pause of Data Stream header (Tables 3-2,
+        // 3-3): a receiver would read the flit as a PDS and drop the stream's alignment.
+        if header.marker && n.format == Format::Flit68 {
+            return Err(SendError::Format);
         }
         let map = Map::new(n.format, Layout::of(n.protocol_of(stack).layout_protocol(), &header))
             .map_err(|_| SendError::Format)?;
@@ -632,14 +654,31 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             if out.len() < len {
                 return None;
             }
-            let (corrupt, flit) = self.staged.take()?;
+            let (corrupt, flit) = self.staged.into_option()?;
             let (dst, src) = (out.get_mut(..len)?, flit.get(..len)?);
-            dst.copy_from_slice(src);
-            let _ = crc::seal_corrupted(n.format, dst, if corrupt { 0b11 } else { 0 });
+            let stack = self.retry.stack_of(src);
+            if self.last_stack == Some(stack) && n.alternates(stack) {
+                // Never two flits of a stack back to back (§3.1): a NOP between them.
+                dst.fill(0);
+                let _ = crc::seal_corrupted(n.format, dst, 0);
+                self.last_stack = None;
+            } else {
+                self.staged.clear();
+                dst.copy_from_slice(src);
+                let _ = crc::seal_corrupted(n.format, dst, if corrupt { 0b11 } else { 0 });
+                self.last_stack = Some(stack);
+            }
             Some(Sent { payload: None, replay: false, command: ReplayCommand::Explicit, seq: 0, pds_before: false })
         };
         self.collect(now);
         sent
+    }
+
+    /// Format 2: a PDS of `bytes` went out in the stream ([`Retry::note_pds`]: the replay
+    /// timer counts them).
+    pub fn note_pds(&mut self, now: Instant, bytes: usize) {
+        self.retry.note_pds(bytes);
+        self.collect(now);
     }
 
     /// A mainband flit from the peer: checked, its Ack/Nak processed, and returned when it is
@@ -684,7 +723,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
     }
 
     /// Fires every due deadline. Parameter exchange's timeout and retry's Adapter Timeout
-    /// count only while RDI is Active (§3.2.1.2, Table 9-33): outside Active they wait.
+    /// count only while RDI is Active (§3.2.1.2, Table 9-33): outside Active they wait, and
+    /// back in Active they run on for what was left of them.
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.rdi == LinkStatus::Active {
             self.exchange.handle_timeout(now);
@@ -800,6 +840,79 @@ mod tests {
         for l in &log {
             assert!(l.contains(&AdapterEvent::RdiRequest(LinkRequest::L1)), "{l:?}");
         }
+    }
+
+    /// A flit waits for its Ack while RDI retrains for 12 ms: the 8 ms Adapter Timeout counts
+    /// only in Active, so it fires 8 ms of Active after the flit went (before, it fired as soon
+    /// as RDI was Active again).
+    #[test]
+    fn the_adapter_timeout_stops_while_rdi_retrains() {
+        let mut dies = up_pair();
+        let ms = |n: u64| T.saturating_add(linklayer::Duration::from_millis(n));
+        let header = FlitHeader { protocol_id: crate::header::protocol_id::CXL_IO, ..FlitHeader::NOP };
+        dies[0].send(T, 0, header, &[7; 64]).unwrap();
+        assert!(dies[0].poll_transmit(T, &mut [0u8; 256]).is_some(), "the flit goes, and is lost");
+        assert_eq!(dies[0].poll_timeout(), Some(ms(8)));
+        dies[0].handle_rdi(ms(3), LinkStatus::Retrain);
+        dies[0].handle_timeout(ms(10));
+        dies[0].handle_rdi(ms(15), LinkStatus::Active);
+        assert_eq!(dies[0].poll_timeout(), Some(ms(20)), "3 ms in Active before, 5 left after");
+        let timed_out = |d: &mut D| {
+            core::iter::from_fn(|| d.poll_event())
+                .any(|e| e == AdapterEvent::Uncorrectable(Uncorrectable::Retry(UncorrectableCause::RetryTimeout)))
+        };
+        dies[0].handle_timeout(ms(15));
+        assert!(!timed_out(&mut dies[0]));
+        dies[0].handle_timeout(ms(20));
+        assert!(timed_out(&mut dies[0]));
+        // Parameter exchange's 8 ms the same: one die up, its peer silent.
+        let mut lone = D::new(configs()[0], [0; 4096]);
+        lone.handle_rdi(T, LinkStatus::Active);
+        lone.handle_rdi(ms(3), LinkStatus::Retrain);
+        lone.handle_rdi(ms(15), LinkStatus::Active);
+        assert_eq!(lone.poll_timeout(), Some(ms(20)));
+        lone.handle_timeout(ms(19));
+        assert!(!matches!(lone.exchange(), ExchangeState::Failed(_)));
+        lone.handle_timeout(ms(20));
+        assert!(matches!(lone.exchange(), ExchangeState::Failed(_)));
+    }
+
+    /// In Format 2 the marker bit would make a protocol flit a PDS header: refused.
+    #[test]
+    fn format_2_refuses_the_marker() {
+        let caps = A::FLIT_68B | A::RETRY | A::STACK0;
+        let cxl = CxlCaps::CXL_IO;
+        let mut dies = [Role::Downstream, Role::Upstream].map(|r| D::new(ExchangeConfig::new(r, caps, cxl), [0; 4096]));
+        bring_up(&mut dies);
+        assert_eq!(dies[0].negotiated().map(|n| n.format), Some(Format::Flit68));
+        let header = FlitHeader { protocol_id: crate::header::protocol_id::CXL_IO, ..FlitHeader::NOP };
+        assert_eq!(dies[0].send(T, 0, FlitHeader { marker: true, ..header }, &[1; 8]), Err(SendError::Format));
+        assert_eq!(dies[0].send(T, 0, header, &[1; 8]), Ok(()));
+    }
+
+    /// Multi_Protocol_Enable without Retry: two flits of stack 0 go with a NOP between them
+    /// (§3.1), as with Retry (before, back to back).
+    #[test]
+    fn without_retry_a_stack_still_alternates() {
+        let caps = A::FLIT_68B | A::CXL_256B | A::PCIE_FLIT | A::STACK0 | A::STACK1 | A::MULTI_PROTOCOL;
+        let mut dies = [Role::Downstream, Role::Upstream]
+            .map(|r| D::new(ExchangeConfig::new(r, caps, CxlCaps::CXL_IO), [0; 4096]));
+        bring_up(&mut dies);
+        let n = dies[0].negotiated().unwrap();
+        assert!(!n.retry && n.alternates(0));
+        let header = FlitHeader { protocol_id: crate::header::protocol_id::CXL_IO, ..FlitHeader::NOP };
+        let mut out = [0u8; 256];
+        let mut got = Vec::new();
+        for payload in [1u8, 2] {
+            dies[0].send(T, 0, header, &[payload; 8]).unwrap();
+            while dies[0].poll_transmit(T, &mut out).is_some() {
+                got.push(dies[1].handle_flit(T, &out).and_then(|d| d.flit.payload()[0].first().copied()));
+                if got.len() > 3 {
+                    break;
+                }
+            }
+        }
+        assert_eq!(got, [Some(1), None, Some(2)], "flit, NOP, flit");
     }
 
     #[test]

@@ -26,7 +26,11 @@
 //! *Project-defined:* which side may initiate PM (for PCIe and CXL only the upstream port,
 //! §10.2.9) is [`LsmConfig::pm_initiator`]; LinkReset and Disable requests are accepted from
 //! either side (the spec has the downstream port initiate them for PCIe and CXL); a request
-//! for L2 is answered like one for L1; exit from L2 goes through Reset.
+//! for L2 is answered like one for L1; exit from L2 goes through Reset; a partner's
+//! {Req.Active} that arrives while this end is still in LinkReset, Disabled or LinkError is
+//! answered once this end comes out through Reset (the partner, already out, does not send it
+//! again, and its 8 ms would run out); an RDI Reset in between voids it, as it resets the
+//! partner too.
 
 use crate::sideband::{LinkState, LinkTarget, Message};
 use heapless::Deque;
@@ -400,6 +404,11 @@ impl AdapterLsm {
         if s == LinkStatus::LinkError {
             self.linkerror_since = Some(now);
         }
+        if matches!(s, LinkStatus::LinkReset | LinkStatus::Disabled | LinkStatus::LinkError) {
+            // An Active Entry handshake in progress is abandoned; a request from the peer that
+            // arrives from now on outlives the way out through Reset (`enter_reset`).
+            self.entry = ActiveEntry::default();
+        }
         if !matches!(s, LinkStatus::Active | LinkStatus::ActivePmNak) {
             self.set_rx_active_req(false);
         }
@@ -548,7 +557,12 @@ impl AdapterLsm {
     }
 
     fn enter_reset(&mut self, now: Instant) {
-        self.entry = ActiveEntry::default();
+        // The peer's {Req.Active} that came while this end waited in LinkReset, Disabled or
+        // LinkError still stands: the peer, already out, does not send it again, and times out
+        // (an Uncorrectable Internal Error) unless it is answered.
+        let stands = self.entry.rcvd_req
+            && matches!(self.status, LinkStatus::LinkReset | LinkStatus::Disabled | LinkStatus::LinkError);
+        self.entry = ActiveEntry { rcvd_req: stands, ..ActiveEntry::default() };
         self.pending.clear();
         self.pm_asked.clear();
         self.linkerror_since = None;
@@ -733,6 +747,8 @@ impl AdapterLsm {
             S::LinkReset if !matches!(self.status, S::LinkError | S::Disabled) => self.set_status(S::LinkReset, now),
             S::Reset => {
                 self.ready = false;
+                // The link starts over: a request the peer sent before went with it.
+                self.entry = ActiveEntry::default();
                 if self.status != S::LinkError {
                     self.enter_reset(now);
                 }
@@ -962,6 +978,55 @@ mod tests {
         assert_eq!(b.handle_request(at(16_000_099), LinkRequest::Active), Err(LsmError::NotReady));
         b.handle_request(at(16_000_100), LinkRequest::Active).unwrap();
         assert_eq!(b.status(), LinkStatus::Reset);
+    }
+
+    /// The peer leaves LinkReset (or LinkError, after its 16 ms) first and sends {Req.Active}
+    /// while this end is still there: the request is answered once this end's protocol layer
+    /// asks for Active too, and both reach Active without a timeout (before, leaving through
+    /// Reset forgot it, and the peer's 8 ms ran out).
+    #[test]
+    fn a_request_for_active_that_came_before_the_way_out_still_stands() {
+        for error in [false, true] {
+            let (mut a, mut b) = active_pair();
+            let out = if error {
+                for m in [&mut a, &mut b] {
+                    m.handle_rdi(T0, LinkStatus::LinkError);
+                }
+                at(16_000_000)
+            } else {
+                a.handle_request(T0, LinkRequest::LinkReset).unwrap();
+                shuttle(T0, &mut a, &mut b);
+                at(1_000)
+            };
+            assert_eq!(
+                (a.status(), b.status()),
+                if error {
+                    (LinkStatus::LinkError, LinkStatus::LinkError)
+                } else {
+                    (LinkStatus::LinkReset, LinkStatus::LinkReset)
+                }
+            );
+            // Out through Reset: a request, then a NOP→Active edge.
+            let leave = |m: &mut AdapterLsm, now| {
+                for r in [LinkRequest::Active, LinkRequest::Nop, LinkRequest::Active] {
+                    m.handle_request(now, r).unwrap();
+                }
+            };
+            leave(&mut b, out);
+            shuttle(out, &mut a, &mut b);
+            assert_eq!(
+                (a.status(), b.status()),
+                (if error { LinkStatus::LinkError } else { LinkStatus::LinkReset }, LinkStatus::Reset)
+            );
+            let later = out.saturating_add(Duration::from_micros(10));
+            leave(&mut a, later);
+            let (sa, sb) = shuttle(later, &mut a, &mut b);
+            assert_eq!((sa.last(), sb.last()), (Some(&LinkStatus::Active), Some(&LinkStatus::Active)), "error {error}");
+            for m in [&mut a, &mut b] {
+                m.handle_timeout(at(30_000_000));
+                assert!(!core::iter::from_fn(|| m.poll_event()).any(|e| matches!(e, LsmEvent::Timeout(_))));
+            }
+        }
     }
 
     #[test]

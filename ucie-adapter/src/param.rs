@@ -639,6 +639,12 @@ impl ParamExchange {
         self.deadline
     }
 
+    /// RDI was away from Active for `by` (a Retrain) and is back: the timeout, which counts only
+    /// while RDI is Active (§3.2.1.2), moves on by as much.
+    pub fn postpone(&mut self, by: Duration) {
+        self.deadline = self.deadline.map(|d| d.saturating_add(by));
+    }
+
     /// Fails the exchange if its timeout has passed.
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.deadline.is_some_and(|d| now >= d) {

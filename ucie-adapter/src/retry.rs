@@ -605,6 +605,12 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         self.st.ack_deadline
     }
 
+    /// RDI was away from Active for `by` (Retrain, PM) and is back: the Adapter Timeout, which
+    /// counts only while RDI is Active (Table 9-33, Header Log 2 0100b), moves on by as much.
+    pub fn postpone(&mut self, by: Duration) {
+        self.st.ack_deadline = self.st.ack_deadline.map(|d| d.saturating_add(by));
+    }
+
     /// Fires the Adapter Timeout if due: an Uncorrectable Internal Error (the embedder takes
     /// RDI to LinkError). Counting restarts with the next Ack or Nak.
     pub fn handle_timeout(&mut self, now: Instant) {
@@ -819,20 +825,34 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         self.tick(self.config.format.flit_len() as u16);
     }
 
+    /// Format 2: a PDS of `bytes` (its header and padding, as
+    /// [`crate::stream68::Packer::push_pds`] counts them) went out in the stream. The replay
+    /// timer counts 256-byte units "including the PDS bytes" (§3.8).
+    pub fn note_pds(&mut self, bytes: usize) {
+        if bytes > 0 && self.config.format == Format::Flit68 {
+            self.advance_timer(u16::try_from(bytes).unwrap_or(u16::MAX));
+        }
+    }
+
     /// One flit slot passed, `bytes` long (0: a whole Flit Time with nothing sent): the replay
     /// timer, Rule 0 and the Nak ignore window advance. In Format 2 the timer counts 256-byte
-    /// units (§3.8); PDS bytes, which the stream adds outside this machine, are not counted.
+    /// units (§3.8), PDS bytes with them ([`Retry::note_pds`]).
     fn tick(&mut self, bytes: u16) {
         if let IgnoreWindow::Open(n) = self.st.ignore_window {
             self.st.ignore_window = if n <= 1 { IgnoreWindow::Elapsed } else { IgnoreWindow::Open(n - 1) };
         }
+        self.advance_timer(bytes);
+    }
+
+    /// The replay timer advances by `bytes` (0: a Flit Time), and Rule 0 is checked.
+    fn advance_timer(&mut self, bytes: u16) {
         if self.buf.in_flight() == 0 {
             return;
         }
-        let units = if bytes == 0 || bytes >= 256 {
+        let units = if bytes == 0 || self.config.format != Format::Flit68 {
             1
         } else {
-            self.st.timer_bytes += bytes;
+            self.st.timer_bytes = self.st.timer_bytes.saturating_add(bytes);
             let whole = self.st.timer_bytes / 256;
             self.st.timer_bytes %= 256;
             whole
@@ -1172,6 +1192,30 @@ mod tests {
                 self.step(total);
             }
         }
+    }
+
+    /// Format 2: the replay timer counts 256-byte units of the stream, PDS bytes included
+    /// (§3.8): 100 units of PDS bring the timeout 100 × 256 bytes of flits sooner.
+    #[test]
+    fn format_2_counts_pds_bytes_in_the_replay_timer() {
+        let flits_to_timeout = |pds: usize| {
+            let mut r =
+                Retry::<[u8; 64 * 256], 64>::new(RetryConfig::new(Format::Flit68, Protocol::Cxl), [0; 64 * 256]);
+            r.send_with(Instant::ZERO, |b: &mut [u8]| b[0] = 0b10 << 6).unwrap();
+            let mut out = [0u8; 68];
+            r.poll_transmit(Instant::ZERO, &mut out).unwrap();
+            r.note_pds(pds);
+            (1..10_000)
+                .find(|_| {
+                    r.poll_transmit(Instant::ZERO, &mut out);
+                    core::iter::from_fn(|| r.poll_event())
+                        .any(|e| matches!(e, RetryEvent::ReplayScheduled { timeout: true, .. }))
+                })
+                .unwrap()
+        };
+        let (plain, after_pds) = (flits_to_timeout(0), flits_to_timeout(100 * 256));
+        assert_eq!(plain, 375 * 256 / 68, "375 units of 68-byte flits");
+        assert_eq!(plain - after_pds, 100 * 256 / 68);
     }
 
     #[test]

@@ -90,7 +90,9 @@ impl Packer {
     }
 
     /// Appends a PDS (its header and padding) to `out`; returns the bytes written or `None`
-    /// when `out` is too short. The next flit starts 256-byte aligned.
+    /// when `out` is too short. The next flit starts 256-byte aligned. With Retry, give the
+    /// count to the transmitter's replay timer too ([`crate::retry::Retry::note_pds`] or
+    /// [`crate::adapter::Adapter::note_pds`]), which counts PDS bytes (§3.8).
     pub fn push_pds(&mut self, header: [u8; 2], out: &mut [u8]) -> Option<usize> {
         let len = pds_len(self.offset);
         let dst = out.get_mut(..len)?;

@@ -193,6 +193,20 @@ impl Crd {
         }
         Ok(crd)
     }
+
+    /// What a receiver takes from flit bytes 240–241: a field with a reserved code returns
+    /// nothing, and an Empty flit no credits (§4.3.8.1), so a CRC-good flit is never dropped
+    /// for its CRD; [`Crd::parse`] reports either as an error.
+    pub fn received(bytes: [u8; 2]) -> Crd {
+        let w = u16::from_le_bytes(bytes);
+        let code = |shift: u16| (w >> shift & 0x1F) as u8;
+        if code(0) == 0x01 {
+            return Crd { empty: true, ..Crd::default() };
+        }
+        let [f0, f1, f2] = FIELDS;
+        let field = |name, shift| decode_field(name, code(shift)).unwrap_or(None);
+        Crd { req: field(f0, 0), data: field(f1, 5), rsp: field(f2, 10), empty: false }
+    }
 }
 
 #[cfg(test)]
@@ -227,9 +241,19 @@ mod tests {
     #[test]
     fn every_code_round_trips() {
         for w in 0..=0x7FFFu16 {
+            let received = Crd::received(w.to_le_bytes());
             if let Ok(c) = Crd::parse(w.to_le_bytes()) {
                 assert_eq!(c.emit(), Ok(w.to_le_bytes()), "{w:#06x}");
+                assert_eq!(received, c);
             }
+            // What a receiver takes re-emits to the bytes with what it ignored cleared.
+            let kept = received.emit().map(u16::from_le_bytes).unwrap();
+            let fields = [0, 5, 10].map(|s| (kept >> s & 0x1F, w >> s & 0x1F));
+            assert!(fields.iter().all(|&(k, b)| k == b || k == 0), "{w:#06x} -> {kept:#06x}");
         }
+        assert_eq!(
+            Crd::received((0x02u16 | 0x09 << 5).to_le_bytes()).data,
+            Some(Return { channel: Channel::D2h, count: 1 })
+        );
     }
 }

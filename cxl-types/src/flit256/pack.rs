@@ -470,8 +470,6 @@ pub enum Item<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum UnpackError {
-    /// CRD holds a reserved code.
-    Crd(super::crd::CrdError),
     /// A reserved SlotFmt.
     ReservedFormat {
         /// The slot.
@@ -509,7 +507,6 @@ pub enum UnpackError {
 impl core::fmt::Display for UnpackError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            UnpackError::Crd(e) => write!(f, "{e}"),
             UnpackError::ReservedFormat { slot } => write!(f, "slot {slot} uses a reserved SlotFmt"),
             UnpackError::Direction { slot } => write!(f, "slot {slot} holds a message of the other direction"),
             UnpackError::FirstInvalid { slot } => {
@@ -579,10 +576,11 @@ impl Unpacker {
     }
 
     /// Reads one flit (the physical layer has checked it), handing each message to `sink` in
-    /// slot order, data headers once their data is complete; the flit's CRD.
+    /// slot order, data headers once their data is complete; the flit's CRD as a receiver
+    /// takes it ([`Crd::received`]: a reserved code returns nothing).
     pub fn unpack(&mut self, flit: &[u8; FLIT_LEN], mut sink: impl FnMut(Item<'_>)) -> Result<Crd, UnpackError> {
         let [.., c0, c1] = *flit.first_chunk::<{ CRD + 2 }>().unwrap_or(&[0; CRD + 2]);
-        let crd = Crd::parse([c0, c1]).map_err(UnpackError::Crd)?;
+        let crd = Crd::received([c0, c1]);
         let slots: [u128; SLOTS] = core::array::from_fn(|s| self.layout.read_slot(flit, s));
         let groups = self.validate(&slots)?;
         self.groups = groups;

@@ -31,7 +31,8 @@
 //! **Initialization** (§4.2.7): RETRY.Idle until an error-free flit arrives, then INIT.Param;
 //! new flits only once the peer's INIT.Param has arrived as well ([`Llr::is_initialized`]).
 //! A RETRY flit must also pass the static-bit check (every bit outside its fields clear);
-//! a control flit failing it counts as a CRC error (§4.2.2).
+//! one failing it counts as a CRC error (§4.2.2, §4.2.6). Other control flits' reserved bits
+//! are ignored on receive.
 //!
 //! **All-data flits carry no header**, so only the receiver's unpacker knows one is due
 //! ([`super::pack::Unpacker::expects_all_data`], passed to [`Llr::handle_flit`]), and no control
@@ -46,7 +47,9 @@
 //!   before it (the sender always sends five; with the static-bit check an all-data flit cannot
 //!   pass for a RETRY flit).
 //! * [`Llr::handle_retrain`] (the virtual link state machine entering Retrain) resets the RRSM
-//!   and asks for a replay at once, where §4.2.8.6 forces a retry on the next flit.
+//!   and asks for a replay at once, where §4.2.8.6 forces a retry on the next flit and Table
+//!   4-12 passes through RETRY_PHY_REINIT until the retrain ends (the two meet: nothing is sent
+//!   while the link retrains).
 //! * The RETRY.Req carries NUM_RETRY before its increment; the Ack must echo that value.
 //! * An LLCRD acknowledgement is sent when there is nothing else to send and at least two
 //!   acknowledgements are owed (an idle link then stops after one LLCRD each way); busy links
@@ -633,13 +636,19 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
 
     /// The virtual link state machine went from Active to Retrain (§4.2.8.6): the RRSM is
     /// reset and any pending RETRY.Ack dropped (the peer asks again), and this end asks for a
-    /// replay from its ESeq.
+    /// replay from its ESeq. From RETRY_LOCAL_NORMAL, RETRY_LLRREQ and RETRY_LOCAL_IDLE the
+    /// retrain leads (through RETRY_PHY_REINIT, Table 4-12) to RETRY_LLRREQ with NUM_RETRY and
+    /// TIMEOUT reset (§4.2.8.5.1): a retry in progress starts over, and the RETRY.Ack the peer
+    /// dropped is not waited for.
     pub fn handle_retrain(&mut self) {
         self.remote = RemoteState::RemoteNormal;
         self.ack.clear();
         self.frames_seen = 0;
-        if self.local == LocalState::LocalNormal {
-            self.enter_llr_req();
+        if matches!(self.local, LocalState::LocalNormal | LocalState::LlrReq | LocalState::LocalIdle) {
+            self.num_retry = 0;
+            self.timeout = 0;
+            self.local = LocalState::LlrReq;
+            self.req.clear();
         }
     }
 
@@ -703,7 +712,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
         }
         let Ok(cf) = ControlFlit::parse(flit) else { return None };
         if !static_bits_hold(flit, &cf) {
-            // A control flit whose fixed bits are wrong is treated as a CRC error (§4.2.2).
+            // A RETRY flit whose fixed bits are wrong is treated as a CRC error (§4.2.2).
             self.frames_seen = 0;
             if normal {
                 self.stats.crc_errors += 1;
@@ -805,14 +814,14 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Llr<B, N> {
     }
 }
 
-/// The static-bit check of a CRC-good control flit (§4.2.2, §4.2.6): bytes 5–7 of a
-/// CTL_FMT 000b flit are zero, and a RETRY flit's slot 0 has every bit outside its fields
-/// clear (it equals its own re-encoding) and slots 1–3 are zero — an all-data flit mistaken
-/// for a RETRY flit fails it.
+/// The static-bit check of a CRC-good RETRY flit (§4.2.6: a receiver "should also check as
+/// many defined bits as possible" to qualify a RETRY message, which it must answer even in the
+/// shadow of a CRC error): slot 0 has every bit outside its fields clear (it equals its own
+/// re-encoding, bytes 5–7 zero) and slots 1–3 are zero, so an all-data flit mistaken for a
+/// RETRY flit fails it. *Project-defined:* the whole slot, where the spec names the bits with
+/// fixed values, since data such as the words 1 and 19 would match those alone. Other control
+/// flits are taken as they parse (their bytes 5–7 left to [`ControlFlit::check_reserved`]).
 fn static_bits_hold(flit: &[u8; ENTRY], cf: &ControlFlit) -> bool {
-    if ControlFlit::check_reserved(flit).is_err() {
-        return false;
-    }
     match cf {
         ControlFlit::RetryIdle
         | ControlFlit::RetryReq { .. }

@@ -101,6 +101,49 @@ fn a_retry_flit_with_a_wrong_fixed_bit_counts_as_a_crc_error() {
     assert_eq!((a.local_state(), a.remote_state()), (LocalState::LlrReq, RemoteState::RemoteNormal));
 }
 
+/// A retrain while a retry waits for its Ack (RETRY_LOCAL_IDLE): the retry starts over with
+/// NUM_RETRY 0 (Table 4-12), and the next RETRY.Req says so (before, the machine kept waiting
+/// for the Ack the peer had dropped, and NUM_RETRY kept counting across retrains).
+#[test]
+fn a_retrain_starts_a_waiting_retry_over() {
+    let (mut a, mut b) = up();
+    a.send(&body(1), FlitKind::Protocol, false).unwrap();
+    assert!(pump(&mut a, &mut b, |i| i == 0).is_empty());
+    // Five RETRY.Frames and the RETRY.Req.
+    let req = |b: &mut L| {
+        let mut out = [0u8; ENTRY];
+        for _ in 0..FRAMES + 1 {
+            b.poll_transmit(&mut out).unwrap();
+        }
+        ControlFlit::parse(&out).unwrap()
+    };
+    assert!(matches!(req(&mut b), ControlFlit::RetryReq { num_retry: 0, .. }));
+    assert_eq!(b.local_state(), LocalState::LocalIdle, "the Req went; its Ack is lost");
+    b.handle_retrain();
+    assert_eq!(b.local_state(), LocalState::LlrReq);
+    assert!(matches!(req(&mut b), ControlFlit::RetryReq { num_retry: 0, .. }));
+    assert_eq!(b.local_state(), LocalState::LocalIdle);
+}
+
+/// An LLCRD whose bytes 5–7 are not zero (reserved for it) is taken, credits and all; only a
+/// RETRY flit must match its fixed bits.
+#[test]
+fn an_llcrd_with_reserved_bits_set_is_taken() {
+    let (_, mut b) = up();
+    let llcrd = ControlFlit::LlcrdAck {
+        full_ack: 0,
+        rsp_crd: super::super::header::Credit { mem: true, code: 3 },
+        req_crd: super::super::header::Credit::default(),
+        data_crd: super::super::header::Credit::default(),
+    };
+    let mut flit = [0u8; ENTRY];
+    flit[..16].copy_from_slice(&llcrd.emit());
+    flit[5..8].copy_from_slice(&[0xA5; 3]);
+    crc::seal(&mut flit);
+    assert_eq!(b.handle_flit(&flit, false), Some(Delivered::Control(llcrd)));
+    assert_eq!((b.stats().crc_errors, b.local_state()), (0, LocalState::LocalNormal));
+}
+
 #[test]
 fn a_crc_error_is_retried_and_replayed_in_order() {
     let (mut a, mut b) = up();
