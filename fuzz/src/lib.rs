@@ -517,13 +517,15 @@ fn cbfc_run(mut u: Unstructured<'_>, tx: &mut CbfcSender, rx: &mut CbfcReceiver,
         match op {
             CbfcOp::Mode { vc, limit } => {
                 let Ok(vc) = Vc::new(vc % 32) else { continue };
-                let mode = VcMode::Lossless { credit_limit: Some(u32::from(limit.unwrap_or(u16::MAX))) };
+                let limit = u32::from(limit.unwrap_or(u16::MAX));
+                let mode = VcMode::Lossless { credit_limit: Some(limit) };
                 // A mode change at both ends at once is exact only while none of the VC's frames
                 // is in flight or buffered: unlike a resync, it does not hold the sender.
                 honest &= tx.in_use(vc) == 0 && rx.occupancy(vc) == 0 && link.is_empty();
-                // Refused by both ends until `init`, taken by both after.
-                assert_eq!(tx.set_vc_mode(now, vc, mode).is_ok(), configured);
-                assert_eq!(rx.set_vc_mode(now, vc, mode).is_ok(), configured);
+                // Refused by both ends until `init`, and a limit of 0 (it admits nothing) always;
+                // taken by both otherwise.
+                assert_eq!(tx.set_vc_mode(now, vc, mode).is_ok(), configured && limit != 0);
+                assert_eq!(rx.set_vc_mode(now, vc, mode).is_ok(), configured && limit != 0);
             }
             CbfcOp::Send { vc, len } => {
                 let Ok(vc) = Vc::new(vc % 32) else { continue };

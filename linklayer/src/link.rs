@@ -369,7 +369,13 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Link<B, N> {
     /// Offers a frame that is not LLR-eligible (OTG `llr_eligible` false; the SONiC test plan's
     /// TC18 mix): credits are checked and charged on a lossless VC as for [`Link::send`], and
     /// the caller sends the frame now as an ordinary frame, without a sequence number. A loss
-    /// of it is final; its credits come back with the next CC_Update.
+    /// of it is final; its credits come back with the next CC_Update that it does not overtake.
+    /// (A CC_Update goes in order with the LLR frames; one that waits behind them while plain
+    /// frames of its VC go ahead arrives with `S_CC` behind the receiver's `R_CC`, and the
+    /// receiver refuses that entry: with steady plain traffic on a VC whose LLR queue never
+    /// empties, the credits of lost plain frames are not recovered. A counter behind by more
+    /// than the receiver's buffer holds reads as a loss the VC's limit allows when that limit
+    /// is above 2^19: send only LLR frames on such a VC.)
     pub fn send_plain(&mut self, vc: Vc, frame: &[u8]) -> Result<(), Error> {
         self.sender.on_sent(vc, frame.len()).map(|_| ())
     }

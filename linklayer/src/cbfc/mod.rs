@@ -140,7 +140,8 @@ pub enum VcMode {
     BestEffort,
     /// Lossless: frames need credits.
     Lossless {
-        /// The VC's own credit limit (`S_CL_vc`), or `None` to share only the port limit.
+        /// The VC's own credit limit (`S_CL_vc`, 1 to [`CREDIT_LIMIT_MAX`]), or `None` to share
+        /// only the port limit (SAI's 0).
         credit_limit: Option<u32>,
     },
 }
@@ -251,8 +252,10 @@ impl<'a> arbitrary::Arbitrary<'a> for CreditRule {
     }
 }
 
+/// A credit limit is 1 to [`CREDIT_LIMIT_MAX`]: a limit of 0 would admit no frame (SAI's 0, "use
+/// the port limit", is `None` here).
 fn check_limit(limit: u32, field: &'static str) -> Result<(), Error> {
-    if limit > CREDIT_LIMIT_MAX { Err(Error::BadConfig { field }) } else { Ok(()) }
+    if limit == 0 || limit > CREDIT_LIMIT_MAX { Err(Error::BadConfig { field }) } else { Ok(()) }
 }
 
 #[cfg(test)]

@@ -439,19 +439,24 @@ impl CbfcReceiver {
             return Ok(None);
         }
         let lost = v.consumed.distance_to(consumed);
+        // The sender never has more than its limit in use (`S_CC - S_CF`), and its `S_CF` is at
+        // most our `R_CF`: so no more than the limit less what the buffer holds can be lost. A
+        // counter behind `R_CC` reads as a jump of nearly the whole counter, and is refused.
         let limit = match v.mode.get() {
             VcMode::Lossless { credit_limit: Some(l) } => u64::from(l),
             _ => CreditCounter::MODULUS / 2 - 1,
-        };
+        }
+        .saturating_sub(u64::from(v.counted()));
         if lost > limit {
             return Err(Error::CounterMismatch { field: "S_CC", distance: lost as u32, limit: limit as u32 });
         }
         Ok(Some(lost as u32))
     }
 
-    /// The next CF_Update to send at `now`, if any: a VC whose `R_CF` changed since its last report
-    /// (round robin), once `cf_min_spacing` has passed since the port's last CF_Update; otherwise a
-    /// lossless VC not reported for `cf_max_spacing` (repairs a lost update).
+    /// The next CF_Update to send at `now`, if any, once `cf_min_spacing` has passed since the
+    /// port's last CF_Update: a lossless VC not reported for `cf_max_spacing` (which repairs a lost
+    /// update: the VC's own traffic, stopped by the loss, cannot), else a VC whose `R_CF` changed
+    /// since its last report; each round robin.
     pub fn poll_cf_update(&mut self, now: Instant) -> Option<CfUpdate> {
         if let Some(last) = self.last_cf_at {
             if now < last.saturating_add(self.min_spacing) {
@@ -459,15 +464,12 @@ impl CbfcReceiver {
             }
         }
         let start = usize::from(self.cursor);
-        let changed =
-            (0..MAX_VCS).map(|k| (start + k) % MAX_VCS).find(|&i| self.vcs.get(i).is_some_and(|v| v.needs_report()));
-        let pick = changed.or_else(|| {
-            (0..MAX_VCS).map(|k| (start + k) % MAX_VCS).find(|&i| {
-                self.vcs.get(i).is_some_and(|v| {
-                    v.lossless() && v.draining == 0 && now >= v.reported_at.saturating_add(self.max_spacing)
-                })
-            })
-        })?;
+        let first = |wanted: &dyn Fn(&ReceiverVc) -> bool| {
+            (0..MAX_VCS).map(|k| (start + k) % MAX_VCS).find(|&i| self.vcs.get(i).is_some_and(wanted))
+        };
+        let overdue =
+            |v: &ReceiverVc| v.lossless() && v.draining == 0 && now >= v.reported_at.saturating_add(self.max_spacing);
+        let pick = first(&overdue).or_else(|| first(&ReceiverVc::needs_report))?;
         let v = self.vcs.get_mut(pick)?;
         v.reported = v.freed;
         v.reported_at = now;
@@ -545,6 +547,40 @@ mod tests {
         msg
     }
 
+    /// VC 5's CF_Update is lost while VC 6 frees a frame every `cf_min_spacing`: VC 5 is still
+    /// refreshed within `cf_max_spacing` (before, a VC with a change always went first, and VC
+    /// 5's sender waited for good).
+    #[test]
+    fn a_lost_update_is_repaired_while_another_vc_is_busy() {
+        let (mut r, five) = rx();
+        let six = Vc::new(6).unwrap();
+        r.set_vc_mode(Instant::ZERO, six, VcMode::Lossless { credit_limit: Some(8) }).unwrap();
+        // Both VCs' first reports (R_CF = 0), a min spacing apart.
+        let mut now = Instant::ZERO;
+        for vc in [five, six] {
+            assert_eq!(r.poll_cf_update(now).map(|u| u.vc), Some(vc));
+            now = now.saturating_add(Duration::from_nanos(64));
+        }
+        r.on_received(five, 100).unwrap();
+        r.on_freed(five, 1).unwrap();
+        assert_eq!(r.poll_cf_update(now).map(|u| u.vc), Some(five), "sent, and lost");
+        let lost_at = now;
+        let mut refreshed = None;
+        for _ in 0..1000 {
+            r.on_received(six, 100).unwrap();
+            r.on_freed(six, 1).unwrap();
+            now = r.poll_timeout().unwrap().max(now);
+            if let Some(u) = r.poll_cf_update(now).filter(|u| u.vc == five) {
+                refreshed = Some((now, u.freed.value()));
+                break;
+            }
+        }
+        let (at, freed) = refreshed.expect("VC 5 refreshed");
+        assert_eq!(freed, 1);
+        // 262144 B at 800G, 2622 ns, and one 64 ns spacing.
+        assert!(at.saturating_duration_since(lost_at).as_nanos() <= 2622 + 64, "{at:?}");
+    }
+
     #[test]
     fn cc_update_recovers_lost_frames() {
         let (mut r, vc) = rx();
@@ -564,6 +600,24 @@ mod tests {
         assert_eq!(out.rejected, 1 << 5);
         assert!(matches!(out.first_error, Some((v, Error::CounterMismatch { .. })) if v == vc));
         assert_eq!(r.consumed(vc).value(), 5);
+        // So with the largest VC limit, where the counter behind reads as a jump within it.
+        let big = Vc::new(7).unwrap();
+        r.set_vc_mode(Instant::ZERO, big, VcMode::Lossless { credit_limit: Some(super::super::CREDIT_LIMIT_MAX) })
+            .unwrap();
+        r.on_received(big, 128 * 3).unwrap();
+        let out = r.handle_cc_update(&update(&[(7, 1)]));
+        assert_eq!((out.rejected & 1 << 7, out.credits_recovered), (1 << 7, 0));
+        assert_eq!(r.consumed(big).value(), 3);
+    }
+
+    /// A VC limit of 0 would admit no frame: refused, as is one beyond the counter.
+    #[test]
+    fn a_zero_credit_limit_is_refused() {
+        let (mut r, vc) = rx();
+        for limit in [0, super::super::CREDIT_LIMIT_MAX + 1] {
+            let mode = VcMode::Lossless { credit_limit: Some(limit) };
+            assert_eq!(r.set_vc_mode(Instant::ZERO, vc, mode), Err(Error::BadConfig { field: "vc credit_limit" }));
+        }
     }
 
     #[test]
