@@ -279,8 +279,9 @@ impl<'a> UetPacket<'a> {
 
     /// The strict check of a clear packet's headers: the first reserved bit set in its PDS or
     /// SES header, by field name ([`UetPacket::parse`] ignores reserved bits, as a receiver must;
-    /// decoders and conformance tests use this to warn). A TSS-protected packet's headers are
-    /// encrypted and not checked; bytes that do not parse are left to the parse to report.
+    /// decoders and conformance tests use this to warn). A TSS-protected packet's own header is
+    /// checked, and the encrypted headers after it are not; bytes that do not parse are left to
+    /// the parse to report.
     pub fn check_reserved(bytes: &[u8], config: WalkConfig) -> Result<(), Error> {
         let after_entropy = match config.encapsulation {
             Encapsulation::NativeIp => {
@@ -290,7 +291,7 @@ impl<'a> UetPacket<'a> {
             Encapsulation::Udp => bytes,
         };
         if TssHeader::starts(after_entropy) {
-            return Ok(());
+            return TssHeader::check_reserved(after_entropy);
         }
         PdsHeader::check_reserved(after_entropy)?;
         let (pds, rest) = PdsHeader::parse(after_entropy)?;
@@ -549,6 +550,11 @@ mod tests {
             UetPacket::parse(&s[..20], WalkConfig::default()),
             Err(Error::Truncated { field: "TSS ICV", .. })
         ));
+        // The strict check reads the TSS header's reserved bit (the parse ignores it).
+        assert_eq!(UetPacket::check_reserved(&s, WalkConfig::default()), Ok(()));
+        s[0] |= 0x02;
+        assert!(UetPacket::parse(&s, WalkConfig::default()).is_ok());
+        assert!(matches!(UetPacket::check_reserved(&s, WalkConfig::default()), Err(Error::Reserved { .. })));
     }
 
     /// The fast path reads the commonest request as both views; the same bytes one header at a

@@ -339,7 +339,7 @@ impl Ack {
             AckRequest::Clear => 1,
             AckRequest::Close => 2,
         };
-        let flags = self.flags.bits() | (req << 1);
+        let flags = self.flags.intersection(AckFlags::all()).bits() | (req << 1);
         let prologue =
             Prologue { packet_type: self.packet_type().into(), next: self.next_header.into(), flags }.to_word();
         let raw = AckRaw {
@@ -415,6 +415,10 @@ mod tests {
         let mut out = [0u8; 12];
         a.emit(&mut out).unwrap();
         assert_eq!(out, b);
+        // Undefined flag bits are not sent: the REQ field says only `request`.
+        Ack { flags: AckFlags::from_bits_retain(0xFF), ..a }.emit(&mut out).unwrap();
+        assert_eq!(Ack::parse(&out).unwrap().0.request, AckRequest::Close);
+        assert_eq!(Ack::check_reserved(&out), Ok(()));
     }
 
     #[test]

@@ -170,7 +170,7 @@ impl Control {
     /// Writes the packet to the front of `out`.
     #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
-        let flags = self.flags.bits() | if self.dest.syn() { SYN } else { 0 };
+        let flags = self.flags.intersection(ControlFlags::all()).bits() | if self.dest.syn() { SYN } else { 0 };
         let prologue = Prologue { packet_type: PacketType::Control.into(), next: self.ctl_type as u8, flags }.to_word();
         let raw = ControlRaw {
             prologue: U16::new(prologue),

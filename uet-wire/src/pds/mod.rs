@@ -19,14 +19,14 @@
 //!
 //! Type 1 is the TSS header ([`crate::tss`]); 0 and 15–31 are reserved.
 //!
-//! **Reserved bits** are emitted as zero and rejected on parse ([`Error::Reserved`] names the
-//! field). The public sources mark them reserved without a receive rule; rejecting keeps every
-//! accepted header byte-identical when re-emitted (*project-defined* policy). This includes ACK
-//! flag 0x40, which uet-ref-prov alone uses as "EPSN" (Wireshark and XDP2 reserve it: emit 0).
+//! **Reserved bits** are emitted as zero (flags with undefined bits included) and ignored on
+//! parse, so a header re-emits with them cleared; each type's `check_reserved` reports the first
+//! one set ([`Error::Reserved`] names the field), for decoders that warn. This includes ACK flag
+//! 0x40, which uet-ref-prov alone uses as "EPSN" (Wireshark and XDP2 reserve it: emit 0).
 //!
-//! **Next header.** Requests (RUD, ROD, RUDI, UUD) must carry an SES header; ACKs and RUDI
-//! responses carry none or a response; NACKs carry none (the sources say "normally 0"; this crate
-//! requires it, *project-defined*). Values 7–15 are reserved and rejected.
+//! **Next header.** Requests (RUD, ROD, RUDI, UUD) must carry an SES header; ACKs, NACKs and RUDI
+//! responses carry none or a response (the sources say a NACK "normally" carries 0; a response
+//! after it is taken). Values 7–15 are reserved and rejected.
 //!
 //! Where the public sources conflict, this crate chooses (each marked at its field): ACK_CCX is 40
 //! bytes and NACK_CCX 32 bytes (Wireshark and uet-ref-prov; XDP2's are 8 bytes shorter), CCX state

@@ -328,7 +328,7 @@ impl Nack {
             NackTarget::Pdc { psn, spdcid, dpdcid } => (0, psn, spdcid, dpdcid),
             NackTarget::Rudi { pkt_id, pdc_ids } => (NT, pkt_id, (pdc_ids >> 16) as u16, pdc_ids as u16),
         };
-        let flags = self.flags.bits() | nt;
+        let flags = self.flags.intersection(NackFlags::all()).bits() | nt;
         let prologue =
             Prologue { packet_type: self.packet_type().into(), next: self.next_header.into(), flags }.to_word();
         let raw = NackRaw {
@@ -378,6 +378,10 @@ mod tests {
         let mut out = [0u8; 16];
         n.emit(&mut out).unwrap();
         assert_eq!(out, b);
+        // Undefined flag bits are not sent: NT (a RUDI NACK) comes only from the target.
+        Nack { flags: NackFlags::from_bits_retain(0xFF), ..n }.emit(&mut out).unwrap();
+        assert_eq!(Nack::parse(&out).unwrap().0.target, n.target);
+        assert_eq!(Nack::check_reserved(&out), Ok(()));
     }
 
     #[test]

@@ -158,7 +158,7 @@ impl Request {
         if !self.next_header.is_request_or_data() {
             return Err(Error::Mismatch { field: "request next header (neither an SES request nor read data)" });
         }
-        let flags = self.flags.bits() | if self.dest.syn() { SYN } else { 0 };
+        let flags = self.flags.intersection(RequestFlags::all()).bits() | if self.dest.syn() { SYN } else { 0 };
         let prologue =
             Prologue { packet_type: self.packet_type().into(), next: self.next_header.into(), flags }.to_word();
         let raw = RequestRaw {
@@ -393,6 +393,20 @@ mod tests {
         let mut out = [0u8; 12];
         r.emit(&mut out).unwrap();
         assert_eq!(out, est);
+    }
+
+    /// Flags built with undefined bits (`from_bits_retain`) go out as the defined ones alone:
+    /// SYN and the reserved bits come only from what they mean.
+    #[test]
+    fn undefined_flag_bits_are_not_sent() {
+        let est = [0x11, 0x80, 0xFF, 0xFE, 0x00, 0x00, 0x00, 0x09, 0x00, 0x07, 0x00, 0x13];
+        let (r, _) = Request::parse(&est).unwrap();
+        let odd = Request { flags: RequestFlags::from_bits_retain(0xFF), ..r };
+        let mut out = [0u8; 12];
+        odd.emit(&mut out).unwrap();
+        let (back, _) = Request::parse(&out).unwrap();
+        assert_eq!((back.flags, back.dest), (RequestFlags::all(), r.dest));
+        assert_eq!(Request::check_reserved(&out), Ok(()));
     }
 
     #[test]

@@ -113,7 +113,7 @@ impl Rudi {
         let p = Prologue {
             packet_type: self.packet_type().into(),
             next: self.next_header.into(),
-            flags: self.flags.bits(),
+            flags: self.flags.intersection(RudiFlags::all()).bits(),
         };
         write(&RudiRaw { prologue: U16::new(p.to_word()), reserved: U16::ZERO, pkt_id: U32::new(self.pkt_id) }, out)
     }

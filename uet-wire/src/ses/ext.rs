@@ -222,11 +222,25 @@ pub struct RendezvousRaw {
 }
 
 impl Extension {
-    /// Parses the extension a request with `opcode` carries, if any (on every packet of the
-    /// message; see the module doc).
+    /// Parses the extension a standard request with `opcode` carries, if any (on every packet
+    /// of the message; see the module doc).
     #[inline]
     pub fn parse_for(opcode: Opcode, bytes: &[u8]) -> Result<(Option<Self>, &[u8]), Error> {
-        if opcode.has_atomic_ext() {
+        Self::parse_kinds(opcode.has_atomic_ext(), opcode.has_rendezvous_ext(), bytes)
+    }
+
+    /// Parses the extension a small or medium request with `opcode` carries, if any: an atomic
+    /// one ([`Opcode::has_compact_atomic_ext`]).
+    #[inline]
+    pub fn parse_for_compact(opcode: Opcode, bytes: &[u8]) -> Result<(Option<Self>, &[u8]), Error> {
+        Self::parse_kinds(opcode.has_compact_atomic_ext(), false, bytes)
+    }
+
+    /// Parses an atomic (or CAS) extension when `atomic`, else a rendezvous one when
+    /// `rendezvous`, else none.
+    #[inline]
+    fn parse_kinds(atomic: bool, rendezvous: bool, bytes: &[u8]) -> Result<(Option<Self>, &[u8]), Error> {
+        if atomic {
             let (raw, rest) = view::<AtomicRaw>(bytes, "SES atomic extension")?;
             let atomic = AtomicExt {
                 opcode: AtomicOpcode::try_from(raw.opcode)?,
@@ -240,7 +254,7 @@ impl Extension {
             }
             return Ok((Some(Extension::Atomic(atomic)), rest));
         }
-        if opcode.has_rendezvous_ext() {
+        if rendezvous {
             let (raw, rest) = view::<RendezvousRaw>(bytes, "SES rendezvous extension")?;
             let t = raw.read_target.get();
             let ext = RendezvousExt {
@@ -256,10 +270,21 @@ impl Extension {
         Ok((None, bytes))
     }
 
-    /// The strict check: the first reserved bit set in the extension a request with `opcode`
-    /// carries at the front of `bytes`, by field name ([`Extension::parse_for`] ignores them).
+    /// The strict check: the first reserved bit set in the extension a standard request with
+    /// `opcode` carries at the front of `bytes`, by field name ([`Extension::parse_for`] ignores
+    /// them).
     pub fn check_reserved(opcode: Opcode, bytes: &[u8]) -> Result<(), Error> {
-        if !opcode.has_atomic_ext() {
+        Self::check_reserved_atomic(opcode.has_atomic_ext(), bytes)
+    }
+
+    /// [`Extension::check_reserved`] for a small or medium request.
+    pub fn check_reserved_compact(opcode: Opcode, bytes: &[u8]) -> Result<(), Error> {
+        Self::check_reserved_atomic(opcode.has_compact_atomic_ext(), bytes)
+    }
+
+    /// The reserved bits of an atomic extension at the front of `bytes`, when there is one.
+    fn check_reserved_atomic(atomic: bool, bytes: &[u8]) -> Result<(), Error> {
+        if !atomic {
             return Ok(());
         }
         let (raw, _) = view::<AtomicRaw>(bytes, "SES atomic extension")?;
@@ -267,15 +292,23 @@ impl Extension {
         reserved_zero(u64::from(raw.reserved), "atomic extension reserved byte")
     }
 
-    /// Checks that `ext` is exactly the extension a request with `opcode` must carry.
+    /// Checks that `ext` is exactly the extension a standard request with `opcode` must carry.
     pub fn check_for(ext: Option<&Self>, opcode: Opcode) -> Result<(), Error> {
+        Self::check_kinds(ext, opcode.has_atomic_ext(), opcode.has_rendezvous_ext())
+    }
+
+    /// Checks that `ext` is exactly the extension a small or medium request with `opcode` must
+    /// carry ([`Opcode::has_compact_atomic_ext`]).
+    pub fn check_for_compact(ext: Option<&Self>, opcode: Opcode) -> Result<(), Error> {
+        Self::check_kinds(ext, opcode.has_compact_atomic_ext(), false)
+    }
+
+    fn check_kinds(ext: Option<&Self>, atomic: bool, rendezvous: bool) -> Result<(), Error> {
         let ok = match ext {
-            None => !opcode.has_atomic_ext() && !opcode.has_rendezvous_ext(),
-            Some(Extension::Atomic(a)) => opcode.has_atomic_ext() && !a.opcode.is_compare_and_swap(),
-            Some(Extension::CompareAndSwap { atomic, .. }) => {
-                opcode.has_atomic_ext() && atomic.opcode.is_compare_and_swap()
-            }
-            Some(Extension::Rendezvous(_)) => opcode.has_rendezvous_ext(),
+            None => !atomic && !rendezvous,
+            Some(Extension::Atomic(a)) => atomic && !a.opcode.is_compare_and_swap(),
+            Some(Extension::CompareAndSwap { atomic: a, .. }) => atomic && a.opcode.is_compare_and_swap(),
+            Some(Extension::Rendezvous(_)) => rendezvous,
         };
         if ok { Ok(()) } else { Err(Error::Mismatch { field: "SES extension for the opcode" }) }
     }
@@ -293,7 +326,7 @@ impl Extension {
         Ok(AtomicRaw {
             opcode: a.opcode.to_u8()?,
             datatype: a.datatype.to_u8()?,
-            semantic_control: a.semantic_control.bits(),
+            semantic_control: a.semantic_control.intersection(SemanticControl::all()).bits(),
             reserved: 0,
         })
     }

@@ -21,13 +21,16 @@
 //! rendezvous sends, on every packet of the message: whether one follows is told by the opcode
 //! alone, SOM or not, as the reference provider (`uet_parse_pkt`) and Wireshark
 //! (`dissect_ses_std_req`) parse it, and the reference provider sends its SYNC_WRITE extension
-//! on every packet. *Project-defined* where the sources are silent: TSEND_ATOMIC carries the atomic extension like the other
-//! atomic opcodes (the Wireshark parsing guide lists ATOMIC, FETCHING_ATOMIC and
-//! TSEND_FETCH_ATOMIC), and small/medium requests with an atomic opcode carry it too (only
-//! Wireshark states a rule; we follow it).
+//! on every packet. A standard TSEND_ATOMIC carries the atomic extension as the reference
+//! provider parses it (`uet_parse_pkt`; Wireshark's guide lists only ATOMIC, FETCHING_ATOMIC
+//! and TSEND_FETCH_ATOMIC). Small and medium requests, which the reference provider does not
+//! parse, follow Wireshark (`dissect_ses_small_req`, `dissect_ses_medium_req`): the atomic
+//! extension for ATOMIC, FETCHING_ATOMIC and TSEND_FETCH_ATOMIC, and no other
+//! ([`Opcode::has_compact_atomic_ext`]).
 //!
-//! Reserved bits are emitted as zero and rejected on parse; the version must be 0; unknown
-//! opcodes and codes are rejected except in the vendor ranges, which parse to `Vendor` variants.
+//! Reserved bits are emitted as zero and ignored on parse (`check_reserved` reports them); the
+//! version must be 0; unknown opcodes and codes are rejected except in the vendor ranges, which
+//! parse to `Vendor` variants.
 
 mod ext;
 #[cfg(test)]
@@ -151,6 +154,13 @@ impl Opcode {
     /// Whether requests with this opcode carry a rendezvous extension.
     pub const fn has_rendezvous_ext(self) -> bool {
         matches!(self, Opcode::RendezvousSend | Opcode::RendezvousTsend)
+    }
+
+    /// Whether small and medium requests with this opcode carry an atomic (or CAS) extension:
+    /// ATOMIC, FETCHING_ATOMIC and TSEND_FETCH_ATOMIC, as Wireshark parses them
+    /// (`dissect_ses_small_req`, `dissect_ses_medium_req`). They never carry a rendezvous one.
+    pub const fn has_compact_atomic_ext(self) -> bool {
+        matches!(self, Opcode::Atomic | Opcode::FetchingAtomic | Opcode::TsendFetchAtomic)
     }
 
     /// The raw opcodes whose requests carry an extension, as a bit set (what

@@ -35,16 +35,22 @@ fn arb_atomic(cas: bool) -> impl Strategy<Value = AtomicExt> {
     })
 }
 
-/// The extension a request with `opcode` must carry (on every packet of the message).
-fn arb_ext(opcode: Opcode) -> BoxedStrategy<Option<Extension>> {
-    if opcode.has_atomic_ext() {
+/// The extension a standard request with `opcode` must carry (on every packet of the message),
+/// or a small or medium one (`compact`).
+fn arb_ext(opcode: Opcode, compact: bool) -> BoxedStrategy<Option<Extension>> {
+    let (atomic, rendezvous) = if compact {
+        (opcode.has_compact_atomic_ext(), false)
+    } else {
+        (opcode.has_atomic_ext(), opcode.has_rendezvous_ext())
+    };
+    if atomic {
         prop_oneof![
             arb_atomic(false).prop_map(|a| Some(Extension::Atomic(a))),
             (arb_atomic(true), any::<[u8; 16]>(), any::<[u8; 16]>())
                 .prop_map(|(atomic, compare, swap)| Some(Extension::CompareAndSwap { atomic, compare, swap })),
         ]
         .boxed()
-    } else if opcode.has_rendezvous_ext() {
+    } else if rendezvous {
         (any::<u32>(), any::<u8>(), 0u16..4096, 0u16..4096, any::<u64>(), any::<u64>())
             .prop_map(|(e, g, p, r, o, m)| {
                 Some(Extension::Rendezvous(RendezvousExt {
@@ -82,7 +88,7 @@ fn arb_standard() -> impl Strategy<Value = SesHeader> {
                 } else {
                     StandardTail::Continuation { payload_length: pl, message_offset: hd as u32 }
                 };
-                arb_ext(common.opcode).prop_map(move |ext| {
+                arb_ext(common.opcode, false).prop_map(move |ext| {
                     SesHeader::Standard(StandardRequest {
                         common,
                         message_id,
@@ -101,7 +107,7 @@ fn arb_standard() -> impl Strategy<Value = SesHeader> {
 fn arb_medium() -> impl Strategy<Value = SesHeader> {
     (arb_common(), 0u16..0x4000, any::<u64>(), any::<u32>(), any::<u64>()).prop_flat_map(
         |(common, request_length, data, initiator, match_bits)| {
-            arb_ext(common.opcode).prop_map(move |ext| {
+            arb_ext(common.opcode, true).prop_map(move |ext| {
                 SesHeader::Medium(MediumRequest { common, request_length, data, initiator, match_bits, ext })
             })
         },
@@ -111,7 +117,7 @@ fn arb_medium() -> impl Strategy<Value = SesHeader> {
 fn arb_small() -> impl Strategy<Value = SesHeader> {
     (arb_common(), 0u16..0x4000, any::<u64>()).prop_flat_map(|(mut common, request_length, buffer_offset)| {
         common.flags.remove(SesFlags::HD);
-        arb_ext(common.opcode)
+        arb_ext(common.opcode, true)
             .prop_map(move |ext| SesHeader::Small(SmallRequest { common, request_length, buffer_offset, ext }))
     })
 }

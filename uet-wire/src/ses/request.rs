@@ -138,7 +138,7 @@ impl RequestCommon {
     fn raw(&self, word2: u16) -> Result<CommonRaw, Error> {
         Ok(CommonRaw {
             opcode: self.opcode.to_u8()?,
-            flags: self.flags.bits(),
+            flags: self.flags.intersection(SesFlags::all()).bits(),
             word2: U16::new(word2),
             generation_job: U32::new(u32::from(self.ri_generation) << 24 | check_bits(self.job_id, 24, "SES JobID")?),
             pid_on_fep: U16::new(check_bits(u32::from(self.pid_on_fep), 12, "SES PIDonFEP")? as u16),
@@ -176,7 +176,12 @@ pub(crate) fn check_reserved(next: NextHeader, bytes: &[u8]) -> Result<(), Error
         _ => return Ok(()),
     };
     let ext = rest.get(body_len..).unwrap_or_default();
-    Extension::check_reserved(Opcode::from_valid(common.opcode & 0x3F), ext)
+    let opcode = Opcode::from_valid(common.opcode & 0x3F);
+    if next == NextHeader::ReqStd {
+        Extension::check_reserved(opcode, ext)
+    } else {
+        Extension::check_reserved_compact(opcode, ext)
+    }
 }
 
 /// Bytes an optional extension adds.
@@ -187,16 +192,21 @@ const fn ext_len(ext: &Option<Extension>) -> usize {
     }
 }
 
-/// Emits `common` with `word2`, then `body`, then `ext`, after checking the extension.
+/// Emits `common` with `word2`, then `body`, then `ext`, after checking the extension (that of
+/// a small or medium request when `compact`).
 #[inline]
 fn emit_request<B: IntoBytes + Immutable>(
     common: &RequestCommon,
     word2: u16,
     body: &B,
-    ext: Option<&Extension>,
+    (ext, compact): (Option<&Extension>, bool),
     out: &mut [u8],
 ) -> Result<usize, Error> {
-    Extension::check_for(ext, common.opcode)?;
+    if compact {
+        Extension::check_for_compact(ext, common.opcode)?;
+    } else {
+        Extension::check_for(ext, common.opcode)?;
+    }
     let len = RequestCommon::LEN + core::mem::size_of_val(body) + ext.map_or(0, Extension::buffer_len);
     if out.len() < len {
         return Err(Error::BufferTooShort { needed: len, got: out.len() });
@@ -276,7 +286,10 @@ impl StandardRequest {
     /// Length without extension.
     pub const LEN: usize = 44;
 
-    /// The restart token `(initiator token, target token)` of a deferrable request.
+    /// The restart token `(initiator token, target token)` of a deferrable request: the high
+    /// and low 32 bits, as uet-ref-prov's header masks (`UET_SES_REQ_STD_INI_TOKEN_MASK`) and
+    /// XDP2 lay them out. (uet-ref-prov's own RTR builder, `uet_build_ses_rtr_token`, puts the
+    /// target's token high: from a peer built on it, read the halves the other way round.)
     pub const fn restart_token(&self) -> Option<(u32, u32)> {
         let t = match self.common.opcode {
             Opcode::DeferrableSend | Opcode::DeferrableTsend => self.buffer_offset,
@@ -332,7 +345,7 @@ impl StandardRequest {
             tail: U64::new(tail),
             request_length: U32::new(self.request_length),
         };
-        emit_request(&common, self.message_id, &body, self.ext.as_ref(), out)
+        emit_request(&common, self.message_id, &body, (self.ext.as_ref(), false), out)
     }
 }
 
@@ -568,7 +581,7 @@ impl MediumRequest {
         let (common, word2, rest) = RequestCommon::parse(bytes, "SES medium request")?;
         let request_length = len14(word2);
         let (raw, rest) = view::<MediumRaw>(rest, "SES medium request")?;
-        let (ext, rest) = Extension::parse_for(common.opcode, rest)?;
+        let (ext, rest) = Extension::parse_for_compact(common.opcode, rest)?;
         let h = MediumRequest {
             common,
             request_length,
@@ -594,7 +607,7 @@ impl MediumRequest {
             match_bits: U64::new(self.match_bits),
         };
         let word2 = check_len14(self.request_length, "SES request length")?;
-        emit_request(&self.common, word2, &body, self.ext.as_ref(), out)
+        emit_request(&self.common, word2, &body, (self.ext.as_ref(), true), out)
     }
 }
 
@@ -625,7 +638,7 @@ impl SmallRequest {
         common.flags.remove(SesFlags::HD);
         let request_length = len14(word2);
         let (raw, rest) = view::<U64>(rest, "SES small request")?;
-        let (ext, rest) = Extension::parse_for(common.opcode, rest)?;
+        let (ext, rest) = Extension::parse_for_compact(common.opcode, rest)?;
         Ok((SmallRequest { common, request_length, buffer_offset: raw.get(), ext }, rest))
     }
 
@@ -641,7 +654,7 @@ impl SmallRequest {
             return Err(Error::Reserved { field: "SES small request HD flag" });
         }
         let word2 = check_len14(self.request_length, "SES request length")?;
-        emit_request(&self.common, word2, &U64::new(self.buffer_offset), self.ext.as_ref(), out)
+        emit_request(&self.common, word2, &U64::new(self.buffer_offset), (self.ext.as_ref(), true), out)
     }
 }
 
@@ -823,6 +836,16 @@ mod tests {
         assert!(matches!(MediumRequest::parse(&b[..35]), Err(Error::Truncated { .. })));
         let no_ext = MediumRequest { ext: None, ..m };
         assert!(matches!(no_ext.emit(&mut out), Err(Error::Mismatch { .. })));
+        // A medium or small RENDEZVOUS_SEND or TSEND_ATOMIC carries no extension (Wireshark):
+        // what follows is payload.
+        for opcode in [Opcode::RendezvousSend, Opcode::TsendAtomic] {
+            let mut b = b;
+            b[0] = opcode.to_u8().unwrap();
+            let (m, rest) = MediumRequest::parse(&b).unwrap();
+            assert_eq!((m.ext, rest.len()), (None, 4), "{opcode:?}");
+            let (s, rest) = SmallRequest::parse(&b).unwrap();
+            assert_eq!((s.ext, rest.len()), (None, 16), "{opcode:?}");
+        }
     }
 
     #[test]
