@@ -37,7 +37,11 @@
 //!    acknowledged: whether the old peer delivered them is unknown) and step 1 applies. It does
 //!    not when its own handshake is in progress or completed less than
 //!    [`LinkConfig::restart_holdoff`] ago: then the LLR_INIT answers this end's own new epoch, and
-//!    answering it in turn would never end.
+//!    answering it in turn would never end. The LLR_INIT cannot tell a restarted peer from one
+//!    whose transmitter alone re-initialised after a FLUSH: for the latter too this end restarts,
+//!    and its own unacknowledged frames, which the peer's receiver may have delivered, are
+//!    dropped and reported ([`LinkEvent::TxRestarted`]); *project-defined*, as SAI describes the
+//!    re-initialisation as the transmitter's own and names no signal to its partner.
 //!
 //! Nothing acknowledged is lost or delivered twice: LLR delivers each epoch's frames once and in
 //! order; CBFC's counters restart at a point where neither end holds a frame of the old epoch
