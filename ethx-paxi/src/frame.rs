@@ -387,10 +387,9 @@ pub fn parse<'a>(config: &FrameConfig, form: Form, frame: &'a [u8]) -> Result<Pa
         }
     }
     let data = packet.get(RH_LEN..).unwrap_or_default();
-    // Pad counts the SEND payload's padding; an ACK, NAK or CNP has no payload to pad, and its
-    // Pad is ignored.
-    let pad = if matches!(rh.kind, RhKind::Send { .. }) { rh.pad as usize } else { 0 };
-    let payload = data.get(..data.len().checked_sub(pad).ok_or(PacketError::BadLength)?).unwrap_or_default();
+    // (An ACK, NAK or CNP parses with Pad 0: it has no payload to pad.)
+    let payload =
+        data.get(..data.len().checked_sub(rh.pad as usize).ok_or(PacketError::BadLength)?).unwrap_or_default();
     Ok(Packet { outer, rh, payload })
 }
 
@@ -551,7 +550,7 @@ mod tests {
         let rh_at = buf[..n].windows(2).position(|w| w == [0x88, 0xB5]).unwrap() + 2;
         buf[rh_at] |= 0b10 << 3;
         let p = parse(&config, Form::Afh, &buf[..n]).unwrap();
-        assert_eq!((p.rh.kind, p.rh.pad, p.payload), (ack.kind, 2, &[][..]));
+        assert_eq!((p.rh.kind, p.rh.pad, p.payload), (ack.kind, 0, &[][..]));
     }
 
     #[test]

@@ -448,22 +448,17 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
         if rh.p_key != self.config.p_key {
             return 0;
         }
-        // The round trip is sampled from this QP's own ACKs and NAKs only (not a CNP, a
-        // reserved syndrome or another P_key's).
-        let answer =
-            matches!(rh.kind, RhKind::AckNak(Syndrome::Ack { .. } | Syndrome::Nak { .. } | Syndrome::RnrNak { .. }));
-        if rh.timestamp_en && answer {
-            let units = stamp(now).wrapping_sub(rh.timestamp) as u64;
-            self.stats.rtt = Some(Duration::from_nanos(units * TIMESTAMP_UNIT_NS));
-        }
-        let acked = match rh.kind {
-            RhKind::AckNak(Syndrome::Ack { .. }) => self.buffer.ack(psn).unwrap_or(0),
+        // `taken`: an ACK or NAK of this QP's that its window accepts (not a CNP, a reserved
+        // syndrome, or a stale or impossible PSN).
+        let (acked, taken) = match rh.kind {
+            RhKind::AckNak(Syndrome::Ack { .. }) => self.buffer.ack(psn).map_or((0, false), |n| (n, true)),
             RhKind::AckNak(Syndrome::Nak { .. }) | RhKind::AckNak(Syndrome::RnrNak { .. }) => {
                 let Ok(acked) = self.buffer.ack(psn.prev()) else { return 0 };
                 if acked > 0 {
                     self.rnr_retries = 0;
                 }
-                if self.buffer.rewind(psn).is_ok() {
+                let rewound = self.buffer.rewind(psn).is_ok();
+                if rewound {
                     self.stats.naks += 1;
                     let holding = self.hold_until.is_some_and(|t| now < t);
                     if let RhKind::AckNak(Syndrome::RnrNak { timer }) = rh.kind {
@@ -477,14 +472,19 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Requester<B, N> {
                     // The retry timer runs from the resend, not from before the NAK.
                     self.retry_at = Some(self.resend_base(now).saturating_add(self.config.retry_timeout));
                 }
-                acked
+                (acked, rewound)
             }
-            RhKind::AckNak(Syndrome::Reserved { .. }) | RhKind::Send { .. } => 0,
+            RhKind::AckNak(Syndrome::Reserved { .. }) | RhKind::Send { .. } => (0, false),
             RhKind::Cnp { .. } => {
                 self.stats.cnps += 1;
-                0
+                (0, false)
             }
         };
+        // The round trip is sampled from the answers taken only.
+        if taken && rh.timestamp_en {
+            let units = stamp(now).wrapping_sub(rh.timestamp) as u64;
+            self.stats.rtt = Some(Duration::from_nanos(units * TIMESTAMP_UNIT_NS));
+        }
         if acked > 0 {
             self.stats.acked += acked as u64;
             self.retries = 0;
@@ -851,10 +851,12 @@ mod tests {
         assert_eq!(tx.handle_ack(at(500), &ack), 10);
         assert_eq!((tx.outstanding(), tx.poll_timeout()), (0, None));
         assert_eq!(tx.stats().rtt, Some(Duration::from_nanos(496)));
-        // Another P_key's ACK and a CNP carry timestamps too, but are not this QP's answers.
+        // Another P_key's ACK, a CNP and an ACK of a PSN never sent carry timestamps too, but
+        // are not answers this QP takes.
         let foreign = RoutingHeader { p_key: ack.p_key ^ 1, ..ack };
         let cnp = RoutingHeader { kind: RhKind::Cnp { bits: 0 }, ..ack };
-        for rh in [foreign, cnp] {
+        let impossible = RoutingHeader { psn: 900, ..ack };
+        for rh in [foreign, cnp, impossible] {
             tx.handle_ack(at(9_000), &rh);
             assert_eq!(tx.stats().rtt, Some(Duration::from_nanos(496)), "{rh:?}");
         }

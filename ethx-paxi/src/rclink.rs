@@ -203,8 +203,9 @@ impl RoutingHeader {
             | opcode << 62)
     }
 
-    /// From the 64-bit word; the reserved bits 58:57 are ignored, and so is Fack in an ACK or
-    /// NAK, where it is sent as 0 ([`RoutingHeader::check_reserved`] reports either).
+    /// From the 64-bit word; the reserved bits 58:57 are ignored, and so are Fack in an ACK or
+    /// NAK (sent as 0) and Pad in an ACK, NAK or CNP (no payload to pad)
+    /// ([`RoutingHeader::check_reserved`] reports each).
     pub const fn from_word(w: u64) -> Result<Self, RhError> {
         let b31_25 = ((w >> 25) & 0x7F) as u8;
         let kind = match w >> 62 {
@@ -220,7 +221,7 @@ impl RoutingHeader {
             p_key: (w >> 32) as u8,
             timestamp: (w >> 40) as u16,
             timestamp_en: (w >> 56) & 1 == 1,
-            pad: ((w >> 59) & 0b11) as u8,
+            pad: if w >> 62 == 0b00 { ((w >> 59) & 0b11) as u8 } else { 0 },
             fack: (w >> 61) & 1 == 1 && w >> 62 != 0b01,
         })
     }
@@ -245,7 +246,12 @@ impl RoutingHeader {
         let head = bytes.first_chunk::<RH_LEN>().ok_or(RhError::Truncated)?;
         let w = u64::from_be_bytes(*head);
         let ack_with_fack = w >> 62 == 0b01 && (w >> 61) & 1 == 1;
-        if (w >> 57) & 0b11 != 0 || ack_with_fack { Err(RhError::ReservedBits) } else { Ok(()) }
+        let padded_without_payload = w >> 62 != 0b00 && (w >> 59) & 0b11 != 0;
+        if (w >> 57) & 0b11 != 0 || ack_with_fack || padded_without_payload {
+            Err(RhError::ReservedBits)
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -315,9 +321,10 @@ mod tests {
         fn words_round_trip(w: u64) {
             match RoutingHeader::from_word(w) {
                 Ok(h) => {
-                    // Reserved bits cleared: 58:57, and Fack in an ACK.
+                    // Reserved bits cleared: 58:57, Fack in an ACK, Pad without a payload.
                     let fack = if matches!(h.kind, RhKind::AckNak(_)) { 1 << 61 } else { 0 };
-                    prop_assert_eq!(h.to_word(), Ok(w & !(0b11 << 57) & !fack));
+                    let pad = if matches!(h.kind, RhKind::Send { .. }) { 0 } else { 0b11 << 59 };
+                    prop_assert_eq!(h.to_word(), Ok(w & !(0b11 << 57) & !fack & !pad));
                     prop_assert_eq!(RoutingHeader::from_word(h.to_word().unwrap()), Ok(h));
                 }
                 Err(e) => prop_assert_eq!((e, w >> 62), (RhError::ReservedOpcode, 0b11)),

@@ -2857,6 +2857,9 @@ fn ethx_routes_and_rh(da_bits: u8, field: u32, rh: [u8; 8]) {
         if matches!(h.kind, RhKind::AckNak(_)) {
             cleared[0] &= !0b0010_0000; // Fack, 0 in an ACK or NAK
         }
+        if !matches!(h.kind, RhKind::Send { .. }) {
+            cleared[0] &= !0b0001_1000; // Pad, with no payload to pad
+        }
         assert_eq!(out, cleared);
     }
 }

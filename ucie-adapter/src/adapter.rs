@@ -399,8 +399,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
                 // Active (§3.2.1.2, Table 9-33): a Retrain or PM stretch stops them, not restarts.
                 if let Some(since) = self.inactive_since.take() {
                     let stopped = now.saturating_duration_since(since);
-                    self.exchange.postpone(stopped);
-                    self.retry.postpone(stopped);
+                    self.exchange.postpone(now, stopped);
+                    self.retry.postpone(now, stopped);
                 }
                 if self.negotiated.is_none() {
                     if matches!(self.exchange.state(), ExchangeState::Idle) {
@@ -875,6 +875,20 @@ mod tests {
         assert!(!matches!(lone.exchange(), ExchangeState::Failed(_)));
         lone.handle_timeout(ms(20));
         assert!(matches!(lone.exchange(), ExchangeState::Failed(_)));
+        // A stall that restarts the timeout while RDI retrains gives it its whole 8 ms from the
+        // return, not the return plus the whole Retrain.
+        let mut lone = D::new(configs()[0], [0; 4096]);
+        lone.handle_rdi(T, LinkStatus::Active);
+        lone.handle_rdi(ms(3), LinkStatus::Retrain);
+        let stall = crate::sideband::Message::Capability {
+            kind: crate::sideband::CapKind::Adapter,
+            finalized: false,
+            info: crate::sideband::STALL,
+            caps: 0,
+        };
+        lone.handle_sideband(ms(90), &Packet::Message(stall.to_packet(SRC_ADAPTER, DST_REMOTE_ADAPTER)));
+        lone.handle_rdi(ms(100), LinkStatus::Active);
+        assert_eq!(lone.poll_timeout(), Some(ms(108)));
     }
 
     /// In Format 2 the marker bit would make a protocol flit a PDS header: refused.

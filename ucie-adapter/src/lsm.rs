@@ -405,9 +405,11 @@ impl AdapterLsm {
             self.linkerror_since = Some(now);
         }
         if matches!(s, LinkStatus::LinkReset | LinkStatus::Disabled | LinkStatus::LinkError) {
-            // An Active Entry handshake in progress is abandoned; a request from the peer that
-            // arrives from now on outlives the way out through Reset (`enter_reset`).
+            // An Active Entry handshake in progress is abandoned, with the response it waited
+            // for (its 8 ms would fire a spurious timeout); a request from the peer that arrives
+            // from now on outlives the way out through Reset (`enter_reset`).
             self.entry = ActiveEntry::default();
+            self.pending.clear();
         }
         if !matches!(s, LinkStatus::Active | LinkStatus::ActivePmNak) {
             self.set_rx_active_req(false);

@@ -639,10 +639,12 @@ impl ParamExchange {
         self.deadline
     }
 
-    /// RDI was away from Active for `by` (a Retrain) and is back: the timeout, which counts only
-    /// while RDI is Active (§3.2.1.2), moves on by as much.
-    pub fn postpone(&mut self, by: Duration) {
-        self.deadline = self.deadline.map(|d| d.saturating_add(by));
+    /// RDI was away from Active for `by` (a Retrain) and is back at `now`: the timeout, which
+    /// counts only while RDI is Active (§3.2.1.2), moves on by as much, and one restarted while
+    /// RDI was away (a stall) has its whole time from `now`.
+    pub fn postpone(&mut self, now: Instant, by: Duration) {
+        let full = now.saturating_add(self.config.timeout);
+        self.deadline = self.deadline.map(|d| d.saturating_add(by).min(full));
     }
 
     /// Fails the exchange if its timeout has passed.

@@ -605,10 +605,12 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Retry<B, N> {
         self.st.ack_deadline
     }
 
-    /// RDI was away from Active for `by` (Retrain, PM) and is back: the Adapter Timeout, which
-    /// counts only while RDI is Active (Table 9-33, Header Log 2 0100b), moves on by as much.
-    pub fn postpone(&mut self, by: Duration) {
-        self.st.ack_deadline = self.st.ack_deadline.map(|d| d.saturating_add(by));
+    /// RDI was away from Active for `by` (Retrain, PM) and is back at `now`: the Adapter
+    /// Timeout, which counts only while RDI is Active (Table 9-33, Header Log 2 0100b), moves on
+    /// by as much, and one armed while RDI was away has its whole time from `now`.
+    pub fn postpone(&mut self, now: Instant, by: Duration) {
+        let full = now.saturating_add(self.config.ack_timeout);
+        self.st.ack_deadline = self.st.ack_deadline.map(|d| d.saturating_add(by).min(full));
     }
 
     /// Fires the Adapter Timeout if due: an Uncorrectable Internal Error (the embedder takes

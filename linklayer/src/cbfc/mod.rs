@@ -40,7 +40,10 @@
 //! * A frame costs at least one credit even if `len + overhead <= 0` (a zero-cost frame could
 //!   overrun the receiver; a peer that charges 0 only makes this end more conservative).
 //! * `CF_max_spacing` is applied per VC: every lossless VC is refreshed at least that often, and
-//!   `CF_min_spacing` is applied per port, between any two CF_Updates.
+//!   `CF_min_spacing` is applied per port, between any two CF_Updates. A refresh due goes before
+//!   a change (the refresh repairs a lost update, which the VC's own traffic, stopped by the
+//!   loss, cannot); so idle lossless VCs take their share of the port's CF_Update slots (31 at
+//!   the default spacings, 6 400 and 262 144 bytes, about three quarters of them).
 //! * **CC_Update, entry by entry.** The reconciliation is only sound when the CC_Update travels in
 //!   order with the data frames of its VC (on an LLR link, in the same LLR sequence:
 //!   [`crate::link::Link`] sends it so). Each VC's entry stands alone: one refused (a counter
