@@ -464,12 +464,19 @@ impl CbfcReceiver {
             }
         }
         let start = usize::from(self.cursor);
-        let first = |wanted: &dyn Fn(&ReceiverVc) -> bool| {
-            (0..MAX_VCS).map(|k| (start + k) % MAX_VCS).find(|&i| self.vcs.get(i).is_some_and(wanted))
-        };
-        let overdue =
-            |v: &ReceiverVc| v.lossless() && v.draining == 0 && now >= v.reported_at.saturating_add(self.max_spacing);
-        let pick = first(&overdue).or_else(|| first(&ReceiverVc::needs_report))?;
+        // One pass from the cursor: the first overdue VC, else the first with a change.
+        let (mut overdue, mut changed) = (None, None);
+        for i in (0..MAX_VCS).map(|k| (start + k) % MAX_VCS) {
+            let Some(v) = self.vcs.get(i) else { continue };
+            if v.lossless() && v.draining == 0 && now >= v.reported_at.saturating_add(self.max_spacing) {
+                overdue = Some(i);
+                break;
+            }
+            if changed.is_none() && v.needs_report() {
+                changed = Some(i);
+            }
+        }
+        let pick = overdue.or(changed)?;
         let v = self.vcs.get_mut(pick)?;
         v.reported = v.freed;
         v.reported_at = now;
