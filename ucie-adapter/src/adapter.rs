@@ -657,18 +657,20 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>, const N: usize> Adapter<B, N> {
             let (corrupt, flit) = self.staged.into_option()?;
             let (dst, src) = (out.get_mut(..len)?, flit.get(..len)?);
             let stack = self.retry.stack_of(src);
-            if self.last_stack == Some(stack) && n.alternates(stack) {
+            let payload = if self.last_stack == Some(stack) && n.alternates(stack) {
                 // Never two flits of a stack back to back (§3.1): a NOP between them.
                 dst.fill(0);
                 let _ = crc::seal_corrupted(n.format, dst, 0);
                 self.last_stack = None;
+                None
             } else {
                 self.staged.clear();
                 dst.copy_from_slice(src);
                 let _ = crc::seal_corrupted(n.format, dst, if corrupt { 0b11 } else { 0 });
                 self.last_stack = Some(stack);
-            }
-            Some(Sent { payload: None, replay: false, command: ReplayCommand::Explicit, seq: 0, pds_before: false })
+                Some(0)
+            };
+            Some(Sent { payload, replay: false, command: ReplayCommand::Explicit, seq: 0, pds_before: false })
         };
         self.collect(now);
         sent
@@ -916,10 +918,11 @@ mod tests {
         assert!(!n.retry && n.alternates(0));
         let header = FlitHeader { protocol_id: crate::header::protocol_id::CXL_IO, ..FlitHeader::NOP };
         let mut out = [0u8; 256];
-        let mut got = Vec::new();
+        let (mut got, mut sent) = (Vec::new(), Vec::new());
         for payload in [1u8, 2] {
             dies[0].send(T, 0, header, &[payload; 8]).unwrap();
-            while dies[0].poll_transmit(T, &mut out).is_some() {
+            while let Some(s) = dies[0].poll_transmit(T, &mut out) {
+                sent.push(s.payload);
                 got.push(dies[1].handle_flit(T, &out).and_then(|d| d.flit.payload()[0].first().copied()));
                 if got.len() > 3 {
                     break;
@@ -927,6 +930,8 @@ mod tests {
             }
         }
         assert_eq!(got, [Some(1), None, Some(2)], "flit, NOP, flit");
+        // The caller tells its flits from the NOP by `Sent::payload`.
+        assert_eq!(sent, [Some(0), None, Some(0)]);
     }
 
     #[test]

@@ -204,7 +204,8 @@ pub enum Received<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Sent {
-    /// A payload flit's sequence number (`None`: a NOP).
+    /// A payload flit's sequence number, 0 without Retry (which numbers no flit; the
+    /// [`Adapter`](crate::adapter::Adapter) sends flits then); `None`: a NOP.
     pub payload: Option<u8>,
     /// Whether the payload flit is a replay.
     pub replay: bool,
