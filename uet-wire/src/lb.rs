@@ -20,10 +20,10 @@
 //! transmission (first sends, resends, probes and credit requests) draws a new EV.
 //!
 //! Random draws come from a xorshift generator seeded by the caller: randomness is an input, and
-//! a seed makes a run repeatable. *Project-defined*: the path count is rounded down to a power of
-//! two (the simulator requires one) and the random upper bits of the EV are fixed per selector,
-//! as in the simulator's oblivious and bitmap selectors; REPS's random EVs stay below the path
-//! count, as there.
+//! a seed makes a run repeatable. *Project-defined*: the oblivious and bitmap selectors round
+//! the path count down to a power of two (the simulator requires one there) and fix the random
+//! upper bits of the EV per selector, as the simulator does; REPS takes any path count, and its
+//! random EVs stay below it, as the simulator's `rand() % no_of_paths`.
 
 use linklayer::{Duration, Instant};
 

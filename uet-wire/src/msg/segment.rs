@@ -117,7 +117,10 @@ impl Segmenter {
 impl Segment {
     /// The standard SES request of this packet, from the message's `template` (its opcode,
     /// flags, ids, buffer offset, match bits, extension header; its tail holds the header data).
-    /// Sets SOM and EOM, the continuation tail, and `request_length = message_len`. Every packet
+    /// Sets SOM and EOM, the continuation tail, and `request_length = message_len`; HD only with
+    /// SOM, as the header data goes in the first packet alone (uet-ref-prov's `uet_build_ses_hdr`;
+    /// its receiver takes header data from whichever packet of an HD message comes first, so a
+    /// continuation with HD that overtook the first would give it the tail). Every packet
     /// keeps the extension: whether a request carries one follows from its opcode alone (UE 1.0
     /// §3.4, the header parsing guide; so parse uet-ref-prov's `uet_parse_pkt` and Wireshark's
     /// `dissect_ses_std_req`, and uet-ref-prov sends its SYNC_WRITE extension on every packet),
@@ -128,6 +131,7 @@ impl Segment {
         let mut h = *template;
         h.common.flags.set(SesFlags::SOM, self.som);
         h.common.flags.set(SesFlags::EOM, self.eom);
+        h.common.flags.set(SesFlags::HD, self.som && template.common.flags.contains(SesFlags::HD));
         h.request_length = message_len;
         h.tail = if self.som {
             match template.tail {
@@ -199,6 +203,11 @@ mod tests {
         let h0 = segs[0].standard_header(&template(), 10_000);
         assert_eq!(h0.tail, StandardTail::Som { header_data: 0x77 });
         assert!(h0.common.flags.contains(SesFlags::SOM) && !h0.common.flags.contains(SesFlags::EOM));
+        // Header data, and its HD flag, go in the first packet alone.
+        let mut hd = template();
+        hd.common.flags.insert(SesFlags::HD);
+        let flags = |s: &Segment| s.standard_header(&hd, 10_000).common.flags.contains(SesFlags::HD);
+        assert_eq!(segs.iter().map(flags).collect::<Vec<_>>(), [true, false, false]);
     }
 
     #[test]

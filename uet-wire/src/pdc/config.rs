@@ -117,7 +117,8 @@ pub struct PdcConfig {
     /// otherwise (default 8, i.e. 1024 PSNs).
     pub default_mpr: u8,
     /// `Limit_PSN_Range`: close the PDC before its PSNs reach `Start_PSN + 2^31` (default on; a
-    /// secure PDC must).
+    /// secure PDC must, and an [`Endpoint`](crate::msg::Endpoint) with
+    /// [`secure`](crate::msg::EndpointConfig::secure) turns it on).
     pub limit_psn_range: bool,
     /// How long a target PDC may hear nothing from its initiator before it closes (project-defined,
     /// default 60 s as in the Linux RFC draft; zero turns it off).

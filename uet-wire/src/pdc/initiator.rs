@@ -1650,12 +1650,11 @@ impl<const W: usize> InitiatorCore<W> {
                 return;
             }
             if !self.tx.has_outstanding() {
-                if self.clear_owed() {
-                    // The CLEAR, or the ACK it drew, was lost: send it again.
-                    if cfg.rto_retx_exhausted(count) {
-                        let _ = self.fail(ret, now, cfg, Failure::RetriesExhausted, true);
-                        return;
-                    }
+                // The CLEAR, or the ACK it drew, was lost: send it again, up to Max_RTO_Retx_Cnt
+                // times. A CLEAR left unanswered fails nothing: uet-ref-prov's target answers none
+                // (`uet_pds_process_clear_cp` sends no ACK, AR or not), and the target holds its
+                // responses only until the next request's CLEAR_PSN or the CLOSE.
+                if self.clear_owed() && !cfg.rto_retx_exhausted(count) {
                     self.rto_count = count;
                     self.tx_pending |= TX_CLEAR;
                     self.rto_at.set(self.rto_deadline(now, cfg));
@@ -1678,7 +1677,14 @@ impl<const W: usize> InitiatorCore<W> {
         self.losses.on_timeout(&mut self.tx, now, cfg);
         if self.probe_at.is_due(now) {
             self.probe_at.clear();
-            if self.tx.has_outstanding() && self.probe_count < cfg.max_tail_loss_retx && !self.tx.has_lost() {
+            // No probe before the target's PDC id is known: a control packet in SYN form carries
+            // no DPDCID, and uet-ref-prov's target (`uet_pds_process_control`) answers one with
+            // NACK INV_DPDCID, which would fail the PDC; the retransmission timer covers it.
+            if self.tx.has_outstanding()
+                && self.remote != 0
+                && self.probe_count < cfg.max_tail_loss_retx
+                && !self.tx.has_lost()
+            {
                 self.probe_count += 1;
                 self.tx_pending |= TX_PROBE;
                 self.probe_at.set(now.saturating_add(cfg.tail_loss_time));

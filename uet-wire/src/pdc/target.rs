@@ -16,7 +16,9 @@
 //! Every transition is in one `match` (the private function `transition`).
 //!
 //! * **RUD** (UE 1.0 §3.5.11.4; uet-ref-prov `uet_pds.c`): a new PSN in the window is delivered
-//!   whatever its order; a duplicate in the window is re-ACKed, never NACKed; a PSN of the prior
+//!   whatever its order; a duplicate in the window is re-ACKed, never NACKed (*project-defined*:
+//!   uet-ref-prov's `uet_pds_check_duplicate_and_rtx` NACKs RCVD_SES_PROCG when it has no ACK
+//!   stored for it, which an initiator ignores, recovering by its timer); a PSN of the prior
 //!   window is re-ACKed with [`Delivery::Stale`] (the caller adds the SES DEFAULT_RESPONSE,
 //!   RC_NULL); a PSN outside both is NACKed PSN_OOR_WINDOW (INVALID_SYN with SYN).
 //! * **ROD**: only the next PSN in order is delivered. *Project-defined* (uet-ref-prov and the ns-3
@@ -36,8 +38,9 @@
 //!   message; a NACK would name an old PSN the initiator may take for a new one, and INVALID_SYN
 //!   would close the live PDC).
 //!   On close, [`Target::next_expected_psn`] gives the value the caller stores as the domain's
-//!   next `Expected_PSN`: *project-defined* as the CLOSE's PSN + 1 (uet-ref-prov uses start + 1,
-//!   which would let a later PDC reuse PSNs of this one).
+//!   next `Expected_PSN`: *project-defined* as one past its cumulative ACK, `CACK_PSN + 1` (the
+//!   CLOSE's PSN + 1 after a CLOSE; uet-ref-prov uses start + 1, which would let a later PDC
+//!   reuse PSNs of this one).
 //! * **Return direction** (UE 1.0 §3.5.20.1, §3.5.20.2.5: read data larger than
 //!   `Max_ACK_Data_Size`): [`Target::send`] stamps RUD or ROD requests from this PDC to its
 //!   initiator (Established form, SPDCID this PDC), whose next header the caller sets (RSP_DATA)
@@ -273,6 +276,8 @@ struct PendingNack {
     retx: bool,
     psn: u32,
     payload: u32,
+    /// The initiator PDC it goes to: the refused packet's SPDCID.
+    to: u16,
 }
 
 /// The return direction of a target PDC (read data and CLOSE_REQ, numbered from the initiator's
@@ -434,8 +439,9 @@ impl<const W: usize, const R: usize> Target<W, R> {
         self.core.failure()
     }
 
-    /// For a secure domain: the `Expected_PSN` a later PDC's start must reach (one past the last
-    /// PSN this PDC used). Project-defined; see the module doc.
+    /// For a secure domain: the `Expected_PSN` a later PDC's start must reach, one past this PDC's
+    /// cumulative ACK (`CACK_PSN + 1`: after a CLOSE, the CLOSE's PSN + 1). Project-defined; see
+    /// the module doc.
     pub const fn next_expected_psn(&self) -> u32 {
         self.core.next_expected_psn()
     }
@@ -771,21 +777,28 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         self.ack_due
     }
 
-    fn nack(&self, code: NackCode, psn: u32, retx: bool, payload: u32) -> Nack {
+    fn nack(&self, code: NackCode, psn: u32, retx: bool, payload: u32, to: u16) -> Nack {
         let flags = if retx { NackFlags::RETX } else { NackFlags::empty() };
-        Nack { flags, payload, ..Nack::for_pdc(code, psn, self.local, self.remote) }
+        Nack { flags, payload, ..Nack::for_pdc(code, psn, self.local, to) }
     }
 
-    /// Refuses a packet: queues its NACK for [`Target::poll_transmit`] (dropped when
-    /// [`PENDING_NACKS`] wait already).
+    /// Refuses a packet of this PDC's initiator: queues its NACK for [`Target::poll_transmit`]
+    /// (dropped when [`PENDING_NACKS`] wait already).
     fn refuse(&mut self, code: NackCode, psn: u32, retx: bool) -> Delivery {
+        self.refuse_from(code, psn, retx, self.remote)
+    }
+
+    /// [`TargetCore::refuse`] for a packet from initiator PDC `spdcid`, which the NACK goes to
+    /// (PDC_HDR_MISMATCH: another PDC than this one's initiator, as uet-ref-prov's
+    /// `uet_pds_tx_nack` addresses it to the packet's SPDCID).
+    fn refuse_from(&mut self, code: NackCode, psn: u32, retx: bool, spdcid: u16) -> Delivery {
         let payload = match code {
             NackCode::NewStartPsn => self.start_psn,
             // Wireshark labels the payload "Max Recvd PSN + 1".
             _ => self.rx.max_rcvd().wrapping_add(1),
         };
         if let Some(slot) = self.nacks.iter_mut().find(|n| n.is_none()) {
-            *slot = Some(PendingNack { code, retx, psn, payload });
+            *slot = Some(PendingNack { code, retx, psn, payload, to: spdcid });
         }
         Delivery::Dropped
     }
@@ -872,7 +885,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         }
         let mut next = transition(self.state, Ev::Packet)?;
         if req.spdcid != self.remote {
-            return Ok(self.refuse(NackCode::PdcHdrMismatch, req.psn, retx));
+            return Ok(self.refuse_from(NackCode::PdcHdrMismatch, req.psn, retx, req.spdcid));
         }
         if req.mode != self.mode {
             return Ok(self.refuse(NackCode::PdcModeMismatch, req.psn, retx));
@@ -991,7 +1004,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
             (false, true) => NackCode::TrimmedLastHop,
             (false, false) => NackCode::Trimmed,
         };
-        self.refuse(code, req.psn, req.flags.contains(RequestFlags::RETX));
+        self.refuse_from(code, req.psn, req.flags.contains(RequestFlags::RETX), req.spdcid);
         Ok(())
     }
 
@@ -1022,7 +1035,8 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         let next = transition(self.state, Ev::Packet)?;
         let retx = ctl.flags.contains(ControlFlags::RETX);
         if ctl.spdcid != self.remote {
-            return self.refused(NackCode::PdcHdrMismatch, ctl.psn, retx);
+            self.refuse_from(NackCode::PdcHdrMismatch, ctl.psn, retx, ctl.spdcid);
+            return Ok(());
         }
         if next == TargetState::Pending {
             // Its initiator has not restarted yet (the NACK that told it was lost, or this packet
@@ -1237,6 +1251,12 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         Stamp::at(self.mode, flags, ret.window.base(), psn, self.local, dest)
     }
 
+    /// Whether the idle timeout has run out on an established PDC: its [`TargetCore::handle_timeout`]
+    /// asks for a close, with a return direction to carry the CLOSE_REQ.
+    pub(crate) fn idle_close_due(&self, now: Instant) -> bool {
+        self.state == TargetState::Established && self.idle_at.is_due(now)
+    }
+
     /// See [`Target::request_close`].
     pub(crate) fn request_close(
         &mut self,
@@ -1289,12 +1309,12 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     ) -> Option<TargetTx> {
         if let Some(n) = self.nacks.first_mut().and_then(Option::take) {
             self.nacks.rotate_left(1);
-            return Some(TargetTx::Nack(self.nack(n.code, n.psn, n.retx, n.payload)));
+            return Some(TargetTx::Nack(self.nack(n.code, n.psn, n.retx, n.payload, n.to)));
         }
         if self.tx_pending & TX_CLOSING_IN_ERR != 0 {
             self.tx_pending &= !TX_CLOSING_IN_ERR;
             let psn = self.rx.cack_psn().wrapping_add(1);
-            return Some(TargetTx::Nack(self.nack(NackCode::ClosingInErr, psn, false, 0)));
+            return Some(TargetTx::Nack(self.nack(NackCode::ClosingInErr, psn, false, 0, self.remote)));
         }
         if self.tx_pending & TX_CLOSE_REQ != 0 {
             self.tx_pending &= !TX_CLOSE_REQ;
@@ -1490,6 +1510,19 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         }
         if self.idle_at.is_due(now) {
             self.idle_at.clear();
+            // Established, it asks its initiator to close (CLOSE_REQ), as the Linux "ultraeth"
+            // RFC's target does on its idle timeout, rather than vanishing: an initiator that kept
+            // its PDC open would have its next message refused INV_DPDCID. The close then runs
+            // as any CLOSE_REQ's, and the idle timeout starts again (a last bound under unlimited
+            // retransmissions). Without a return direction, or asked already, it closes.
+            if self.state == TargetState::Established {
+                if let Some(r) = ret.as_deref_mut() {
+                    if self.request_close(held, r, now, cfg).is_ok() {
+                        self.idle_at = Deadline::from_option(idle_deadline(now, cfg));
+                        return;
+                    }
+                }
+            }
             if let Ok(next) = transition(self.state, Ev::Idle) {
                 self.enter(held, ret, next);
                 return;

@@ -275,14 +275,14 @@ fn target_refusals_are_nacks() {
     let before = tg.clone();
     let mut r = req(s);
     r.spdcid = 8;
-    assert_eq!(
-        {
-            tg.handle_request(t(4), &cfg, &r, 0, false).unwrap();
-            pending_nack(&mut tg)
-        }
-        .code,
-        NackCode::PdcHdrMismatch
-    );
+    // The NACK goes to the PDC that sent the packet (uet-ref-prov's `uet_pds_tx_nack`), not
+    // to this PDC's initiator, which did nothing wrong.
+    let n = {
+        tg.handle_request(t(4), &cfg, &r, 0, false).unwrap();
+        pending_nack(&mut tg)
+    };
+    assert_eq!(n.code, NackCode::PdcHdrMismatch);
+    assert!(matches!(n.target, NackTarget::Pdc { dpdcid: 8, .. }), "{:?}", n.target);
     let mut r = req(s);
     r.mode = DeliveryMode::Rod;
     assert_eq!(
@@ -670,6 +670,26 @@ fn tail_loss_probe_recovers_a_lost_last_packet() {
     assert_eq!(i.poll_timeout(), None);
 }
 
+/// Before the first ACK the target's PDC id is unknown, so there is no tail-loss probe (a
+/// control packet in SYN form has no DPDCID; uet-ref-prov answers one with NACK INV_DPDCID):
+/// the lost SYN packet is resent when the retransmission timer fires.
+#[test]
+fn no_tail_loss_probe_before_the_pdc_is_established() {
+    let cfg = PdcConfig { rto: Duration::from_millis(10), rto_min: Duration::from_millis(10), ..cfg() };
+    let mut i = Initiator::<2>::new(&cfg, DeliveryMode::Rud, 7, 4);
+    let s = i.send(t(10), &cfg, true).unwrap(); // lost
+    let probe_time = t(10).saturating_add(cfg.tail_loss_time);
+    assert!(probe_time < t(10).saturating_add(cfg.rto));
+    i.handle_timeout(probe_time, &cfg);
+    assert_eq!(i.poll_transmit(probe_time), None, "no probe in SYN form");
+    let rto = i.poll_timeout().unwrap();
+    assert_eq!(rto, t(10).saturating_add(cfg.rto));
+    i.handle_timeout(rto, &cfg);
+    let Some(InitiatorTx::Resend(r)) = i.poll_transmit(rto) else { panic!("no resend") };
+    assert_eq!(r.psn, s.psn);
+    assert_eq!(i.failure(), None);
+}
+
 #[test]
 fn sack_drives_fast_resend_once() {
     let cfg = cfg();
@@ -1054,9 +1074,26 @@ fn quiet_target_pdc_closes_after_the_idle_timeout() {
     let s = i.send(t(100), &cfg, true).unwrap();
     tg.handle_request(t(100), &cfg, &req(s), 10, false).unwrap();
     assert_eq!(tg.poll_timeout(), Some(t(100).saturating_add(cfg.idle_timeout)));
-    tg.handle_timeout(t(100).saturating_add(cfg.idle_timeout), &cfg);
+    // Idle that long, it asks its initiator to close (CLOSE_REQ) rather than vanish.
+    let mut now = t(100).saturating_add(cfg.idle_timeout);
+    tg.handle_timeout(now, &cfg);
+    assert_eq!(tg.state(), TargetState::CloseReqWait);
+    let Some(TargetTx::Control(c)) = tg.poll_transmit(now) else { panic!("no CLOSE_REQ") };
+    assert_eq!(c.ctl_type, ControlType::CloseReq);
+    // An initiator that never answers: the PDC closes once its CLOSE_REQ goes unanswered.
+    for _ in 0..100 {
+        while tg.poll_transmit(now).is_some() {}
+        match tg.poll_timeout() {
+            Some(at) if tg.state() != TargetState::Closed => {
+                now = at;
+                tg.handle_timeout(now, &cfg);
+            }
+            _ => break,
+        }
+    }
     assert_eq!(tg.state(), TargetState::Closed);
-    while tg.poll_transmit(t(200)).is_some() {}
+    assert!(now < t(100).saturating_add(cfg.idle_timeout.saturating_mul(2)), "before a second idle timeout");
+    assert_eq!(tg.poll_event(), Some(TargetEvent::Failed(Failure::CloseTimeout)));
     assert_eq!(tg.poll_event(), Some(TargetEvent::Closed));
     // Off when zero.
     let off = PdcConfig { idle_timeout: Duration::ZERO, ..cfg };
@@ -1148,6 +1185,35 @@ fn guaranteed_delivery_response_survives_a_lost_ack_until_cleared() {
     i.handle_ack(later, &cfg, &moved).unwrap();
     assert_eq!(i.poll_timeout(), None);
     assert_eq!(i.failure(), None);
+}
+
+/// A target that never answers a CLEAR (uet-ref-prov's sends no ACK for one): the initiator
+/// resends it Max_RTO_Retx_Cnt times, then stops, and the PDC stays up.
+#[test]
+fn an_unanswered_clear_fails_nothing() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    let s = req(i.send(t(3), &cfg, true).unwrap());
+    assert_eq!(tg.handle_request(t(3), &cfg, &s, 8, false).unwrap(), Delivery::New);
+    tg.hold_response(s.psn, atomic_response(1)).unwrap();
+    let a = ack_of(tg.poll_transmit(t(3)).unwrap());
+    assert_eq!(a.request, AckRequest::Clear);
+    i.handle_ack(t(4), &cfg, &a).unwrap();
+    let mut clears = 0;
+    let mut now = t(4);
+    for _ in 0..100 {
+        while let Some(tx) = i.poll_transmit(now) {
+            assert!(matches!(tx, InitiatorTx::Control(c) if c.ctl_type == ControlType::Clear), "{tx:?}");
+            clears += 1;
+        }
+        let Some(at) = i.poll_timeout() else { break };
+        now = at;
+        i.handle_timeout(now, &cfg);
+    }
+    assert_eq!(clears, 1 + u32::from(cfg.max_rto_retx), "the first CLEAR and its resends");
+    assert_eq!(i.poll_timeout(), None);
+    assert_eq!(i.failure(), None);
+    assert_eq!(i.state(), InitiatorState::Established);
 }
 
 /// A response held for a PSN beyond a gap: the ACK carrying it asks for a CLEAR, but the

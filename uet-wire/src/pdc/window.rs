@@ -12,11 +12,14 @@
 //!   is anchored at its oldest unacknowledged PSN; the *prior* window is the `MP_RANGE` PSNs up to
 //!   and including `CACK_PSN`. `MP_RANGE` is `64 × W` PSNs (const generic `W`; the default 2 gives
 //!   uet-ref-prov's 128).
-//! * **Duplicates are re-ACKed, never NACKed** (a NACKed duplicate can deadlock after a lost ACK):
+//! * **Duplicates are re-ACKed, never NACKed** (*project-defined*; a NACKed duplicate can
+//!   deadlock after a lost ACK; uet-ref-prov NACKs RCVD_SES_PROCG when it stored no ACK):
 //!   [`Arrival`] tells the caller which case it has, and the caller answers.
 //! * **SACK.** ACK_CC carries a 64-bit SACK bitmap at `SACK_PSN = CACK_PSN + sack_psn_offset`.
-//!   [`RxWindow::sack`] uses the base uet-htsim calls ideal: the oldest PSN not yet reported,
-//!   `max(max_rcvd − 63, CACK + 1)`, so the newest arrivals are always in the bitmap.
+//!   [`RxWindow::sack`] uses the base uet-htsim calls ideal (*project-defined*; uet-ref-prov's
+//!   `uet_pds_update_sack_base` moves it in steps of 64, and an initiator reads either): the
+//!   oldest PSN not yet reported, `max(max_rcvd − 63, CACK + 1)`, so the newest arrivals are
+//!   always in the bitmap.
 //! * **Sending.** The initiator may send PSN `p` only if `p` is in its own window and
 //!   `p ≤ CACK + peer MP_RANGE` (the range the peer advertised in ACK_CC).
 

@@ -144,7 +144,7 @@ pub enum LoadBalancing {
     },
     /// [`Reps`] over `paths` entropy values.
     Reps {
-        /// Entropy values (rounded down to a power of two).
+        /// Entropy values (any count from 1; REPS draws below it).
         paths: u16,
     },
     /// The bitmap-penalty selector over [`BITMAP_PATHS`] entropy values ([`Bitmap`]).

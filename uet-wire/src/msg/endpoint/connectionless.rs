@@ -117,16 +117,22 @@ impl<
         self.complete_connectionless(slot);
     }
 
-    /// A RUDI NACK: resend at once for a retransmit-class code, else fail the message.
+    /// A RUDI NACK: resend at once for a retransmit-class code; ignore a drop-class one (the
+    /// packet's own timer resends it, as uet-ref-prov's `uet_pds_nack_action` drops
+    /// RCVD_SES_PROCG); else fail the message.
     pub(super) fn rudi_nacked(&mut self, now: Instant, pkt_id: u32, code: NackCode) {
         let Some(r) = self.rudi.iter_mut().find(|r| r.pkt_id == pkt_id) else { return };
-        if code.class() == crate::pds::NackClass::Retransmit {
-            r.resend_at = now;
-            r.nacked = true;
-            self.stats.resends.nack = self.stats.resends.nack.wrapping_add(1);
-        } else {
-            let slot = usize::from(r.slot);
-            self.fail_rudi(slot, Failure::Nack(code));
+        match code.class() {
+            crate::pds::NackClass::Retransmit => {
+                r.resend_at = now;
+                r.nacked = true;
+                self.stats.resends.nack = self.stats.resends.nack.wrapping_add(1);
+            }
+            crate::pds::NackClass::Drop => {}
+            crate::pds::NackClass::Close | crate::pds::NackClass::NewStartPsn => {
+                let slot = usize::from(r.slot);
+                self.fail_rudi(slot, Failure::Nack(code));
+            }
         }
     }
 

@@ -97,10 +97,11 @@
 //!   the same initiator PDC id picks a fresh start PSN (random, UE 1.0 §3.5.11.4, or
 //!   above `Expected_PSN` under secure start as in uet-ref-prov), so it is not mistaken for one.
 //! * **Secure domains** ([`Secure`]; UE 1.0 §3.7, uet-ref-prov `uet_pds.c` for the secure start
-//!   PSN): one endpoint serves one secure domain, and the domain's `Expected_PSN` moves to the
-//!   PSN after the last one a closing target PDC received, whenever that PDC started at or after
-//!   it. An initiator PDC starts 2^16 to 2^17 past where the last PDC to its destination stopped
-//!   (random in [2^16, 2^31) for the first), so 0-RTT starts are not refused once
+//!   PSN): one endpoint serves one secure domain, and the domain's `Expected_PSN` moves to one
+//!   past a closing target PDC's cumulative ACK (`CACK_PSN + 1`), whenever that PDC started at
+//!   or after it and however it closed (uet-ref-prov moves it on a CLOSE only, to the PDC's
+//!   start PSN plus one). An initiator PDC starts 2^16 to 2^17 past where the last PDC to its destination
+//!   stopped (random in [2^16, 2^31) for the first), so 0-RTT starts are not refused once
 //!   `Expected_PSN` has risen (the reference provider's initiator learns `Expected_PSN` from an
 //!   ACK flag of its own instead, which this crate does not send).
 //! * A request the event queue has no room for is dropped unanswered (its resend comes back once
@@ -218,7 +219,8 @@ pub struct EndpointConfig {
     /// [`ORDER_WINDOW`].
     pub messages_per_pdc: u16,
     /// TSS: `Some` when this endpoint's packets are sealed by a
-    /// [`SecureDomain`](crate::tss::SecureDomain) (see [`Secure`]). Default `None`.
+    /// [`SecureDomain`](crate::tss::SecureDomain) (see [`Secure`]); its PDCs then limit their
+    /// PSN range whatever [`PdcConfig::limit_psn_range`] says. Default `None`.
     pub secure: Option<Secure>,
     /// Congestion management: `Some` to gate each destination's new packets by an NSCC window and
     /// spray them over the fabric's paths (see [`CmsConfig`]); it takes effect on an endpoint
@@ -1629,7 +1631,10 @@ impl<
     /// second endpoint on the stack. Whatever it held is forgotten (no events; handles of its
     /// messages may name new ones). On an [`Endpoint::EMPTY`] in a `static`, this is how firmware
     /// builds one.
-    pub fn init(&mut self, cfg: EndpointConfig, seed: u64) {
+    pub fn init(&mut self, mut cfg: EndpointConfig, seed: u64) {
+        // A secure PDC closes before its PSNs wrap (UE 1.0 §3.7; uet-ref-prov's `uet_pds.c`:
+        // "always enabled on secured PDCs"), or a replayed packet of the first lap would be new.
+        cfg.pdc.limit_psn_range |= cfg.secure.is_some();
         self.pulls = Pulls::new(cfg.cms);
         self.cfg = ZeroOption::Some(cfg);
         // One id names one PDC of this node (ACKs and NACKs travel both ways): initiator ids in
@@ -2254,6 +2259,11 @@ impl<
     /// Runs target PDC `id`'s timers due at `now`, and what follows from them.
     fn target_timeout(&mut self, now: Instant, id: u16) {
         if let Some(p) = self.targets.get_mut(id) {
+            // An established PDC's idle timeout sends CLOSE_REQ, on a return direction (without a
+            // free one it closes at once, and the entry goes back below if it stays idle).
+            if p.pdc.idle_close_due(now) {
+                let _ = self.returns.take(&mut p.ret);
+            }
             let mut ret = self.returns.get_mut(p.ret);
             let counts =
                 |ret: Option<&ReturnDirection<2>>| ret.map_or((0, 0), |r| (r.window().lost_count(), r.timeouts()));

@@ -796,6 +796,37 @@ fn a_full_table_of_idle_pdcs_makes_room_for_a_new_key() {
     assert_eq!(a.stats().idle_pdcs_closed, 2);
 }
 
+/// A kept-open PDC idle past the target's idle timeout: the target asks its initiator to close
+/// (CLOSE_REQ) instead of forgetting the PDC, so the next message goes on a new PDC and is sent;
+/// it was refused NACK INV_DPDCID and failed. Without a free return direction for the CLOSE_REQ
+/// the target PDC still closes (the initiator's next message then fails, as before).
+#[test]
+fn an_idle_target_asks_its_initiator_to_close() {
+    let (mut a, mut b, b_addr) = kept_one_senders();
+    let d = MessageDesc::new(b_addr, Service::Rud, Opcode::Send, 1, 10);
+    let pump = |a: &mut OneSender, b: &mut OneSender, now: Instant| {
+        for _ in 0..8 {
+            a.handle_timeout(now);
+            b.handle_timeout(now);
+            deliver(a, b, now);
+            deliver(b, a, now);
+        }
+    };
+    let m = a.send(d).unwrap();
+    pump(&mut a, &mut b, Instant::ZERO);
+    assert_eq!(a.poll_event(), Some(Event::Sent(m)));
+    assert_eq!((a.initiator_pdcs(), b.target_pdcs()), (1, 1), "kept open");
+    let later = Instant::ZERO.saturating_add(b.config().pdc.idle_timeout);
+    pump(&mut a, &mut b, later);
+    assert_eq!((a.initiator_pdcs(), b.target_pdcs()), (0, 0), "closed by both ends");
+    assert_eq!(a.poll_event(), None, "nothing failed");
+    let m = a.send(d).unwrap();
+    pump(&mut a, &mut b, later);
+    assert_eq!(a.poll_event(), Some(Event::Sent(m)), "the next message goes on a new PDC");
+    assert_eq!(a.check_invariants(), Ok(()));
+    assert_eq!(b.check_invariants(), Ok(()));
+}
+
 /// A PDC opened in the place of one closed at once to make room (it never sent) leaves the
 /// table as full as it was; the walk that opened it, stopped short by the turn of another PDC's
 /// older message, still queues the newer messages of the same key on it (before, they waited on
@@ -1637,6 +1668,41 @@ fn a_full_rudi_response_queue_refuses_the_next_request() {
     assert!(matches!(b.handle_packet(Instant::ZERO, a_addr, &pkts[1]), Err(EndpointError::ResponsesFull)));
     assert!(b.poll_transmit(Instant::ZERO, &mut out).unwrap().is_some());
     assert!(b.handle_packet(Instant::ZERO, a_addr, &pkts[1]).unwrap().is_some());
+}
+
+/// A secure endpoint's PDCs limit their PSN range (a PSN of the first lap replayed in the second
+/// would be new), even when its PDC configuration says otherwise.
+#[test]
+fn a_secure_endpoint_limits_its_psn_range() {
+    let mut cfg = secure(ipv4([10, 0, 0, 1]), SecureStart::Expected0Rtt);
+    cfg.pdc.limit_psn_range = false;
+    assert!(Ep::new(cfg, 1).config().pdc.limit_psn_range);
+    cfg.secure = None;
+    assert!(!Ep::new(cfg, 1).config().pdc.limit_psn_range);
+}
+
+/// A RUDI NACK of a drop-class code (RCVD_SES_PROCG) is ignored, as uet-ref-prov's
+/// `uet_pds_nack_action` says: the message does not fail, and the packet's own timer resends it.
+#[test]
+fn a_drop_class_rudi_nack_fails_nothing() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let mut a = Ep::new(config(a_addr), 1);
+    let pkt = one_packet(&mut a, b_addr, Service::Rudi, 0, 100);
+    let Ok((PdsHeader::Rudi(r), _)) = PdsHeader::parse(&pkt) else { panic!("not RUDI") };
+    let nack = Nack {
+        target: crate::pds::NackTarget::Rudi { pkt_id: r.pkt_id, pdc_ids: 0 },
+        ..Nack::for_pdc(NackCode::RcvdSesProcg, 0, 0, 0)
+    };
+    let mut out = [0u8; 256];
+    let n = nack.emit(&mut out).unwrap();
+    assert_eq!(a.handle_packet(Instant::ZERO, b_addr, &out[..n]).unwrap(), None);
+    assert_eq!(a.poll_event(), None, "the message did not fail");
+    assert!(a.poll_transmit(Instant::ZERO, &mut out).unwrap().is_none(), "not resent at once");
+    let at = a.poll_timeout().expect("the packet's timer");
+    a.handle_timeout(at);
+    let t = a.poll_transmit(at, &mut out).unwrap().expect("resent on its timer");
+    let Ok((PdsHeader::Rudi(again), _)) = PdsHeader::parse(&out[..t.header_len]) else { panic!("not RUDI") };
+    assert!(again.flags.contains(crate::pds::RudiFlags::RETX));
 }
 
 /// A receiver that stops for 7 ms (its thread descheduled, its socket dropping what arrives)
