@@ -201,6 +201,12 @@ impl<
                             }
                         } else if c.ctl_type != ControlType::CloseReq {
                             self.control_to_target(now, src, dpdcid, &c);
+                        } else if self.targets.get(dpdcid).is_none() {
+                            // A CLOSE_REQ for an initiator PDC gone from here (closed, failed, or
+                            // forgotten by `init`): NACK INV_DPDCID, as uet-ref-prov does for a
+                            // packet naming no PDC, so its target closes now instead of after
+                            // its CLOSE_REQ's retries.
+                            self.nack_unknown(src, c.psn, c.spdcid);
                         }
                     }
                     PdcDest::Syn { .. } => {

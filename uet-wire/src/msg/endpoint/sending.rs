@@ -184,6 +184,11 @@ impl<
         }
         let PdcDest::Established { dpdcid: id } = r.dest else { return Err(EndpointError::Unsupported) };
         if self.side_of(id, r.spdcid, src) != Some(Side::Initiator) {
+            if self.initiators.key(id).is_none() && self.targets.key(id).is_none() {
+                // Read data for a PDC gone from here: NACK INV_DPDCID, so the target stops
+                // resending it and closes (a packet naming no PDC, as for a request).
+                self.nack_unknown(src, r.psn, r.spdcid);
+            }
             return Ok(None);
         }
         let cfg = &configured(&self.cfg).pdc;

@@ -827,6 +827,37 @@ fn an_idle_target_asks_its_initiator_to_close() {
     assert_eq!(b.check_invariants(), Ok(()));
 }
 
+/// An initiator that forgot its PDC (here `init`, as after a restart) answers what the target
+/// PDC sends it, read data and CLOSE_REQ, with NACK INV_DPDCID (as uet-ref-prov answers a packet
+/// naming no PDC): the target PDC closes at once rather than resending until its retries run out.
+#[test]
+fn a_target_whose_initiator_forgot_it_closes_at_once() {
+    for read in [true, false] {
+        let (mut a, mut b, b_addr) = kept_one_senders();
+        let mut d = MessageDesc::new(b_addr, Service::Rud, Opcode::Send, 1, 10);
+        if read {
+            d.header.common.opcode = Opcode::Read;
+            d.len = 4096;
+        }
+        let now = Instant::ZERO;
+        let _ = a.send(d).unwrap();
+        assert!(!deliver(&mut a, &mut b, now).is_empty());
+        assert_eq!(b.target_pdcs(), 1);
+        let cfg = *a.config();
+        a.init(cfg, 7);
+        // Without a READ, the target's idle timeout sends CLOSE_REQ.
+        let now = if read { now } else { now.saturating_add(b.config().pdc.idle_timeout) };
+        b.handle_timeout(now);
+        let sent = deliver(&mut b, &mut a, now);
+        assert!(sent.iter().any(|h| matches!(h, PdsHeader::Request(_) | PdsHeader::Control(_))), "{sent:?}");
+        let nacks = deliver(&mut a, &mut b, now);
+        assert!(nacks.iter().any(|h| matches!(h, PdsHeader::Nack(n) if n.code == NackCode::InvDpdcid)), "{nacks:?}");
+        b.handle_timeout(now);
+        assert_eq!(b.target_pdcs(), 0, "read: {read}");
+        assert_eq!(b.check_invariants(), Ok(()));
+    }
+}
+
 /// A PDC opened in the place of one closed at once to make room (it never sent) leaves the
 /// table as full as it was; the walk that opened it, stopped short by the turn of another PDC's
 /// older message, still queues the newer messages of the same key on it (before, they waited on
