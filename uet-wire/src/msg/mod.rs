@@ -8,9 +8,9 @@ pub mod segment;
 
 pub use endpoint::{
     BITMAP_PATHS, CONTROL_QUEUE, CmsConfig, Controllers, EV_MEMORY, EXTENSIONS, Endpoint, EndpointConfig,
-    EndpointError, EndpointStats, Event, FailedDelivery, LoadBalancing, MAX_HEADER_LEN, MessageDesc, MsgHandle,
-    NackCounts, ORDER_POOL, ORDER_WINDOW, PayloadRef, Placement, REQUEST_DIRECTIONS, RETURN_DIRECTIONS, ReadRef,
-    Resends, SECURE_START_END, SECURE_START_MIN, Secure, SecureStart, Service, Transmit,
+    EndpointError, EndpointStats, Event, FETCHED_MAX, FailedDelivery, LoadBalancing, MAX_HEADER_LEN, MessageDesc,
+    MsgHandle, NackCounts, ORDER_POOL, ORDER_WINDOW, PayloadRef, Placement, REQUEST_DIRECTIONS, RETURN_DIRECTIONS,
+    ReadRef, Resends, SECURE_START_END, SECURE_START_MIN, Secure, SecureStart, Service, Transmit,
 };
 pub use order::{MessageOrder, OWN_SLOTS, OrderError, OrderPool};
 pub use segment::{MAX_PAYLOAD, Segment, SegmentError, Segmenter};

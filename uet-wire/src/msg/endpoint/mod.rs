@@ -162,6 +162,11 @@ use timers::TimerHeap;
 /// request and a 36-byte compare-and-swap extension.
 pub const MAX_HEADER_LEN: usize = 16 + 44 + 36;
 
+/// The most bytes a fetching atomic's result may have for this endpoint to place it (a
+/// [`Placement`] with `read`): one 128-bit operand, the widest datatype (UE 1.0 §3.4). Longer
+/// fetched data is dropped; the message still completes on its ACK.
+pub const FETCHED_MAX: usize = 16;
+
 /// Messages a target PDC tracks in progress (arrived in part, or complete and waiting for an
 /// earlier one) by default: [`Endpoint`]'s const generic `W`. A packet starting one more is
 /// NACKed NO_SES_MSG_AVAIL.
@@ -525,7 +530,11 @@ pub struct Placement<'a> {
     /// `Some(msg)`: the payload is read data answering READ message `msg` this endpoint sent
     /// (copy it to byte `offset` of the READ's local buffer); `pdc` is then the initiator PDC,
     /// `psn` the PSN of the packet that carried the data (a return-direction PSN, or the READ
-    /// request's for data inside an ACK) and `header` the READ's request.
+    /// request's for data inside an ACK) and `header` the READ's request. For a FETCHING_ATOMIC
+    /// or TSEND_FETCH_ATOMIC message `msg`, the payload is the value the target fetched (its
+    /// RESPONSE_W_DATA in the ACK of the request, offset 0, at most [`FETCHED_MAX`] bytes;
+    /// uet-ref-prov's target returns the 8-byte old value, for CSWAP too), given once, before
+    /// the message's [`Event::Sent`].
     /// `None`: a request this endpoint received. For a READ request the payload is empty: the
     /// endpoint answers it with the bytes [`Transmit::read`] names.
     pub read: Option<MsgHandle>,

@@ -131,8 +131,9 @@ impl<
         Ok(Some(placement))
     }
 
-    /// Places read data an ACK carried for request `psn` of initiator PDC `id`, if that request
-    /// belongs to a READ and the data fit it.
+    /// Places the data an ACK carried for request `psn` of initiator PDC `id`: read data, if that
+    /// request belongs to a READ and the data fit it; a fetching atomic's fetched value
+    /// ([`FETCHED_MAX`] bytes at most, at offset 0).
     fn place_ack_data<'a>(
         &mut self,
         id: u16,
@@ -145,14 +146,29 @@ impl<
         // Data came: the READ's wait for the rest starts again (`after_initiator_change`).
         self.read_timers.set(slot as u16, None);
         let m = self.msgs.get_mut(slot)?.as_mut()?;
-        let MsgKind::Read { arrived, .. } = &mut m.kind else { return None };
-        let fits = m.message_id == r.read_request_message_id
-            && u64::from(r.message_offset) + data.len() as u64 <= u64::from(m.len);
-        if !fits {
+        if m.message_id != r.read_request_message_id {
             return None;
         }
-        *arrived = arrived.saturating_add(data.len() as u32);
-        let header = m.sent_header(&self.extensions);
+        let header = match &mut m.kind {
+            MsgKind::Read { arrived, .. } => {
+                if u64::from(r.message_offset) + data.len() as u64 > u64::from(m.len) {
+                    return None;
+                }
+                *arrived = arrived.saturating_add(data.len() as u32);
+                m.sent_header(&self.extensions)
+            }
+            MsgKind::Request => {
+                // A fetching atomic's old value (UE 1.0 §3.4: RESPONSE_W_DATA; uet-ref-prov's
+                // target sends 8 bytes, for CSWAP too, at offset 0).
+                let header = m.sent_header(&self.extensions);
+                let fetching = matches!(header.common.opcode, Opcode::FetchingAtomic | Opcode::TsendFetchAtomic);
+                if !fetching || r.message_offset != 0 || data.len() > FETCHED_MAX {
+                    return None;
+                }
+                header
+            }
+            MsgKind::ReadData { .. } => return None,
+        };
         Some(Placement {
             src,
             pdc: id,

@@ -3431,6 +3431,56 @@ fn an_endpoint_configured_with_mtu_0_answers_reads_without_panicking() {
     panic!("the READ never ended");
 }
 
+/// A fetching atomic answered as uet-ref-prov's target answers one (`RESPONSE_W_DATA` in the ACK,
+/// the 8-byte old value at offset 0, for a SUM and for a CSWAP alike): the value is placed for
+/// the message, once, before its `Sent`. Data that fits no fetch (past offset 0, or longer than
+/// `FETCHED_MAX`) is not placed; the message still completes on its ACK.
+#[test]
+fn a_fetching_atomic_gives_the_fetched_value() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    for (case, opcode, len, offset, data) in [
+        (0, Opcode::FetchingAtomic, 8, 0, &[7u8; 8][..]),
+        (1, Opcode::FetchingAtomic, 32, 0, &[9u8; 8][..]),
+        (2, Opcode::FetchingAtomic, 8, 8, &[7u8; 8][..]),
+        (3, Opcode::FetchingAtomic, 8, 0, &[7u8; FETCHED_MAX + 1][..]),
+        (4, Opcode::Atomic, 8, 0, &[7u8; 8][..]),
+    ] {
+        let mut a = Ep::new(config(a_addr), 1);
+        let now = Instant::ZERO;
+        let mut out = [0u8; 256];
+        let mut d = desc(b_addr, Service::Rud, 0, len);
+        d.header.common.opcode = opcode;
+        d.header.ext = test_extension(if len == 8 { Opcode::Atomic } else { opcode }, 1);
+        let h = a.send(d).unwrap();
+        let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+        let (PdsHeader::Request(r), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!() };
+        let Ok((Some(SesHeader::Standard(ses)), _)) = SesHeader::parse(NextHeader::ReqStd, rest) else { panic!() };
+        let rsp = crate::ses::ResponseWithData {
+            list: ResponseList::Expected,
+            opcode: ResponseOpcode::ResponseWithData,
+            return_code: ReturnCode::Ok,
+            message_id: ses.message_id,
+            job_id: ses.common.job_id,
+            read_request_message_id: ses.message_id,
+            payload_length: data.len() as u16,
+            modified_length: len,
+            message_offset: offset,
+        };
+        let mut n = plain_ack(NextHeader::RspData, &r).emit(&mut out).unwrap();
+        n += SesHeader::ResponseWithData(rsp).emit(&mut out[n..]).unwrap();
+        out[n..n + data.len()].copy_from_slice(data);
+        let placed = a.handle_packet(now, b_addr, &out[..n + data.len()]).unwrap();
+        if case < 2 {
+            let p = placed.expect("the fetched value is placed");
+            assert_eq!((p.read, p.offset, p.payload, p.header.common.opcode), (Some(h), 0, data, opcode));
+        } else {
+            assert_eq!(placed, None, "case {case}");
+        }
+        assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+        assert_eq!(a.handle_packet(now, b_addr, &out[..n + data.len()]).unwrap(), None, "once");
+    }
+}
+
 /// The extension header message `index` carries in `extension_headers_go_with_their_messages`
 /// (by its opcode), if any.
 fn test_extension(opcode: Opcode, index: u64) -> Option<crate::ses::Extension> {
