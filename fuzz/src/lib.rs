@@ -1902,7 +1902,8 @@ pub fn endpoint(data: &[u8]) {
                 assert!(p.payload.is_empty(), "a READ request with payload was placed");
                 u64::from((p.header.request_length - p.offset).min(mtu))
             } else {
-                p.payload.len() as u64
+                // A compare-and-swap's operands are in its extension.
+                uet_wire::msg::Segment::received_len(&p.header, p.payload.len()) as u64
             };
             *placed.entry((to, p.pdc, p.message_id)).or_insert(0) += chunk;
             if respond && p.pdc != 0 {

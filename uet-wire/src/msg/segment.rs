@@ -8,7 +8,7 @@
 //! Packet `i` of a message is computed from `i` alone, so a resend rebuilds its header from the
 //! packet index with no per-packet state. A zero-length message is one packet with SOM and EOM.
 
-use crate::ses::{SesFlags, StandardRequest, StandardTail};
+use crate::ses::{Extension, SesFlags, StandardRequest, StandardTail};
 use core::num::NonZeroU16;
 
 /// The largest payload a packet may carry: `payload_length` has 14 bits.
@@ -115,6 +115,10 @@ impl Segmenter {
 }
 
 impl Segment {
+    /// The bytes of compare and swap values a compare-and-swap extension carries (two 128-bit
+    /// fields, UE 1.0 §3.4; uet-ref-prov's `UET_CSWAP_DATA_BYTES`).
+    pub const CAS_OPERANDS: u32 = 32;
+
     /// The standard SES request of this packet, from the message's `template` (its opcode,
     /// flags, ids, buffer offset, match bits, extension header; its tail holds the header data).
     /// Sets SOM and EOM, the continuation tail, and `request_length = message_len`; HD only with
@@ -144,8 +148,31 @@ impl Segment {
         h
     }
 
+    /// The message bytes a received standard request carries, given the `payload_len` bytes that
+    /// followed its headers: those, or for a compare-and-swap sent without payload its
+    /// extension's compare and swap values, up to `request_length` (at most 32). That is the form
+    /// [`Segment::carries_payload`] sends and uet-ref-prov's `uet_build_atomic_req_ses_hdr` sends
+    /// (FETCHING_ATOMIC with CSWAP, `request_length` 32, and its parser counts the 32 value bytes
+    /// as the request's payload); a request with payload after the extension counts that.
+    pub fn received_len(h: &StandardRequest, payload_len: usize) -> usize {
+        match h.ext {
+            Some(Extension::CompareAndSwap { .. }) if payload_len == 0 && h.common.flags.contains(SesFlags::SOM) => {
+                h.request_length.min(Segment::CAS_OPERANDS) as usize
+            }
+            _ => payload_len,
+        }
+    }
+
+    /// Whether a packet of a message with extension `ext` carries the message's bytes as payload:
+    /// all do but a compare-and-swap's, whose operands the extension carries (see
+    /// [`Segment::received_len`]), so its packet has no payload after the extension.
+    pub const fn carries_payload(ext: Option<&Extension>) -> bool {
+        !matches!(ext, Some(Extension::CompareAndSwap { .. }))
+    }
+
     /// The segment a received standard request describes: its offset and payload length, from
-    /// its tail (SOM: offset 0, length `payload_len`, the bytes that followed the headers).
+    /// its tail (SOM: offset 0, length `payload_len`, the bytes that followed the headers, or
+    /// what [`Segment::received_len`] counts).
     pub fn of_received(h: &StandardRequest, payload_len: u16) -> Segment {
         let eom = h.common.flags.contains(SesFlags::EOM);
         match h.tail {
@@ -181,6 +208,28 @@ mod tests {
             request_length: 0,
             ext: None,
         }
+    }
+
+    /// A compare-and-swap's operands count as its bytes when no payload follows its extension
+    /// (uet-ref-prov's form); payload after it (or any other request's) counts as itself.
+    #[test]
+    fn a_compare_and_swap_carries_its_operands_in_its_extension() {
+        use crate::ses::{AtomicExt, AtomicOpcode, Datatype, SemanticControl};
+        let atomic =
+            |opcode| AtomicExt { opcode, datatype: Datatype::Uint64, semantic_control: SemanticControl::empty() };
+        let cas = Extension::CompareAndSwap { atomic: atomic(AtomicOpcode::Cswap), compare: [1; 16], swap: [2; 16] };
+        let mut h = template();
+        h.common.opcode = Opcode::FetchingAtomic;
+        h.common.flags = SesFlags::SOM | SesFlags::EOM;
+        h.request_length = 32;
+        h.ext = Some(cas);
+        assert_eq!((Segment::received_len(&h, 0), Segment::received_len(&h, 32)), (32, 32));
+        assert!(!Segment::carries_payload(h.ext.as_ref()));
+        h.request_length = 64;
+        assert_eq!(Segment::received_len(&h, 0), 32, "at most the extension's 32 bytes");
+        h.ext = Some(Extension::Atomic(atomic(AtomicOpcode::Sum)));
+        assert_eq!(Segment::received_len(&h, 0), 0);
+        assert!(Segment::carries_payload(h.ext.as_ref()));
     }
 
     #[test]

@@ -945,10 +945,16 @@ impl<const W: usize> InitiatorCore<W> {
         if !self.has_room(cfg) {
             return Err(PdcError::WindowFull);
         }
+        let first = !self.tx.has_outstanding();
         let psn = self.tx.send(self.peer_range).ok_or(PdcError::WindowFull)?;
         self.state = next;
         self.rtt.on_send(psn, now);
-        if !self.rto_at.is_armed() {
+        if first {
+            // The oldest packet now: its retransmissions count from zero (a CLEAR's resends before
+            // it were the CLEAR's), and its timer starts with it.
+            self.rto_count = 0;
+            self.rto_at.set(self.rto_deadline(now, cfg));
+        } else if !self.rto_at.is_armed() {
             self.rto_at.set(self.rto_deadline(now, cfg));
         }
         self.probe_at.set(now.saturating_add(cfg.tail_loss_time));

@@ -1214,6 +1214,20 @@ fn an_unanswered_clear_fails_nothing() {
     assert_eq!(i.poll_timeout(), None);
     assert_eq!(i.failure(), None);
     assert_eq!(i.state(), InitiatorState::Established);
+    // The CLEAR's resends are not the next request's: a lost one is resent Max_RTO_Retx_Cnt times
+    // before the PDC fails.
+    let s = i.send(now, &cfg, true).unwrap();
+    let mut resends = 0;
+    for _ in 0..100 {
+        while let Some(tx) = i.poll_transmit(now) {
+            resends += u32::from(matches!(tx, InitiatorTx::Resend(r) if r.psn == s.psn));
+        }
+        let Some(at) = i.poll_timeout() else { break };
+        now = at;
+        i.handle_timeout(now, &cfg);
+    }
+    assert_eq!(resends, u32::from(cfg.max_rto_retx));
+    assert_eq!(i.failure(), Some(Failure::RetriesExhausted));
 }
 
 /// A response held for a PSN beyond a gap: the ACK carrying it asks for a CLEAR, but the

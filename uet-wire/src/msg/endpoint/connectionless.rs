@@ -118,8 +118,8 @@ impl<
     }
 
     /// A RUDI NACK: resend at once for a retransmit-class code; ignore a drop-class one (the
-    /// packet's own timer resends it, as uet-ref-prov's `uet_pds_nack_action` drops
-    /// RCVD_SES_PROCG); else fail the message.
+    /// packet's own timer resends it, as uet-ref-prov's PDC NACK handling, `uet_pds_nack_action`,
+    /// drops RCVD_SES_PROCG; its RUDI engine sends no NACK at all); else fail the message.
     pub(super) fn rudi_nacked(&mut self, now: Instant, pkt_id: u32, code: NackCode) {
         let Some(r) = self.rudi.iter_mut().find(|r| r.pkt_id == pkt_id) else { return };
         match code.class() {
@@ -155,10 +155,9 @@ impl<
         if ses.common.opcode == crate::ses::Opcode::Read {
             return Err(EndpointError::Unsupported);
         }
-        let seg = Segment::of_received(&ses, u16::try_from(payload.len()).unwrap_or(u16::MAX));
-        if usize::from(seg.len) != payload.len()
-            || u64::from(seg.offset) + payload.len() as u64 > u64::from(ses.request_length)
-        {
+        let carried = Segment::received_len(&ses, payload.len());
+        let seg = Segment::of_received(&ses, u16::try_from(carried).unwrap_or(u16::MAX));
+        if usize::from(seg.len) != carried || u64::from(seg.offset) + carried as u64 > u64::from(ses.request_length) {
             return Err(EndpointError::Malformed(Error::Mismatch { field: "SES payload length and payload bytes" }));
         }
         match rudi {

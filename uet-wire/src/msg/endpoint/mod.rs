@@ -356,7 +356,10 @@ pub struct MessageDesc {
     /// the extension header its opcode carries (atomic or compare-and-swap for the atomic
     /// opcodes, rendezvous for the rendezvous sends), which goes on every packet of the message.
     pub header: StandardRequest,
-    /// Payload bytes.
+    /// Payload bytes. For a compare-and-swap, the bytes of operands its extension carries
+    /// (`request_length`, at most 32; 32 for the two 128-bit fields, as uet-ref-prov's target
+    /// requires): its one packet carries no payload after the extension, and
+    /// [`Transmit::payload`] is `None`.
     pub len: u32,
     /// The caller's own value for this message (an index, a tag), returned by
     /// [`MsgHandle::user`] in every event and placement about it. Never sent.
@@ -525,7 +528,8 @@ pub struct Placement<'a> {
     /// Byte offset of the payload in the message (a WRITE's bytes go to
     /// `header.buffer_offset + offset` of the memory its header names).
     pub offset: u32,
-    /// The payload.
+    /// The payload. Empty for a compare-and-swap sent in uet-ref-prov's form (its operands are
+    /// in `header.ext`, and count as `len` bytes of the message).
     pub payload: &'a [u8],
     /// `Some(msg)`: the payload is read data answering READ message `msg` this endpoint sent
     /// (copy it to byte `offset` of the READ's local buffer); `pdc` is then the initiator PDC,
@@ -1854,6 +1858,11 @@ impl<
         }
         if desc.header.common.opcode == crate::ses::Opcode::Read && desc.service.pdc_mode().is_none() {
             return Err(EndpointError::ReadWithoutPdc);
+        }
+        if !Segment::carries_payload(desc.header.ext.as_ref()) && desc.len > Segment::CAS_OPERANDS {
+            return Err(EndpointError::Header(Error::Mismatch {
+                field: "compare-and-swap length (its extension carries at most 32 bytes)",
+            }));
         }
         // Its first packet's SES header gets the checks writing it makes here, so that a field
         // out of range fails this call instead of every `poll_transmit` to come (the other

@@ -78,8 +78,9 @@ impl<
         let (ses, payload) = SesHeader::parse(NextHeader::ReqStd, rest)?;
         let Some(SesHeader::Standard(ses)) = ses else { return Err(EndpointError::Unsupported) };
         let read = matches!(ses.common.opcode, crate::ses::Opcode::Read);
-        let seg = if read { self.read_chunk(&ses, payload)? } else { Segment::of_received(&ses, payload.len() as u16) };
-        if !read && usize::from(seg.len) != payload.len() {
+        let carried = Segment::received_len(&ses, payload.len());
+        let seg = if read { self.read_chunk(&ses, payload)? } else { Segment::of_received(&ses, carried as u16) };
+        if !read && usize::from(seg.len) != carried {
             return Err(EndpointError::Malformed(Error::Mismatch { field: "SES payload length and payload bytes" }));
         }
         // Room for every event this packet could release: the messages it completes in order,

@@ -3451,8 +3451,15 @@ fn a_fetching_atomic_gives_the_fetched_value() {
         let mut d = desc(b_addr, Service::Rud, 0, len);
         d.header.common.opcode = opcode;
         d.header.ext = test_extension(if len == 8 { Opcode::Atomic } else { opcode }, 1);
+        // A compare-and-swap's operands are its extension's 32 bytes at most, in one packet.
+        let too_long = MessageDesc { len: 33, ..d };
+        let cas = !Segment::carries_payload(d.header.ext.as_ref());
+        if cas {
+            assert!(matches!(a.send(too_long), Err(EndpointError::Header(_))), "case {case}");
+        }
         let h = a.send(d).unwrap();
         let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+        assert_eq!(t.payload.is_none(), cas, "case {case}");
         let (PdsHeader::Request(r), rest) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!() };
         let Ok((Some(SesHeader::Standard(ses)), _)) = SesHeader::parse(NextHeader::ReqStd, rest) else { panic!() };
         let rsp = crate::ses::ResponseWithData {
@@ -3550,7 +3557,11 @@ fn extension_headers_go_with_their_messages() {
                 if let Ok(Some(p)) = to.handle_packet(now, src, &pkt) {
                     let index = p.header.match_bits;
                     assert_eq!(p.header.ext, test_extension(p.header.common.opcode, index), "message {index}");
-                    *placed.entry(index).or_default() += p.payload.len() as u32;
+                    // A compare-and-swap's operands are its extension's, with no payload (as
+                    // uet-ref-prov sends and expects one).
+                    let cas = p.header.common.opcode == Opcode::FetchingAtomic;
+                    assert_eq!(cas, p.payload.is_empty(), "message {index}");
+                    *placed.entry(index).or_default() += Segment::received_len(&p.header, p.payload.len()) as u32;
                 }
             }
         }
