@@ -570,7 +570,8 @@ impl<const W: usize, const R: usize> Target<W, R> {
 
     /// Asks the initiator to close (UE 1.0 §3.5.8.3): sends CLOSE_REQ and waits. The
     /// CLOSE_REQ takes the next return-direction PSN ([`PdcError::WindowFull`] while the return
-    /// window has no room).
+    /// window has no room). Only once every return packet (read data) is acknowledged, as in
+    /// uet-ref-prov: before, [`PdcError::IllegalEvent`] and nothing changes.
     pub fn request_close(&mut self, now: Instant, cfg: &PdcConfig) -> Result<(), PdcError> {
         self.core.request_close(&mut self.held, &mut self.ret, now, cfg)
     }
@@ -1266,6 +1267,14 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         cfg: &PdcConfig,
     ) -> Result<(), PdcError> {
         let next = transition(self.state, Ev::WantClose)?;
+        if self.state != TargetState::CloseReqWait && ret.window.outstanding() > 0 {
+            // Only with nothing outstanding (the close would find it and fail CLOSING_IN_ERR):
+            // uet-ref-prov's `uet_pds_target_pdc_close` returns -EAGAIN then.
+            return Err(PdcError::IllegalEvent {
+                event: "CLOSE_REQ with return packets unacknowledged",
+                state: PdcState::Target(self.state),
+            });
+        }
         if self.state != TargetState::CloseReqWait {
             self.close_req_psn = ret.window.send(u32::MAX).ok_or(PdcError::WindowFull)?;
             self.tx_pending |= TX_CLOSE_REQ;

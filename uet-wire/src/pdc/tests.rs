@@ -147,6 +147,9 @@ fn worked_example_write_read_and_target_requested_close() {
     }
     assert_eq!(i.outstanding(), 0);
     assert_eq!(tg.return_window().outstanding(), 3);
+    let before = tg.clone();
+    assert!(matches!(tg.request_close(t(9), &cfg), Err(PdcError::IllegalEvent { .. })), "read data in flight");
+    assert_eq!(tg, before);
     // The first data packet is lost; the other two arrive, the last draws an ACK at once.
     for d in &data[1..] {
         assert_eq!(i.handle_data(t(10), &cfg, d, 4096, false).unwrap(), Delivery::New);

@@ -538,7 +538,9 @@ pub struct Placement<'a> {
     /// or TSEND_FETCH_ATOMIC message `msg`, the payload is the value the target fetched (its
     /// RESPONSE_W_DATA in the ACK of the request, offset 0, at most [`FETCHED_MAX`] bytes;
     /// uet-ref-prov's target returns the 8-byte old value, for CSWAP too), given once, before
-    /// the message's [`Event::Sent`].
+    /// the message's [`Event::Sent`]. Only that ACK carries it: should it be lost and a later ACK
+    /// acknowledge the request (its CACK, or its SACK bit), `Sent` comes without the value, so
+    /// a caller waiting for one treats `Sent` before it as a lost result.
     /// `None`: a request this endpoint received. For a READ request the payload is empty: the
     /// endpoint answers it with the bytes [`Transmit::read`] names.
     pub read: Option<MsgHandle>,
