@@ -42,6 +42,20 @@ impl<
             job_id: placement.header.common.job_id,
             modified_length,
         };
+        self.respond_with(placement, rsp)
+    }
+
+    /// [`Endpoint::respond`] with the response's other fields the caller's: its `list` (OVERFLOW
+    /// for a send that went to the overflow list), `opcode` (RESPONSE, or a vendor opcode),
+    /// `return_code`, `ri_generation` (with BAD_GENERATION, the target's current generation,
+    /// which uet-ref-prov's initiator stores and resends with) and `modified_length`. Its
+    /// `message_id` and `job_id` are the request's, whatever `rsp` says. An opcode that is not a
+    /// response without data (RESPONSE_W_DATA) fails with [`EndpointError::Header`].
+    pub fn respond_with(&mut self, placement: &Placement<'_>, rsp: Response) -> Result<(), EndpointError> {
+        if !rsp.opcode.fits(false) {
+            return Err(EndpointError::Header(Error::Mismatch { field: "SES response opcode (a response with data)" }));
+        }
+        let rsp = Response { message_id: placement.message_id, job_id: placement.header.common.job_id, ..rsp };
         let from = self.targets.key(placement.pdc).map(|k| k.src);
         match self.targets.get_mut(placement.pdc) {
             Some(t) if from == Some(placement.src) => {

@@ -476,6 +476,38 @@ fn guaranteed_delivery_response_reaches_the_initiator_once() {
     assert_eq!(a.poll_event(), None);
 }
 
+/// A response whose list, generation and opcode the target chooses (BAD_GENERATION with its
+/// current generation, which an initiator resends with) arrives as given, with the request's
+/// message id and JobID; a response with data is refused.
+#[test]
+fn a_target_answers_with_its_own_generation() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
+    let mut out = [0u8; 256];
+    let h = a.send(desc(b_addr, Service::Rud, 0, 100)).unwrap();
+    let n = a.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap().header_len;
+    let mut req = out[..n].to_vec();
+    req.extend((0..100).map(|i| byte(0, i)));
+    let pl = b.handle_packet(Instant::ZERO, a_addr, &req).unwrap().unwrap();
+    let given = Response {
+        list: ResponseList::Overflow,
+        opcode: ResponseOpcode::Response,
+        return_code: ReturnCode::BadGeneration,
+        message_id: 999,
+        ri_generation: 5,
+        job_id: 12345,
+        modified_length: 0,
+    };
+    let with_data = Response { opcode: ResponseOpcode::ResponseWithData, ..given };
+    assert!(matches!(b.respond_with(&pl, with_data), Err(EndpointError::Header(_))));
+    b.respond_with(&pl, given).unwrap();
+    let t = b.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap();
+    a.handle_packet(Instant::ZERO, b_addr, &out[..t.header_len]).unwrap();
+    let response = Response { message_id: pl.message_id, job_id: pl.header.common.job_id, ..given };
+    assert_eq!(a.poll_event(), Some(Event::Response { msg: h, psn: pl.psn, response }));
+    assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+}
+
 #[test]
 fn no_request_is_delivered_once_no_response_could_be_held() {
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
