@@ -135,7 +135,11 @@ impl Segment {
         let mut h = *template;
         h.common.flags.set(SesFlags::SOM, self.som);
         h.common.flags.set(SesFlags::EOM, self.eom);
-        h.common.flags.set(SesFlags::HD, self.som && template.common.flags.contains(SesFlags::HD));
+        // (A removal: a `set` of HD from both conditions measured 400 more instructions per
+        // message in the firmware image at opt-level z.)
+        if !self.som {
+            h.common.flags.remove(SesFlags::HD);
+        }
         h.request_length = message_len;
         h.tail = if self.som {
             match template.tail {

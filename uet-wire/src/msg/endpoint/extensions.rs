@@ -36,6 +36,14 @@ impl<const X: usize> Extensions<X> {
         self.entries.get(at.index()?)?.as_ref().copied()
     }
 
+    /// Whether a message with the extension at `at` carries its bytes as payload (see
+    /// [`Segment::carries_payload`](crate::msg::Segment::carries_payload)), looked at where it
+    /// is kept.
+    pub(super) fn carries_payload(&self, at: SlotRef) -> bool {
+        let ext = at.index().and_then(|i| self.entries.get(i)).and_then(ZeroOption::as_ref);
+        crate::msg::Segment::carries_payload(ext)
+    }
+
     /// Frees the entry at `at` (nothing for none, or an entry already free).
     pub(super) fn give(&mut self, at: SlotRef) {
         let Some(i) = at.index() else { return };

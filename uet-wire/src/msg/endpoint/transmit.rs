@@ -303,7 +303,7 @@ impl<
         let k = ses.emit(out.get_mut(n..).unwrap_or_default()).map_err(|_| EndpointError::BufferTooShort)?;
         // READ requests carry no payload: their segments say which data each asks for. Nor does
         // a compare-and-swap: its extension carries its operands.
-        let carries = m.kind == MsgKind::Request && Segment::carries_payload(template.ext.as_ref());
+        let carries = m.kind == MsgKind::Request && self.extensions.carries_payload(m.ext);
         let payload = carries.then_some(PayloadRef { msg: m.handle(slot), offset: seg.offset, len: seg.len });
         Ok(Transmit { dst: m.dst, header_len: n + k, payload, read: None, entropy })
     }
