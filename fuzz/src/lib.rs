@@ -1903,7 +1903,8 @@ pub fn endpoint(data: &[u8]) {
                 u64::from((p.header.request_length - p.offset).min(mtu))
             } else {
                 // A compare-and-swap's operands are in its extension.
-                uet_wire::msg::Segment::received_len(&p.header, p.payload.len()) as u64
+                uet_wire::msg::Segment::received_len(&p.header, p.payload.len()).expect("a placed request's length")
+                    as u64
             };
             *placed.entry((to, p.pdc, p.message_id)).or_insert(0) += chunk;
             if respond && p.pdc != 0 {

@@ -158,12 +158,14 @@ impl Segment {
     /// [`Segment::carries_payload`] sends and uet-ref-prov's `uet_build_atomic_req_ses_hdr` sends
     /// (FETCHING_ATOMIC with CSWAP, `request_length` 32, and its parser counts the 32 value bytes
     /// as the request's payload); a request with payload after the extension counts that.
-    pub fn received_len(h: &StandardRequest, payload_len: usize) -> usize {
+    /// `None` for a compare-and-swap without payload whose `request_length` passes the 32 bytes
+    /// its extension carries (uet-ref-prov answers OP_VIOLATION): it could never complete.
+    pub fn received_len(h: &StandardRequest, payload_len: usize) -> Option<usize> {
         match h.ext {
             Some(Extension::CompareAndSwap { .. }) if payload_len == 0 && h.common.flags.contains(SesFlags::SOM) => {
-                h.request_length.min(Segment::CAS_OPERANDS) as usize
+                (h.request_length <= Segment::CAS_OPERANDS).then_some(h.request_length as usize)
             }
-            _ => payload_len,
+            _ => Some(payload_len),
         }
     }
 
@@ -227,12 +229,12 @@ mod tests {
         h.common.flags = SesFlags::SOM | SesFlags::EOM;
         h.request_length = 32;
         h.ext = Some(cas);
-        assert_eq!((Segment::received_len(&h, 0), Segment::received_len(&h, 32)), (32, 32));
+        assert_eq!((Segment::received_len(&h, 0), Segment::received_len(&h, 32)), (Some(32), Some(32)));
         assert!(!Segment::carries_payload(h.ext.as_ref()));
         h.request_length = 64;
-        assert_eq!(Segment::received_len(&h, 0), 32, "at most the extension's 32 bytes");
+        assert_eq!(Segment::received_len(&h, 0), None, "at most the extension's 32 bytes");
         h.ext = Some(Extension::Atomic(atomic(AtomicOpcode::Sum)));
-        assert_eq!(Segment::received_len(&h, 0), 0);
+        assert_eq!(Segment::received_len(&h, 0), Some(0));
         assert!(Segment::carries_payload(h.ext.as_ref()));
     }
 

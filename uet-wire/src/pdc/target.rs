@@ -1523,7 +1523,8 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
             // RFC's target does on its idle timeout, rather than vanishing: an initiator that kept
             // its PDC open would have its next message refused INV_DPDCID. The close then runs
             // as any CLOSE_REQ's, and the idle timeout starts again (a last bound under unlimited
-            // retransmissions). Without a return direction, or asked already, it closes.
+            // retransmissions). It closes at once without a return direction, or with return
+            // packets unacknowledged (read data its initiator has not answered for that long).
             if self.state == TargetState::Established {
                 if let Some(r) = ret.as_deref_mut() {
                     if self.request_close(held, r, now, cfg).is_ok() {

@@ -163,9 +163,9 @@ use timers::TimerHeap;
 pub const MAX_HEADER_LEN: usize = 16 + 44 + 36;
 
 /// The most bytes a fetching atomic's result may have for this endpoint to place it (a
-/// [`Placement`] with `read`): one 128-bit operand, the widest datatype (UE 1.0 §3.4). Longer
-/// fetched data is dropped; the message still completes on its ACK.
-pub const FETCHED_MAX: usize = 16;
+/// [`Placement`] with `read`): one element of the widest datatype, LONG_DOUBLE_COMPLEX (UE 1.0
+/// §3.4). Longer fetched data is dropped; the message still completes on its ACK.
+pub const FETCHED_MAX: usize = 32;
 
 /// Messages a target PDC tracks in progress (arrived in part, or complete and waiting for an
 /// earlier one) by default: [`Endpoint`]'s const generic `W`. A packet starting one more is
@@ -357,9 +357,11 @@ pub struct MessageDesc {
     /// opcodes, rendezvous for the rendezvous sends), which goes on every packet of the message.
     pub header: StandardRequest,
     /// Payload bytes. For a compare-and-swap, the bytes of operands its extension carries
-    /// (`request_length`, at most 32; 32 for the two 128-bit fields, as uet-ref-prov's target
-    /// requires): its one packet carries no payload after the extension, and
-    /// [`Transmit::payload`] is `None`.
+    /// (`request_length`, at most 32, in one packet): its packet carries no payload after the
+    /// extension, and [`Transmit::payload`] is `None`. uet-ref-prov's target takes
+    /// FETCHING_ATOMIC with atomic opcode CSWAP and `len` 32, each 64-bit value big-endian in
+    /// the last 8 bytes of its 128-bit field (`compare[8..]`, `swap[8..]`), and answers the old
+    /// value.
     pub len: u32,
     /// The caller's own value for this message (an index, a tag), returned by
     /// [`MsgHandle::user`] in every event and placement about it. Never sent.
@@ -538,9 +540,11 @@ pub struct Placement<'a> {
     /// or TSEND_FETCH_ATOMIC message `msg`, the payload is the value the target fetched (its
     /// RESPONSE_W_DATA in the ACK of the request, offset 0, at most [`FETCHED_MAX`] bytes;
     /// uet-ref-prov's target returns the 8-byte old value, for CSWAP too), given once, before
-    /// the message's [`Event::Sent`]. Only that ACK carries it: should it be lost and a later ACK
-    /// acknowledge the request (its CACK, or its SACK bit), `Sent` comes without the value, so
-    /// a caller waiting for one treats `Sent` before it as a lost result.
+    /// the message's [`Event::Sent`]. Only the ACK of the request carries it: uet-ref-prov's
+    /// target acknowledges the request no other way until the value is cleared (its CACK stops
+    /// before it, and a resend draws the stored ACK again), but a target that let a later ACK
+    /// acknowledge the request would leave `Sent` without the value, so a caller waiting for one
+    /// treats `Sent` before it as a lost result.
     /// `None`: a request this endpoint received. For a READ request the payload is empty: the
     /// endpoint answers it with the bytes [`Transmit::read`] names.
     pub read: Option<MsgHandle>,
@@ -1861,9 +1865,10 @@ impl<
         if desc.header.common.opcode == crate::ses::Opcode::Read && desc.service.pdc_mode().is_none() {
             return Err(EndpointError::ReadWithoutPdc);
         }
-        if !Segment::carries_payload(desc.header.ext.as_ref()) && desc.len > Segment::CAS_OPERANDS {
+        let one_packet = desc.len <= Segment::CAS_OPERANDS && segments.packets() == 1;
+        if !Segment::carries_payload(desc.header.ext.as_ref()) && !one_packet {
             return Err(EndpointError::Header(Error::Mismatch {
-                field: "compare-and-swap length (its extension carries at most 32 bytes)",
+                field: "compare-and-swap length (its extension carries at most 32 bytes, in one packet)",
             }));
         }
         // Its first packet's SES header gets the checks writing it makes here, so that a field
@@ -2280,7 +2285,8 @@ impl<
     fn target_timeout(&mut self, now: Instant, id: u16) {
         if let Some(p) = self.targets.get_mut(id) {
             // An established PDC's idle timeout sends CLOSE_REQ, on a return direction (without a
-            // free one it closes at once, and the entry goes back below if it stays idle).
+            // free one, or with return packets unacknowledged, it closes at once; the entry goes
+            // back below if it stays idle).
             if p.pdc.idle_close_due(now) {
                 let _ = self.returns.take(&mut p.ret);
             }

@@ -46,14 +46,18 @@ impl<
     }
 
     /// [`Endpoint::respond`] with the response's other fields the caller's: its `list` (OVERFLOW
-    /// for a send that went to the overflow list), `opcode` (RESPONSE, or a vendor opcode),
-    /// `return_code`, `ri_generation` (with BAD_GENERATION, the target's current generation,
-    /// which uet-ref-prov's initiator stores and resends with) and `modified_length`. Its
-    /// `message_id` and `job_id` are the request's, whatever `rsp` says. An opcode that is not a
-    /// response without data (RESPONSE_W_DATA) fails with [`EndpointError::Header`].
+    /// for a send that went to the overflow list), `return_code`, `ri_generation` (with
+    /// BAD_GENERATION, the target's current generation, which uet-ref-prov's initiator stores and
+    /// resends with) and `modified_length` (the bytes taken: uet-ref-prov's initiator reads OK
+    /// with 0 as "deferred" for a deferrable send and as truncated for any other). Its
+    /// `message_id` and `job_id` are the request's, whatever `rsp` says. Its opcode must be
+    /// RESPONSE, the one guaranteed-delivery response without data (else
+    /// [`EndpointError::Header`]; RESPONSE_W_DATA's data is not held here).
     pub fn respond_with(&mut self, placement: &Placement<'_>, rsp: Response) -> Result<(), EndpointError> {
-        if !rsp.opcode.fits(false) {
-            return Err(EndpointError::Header(Error::Mismatch { field: "SES response opcode (a response with data)" }));
+        if rsp.opcode != ResponseOpcode::Response {
+            return Err(EndpointError::Header(Error::Mismatch {
+                field: "SES response opcode (respond_with holds RESPONSE only)",
+            }));
         }
         let rsp = Response { message_id: placement.message_id, job_id: placement.header.common.job_id, ..rsp };
         let from = self.targets.key(placement.pdc).map(|k| k.src);
@@ -92,7 +96,9 @@ impl<
         let (ses, payload) = SesHeader::parse(NextHeader::ReqStd, rest)?;
         let Some(SesHeader::Standard(ses)) = ses else { return Err(EndpointError::Unsupported) };
         let read = matches!(ses.common.opcode, crate::ses::Opcode::Read);
-        let carried = Segment::received_len(&ses, payload.len());
+        let carried = Segment::received_len(&ses, payload.len()).ok_or(EndpointError::Malformed(Error::Mismatch {
+            field: "compare-and-swap request_length (its extension carries 32 bytes)",
+        }))?;
         let seg = if read { self.read_chunk(&ses, payload)? } else { Segment::of_received(&ses, carried as u16) };
         if !read && usize::from(seg.len) != carried {
             return Err(EndpointError::Malformed(Error::Mismatch { field: "SES payload length and payload bytes" }));

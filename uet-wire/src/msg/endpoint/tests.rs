@@ -498,8 +498,9 @@ fn a_target_answers_with_its_own_generation() {
         job_id: 12345,
         modified_length: 0,
     };
-    let with_data = Response { opcode: ResponseOpcode::ResponseWithData, ..given };
-    assert!(matches!(b.respond_with(&pl, with_data), Err(EndpointError::Header(_))));
+    for opcode in [ResponseOpcode::ResponseWithData, ResponseOpcode::DefaultResponse, ResponseOpcode::NoResponse] {
+        assert!(matches!(b.respond_with(&pl, Response { opcode, ..given }), Err(EndpointError::Header(_))));
+    }
     b.respond_with(&pl, given).unwrap();
     let t = b.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap();
     a.handle_packet(Instant::ZERO, b_addr, &out[..t.header_len]).unwrap();
@@ -3593,7 +3594,8 @@ fn extension_headers_go_with_their_messages() {
                     // uet-ref-prov sends and expects one).
                     let cas = p.header.common.opcode == Opcode::FetchingAtomic;
                     assert_eq!(cas, p.payload.is_empty(), "message {index}");
-                    *placed.entry(index).or_default() += Segment::received_len(&p.header, p.payload.len()) as u32;
+                    *placed.entry(index).or_default() +=
+                        Segment::received_len(&p.header, p.payload.len()).unwrap() as u32;
                 }
             }
         }
