@@ -3521,6 +3521,49 @@ fn a_fetching_atomic_gives_the_fetched_value() {
     }
 }
 
+/// A compare-and-swap in the form uet-ref-prov's `uet_build_atomic_req_ses_hdr` sends and its
+/// `uet_rx_fetch_atomic_req_pkt` accepts: FETCHING_ATOMIC (0x04), SOM and EOM, `request_length`
+/// 32, the 4-byte atomic part (CSWAP 0x0D) and then the two 128-bit values, each 64-bit value
+/// big-endian in the low half, and nothing after them. What this endpoint sends is those bytes;
+/// what it receives in that form completes a 32-byte message whose values are in the extension.
+#[test]
+fn a_compare_and_swap_in_the_reference_form() {
+    use crate::ses::{AtomicExt, AtomicOpcode, Datatype, Extension, SemanticControl};
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
+    let now = Instant::ZERO;
+    let (mut compare, mut swap) = ([0u8; 16], [0u8; 16]);
+    compare[8..].copy_from_slice(&0x1122_3344_5566_7788u64.to_be_bytes());
+    swap[8..].copy_from_slice(&0x99AA_BBCC_DDEE_FF00u64.to_be_bytes());
+    let atomic = AtomicExt {
+        opcode: AtomicOpcode::Cswap,
+        datatype: Datatype::Uint64,
+        semantic_control: SemanticControl::CPU_COHERENT,
+    };
+    let mut d = desc(b_addr, Service::Rud, 0, 32);
+    d.header.common.opcode = Opcode::FetchingAtomic;
+    d.header.ext = Some(Extension::CompareAndSwap { atomic, compare, swap });
+    a.send(d).unwrap();
+    let mut out = [0u8; 256];
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    assert_eq!(t.payload, None, "nothing after the extension");
+    let pkt = out[..t.header_len].to_vec();
+    let (PdsHeader::Request(_), ses) = PdsHeader::parse(&pkt).unwrap() else { panic!("a request") };
+    assert_eq!(ses.len(), 44 + 36);
+    assert_eq!(ses[0] & 0x3F, 0x04, "FETCHING_ATOMIC");
+    assert_eq!(ses[1] & 0x03, 0x03, "SOM and EOM");
+    assert_eq!(ses[40..44], 32u32.to_be_bytes(), "request_length");
+    let Ok((Some(SesHeader::Standard(h)), _)) = SesHeader::parse(NextHeader::ReqStd, ses) else { panic!() };
+    assert!(h.common.flags.contains(SesFlags::SOM | SesFlags::EOM));
+    assert_eq!(h.request_length, 32);
+    assert_eq!(ses[44], 0x0D, "CSWAP");
+    assert_eq!((&ses[48..64], &ses[64..80]), (&compare[..], &swap[..]));
+    let p = b.handle_packet(now, a_addr, &pkt).unwrap().expect("placed");
+    assert!(p.payload.is_empty());
+    assert_eq!(p.header.ext, d.header.ext);
+    assert!(matches!(b.poll_event(), Some(Event::Received { len: 32, .. })));
+}
+
 /// The extension header message `index` carries in `extension_headers_go_with_their_messages`
 /// (by its opcode), if any.
 fn test_extension(opcode: Opcode, index: u64) -> Option<crate::ses::Extension> {
