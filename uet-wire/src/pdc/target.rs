@@ -795,6 +795,9 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     fn refuse_from(&mut self, code: NackCode, psn: u32, retx: bool, spdcid: u16) -> Delivery {
         let payload = match code {
             NackCode::NewStartPsn => self.start_psn,
+            // To another PDC than this one's initiator this PDC's PSNs mean nothing: 0, as
+            // uet-ref-prov's `uet_pds_tx_nack` sends for PDC_HDR_MISMATCH.
+            _ if spdcid != self.remote => 0,
             // Wireshark labels the payload "Max Recvd PSN + 1".
             _ => self.rx.max_rcvd().wrapping_add(1),
         };

@@ -286,6 +286,7 @@ fn target_refusals_are_nacks() {
     };
     assert_eq!(n.code, NackCode::PdcHdrMismatch);
     assert!(matches!(n.target, NackTarget::Pdc { dpdcid: 8, .. }), "{:?}", n.target);
+    assert_eq!(n.payload, 0, "this PDC's PSNs are not the other PDC's");
     let mut r = req(s);
     r.mode = DeliveryMode::Rod;
     assert_eq!(
