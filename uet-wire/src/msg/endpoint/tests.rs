@@ -437,15 +437,22 @@ fn messages_arrive_whole_and_in_order_on_a_clean_wire() {
     assert_eq!((a.initiator_pdcs(), a.target_pdcs(), b.initiator_pdcs(), b.target_pdcs()), (0, 0, 0, 0));
 }
 
-#[test]
-fn guaranteed_delivery_response_reaches_the_initiator_once() {
-    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
-    let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
+/// A 100-byte RUD message from `a` to `b_addr`: its handle and its first packet's bytes.
+fn a_first_request(a: &mut Ep, b_addr: IpAddr) -> (MsgHandle, Vec<u8>) {
     let mut out = [0u8; 256];
     let h = a.send(desc(b_addr, Service::Rud, 0, 100)).unwrap();
     let n = a.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap().header_len;
     let mut req = out[..n].to_vec();
     req.extend((0..100).map(|i| byte(0, i)));
+    (h, req)
+}
+
+#[test]
+fn guaranteed_delivery_response_reaches_the_initiator_once() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
+    let mut out = [0u8; 256];
+    let (h, req) = a_first_request(&mut a, b_addr);
     let pl = b.handle_packet(Instant::ZERO, a_addr, &req).unwrap().unwrap();
     b.respond(&pl, ReturnCode::NoMatch, 7).unwrap();
     assert!(matches!(b.respond(&pl, ReturnCode::Ok, 7), Err(EndpointError::Respond(_))), "one per request");
@@ -484,10 +491,7 @@ fn a_target_answers_with_its_own_generation() {
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
     let (mut a, mut b) = (Ep::new(config(a_addr), 1), Ep::new(config(b_addr), 2));
     let mut out = [0u8; 256];
-    let h = a.send(desc(b_addr, Service::Rud, 0, 100)).unwrap();
-    let n = a.poll_transmit(Instant::ZERO, &mut out).unwrap().unwrap().header_len;
-    let mut req = out[..n].to_vec();
-    req.extend((0..100).map(|i| byte(0, i)));
+    let (h, req) = a_first_request(&mut a, b_addr);
     let pl = b.handle_packet(Instant::ZERO, a_addr, &req).unwrap().unwrap();
     let given = Response {
         list: ResponseList::Overflow,
