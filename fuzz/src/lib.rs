@@ -1572,6 +1572,8 @@ pub fn endpoint(data: &[u8]) {
     let mut responses: HashSet<(usize, uet_wire::msg::MsgHandle, u32)> = HashSet::new();
     // READs in flight: (side, handle) → (length, bytes of data placed).
     let mut reads: HashMap<(usize, uet_wire::msg::MsgHandle), (u32, u64)> = HashMap::new();
+    // Fetching atomics whose fetched value was placed: (side, handle).
+    let mut fetched: HashSet<(usize, uet_wire::msg::MsgHandle)> = HashSet::new();
     let mut out = vec![0u8; 16 + uet_wire::msg::MAX_HEADER_LEN + usize::from(mtu) + uet_wire::tss::ICV_LEN];
     // In a secure domain every packet is sealed by its sender's domain and opened by the
     // receiver's (checked), then carried on as plaintext with the CRC below.
@@ -1703,8 +1705,8 @@ pub fn endpoint(data: &[u8]) {
             }
             2 if draining => {
                 for (to, pkt) in core::mem::take(&mut net) {
-                    let (p, rd, un) = (&mut placed, &mut reads, &mut unordered);
-                    deliver(&mut eps, now, &addrs, to, &pkt, true, p, rd, un, false, true);
+                    let (p, rd, un, f) = (&mut placed, &mut reads, &mut unordered, &mut fetched);
+                    deliver(&mut eps, now, &addrs, to, &pkt, true, p, rd, un, f, false, true);
                 }
             }
             2 if !net.is_empty() => {
@@ -1733,8 +1735,8 @@ pub fn endpoint(data: &[u8]) {
                     }
                     r => {
                         let (to, pkt) = net.swap_remove(k);
-                        let (p, rd, un) = (&mut placed, &mut reads, &mut unordered);
-                        deliver(&mut eps, now, &addrs, to, &pkt, true, p, rd, un, r == 3, true);
+                        let (p, rd, un, f) = (&mut placed, &mut reads, &mut unordered, &mut fetched);
+                        deliver(&mut eps, now, &addrs, to, &pkt, true, p, rd, un, f, r == 3, true);
                     }
                 }
             }
@@ -1749,7 +1751,8 @@ pub fn endpoint(data: &[u8]) {
                     let prefix = crc_prefix(&addrs, 1 - to);
                     uet_wire::packet::append_crc(prefix.as_bytes(), &mut pkt, len).expect("room for the trailer");
                 }
-                deliver(&mut eps, now, &addrs, to, &pkt, crc, &mut placed, &mut reads, &mut unordered, false, false);
+                let (p, rd, un, f) = (&mut placed, &mut reads, &mut unordered, &mut fetched);
+                deliver(&mut eps, now, &addrs, to, &pkt, crc, p, rd, un, f, false, false);
             }
             4 if draining => {
                 now = just_past(now, eps.iter().map(|e| e.poll_timeout()), Duration::from_micros(1));
@@ -1799,10 +1802,12 @@ pub fn endpoint(data: &[u8]) {
                         if let Some((len, got)) = reads.remove(&(side, h)) {
                             assert_eq!(got, u64::from(len), "a READ completed without all its data");
                         }
+                        fetched.remove(&(side, h));
                     }
                     Event::Failed { msg: h, .. } => {
                         assert!(live.remove(&(side, h)), "an unknown message completed, or one completed twice");
                         reads.remove(&(side, h));
+                        fetched.remove(&(side, h));
                     }
                     Event::Truncated { msg, .. } => {
                         assert!(live.contains(&(side, msg)), "a truncation reported for a message not in flight");
@@ -1862,6 +1867,7 @@ pub fn endpoint(data: &[u8]) {
         placed: &mut std::collections::HashMap<(usize, u16, u16), u64>,
         reads: &mut std::collections::HashMap<(usize, uet_wire::msg::MsgHandle), (u32, u64)>,
         unordered: &mut std::collections::HashSet<(usize, u16)>,
+        fetched: &mut std::collections::HashSet<(usize, uet_wire::msg::MsgHandle)>,
         respond: bool,
         from_peer: bool,
     ) {
@@ -1891,6 +1897,12 @@ pub fn endpoint(data: &[u8]) {
             let end = u64::from(p.offset) + p.payload.len() as u64;
             assert!(end <= u64::from(p.header.request_length), "placement past the message end");
             if let Some(h) = p.read {
+                if p.header.common.opcode == uet_wire::ses::Opcode::FetchingAtomic {
+                    let given = &ENDPOINT_FETCHED[..p.payload.len().min(8)];
+                    assert!(p.offset == 0 && !p.payload.is_empty() && p.payload == given, "a fetched value, as given");
+                    assert!(fetched.insert((to, h)), "a fetched value placed twice");
+                    return;
+                }
                 let (len, got) = reads.get_mut(&(to, h)).expect("read data placed for no READ in flight");
                 assert!(end <= u64::from(*len), "read data past the READ's end");
                 *got += p.payload.len() as u64;
@@ -1908,12 +1920,30 @@ pub fn endpoint(data: &[u8]) {
             };
             *placed.entry((to, p.pdc, p.message_id)).or_insert(0) += chunk;
             if respond && p.pdc != 0 {
-                let held = eps[to].respond(&p, uet_wire::ses::ReturnCode::Ok, p.payload.len() as u32);
+                // A fetch is answered with up to 8 bytes, no more than its length.
+                let value = &ENDPOINT_FETCHED[..(p.header.request_length as usize).min(8)];
+                let held = if p.header.common.opcode == uet_wire::ses::Opcode::FetchingAtomic && !value.is_empty() {
+                    let rsp = uet_wire::ses::Response {
+                        list: uet_wire::ses::ResponseList::Expected,
+                        opcode: uet_wire::ses::ResponseOpcode::ResponseWithData,
+                        return_code: uet_wire::ses::ReturnCode::Ok,
+                        message_id: 0,
+                        ri_generation: 0,
+                        job_id: 0,
+                        modified_length: p.header.request_length,
+                    };
+                    eps[to].respond_with_data(&p, rsp, value)
+                } else {
+                    eps[to].respond(&p, uet_wire::ses::ReturnCode::Ok, p.payload.len() as u32)
+                };
                 assert!(held.is_ok(), "a delivered request could not be answered: {held:?}");
             }
         }
     }
 }
+
+/// The value the `endpoint` target answers a fetching atomic with.
+const ENDPOINT_FETCHED: [u8; 8] = [0xFE, 1, 2, 3, 4, 5, 6, 7];
 
 /// The extension header the `endpoint` target sends with `opcode`: compare-and-swap for
 /// FETCHING_ATOMIC, rendezvous for RENDEZVOUS_SEND, none for the rest.

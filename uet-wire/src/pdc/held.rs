@@ -15,8 +15,8 @@
 //! *Project-defined*, here only:
 //!
 //! * A [`Target`] holds at most `R` responses, a const generic (default
-//!   [`HELD_RESPONSES`] = 4; at least 1; each slot is 16 B: the PSN and the 12 bytes the ACK
-//!   will carry).
+//!   [`HELD_RESPONSES`] = 4; at least 1; each slot is 16 B, the PSN and the 12 bytes the ACK
+//!   will carry, and `F` more for data, a const generic too, default 0).
 //!   A response is held for about one RTT, so the slots bound how many answered requests one PDC
 //!   takes per RTT. In the endpoint simulation at 800 Gb/s with every message (32 KiB average)
 //!   answered and no loss, `R` = 4 (six slots with an endpoint PDC's own two, below) cost 33 647
@@ -38,8 +38,14 @@
 //!   up to `CACK_PSN` due again: the slot frees when the initiator's `CLEAR_PSN` passes one of
 //!   them, which it does once such an ACK arrives, so a lost one is sent again at the pace of
 //!   the refused resends rather than of the initiator's retransmission timeouts.
-//! * Held are responses without data (RSP, `RESPONSE` opcode). A response with data (RSP_DATA)
-//!   carries the caller's payload bytes, which this crate does not store.
+//! * A held response may carry up to [`RESPONSE_DATA_MAX`] bytes of data: the ACK then carries
+//!   it as RESPONSE_W_DATA (next header RSP_DATA), as a target answers a fetching atomic with the
+//!   value it fetched (uet-ref-prov's `uet_pds_to_ses_rx_req` sends 8 bytes with
+//!   `read_request_message_id` = the request's message id, `message_offset` 0). A [`Target`]'s
+//!   slots take up to `F` bytes each; an [`Endpoint`]'s PDC holds data only in a block of its
+//!   pool (each slot 48 B; its own two slots are 16 B each), so a request that may need data (a
+//!   fetching atomic) is let in only while a block slot could take its response, the last free
+//!   one only for the oldest PSN not yet received (as for its own slots, below).
 //! * While a response is held, ACKs carry `REQ = Clear`, so an initiator with no request to send
 //!   sends a CLEAR control packet, once its `CLEAR_PSN` (left edge − 1) passes the newest CACK:
 //!   that is when the CLEAR releases a response (CACK stops before the oldest held), and a CLEAR
@@ -58,19 +64,33 @@ use crate::ses::Response;
 /// How many guaranteed-delivery responses one target PDC holds by default (project-defined).
 pub const HELD_RESPONSES: usize = 4;
 
+/// The most data bytes a held response carries (project-defined): one element of the widest
+/// atomic datatype, LONG_DOUBLE_COMPLEX (UE 1.0 §3.4), what a fetching atomic answers with.
+pub const RESPONSE_DATA_MAX: usize = 32;
+
+/// Data bytes of a slot of an endpoint's pooled block (its PDCs' own slots take none).
+pub(crate) const WITH_DATA: usize = RESPONSE_DATA_MAX;
+
 /// One held response: its request's PSN and the response as the ACK will carry it (emitted
-/// once, when held). The response's SES version bits (byte 1's top two, always 0 on the wire
-/// here) hold [`UNSENT`] while it is kept.
+/// once, when held), with room for `B` bytes of data. The response's SES version bits (byte 1's
+/// top two, always 0 on the wire here) hold [`UNSENT`] and [`DATA`] while it is kept; with
+/// [`DATA`], byte 4 (the RI generation, which RESPONSE_W_DATA has no field for) is the length
+/// of the data at the front of `data`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Held {
+struct Held<const B: usize> {
     psn: u32,
     rsp: [u8; Response::LEN],
+    data: [u8; B],
 }
 
 /// In byte 1 of a held response: an ACK carrying it is due.
 const UNSENT: u8 = 0x80;
+/// In byte 1 of a held response: it carries data (RESPONSE_W_DATA).
+const DATA: u8 = 0x40;
+/// The byte of a held response with data that holds the data's length.
+const DATA_LEN: usize = 4;
 
-impl Held {
+impl<const B: usize> Held<B> {
     fn unsent(&self) -> bool {
         self.rsp[1] & UNSENT != 0
     }
@@ -79,18 +99,27 @@ impl Held {
         self.rsp[1] = if unsent { self.rsp[1] | UNSENT } else { self.rsp[1] & !UNSENT };
     }
 
-    /// The response, with the version bits it is sent with (0).
+    /// The response, with the version bits it is sent with (0); with data, RI generation 0.
     fn response(&self) -> Option<Response> {
         let mut wire = self.rsp;
-        wire[1] &= !UNSENT;
+        if wire[1] & DATA != 0 {
+            wire[DATA_LEN] = 0;
+        }
+        wire[1] &= !(UNSENT | DATA);
         Response::parse(&wire).ok().map(|(rsp, _)| rsp)
+    }
+
+    /// The data it carries, if any.
+    fn data(&self) -> Option<&[u8]> {
+        (self.rsp[1] & DATA != 0).then(|| self.data.get(..usize::from(self.rsp[DATA_LEN])))?
     }
 }
 
-/// The responses one target PDC holds, by request PSN (`R` at most 65 535).
+/// The responses one target PDC holds, by request PSN (`R` at most 65 535), each with up to
+/// `B` bytes of data (at most 255).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct HeldResponses<const R: usize> {
-    held: heapless::Vec<Held, R, u16>,
+pub(crate) struct HeldResponses<const R: usize, const B: usize = 0> {
+    held: heapless::Vec<Held<B>, R, u16>,
 }
 
 /// What a target PDC's state machine needs of the responses it holds, wherever they are kept:
@@ -109,19 +138,23 @@ pub(crate) trait Responses {
     fn oldest_except(&self, carried: Option<u32>) -> Option<u32>;
     /// `sack` with the bits of the held PSNs other than `carried` cleared.
     fn mask(&self, sack: Sack, carried: Option<u32>) -> Sack;
+    /// Whether the response held for `psn` carries data.
+    fn carries_data(&self, psn: u32) -> bool;
     /// Whether any request has room, whatever it releases: none held, and more than one slot
-    /// (the common case, checked first).
-    fn roomy(&self) -> bool;
+    /// (the common case, checked first). `data`: its response may carry data.
+    fn roomy(&self, data: bool) -> bool;
     /// Whether a response could be held for a request that arrives now, once the responses up
     /// to `release` (its `CLEAR_PSN`, when recording it releases any) are released. `in_order`:
-    /// the request is the oldest PSN not yet received (`CACK_PSN + 1`).
-    fn room(&self, release: Option<u32>, in_order: bool) -> bool;
-    /// Whether [`Responses::hold`] has a slot for a response to a request received in order
-    /// (every PSN before it received) or not.
-    fn can_hold(&self, in_order: bool) -> bool;
-    /// Holds `rsp` for `psn` and makes an ACK carrying it due; false when there is no slot for
-    /// it or it is held already, and when the wire cannot carry `rsp` (see [`Response::emit`]).
-    fn hold(&mut self, psn: u32, rsp: Response, in_order: bool) -> bool;
+    /// the request is the oldest PSN not yet received (`CACK_PSN + 1`); `data`: its response may
+    /// carry data.
+    fn room(&self, release: Option<u32>, in_order: bool, data: bool) -> bool;
+    /// Whether [`Responses::hold`] has a slot for a response (with data or not) to a request
+    /// received in order (every PSN before it received) or not.
+    fn can_hold(&self, in_order: bool, data: bool) -> bool;
+    /// Holds `rsp` for `psn`, with `data` (none if empty), and makes an ACK carrying it due;
+    /// false when there is no slot for it or it is held already, and when the wire cannot carry
+    /// `rsp` (see [`Response::emit`]).
+    fn hold(&mut self, psn: u32, rsp: Response, data: &[u8], in_order: bool) -> bool;
     /// A duplicate of `psn` arrived: if its response is held, an ACK carrying it is due again.
     fn resend(&mut self, psn: u32) -> bool;
     /// A request was refused for want of a slot: an ACK carrying each response held for a PSN
@@ -135,11 +168,14 @@ pub(crate) trait Responses {
     fn clear(&mut self);
 }
 
-impl<const R: usize> HeldResponses<R> {
+impl<const R: usize, const B: usize> HeldResponses<R, B> {
     /// None held.
     pub(crate) const EMPTY: Self = HeldResponses { held: heapless::Vec::new() };
 
-    const SIZE_OK: () = assert!(R <= u16::MAX as usize, "at most 65 535 held responses");
+    const SIZE_OK: () = assert!(
+        R <= u16::MAX as usize && B <= u8::MAX as usize,
+        "at most 65 535 held responses, with 255 bytes of data at most"
+    );
 
     /// Whether none is held.
     #[inline]
@@ -162,20 +198,34 @@ impl<const R: usize> HeldResponses<R> {
         self.held.iter().find(|h| h.psn == psn).and_then(Held::response)
     }
 
+    /// The data of the response held for `psn`, if it carries any.
+    pub(crate) fn data(&self, psn: u32) -> Option<&[u8]> {
+        self.held.iter().find(|h| h.psn == psn).and_then(Held::data)
+    }
+
     /// Whether a response is held for `psn`.
     pub(crate) fn holds(&self, psn: u32) -> bool {
         self.held.iter().any(|h| h.psn == psn)
     }
 
-    /// Holds `rsp` for `psn` and makes an ACK carrying it due; false when full or held already,
-    /// and when the wire cannot carry `rsp` (see [`Response::emit`]).
-    pub(crate) fn hold(&mut self, psn: u32, rsp: Response) -> bool {
+    /// Holds `rsp` for `psn`, with `data` (none if empty), and makes an ACK carrying it due;
+    /// false when full or held already, when the slots take no data or not that much, and when
+    /// the wire cannot carry `rsp` (see [`Response::emit`]).
+    pub(crate) fn hold(&mut self, psn: u32, rsp: Response, data: &[u8]) -> bool {
         let () = Self::SIZE_OK;
         let mut wire = [0; Response::LEN];
+        let mut with = [0; B];
         if self.holds(psn) || rsp.emit(&mut wire).is_err() {
             return false;
         }
-        let mut held = Held { psn, rsp: wire };
+        if !data.is_empty() {
+            // A slot without room for it refuses it.
+            let Some(to) = with.get_mut(..data.len()) else { return false };
+            to.copy_from_slice(data);
+            wire[1] |= DATA;
+            wire[DATA_LEN] = data.len() as u8;
+        }
+        let mut held = Held { psn, rsp: wire, data: with };
         held.set_unsent(true);
         self.held.push(held).is_ok()
     }
@@ -257,9 +307,13 @@ impl<const R: usize> HeldResponses<R> {
     }
 }
 
-impl<const R: usize> Responses for HeldResponses<R> {
+impl<const R: usize, const B: usize> Responses for HeldResponses<R, B> {
     fn is_empty(&self) -> bool {
         HeldResponses::is_empty(self)
+    }
+
+    fn carries_data(&self, psn: u32) -> bool {
+        self.data(psn).is_some()
     }
 
     fn holds(&self, psn: u32) -> bool {
@@ -278,25 +332,26 @@ impl<const R: usize> Responses for HeldResponses<R> {
         HeldResponses::mask(self, sack, carried)
     }
 
-    fn roomy(&self) -> bool {
-        self.is_empty() && R > 1
+    fn roomy(&self, data: bool) -> bool {
+        self.is_empty() && R > 1 && (B > 0 || !data)
     }
 
     /// The last free slot is kept for the oldest PSN not yet received (see the module doc).
-    fn room(&self, release: Option<u32>, in_order: bool) -> bool {
+    fn room(&self, release: Option<u32>, in_order: bool, data: bool) -> bool {
         match release.map_or(self.free(), |clear| self.free_after_release_through(clear)) {
+            _ if data && B == 0 => false,
             0 => false,
             1 => in_order,
             _ => true,
         }
     }
 
-    fn can_hold(&self, _in_order: bool) -> bool {
-        self.free() > 0
+    fn can_hold(&self, _in_order: bool, data: bool) -> bool {
+        self.free() > 0 && (B > 0 || !data)
     }
 
-    fn hold(&mut self, psn: u32, rsp: Response, _in_order: bool) -> bool {
-        HeldResponses::hold(self, psn, rsp)
+    fn hold(&mut self, psn: u32, rsp: Response, data: &[u8], _in_order: bool) -> bool {
+        HeldResponses::hold(self, psn, rsp, data)
     }
 
     fn resend(&mut self, psn: u32) -> bool {
@@ -331,27 +386,29 @@ pub(crate) const OWN_HELD: usize = 2;
 // need more than one own slot.
 const _: () = assert!(OWN_HELD > 1);
 
-/// The responses an endpoint's target PDC holds: [`OWN_HELD`] slots of its own (`own`) and a
-/// block of `R` from the endpoint's pool (`block`) while it has one. `spare`: it has no block
-/// and the pool has a free one, which
+/// The responses an endpoint's target PDC holds: [`OWN_HELD`] slots of its own (`own`, without
+/// data) and a block of `R` from the endpoint's pool (`block`, each slot taking data) while it
+/// has one. `spare`: it has no block and the pool has a free one, which
 /// [`Endpoint::respond`](crate::msg::Endpoint::respond) takes before a response that needs it
 /// (so [`Responses::room`] counts it).
 ///
-/// The last free slot of its own is kept for responses to requests received in order (every PSN
-/// before them received), as the last free slot of a [`Target`]'s `R` is kept for the oldest PSN
-/// not yet received (see the module doc); a block's slots take any. A response to a request
-/// received in order is one the initiator's `CLEAR_PSN` passes once the ACK carrying it arrives,
-/// with no other request let in first. So the PSN the window waits on always finds a slot of
-/// the PDC's own free again (it carries that `CLEAR_PSN` itself), even while other PDCs hold
-/// every block: no PDC deadlocks for want of a block, and one with nothing held lets in any
-/// request, in order or not.
+/// The last free slot of its own, and the last free slot of its block, are kept for responses
+/// to requests received in order (every PSN before them received), as the last free slot of a
+/// [`Target`]'s `R` is kept for the oldest PSN not yet received (see the module doc). A response
+/// to a request received in order is one the initiator's `CLEAR_PSN` passes once the ACK
+/// carrying it arrives, with no other request let in first. So the PSN the window waits on
+/// always finds a slot of the PDC's own free again (it carries that `CLEAR_PSN` itself), even
+/// while other PDCs hold every block: no PDC deadlocks for want of a block, and one with nothing
+/// held lets in any request, in order or not. A response with data goes in the block only; the
+/// block's kept slot is what lets the PSN the window waits on in when it needs data, while
+/// responses to later PSNs (which wait on it) fill the rest.
 ///
 /// [`Target`]: super::Target
 pub(crate) struct Tiered<'a, const R: usize> {
     /// The PDC's own slots.
     pub(crate) own: &'a mut HeldResponses<OWN_HELD>,
     /// Its block, if it has one.
-    pub(crate) block: Option<&'a mut HeldResponses<R>>,
+    pub(crate) block: Option<&'a mut HeldResponses<R, WITH_DATA>>,
     /// It has no block and the pool has a free one.
     pub(crate) spare: bool,
 }
@@ -372,6 +429,12 @@ impl<const R: usize> Tiered<'_, R> {
             None => 0,
         }
     }
+
+    /// Whether the block has a slot for a response to a request received in order or not: the
+    /// last free one only in order.
+    fn block_takes(&self, in_order: bool) -> bool {
+        self.block.as_ref().is_some_and(|b| b.free() > usize::from(!in_order))
+    }
 }
 
 impl<const R: usize> Responses for Tiered<'_, R> {
@@ -387,6 +450,10 @@ impl<const R: usize> Responses for Tiered<'_, R> {
         self.own.has_unsent() || self.block.as_ref().is_some_and(|b| b.has_unsent())
     }
 
+    fn carries_data(&self, psn: u32) -> bool {
+        self.block.as_ref().is_some_and(|b| b.carries_data(psn))
+    }
+
     fn oldest_except(&self, carried: Option<u32>) -> Option<u32> {
         let own = self.own.oldest_except(carried);
         match (own, self.block.as_ref().and_then(|b| b.oldest_except(carried))) {
@@ -400,30 +467,31 @@ impl<const R: usize> Responses for Tiered<'_, R> {
         self.block.as_ref().map_or(sack, |b| b.mask(sack, carried))
     }
 
-    /// Its own slots all free (`OWN_HELD` is more than one).
-    fn roomy(&self) -> bool {
-        self.own.is_empty()
+    /// Its own slots all free (`OWN_HELD` is more than one), for a response without data.
+    fn roomy(&self, data: bool) -> bool {
+        !data && self.own.is_empty()
     }
 
-    /// A slot of the block, or of its own but the last unless `in_order`.
-    fn room(&self, release: Option<u32>, in_order: bool) -> bool {
-        let own = release.map_or(self.own.free(), |clear| self.own.free_after_release_through(clear));
-        self.block_free(release) > 0 || own > usize::from(!in_order)
+    /// A slot of the block, or (without data) of its own; the last of either only `in_order`.
+    fn room(&self, release: Option<u32>, in_order: bool, data: bool) -> bool {
+        let kept = usize::from(!in_order);
+        let own = || release.map_or(self.own.free(), |clear| self.own.free_after_release_through(clear));
+        self.block_free(release) > kept || (!data && own() > kept)
     }
 
-    fn can_hold(&self, in_order: bool) -> bool {
-        Tiered::<R>::own_takes(self.own, in_order) || self.block.as_ref().is_some_and(|b| b.free() > 0)
+    fn can_hold(&self, in_order: bool, data: bool) -> bool {
+        (!data && Tiered::<R>::own_takes(self.own, in_order)) || self.block_takes(in_order)
     }
 
-    /// In its own slots if they take it, else in the block.
-    fn hold(&mut self, psn: u32, rsp: Response, in_order: bool) -> bool {
+    /// In its own slots if they take it (not with data), else in the block.
+    fn hold(&mut self, psn: u32, rsp: Response, data: &[u8], in_order: bool) -> bool {
         if self.holds(psn) {
             return false;
         }
-        if Tiered::<R>::own_takes(self.own, in_order) {
-            return self.own.hold(psn, rsp);
+        if data.is_empty() && Tiered::<R>::own_takes(self.own, in_order) {
+            return self.own.hold(psn, rsp, data);
         }
-        self.block.as_mut().is_some_and(|b| b.hold(psn, rsp))
+        self.block_takes(in_order) && self.block.as_mut().is_some_and(|b| b.hold(psn, rsp, data))
     }
 
     fn resend(&mut self, psn: u32) -> bool {
@@ -477,9 +545,9 @@ mod tests {
     #[test]
     fn hold_resend_release() {
         let mut h = HeldResponses::<HELD_RESPONSES>::default();
-        assert!(h.hold(u32::MAX, rsp(1)));
-        assert!(!h.hold(u32::MAX, rsp(2)), "one response per PSN");
-        assert!(h.hold(2, rsp(3)));
+        assert!(h.hold(u32::MAX, rsp(1), &[]));
+        assert!(!h.hold(u32::MAX, rsp(2), &[]), "one response per PSN");
+        assert!(h.hold(2, rsp(3), &[]));
         assert_eq!(h.take_unsent(), Some(u32::MAX));
         assert_eq!(h.take_unsent(), Some(2));
         assert_eq!(h.take_unsent(), None);
@@ -492,8 +560,8 @@ mod tests {
         assert_eq!(s.bitmap, !0b10);
         h.release_through(0);
         assert_eq!((h.get(u32::MAX), h.get(2)), (None, Some(rsp(3))));
-        assert!(h.hold(3, rsp(0)) && h.hold(4, rsp(0)) && h.hold(5, rsp(0)));
-        assert!(h.free() == 0 && !h.hold(6, rsp(0)));
+        assert!(h.hold(3, rsp(0), &[]) && h.hold(4, rsp(0), &[]) && h.hold(5, rsp(0), &[]));
+        assert!(h.free() == 0 && !h.hold(6, rsp(0), &[]));
         assert_eq!((h.free_after_release_through(3), h.free_after_release_through(5)), (2, 4));
         h.clear();
         assert!(h.is_empty());
@@ -511,15 +579,56 @@ mod tests {
             modified_length: u32::MAX,
             ..rsp(0)
         };
-        assert!(h.hold(9, odd));
+        assert!(h.hold(9, odd, &[]));
         // Marked unsent, then sent: the mark never shows in the response.
         assert_eq!(h.get(9), Some(odd));
         assert_eq!(h.take_unsent(), Some(9));
         assert_eq!(h.get(9), Some(odd));
         assert!(h.holds(9) && !h.holds(8));
         // A JobID beyond 24 bits cannot be sent, so it is not held.
-        assert!(!h.hold(10, Response { job_id: 1 << 24, ..rsp(0) }));
+        assert!(!h.hold(10, Response { job_id: 1 << 24, ..rsp(0) }, &[]));
         assert!(!h.holds(10) && h.free() == 1);
-        assert_eq!(core::mem::size_of::<Held>(), 16);
+        assert_eq!(core::mem::size_of::<Held<0>>(), 16);
+    }
+
+    #[test]
+    fn a_response_with_data_is_held_only_where_slots_take_data() {
+        let mut plain = HeldResponses::<2>::default();
+        assert!(!plain.hold(1, rsp(8), &[7; 8]), "a slot without data refuses data");
+        assert!(plain.is_empty() && !Responses::can_hold(&plain, true, true));
+        assert!(!Responses::room(&plain, None, true, true) && !Responses::roomy(&plain, true));
+        let mut h = HeldResponses::<2, WITH_DATA>::default();
+        assert!(!h.hold(1, rsp(8), &[7; RESPONSE_DATA_MAX + 1]), "at most RESPONSE_DATA_MAX bytes");
+        assert!(h.hold(1, rsp(8), &[7; RESPONSE_DATA_MAX]) && h.hold(2, rsp(8), &[]));
+        assert_eq!(h.data(1), Some(&[7; RESPONSE_DATA_MAX][..]));
+        assert_eq!((h.data(2), h.get(1)), (None, Some(rsp(8))));
+        assert!(h.carries_data(1) && !h.carries_data(2) && !h.carries_data(3));
+        // Marked unsent and sent: neither mark shows in the response or its data.
+        let odd = Response { ri_generation: 0, message_id: 0xFFFF, job_id: 0xFF_FFFF, ..rsp(u32::MAX) };
+        h.release_through(2);
+        assert!(h.hold(3, odd, &[0xFF]) && h.take_unsent() == Some(3));
+        assert_eq!((h.get(3), h.data(3)), (Some(odd), Some(&[0xFF][..])));
+        assert_eq!(core::mem::size_of::<Held<WITH_DATA>>(), 48);
+    }
+
+    #[test]
+    fn data_goes_in_the_block_and_its_last_slot_waits_for_the_oldest_psn() {
+        let mut own = HeldResponses::<OWN_HELD>::default();
+        let mut block = HeldResponses::<2, WITH_DATA>::default();
+        // No block and none spare: no room for data, in order or not; room without data.
+        let t = Tiered::<2> { own: &mut own, block: None, spare: false };
+        assert!(!t.room(None, true, true) && t.room(None, true, false) && !t.roomy(true) && t.roomy(false));
+        // A spare block: room for data.
+        let t = Tiered::<2> { own: &mut own, block: None, spare: true };
+        assert!(t.room(None, false, true));
+        let mut t = Tiered { own: &mut own, block: Some(&mut block), spare: false };
+        assert!(t.hold(5, rsp(8), &[1; 8], false), "out of order, with the block's last slot left");
+        assert!(t.carries_data(5) && t.own.is_empty());
+        assert!(!t.room(None, false, true) && !t.can_hold(false, true), "the last slot is kept");
+        assert!(!t.hold(6, rsp(8), &[1; 8], false));
+        assert!(t.room(None, true, true) && t.hold(4, rsp(8), &[2; 8], true));
+        // Without data, its own slots still take one.
+        assert!(t.room(None, false, false) && t.hold(7, rsp(0), &[], false) && !t.carries_data(7));
+        assert!(t.own.holds(7));
     }
 }

@@ -67,7 +67,8 @@
 //! * **Guaranteed-delivery responses** ([`held`](super::held)): [`Target::hold_response`] keeps
 //!   the SES response to a request until `CLEAR_PSN` (from any request, or a CLEAR) passes it; an
 //!   ACK carrying it goes out at once and again for every duplicate, and every other ACK leaves
-//!   its PSN unacknowledged.
+//!   its PSN unacknowledged. [`Target::hold_response_with_data`] holds one with data (a fetching
+//!   atomic's value), which the ACK carries as RESPONSE_W_DATA.
 //! * ACKs are coalesced by [`AckCoalescer`]; a duplicate, an ACK_REQ, a PROBE and a CLOSE are
 //!   answered at once (a PROBE by an ACK of its own with P set that echoes its opaque value in
 //!   place of ACK_PSN's offset, its SACK based at the PSN the probe's payload names, as the
@@ -88,7 +89,7 @@ use crate::pds::{
     Ack, AckFlags, AckRequest, Control, ControlFlags, ControlType, DeliveryMode, Nack, NackClass, NackCode, NackFlags,
     NackTarget, NextHeader, PdcDest, Request, RequestFlags,
 };
-use crate::ses::{Response, ResponseOpcode};
+use crate::ses::{Response, ResponseOpcode, ResponseWithData};
 use linklayer::{Deadline, Instant};
 
 /// The states of a target PDC.
@@ -204,12 +205,15 @@ enum Ev {
 }
 
 /// The target end of one PDC, with a receive window of `64 × W` PSNs and room for `R`
-/// guaranteed-delivery responses (see [`held`](super::held)).
+/// guaranteed-delivery responses (see [`held`](super::held)), each with up to `F` bytes of data
+/// (none by default; [`RESPONSE_DATA_MAX`] holds any fetching atomic's value).
+///
+/// [`RESPONSE_DATA_MAX`]: super::held::RESPONSE_DATA_MAX
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Target<const W: usize = 2, const R: usize = HELD_RESPONSES> {
+pub struct Target<const W: usize = 2, const R: usize = HELD_RESPONSES, const F: usize = 0> {
     core: TargetCore<W, R>,
     ret: ReturnDirection<W>,
-    held: HeldResponses<R>,
+    held: HeldResponses<R, F>,
 }
 
 /// A target PDC without the state of its return direction or its held responses, which the
@@ -384,7 +388,7 @@ impl<const W: usize> ReturnDirection<W> {
 /// recover either.
 pub const PENDING_NACKS: usize = 2;
 
-impl<const W: usize, const R: usize> Target<W, R> {
+impl<const W: usize, const R: usize, const F: usize> Target<W, R, F> {
     /// `MP_RANGE` of this PDC, in PSNs.
     pub const MP_RANGE: u32 = RxWindow::<W>::MP_RANGE;
 
@@ -488,7 +492,7 @@ impl<const W: usize, const R: usize> Target<W, R> {
         ecn: bool,
         admit: impl FnOnce() -> Result<(), NackCode>,
     ) -> Result<Delivery, PdcError> {
-        self.core.handle_request_admitting(&mut self.held, now, cfg, req, payload_len, ecn, admit)
+        self.core.handle_request_admitting(&mut self.held, now, cfg, req, payload_len, ecn, false, admit)
     }
 
     /// Whether [`Target::handle_request`] would deliver `req` as new (if admitted), without
@@ -606,7 +610,23 @@ impl<const W: usize, const R: usize> Target<W, R> {
     /// `poll_transmit`: an ACK sent since may have acknowledged it already. A request is delivered
     /// only while a response could be held for it.
     pub fn hold_response(&mut self, psn: u32, rsp: Response) -> Result<(), PdcError> {
-        self.core.hold_response(&mut self.held, psn, rsp)
+        self.core.hold_response(&mut self.held, psn, rsp, &[])
+    }
+
+    /// [`Target::hold_response`] for a response with `data` (1 to `F` bytes, the PDC's const
+    /// generic; a fetching atomic's value needs up to
+    /// [`RESPONSE_DATA_MAX`](super::held::RESPONSE_DATA_MAX)): the ACK comes with
+    /// `next_header` RSP_DATA, and the caller emits [`Target::held_response_with_data`] of its
+    /// `ack_psn` after it. `rsp` gives the fields RESPONSE_W_DATA shares with RESPONSE (its
+    /// opcode RESPONSE or RESPONSE_W_DATA).
+    pub fn hold_response_with_data(&mut self, psn: u32, rsp: Response, data: &[u8]) -> Result<(), PdcError> {
+        if data.is_empty() || data.len() > F {
+            return Err(PdcError::CannotHold {
+                psn,
+                why: "response data of 1 to F bytes (the Target's const generic)",
+            });
+        }
+        self.core.hold_response(&mut self.held, psn, rsp, data)
     }
 
     /// Whether a guaranteed-delivery response could be held for `req` if it were delivered now
@@ -620,12 +640,19 @@ impl<const W: usize, const R: usize> Target<W, R> {
     /// it with a CLEAR control packet, after ACKs it may never get.)
     #[inline]
     pub fn response_room(&self, req: &Request) -> bool {
-        self.core.response_room(&self.held, req)
+        self.core.response_room(&self.held, req, false)
     }
 
     /// The response held for the request `psn`: what follows an ACK with `next_header` RSP.
     pub fn held_response(&self, psn: u32) -> Option<Response> {
         self.held.get(psn)
+    }
+
+    /// The response with data held for the request `psn`, and its data: what follows an ACK
+    /// with `next_header` RSP_DATA (see [`Response::with_data`]).
+    pub fn held_response_with_data(&self, psn: u32) -> Option<(ResponseWithData, &[u8])> {
+        let data = self.held.data(psn)?;
+        Some((self.held.get(psn)?.with_data(data.len() as u16), data))
     }
 
     /// The ACK_CC this PDC would send now.
@@ -832,7 +859,7 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         payload_len: u32,
         ecn: bool,
     ) -> Result<Delivery, PdcError> {
-        self.handle_request_admitting(held, now, cfg, req, payload_len, ecn, || Ok(()))
+        self.handle_request_admitting(held, now, cfg, req, payload_len, ecn, false, || Ok(()))
     }
 
     /// See [`Target::handle_request_admitting`].
@@ -847,11 +874,12 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
         req: &Request,
         payload_len: u32,
         ecn: bool,
+        data: bool,
         admit: impl FnOnce() -> Result<(), NackCode>,
     ) -> Result<Delivery, PdcError> {
         let refusal = match admit() {
             Err(code) => Some(code),
-            Ok(()) => (!self.response_room(held, req)).then_some(NackCode::NoGtdDelAvail),
+            Ok(()) => (!self.response_room(held, req, data)).then_some(NackCode::NoGtdDelAvail),
         };
         if let Some(code) = refusal {
             if self.would_deliver(req) {
@@ -1402,18 +1430,31 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
     }
 
     /// See [`Target::hold_response`].
-    pub(crate) fn hold_response(&self, held: &mut impl Responses, psn: u32, rsp: Response) -> Result<(), PdcError> {
+    pub(crate) fn hold_response(
+        &self,
+        held: &mut impl Responses,
+        psn: u32,
+        rsp: Response,
+        data: &[u8],
+    ) -> Result<(), PdcError> {
         // Every PSN before it received (so `CLEAR_PSN` can pass it without another request).
         let in_order = !psn_after(psn, self.rx.cack_psn());
+        // Held as RESPONSE: RESPONSE_W_DATA's fields are a RESPONSE's and its data.
+        let rsp = match rsp.opcode {
+            ResponseOpcode::ResponseWithData if !data.is_empty() => {
+                Response { opcode: ResponseOpcode::Response, ..rsp }
+            }
+            _ => rsp,
+        };
         let why = if rsp.opcode != ResponseOpcode::Response {
-            "only a RESPONSE needs guaranteed delivery"
+            "a guaranteed-delivery response is a RESPONSE, or a RESPONSE_W_DATA with data"
         } else if self.last_new() != Some(psn) {
             "not the request just delivered, or acknowledged since"
         } else if held.holds(psn) {
             "a response is held for it already"
-        } else if !held.can_hold(in_order) {
+        } else if !held.can_hold(in_order, !data.is_empty()) {
             "every response slot is in use"
-        } else if !held.hold(psn, rsp, in_order) {
+        } else if !held.hold(psn, rsp, data, in_order) {
             "a response the wire cannot carry (Response::emit refuses it)"
         } else {
             return Ok(());
@@ -1423,15 +1464,15 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
 
     /// See [`Target::response_room`].
     #[inline]
-    pub(crate) fn response_room(&self, held: &impl Responses, req: &Request) -> bool {
-        if held.roomy() {
+    pub(crate) fn response_room(&self, held: &impl Responses, req: &Request, data: bool) -> bool {
+        if held.roomy(data) {
             return true;
         }
         let clear = req.psn.wrapping_add(i32::from(req.clear_psn_offset) as u32);
         // As `apply_clear` would after recording the request.
         let newest = if psn_after(req.psn, self.rx.max_rcvd()) { req.psn } else { self.rx.max_rcvd() };
         let release = (psn_after(clear, self.clear_psn) && !psn_after(clear, newest)).then_some(clear);
-        held.room(release, req.psn == self.rx.cack_psn().wrapping_add(1))
+        held.room(release, req.psn == self.rx.cack_psn().wrapping_add(1), data)
     }
 
     /// `CLEAR_PSN` moved to `clear` (ignored unless it moves forward and stays within what
@@ -1488,7 +1529,11 @@ impl<const W: usize, const R: usize> TargetCore<W, R> {
             ack_psn,
             flags,
             request: if held.is_empty() { AckRequest::None } else { AckRequest::Clear },
-            next_header: if carried.is_some() { NextHeader::Rsp } else { NextHeader::None },
+            next_header: match carried {
+                Some(psn) if held.carries_data(psn) => NextHeader::RspData,
+                Some(_) => NextHeader::Rsp,
+                None => NextHeader::None,
+            },
             mp_range: Self::MP_RANGE,
             out_of_order: self.rx.out_of_order(),
         }

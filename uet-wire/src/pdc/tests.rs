@@ -1047,6 +1047,8 @@ fn pdc_sizes() {
     // Each further response slot costs 16 B.
     std::println!("Target<2, 16>: {} B", size_of::<Target<2, 16>>());
     assert_eq!(size_of::<Target<2, 16>>() - size_of::<Target<2>>(), 12 * 16);
+    // Room for a fetched value in each slot costs its bytes.
+    assert_eq!(size_of::<Target<2, 4, 32>>() - size_of::<Target<2>>(), 4 * 32);
 }
 
 #[test]
@@ -1116,6 +1118,43 @@ fn atomic_response(len: u32) -> crate::ses::Response {
         job_id: 9,
         modified_length: len,
     }
+}
+
+/// A response with data (a fetching atomic's value) held by a `Target` whose slots take data:
+/// its ACK has next header RSP_DATA, and `held_response_with_data` gives the RESPONSE_W_DATA
+/// and the bytes that follow it. A `Target` without room for data refuses it.
+#[test]
+fn a_response_with_data_rides_its_ack() {
+    let cfg = cfg();
+    let mut i = Initiator::<2>::new(&cfg, DeliveryMode::Rud, 7, 4);
+    let first = req(i.send(t(0), &cfg, false).unwrap());
+    let mut plain = Target::<2>::new(t(0), &cfg, 19, &first, StartPolicy::Open).unwrap();
+    let mut tg = Target::<2, { held::HELD_RESPONSES }, { held::RESPONSE_DATA_MAX }>::new(
+        t(0),
+        &cfg,
+        19,
+        &first,
+        StartPolicy::Open,
+    )
+    .unwrap();
+    assert_eq!(plain.handle_request(t(0), &cfg, &first, 8, false).unwrap(), Delivery::New);
+    assert_eq!(tg.handle_request(t(0), &cfg, &first, 8, false).unwrap(), Delivery::New);
+    let psn = first.psn;
+    let mut with = atomic_response(8);
+    with.opcode = crate::ses::ResponseOpcode::ResponseWithData;
+    assert!(matches!(plain.hold_response_with_data(psn, with, &[5; 8]), Err(PdcError::CannotHold { .. })));
+    for bad in [&[][..], &[5; 33][..]] {
+        assert!(matches!(tg.hold_response_with_data(psn, with, bad), Err(PdcError::CannotHold { .. })));
+    }
+    assert!(matches!(tg.hold_response(psn, with), Err(PdcError::CannotHold { .. })), "no data, no RESPONSE_W_DATA");
+    tg.hold_response_with_data(psn, with, &[5; 8]).unwrap();
+    let a = ack_of(tg.poll_transmit(t(0)).unwrap());
+    assert_eq!((a.next_header, a.ack_psn()), (NextHeader::RspData, psn));
+    let (rsp, data) = tg.held_response_with_data(psn).unwrap();
+    assert_eq!(data, &[5; 8]);
+    assert_eq!(rsp, atomic_response(8).with_data(8));
+    assert_eq!((rsp.opcode, rsp.read_request_message_id, rsp.message_offset), (with.opcode, 3, 0));
+    assert_eq!(tg.held_response(psn), Some(atomic_response(8)));
 }
 
 /// A guaranteed-delivery response (digest §4.4, §5.4): the ACK carrying it is lost; later ACKs

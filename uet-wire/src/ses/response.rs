@@ -236,6 +236,24 @@ impl Response {
         }
     }
 
+    /// This response as a RESPONSE_W_DATA carrying `payload_length` bytes, as a target answers
+    /// a fetching atomic with the value it fetched (uet-ref-prov `uet_pds_to_ses_rx_req`): its
+    /// list, return code, message id, JobID and `modified_length`, with `read_request_message_id`
+    /// the message id and `message_offset` 0. (The RI generation has no field there.)
+    pub const fn with_data(&self, payload_length: u16) -> ResponseWithData {
+        ResponseWithData {
+            list: self.list,
+            opcode: ResponseOpcode::ResponseWithData,
+            return_code: self.return_code,
+            message_id: self.message_id,
+            job_id: self.job_id,
+            read_request_message_id: self.message_id,
+            payload_length,
+            modified_length: self.modified_length,
+            message_offset: 0,
+        }
+    }
+
     /// Parses a response from the front of `bytes`.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<(Self, &[u8]), Error> {

@@ -14,7 +14,7 @@
 //! [`Tiered`]). *Project-defined* (the sources keep the slots in every PDC, or in a pool shared
 //! by the domain).
 
-use crate::pdc::held::{HeldResponses, OWN_HELD, Tiered};
+use crate::pdc::held::{HeldResponses, OWN_HELD, Tiered, WITH_DATA};
 use crate::pdc::table::FreeSlots;
 use crate::ses::Response;
 
@@ -39,17 +39,27 @@ impl HeldAt {
 
 /// `D` blocks of `R` held responses for the target PDCs that hold more than their own slots take.
 pub(super) struct HeldPool<const R: usize, const D: usize> {
-    blocks: [HeldResponses<R>; D],
+    blocks: [HeldResponses<R, WITH_DATA>; D],
     free: FreeSlots<D>,
+    /// Blocks taken for the answer to a fetching atomic just let in ([`HeldPool::claim`]): kept
+    /// while empty until their PDC's next poll.
+    claimed: [bool; D],
 }
 
 impl<const R: usize, const D: usize> HeldPool<R, D> {
     /// Every block free.
-    pub(super) const EMPTY: Self = HeldPool { blocks: [HeldResponses::EMPTY; D], free: FreeSlots::EMPTY };
+    pub(super) const EMPTY: Self =
+        HeldPool { blocks: [HeldResponses::EMPTY; D], free: FreeSlots::EMPTY, claimed: [false; D] };
 
     /// The block at `at`, if it has one.
-    pub(super) fn block(&self, at: HeldAt) -> Option<&HeldResponses<R>> {
+    pub(super) fn block(&self, at: HeldAt) -> Option<&HeldResponses<R, WITH_DATA>> {
         self.blocks.get(usize::from(at.entry()?))
+    }
+
+    /// The data of the response held for `psn` by a PDC whose block is at `at`, if it carries
+    /// any (only a block's slots take data).
+    pub(super) fn data(&self, at: HeldAt, psn: u32) -> Option<&[u8]> {
+        self.block(at)?.data(psn)
     }
 
     /// The response held for `psn` by a PDC whose own slots are `own` and whose block is at `at`.
@@ -105,14 +115,41 @@ impl<const R: usize, const D: usize> HeldPool<R, D> {
         if let Some(block) = self.blocks.get_mut(usize::from(i)) {
             *block = HeldResponses::EMPTY;
         }
+        self.set_claimed(HeldAt(i.saturating_add(1)), false);
         *at = HeldAt(i.saturating_add(1));
         true
     }
 
-    /// Gives the block at `at` back if it holds nothing.
+    /// [`HeldPool::take`] for the answer to a fetching atomic just let in, which only a block
+    /// holds: the block stays with its PDC while empty, so no other PDC's request let in on
+    /// the same free block takes it first, until [`HeldPool::unclaim`] at the PDC's next poll.
+    pub(super) fn claim(&mut self, at: &mut HeldAt) {
+        if self.take(at) {
+            self.set_claimed(*at, true);
+        }
+    }
+
+    /// The PDC whose block is at `at` polls: its claim ends (the fetch was answered or not),
+    /// and the block goes back at the next [`HeldPool::with`] if it holds nothing.
+    pub(super) fn unclaim(&mut self, at: HeldAt) {
+        self.set_claimed(at, false);
+    }
+
+    fn set_claimed(&mut self, at: HeldAt, claimed: bool) {
+        if let Some(c) = at.entry().and_then(|i| self.claimed.get_mut(usize::from(i))) {
+            *c = claimed;
+        }
+    }
+
+    /// Whether the block at `at` is claimed (see [`HeldPool::claim`]).
+    pub(super) fn is_claimed(&self, at: HeldAt) -> bool {
+        at.entry().and_then(|i| self.claimed.get(usize::from(i))).is_some_and(|&c| c)
+    }
+
+    /// Gives the block at `at` back if it holds nothing and is not claimed.
     fn settle(&mut self, at: &mut HeldAt) {
         if let Some(i) = at.entry() {
-            if self.blocks.get(usize::from(i)).is_none_or(HeldResponses::is_empty) {
+            if self.blocks.get(usize::from(i)).is_none_or(HeldResponses::is_empty) && !self.is_claimed(*at) {
                 self.free.give(i);
                 *at = HeldAt::NONE;
             }
@@ -121,6 +158,7 @@ impl<const R: usize, const D: usize> HeldPool<R, D> {
 
     /// Gives the block at `at` back (its PDC is gone).
     pub(super) fn release(&mut self, at: HeldAt) {
+        self.set_claimed(at, false);
         if let Some(i) = at.entry() {
             self.free.give(i);
         }
@@ -129,6 +167,7 @@ impl<const R: usize, const D: usize> HeldPool<R, D> {
     /// Every block free.
     pub(super) fn clear(&mut self) {
         self.free.clear();
+        self.claimed = [false; D];
     }
 
     /// The pool's entry at `at`, if it has one (for the invariant checks).

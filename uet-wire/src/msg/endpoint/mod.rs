@@ -159,13 +159,15 @@ use timers::TimerHeap;
 
 /// The most header bytes one packet takes: a 16-byte PDS header (RUD_CC, NACK, control) or a
 /// 32-byte ACK_CC or NACK_CCX, 40-byte ACK_CCX; or a 12-byte request with a 44-byte standard SES
-/// request and a 36-byte compare-and-swap extension.
+/// request and a 36-byte compare-and-swap extension. (An ACK_CCX with a 20-byte RESPONSE_W_DATA
+/// and [`FETCHED_MAX`] bytes of data takes 92.)
 pub const MAX_HEADER_LEN: usize = 16 + 44 + 36;
 
 /// The most bytes a fetching atomic's result may have for this endpoint to place it (a
-/// [`Placement`] with `read`): one element of the widest datatype, LONG_DOUBLE_COMPLEX (UE 1.0
-/// §3.4). Longer fetched data is dropped; the message still completes on its ACK.
-pub const FETCHED_MAX: usize = 32;
+/// [`Placement`] with `read`), and to answer one with ([`Endpoint::respond_with_data`]): one
+/// element of the widest datatype, LONG_DOUBLE_COMPLEX (UE 1.0 §3.4). Longer fetched data is
+/// dropped; the message still completes on its ACK.
+pub const FETCHED_MAX: usize = crate::pdc::held::RESPONSE_DATA_MAX;
 
 /// Messages a target PDC tracks in progress (arrived in part, or complete and waiting for an
 /// earlier one) by default: [`Endpoint`]'s const generic `W`. A packet starting one more is
@@ -187,7 +189,7 @@ pub const EXTENSIONS: usize = 16;
 /// [`Endpoint`]'s const generic `D`, the target PDCs that may have read data outstanding at once,
 /// the initiator PDCs that may have return packets (read data, CLOSE_REQ) not yet acknowledged
 /// at once, and the target PDCs that may hold guaranteed-delivery responses beyond their own two
-/// slots at once.
+/// slots (or with data: fetching atomics' values) at once.
 pub const RETURN_DIRECTIONS: usize = 16;
 
 /// Request directions an endpoint's initiator PDCs share by default: [`Endpoint`]'s const
@@ -1142,21 +1144,27 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///   domain). A target PDC holds responses in two slots of its own, the last of which takes
 ///   only a response to a request received in order (every PSN before it received);
 ///   [`Endpoint::respond`] takes a block for the others, and the block goes back once the
-///   initiator's `CLEAR_PSN` has released what it holds. Any request may need a response, so a
-///   request is let in only while there is a slot for its response (its PDC's own, its block's,
-///   or a free block's); else it is refused with NACK NO_GTD_DEL_AVAIL (UE 1.0 §3.5.12.7, "no
+///   initiator's `CLEAR_PSN` has released what it holds. A response with data (a fetching
+///   atomic's value, [`Endpoint::respond_with_data`]) goes in a block only, whose last free slot
+///   likewise takes only a response to a request received in order. Any request may need a
+///   response, so a request is let in only while there is a slot for its response (its PDC's
+///   own, its block's, or a free block's; for a fetching atomic, a block's); else it is
+///   refused with NACK NO_GTD_DEL_AVAIL (UE 1.0 §3.5.12.7, "no
 ///   SES guaranteed-delivery response resource"; retransmit class: the initiator resends after
 ///   `NACK_Retx_Time`, and gives up after `Max_NACK_Retx_Cnt` refusals of one packet), and the
 ///   ACKs carrying the responses the initiator must clear first are sent again. A PDC whose
 ///   requests are never answered is never refused for want of a slot, and one holding
-///   responses always takes the request its window waits on in the end, so none deadlocks. But
+///   responses always takes the request its window waits on in the end (a fetching atomic, once
+///   its PDC has a block or one is free; see below), so none deadlocks. But
 ///   while its slots are full a RUD PDC refuses the requests behind a lost one until that one
 ///   is resent, and under the default `Max_NACK_Retx_Cnt` their initiator may give up first
 ///   (answering every request of a PDC with 16 in flight, shuffled, at 15 % loss each way, about
 ///   1 % of its messages; at 5 %, under 0.3 %; in ROD, or with [`PdcConfig::software`]'s
 ///   unlimited retries, none). `R` costs memory per block only: `R` of 16, which answers every message
-///   at 800 Gb/s with no refusal, costs `D` × 192 B more, not `P` × 192. Make `D` at least the
-///   target PDCs holding responses beyond their own two at once
+///   at 800 Gb/s with no refusal, costs `D` × 576 B more (48 B a slot), not `P` × 576. A PDC that
+///   keeps fetching atomics in flight keeps its block until they are all answered and cleared,
+///   so the others wait for a block that long. Make `D` at least the target PDCs holding
+///   responses beyond their own two, or answering fetching atomics, at once
 ///   ([`EndpointStats::nacks_sent`] counts the refusals).
 /// - `S`, the request directions the initiator PDCs share ([`REQUEST_DIRECTIONS`], 16; at least
 ///   1): an initiator PDC's state machine, with its send window, timers, loss recovery and timed
@@ -1179,9 +1187,9 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///   the initiator PDCs sending at once.
 ///
 /// `W` costs no memory, each entry of `O` 20 B, each entry of `Q` 124 B, each entry of `X` 50 B,
-/// each of `D` 250 B (a target's return direction 122 B, an initiator's 58 B and a block of 4
-/// held responses 70 B), each of `S` 178 B (64-bit host). The sizes are checked when the type
-/// is used, and a build error names the rule: `P` 2 to 32 767, `M` 1 to 32 768, `W` 2 to 32 768,
+/// each of `D` 379 B (a target's return direction 122 B, an initiator's 58 B and a block of 4
+/// held responses 199 B, each with room for a fetched value), each of `S` 178 B (64-bit host).
+/// The sizes are checked when the type is used, and a build error names the rule: `P` 2 to 32 767, `M` 1 to 32 768, `R` at least 1, `W` 2 to 32 768,
 /// `E` more than `W` (a packet can release `W` messages and one more), `Q` at least 1, `O` and
 /// `X` at most 32 768, `D` and `S` 1 to 32 768.
 ///
@@ -1285,7 +1293,7 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///
 /// # Memory, and building one in place
 ///
-/// An endpoint holds everything it needs: 484 B per `P`, 136 B per `M` and 19.3 kB besides
+/// An endpoint holds everything it needs: 500 B per `P`, 136 B per `M` and 21.4 kB besides
 /// (with 64 events) at the default `R`, `C`, `W`, `Q`, `O`, `X`, `D` and `S` on a 64-bit host
 /// (`size_of::<Endpoint<P, M, E>>()` says exactly). [`Endpoint::new`] returns it by value, so it
 /// is built on the stack first, and at low optimisation levels copied again. Where that is too much stack (firmware), start from [`Endpoint::EMPTY`], whose
@@ -1562,12 +1570,14 @@ impl<
             && Q >= 1
             && O <= 1 << 15
             && X <= 1 << 15
+            && R >= 1
             && D >= 1
             && D <= 1 << 15
             && S >= 1
             && S <= 1 << 15,
         "Endpoint<P, M, E, R, C, W, Q, O, X, D, S>: P (PDCs each way) must be 2 to 32767, M (messages) 1 \
-         to 32768, W (messages in progress per target PDC, default 16) 2 to 32768, E (events) more than \
+         to 32768, R (held responses per block, default 4) at least 1, W (messages in progress per \
+         target PDC, default 16) 2 to 32768, E (events) more than \
          W, Q (control queues, default 16) at least 1, O (shared messages in progress, default 256) \
          at most 32768, X (extension headers, default 16) at most 32768, D (return directions, \
          default 16) 1 to 32768, and S (request directions, default 16) 1 to 32768"

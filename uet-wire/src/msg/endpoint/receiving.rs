@@ -52,26 +52,62 @@ impl<
     /// with 0 as "deferred" for a deferrable send and as truncated for any other). Its
     /// `message_id` and `job_id` are the request's, whatever `rsp` says. Its opcode must be
     /// RESPONSE, the one guaranteed-delivery response without data (else
-    /// [`EndpointError::Header`]; RESPONSE_W_DATA's data is not held here).
+    /// [`EndpointError::Header`]; for RESPONSE_W_DATA, [`Endpoint::respond_with_data`]).
     pub fn respond_with(&mut self, placement: &Placement<'_>, rsp: Response) -> Result<(), EndpointError> {
         if rsp.opcode != ResponseOpcode::Response {
             return Err(EndpointError::Header(Error::Mismatch {
                 field: "SES response opcode (respond_with holds RESPONSE only)",
             }));
         }
+        self.hold(placement, rsp, &[])
+    }
+
+    /// Answers the fetching atomic (FETCHING_ATOMIC or TSEND_FETCH_ATOMIC) `placement` came from
+    /// with the value it fetched, `data` (1 to [`FETCHED_MAX`] bytes: for a compare-and-swap too,
+    /// the old value, whether or not it swapped): a guaranteed-delivery RESPONSE_W_DATA, which
+    /// the ACK of the request carries after an RSP_DATA next header, held as [`Endpoint::respond`]
+    /// holds a response. `rsp` gives its list, return code and `modified_length` (uet-ref-prov's
+    /// initiator wants the request's `request_length` there: 8 for a UINT64 fetch-add, 32 for a
+    /// compare-and-swap); its `message_id`, `job_id` and `read_request_message_id` are the
+    /// request's, `message_offset` 0, whatever its opcode and `ri_generation` (RESPONSE_W_DATA
+    /// has no RI generation field).
+    ///
+    /// Errors: [`EndpointError::Header`] for any other request or for `data` empty or longer
+    /// than [`FETCHED_MAX`] or the request's `request_length` (one element of its operands at
+    /// most; an initiator of this crate drops a longer value); [`EndpointError::Respond`] as for
+    /// [`Endpoint::respond`]. The endpoint lets a fetching atomic in only while a slot of a block
+    /// could hold this, and claims that block for it (see [`Endpoint`]).
+    pub fn respond_with_data(
+        &mut self,
+        placement: &Placement<'_>,
+        rsp: Response,
+        data: &[u8],
+    ) -> Result<(), EndpointError> {
+        let fetching = matches!(placement.header.common.opcode, Opcode::FetchingAtomic | Opcode::TsendFetchAtomic);
+        let most = FETCHED_MAX.min(placement.header.request_length as usize);
+        if !fetching || data.is_empty() || data.len() > most {
+            return Err(EndpointError::Header(Error::Mismatch {
+                field: "respond_with_data answers a fetching atomic with 1 to FETCHED_MAX bytes, within its length",
+            }));
+        }
+        self.hold(placement, Response { opcode: ResponseOpcode::ResponseWithData, ..rsp }, data)
+    }
+
+    /// Holds `rsp` (with `data`, if any) for the request `placement` came from.
+    fn hold(&mut self, placement: &Placement<'_>, rsp: Response, data: &[u8]) -> Result<(), EndpointError> {
         let rsp = Response { message_id: placement.message_id, job_id: placement.header.common.job_id, ..rsp };
         let from = self.targets.key(placement.pdc).map(|k| k.src);
         match self.targets.get_mut(placement.pdc) {
             Some(t) if from == Some(placement.src) => {
                 let psn = placement.psn;
-                // In its own slots if they take it, else in a block: taken now (then
-                // `hold_response` refuses for want of a slot if every block is in use).
+                // In its own slots if they take it (never with data), else in a block: taken
+                // now (then `hold_response` refuses for want of a slot if every block is in use).
                 let in_order = !crate::pdc::window::psn_after(psn, t.pdc.window().cack_psn());
-                if !Tiered::<R>::own_takes(&t.own, in_order) {
+                if !data.is_empty() || !Tiered::<R>::own_takes(&t.own, in_order) {
                     self.helds.take(&mut t.held);
                 }
                 let pdc = &t.pdc;
-                let held = self.helds.with(&mut t.held, &mut t.own, |held| pdc.hold_response(held, psn, rsp));
+                let held = self.helds.with(&mut t.held, &mut t.own, |held| pdc.hold_response(held, psn, rsp, data));
                 self.refresh_target(placement.pdc, false);
                 held.map_err(EndpointError::Respond)
             }
@@ -96,6 +132,8 @@ impl<
         let (ses, payload) = SesHeader::parse(NextHeader::ReqStd, rest)?;
         let Some(SesHeader::Standard(ses)) = ses else { return Err(EndpointError::Unsupported) };
         let read = matches!(ses.common.opcode, crate::ses::Opcode::Read);
+        // A fetching atomic may be answered with the value fetched, held in a block (`held`).
+        let fetching = matches!(ses.common.opcode, Opcode::FetchingAtomic | Opcode::TsendFetchAtomic);
         let carried = Segment::received_len(&ses, payload.len()).ok_or(EndpointError::Malformed(Error::Mismatch {
             field: "compare-and-swap request_length (its extension carries 32 bytes)",
         }))?;
@@ -138,8 +176,14 @@ impl<
         };
         let cfg = &configured(&self.cfg).pdc;
         let delivery = self.helds.admitting(&mut t.held, &mut t.own, |held| {
-            t.pdc.handle_request_admitting(held, now, cfg, &r, u32::from(seg.len), ce, admit)
+            t.pdc.handle_request_admitting(held, now, cfg, &r, u32::from(seg.len), ce, fetching, admit)
         });
+        if fetching && matches!(delivery, Ok(Delivery::New)) {
+            // Its response (with data) needs a block: claimed now, so no other PDC's request let
+            // in on the same free block takes it first (given back after this PDC's next poll if
+            // it is not answered with data).
+            self.helds.claim(&mut t.held);
+        }
         let mut new = false;
         if let Ok(delivery) = delivery {
             // Admitted above (a new packet is delivered only then), and nothing changed the order
@@ -282,6 +326,11 @@ impl<
         }
         let (ret_base, _) = self.returns.base_and_next(t.ret);
         let open = t.pdc.state() != crate::pdc::TargetState::Closed;
+        if !open && self.helds.is_claimed(t.held) {
+            // A closed PDC answers nothing more: a block claimed for a fetch's answer goes back.
+            self.helds.unclaim(t.held);
+            self.helds.with(&mut t.held, &mut t.own, |_| ());
+        }
         let start_psn = t.pdc.start_psn();
         let next_expected = t.pdc.next_expected_psn();
         let mut next = t.runs.first();

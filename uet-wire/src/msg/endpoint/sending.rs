@@ -133,7 +133,7 @@ impl<
 
     /// Places the data an ACK carried for request `psn` of initiator PDC `id`: read data, if that
     /// request belongs to a READ and the data fit it; a fetching atomic's fetched value
-    /// ([`FETCHED_MAX`] bytes at most, at offset 0).
+    /// ([`FETCHED_MAX`] bytes at most, and no more than the request's length, at offset 0).
     fn place_ack_data<'a>(
         &mut self,
         id: u16,
@@ -162,7 +162,9 @@ impl<
                 // target sends 8 bytes, for CSWAP too, at offset 0).
                 let header = m.sent_header(&self.extensions);
                 let fetching = matches!(header.common.opcode, Opcode::FetchingAtomic | Opcode::TsendFetchAtomic);
-                if !fetching || r.message_offset != 0 || data.len() > FETCHED_MAX {
+                // One element of the operands at most (8 of a CSWAP's 32 bytes in the reference).
+                let fits = data.len() <= FETCHED_MAX && data.len() as u64 <= u64::from(m.len);
+                if !fetching || r.message_offset != 0 || !fits {
                     return None;
                 }
                 header

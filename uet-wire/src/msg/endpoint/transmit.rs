@@ -178,6 +178,8 @@ impl<
             let Some(dst) = self.targets.key(id).map(|k| k.src) else { continue };
             let Some(p) = self.targets.get_mut(id) else { continue };
             let ret = self.returns.get_mut(p.ret);
+            // A block claimed for a fetch's answer is its own again: answered or not by now.
+            self.helds.unclaim(p.held);
             let Some(tx) = self.helds.with(&mut p.held, &mut p.own, |held| p.pdc.poll_transmit(held, ret, now)) else {
                 self.refresh_target(id, false);
                 self.targets_ready.unlink(&mut self.targets_ready_links, index);
@@ -185,6 +187,17 @@ impl<
             };
             let credit = p.credit;
             let t = match tx {
+                TargetTx::Ack(a) if a.next_header == NextHeader::RspData => {
+                    // The ACK carries the guaranteed-delivery response with data held for its PSN.
+                    let psn = a.ack_psn();
+                    let held = self.helds.response(p.held, &p.own, psn).zip(self.helds.data(p.held, psn));
+                    let a = self.ack_with_credit(credit, a);
+                    match held {
+                        Some((rsp, data)) => write_ack_with_data(out, dst, a, rsp, data)?,
+                        // (Not reached: the ACK names a response with data only while one is held.)
+                        None => write_ack(out, dst, a, None)?,
+                    }
+                }
                 TargetTx::Ack(a) => {
                     let rsp = if a.next_header == NextHeader::Rsp {
                         // The ACK carries the guaranteed-delivery response held for its PSN.
@@ -602,4 +615,20 @@ fn write_ack(
         None => 0,
     };
     Ok(header_only(dst, n + k))
+}
+
+/// Writes ACK `a` with `rsp` held for its PSN as the RESPONSE_W_DATA it stands for, and `data`
+/// (at most [`FETCHED_MAX`] bytes: [`MAX_HEADER_LEN`] holds the largest ACK with them).
+fn write_ack_with_data(
+    out: &mut [u8],
+    dst: IpAddr,
+    a: crate::pds::Ack,
+    rsp: Response,
+    data: &[u8],
+) -> Result<Transmit, EndpointError> {
+    let n = a.emit(out).map_err(|_| EndpointError::BufferTooShort)?;
+    let rest = out.get_mut(n..).unwrap_or_default();
+    let k = rsp.with_data(data.len() as u16).emit(rest).map_err(|_| EndpointError::BufferTooShort)?;
+    rest.get_mut(k..k + data.len()).ok_or(EndpointError::BufferTooShort)?.copy_from_slice(data);
+    Ok(header_only(dst, n + k + data.len()))
 }
