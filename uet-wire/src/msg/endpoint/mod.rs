@@ -1189,9 +1189,10 @@ struct TgtPdc<const R: usize, const W: usize> {
 /// `W` costs no memory, each entry of `O` 20 B, each entry of `Q` 124 B, each entry of `X` 50 B,
 /// each of `D` 379 B (a target's return direction 122 B, an initiator's 58 B and a block of 4
 /// held responses 199 B, each with room for a fetched value), each of `S` 178 B (64-bit host).
-/// The sizes are checked when the type is used, and a build error names the rule: `P` 2 to 32 767, `M` 1 to 32 768, `R` at least 1, `W` 2 to 32 768,
-/// `E` more than `W` (a packet can release `W` messages and one more), `Q` at least 1, `O` and
-/// `X` at most 32 768, `D` and `S` 1 to 32 768.
+/// The sizes are checked when the type is used, and a build error names the rule: `P` 2 to
+/// 32 767, `M` 1 to 32 768, `R` at least 1, `W` 2 to 32 768, `E` more than `W` (a packet can
+/// release `W` messages and one more), `Q` at least 1, `O` and `X` at most 32 768, `D` and `S` 1
+/// to 32 768.
 ///
 /// ```compile_fail,E0080
 /// use uet_wire::msg::{Endpoint, EndpointConfig};
