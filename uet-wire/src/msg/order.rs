@@ -17,6 +17,14 @@
 //! first packet has arrived (so no message that started earlier can still be unknown), and every
 //! message that started earlier is released.
 //!
+//! **A cancelled message** ends where its initiator stopped: an initiator that gives a message
+//! up before sending all of it sends a MSG_ERROR request (SES opcode 0x0F: no SOM, EOM, no
+//! payload, `message_offset` the bytes it sent; uet-ref-prov `uet_rx_cancel_pkt` handles it so,
+//! and its initiator sends one after an error response to a message it had not finished
+//! sending). The message is then complete once those bytes arrived ([`MessageOrder::on_cancel`]);
+//! its later packets may state the original `request_length`. Without this, the bytes never
+//! sent would keep it in progress for good, and each such message would hold one of the `N`.
+//!
 //! [`MessageOrder`] tracks up to `N` messages in progress: [`OWN_SLOTS`] (two) in itself, the
 //! others in an [`OrderPool`] the PDCs of one endpoint share (*project-defined*: a PDC rarely has
 //! many messages in progress, so thousands of PDCs need not each keep room for `N`). A packet of
@@ -79,6 +87,8 @@ struct Slot {
     message_id: u16,
     /// Whether its first packet arrived; `first_psn` is that packet's PSN then.
     started: bool,
+    /// Whether its initiator cancelled it (MSG_ERROR): `total` is then the bytes it sent.
+    cancelled: bool,
     first_psn: u32,
     /// Bytes arrived (never more than `total`), and the message's length.
     received: u32,
@@ -87,7 +97,13 @@ struct Slot {
 
 impl Slot {
     /// All-zero bytes (what a free pool entry holds).
-    const VACANT: Slot = Slot { message_id: 0, started: false, first_psn: 0, received: 0, total: 0 };
+    const VACANT: Slot = Slot { message_id: 0, started: false, cancelled: false, first_psn: 0, received: 0, total: 0 };
+
+    /// Whether a packet stating `request_length` belongs to this message: the length its
+    /// packets state, which a cancelled message's length is at most.
+    fn states(&self, request_length: u32) -> bool {
+        if self.cancelled { request_length >= self.total } else { request_length == self.total }
+    }
 
     fn complete(&self) -> bool {
         self.received == self.total
@@ -242,8 +258,11 @@ impl<const N: usize> OrderPool<N> {
 pub(crate) struct Admitted {
     place: Option<Place>,
     message_id: u16,
-    request_length: u32,
+    /// The message's length: its `request_length`, or for a cancel the bytes its initiator sent.
+    total: u32,
     received: u32,
+    /// The packet cancels the message (MSG_ERROR).
+    cancel: bool,
 }
 
 /// Where one of a PDC's messages in progress is kept: an own slot, or a pool entry and the
@@ -341,17 +360,48 @@ impl<const N: usize> MessageOrder<N> {
         request_length: u32,
         len: u16,
     ) -> Result<Admitted, OrderError> {
-        let (place, received) = match self.messages(pool).find(|(_, s)| s.message_id == message_id) {
-            Some((_, s)) if s.total != request_length => return Err(OrderError::Inconsistent { message_id }),
-            Some((place, s)) => (Some(place), u64::from(s.received)),
-            None if self.has_room(pool) => (None, 0),
-            None => return Err(OrderError::NoRoom { message_id }),
-        };
+        let (place, received, total) = self.find(pool, message_id, request_length)?;
         let received = received + u64::from(len);
         match u32::try_from(received) {
-            Ok(received) if received <= request_length => Ok(Admitted { place, message_id, request_length, received }),
+            Ok(received) if received <= total => Ok(Admitted { place, message_id, total, received, cancel: false }),
             _ => Err(OrderError::Inconsistent { message_id }),
         }
+    }
+
+    /// Where message `message_id`, whose `request_length` a packet states, is kept (`None`: it
+    /// is new and there is room for it), its bytes received and its length.
+    fn find<const K: usize>(
+        &self,
+        pool: &OrderPool<K>,
+        message_id: u16,
+        request_length: u32,
+    ) -> Result<(Option<Place>, u64, u32), OrderError> {
+        match self.messages(pool).find(|(_, s)| s.message_id == message_id) {
+            Some((_, s)) if !s.states(request_length) => Err(OrderError::Inconsistent { message_id }),
+            Some((place, s)) => Ok((Some(place), u64::from(s.received), s.total)),
+            None if self.has_room(pool) => Ok((None, 0, request_length)),
+            None => Err(OrderError::NoRoom { message_id }),
+        }
+    }
+
+    /// [`MessageOrder::admit`] for a MSG_ERROR (UE 1.0 §3.4, SES opcode 0x0F) of message
+    /// `message_id`, whose `request_length` it states: its initiator stopped after `sent` bytes
+    /// (the packet's `message_offset`), so the message is complete once those arrived. Refused
+    /// ([`OrderError::Inconsistent`]) for a message already cancelled, or one of which more than
+    /// `sent` bytes arrived or whose length is under `sent`.
+    pub(crate) fn admit_cancel<const K: usize>(
+        &self,
+        pool: &OrderPool<K>,
+        message_id: u16,
+        request_length: u32,
+        sent: u32,
+    ) -> Result<Admitted, OrderError> {
+        let (place, received, total) = self.find(pool, message_id, request_length)?;
+        let cancelled = place.and_then(|p| self.slot(pool, p)).is_some_and(|s| s.cancelled);
+        if cancelled || received > u64::from(sent) || sent > total {
+            return Err(OrderError::Inconsistent { message_id });
+        }
+        Ok(Admitted { place, message_id, total: sent, received: received as u32, cancel: true })
     }
 
     /// Whether [`MessageOrder::on_packet`] would take the packet (same arguments but the PSN and
@@ -376,16 +426,17 @@ impl<const N: usize> MessageOrder<N> {
         psn: u32,
         offset: u32,
     ) -> Result<bool, OrderError> {
-        let Admitted { place, message_id, request_length, received } = admitted;
+        let Admitted { place, message_id, total, received, cancel } = admitted;
         let place = match place {
             Some(place) => place,
             None => {
-                let new = Slot { message_id, started: false, first_psn: 0, received: 0, total: request_length };
+                let new = Slot { message_id, total, ..Slot::VACANT };
                 self.add(pool, new).ok_or(OrderError::NoRoom { message_id })?
             }
         };
         let s = self.slot_mut(pool, place).ok_or(OrderError::NoRoom { message_id })?;
-        s.received = received;
+        (s.received, s.total) = (received, total);
+        s.cancelled |= cancel;
         if offset == 0 {
             (s.started, s.first_psn) = (true, psn);
         }
@@ -408,6 +459,22 @@ impl<const N: usize> MessageOrder<N> {
         self.take(pool, admitted, psn, offset)
     }
 
+    /// Counts a new MSG_ERROR of message `message_id`, whose `request_length` it states,
+    /// received at `psn`, its initiator having sent `sent` bytes of it (the packet's
+    /// `message_offset`): the message is complete once those arrived (see the module doc).
+    /// Returns whether it is now complete. A refusal changes nothing.
+    pub fn on_cancel<const K: usize>(
+        &mut self,
+        pool: &mut OrderPool<K>,
+        message_id: u16,
+        psn: u32,
+        request_length: u32,
+        sent: u32,
+    ) -> Result<bool, OrderError> {
+        let admitted = self.admit_cancel(pool, message_id, request_length, sent)?;
+        self.take(pool, admitted, psn, sent)
+    }
+
     /// Tracks `slot`: in an own slot if one is free, else in a pool entry.
     fn add<const K: usize>(&mut self, pool: &mut OrderPool<K>, slot: Slot) -> Option<Place> {
         if let Some((i, own)) = self.own.iter_mut().enumerate().find(|(_, s)| s.is_none()) {
@@ -420,6 +487,13 @@ impl<const N: usize> MessageOrder<N> {
         let i = pool.take(slot, self.head)?;
         (self.head, self.pooled) = (SlotRef::to(i), self.pooled + 1);
         Some(Place::Pooled { at: i, before: None })
+    }
+
+    fn slot<'a, const K: usize>(&'a self, pool: &'a OrderPool<K>, place: Place) -> Option<&'a Slot> {
+        match place {
+            Place::Own(i) => self.own.get(i)?.as_ref(),
+            Place::Pooled { at, .. } => Some(&pool.entries.get(at)?.slot),
+        }
     }
 
     fn slot_mut<'a, const K: usize>(&'a mut self, pool: &'a mut OrderPool<K>, place: Place) -> Option<&'a mut Slot> {
@@ -616,6 +690,34 @@ mod tests {
         o.on_packet(&mut pool, 4, 16, 0, 2, 1).unwrap();
         assert_eq!((o.in_progress(), o.pooled(), pool.in_use()), (3, 1, 1));
         assert_eq!(pool.check_lists([&o].into_iter()), Ok(()));
+    }
+
+    /// A MSG_ERROR cuts its message at the bytes sent, whether it comes before or after them;
+    /// it refuses (changing nothing) a second cancel, more bytes than it says were sent,
+    /// or a cut past the message's length; later packets may state the original length.
+    #[test]
+    fn a_cancel_completes_its_message_at_the_bytes_sent() {
+        let (mut o, mut pool) = (MessageOrder::<4>::new(), OrderPool::<4>::EMPTY);
+        // Message 1 (PSNs 10–12, 3000 bytes): cancelled at PSN 12 after 2048; its data arrives late.
+        assert_eq!(o.on_cancel(&mut pool, 1, 12, 3000, 2048), Ok(false));
+        assert_eq!(o.on_packet(&mut pool, 1, 11, 1024, 3000, 1024), Ok(false));
+        let before = tracked(&o, &pool);
+        assert_eq!(o.on_cancel(&mut pool, 1, 13, 3000, 2048), Err(OrderError::Inconsistent { message_id: 1 }));
+        assert_eq!(o.on_packet(&mut pool, 1, 13, 2048, 3000, 1100), Err(OrderError::Inconsistent { message_id: 1 }));
+        assert_eq!(o.on_packet(&mut pool, 1, 13, 1024, 1000, 1024), Err(OrderError::Inconsistent { message_id: 1 }));
+        assert_eq!(tracked(&o, &pool), before);
+        assert_eq!(o.on_packet(&mut pool, 1, 10, 0, 3000, 1024), Ok(true));
+        assert_eq!(o.release(&mut pool, 12), Some((1, 2048)));
+        // Message 2 (PSN 13 on): cancelled after its first packet arrived; refused cuts first.
+        assert_eq!(o.on_packet(&mut pool, 2, 13, 0, 100, 60), Ok(false));
+        assert_eq!(o.on_cancel(&mut pool, 2, 14, 100, 50), Err(OrderError::Inconsistent { message_id: 2 }));
+        assert_eq!(o.on_cancel(&mut pool, 2, 14, 100, 101), Err(OrderError::Inconsistent { message_id: 2 }));
+        assert_eq!(o.on_cancel(&mut pool, 2, 14, 100, 60), Ok(true));
+        assert_eq!(o.release(&mut pool, 14), Some((2, 60)));
+        // Message 3: cancelled before any byte went; the cancel is its first packet.
+        assert_eq!(o.on_cancel(&mut pool, 3, 15, 100, 0), Ok(true));
+        assert_eq!(o.release(&mut pool, 15), Some((3, 0)));
+        assert_eq!((o.in_progress(), pool.in_use()), (0, 0));
     }
 
     /// Misuse changes counts but never panics: a pool cleared under an order that still holds

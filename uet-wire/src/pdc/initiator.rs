@@ -951,10 +951,11 @@ impl<const W: usize> InitiatorCore<W> {
         self.rtt.on_send(psn, now);
         if first {
             // The oldest packet now: its retransmissions count from zero (a CLEAR's resends before
-            // it were the CLEAR's), and its timer starts with it.
+            // it were the CLEAR's).
             self.rto_count = 0;
-            self.rto_at.set(self.rto_deadline(now, cfg));
-        } else if !self.rto_at.is_armed() {
+        }
+        if first || !self.rto_at.is_armed() {
+            // Its timer starts with the oldest packet, or with this one if none runs.
             self.rto_at.set(self.rto_deadline(now, cfg));
         }
         self.probe_at.set(now.saturating_add(cfg.tail_loss_time));

@@ -151,6 +151,12 @@ impl Opcode {
         matches!(self, Opcode::Atomic | Opcode::FetchingAtomic | Opcode::TsendAtomic | Opcode::TsendFetchAtomic)
     }
 
+    /// Whether requests with this opcode fetch a value that the target returns: FETCHING_ATOMIC
+    /// and TSEND_FETCH_ATOMIC, answered with RESPONSE_W_DATA.
+    pub const fn fetches(self) -> bool {
+        matches!(self, Opcode::FetchingAtomic | Opcode::TsendFetchAtomic)
+    }
+
     /// Whether requests with this opcode carry a rendezvous extension.
     pub const fn has_rendezvous_ext(self) -> bool {
         matches!(self, Opcode::RendezvousSend | Opcode::RendezvousTsend)

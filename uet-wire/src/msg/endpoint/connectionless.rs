@@ -155,9 +155,7 @@ impl<
         if ses.common.opcode == crate::ses::Opcode::Read {
             return Err(EndpointError::Unsupported);
         }
-        let carried = Segment::received_len(&ses, payload.len()).ok_or(EndpointError::Malformed(Error::Mismatch {
-            field: "compare-and-swap request_length (its extension carries 32 bytes)",
-        }))?;
+        let carried = super::receiving::carried(&ses, payload)?;
         let seg = Segment::of_received(&ses, u16::try_from(carried).unwrap_or(u16::MAX));
         if usize::from(seg.len) != carried || u64::from(seg.offset) + carried as u64 > u64::from(ses.request_length) {
             return Err(EndpointError::Malformed(Error::Mismatch { field: "SES payload length and payload bytes" }));

@@ -41,7 +41,7 @@ impl HeldAt {
 pub(super) struct HeldPool<const R: usize, const D: usize> {
     blocks: [HeldResponses<R, WITH_DATA>; D],
     free: FreeSlots<D>,
-    /// Blocks taken for the answer to a fetching atomic just let in ([`HeldPool::claim`]): kept
+    /// Blocks taken for the response to a request just let in ([`HeldPool::claim`]): kept
     /// while empty until their PDC's next poll.
     claimed: [bool; D],
 }
@@ -120,16 +120,17 @@ impl<const R: usize, const D: usize> HeldPool<R, D> {
         true
     }
 
-    /// [`HeldPool::take`] for the answer to a fetching atomic just let in, which only a block
-    /// holds: the block stays with its PDC while empty, so no other PDC's request let in on
-    /// the same free block takes it first, until [`HeldPool::unclaim`] at the PDC's next poll.
+    /// [`HeldPool::take`] for the response to a request just let in that only a block would
+    /// hold (a fetching atomic's, or one its PDC's own slots would not take): the block stays
+    /// with its PDC while empty, so no other PDC's request let in on the same free block takes
+    /// it first, until [`HeldPool::unclaim`] at the PDC's next poll.
     pub(super) fn claim(&mut self, at: &mut HeldAt) {
         if self.take(at) {
             self.set_claimed(*at, true);
         }
     }
 
-    /// The PDC whose block is at `at` polls: its claim ends (the fetch was answered or not),
+    /// The PDC whose block is at `at` polls: its claim ends (the request was answered or not),
     /// and the block goes back at the next [`HeldPool::with`] if it holds nothing.
     pub(super) fn unclaim(&mut self, at: HeldAt) {
         self.set_claimed(at, false);

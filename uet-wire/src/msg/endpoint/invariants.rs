@@ -199,7 +199,7 @@ impl<
                 if core::mem::replace(i.ok_or("a block of held responses outside the pool")?, true) {
                     return Err("two target PDCs share a block of held responses");
                 }
-                // Else it was claimed for the answer to the fetching atomic just delivered.
+                // Else it was claimed for the response to the request just delivered.
                 if self.helds.block(t.held).is_none_or(HeldResponses::is_empty) && !self.helds.is_claimed(t.held) {
                     return Err("an empty block of held responses is not back in the pool");
                 }

@@ -548,7 +548,11 @@ pub struct Placement<'a> {
     /// acknowledge the request would leave `Sent` without the value, so a caller waiting for one
     /// treats `Sent` before it as a lost result.
     /// `None`: a request this endpoint received. For a READ request the payload is empty: the
-    /// endpoint answers it with the bytes [`Transmit::read`] names.
+    /// endpoint answers it with the bytes [`Transmit::read`] names. For a MSG_ERROR (opcode
+    /// [`Opcode::MsgError`], no SOM, EOM, no payload) the
+    /// initiator gave the message up after `offset` bytes: the message completes
+    /// ([`Event::Received`]) once those arrived. uet-ref-prov's target answers one with the
+    /// message's error code, or INITIATOR_ERR if it had none ([`Endpoint::respond`]).
     pub read: Option<MsgHandle>,
 }
 
@@ -595,7 +599,8 @@ pub enum Event {
     /// most this endpoint's `W` messages in progress on it and its `O` shared entries have room; see
     /// [`Endpoint`] and [`EndpointStats::released_out_of_order`]). For a READ: every
     /// request of it arrived (its data goes back through [`Endpoint::poll_transmit`]); `len` is the
-    /// READ's length.
+    /// READ's length. For a message its initiator cancelled with a MSG_ERROR (see
+    /// [`Placement::read`]), `len` is the bytes it sent.
     Received {
         /// Sender address.
         src: IpAddr,
@@ -603,7 +608,7 @@ pub enum Event {
         pdc: u16,
         /// The sender's message id.
         message_id: u16,
-        /// Message length.
+        /// Message length (for a cancelled one, the bytes sent).
         len: u32,
     },
 }
@@ -1148,7 +1153,8 @@ struct TgtPdc<const R: usize, const W: usize> {
 ///   atomic's value, [`Endpoint::respond_with_data`]) goes in a block only, whose last free slot
 ///   likewise takes only a response to a request received in order. Any request may need a
 ///   response, so a request is let in only while there is a slot for its response (its PDC's
-///   own, its block's, or a free block's; for a fetching atomic, a block's); else it is
+///   own, its block's, or a free block's, which it then takes at once so that no other PDC's
+///   request is let in on the same block; for a fetching atomic, a block's); else it is
 ///   refused with NACK NO_GTD_DEL_AVAIL (UE 1.0 §3.5.12.7, "no
 ///   SES guaranteed-delivery response resource"; retransmit class: the initiator resends after
 ///   `NACK_Retx_Time`, and gives up after `Max_NACK_Retx_Cnt` refusals of one packet), and the

@@ -83,7 +83,7 @@ impl<
         rsp: Response,
         data: &[u8],
     ) -> Result<(), EndpointError> {
-        let fetching = matches!(placement.header.common.opcode, Opcode::FetchingAtomic | Opcode::TsendFetchAtomic);
+        let fetching = placement.header.common.opcode.fetches();
         let most = FETCHED_MAX.min(placement.header.request_length as usize);
         if !fetching || data.is_empty() || data.len() > most {
             return Err(EndpointError::Header(Error::Mismatch {
@@ -133,14 +133,25 @@ impl<
         let Some(SesHeader::Standard(ses)) = ses else { return Err(EndpointError::Unsupported) };
         let read = matches!(ses.common.opcode, crate::ses::Opcode::Read);
         // A fetching atomic may be answered with the value fetched, held in a block (`held`).
-        let fetching = matches!(ses.common.opcode, Opcode::FetchingAtomic | Opcode::TsendFetchAtomic);
-        let carried = Segment::received_len(&ses, payload.len()).ok_or(EndpointError::Malformed(Error::Mismatch {
-            field: "compare-and-swap request_length (its extension carries 32 bytes)",
-        }))?;
+        let fetching = ses.common.opcode.fetches();
+        let carried = carried(&ses, payload)?;
         let seg = if read { self.read_chunk(&ses, payload)? } else { Segment::of_received(&ses, carried as u16) };
         if !read && usize::from(seg.len) != carried {
             return Err(EndpointError::Malformed(Error::Mismatch { field: "SES payload length and payload bytes" }));
         }
+        // A MSG_ERROR in uet-ref-prov's form (no SOM, EOM, no payload) cancels its message after
+        // the `message_offset` bytes its initiator sent (see `order`); any other form is taken
+        // as a packet of its message.
+        let flags = ses.common.flags;
+        let cancel = (ses.common.opcode == Opcode::MsgError
+            && !flags.contains(SesFlags::SOM)
+            && flags.contains(SesFlags::EOM)
+            && carried == 0)
+            .then_some(seg.offset);
+        let admit_order = |order: &MessageOrder<W>, pool: &OrderPool<O>| match cancel {
+            Some(sent) => order.admit_cancel(pool, ses.message_id, ses.request_length, sent),
+            None => order.admit(pool, ses.message_id, ses.request_length, seg.len),
+        };
         // Room for every event this packet could release: the messages it completes in order,
         // and one released out of order to make room (see `order`).
         if E - self.events.len() < W + 1 {
@@ -153,7 +164,7 @@ impl<
         // A READ is answered with data, which needs a message slot until acknowledged.
         let read_room = !read || self.free_slots.next().is_some() || self.read_run_for(id, &ses, seg).is_some();
         let Some(t) = self.targets.get_mut(id) else { return Ok(None) };
-        let mut admitted = t.order.admit(&self.order_pool, ses.message_id, ses.request_length, seg.len);
+        let mut admitted = admit_order(&t.order, &self.order_pool);
         if matches!(admitted, Err(OrderError::NoRoom { .. }))
             && t.pdc.window().classify(r.psn) == crate::pdc::Arrival::New
         {
@@ -163,7 +174,7 @@ impl<
             if let Some((message_id, len)) = t.order.release_complete(&mut self.order_pool) {
                 self.stats.released_out_of_order = self.stats.released_out_of_order.wrapping_add(1);
                 let _ = self.events.push_back(Event::Received { src, pdc: id, message_id, len });
-                admitted = t.order.admit(&self.order_pool, ses.message_id, ses.request_length, seg.len);
+                admitted = admit_order(&t.order, &self.order_pool);
             }
         }
         // The message layer must be able to take a new packet before the PDC counts it received
@@ -178,11 +189,14 @@ impl<
         let delivery = self.helds.admitting(&mut t.held, &mut t.own, |held| {
             t.pdc.handle_request_admitting(held, now, cfg, &r, u32::from(seg.len), ce, fetching, admit)
         });
-        if fetching && matches!(delivery, Ok(Delivery::New)) {
-            // Its response (with data) needs a block: claimed now, so no other PDC's request let
-            // in on the same free block takes it first (given back after this PDC's next poll if
-            // it is not answered with data).
-            self.helds.claim(&mut t.held);
+        if matches!(delivery, Ok(Delivery::New)) {
+            // A response to it that its own slots would not take (any with data) needs a block:
+            // claimed now, so that no other PDC's request let in on the same free block takes it
+            // first (given back after this PDC's next poll if it holds nothing).
+            let in_order = !crate::pdc::window::psn_after(r.psn, t.pdc.window().cack_psn());
+            if fetching || !Tiered::<R>::own_takes(&t.own, in_order) {
+                self.helds.claim(&mut t.held);
+            }
         }
         let mut new = false;
         if let Ok(delivery) = delivery {
@@ -327,7 +341,7 @@ impl<
         let (ret_base, _) = self.returns.base_and_next(t.ret);
         let open = t.pdc.state() != crate::pdc::TargetState::Closed;
         if !open && self.helds.is_claimed(t.held) {
-            // A closed PDC answers nothing more: a block claimed for a fetch's answer goes back.
+            // A closed PDC answers nothing more: a block claimed for a response goes back.
             self.helds.unclaim(t.held);
             self.helds.with(&mut t.held, &mut t.own, |_| ());
         }
@@ -375,6 +389,15 @@ impl<
 /// leave the value behind a long PDC's start), or when `next` is after it; else unchanged.
 pub(super) fn expected_after_close(expected: u32, start: u32, next: u32) -> u32 {
     if !psn_after(expected, start) || psn_after(next, expected) { next } else { expected }
+}
+
+/// The bytes of its message a received request `ses` carries, `payload` after its header (see
+/// [`Segment::received_len`]); refused for a compare-and-swap whose `request_length` its
+/// extension cannot carry.
+pub(super) fn carried(ses: &StandardRequest, payload: &[u8]) -> Result<usize, EndpointError> {
+    Segment::received_len(ses, payload.len()).ok_or(EndpointError::Malformed(Error::Mismatch {
+        field: "compare-and-swap request_length (its extension carries 32 bytes)",
+    }))
 }
 
 #[cfg(test)]

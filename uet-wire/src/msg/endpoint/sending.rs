@@ -161,7 +161,7 @@ impl<
                 // A fetching atomic's old value (UE 1.0 §3.4: RESPONSE_W_DATA; uet-ref-prov's
                 // target sends 8 bytes, for CSWAP too, at offset 0).
                 let header = m.sent_header(&self.extensions);
-                let fetching = matches!(header.common.opcode, Opcode::FetchingAtomic | Opcode::TsendFetchAtomic);
+                let fetching = header.common.opcode.fetches();
                 // One element of the operands at most (8 of a CSWAP's 32 bytes in the reference).
                 let fits = data.len() <= FETCHED_MAX && data.len() as u64 <= u64::from(m.len);
                 if !fetching || r.message_offset != 0 || !fits {

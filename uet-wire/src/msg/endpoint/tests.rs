@@ -4012,3 +4012,87 @@ fn one_free_block_lets_in_one_fetch() {
     assert_eq!(b.helds.used(), 0, "the block is back");
     b.check_invariants().unwrap();
 }
+
+/// A request is let in only while its response could be held. Two PDCs whose own slots are full
+/// both count the one free block: the first let in takes it at once, so the second is refused
+/// (NACK NO_GTD_DEL_AVAIL) instead of being let in on a block that its response then cannot have.
+#[test]
+fn one_free_block_lets_in_one_request_that_needs_it() {
+    let (a_addr, b_addr, c_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]), ipv4([10, 0, 0, 3]));
+    let mut b = Fetching::<1>::new(config(b_addr), 2);
+    let now = Instant::ZERO;
+    let three = |from: IpAddr, seed| {
+        let mut ini = Fetching::<1>::new(config(from), seed);
+        let mut out = [0u8; 256];
+        (0..3u64)
+            .map(|index| {
+                ini.send(desc(b_addr, Service::Rud, index, 16)).unwrap();
+                let t = ini.poll_transmit(now, &mut out).unwrap().unwrap();
+                let mut pkt = out[..t.header_len].to_vec();
+                pkt.extend([0u8; 16]);
+                pkt
+            })
+            .collect::<Vec<_>>()
+    };
+    let (from_a, from_c) = (three(a_addr, 1), three(c_addr, 3));
+    // Each PDC's first two requests are answered in its own two slots; its third needs a block.
+    let mut thirds = Vec::new();
+    for (src, pkts) in [(a_addr, &from_a), (c_addr, &from_c)] {
+        for pkt in &pkts[..2] {
+            let p = b.handle_packet(now, src, pkt).unwrap().expect("let in");
+            b.respond(&p, ReturnCode::NoMatch, 1).unwrap();
+        }
+        thirds.push(b.handle_packet(now, src, &pkts[2]).unwrap());
+        b.check_invariants().unwrap();
+    }
+    let pa = thirds[0].as_ref().expect("A's third let in, on the free block");
+    assert!(thirds[1].is_none(), "C's third refused: the block is A's");
+    b.respond(pa, ReturnCode::NoMatch, 1).expect("the block A was let in on holds its response");
+    let mut out = [0u8; 256];
+    while b.poll_transmit(now, &mut out).unwrap().is_some() {}
+    assert_eq!(b.stats().nacks_sent.get(NackCode::NoGtdDelAvail), 1);
+    b.check_invariants().unwrap();
+}
+
+/// A MSG_ERROR in uet-ref-prov's form (no SOM, EOM, no payload, `message_offset` the bytes
+/// sent), as its initiator sends after an error response to a message it had not finished
+/// sending: the message is complete once the bytes sent arrived, so it frees its place in the
+/// message order and the messages after it are reported in order, instead of waiting for bytes
+/// that never come. Its data may arrive after it.
+#[test]
+fn a_message_cancelled_with_msg_error_completes_with_the_bytes_sent() {
+    use crate::ses::StandardTail;
+    let (mut a, mut b, a_addr, b_addr) = kept_pair();
+    let now = Instant::ZERO;
+    let mut out = [0u8; 2048];
+    a.send(desc(b_addr, Service::Rud, 0, 3000)).unwrap();
+    let mut pkts = Vec::new();
+    while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
+        let mut pkt = out[..t.header_len].to_vec();
+        pkt.extend(std::iter::repeat_n(0u8, t.payload.map_or(0, |p| usize::from(p.len))));
+        pkts.push(pkt);
+    }
+    assert_eq!(pkts.len(), 3);
+    // The initiator gave up after its second packet: a MSG_ERROR at the third's PSN.
+    let (PdsHeader::Request(r), rest) = PdsHeader::parse(&pkts[2]).unwrap() else { panic!() };
+    let Ok((Some(SesHeader::Standard(mut ses)), _)) = SesHeader::parse(NextHeader::ReqStd, rest) else { panic!() };
+    ses.common.opcode = Opcode::MsgError;
+    ses.tail = StandardTail::Continuation { payload_length: 0, message_offset: 2048 };
+    let mut cancel = [0u8; 128];
+    let n = PdsHeader::Request(r).emit(&mut cancel).unwrap();
+    let n = n + SesHeader::Standard(ses).emit(&mut cancel[n..]).unwrap();
+    // It arrives first, then the first packet; the second arrives last.
+    let p = b.handle_packet(now, a_addr, &cancel[..n]).unwrap().expect("given to the SES");
+    assert_eq!((p.header.common.opcode, p.offset, p.payload.len()), (Opcode::MsgError, 2048, 0));
+    b.handle_packet(now, a_addr, &pkts[0]).unwrap().expect("placed");
+    assert_eq!(b.poll_event(), None, "1 024 of the 2 048 bytes sent arrived");
+    b.handle_packet(now, a_addr, &pkts[1]).unwrap().expect("placed");
+    let Some(Event::Received { len, message_id, .. }) = b.poll_event() else { panic!("complete") };
+    assert_eq!((len, message_id), (2048, ses.message_id), "the bytes sent");
+    b.check_invariants().unwrap();
+    // The next message is reported as it completes.
+    let next = one_packet_request(&mut a, b_addr, 1, 10);
+    b.handle_packet(now, a_addr, &next).unwrap().expect("placed");
+    assert!(matches!(b.poll_event(), Some(Event::Received { len: 10, .. })));
+    b.check_invariants().unwrap();
+}

@@ -178,7 +178,7 @@ impl<
             let Some(dst) = self.targets.key(id).map(|k| k.src) else { continue };
             let Some(p) = self.targets.get_mut(id) else { continue };
             let ret = self.returns.get_mut(p.ret);
-            // A block claimed for a fetch's answer is its own again: answered or not by now.
+            // A block claimed for a response is its own again: answered or not by now.
             self.helds.unclaim(p.held);
             let Some(tx) = self.helds.with(&mut p.held, &mut p.own, |held| p.pdc.poll_transmit(held, ret, now)) else {
                 self.refresh_target(id, false);
