@@ -1768,12 +1768,17 @@ pub fn endpoint(data: &[u8]) {
             }
             5 => hold_events = !hold_events,
             6 if !given.is_empty() => {
-                // Withdraw a message: one that has not started goes without a trace.
+                // Withdraw a message: one that has not started goes without a trace; one that
+                // started is cut short with a MSG_ERROR and still ends with an event.
                 let (side, h) = given[u.choose_index(given.len()).unwrap_or(0)];
                 match eps[side].cancel(h) {
-                    Ok(()) => {
+                    Ok(uet_wire::msg::Cancel::Withdrawn) => {
                         assert!(live.remove(&(side, h)), "a message not in flight was withdrawn");
                         reads.remove(&(side, h));
+                    }
+                    Ok(uet_wire::msg::Cancel::CutShort) => {
+                        assert!(live.contains(&(side, h)), "a message not in flight was cut short");
+                        assert!(!reads.contains_key(&(side, h)), "a READ was cut short");
                     }
                     Err(uet_wire::msg::EndpointError::Started) => {
                         assert!(live.contains(&(side, h)), "a finished message said it had started")

@@ -7,7 +7,7 @@ pub mod order;
 pub mod segment;
 
 pub use endpoint::{
-    BITMAP_PATHS, CONTROL_QUEUE, CmsConfig, Controllers, EV_MEMORY, EXTENSIONS, Endpoint, EndpointConfig,
+    BITMAP_PATHS, CONTROL_QUEUE, Cancel, CmsConfig, Controllers, EV_MEMORY, EXTENSIONS, Endpoint, EndpointConfig,
     EndpointError, EndpointStats, Event, FETCHED_MAX, FailedDelivery, LoadBalancing, MAX_HEADER_LEN, MessageDesc,
     MsgHandle, NackCounts, ORDER_POOL, ORDER_WINDOW, PayloadRef, Placement, REQUEST_DIRECTIONS, RETURN_DIRECTIONS,
     ReadRef, Resends, SECURE_START_END, SECURE_START_MIN, Secure, SecureStart, Service, Transmit,

@@ -195,6 +195,10 @@ pub enum Failure {
     /// [`PdcConfig::idle_timeout`]: the target went silent (the reference provider's "Read
     /// Response Timeout"; the wait is project-defined). Only that READ fails.
     ReadTimeout,
+    /// The caller cut the message short after it started
+    /// ([`Endpoint::cancel`](crate::msg::Endpoint::cancel)): what went out, and the MSG_ERROR
+    /// that ended it, were acknowledged. Only that message fails.
+    Cancelled,
 }
 
 /// Test support: replaces `part` with what `resume` makes of what `idle` says it keeps, if it is

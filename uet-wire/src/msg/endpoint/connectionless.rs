@@ -101,7 +101,7 @@ impl<
     pub(super) fn complete_connectionless(&mut self, slot: usize) {
         let Some(m) = self.msgs.get(slot).and_then(MsgSlot::as_ref) else { return };
         let answered = !self.rudi.iter().any(|r| usize::from(r.slot) == slot);
-        if m.sent == m.segments().packets() && answered {
+        if m.sent == m.packets() && answered {
             if self.events.push_back(Event::Sent(m.handle(slot))).is_ok() {
                 self.free_msg(slot);
             } else {

@@ -198,8 +198,7 @@ impl<
         let p = self.initiators.get(id)?;
         let c = p.ccc?;
         let m = self.msgs.get(slot)?.as_ref()?;
-        let left =
-            m.segments().packets().saturating_sub(m.sent).saturating_add(self.senders.sender(&p.pdc).lost_count());
+        let left = m.packets().saturating_sub(m.sent).saturating_add(self.senders.sender(&p.pdc).lost_count());
         let more = p.queued.first().is_some();
         let ccc = self.cccs.get_mut(c)?;
         let packet = u64::from(ccc.packet());

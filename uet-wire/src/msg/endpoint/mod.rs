@@ -74,6 +74,11 @@
 //!   any request may need one, a request is delivered only while a response could be held for it,
 //!   else NACKed NO_GTD_DEL_AVAIL. The initiator reports it once as [`Event::Response`], before its
 //!   message's `Sent`.
+//! * **Cancelling** (SES MSG_ERROR, opcode 0x0F; uet-ref-prov's `uet_tx_cancel` and
+//!   `uet_rx_cancel_pkt`): an initiator that gives up a message it has not finished sending, as
+//!   the caller may after an error response, sends a MSG_ERROR in place of the rest
+//!   ([`Endpoint::cancel`]), and a target completes the message once the bytes sent before it
+//!   arrived ([`Placement::read`]; [`MessageOrder::on_cancel`](super::order::MessageOrder::on_cancel)).
 //! * **READs** (UE 1.0 §3.5.20.1; the reference provider's `uet_tx_msg`, `uet_rx_rd_req_pkt`):
 //!   a message whose opcode is READ ([`Opcode::Read`]) sends one request per `mtu` bytes of the
 //!   read (one for an empty READ, answered by empty data), carrying no payload. The target's
@@ -556,6 +561,17 @@ pub struct Placement<'a> {
     pub read: Option<MsgHandle>,
 }
 
+/// What [`Endpoint::cancel`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Cancel {
+    /// The message had not started: it is forgotten, and no event will name it.
+    Withdrawn,
+    /// The message had started: the rest of it goes as a MSG_ERROR, and it fails with
+    /// [`Failure::Cancelled`] once that and what went out are acknowledged.
+    CutShort,
+}
+
 /// What happened, reported by [`Endpoint::poll_event`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -660,7 +676,8 @@ pub enum EndpointError {
     /// [`Endpoint::respond`] cannot hold the response (see
     /// [`Target::hold_response`](crate::pdc::Target::hold_response)).
     Respond(crate::pdc::PdcError),
-    /// [`Endpoint::cancel`]: the message has started; it completes or fails as usual.
+    /// [`Endpoint::cancel`]: the message has started and cannot be cut short (it went out whole,
+    /// or it is a READ, or goes by RUDI or UUD); it completes or fails as usual.
     Started,
     /// [`Endpoint::cancel`]: no such message (completed already, or never sent).
     UnknownMessage,
@@ -736,6 +753,10 @@ enum MsgKind {
     /// consecutive return PSNs from `first_psn`; `request` and `message_id` are the READ's (of
     /// the request packet that opened the run), and `read_length` its `request_length`.
     ReadData { tpdc: u16, offset: u32, read_length: u32 },
+    /// A message of requests cut short by [`Endpoint::cancel`] after its first `cut` packets
+    /// went out: its packet `cut`, its last, is a MSG_ERROR (see [`SendMsg::msg_error`]); it
+    /// fails with [`Failure::Cancelled`] once every packet is acknowledged.
+    Cancelled { cut: u32 },
 }
 
 impl MsgKind {
@@ -943,9 +964,25 @@ impl SendMsg {
         Segmenter::with_mtu(self.len, mtu)
     }
 
+    /// Its packets: its segments, or for one cut short, those sent and its MSG_ERROR.
+    const fn packets(&self) -> u32 {
+        match self.kind {
+            MsgKind::Cancelled { cut } => cut.saturating_add(1),
+            _ => self.segments().packets(),
+        }
+    }
+
     /// Whether every packet went out.
     const fn all_sent(&self) -> bool {
-        self.sent >= self.segments().packets()
+        self.sent >= self.packets()
+    }
+
+    /// The segment of its MSG_ERROR, if it was cut short and `index` is that packet: no payload,
+    /// at the first byte not sent, the last packet.
+    fn msg_error(&self, index: u32) -> Option<Segment> {
+        let MsgKind::Cancelled { cut } = self.kind else { return None };
+        let offset = self.segments().segment(cut)?.offset;
+        (index == cut).then_some(Segment { index, offset, len: 0, som: false, eom: true })
     }
 
     /// The caller's name for this message, in slot `slot`.
@@ -1777,14 +1814,33 @@ impl<
     }
 
     /// Withdraws a message that has not started (no packet of it went out): it is forgotten, as
-    /// if never sent, and reports no event. A message that started cannot be withdrawn
-    /// ([`EndpointError::Started`]); an unknown handle is [`EndpointError::UnknownMessage`].
-    pub fn cancel(&mut self, msg: MsgHandle) -> Result<(), EndpointError> {
+    /// if never sent, and reports no event.
+    ///
+    /// A message of requests on a PDC (RUD or ROD) that started but has packets not yet sent is
+    /// cut short instead: the rest of it is not sent, and a MSG_ERROR goes in their place (SES
+    /// opcode 0x0F: no SOM, EOM, no payload, `message_offset` the bytes sent; uet-ref-prov's
+    /// initiator sends one after an error response to a message it had not finished sending,
+    /// and its target then completes the message with what arrived). The packets that went out
+    /// are still resent until acknowledged, so the payload they name must stay readable; once
+    /// they and the MSG_ERROR are, the message fails with [`Failure::Cancelled`] (the target's
+    /// answer to the MSG_ERROR, if it is not the default, comes first as [`Event::Response`]).
+    ///
+    /// Any other message that started ([`EndpointError::Started`]) completes or fails as usual;
+    /// an unknown handle is [`EndpointError::UnknownMessage`].
+    pub fn cancel(&mut self, msg: MsgHandle) -> Result<Cancel, EndpointError> {
         let slot = usize::from(msg.slot);
-        let m = self.msgs.get(slot).and_then(MsgSlot::as_ref).filter(|m| m.generation == msg.generation);
+        let m = self.msgs.get_mut(slot).and_then(MsgSlot::as_mut).filter(|m| m.generation == msg.generation);
         match m {
             None => Err(EndpointError::UnknownMessage),
-            Some(m) if m.sent > 0 => Err(EndpointError::Started),
+            Some(m) if m.sent > 0 => {
+                let on_pdc = m.service.pdc_mode().is_some();
+                let (Some(id), MsgKind::Request, true, false) = (m.pdc, m.kind, on_pdc, m.all_sent()) else {
+                    return Err(EndpointError::Started);
+                };
+                m.kind = MsgKind::Cancelled { cut: m.sent };
+                self.after_initiator_change(self.now, id);
+                Ok(Cancel::CutShort)
+            }
             Some(m) => {
                 let pdc = m.pdc;
                 self.free_msg(slot);
@@ -1792,7 +1848,7 @@ impl<
                 if let Some(id) = pdc {
                     self.after_initiator_change(self.now, id);
                 }
-                Ok(())
+                Ok(Cancel::Withdrawn)
             }
         }
     }

@@ -352,7 +352,7 @@ impl<
             next = SlotList::next(&self.pdc_links, slot);
             let slot = usize::from(slot);
             let done = self.msgs.get(slot).and_then(MsgSlot::as_ref).is_some_and(|m| {
-                let packets = m.segments().packets();
+                let packets = m.packets();
                 let acked = m.sent == packets && psn_after(ret_base, m.first_psn.wrapping_add(packets - 1));
                 !open || acked
             });

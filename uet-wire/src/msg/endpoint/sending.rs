@@ -169,7 +169,8 @@ impl<
                 }
                 header
             }
-            MsgKind::ReadData { .. } => return None,
+            // (A fetching atomic is one packet: never cut short.)
+            MsgKind::ReadData { .. } | MsgKind::Cancelled { .. } => return None,
         };
         Some(Placement {
             src,
@@ -322,7 +323,7 @@ impl<
                     for_key = true;
                     break;
                 }
-                let packets = m.segments().packets();
+                let packets = m.packets();
                 // Read before a failure gives the window up.
                 let partly_acked = m.partly_acked || (failure.is_none() && m.sent > 0 && psn_after(base, m.first_psn));
                 // A READ completes once its data arrived too.
@@ -371,9 +372,10 @@ impl<
             for &(_, slot) in &done {
                 let slot = usize::from(slot);
                 let Some(m) = self.msgs.get(slot).and_then(MsgSlot::as_ref) else { continue };
-                let event = match failure {
-                    Some(f) => m.failed(slot, f),
-                    None => Event::Sent(m.handle(slot)),
+                let event = match (failure, m.kind) {
+                    (Some(f), _) => m.failed(slot, f),
+                    (None, MsgKind::Cancelled { .. }) => m.failed(slot, Failure::Cancelled),
+                    (None, _) => Event::Sent(m.handle(slot)),
                 };
                 // No room: the message stays and is settled on a later change.
                 if reported_all && self.events.push_back(event).is_ok() {

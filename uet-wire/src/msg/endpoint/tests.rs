@@ -2512,7 +2512,7 @@ fn cancel_and_idle() {
     let first = a.send(desc(b_addr, Service::Rud, 0, 10)).unwrap();
     let withdrawn = a.send(desc(b_addr, Service::Rud, 1, 10)).unwrap();
     assert!(!a.is_idle());
-    assert_eq!(a.cancel(withdrawn), Ok(()));
+    assert_eq!(a.cancel(withdrawn), Ok(Cancel::Withdrawn));
     assert_eq!(a.cancel(withdrawn), Err(EndpointError::UnknownMessage));
     let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
     assert_eq!(a.cancel(first), Err(EndpointError::Started));
@@ -4095,4 +4095,175 @@ fn a_message_cancelled_with_msg_error_completes_with_the_bytes_sent() {
     b.handle_packet(now, a_addr, &next).unwrap().expect("placed");
     assert!(matches!(b.poll_event(), Some(Event::Received { len: 10, .. })));
     b.check_invariants().unwrap();
+}
+
+/// A message cut short after its first packet ends with a MSG_ERROR in uet-ref-prov's form
+/// (no SOM, EOM, no payload, `message_offset` the bytes sent, the message's `request_length`,
+/// no extension): the target completes it with those bytes, and the initiator reports it failed
+/// as cancelled once everything is acknowledged. What went out whole, a READ, or a message cut
+/// short already cannot be cut.
+#[test]
+fn a_message_cut_short_ends_with_a_msg_error() {
+    use crate::ses::StandardTail;
+    let (mut a, mut b, a_addr, b_addr) = kept_pair();
+    let now = Instant::ZERO;
+    let mut out = [0u8; 2048];
+    let mut d = desc(b_addr, Service::Rud, 0, 3000);
+    d.header.common.flags.insert(SesFlags::HD);
+    d.header.tail = StandardTail::Som { header_data: 7 };
+    let h = a.send(d).unwrap();
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    let mut first = out[..t.header_len].to_vec();
+    first.extend([0u8; 1024]);
+    assert_eq!(a.cancel(h), Ok(Cancel::CutShort));
+    assert_eq!(a.cancel(h), Err(EndpointError::Started), "cut short once");
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    assert_eq!((t.payload, t.read), (None, None), "a MSG_ERROR carries no payload");
+    let cancel = out[..t.header_len].to_vec();
+    let (PdsHeader::Request(r), rest) = PdsHeader::parse(&cancel).unwrap() else { panic!() };
+    assert!(r.flags.contains(crate::pds::RequestFlags::AR), "the last packet asks for an ACK");
+    let Ok((Some(SesHeader::Standard(ses)), tail)) = SesHeader::parse(NextHeader::ReqStd, rest) else { panic!() };
+    assert!(tail.is_empty());
+    assert_eq!(ses.common.opcode, Opcode::MsgError);
+    assert_eq!(ses.common.flags & (SesFlags::SOM | SesFlags::EOM | SesFlags::HD), SesFlags::EOM);
+    assert_eq!(ses.tail, StandardTail::Continuation { payload_length: 0, message_offset: 1024 });
+    assert_eq!((ses.request_length, ses.ext), (3000, None));
+    assert_eq!(a.poll_transmit(now, &mut out).unwrap(), None, "nothing after it");
+    // The target takes both; its ACKs end the message at the initiator.
+    b.handle_packet(now, a_addr, &first).unwrap().expect("placed");
+    let p = b.handle_packet(now, a_addr, &cancel).unwrap().expect("given to the SES");
+    assert_eq!((p.header.common.opcode, p.offset), (Opcode::MsgError, 1024));
+    assert!(matches!(b.poll_event(), Some(Event::Received { len: 1024, .. })));
+    let [events, _] = pump(&mut a, &mut b, now, false);
+    let why = Failure::Cancelled;
+    assert_eq!(events, [Event::Failed { msg: h, why, delivery: FailedDelivery::Partial }]);
+    assert_eq!(a.messages_in_flight(), 0);
+    a.check_invariants().unwrap();
+    b.check_invariants().unwrap();
+    // Sent whole: nothing to cut.
+    let whole = a.send(desc(b_addr, Service::Rud, 1, 10)).unwrap();
+    a.poll_transmit(now, &mut out).unwrap().unwrap();
+    assert_eq!(a.cancel(whole), Err(EndpointError::Started));
+    // A READ started is not cut either.
+    let mut read = desc(b_addr, Service::Rud, 2, 3000);
+    read.header.common.opcode = Opcode::Read;
+    let read = a.send(read).unwrap();
+    while a.poll_transmit(now, &mut out).unwrap().is_some() {}
+    assert_eq!(a.cancel(read), Err(EndpointError::Started));
+}
+
+/// A sends messages of 1 to 4 packets to B, by RUD and by ROD, over a wire that loses, duplicates
+/// and reorders packets (seeded), and cuts some short (`Endpoint::cancel`) just after a packet of theirs went
+/// out: every message ends once at A, sent, or failed as cancelled if cut short; B completes each
+/// once, with every byte of a whole message and exactly the bytes that went out before a cut.
+#[test]
+fn messages_cut_short_end_once_under_loss_duplication_and_reordering() {
+    for seed in 1..=6u64 {
+        cut_short_sim(seed, Service::Rud, 40, 30);
+    }
+    for seed in 7..=9u64 {
+        cut_short_sim(seed, Service::Rod, 40, 30);
+    }
+}
+
+fn cut_short_sim(seed: u64, service: Service, loss: u32, dup: u32) {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let (mut a, mut b) = (Ep::new(config(a_addr), seed), Ep::new(config(b_addr), seed + 100));
+    let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut draw = |n: u64| xorshift_step(&mut rng) % n;
+    let (n, mut now, mut next) = (40u64, Instant::ZERO, 0u64);
+    let mut lens = Vec::new();
+    // Per message index: bytes that went out, bytes at the cut, A's event; B's bytes and length.
+    let (mut went, mut cut, mut ended) = (HashMap::new(), HashMap::new(), HashMap::new());
+    let (mut ids, mut placed, mut received) = (HashMap::new(), HashMap::new(), HashMap::new());
+    let mut flight: Vec<(bool, Vec<u8>)> = Vec::new();
+    let mut out = [0u8; 2048];
+    for _ in 0..100_000 {
+        while next < n && a.messages_in_flight() < 4 {
+            let len = 1 + draw(4000) as u32;
+            a.send(desc(b_addr, service, next, len).with_user(next)).unwrap();
+            lens.push(len);
+            next += 1;
+        }
+        let mut moved = false;
+        for to_b in [true, false] {
+            let from = if to_b { &mut a } else { &mut b };
+            while let Some(t) = from.poll_transmit(now, &mut out).unwrap() {
+                moved = true;
+                let mut pkt = out[..t.header_len].to_vec();
+                pkt.extend(std::iter::repeat_n(0u8, t.payload.map_or(0, |p| usize::from(p.len))));
+                if let Some(p) = t.payload.filter(|_| to_b) {
+                    let index = p.msg.user();
+                    let end = went.entry(index).or_insert(0u32);
+                    *end = (*end).max(p.offset + u32::from(p.len));
+                    if draw(100) < 15 && from.cancel(p.msg) == Ok(Cancel::CutShort) {
+                        assert!(cut.insert(index, went[&index]).is_none());
+                    }
+                }
+                let copies = if draw(1000) < u64::from(loss) {
+                    0
+                } else if draw(1000) < u64::from(dup) {
+                    2
+                } else {
+                    1
+                };
+                for _ in 0..copies {
+                    flight.push((to_b, pkt.clone()));
+                }
+            }
+        }
+        while !flight.is_empty() {
+            let (to_b, pkt) = flight.swap_remove(draw(flight.len() as u64) as usize);
+            if !to_b {
+                let _ = a.handle_packet(now, b_addr, &pkt);
+            } else if let Ok(Some(p)) = b.handle_packet(now, a_addr, &pkt) {
+                ids.insert((p.pdc, p.message_id), p.header.match_bits);
+                *placed.entry(p.header.match_bits).or_insert(0u32) += p.payload.len() as u32;
+            }
+        }
+        while let Some(ev) = a.poll_event() {
+            let index = match ev {
+                Event::Sent(h) | Event::Failed { msg: h, .. } => h.user(),
+                other => panic!("{other:?}"),
+            };
+            assert!(ended.insert(index, ev).is_none(), "message {index} ended twice");
+        }
+        while let Some(ev) = b.poll_event() {
+            let Event::Received { pdc, message_id, len, .. } = ev else { panic!("{ev:?}") };
+            assert!(received.insert(ids[&(pdc, message_id)], len).is_none(), "received twice");
+        }
+        if ended.len() as u64 == n && a.is_idle() && b.is_idle() {
+            break;
+        }
+        if !moved {
+            now = just_after(now, [a.poll_timeout(), b.poll_timeout()]);
+            a.handle_timeout(now);
+            b.handle_timeout(now);
+        }
+        a.check_invariants().unwrap();
+        b.check_invariants().unwrap();
+    }
+    assert_eq!(ended.len() as u64, n, "seed {seed}: every message ends");
+    assert!(!cut.is_empty(), "seed {seed}: some were cut short");
+    for (index, &len) in lens.iter().enumerate() {
+        let index = index as u64;
+        let (ev, got) = (ended[&index], received.get(&index).copied());
+        match cut.get(&index) {
+            Some(&bytes) => {
+                assert!(matches!(ev, Event::Failed { why: Failure::Cancelled, delivery: FailedDelivery::Partial, .. }));
+                assert_eq!(got, Some(bytes), "seed {seed}: message {index} ends where it was cut");
+            }
+            None => {
+                assert!(matches!(ev, Event::Sent(_)), "seed {seed}: message {index}: {ev:?}");
+                assert_eq!(got, Some(len), "seed {seed}: message {index} whole");
+            }
+        }
+        assert_eq!(placed.get(&index).copied().unwrap_or(0), got.unwrap_or(0), "bytes placed once");
+    }
+}
+
+/// The earliest of `deadlines` (past `now`), or a millisecond on.
+fn just_after(now: Instant, deadlines: [Option<Instant>; 2]) -> Instant {
+    let due = deadlines.into_iter().flatten().min().unwrap_or(now.saturating_add(linklayer::Duration::from_millis(1)));
+    due.max(now).saturating_add(linklayer::Duration::from_micros(1))
 }

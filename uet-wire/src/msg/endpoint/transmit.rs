@@ -309,14 +309,23 @@ impl<
         entropy: Option<u16>,
     ) -> Result<Transmit, EndpointError> {
         let m = self.msgs.get(slot).and_then(MsgSlot::as_ref).ok_or(EndpointError::Unsupported)?;
-        let seg = m.segments().segment(index).ok_or(EndpointError::Unsupported)?;
-        let template = m.request.standard(m.message_id, m.len, self.extensions.get(m.ext));
+        let mut template = m.request.standard(m.message_id, m.len, self.extensions.get(m.ext));
+        let msg_error = m.msg_error(index);
+        let seg = match msg_error {
+            Some(seg) => {
+                // The message's own opcode and extension are not the MSG_ERROR's.
+                (template.common.opcode, template.ext) = (crate::ses::Opcode::MsgError, None);
+                seg
+            }
+            None => m.segments().segment(index).ok_or(EndpointError::Unsupported)?,
+        };
         let ses = seg.standard_header(&template, m.len);
         let n = emit(out, pds)?;
         let k = ses.emit(out.get_mut(n..).unwrap_or_default()).map_err(|_| EndpointError::BufferTooShort)?;
         // READ requests carry no payload: their segments say which data each asks for. Nor does
-        // a compare-and-swap: its extension carries its operands.
-        let carries = m.kind == MsgKind::Request && self.extensions.carries_payload(m.ext);
+        // a compare-and-swap (its extension carries its operands), or a MSG_ERROR.
+        let requests = matches!(m.kind, MsgKind::Request | MsgKind::Cancelled { .. });
+        let carries = requests && msg_error.is_none() && self.extensions.carries_payload(m.ext);
         let payload = carries.then_some(PayloadRef { msg: m.handle(slot), offset: seg.offset, len: seg.len });
         Ok(Transmit { dst: m.dst, header_len: n + k, payload, read: None, entropy })
     }
@@ -436,7 +445,7 @@ impl<
             }
             let m = slot.and_then(|slot| self.msgs.get_mut(slot)?.as_mut());
             let sent = m.and_then(|m| {
-                let last = m.sent + 1 == m.segments().packets();
+                let last = m.sent + 1 == m.packets();
                 Some((m, last, pdc?.send(now, &configured(&self.cfg).pdc, last || fills).ok()?))
             });
             let (Some(slot), Some((m, last, stamp))) = (slot, sent) else {
@@ -475,11 +484,8 @@ impl<
         tpdc: u16,
     ) -> Result<Option<Transmit>, EndpointError> {
         let cfg = &configured(&self.cfg).pdc;
-        let waiting: u32 = self
-            .runs_on(tpdc)
-            .filter_map(|slot| self.msgs.get(slot)?.as_ref())
-            .map(|m| m.segments().packets() - m.sent)
-            .sum();
+        let waiting: u32 =
+            self.runs_on(tpdc).filter_map(|slot| self.msgs.get(slot)?.as_ref()).map(|m| m.packets() - m.sent).sum();
         let Some(t) = self.targets.get_mut(tpdc) else { return Ok(None) };
         if self.returns.with(&mut t.ret, |ret| t.pdc.can_send(ret)) != Some(true) {
             return Ok(None);
