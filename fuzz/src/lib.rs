@@ -1780,7 +1780,7 @@ pub fn endpoint(data: &[u8]) {
                         assert!(live.contains(&(side, h)), "a message not in flight was cut short");
                         assert!(!reads.contains_key(&(side, h)), "a READ was cut short");
                     }
-                    Err(uet_wire::msg::EndpointError::Started) => {
+                    Err(uet_wire::msg::EndpointError::Started | uet_wire::msg::EndpointError::Unacknowledged) => {
                         assert!(live.contains(&(side, h)), "a finished message said it had started")
                     }
                     // Finished (its event may still wait in the queue), or withdrawn before.

@@ -30,6 +30,13 @@ impl<
     /// be taken for payload; packets that carry one go to [`Endpoint::handle_crc_packet`]).
     /// Returns where a new request's payload belongs. For a packet that arrived CE-marked, call
     /// [`Endpoint::handle_ce_packet`] instead.
+    ///
+    /// An endpoint in a secure domain ([`EndpointConfig::secure`]) trusts whatever this and the
+    /// other clear entry points give it: hand them only plaintext that TSS authenticated (an
+    /// inline engine's output), and packets that arrived sealed to
+    /// [`Endpoint::handle_sealed_packet`]. A packet that arrived without TSS is not for a secure
+    /// endpoint: anyone could have sent it (uet-ref-prov sends its NACKs for an unknown PDC in
+    /// clear; dropping them costs only the initiator's quicker failure, after its RTO retries).
     pub fn handle_packet<'a>(
         &mut self,
         now: Instant,

@@ -248,7 +248,9 @@ pub struct EndpointConfig {
 /// caller's [`SecureDomain`](crate::tss::SecureDomain) in one call (or: [`Endpoint::poll_transmit`],
 /// append the payload, then [`SecureDomain::seal`](crate::tss::SecureDomain::seal));
 /// [`Endpoint::handle_sealed_packet`] opens a received packet and hands only its plaintext on,
-/// so a packet that fails authentication changes no PDC state.
+/// so a packet that fails authentication changes no PDC state. The clear entry points
+/// ([`Endpoint::handle_packet`] and its kin) take plaintext as authenticated: a packet that
+/// arrived without TSS must not reach a secure endpoint through them.
 ///
 /// Start PSNs: the first initiator PDC to a destination starts at a random PSN in [2^16, 2^31)
 /// (the reference provider's range), a later one 2^16 to 2^17 past where the last one stopped;
@@ -556,8 +558,10 @@ pub struct Placement<'a> {
     /// endpoint answers it with the bytes [`Transmit::read`] names. For a MSG_ERROR (opcode
     /// [`Opcode::MsgError`], no SOM, EOM, no payload) the
     /// initiator gave the message up after `offset` bytes: the message completes
-    /// ([`Event::Received`]) once those arrived. uet-ref-prov's target answers one with the
-    /// message's error code, or INITIATOR_ERR if it had none ([`Endpoint::respond`]).
+    /// ([`Event::Received`]) once those arrived. The answer is the caller's
+    /// ([`Endpoint::respond`]): uet-ref-prov's target answers OP_VIOLATION once the cut completes
+    /// the message (which it reports as failed), else the code the message failed with, and
+    /// every later packet of the message with that code.
     pub read: Option<MsgHandle>,
 }
 
@@ -681,6 +685,9 @@ pub enum EndpointError {
     Started,
     /// [`Endpoint::cancel`]: no such message (completed already, or never sent).
     UnknownMessage,
+    /// [`Endpoint::cancel`]: the message started, but its first packet is not acknowledged yet,
+    /// so its target may not know it; it can be cut short once it is.
+    Unacknowledged,
     /// A READ goes on a PDC (RUD or ROD): this endpoint neither sends nor answers READs over RUDI
     /// (whose data would ride in the RUDI response) or UUD.
     ReadWithoutPdc,
@@ -718,6 +725,7 @@ impl core::fmt::Display for EndpointError {
             EndpointError::Respond(e) => write!(f, "cannot respond: {e}"),
             EndpointError::Started => write!(f, "the message has started and cannot be withdrawn"),
             EndpointError::UnknownMessage => write!(f, "no such message"),
+            EndpointError::Unacknowledged => write!(f, "the message's first packet is not acknowledged yet"),
             EndpointError::ReadWithoutPdc => write!(f, "a READ needs RUD or ROD"),
             EndpointError::Tss(e) => write!(f, "{e}"),
             EndpointError::PayloadLength => write!(f, "the payload given is not the length the transmit names"),
@@ -1820,10 +1828,14 @@ impl<
     /// cut short instead: the rest of it is not sent, and a MSG_ERROR goes in their place (SES
     /// opcode 0x0F: no SOM, EOM, no payload, `message_offset` the bytes sent; uet-ref-prov's
     /// initiator sends one after an error response to a message it had not finished sending,
-    /// and its target then completes the message with what arrived). The packets that went out
-    /// are still resent until acknowledged, so the payload they name must stay readable; once
-    /// they and the MSG_ERROR are, the message fails with [`Failure::Cancelled`] (the target's
-    /// answer to the MSG_ERROR, if it is not the default, comes first as [`Event::Response`]).
+    /// and its target then ends the message with what arrived). The packets that went out are
+    /// still resent until acknowledged, so the payload they name must stay readable; once they
+    /// and the MSG_ERROR are, the message fails with [`Failure::Cancelled`] (the target's answer
+    /// to the MSG_ERROR, if it is not the default, comes first as [`Event::Response`]:
+    /// uet-ref-prov's is OP_VIOLATION). Only once its first packet is acknowledged
+    /// ([`EndpointError::Unacknowledged`] before, as when an error response came with a later
+    /// one): uet-ref-prov's target refuses a MSG_ERROR for a message it has no packet of, keeping
+    /// no record, so the data arriving after it would wait there for bytes that never come.
     ///
     /// Any other message that started ([`EndpointError::Started`]) completes or fails as usual;
     /// an unknown handle is [`EndpointError::UnknownMessage`].
@@ -1836,6 +1848,13 @@ impl<
                 let on_pdc = m.service.pdc_mode().is_some();
                 let (Some(id), MsgKind::Request, true, false) = (m.pdc, m.kind, on_pdc, m.all_sent()) else {
                     return Err(EndpointError::Started);
+                };
+                let first = m.first_psn;
+                if !self.initiators.get(id).is_some_and(|p| self.senders.sender(&p.pdc).is_acked(first)) {
+                    return Err(EndpointError::Unacknowledged);
+                }
+                let Some(m) = self.msgs.get_mut(slot).and_then(MsgSlot::as_mut) else {
+                    return Err(EndpointError::UnknownMessage);
                 };
                 m.kind = MsgKind::Cancelled { cut: m.sent };
                 self.after_initiator_change(self.now, id);

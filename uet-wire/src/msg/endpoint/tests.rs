@@ -4100,8 +4100,9 @@ fn a_message_cancelled_with_msg_error_completes_with_the_bytes_sent() {
 /// A message cut short after its first packet ends with a MSG_ERROR in uet-ref-prov's form
 /// (no SOM, EOM, no payload, `message_offset` the bytes sent, the message's `request_length`,
 /// no extension): the target completes it with those bytes, and the initiator reports it failed
-/// as cancelled once everything is acknowledged. What went out whole, a READ, or a message cut
-/// short already cannot be cut.
+/// as cancelled once everything is acknowledged. Not before its first packet is acknowledged
+/// (a target may not know it yet); and what went out whole, a READ, or a message cut short
+/// already cannot be cut.
 #[test]
 fn a_message_cut_short_ends_with_a_msg_error() {
     use crate::ses::StandardTail;
@@ -4115,6 +4116,12 @@ fn a_message_cut_short_ends_with_a_msg_error() {
     let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
     let mut first = out[..t.header_len].to_vec();
     first.extend([0u8; 1024]);
+    assert_eq!(a.cancel(h), Err(EndpointError::Unacknowledged), "the target may not know it");
+    // The first packet arrives and is acknowledged (its 1 024 bytes draw an ACK).
+    b.handle_packet(now, a_addr, &first).unwrap().expect("placed");
+    let t = b.poll_transmit(now, &mut out).unwrap().expect("the ACK");
+    let (PdsHeader::Ack(_), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("an ACK") };
+    assert_eq!(a.handle_packet(now, b_addr, &out[..t.header_len]).unwrap(), None);
     assert_eq!(a.cancel(h), Ok(Cancel::CutShort));
     assert_eq!(a.cancel(h), Err(EndpointError::Started), "cut short once");
     let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
@@ -4129,8 +4136,7 @@ fn a_message_cut_short_ends_with_a_msg_error() {
     assert_eq!(ses.tail, StandardTail::Continuation { payload_length: 0, message_offset: 1024 });
     assert_eq!((ses.request_length, ses.ext), (3000, None));
     assert_eq!(a.poll_transmit(now, &mut out).unwrap(), None, "nothing after it");
-    // The target takes both; its ACKs end the message at the initiator.
-    b.handle_packet(now, a_addr, &first).unwrap().expect("placed");
+    // The target takes it; its ACK ends the message at the initiator.
     let p = b.handle_packet(now, a_addr, &cancel).unwrap().expect("given to the SES");
     assert_eq!((p.header.common.opcode, p.offset), (Opcode::MsgError, 1024));
     assert!(matches!(b.poll_event(), Some(Event::Received { len: 1024, .. })));
@@ -4152,10 +4158,11 @@ fn a_message_cut_short_ends_with_a_msg_error() {
     assert_eq!(a.cancel(read), Err(EndpointError::Started));
 }
 
-/// A sends messages of 1 to 4 packets to B, by RUD and by ROD, over a wire that loses, duplicates
-/// and reorders packets (seeded), and cuts some short (`Endpoint::cancel`) just after a packet of theirs went
-/// out: every message ends once at A, sent, or failed as cancelled if cut short; B completes each
-/// once, with every byte of a whole message and exactly the bytes that went out before a cut.
+/// A sends messages of 1 to 8 packets to B, by RUD and by ROD, over a wire that loses, duplicates
+/// and reorders packets (seeded), and cuts some short (`Endpoint::cancel`, retried until their
+/// first packet is acknowledged): every message ends once at A, sent, or failed as cancelled if
+/// cut short; B completes each once, with every byte of a whole message and exactly the bytes
+/// that went out before a cut.
 #[test]
 fn messages_cut_short_end_once_under_loss_duplication_and_reordering() {
     for seed in 1..=6u64 {
@@ -4177,10 +4184,21 @@ fn cut_short_sim(seed: u64, service: Service, loss: u32, dup: u32) {
     let (mut went, mut cut, mut ended) = (HashMap::new(), HashMap::new(), HashMap::new());
     let (mut ids, mut placed, mut received) = (HashMap::new(), HashMap::new(), HashMap::new());
     let mut flight: Vec<(bool, Vec<u8>)> = Vec::new();
+    // The messages to cut short, as soon as their first packet is acknowledged.
+    let mut want = HashMap::new();
     let mut out = [0u8; 2048];
     for _ in 0..100_000 {
+        want.retain(|&index, &mut h| match a.cancel(h) {
+            Ok(Cancel::CutShort) => {
+                assert!(cut.insert(index, went[&index]).is_none());
+                false
+            }
+            Err(EndpointError::Unacknowledged) => true,
+            Err(EndpointError::Started | EndpointError::UnknownMessage) => false,
+            other => panic!("{other:?}"),
+        });
         while next < n && a.messages_in_flight() < 4 {
-            let len = 1 + draw(4000) as u32;
+            let len = 1 + draw(8000) as u32;
             a.send(desc(b_addr, service, next, len).with_user(next)).unwrap();
             lens.push(len);
             next += 1;
@@ -4188,16 +4206,18 @@ fn cut_short_sim(seed: u64, service: Service, loss: u32, dup: u32) {
         let mut moved = false;
         for to_b in [true, false] {
             let from = if to_b { &mut a } else { &mut b };
-            while let Some(t) = from.poll_transmit(now, &mut out).unwrap() {
-                moved = true;
+            // A sends a few packets a turn, so ACKs come back while its messages are going out.
+            let mut budget = if to_b { 1 + draw(3) } else { u64::MAX };
+            while let Some(t) = (budget > 0).then(|| from.poll_transmit(now, &mut out).unwrap()).flatten() {
+                (moved, budget) = (true, budget - 1);
                 let mut pkt = out[..t.header_len].to_vec();
                 pkt.extend(std::iter::repeat_n(0u8, t.payload.map_or(0, |p| usize::from(p.len))));
                 if let Some(p) = t.payload.filter(|_| to_b) {
                     let index = p.msg.user();
                     let end = went.entry(index).or_insert(0u32);
                     *end = (*end).max(p.offset + u32::from(p.len));
-                    if draw(100) < 15 && from.cancel(p.msg) == Ok(Cancel::CutShort) {
-                        assert!(cut.insert(index, went[&index]).is_none());
+                    if draw(100) < 15 {
+                        want.insert(index, p.msg);
                     }
                 }
                 let copies = if draw(1000) < u64::from(loss) {
