@@ -973,6 +973,7 @@ impl SendMsg {
     }
 
     /// Its packets: its segments, or for one cut short, those sent and its MSG_ERROR.
+    #[inline(always)]
     const fn packets(&self) -> u32 {
         match self.kind {
             MsgKind::Cancelled { cut } => cut.saturating_add(1),

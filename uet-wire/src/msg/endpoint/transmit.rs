@@ -309,25 +309,40 @@ impl<
         entropy: Option<u16>,
     ) -> Result<Transmit, EndpointError> {
         let m = self.msgs.get(slot).and_then(MsgSlot::as_ref).ok_or(EndpointError::Unsupported)?;
-        let mut template = m.request.standard(m.message_id, m.len, self.extensions.get(m.ext));
-        let msg_error = m.msg_error(index);
-        let seg = match msg_error {
-            Some(seg) => {
-                // The message's own opcode and extension are not the MSG_ERROR's.
-                (template.common.opcode, template.ext) = (crate::ses::Opcode::MsgError, None);
-                seg
-            }
-            None => m.segments().segment(index).ok_or(EndpointError::Unsupported)?,
-        };
+        if let Some(seg) = m.msg_error(index) {
+            return self.write_msg_error(out, m, seg, pds, entropy);
+        }
+        let seg = m.segments().segment(index).ok_or(EndpointError::Unsupported)?;
+        let template = m.request.standard(m.message_id, m.len, self.extensions.get(m.ext));
         let ses = seg.standard_header(&template, m.len);
         let n = emit(out, pds)?;
         let k = ses.emit(out.get_mut(n..).unwrap_or_default()).map_err(|_| EndpointError::BufferTooShort)?;
         // READ requests carry no payload: their segments say which data each asks for. Nor does
-        // a compare-and-swap (its extension carries its operands), or a MSG_ERROR.
+        // a compare-and-swap: its extension carries its operands.
         let requests = matches!(m.kind, MsgKind::Request | MsgKind::Cancelled { .. });
-        let carries = requests && msg_error.is_none() && self.extensions.carries_payload(m.ext);
+        let carries = requests && self.extensions.carries_payload(m.ext);
         let payload = carries.then_some(PayloadRef { msg: m.handle(slot), offset: seg.offset, len: seg.len });
         Ok(Transmit { dst: m.dst, header_len: n + k, payload, read: None, entropy })
+    }
+
+    /// Writes `pds` and the MSG_ERROR `seg` that ends message `m`, cut short: its fields but its
+    /// opcode and extension, with no payload.
+    #[cold]
+    #[inline(never)]
+    fn write_msg_error(
+        &self,
+        out: &mut [u8],
+        m: &SendMsg,
+        seg: Segment,
+        pds: &PdsHeader,
+        entropy: Option<u16>,
+    ) -> Result<Transmit, EndpointError> {
+        let mut template = m.request.standard(m.message_id, m.len, None);
+        template.common.opcode = crate::ses::Opcode::MsgError;
+        let ses = seg.standard_header(&template, m.len);
+        let n = emit(out, pds)?;
+        let k = ses.emit(out.get_mut(n..).unwrap_or_default()).map_err(|_| EndpointError::BufferTooShort)?;
+        Ok(Transmit { dst: m.dst, header_len: n + k, payload: None, read: None, entropy })
     }
 
     /// New packets: of the messages no PDC holds (RUDI, UUD, read data, messages whose key has
