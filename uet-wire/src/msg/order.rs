@@ -24,6 +24,8 @@
 //! sending). The message is then complete once those bytes arrived ([`MessageOrder::on_cancel`]);
 //! its later packets may state the original `request_length`. Without this, the bytes never
 //! sent would keep it in progress for good, and each such message would hold one of the `N`.
+//! A new packet of a cancelled message all of whose bytes arrived is the message sent again
+//! under its id: the caller releases the cancelled one first ([`MessageOrder::release_cancelled`]).
 //!
 //! [`MessageOrder`] tracks up to `N` messages in progress: [`OWN_SLOTS`] (two) in itself, the
 //! others in an [`OrderPool`] the PDCs of one endpoint share (*project-defined*: a PDC rarely has
@@ -538,6 +540,21 @@ impl<const N: usize> MessageOrder<N> {
         self.remove(pool, place)
     }
 
+    /// Stops tracking message `message_id` if its initiator cancelled it and every byte it sent
+    /// arrived, whether or not the messages that started before it are released: a new packet
+    /// naming it belongs to the message sent again under the same id (uet-ref-prov resends a
+    /// message it cancelled, whole and with its id, after NO_MATCH or DISABLED_GEN). Returns its
+    /// id and length.
+    pub fn release_cancelled<const K: usize>(
+        &mut self,
+        pool: &mut OrderPool<K>,
+        message_id: u16,
+    ) -> Option<(u16, u32)> {
+        let (place, _) =
+            self.messages(pool).find(|(_, s)| s.message_id == message_id && s.cancelled && s.complete())?;
+        self.remove(pool, place)
+    }
+
     /// Releases the complete message that started first, whether or not everything before it
     /// has arrived: room for a message that started earlier, when all `N` slots are in use
     /// (see the module doc). Returns its id and length.
@@ -718,6 +735,19 @@ mod tests {
         assert_eq!(o.on_cancel(&mut pool, 3, 15, 100, 0), Ok(true));
         assert_eq!(o.release(&mut pool, 15), Some((3, 0)));
         assert_eq!((o.in_progress(), pool.in_use()), (0, 0));
+        // Message 4 waits behind message 5, which started earlier; cancelled and complete, it is
+        // released by id when it is sent again, not before it is complete, and only if cancelled.
+        assert_eq!(o.on_packet(&mut pool, 5, 20, 0, 10, 5), Ok(false));
+        assert_eq!(o.on_packet(&mut pool, 4, 21, 0, 100, 10), Ok(false));
+        assert_eq!(o.release_cancelled(&mut pool, 4), None);
+        assert_eq!(o.on_cancel(&mut pool, 4, 22, 100, 10), Ok(true));
+        assert_eq!(o.release(&mut pool, 22), None, "message 5 is not complete");
+        assert_eq!(o.release_cancelled(&mut pool, 5), None);
+        assert_eq!(o.release_cancelled(&mut pool, 4), Some((4, 10)));
+        assert_eq!(o.on_packet(&mut pool, 4, 23, 0, 100, 100), Ok(true));
+        assert_eq!(o.on_packet(&mut pool, 5, 24, 5, 10, 5), Ok(true));
+        assert_eq!(o.release(&mut pool, 24), Some((5, 10)));
+        assert_eq!(o.release(&mut pool, 24), Some((4, 100)));
     }
 
     /// Misuse changes counts but never panics: a pool cleared under an order that still holds

@@ -177,6 +177,17 @@ impl<
                 admitted = admit_order(&t.order, &self.order_pool);
             }
         }
+        if matches!(admitted, Err(OrderError::Inconsistent { .. }))
+            && cancel.is_none()
+            && t.pdc.window().classify(r.psn) == crate::pdc::Arrival::New
+        {
+            // A new packet of a message cancelled and complete: the message sent again under its
+            // id (see `order`). Room for the event was checked above.
+            if let Some((message_id, len)) = t.order.release_cancelled(&mut self.order_pool, ses.message_id) {
+                let _ = self.events.push_back(Event::Received { src, pdc: id, message_id, len });
+                admitted = admit_order(&t.order, &self.order_pool);
+            }
+        }
         // The message layer must be able to take a new packet before the PDC counts it received
         // (the PDC also refuses one no guaranteed-delivery response could be held for).
         let admit = || match admitted {

@@ -4287,3 +4287,61 @@ fn just_after(now: Instant, deadlines: [Option<Instant>; 2]) -> Instant {
     let due = deadlines.into_iter().flatten().min().unwrap_or(now.saturating_add(linklayer::Duration::from_millis(1)));
     due.max(now).saturating_add(linklayer::Duration::from_micros(1))
 }
+
+/// uet-ref-prov resends a message it cancelled, whole and under the same message id (after
+/// NO_MATCH, say). If the cancelled one is still tracked (complete, waiting for a message that
+/// started before it), the new packet releases it and starts the message again, instead of
+/// being refused as a packet that does not fit it.
+#[test]
+fn a_message_sent_again_under_a_cancelled_ones_id_starts_afresh() {
+    use crate::ses::StandardTail;
+    let (mut a, mut b, a_addr, _) = kept_pair();
+    let b_addr = ipv4([10, 0, 0, 2]);
+    let now = Instant::ZERO;
+    let mut out = [0u8; 2048];
+    let mut packets = |a: &mut Ep, index: u64, len: u32| {
+        a.send(desc(b_addr, Service::Rud, index, len)).unwrap();
+        let mut pkts = Vec::new();
+        while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
+            let mut pkt = out[..t.header_len].to_vec();
+            pkt.extend(std::iter::repeat_n(0u8, t.payload.map_or(0, |p| usize::from(p.len))));
+            pkts.push(pkt);
+        }
+        pkts
+    };
+    let (m0, m1) = (packets(&mut a, 0, 2000), packets(&mut a, 1, 2000));
+    // Rewrites a request's SES header.
+    let rewrite = |pkt: &[u8], f: &dyn Fn(&mut crate::ses::StandardRequest)| {
+        let (PdsHeader::Request(r), rest) = PdsHeader::parse(pkt).unwrap() else { panic!() };
+        let Ok((Some(SesHeader::Standard(mut ses)), payload)) = SesHeader::parse(NextHeader::ReqStd, rest) else {
+            panic!()
+        };
+        f(&mut ses);
+        let mut buf = [0u8; 2048];
+        let n = PdsHeader::Request(r).emit(&mut buf).unwrap();
+        let n = n + SesHeader::Standard(ses).emit(&mut buf[n..]).unwrap();
+        let mut pkt = buf[..n].to_vec();
+        pkt.extend_from_slice(payload);
+        pkt
+    };
+    // Message 0 waits for its second packet; message 1 is cancelled after its first.
+    b.handle_packet(now, a_addr, &m0[0]).unwrap().expect("placed");
+    b.handle_packet(now, a_addr, &m1[0]).unwrap().expect("placed");
+    let cancel = rewrite(&m1[1][..m1[1].len() - 976], &|ses| {
+        ses.common.opcode = Opcode::MsgError;
+        ses.tail = StandardTail::Continuation { payload_length: 0, message_offset: 1024 };
+    });
+    b.handle_packet(now, a_addr, &cancel).unwrap().expect("given to the SES");
+    assert_eq!(b.poll_event(), None, "message 1 waits for message 0");
+    // Message 1 again, whole in one packet of 10 bytes, under its id.
+    let again = packets(&mut a, 2, 10);
+    let again = rewrite(&again[0], &|ses| ses.message_id = 1);
+    let p = b.handle_packet(now, a_addr, &again).unwrap().expect("taken");
+    assert_eq!((p.message_id, p.payload.len()), (1, 10));
+    assert!(matches!(b.poll_event(), Some(Event::Received { message_id: 1, len: 1024, .. })), "the cancelled one");
+    b.handle_packet(now, a_addr, &m0[1]).unwrap().expect("placed");
+    assert!(matches!(b.poll_event(), Some(Event::Received { message_id: 0, len: 2000, .. })));
+    assert!(matches!(b.poll_event(), Some(Event::Received { message_id: 1, len: 10, .. })), "sent again");
+    assert_eq!(b.poll_event(), None);
+    b.check_invariants().unwrap();
+}
