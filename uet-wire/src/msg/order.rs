@@ -63,7 +63,9 @@ pub enum OrderError {
         message_id: u16,
     },
     /// The packet's bytes do not fit its message's length, or its `request_length` differs from
-    /// the one an earlier packet of the message gave.
+    /// the one an earlier packet of the message gave (for a cancelled message: is below the
+    /// bytes sent); or a MSG_ERROR cancels a message cancelled already, or one of which more
+    /// bytes arrived than it says were sent.
     Inconsistent {
         /// The packet's message id.
         message_id: u16,
@@ -439,7 +441,8 @@ impl<const N: usize> MessageOrder<N> {
         let s = self.slot_mut(pool, place).ok_or(OrderError::NoRoom { message_id })?;
         (s.received, s.total) = (received, total);
         s.cancelled |= cancel;
-        if offset == 0 {
+        // (A MSG_ERROR at offset 0 for a message started already does not move its start.)
+        if offset == 0 && !s.started {
             (s.started, s.first_psn) = (true, psn);
         }
         Ok(s.complete())

@@ -179,7 +179,8 @@ impl core::fmt::Display for PdcError {
 
 impl core::error::Error for PdcError {}
 
-/// Why a PDC closed in error: every message not yet acknowledged failed.
+/// Why a PDC closed in error, so that every message not yet acknowledged failed; or
+/// ([`Failure::ReadTimeout`], [`Failure::Cancelled`]) why one message failed alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Failure {

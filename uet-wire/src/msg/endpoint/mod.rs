@@ -681,7 +681,8 @@ pub enum EndpointError {
     /// [`Target::hold_response`](crate::pdc::Target::hold_response)).
     Respond(crate::pdc::PdcError),
     /// [`Endpoint::cancel`]: the message has started and cannot be cut short (it went out whole,
-    /// or it is a READ, or goes by RUDI or UUD); it completes or fails as usual.
+    /// was cut short already, is a READ, goes by RUDI or UUD, or its PDC is closing); it
+    /// completes or fails as usual.
     Started,
     /// [`Endpoint::cancel`]: no such message (completed already, or never sent).
     UnknownMessage,
@@ -991,7 +992,8 @@ impl SendMsg {
     fn msg_error(&self, index: u32) -> Option<Segment> {
         let MsgKind::Cancelled { cut } = self.kind else { return None };
         let offset = self.segments().segment(cut)?.offset;
-        (index == cut).then_some(Segment { index, offset, len: 0, som: false, eom: true })
+        // (No packet goes past it: one named so would be this one again.)
+        (index >= cut).then_some(Segment { index: cut, offset, len: 0, som: false, eom: true })
     }
 
     /// The caller's name for this message, in slot `slot`.
@@ -1835,8 +1837,9 @@ impl<
     /// to the MSG_ERROR, if it is not the default, comes first as [`Event::Response`]:
     /// uet-ref-prov's is OP_VIOLATION). Only once its first packet is acknowledged
     /// ([`EndpointError::Unacknowledged`] before, as when an error response came with a later
-    /// one): uet-ref-prov's target refuses a MSG_ERROR for a message it has no packet of, keeping
-    /// no record, so the data arriving after it would wait there for bytes that never come.
+    /// one; no event says when it is, so call again after later packets arrive): uet-ref-prov's
+    /// target refuses a MSG_ERROR for a message it has no packet of, keeping no record, so the
+    /// data arriving after it would wait there for bytes that never come.
     ///
     /// Any other message that started ([`EndpointError::Started`]) completes or fails as usual;
     /// an unknown handle is [`EndpointError::UnknownMessage`].
@@ -1851,7 +1854,19 @@ impl<
                     return Err(EndpointError::Started);
                 };
                 let first = m.first_psn;
-                if !self.initiators.get(id).is_some_and(|p| self.senders.sender(&p.pdc).is_acked(first)) {
+                let sender = self.initiators.get(id).map(|p| self.senders.sender(&p.pdc));
+                // A PDC past Quiesce (closing, or failed) sends no more requests: its messages end
+                // with it.
+                let sending = sender.is_some_and(|s| {
+                    matches!(
+                        s.state(),
+                        InitiatorState::Creating | InitiatorState::Established | InitiatorState::Quiesce
+                    )
+                });
+                if !sending {
+                    return Err(EndpointError::Started);
+                }
+                if !sender.is_some_and(|s| s.is_acked(first)) {
                     return Err(EndpointError::Unacknowledged);
                 }
                 let Some(m) = self.msgs.get_mut(slot).and_then(MsgSlot::as_mut) else {

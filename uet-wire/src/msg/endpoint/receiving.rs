@@ -178,12 +178,12 @@ impl<
             }
         }
         if matches!(admitted, Err(OrderError::Inconsistent { .. }))
-            && cancel.is_none()
             && t.pdc.window().classify(r.psn) == crate::pdc::Arrival::New
         {
-            // A new packet of a message cancelled and complete: the message sent again under its
-            // id (see `order`). Room for the event was checked above.
+            // A new packet (or MSG_ERROR) of a message cancelled and complete: the message sent
+            // again under its id (see `order`). Room for the event was checked above.
             if let Some((message_id, len)) = t.order.release_cancelled(&mut self.order_pool, ses.message_id) {
+                self.stats.released_out_of_order = self.stats.released_out_of_order.wrapping_add(1);
                 let _ = self.events.push_back(Event::Received { src, pdc: id, message_id, len });
                 admitted = admit_order(&t.order, &self.order_pool);
             }
