@@ -25,7 +25,9 @@
 //! its later packets may state the original `request_length`. Without this, the bytes never
 //! sent would keep it in progress for good, and each such message would hold one of the `N`.
 //! A new packet of a cancelled message all of whose bytes arrived is the message sent again
-//! under its id: the caller releases the cancelled one first ([`MessageOrder::release_cancelled`]).
+//! under its id: the caller releases the cancelled one first ([`MessageOrder::release_cancelled`];
+//! *project-defined*, as is letting a cancelled message's later packets state any length from
+//! the cut up: uet-ref-prov's target keeps no order and matches packets by id alone).
 //!
 //! [`MessageOrder`] tracks up to `N` messages in progress: [`OWN_SLOTS`] (two) in itself, the
 //! others in an [`OrderPool`] the PDCs of one endpoint share (*project-defined*: a PDC rarely has

@@ -1837,9 +1837,10 @@ impl<
     /// to the MSG_ERROR, if it is not the default, comes first as [`Event::Response`]:
     /// uet-ref-prov's is OP_VIOLATION). Only once its first packet is acknowledged
     /// ([`EndpointError::Unacknowledged`] before, as when an error response came with a later
-    /// one; no event says when it is, so call again after later packets arrive): uet-ref-prov's
-    /// target refuses a MSG_ERROR for a message it has no packet of, keeping no record, so the
-    /// data arriving after it would wait there for bytes that never come.
+    /// one; no event says when it is, so call again after later packets arrive; *project-defined*,
+    /// as uet-ref-prov's initiator cuts only after an error response): uet-ref-prov's target
+    /// refuses a MSG_ERROR for a message it has no packet of, keeping no record, so the data
+    /// arriving after it would wait there for bytes that never come.
     ///
     /// Any other message that started ([`EndpointError::Started`]) completes or fails as usual;
     /// an unknown handle is [`EndpointError::UnknownMessage`].

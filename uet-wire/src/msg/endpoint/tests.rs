@@ -3176,8 +3176,7 @@ fn a_new_pdc_takes_every_message_of_its_key_that_waits() {
         if let (Some(p), Ok((PdsHeader::Request(r), _))) = (t.payload, PdsHeader::parse(&out[..t.header_len])) {
             pdc_of.entry(p.msg).or_insert(r.spdcid);
         }
-        let mut pkt = out[..t.header_len].to_vec();
-        pkt.extend(std::iter::repeat_n(0u8, t.payload.map_or(0, |p| usize::from(p.len))));
+        let pkt = datagram(&out, &t);
         let _ = b.handle_packet(Instant::ZERO, a_addr, &pkt);
         // X1's ACK comes back at once.
         while let Some(t) = b.poll_transmit(Instant::ZERO, &mut out).unwrap() {
@@ -3630,8 +3629,7 @@ fn extension_headers_go_with_their_messages() {
         for side in 0..2 {
             let (from, to, src) = if side == 0 { (&mut a, &mut b, a_addr) } else { (&mut b, &mut a, b_addr) };
             while let Some(t) = from.poll_transmit(now, &mut out).unwrap() {
-                let mut pkt = out[..t.header_len].to_vec();
-                pkt.extend(std::iter::repeat_n(0u8, t.payload.map_or(0, |p| usize::from(p.len))));
+                let pkt = datagram(&out, &t);
                 if rng() % 20 == 0 {
                     continue;
                 }
@@ -4068,8 +4066,7 @@ fn a_message_cancelled_with_msg_error_completes_with_the_bytes_sent() {
     a.send(desc(b_addr, Service::Rud, 0, 3000)).unwrap();
     let mut pkts = Vec::new();
     while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
-        let mut pkt = out[..t.header_len].to_vec();
-        pkt.extend(std::iter::repeat_n(0u8, t.payload.map_or(0, |p| usize::from(p.len))));
+        let pkt = datagram(&out, &t);
         pkts.push(pkt);
     }
     assert_eq!(pkts.len(), 3);
@@ -4210,8 +4207,7 @@ fn cut_short_sim(seed: u64, service: Service, loss: u32, dup: u32) {
             let mut budget = if to_b { 1 + draw(3) } else { u64::MAX };
             while let Some(t) = (budget > 0).then(|| from.poll_transmit(now, &mut out).unwrap()).flatten() {
                 (moved, budget) = (true, budget - 1);
-                let mut pkt = out[..t.header_len].to_vec();
-                pkt.extend(std::iter::repeat_n(0u8, t.payload.map_or(0, |p| usize::from(p.len))));
+                let pkt = datagram(&out, &t);
                 if let Some(p) = t.payload.filter(|_| to_b) {
                     let index = p.msg.user();
                     let end = went.entry(index).or_insert(0u32);
@@ -4282,6 +4278,13 @@ fn cut_short_sim(seed: u64, service: Service, loss: u32, dup: u32) {
     }
 }
 
+/// The datagram of transmit `t`, its headers in `out`: the headers, then its payload as zeros.
+fn datagram(out: &[u8], t: &Transmit) -> Vec<u8> {
+    let mut pkt = out[..t.header_len].to_vec();
+    pkt.extend(std::iter::repeat_n(0u8, t.payload.map_or(0, |p| usize::from(p.len))));
+    pkt
+}
+
 /// The earliest of `deadlines` (past `now`), or a millisecond on.
 fn just_after(now: Instant, deadlines: [Option<Instant>; 2]) -> Instant {
     let due = deadlines.into_iter().flatten().min().unwrap_or(now.saturating_add(linklayer::Duration::from_millis(1)));
@@ -4303,8 +4306,7 @@ fn a_message_sent_again_under_a_cancelled_ones_id_starts_afresh() {
         a.send(desc(b_addr, Service::Rud, index, len)).unwrap();
         let mut pkts = Vec::new();
         while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
-            let mut pkt = out[..t.header_len].to_vec();
-            pkt.extend(std::iter::repeat_n(0u8, t.payload.map_or(0, |p| usize::from(p.len))));
+            let pkt = datagram(&out, &t);
             pkts.push(pkt);
         }
         pkts
