@@ -180,7 +180,8 @@ impl core::fmt::Display for PdcError {
 impl core::error::Error for PdcError {}
 
 /// Why a PDC closed in error, so that every message not yet acknowledged failed; or
-/// ([`Failure::ReadTimeout`], [`Failure::Cancelled`]) why one message failed alone.
+/// ([`Failure::ReadTimeout`], [`Failure::Cancelled`], [`Failure::Refused`]) why one message
+/// failed alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Failure {
@@ -200,6 +201,14 @@ pub enum Failure {
     /// ([`Endpoint::cancel`](crate::msg::Endpoint::cancel)): what went out, and the MSG_ERROR
     /// that ended it, were acknowledged. Only that message fails.
     Cancelled,
+    /// The target answered a packet of the message with this error return code (any but OK and
+    /// NULL; reported first as [`Event::Response`](crate::msg::Event::Response)), and every
+    /// packet that went out is acknowledged. Packets it had not sent yet (a READ's requests
+    /// too) went as one MSG_ERROR instead, as after
+    /// [`Endpoint::cancel`](crate::msg::Endpoint::cancel); a READ stops waiting for its data. A
+    /// RUDI message fails as soon as the RUDI response with the code arrives. Only that message
+    /// fails.
+    Refused(crate::ses::ReturnCode),
 }
 
 /// Test support: replaces `part` with what `resume` makes of what `idle` says it keeps, if it is

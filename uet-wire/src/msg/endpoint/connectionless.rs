@@ -110,10 +110,21 @@ impl<
         }
     }
 
-    /// A RUDI response arrived: its packet is done.
-    pub(super) fn rudi_answered(&mut self, pkt_id: u32) {
-        let Some(k) = self.rudi.iter().position(|r| r.pkt_id == pkt_id) else { return };
-        let slot = usize::from(self.rudi.swap_remove(k).slot);
+    /// A RUDI response `r` arrived, its SES header in `rest`: its packet is done. An SES response
+    /// with an error code (neither OK nor NULL; uet-ref-prov's target answers a RUDI WRITE it
+    /// cannot take with BAD_MKEY, PERM_VIOLATION, OP_VIOLATION or BAD_ADDR) fails the message at
+    /// once, [`Failure::Refused`], as uet-ref-prov's initiator handles a RUDI response like any
+    /// other (`uet_rudi_rx_rsp`); with the event queue full, nothing changes and the answer to
+    /// the packet's resend decides. An SES header that does not parse only answers.
+    pub(super) fn rudi_answered(&mut self, r: &Rudi, rest: &[u8]) {
+        let found = self.rudi.iter().enumerate().find(|(_, o)| o.pkt_id == r.pkt_id);
+        let Some((k, slot)) = found.map(|(k, o)| (k, usize::from(o.slot))) else { return };
+        let rsp = (r.next_header == NextHeader::Rsp).then(|| Response::parse(rest).ok()).flatten();
+        if let Some((rsp, _)) = rsp.filter(|(rsp, _)| !matches!(rsp.return_code, ReturnCode::Ok | ReturnCode::Null)) {
+            self.fail_rudi(slot, Failure::Refused(rsp.return_code));
+            return;
+        }
+        self.rudi.swap_remove(k);
         self.complete_connectionless(slot);
     }
 

@@ -226,7 +226,7 @@ impl<
                 Ok(None)
             }
             PdsHeader::Rudi(r) if r.response => {
-                self.rudi_answered(r.pkt_id);
+                self.rudi_answered(&r, rest);
                 Ok(None)
             }
             PdsHeader::Rudi(r) => self.handle_connectionless(src, r.next_header, Some(r), rest),

@@ -73,12 +73,23 @@
 //!   [`HELD_RESPONSES`]) and the request's ACK carries it. Since
 //!   any request may need one, a request is delivered only while a response could be held for it,
 //!   else NACKed NO_GTD_DEL_AVAIL. The initiator reports it once as [`Event::Response`], before its
-//!   message's `Sent`.
+//!   message completes.
+//! * **Error responses** (uet-ref-prov's initiator, `uet_pds_to_ses_rx_rsp`): a response whose
+//!   return code is neither OK nor NULL fails its message ([`Failure::Refused`], once every
+//!   packet that went out is acknowledged), and what it had not sent goes as a MSG_ERROR
+//!   instead (below); a RUDI message fails when the RUDI response arrives. uet-ref-prov's
+//!   initiator does the same for a DEFAULT_RESPONSE with an error code, but answered NO_MATCH,
+//!   DISABLED_GEN or BAD_GENERATION in a RESPONSE it resends the whole message (after 50 to
+//!   100 ms, doubling, five times at most, for the first two; at once, with the target's
+//!   generation, for the last); this endpoint leaves resending to its caller, which has the
+//!   response (*project-defined*). A DEFAULT_RESPONSE with RC_OK and a short `modified_length`
+//!   is reported as [`Event::Truncated`] and the message completes `Sent`, where uet-ref-prov's
+//!   initiator fails it (*project-defined*).
 //! * **Cancelling** (SES MSG_ERROR, opcode 0x0F; uet-ref-prov's `uet_tx_cancel` and
-//!   `uet_rx_cancel_pkt`): an initiator that gives up a message it has not finished sending, as
-//!   the caller may after an error response, sends a MSG_ERROR in place of the rest
-//!   ([`Endpoint::cancel`]), and a target completes the message once the bytes sent before it
-//!   arrived ([`Placement::read`]; [`MessageOrder::on_cancel`](super::order::MessageOrder::on_cancel)).
+//!   `uet_rx_cancel_pkt`): an initiator that gives up a message it has not finished sending
+//!   (refused, above, or by its caller, [`Endpoint::cancel`]) sends a MSG_ERROR in place of the
+//!   rest, and a target completes the message once the bytes sent before it arrived
+//!   ([`Placement::read`]; [`MessageOrder::on_cancel`](super::order::MessageOrder::on_cancel)).
 //! * **READs** (UE 1.0 §3.5.20.1; the reference provider's `uet_tx_msg`, `uet_rx_rd_req_pkt`):
 //!   a message whose opcode is READ ([`Opcode::Read`]) sends one request per `mtu` bytes of the
 //!   read (one for an empty READ, answered by empty data), carrying no payload. The target's
@@ -581,9 +592,10 @@ pub enum Cancel {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Event {
     /// Every packet of a sent message was acknowledged; for a READ, every byte of its data
-    /// arrived too (or the target refused it with an error response, reported first).
+    /// arrived too.
     Sent(MsgHandle),
-    /// A sent message failed: its PDC closed in error, or (a READ) its data stopped coming.
+    /// A sent message failed: its PDC closed in error, the target refused it, its caller cut it
+    /// short, or (a READ) its data stopped coming ([`Failure`]).
     Failed {
         /// The message.
         msg: MsgHandle,
@@ -594,8 +606,9 @@ pub enum Event {
         delivery: FailedDelivery,
     },
     /// The target answered a packet of a sent message with a guaranteed-delivery SES response
-    /// (any opcode but DEFAULT_RESPONSE and NO_RESPONSE), reported once, before the message's
-    /// `Sent`.
+    /// (any opcode but DEFAULT_RESPONSE and NO_RESPONSE), or with a DEFAULT_RESPONSE whose
+    /// return code is an error: reported once, before the message completes. An error code
+    /// (neither OK nor NULL) fails the message, [`Failure::Refused`].
     Response {
         /// The message.
         msg: MsgHandle,
@@ -753,19 +766,21 @@ enum MsgKind {
     Request,
     /// A READ: its requests carry no payload, one per `mtu` bytes of the read, each answered by
     /// one packet of data; it completes when every request is acknowledged and `arrived` bytes
-    /// equal its length, or when the target `refused` it (an SES response with an error code,
-    /// reported as [`Event::Response`]). Once every request is acknowledged it fails if no data
-    /// arrives before its deadline in `read_timers` ([`Failure::ReadTimeout`]).
-    Read { arrived: u32, refused: bool },
+    /// equal its length. Once every request is acknowledged it fails if no data arrives before
+    /// its deadline in `read_timers` ([`Failure::ReadTimeout`]). (Refused, it is `Cancelled`.)
+    Read { arrived: u32 },
     /// Read data answering a run of request packets of one READ received on target PDC `tpdc`:
     /// `len` bytes from byte `offset` of the READ, one packet per request (`segments`), at
     /// consecutive return PSNs from `first_psn`; `request` and `message_id` are the READ's (of
     /// the request packet that opened the run), and `read_length` its `request_length`.
     ReadData { tpdc: u16, offset: u32, read_length: u32 },
-    /// A message of requests cut short by [`Endpoint::cancel`] after its first `cut` packets
-    /// went out: its packet `cut`, its last, is a MSG_ERROR (see [`SendMsg::msg_error`]); it
-    /// fails with [`Failure::Cancelled`] once every packet is acknowledged.
-    Cancelled { cut: u32 },
+    /// A message of requests, or a READ, that fails with `why` once every packet is
+    /// acknowledged: cut short by [`Endpoint::cancel`] ([`Failure::Cancelled`]) or refused by
+    /// the target ([`Failure::Refused`]) after its first `cut` packets went out. Its packet
+    /// `cut`, its last, is a MSG_ERROR (see [`SendMsg::msg_error`]), unless `cut` is all its
+    /// packets (or more: refused while its PDC sends no more, it ends as its PDC does). A READ's
+    /// data still arriving is acknowledged and dropped.
+    Cancelled { cut: u32, why: Failure },
 }
 
 impl MsgKind {
@@ -977,7 +992,7 @@ impl SendMsg {
     #[inline(always)]
     const fn packets(&self) -> u32 {
         match self.kind {
-            MsgKind::Cancelled { cut } => cut.saturating_add(1),
+            MsgKind::Cancelled { cut, .. } if cut < self.segments().packets() => cut.saturating_add(1),
             _ => self.segments().packets(),
         }
     }
@@ -990,7 +1005,7 @@ impl SendMsg {
     /// The segment of its MSG_ERROR, if it was cut short and `index` is that packet: no payload,
     /// at the first byte not sent, the last packet.
     fn msg_error(&self, index: u32) -> Option<Segment> {
-        let MsgKind::Cancelled { cut } = self.kind else { return None };
+        let MsgKind::Cancelled { cut, .. } = self.kind else { return None };
         let offset = self.segments().segment(cut)?.offset;
         // (No packet goes past it: one named so would be this one again.)
         (index >= cut).then_some(Segment { index: cut, offset, len: 0, som: false, eom: true })
@@ -1829,18 +1844,19 @@ impl<
     ///
     /// A message of requests on a PDC (RUD or ROD) that started but has packets not yet sent is
     /// cut short instead: the rest of it is not sent, and a MSG_ERROR goes in their place (SES
-    /// opcode 0x0F: no SOM, EOM, no payload, `message_offset` the bytes sent; uet-ref-prov's
-    /// initiator sends one after an error response to a message it had not finished sending,
-    /// and its target then ends the message with what arrived). The packets that went out are
-    /// still resent until acknowledged, so the payload they name must stay readable; once they
-    /// and the MSG_ERROR are, the message fails with [`Failure::Cancelled`] (the target's answer
-    /// to the MSG_ERROR, if it is not the default, comes first as [`Event::Response`]:
-    /// uet-ref-prov's is OP_VIOLATION). Only once its first packet is acknowledged
-    /// ([`EndpointError::Unacknowledged`] before, as when an error response came with a later
-    /// one; no event says when it is, so call again after later packets arrive; *project-defined*,
-    /// as uet-ref-prov's initiator cuts only after an error response): uet-ref-prov's target
-    /// refuses a MSG_ERROR for a message it has no packet of, keeping no record, so the data
-    /// arriving after it would wait there for bytes that never come.
+    /// opcode 0x0F: no SOM, EOM, no payload, `message_offset` the bytes sent; the endpoint sends
+    /// one by itself after an error response, [`Failure::Refused`], as uet-ref-prov's initiator
+    /// does, and a target then ends the message with what arrived). The packets that went out
+    /// are still resent until acknowledged, so the payload they name must stay readable; once
+    /// they and the MSG_ERROR are, the message fails with [`Failure::Cancelled`] (the target's
+    /// answer to the MSG_ERROR, if it is not the default, comes first as [`Event::Response`]:
+    /// uet-ref-prov's is OP_VIOLATION when the bytes sent had all arrived, else INITIATOR_ERR).
+    /// Only once its first packet is acknowledged ([`EndpointError::Unacknowledged`] before; no
+    /// event says when it is, so call again after later packets arrive; *project-defined*, as
+    /// uet-ref-prov's initiator cuts only after an error response, which names a packet the
+    /// target has): uet-ref-prov's target refuses a MSG_ERROR for a message it has no packet of,
+    /// keeping no record, so the data arriving after it would wait there for bytes that never
+    /// come.
     ///
     /// Any other message that started ([`EndpointError::Started`]) completes or fails as usual;
     /// an unknown handle is [`EndpointError::UnknownMessage`].
@@ -1855,25 +1871,17 @@ impl<
                     return Err(EndpointError::Started);
                 };
                 let first = m.first_psn;
-                let sender = self.initiators.get(id).map(|p| self.senders.sender(&p.pdc));
-                // A PDC past Quiesce (closing, or failed) sends no more requests: its messages end
-                // with it.
-                let sending = sender.is_some_and(|s| {
-                    matches!(
-                        s.state(),
-                        InitiatorState::Creating | InitiatorState::Established | InitiatorState::Quiesce
-                    )
-                });
-                if !sending {
+                if !self.sends_requests(id) {
                     return Err(EndpointError::Started);
                 }
+                let sender = self.initiators.get(id).map(|p| self.senders.sender(&p.pdc));
                 if !sender.is_some_and(|s| s.is_acked(first)) {
                     return Err(EndpointError::Unacknowledged);
                 }
                 let Some(m) = self.msgs.get_mut(slot).and_then(MsgSlot::as_mut) else {
                     return Err(EndpointError::UnknownMessage);
                 };
-                m.kind = MsgKind::Cancelled { cut: m.sent };
+                m.kind = MsgKind::Cancelled { cut: m.sent, why: Failure::Cancelled };
                 self.after_initiator_change(self.now, id);
                 Ok(Cancel::CutShort)
             }
@@ -1887,6 +1895,13 @@ impl<
                 Ok(Cancel::Withdrawn)
             }
         }
+    }
+
+    /// Whether initiator PDC `id` still sends requests: a PDC past Quiesce (closing, or failed)
+    /// sends none, and its messages end with it.
+    fn sends_requests(&self, id: u16) -> bool {
+        let state = self.initiators.get(id).map(|p| self.senders.sender(&p.pdc).state());
+        matches!(state, Some(InitiatorState::Creating | InitiatorState::Established | InitiatorState::Quiesce))
     }
 
     /// A start PSN for a new PDC to `dst`: random; in a secure domain in [2^16, 2^31), or, after
@@ -2005,7 +2020,7 @@ impl<
             0
         };
         if let Some(m) = self.msgs.get_mut(slot) {
-            let kind = if is_read(&desc) { MsgKind::Read { arrived: 0, refused: false } } else { MsgKind::Request };
+            let kind = if is_read(&desc) { MsgKind::Read { arrived: 0 } } else { MsgKind::Request };
             *m = MsgSlot::some(SendMsg::new(generation, kind, &desc, ext, segments.mtu(), seq, message_id));
         }
         self.free_slots.take();

@@ -25,10 +25,11 @@ impl<
     /// An ACK carrying an SES response to initiator PDC `a.dpdcid`, which is reported the first
     /// time its PSN is acknowledged (the target resends a held response with the ACK of every
     /// duplicate; later copies only acknowledge): a guaranteed-delivery response, or a
-    /// DEFAULT_RESPONSE with an error code, as [`Event::Response`]; a DEFAULT_RESPONSE with RC_OK
-    /// whose `modified_length` (0 means the whole message) falls short of the message as
-    /// [`Event::Truncated`]. RC_NULL, NO_RESPONSE and other forms only acknowledge (the reference
-    /// provider's initiator rules, `uet_pds_to_ses_rx_rsp`).
+    /// DEFAULT_RESPONSE with an error code, as [`Event::Response`] (an error code refuses the
+    /// message, see [`Endpoint::refused`]); a DEFAULT_RESPONSE with RC_OK whose
+    /// `modified_length` (0 means the whole message) falls short of the message as
+    /// [`Event::Truncated`] (uet-ref-prov's initiator fails it; see the module doc). RC_NULL,
+    /// NO_RESPONSE and other forms only acknowledge (uet-ref-prov's `uet_pds_to_ses_rx_rsp`).
     ///
     /// An ACK carrying RESPONSE_W_DATA with RC_OK for a READ request answers it with the data
     /// itself (a READ of at most `Max_ACK_Data_Size` bytes from the reference provider's target,
@@ -113,11 +114,8 @@ impl<
                     }
                     _ => Some(Event::Response { msg, psn, response }),
                 };
-                // A READ answered with an error gets no data: it completes without it.
-                if let Some(MsgKind::Read { refused, .. }) =
-                    self.msgs.get_mut(slot).and_then(MsgSlot::as_mut).map(|m| &mut m.kind)
-                {
-                    *refused |= response.return_code != ReturnCode::Ok;
+                if !matches!(response.return_code, ReturnCode::Ok | ReturnCode::Null) {
+                    self.refused(id, slot, response.return_code);
                 }
                 if let Some(ev) = event {
                     // Room was checked above.
@@ -129,6 +127,25 @@ impl<
         // Most ACKs place nothing: returning that alone copies no placement.
         let Some(placement) = placement else { return Ok(None) };
         Ok(Some(placement))
+    }
+
+    /// The target answered a packet of message `slot`, on initiator PDC `id`, with error `code`:
+    /// the message fails ([`Failure::Refused`]) once what went out is acknowledged, and what did
+    /// not go out goes as one MSG_ERROR (as uet-ref-prov's initiator does, `uet_tx_cancel`, a
+    /// READ's requests too; the response named a packet of the message, so a target that keeps
+    /// errored messages has it, and one that does not answers the MSG_ERROR with an error,
+    /// reported as a response); a READ stops waiting for data. The first refusal counts, and a
+    /// message the caller cut short stays so.
+    fn refused(&mut self, id: u16, slot: usize, code: ReturnCode) {
+        let sends = self.sends_requests(id);
+        let Some(m) = self.msgs.get_mut(slot).and_then(MsgSlot::as_mut) else { return };
+        if matches!(m.kind, MsgKind::Request | MsgKind::Read { .. }) {
+            // A PDC that sends no more ends the message as it ends: no MSG_ERROR.
+            let cut = if sends { m.sent } else { u32::MAX };
+            m.kind = MsgKind::Cancelled { cut, why: Failure::Refused(code) };
+            // A READ refused waits for no data.
+            self.read_timers.set(slot as u16, None);
+        }
     }
 
     /// Places the data an ACK carried for request `psn` of initiator PDC `id`: read data, if that
@@ -169,7 +186,7 @@ impl<
                 }
                 header
             }
-            // (A fetching atomic is one packet: never cut short.)
+            // (A fetching atomic or a READ refused, `Cancelled`, takes no data.)
             MsgKind::ReadData { .. } | MsgKind::Cancelled { .. } => return None,
         };
         Some(Placement {
@@ -328,7 +345,7 @@ impl<
                 let partly_acked = m.partly_acked || (failure.is_none() && m.sent > 0 && psn_after(base, m.first_psn));
                 // A READ completes once its data arrived too.
                 let data_in = match m.kind {
-                    MsgKind::Read { arrived, refused, .. } => refused || arrived >= m.len,
+                    MsgKind::Read { arrived } => arrived >= m.len,
                     _ => true,
                 };
                 let requests_acked = m.sent == packets && psn_after(base, m.first_psn.wrapping_add(packets - 1));
@@ -374,7 +391,7 @@ impl<
                 let Some(m) = self.msgs.get(slot).and_then(MsgSlot::as_ref) else { continue };
                 let event = match (failure, m.kind) {
                     (Some(f), _) => m.failed(slot, f),
-                    (None, MsgKind::Cancelled { .. }) => m.failed(slot, Failure::Cancelled),
+                    (None, MsgKind::Cancelled { why, .. }) => m.failed(slot, why),
                     (None, _) => Event::Sent(m.handle(slot)),
                 };
                 // No room: the message stays and is settled on a later change.

@@ -477,7 +477,7 @@ fn guaranteed_delivery_response_reaches_the_initiator_once() {
     a.handle_packet(later, b_addr, &ack).unwrap();
     let psn = pl.psn;
     assert_eq!(a.poll_event(), Some(Event::Response { msg: h, psn, response: rsp }));
-    assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+    assert!(refused(a.poll_event(), h, ReturnCode::NoMatch));
     // A copy of that ACK reports nothing more.
     a.handle_packet(later, b_addr, &ack).unwrap();
     assert_eq!(a.poll_event(), None);
@@ -510,7 +510,12 @@ fn a_target_answers_with_its_own_generation() {
     a.handle_packet(Instant::ZERO, b_addr, &out[..t.header_len]).unwrap();
     let response = Response { message_id: pl.message_id, job_id: pl.header.common.job_id, ..given };
     assert_eq!(a.poll_event(), Some(Event::Response { msg: h, psn: pl.psn, response }));
-    assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+    assert!(refused(a.poll_event(), h, ReturnCode::BadGeneration));
+}
+
+/// Whether `ev` is message `h` failed as refused with `code`.
+fn refused(ev: Option<Event>, h: MsgHandle, code: ReturnCode) -> bool {
+    matches!(ev, Some(Event::Failed { msg, why: Failure::Refused(c), .. }) if msg == h && c == code)
 }
 
 #[test]
@@ -1773,6 +1778,32 @@ fn a_drop_class_rudi_nack_fails_nothing() {
     assert!(again.flags.contains(crate::pds::RudiFlags::RETX));
 }
 
+/// A RUDI response with an error code (uet-ref-prov answers BAD_MKEY, PERM_VIOLATION,
+/// OP_VIOLATION or BAD_ADDR) fails its message at once; one with RC_OK completes it.
+#[test]
+fn a_rudi_response_with_an_error_code_fails_its_message() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let mut out = [0u8; 256];
+    for (code, refused) in [(ReturnCode::Ok, false), (ReturnCode::BadMkey, true), (ReturnCode::OpViolation, true)] {
+        let mut a = Ep::new(config(a_addr), 1);
+        let pkt = one_packet(&mut a, b_addr, Service::Rudi, 0, 100);
+        let Ok((PdsHeader::Rudi(r), rest)) = PdsHeader::parse(&pkt) else { panic!("not RUDI") };
+        let Ok((Some(SesHeader::Standard(ses)), _)) = SesHeader::parse(NextHeader::ReqStd, rest) else { panic!() };
+        let answer = crate::pds::Rudi { response: true, next_header: NextHeader::Rsp, ..r };
+        let mut n = PdsHeader::Rudi(answer).emit(&mut out).unwrap();
+        n += SesHeader::Response(Response::default_for(&ses, code)).emit(&mut out[n..]).unwrap();
+        assert_eq!(a.handle_packet(Instant::ZERO, b_addr, &out[..n]).unwrap(), None);
+        match a.poll_event() {
+            Some(Event::Failed { why: Failure::Refused(c), .. }) if refused => assert_eq!(c, code),
+            Some(Event::Sent(_)) if !refused => {}
+            other => panic!("{code:?}: {other:?}"),
+        }
+        assert_eq!(a.messages_in_flight(), 0);
+        assert!(a.poll_transmit(Instant::ZERO, &mut out).unwrap().is_none(), "nothing resent");
+        a.check_invariants().unwrap();
+    }
+}
+
 /// A receiver that stops for 7 ms (its thread descheduled, its socket dropping what arrives)
 /// fails no message with the software profile, whose retries outlast it
 /// ([`PdcConfig::min_give_up_time`], about 2 s); the sender's timeouts back off meanwhile. (The
@@ -2052,7 +2083,8 @@ fn an_ack_naming_an_older_request_carries_a_response() {
 
 /// The initiator accepts a bare ACK, and reads a DEFAULT_RESPONSE as the reference provider's
 /// initiator does: RC_NULL and a whole-message RC_OK only acknowledge, a short
-/// `modified_length` is reported truncated, another code is reported as a response.
+/// `modified_length` is reported truncated, another code is reported as a response and fails
+/// the message.
 #[test]
 fn the_initiator_reads_default_responses() {
     use crate::pds::Ack;
@@ -2097,8 +2129,10 @@ fn the_initiator_reads_default_responses() {
             }
             (want, got) => panic!("{answer:?}: wanted {want:?}, got {got:?}"),
         }
-        if report.is_some() {
-            assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+        match report {
+            Some("response") => assert!(refused(a.poll_event(), h, ReturnCode::NoMatch)),
+            Some(_) => assert_eq!(a.poll_event(), Some(Event::Sent(h))),
+            None => {}
         }
     }
 }
@@ -2146,9 +2180,10 @@ fn a_small_read_answered_in_the_ack_completes() {
 
 /// A READ the target refuses (the reference provider answers BAD_MKEY, PERM_VIOLATION or
 /// BAD_ADDR in the ACK of the request) gets no data: it is reported as `Event::Response` and
-/// then completes, instead of waiting for data forever.
+/// then fails with that code once its requests are acknowledged, instead of waiting for data
+/// forever.
 #[test]
-fn a_refused_read_completes_with_its_response() {
+fn a_refused_read_fails_with_its_response() {
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
     let mut a = Ep::new(config(a_addr), 1);
     let now = Instant::ZERO;
@@ -2170,7 +2205,69 @@ fn a_refused_read_completes_with_its_response() {
     assert_eq!(a.handle_packet(now, b_addr, &out[..n + k]).unwrap(), None);
     assert!(matches!(a.poll_event(), Some(Event::Response { msg, response, .. })
         if msg == h && response.return_code == ReturnCode::BadMkey));
-    assert_eq!(a.poll_event(), Some(Event::Sent(h)));
+    assert!(refused(a.poll_event(), h, ReturnCode::BadMkey));
+}
+
+/// A READ refused before all its requests went out sends the rest as one MSG_ERROR at the bytes
+/// asked for (uet-ref-prov's initiator cancels READs too), drops data still arriving for it, and
+/// fails with the refusal's code once the MSG_ERROR is acknowledged; the target ends the READ
+/// at the bytes asked for.
+#[test]
+fn a_read_refused_before_all_its_requests_went_is_cut_short() {
+    use crate::ses::StandardTail;
+    let (mut a, mut b, a_addr, b_addr) = kept_pair();
+    let now = Instant::ZERO;
+    let mut out = [0u8; 2048];
+    let mut d = desc(b_addr, Service::Rud, 0, 5000);
+    d.header.common.opcode = Opcode::Read;
+    let h = a.send(d).unwrap();
+    let mut requests = Vec::new();
+    for _ in 0..2 {
+        let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+        requests.push(datagram(&out, &t));
+    }
+    // B refuses the first request; the data for both goes out anyway (B's caller answered late).
+    for (i, request) in requests.iter().enumerate() {
+        let p = b.handle_packet(now, a_addr, request).unwrap().expect("a READ request");
+        if i == 0 {
+            b.respond(&p, ReturnCode::BadAddr, 0).unwrap();
+        }
+    }
+    let mut data = Vec::new();
+    while let Some(t) = b.poll_transmit(now, &mut out).unwrap() {
+        let pkt = datagram(&out, &t);
+        match t.read {
+            Some(r) => data.push([pkt, vec![0x5A; usize::from(r.len)]].concat()),
+            None => assert_eq!(a.handle_packet(now, b_addr, &pkt).unwrap(), None),
+        }
+    }
+    assert_eq!(data.len(), 2, "B answered both requests");
+    assert!(matches!(a.poll_event(), Some(Event::Response { msg, response, .. })
+        if msg == h && response.return_code == ReturnCode::BadAddr));
+    for pkt in &data {
+        assert_eq!(a.handle_packet(now, b_addr, pkt).unwrap(), None, "a refused READ's data is dropped");
+    }
+    let mut sent = Vec::new();
+    while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
+        sent.push(datagram(&out, &t));
+    }
+    let cancel = sent.iter().find_map(|pkt| {
+        let (PdsHeader::Request(_), rest) = PdsHeader::parse(pkt).ok()? else { return None };
+        let Ok((Some(SesHeader::Standard(ses)), _)) = SesHeader::parse(NextHeader::ReqStd, rest) else { return None };
+        Some(ses)
+    });
+    let cancel = cancel.expect("a request went");
+    assert_eq!((cancel.common.opcode, cancel.request_length), (Opcode::MsgError, 5000), "no more READ requests");
+    assert_eq!(cancel.tail, StandardTail::Continuation { payload_length: 0, message_offset: 2048 });
+    for pkt in &sent {
+        let _ = b.handle_packet(now, a_addr, pkt).unwrap();
+    }
+    assert!(matches!(b.poll_event(), Some(Event::Received { len: 2048, .. })));
+    let [events, _] = pump(&mut a, &mut b, now, false);
+    assert!(events.len() == 1 && refused(events.first().copied(), h, ReturnCode::BadAddr), "{events:?}");
+    assert_eq!(a.messages_in_flight(), 0);
+    a.check_invariants().unwrap();
+    b.check_invariants().unwrap();
 }
 
 /// Every ACK of read data answers it with an SES response, even once the READ completed and its
@@ -4155,22 +4252,86 @@ fn a_message_cut_short_ends_with_a_msg_error() {
     assert_eq!(a.cancel(read), Err(EndpointError::Started));
 }
 
-/// A sends messages of 1 to 8 packets to B, by RUD and by ROD, over a wire that loses, duplicates
-/// and reorders packets (seeded), and cuts some short (`Endpoint::cancel`, retried until their
-/// first packet is acknowledged): every message ends once at A, sent, or failed as cancelled if
-/// cut short; B completes each once, with every byte of a whole message and exactly the bytes
-/// that went out before a cut.
+/// An error response to a message not all sent cuts it short as uet-ref-prov's initiator does
+/// (`uet_tx_cancel`): the next packet is the MSG_ERROR at the bytes sent, the target completes
+/// the message with them, and the message fails with the first error code, whatever the target
+/// answers to the MSG_ERROR (uet-ref-prov's answers OP_VIOLATION, reported as a response too).
 #[test]
-fn messages_cut_short_end_once_under_loss_duplication_and_reordering() {
-    for seed in 1..=6u64 {
-        cut_short_sim(seed, Service::Rud, 40, 30);
+fn a_message_refused_before_it_is_all_sent_is_cut_short() {
+    use crate::ses::StandardTail;
+    let (mut a, mut b, a_addr, b_addr) = kept_pair();
+    let now = Instant::ZERO;
+    let mut out = [0u8; 2048];
+    let h = a.send(desc(b_addr, Service::Rud, 0, 3000)).unwrap();
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    let pkt = datagram(&out, &t);
+    let p = b.handle_packet(now, a_addr, &pkt).unwrap().expect("placed");
+    b.respond(&p, ReturnCode::NoMatch, 0).unwrap();
+    let t = b.poll_transmit(now, &mut out).unwrap().expect("the ACK with the response");
+    let (PdsHeader::Ack(b_ack), _) = PdsHeader::parse(&out[..t.header_len]).unwrap() else { panic!("an ACK") };
+    assert_eq!(a.handle_packet(now, b_addr, &out[..t.header_len]).unwrap(), None);
+    assert!(matches!(a.poll_event(), Some(Event::Response { msg, response, .. })
+        if msg == h && response.return_code == ReturnCode::NoMatch));
+    assert_eq!(a.cancel(h), Err(EndpointError::Started), "cut short already");
+    // (A CLEAR for the held response may go first.)
+    let mut sent = Vec::new();
+    while let Some(t) = a.poll_transmit(now, &mut out).unwrap() {
+        sent.push((datagram(&out, &t), t.payload));
     }
-    for seed in 7..=9u64 {
-        cut_short_sim(seed, Service::Rod, 40, 30);
-    }
+    let [.., (cancel, None)] = &sent[..] else { panic!("{sent:?}") };
+    let (PdsHeader::Request(r), rest) = PdsHeader::parse(cancel).unwrap() else { panic!() };
+    let Ok((Some(SesHeader::Standard(ses)), _)) = SesHeader::parse(NextHeader::ReqStd, rest) else { panic!() };
+    assert_eq!(ses.common.opcode, Opcode::MsgError, "the rest is not sent");
+    assert_eq!(ses.tail, StandardTail::Continuation { payload_length: 0, message_offset: 1024 });
+    assert!(sent.len() <= 2);
+    // Our target ends the message with the bytes sent; uet-ref-prov's answers OP_VIOLATION.
+    let p = b.handle_packet(now, a_addr, cancel).unwrap().expect("given to the SES");
+    assert_eq!((p.header.common.opcode, p.offset), (Opcode::MsgError, 1024));
+    assert!(matches!(b.poll_event(), Some(Event::Received { len: 1024, .. })));
+    let ack = crate::pds::Ack { spdcid: b_ack.spdcid, ..plain_ack(NextHeader::Rsp, &r) };
+    let n = ack.emit(&mut out).unwrap();
+    let k = SesHeader::Response(Response::default_for(&ses, ReturnCode::OpViolation)).emit(&mut out[n..]).unwrap();
+    assert_eq!(a.handle_packet(now, b_addr, &out[..n + k]).unwrap(), None);
+    assert!(matches!(a.poll_event(), Some(Event::Response { msg, psn, response })
+        if msg == h && psn == r.psn && response.return_code == ReturnCode::OpViolation));
+    let why = Failure::Refused(ReturnCode::NoMatch);
+    assert_eq!(a.poll_event(), Some(Event::Failed { msg: h, why, delivery: FailedDelivery::Partial }));
+    assert_eq!(a.messages_in_flight(), 0);
+    a.check_invariants().unwrap();
+    // Refused once all sent: no MSG_ERROR, and it fails the same way.
+    let whole = a.send(desc(b_addr, Service::Rud, 1, 10)).unwrap();
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    let pkt = datagram(&out, &t);
+    let p = b.handle_packet(now, a_addr, &pkt).unwrap().expect("placed");
+    b.respond(&p, ReturnCode::BadAddr, 0).unwrap();
+    let [events, _] = pump(&mut a, &mut b, now, false);
+    assert!(matches!(events[..], [Event::Response { .. }, _]), "{events:?}");
+    assert!(refused(events.get(1).copied(), whole, ReturnCode::BadAddr), "{events:?}");
+    // An OK response is no refusal.
+    let ok = a.send(desc(b_addr, Service::Rud, 2, 3000)).unwrap();
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    let pkt = datagram(&out, &t);
+    let p = b.handle_packet(now, a_addr, &pkt).unwrap().expect("placed");
+    b.respond(&p, ReturnCode::Ok, 3000).unwrap();
+    let [events, _] = pump(&mut a, &mut b, now, false);
+    assert!(matches!(events[..], [Event::Response { .. }, Event::Sent(s)] if s == ok), "{events:?}");
 }
 
-fn cut_short_sim(seed: u64, service: Service, loss: u32, dup: u32) {
+/// A sends messages of 1 to 8 packets to B, by RUD and by ROD, over a wire that loses, duplicates
+/// and reorders packets (seeded), and cuts some short (`Endpoint::cancel`, retried until their
+/// first packet is acknowledged); B refuses every fifth message (NO_MATCH on the first packet of
+/// it that arrives), so A cuts those short itself. Every message ends once at A: sent, failed as
+/// cancelled if A's caller cut it, else failed as refused if B refused it; B completes each
+/// once, with every byte of a whole message and exactly the bytes that went out before a cut.
+#[test]
+fn messages_cut_short_end_once_under_loss_duplication_and_reordering() {
+    let rud: u32 = (1..=6u64).map(|seed| cut_short_sim(seed, Service::Rud, 40, 30)).sum();
+    let rod: u32 = (7..=9u64).map(|seed| cut_short_sim(seed, Service::Rod, 40, 30)).sum();
+    assert!(rud > 0 && rod > 0, "some refusals came before the whole message went out");
+}
+
+/// Returns how many messages a refusal cut short.
+fn cut_short_sim(seed: u64, service: Service, loss: u32, dup: u32) -> u32 {
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
     let (mut a, mut b) = (Ep::new(config(a_addr), seed), Ep::new(config(b_addr), seed + 100));
     let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -4180,6 +4341,7 @@ fn cut_short_sim(seed: u64, service: Service, loss: u32, dup: u32) {
     // Per message index: bytes that went out, bytes at the cut, A's event; B's bytes and length.
     let (mut went, mut cut, mut ended) = (HashMap::new(), HashMap::new(), HashMap::new());
     let (mut ids, mut placed, mut received) = (HashMap::new(), HashMap::new(), HashMap::new());
+    let (refuses, mut refused) = (|index: u64| index % 5 == 2, std::collections::HashSet::new());
     let mut flight: Vec<(bool, Vec<u8>)> = Vec::new();
     // The messages to cut short, as soon as their first packet is acknowledged.
     let mut want = HashMap::new();
@@ -4233,13 +4395,21 @@ fn cut_short_sim(seed: u64, service: Service, loss: u32, dup: u32) {
             if !to_b {
                 let _ = a.handle_packet(now, b_addr, &pkt);
             } else if let Ok(Some(p)) = b.handle_packet(now, a_addr, &pkt) {
-                ids.insert((p.pdc, p.message_id), p.header.match_bits);
-                *placed.entry(p.header.match_bits).or_insert(0u32) += p.payload.len() as u32;
+                let index = p.header.match_bits;
+                ids.insert((p.pdc, p.message_id), index);
+                *placed.entry(index).or_insert(0u32) += p.payload.len() as u32;
+                if refuses(index) && p.header.common.opcode != Opcode::MsgError && refused.insert(index) {
+                    b.respond(&p, ReturnCode::NoMatch, 0).unwrap();
+                }
             }
         }
         while let Some(ev) = a.poll_event() {
             let index = match ev {
                 Event::Sent(h) | Event::Failed { msg: h, .. } => h.user(),
+                Event::Response { msg, response, .. } => {
+                    assert!(refuses(msg.user()) && response.return_code == ReturnCode::NoMatch, "{ev:?}");
+                    continue;
+                }
                 other => panic!("{other:?}"),
             };
             assert!(ended.insert(index, ev).is_none(), "message {index} ended twice");
@@ -4261,6 +4431,7 @@ fn cut_short_sim(seed: u64, service: Service, loss: u32, dup: u32) {
     }
     assert_eq!(ended.len() as u64, n, "seed {seed}: every message ends");
     assert!(!cut.is_empty(), "seed {seed}: some were cut short");
+    let mut cut_by_refusal = 0;
     for (index, &len) in lens.iter().enumerate() {
         let index = index as u64;
         let (ev, got) = (ended[&index], received.get(&index).copied());
@@ -4269,12 +4440,28 @@ fn cut_short_sim(seed: u64, service: Service, loss: u32, dup: u32) {
                 assert!(matches!(ev, Event::Failed { why: Failure::Cancelled, delivery: FailedDelivery::Partial, .. }));
                 assert_eq!(got, Some(bytes), "seed {seed}: message {index} ends where it was cut");
             }
+            None if refuses(index) => {
+                let why = Failure::Refused(ReturnCode::NoMatch);
+                assert_eq!(ev, Event::Failed { msg: ev_msg(ev), why, delivery: FailedDelivery::Partial });
+                // Cut where the refusal found it, or not at all (all sent by then).
+                assert_eq!(got, Some(went[&index]), "seed {seed}: message {index} ends where it was refused");
+                cut_by_refusal += u32::from(went[&index] < len);
+            }
             None => {
                 assert!(matches!(ev, Event::Sent(_)), "seed {seed}: message {index}: {ev:?}");
                 assert_eq!(got, Some(len), "seed {seed}: message {index} whole");
             }
         }
         assert_eq!(placed.get(&index).copied().unwrap_or(0), got.unwrap_or(0), "bytes placed once");
+    }
+    cut_by_refusal
+}
+
+/// The message an event names.
+fn ev_msg(ev: Event) -> MsgHandle {
+    match ev {
+        Event::Sent(h) | Event::Failed { msg: h, .. } | Event::Response { msg: h, .. } => h,
+        other => panic!("{other:?}"),
     }
 }
 

@@ -317,9 +317,11 @@ impl<
         let ses = seg.standard_header(&template, m.len);
         let n = emit(out, pds)?;
         let k = ses.emit(out.get_mut(n..).unwrap_or_default()).map_err(|_| EndpointError::BufferTooShort)?;
-        // READ requests carry no payload: their segments say which data each asks for. Nor does
-        // a compare-and-swap: its extension carries its operands.
-        let requests = matches!(m.kind, MsgKind::Request | MsgKind::Cancelled { .. });
+        // READ requests carry no payload (a READ refused is `Cancelled`): their segments say
+        // which data each asks for. Nor does a compare-and-swap: its extension carries its
+        // operands.
+        let requests = matches!(m.kind, MsgKind::Request | MsgKind::Cancelled { .. })
+            && m.request.common.opcode != crate::ses::Opcode::Read;
         let carries = requests && self.extensions.carries_payload(m.ext);
         let payload = carries.then_some(PayloadRef { msg: m.handle(slot), offset: seg.offset, len: seg.len });
         Ok(Transmit { dst: m.dst, header_len: n + k, payload, read: None, entropy })
