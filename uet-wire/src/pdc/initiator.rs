@@ -639,7 +639,8 @@ impl<const W: usize> Initiator<W> {
     }
 
     /// Processes a control packet from the target: CLOSE_REQ (acknowledged, then the PDC
-    /// quiesces). Other control types are not for the initiator.
+    /// quiesces), ACK_REQ (the target's probe of a return PSN: ACKed, or NACKed PKT_NOT_RCVD),
+    /// CLEAR_REQ (a CLEAR goes out). Other control types are not for the initiator.
     pub fn handle_control(&mut self, now: Instant, ctl: &Control) -> Result<(), PdcError> {
         self.core.handle_control(&mut self.ret, now, ctl)
     }
@@ -1386,8 +1387,21 @@ impl<const W: usize> InitiatorCore<W> {
                 self.enter(next, Some(ret));
                 Ok(())
             }
+            ControlType::ClearReq => {
+                // The target asks for a CLEAR (UE 1.0 control type 3): sent as for an ACK asking
+                // for one, with this initiator's CLEAR_PSN (its left edge − 1), whatever PSN the
+                // payload names, as that is all it may clear; none once the CLOSE is queued, as
+                // the CLOSE clears everything. (Neither uet-ref-prov's target nor this crate's
+                // sends one.)
+                let next = self.transition(Ev::Update)?;
+                if next != InitiatorState::CloseAckWait {
+                    self.tx_pending |= TX_CLEAR;
+                }
+                self.enter(next, Some(ret));
+                Ok(())
+            }
             _ => Err(PdcError::IllegalEvent {
-                event: "control packet other than CLOSE_REQ and ACK_REQ",
+                event: "control packet other than CLOSE_REQ, ACK_REQ and CLEAR_REQ",
                 state: PdcState::Initiator(self.state),
             }),
         }

@@ -1230,6 +1230,38 @@ fn guaranteed_delivery_response_survives_a_lost_ack_until_cleared() {
     assert_eq!(i.failure(), None);
 }
 
+/// A CLEAR_REQ from the target (control type 3) draws a CLEAR with the initiator's CLEAR_PSN
+/// (left edge − 1), whatever PSN its payload names; once the CLOSE is queued, none.
+#[test]
+fn a_clear_req_draws_a_clear() {
+    let cfg = cfg();
+    let (mut i, mut tg) = established(DeliveryMode::Rud);
+    let r = req(i.send(t(3), &cfg, true).unwrap());
+    assert_eq!(tg.handle_request(t(3), &cfg, &r, 8, false).unwrap(), Delivery::New);
+    i.handle_ack(t(4), &cfg, &ack_of(tg.poll_transmit(t(4)).unwrap())).unwrap();
+    assert_eq!(i.poll_transmit(t(4)), None);
+    let ask = Control {
+        ctl_type: ControlType::ClearReq,
+        flags: ControlFlags::empty(),
+        probe_opaque: 0,
+        psn: 0,
+        spdcid: 19,
+        dest: PdcDest::Established { dpdcid: 7 },
+        payload: 3,
+    };
+    i.handle_control(t(5), &ask).unwrap();
+    let Some(InitiatorTx::Control(clear)) = i.poll_transmit(t(5)) else { panic!("no CLEAR") };
+    let clear = ctl(clear);
+    assert_eq!((clear.ctl_type, clear.payload), (ControlType::Clear, r.psn));
+    assert!(clear.flags.contains(ControlFlags::AR));
+    tg.handle_control(t(6), &cfg, &clear).unwrap();
+    assert_eq!(i.poll_transmit(t(6)), None, "one CLEAR");
+    i.close(t(7), &cfg).unwrap();
+    assert!(matches!(i.poll_transmit(t(7)), Some(InitiatorTx::Control(c)) if ctl(c).ctl_type == ControlType::Close));
+    i.handle_control(t(8), &ask).unwrap();
+    assert_eq!(i.poll_transmit(t(8)), None, "the CLOSE clears everything");
+}
+
 /// A target that never answers a CLEAR (uet-ref-prov's sends no ACK for one): the initiator
 /// resends it Max_RTO_Retx_Cnt times, then stops, and the PDC stays up.
 #[test]
