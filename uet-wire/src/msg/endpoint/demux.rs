@@ -175,11 +175,6 @@ impl<
                     PdcDest::Established { dpdcid } => {
                         if self.initiators.get(dpdcid).is_some() {
                             if self.side_of(dpdcid, c.spdcid, src) == Some(Side::Initiator) {
-                                if let Some(p) =
-                                    self.initiators.get_mut(dpdcid).filter(|_| c.ctl_type == ControlType::CloseReq)
-                                {
-                                    p.close_req_psn = Some(c.psn);
-                                }
                                 if c.ctl_type == ControlType::Credit {
                                     // RCCC's grant is the CCC's, not the PDC's (see `credit`).
                                     let ccc = self.initiators.get(dpdcid).and_then(|p| p.ccc);
@@ -196,11 +191,23 @@ impl<
                                     .is_some()
                                 {
                                     // A CLOSE_REQ or ACK_REQ takes a PSN of the return direction.
+                                    let mut taken = false;
                                     self.on_initiator(now, dpdcid, |p, ret, _| {
                                         // Taken just above, so never `None`.
                                         let Some(ret) = ret else { return Ok((Marked::Nothing, CcSignal::None)) };
-                                        p.handle_control(ret, now, &c).map(|()| (Marked::Nothing, CcSignal::None))
+                                        p.handle_control(ret, now, &c)?;
+                                        taken = true;
+                                        Ok((Marked::Nothing, CcSignal::None))
                                     });
+                                    // The ACK of a CLOSE_REQ the PDC took goes bare (one it refused,
+                                    // from a peer it does not know yet, say, names no PSN of it).
+                                    if let Some(p) = self
+                                        .initiators
+                                        .get_mut(dpdcid)
+                                        .filter(|_| taken && c.ctl_type == ControlType::CloseReq)
+                                    {
+                                        p.close_req_psn = Some(c.psn);
+                                    }
                                 } else {
                                     // Every return direction is in use: dropped, as if lost.
                                     self.stats.return_receiver_drops = self.stats.return_receiver_drops.wrapping_add(1);

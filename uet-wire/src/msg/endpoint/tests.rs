@@ -1778,6 +1778,29 @@ fn a_drop_class_rudi_nack_fails_nothing() {
     assert!(again.flags.contains(crate::pds::RudiFlags::RETX));
 }
 
+/// A CLOSE_REQ the initiator PDC refuses (it does not know its target yet, before the first
+/// ACK) leaves no mark: the ACK naming its PSN later is not made bare for it.
+#[test]
+fn a_refused_close_req_leaves_no_mark() {
+    let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
+    let mut a = Ep::new(config(a_addr), 1);
+    let pkt = one_packet_request(&mut a, b_addr, 0, 100);
+    let Ok((PdsHeader::Request(r), _)) = PdsHeader::parse(&pkt) else { panic!() };
+    let close_req = crate::pds::Control {
+        ctl_type: crate::pds::ControlType::CloseReq,
+        flags: crate::pds::ControlFlags::AR,
+        probe_opaque: 0,
+        psn: 77,
+        spdcid: 33,
+        dest: PdcDest::Established { dpdcid: r.spdcid },
+        payload: 0,
+    };
+    let mut out = [0u8; 64];
+    let n = PdsHeader::Control(close_req).emit(&mut out).unwrap();
+    let _ = a.handle_packet(Instant::ZERO, b_addr, &out[..n]);
+    assert_eq!(a.initiators.get(r.spdcid).map(|p| p.close_req_psn), Some(None));
+}
+
 /// A RUDI response with an error code (uet-ref-prov answers BAD_MKEY, PERM_VIOLATION,
 /// OP_VIOLATION or BAD_ADDR) fails its message at once; one with RC_OK completes it.
 #[test]
