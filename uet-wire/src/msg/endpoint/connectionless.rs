@@ -117,14 +117,17 @@ impl<
     /// other (`uet_rudi_rx_rsp`); with the event queue full, nothing changes and the answer to
     /// the packet's resend decides. An SES header that does not parse only answers.
     pub(super) fn rudi_answered(&mut self, r: &Rudi, rest: &[u8]) {
-        let found = self.rudi.iter().enumerate().find(|(_, o)| o.pkt_id == r.pkt_id);
-        let Some((k, slot)) = found.map(|(k, o)| (k, usize::from(o.slot))) else { return };
         let rsp = (r.next_header == NextHeader::Rsp).then(|| Response::parse(rest).ok()).flatten();
         if let Some((rsp, _)) = rsp.filter(|(rsp, _)| !matches!(rsp.return_code, ReturnCode::Ok | ReturnCode::Null)) {
-            self.fail_rudi(slot, Failure::Refused(rsp.return_code));
+            if let Some(slot) = self.rudi.iter().find(|o| o.pkt_id == r.pkt_id).map(|o| usize::from(o.slot)) {
+                self.fail_rudi(slot, Failure::Refused(rsp.return_code));
+            }
             return;
         }
-        self.rudi.swap_remove(k);
+        // (`swap_remove` right after `position`: the optimiser sees the index is in bounds, and
+        // firmware images must link no panic.)
+        let Some(k) = self.rudi.iter().position(|o| o.pkt_id == r.pkt_id) else { return };
+        let slot = usize::from(self.rudi.swap_remove(k).slot);
         self.complete_connectionless(slot);
     }
 
