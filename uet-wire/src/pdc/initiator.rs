@@ -1391,8 +1391,10 @@ impl<const W: usize> InitiatorCore<W> {
                 // The target asks for a CLEAR (UE 1.0 control type 3): sent as for an ACK asking
                 // for one, with this initiator's CLEAR_PSN (its left edge − 1), whatever PSN the
                 // payload names, as that is all it may clear; none once the CLOSE is queued, as
-                // the CLOSE clears everything. (Neither uet-ref-prov's target nor this crate's
-                // sends one.)
+                // the CLOSE clears everything. Unlike an ACK's request, not only once the left
+                // edge passed the newest CACK: the target asked outright, and one CLEAR and the
+                // ACK it draws answer it. (Neither uet-ref-prov's target nor this crate's sends
+                // one.)
                 let next = self.transition(Ev::Update)?;
                 if next != InitiatorState::CloseAckWait {
                     self.tx_pending |= TX_CLEAR;

@@ -202,12 +202,12 @@ pub enum Failure {
     /// that ended it, were acknowledged. Only that message fails.
     Cancelled,
     /// The target answered a packet of the message with this error return code (any but OK and
-    /// NULL; reported first as [`Event::Response`](crate::msg::Event::Response)), and every
-    /// packet that went out is acknowledged. Packets it had not sent yet (a READ's requests
+    /// NULL; on a PDC, reported first as [`Event::Response`](crate::msg::Event::Response)), and
+    /// every packet that went out is acknowledged. Packets it had not sent yet (a READ's requests
     /// too) went as one MSG_ERROR instead, as after
     /// [`Endpoint::cancel`](crate::msg::Endpoint::cancel); a READ stops waiting for its data. A
-    /// RUDI message fails as soon as the RUDI response with the code arrives. Only that message
-    /// fails.
+    /// RUDI message fails as soon as the RUDI response with the code arrives, with no
+    /// `Event::Response` first. Only that message fails.
     Refused(crate::ses::ReturnCode),
 }
 

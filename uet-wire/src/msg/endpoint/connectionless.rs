@@ -111,14 +111,18 @@ impl<
     }
 
     /// A RUDI response `r` arrived, its SES header in `rest`: its packet is done. An SES response
-    /// with an error code (neither OK nor NULL; uet-ref-prov's target answers a RUDI WRITE it
-    /// cannot take with BAD_MKEY, PERM_VIOLATION, OP_VIOLATION or BAD_ADDR) fails the message at
-    /// once, [`Failure::Refused`], as uet-ref-prov's initiator handles a RUDI response like any
-    /// other (`uet_rudi_rx_rsp`); with the event queue full, nothing changes and the answer to
-    /// the packet's resend decides. An SES header that does not parse only answers.
+    /// (not NO_RESPONSE) with an error code (neither OK nor NULL; uet-ref-prov's target answers a
+    /// RUDI WRITE it cannot take with BAD_MKEY, PERM_VIOLATION, OP_VIOLATION or BAD_ADDR) fails
+    /// the message at once, [`Failure::Refused`], as uet-ref-prov's initiator handles a RUDI
+    /// response like any other (`uet_rudi_rx_rsp`); with the event queue full, nothing changes
+    /// and the answer to the packet's resend decides. An SES header that does not parse only
+    /// answers.
     pub(super) fn rudi_answered(&mut self, r: &Rudi, rest: &[u8]) {
         let rsp = (r.next_header == NextHeader::Rsp).then(|| Response::parse(rest).ok()).flatten();
-        if let Some((rsp, _)) = rsp.filter(|(rsp, _)| !matches!(rsp.return_code, ReturnCode::Ok | ReturnCode::Null)) {
+        let refusal = |rsp: &Response| {
+            rsp.opcode != ResponseOpcode::NoResponse && !matches!(rsp.return_code, ReturnCode::Ok | ReturnCode::Null)
+        };
+        if let Some((rsp, _)) = rsp.filter(|(rsp, _)| refusal(rsp)) {
             if let Some(slot) = self.rudi.iter().find(|o| o.pkt_id == r.pkt_id).map(|o| usize::from(o.slot)) {
                 self.fail_rudi(slot, Failure::Refused(rsp.return_code));
             }

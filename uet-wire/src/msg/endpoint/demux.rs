@@ -169,9 +169,9 @@ impl<
             }
             PdsHeader::Control(c) => {
                 match c.dest {
-                    // Control packets to an initiator come from its target (CLOSE_REQ, or
-                    // ACK_REQ probing the return direction); to a target from its initiator. The
-                    // id ranges say which.
+                    // Control packets to an initiator come from its target (CLOSE_REQ, ACK_REQ
+                    // probing the return direction, CLEAR_REQ, CREDIT); to a target from its
+                    // initiator. The id ranges say which.
                     PdcDest::Established { dpdcid } => {
                         if self.initiators.get(dpdcid).is_some() {
                             if self.side_of(dpdcid, c.spdcid, src) == Some(Side::Initiator) {
@@ -190,7 +190,8 @@ impl<
                                     .and_then(|p| self.receivers.take(&mut p.ret))
                                     .is_some()
                                 {
-                                    // A CLOSE_REQ or ACK_REQ takes a PSN of the return direction.
+                                    // A CLOSE_REQ or ACK_REQ takes a PSN of the return direction
+                                    // (a CLEAR_REQ, which takes none, goes the same way).
                                     let mut taken = false;
                                     self.on_initiator(now, dpdcid, |p, ret, _| {
                                         // Taken just above, so never `None`.

@@ -608,7 +608,8 @@ pub enum Event {
     /// The target answered a packet of a sent message with a guaranteed-delivery SES response
     /// (any opcode but DEFAULT_RESPONSE and NO_RESPONSE), or with a DEFAULT_RESPONSE whose
     /// return code is an error: reported once, before the message completes. An error code
-    /// (neither OK nor NULL) fails the message, [`Failure::Refused`].
+    /// (neither OK nor NULL) fails the message, [`Failure::Refused`]. (Messages on a PDC only:
+    /// a RUDI response with an error code fails its message with no `Response` first.)
     Response {
         /// The message.
         msg: MsgHandle,

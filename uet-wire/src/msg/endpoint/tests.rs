@@ -1802,19 +1802,27 @@ fn a_refused_close_req_leaves_no_mark() {
 }
 
 /// A RUDI response with an error code (uet-ref-prov answers BAD_MKEY, PERM_VIOLATION,
-/// OP_VIOLATION or BAD_ADDR) fails its message at once; one with RC_OK completes it.
+/// OP_VIOLATION or BAD_ADDR) fails its message at once; one with RC_OK, or a NO_RESPONSE,
+/// completes it.
 #[test]
 fn a_rudi_response_with_an_error_code_fails_its_message() {
     let (a_addr, b_addr) = (ipv4([10, 0, 0, 1]), ipv4([10, 0, 0, 2]));
     let mut out = [0u8; 256];
-    for (code, refused) in [(ReturnCode::Ok, false), (ReturnCode::BadMkey, true), (ReturnCode::OpViolation, true)] {
+    let cases = [
+        (ResponseOpcode::DefaultResponse, ReturnCode::Ok, false),
+        (ResponseOpcode::DefaultResponse, ReturnCode::BadMkey, true),
+        (ResponseOpcode::Response, ReturnCode::OpViolation, true),
+        (ResponseOpcode::NoResponse, ReturnCode::BadMkey, false),
+    ];
+    for (opcode, code, refused) in cases {
         let mut a = Ep::new(config(a_addr), 1);
         let pkt = one_packet(&mut a, b_addr, Service::Rudi, 0, 100);
         let Ok((PdsHeader::Rudi(r), rest)) = PdsHeader::parse(&pkt) else { panic!("not RUDI") };
         let Ok((Some(SesHeader::Standard(ses)), _)) = SesHeader::parse(NextHeader::ReqStd, rest) else { panic!() };
         let answer = crate::pds::Rudi { response: true, next_header: NextHeader::Rsp, ..r };
         let mut n = PdsHeader::Rudi(answer).emit(&mut out).unwrap();
-        n += SesHeader::Response(Response::default_for(&ses, code)).emit(&mut out[n..]).unwrap();
+        let rsp = Response { opcode, ..Response::default_for(&ses, code) };
+        n += SesHeader::Response(rsp).emit(&mut out[n..]).unwrap();
         assert_eq!(a.handle_packet(Instant::ZERO, b_addr, &out[..n]).unwrap(), None);
         match a.poll_event() {
             Some(Event::Failed { why: Failure::Refused(c), .. }) if refused => assert_eq!(c, code),
@@ -4338,6 +4346,29 @@ fn a_message_refused_before_it_is_all_sent_is_cut_short() {
     b.respond(&p, ReturnCode::Ok, 3000).unwrap();
     let [events, _] = pump(&mut a, &mut b, now, false);
     assert!(matches!(events[..], [Event::Response { .. }, Event::Sent(s)] if s == ok), "{events:?}");
+}
+
+/// A message its caller cut short stays so when an error response for a packet sent before the
+/// cut arrives: it fails as cancelled, the response reported first.
+#[test]
+fn a_message_cut_short_stays_cancelled_when_refused() {
+    let (mut a, mut b, a_addr, b_addr) = kept_pair();
+    let now = Instant::ZERO;
+    let mut out = [0u8; 2048];
+    let h = a.send(desc(b_addr, Service::Rud, 0, 3000)).unwrap();
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    let first = datagram(&out, &t);
+    let t = a.poll_transmit(now, &mut out).unwrap().unwrap();
+    let second = datagram(&out, &t);
+    b.handle_packet(now, a_addr, &first).unwrap().expect("placed");
+    let t = b.poll_transmit(now, &mut out).unwrap().expect("the ACK");
+    a.handle_packet(now, b_addr, &out[..t.header_len]).unwrap();
+    assert_eq!(a.cancel(h), Ok(Cancel::CutShort));
+    let p = b.handle_packet(now, a_addr, &second).unwrap().expect("placed");
+    b.respond(&p, ReturnCode::NoMatch, 0).unwrap();
+    let [events, _] = pump(&mut a, &mut b, now, false);
+    assert!(matches!(events[..], [Event::Response { .. }, _]), "{events:?}");
+    assert!(matches!(events[1], Event::Failed { msg, why: Failure::Cancelled, .. } if msg == h), "{events:?}");
 }
 
 /// A sends messages of 1 to 8 packets to B, by RUD and by ROD, over a wire that loses, duplicates
